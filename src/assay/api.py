@@ -1,0 +1,106 @@
+"""The Python API; the CLI is a thin layer over it.
+
+>>> from assay import evaluate
+>>> result = evaluate("qa", model="local", data="examples/qa_example.jsonl", limit=5)
+>>> result.metrics["accuracy"]["value"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from assay.engine.runner import Engine, RunSpec
+from assay.store.sqlite import Store
+
+_ENGINE_FIELDS = set(RunSpec.__dataclass_fields__) - {"benchmark", "model", "benchmark_options"}
+
+
+@dataclass
+class RunResult:
+    """What a finished run produced."""
+
+    run_id: str
+    metrics: dict[str, Any]
+    reports: dict[str, Path] = field(default_factory=dict)
+    status: str = "finished"
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def redact_url(url: str | None) -> str | None:
+    """Drop ``user:password@`` from a URL before it is stored or shown."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return url
+
+
+def make_spec(benchmark: str, model: str = "local", **options: Any) -> RunSpec:
+    """Split keyword options into engine settings and benchmark options."""
+    engine = {k: v for k, v in options.items() if k in _ENGINE_FIELDS and v is not None}
+    bench = {k: v for k, v in options.items() if k not in _ENGINE_FIELDS and v is not None}
+    if "base_url" in engine:
+        engine["base_url"] = redact_url(engine["base_url"])
+    return RunSpec(benchmark=benchmark, model=model, benchmark_options=bench, **engine)
+
+
+async def run_async(
+    spec: RunSpec | None = None,
+    *,
+    resume: str | None = None,
+    store: Store | None = None,
+    quiet: bool = True,
+    reports: bool = True,
+    api_key: str | None = None,
+    engine: Engine | None = None,
+) -> RunResult:
+    """Run (or resume) a spec, write its reports and return the metrics."""
+    from assay.benchmarks.base import get_benchmark_class
+    from assay.models.base import get_subject
+
+    own_store = store is None
+    store = store or Store()
+    try:
+        engine = engine or Engine(store, quiet=quiet)
+        if resume:
+            spec = RunSpec.from_dict(store.get_run(resume)["spec"])
+        if spec is None:
+            raise ValueError("give a RunSpec or a run id to resume")
+        subject = None
+        if api_key:  # otherwise the provider reads OPENAI_API_KEY itself
+            subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
+                                  timeout=spec.timeout)
+        run_id = await engine.run(spec, resume=resume, subject=subject)
+        run = store.get_run(run_id)
+        metrics = get_benchmark_class(run["benchmark"]).metrics(store.results(run_id))
+        paths: dict[str, Path] = {}
+        if reports:
+            from assay.reports.render import write_reports
+
+            paths = write_reports(store, run_id)
+        return RunResult(run_id, metrics, paths, run["status"], run["stats"])
+    finally:
+        if own_store:
+            store.close()
+
+
+def evaluate(benchmark: str, model: str = "local", **options: Any) -> RunResult:
+    """Run ``benchmark`` on ``model`` synchronously.
+
+    Options are the CLI's, in Python spelling: benchmark options (``data``,
+    ``scorer``, ``question_key``, ...) and engine settings (``limit``,
+    ``max_connections``, ``epochs``, ``seed``, ``base_url``, ``cache``, ...).
+    ``api_key`` is used for the calls and never stored.
+    """
+    api_key = options.pop("api_key", None)
+    quiet = options.pop("quiet", True)
+    spec = make_spec(benchmark, model, **options)
+    return asyncio.run(run_async(spec, quiet=quiet, api_key=api_key))

@@ -1,0 +1,119 @@
+"""``qa``: any question/answer dataset (JSONL, JSON, CSV or a Hugging Face id).
+
+Scorers: ``exact``, ``normalized``, ``numeric``, ``f1``, ``choice``, ``math``
+(see :mod:`assay.benchmarks.qa.scoring`); inferred from the data when not given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.benchmarks.base import Benchmark, benchmark
+from assay.benchmarks.qa.dataset import build_samples
+from assay.benchmarks.qa.metrics import qa_metrics
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.data.files import load_rows
+from assay.errors import ConfigError
+
+DEFAULT_TEMPLATE = (
+    "{{ question }}\n\nGive only the final answer, on one line starting with \"Answer:\"."
+)
+DEFAULT_CHOICE_TEMPLATE = "{{ question }}\n\n{{ choices }}\n\nAnswer with the letter of the correct option."
+
+
+@benchmark("qa")
+class QABenchmark(Benchmark):
+    """Generic question answering.
+
+    Options: ``data`` (path or HF id), ``split``, ``config``, ``question_key``,
+    ``answer_key``, ``choices_key``, ``id_key``, ``template`` (Jinja2 with
+    ``question``, ``choices`` and ``row``), ``system_prompt``, ``scorer``,
+    ``tolerance`` (numeric), ``max_tokens``.
+    """
+
+    description = "Generic question answering over JSONL/CSV/HF data with exact, normalized, includes, numeric, F1, choice or math scoring."
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if not options.get("data"):
+            raise ConfigError("qa needs a dataset: --data FILE.jsonl|FILE.csv|<hf-dataset-id>")
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+        self.scorer_name: str | None = options.get("scorer")
+        if self.scorer_name:
+            from assay.benchmarks.qa.scoring import get_scorer
+
+            get_scorer(self.scorer_name)  # fail fast on a typo
+
+    def samples(self) -> list[Sample]:
+        """Load, map keys, render prompts (cached after the first call)."""
+        if self._samples is not None:
+            return self._samples
+        from jinja2 import Environment, StrictUndefined, TemplateError
+
+        from assay.benchmarks.qa.scoring import format_choices, infer_scorer
+
+        o = self.options
+        rows = load_rows(o["data"], split=o.get("split"), config=o.get("config"))
+        samples, keys = build_samples(
+            rows, question_key=o.get("question_key"), answer_key=o.get("answer_key"),
+            choices_key=o.get("choices_key"), id_key=o.get("id_key"),
+        )
+        has_choices = any("choices" in s.metadata for s in samples)
+        env = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+        source = o.get("template") or (DEFAULT_CHOICE_TEMPLATE if has_choices else DEFAULT_TEMPLATE)
+        try:
+            template = env.from_string(source)
+        except TemplateError as e:
+            raise ConfigError(f"invalid --template: {e}") from e
+        for s, row in zip(samples, rows.rows):
+            choices = s.metadata.get("choices")
+            # format_choices ends with its own instruction line; the template has one too
+            choice_text = format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip() \
+                if choices else ""
+            try:
+                prompt = template.render(question=s.input, choices=choice_text, row=row)
+            except TemplateError as e:
+                raise ConfigError(f"--template failed on {s.metadata['source']}: {e}") from e
+            s.input = prompt
+        if not self.scorer_name:
+            self.scorer_name = infer_scorer(samples[0].target, samples[0].metadata.get("choices"))
+        self._info = dict(rows.info, keys=keys, scorer=self.scorer_name, rows=len(samples))
+        self._samples = samples
+        return samples
+
+    def dataset_info(self) -> dict[str, Any]:
+        """Source, content hash, key mapping and scorer."""
+        self.samples()
+        return self._info
+
+    def generation_params(self) -> dict[str, Any]:
+        """Short answers by default; run parameters override."""
+        return {"max_tokens": int(self.options.get("max_tokens") or 256), **self.run_params}
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """Optional system prompt, then the rendered question."""
+        system = self.options.get("system_prompt")
+        msgs = [Message("system", system)] if system else []
+        msgs.append(Message("user", sample.input if isinstance(sample.input, str) else ""))
+        return msgs
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """Apply the configured scorer to the agent's text output."""
+        from assay.benchmarks.qa.scoring import get_scorer
+
+        name = self.scorer_name or "normalized"
+        opts: dict[str, Any] = {}
+        if name == "choice":
+            opts["choices"] = sample.metadata.get("choices") or []
+        if name == "numeric" and self.options.get("tolerance") is not None:
+            opts["tolerance"] = float(self.options["tolerance"])
+        try:
+            return [get_scorer(name)(outcome.output, sample.target, **opts)]
+        except ValueError as e:
+            raise ConfigError(f"{sample.metadata.get('source', sample.id)}: {e}") from e
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult]) -> dict[str, Any]:
+        """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens."""
+        return qa_metrics(results)

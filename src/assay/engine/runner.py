@@ -1,0 +1,254 @@
+"""The engine: runs a benchmark against a subject, sample by sample, into the store.
+
+Per sample: a fresh agent (``subject.session()``), ``benchmark.solve``,
+``benchmark.score``, one committed row. Concurrency is a fixed pool of worker
+tasks (``max_connections``) pulling from a queue, so memory stays flat for big
+datasets; the per-endpoint semaphore lives in :mod:`assay.engine.calls`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from assay import __version__
+from assay.benchmarks.base import Benchmark, get_benchmark_class
+from assay.core.types import Sample
+from assay.engine.calls import CallContext, CallShared, RetryPolicy
+from assay.errors import ConfigError, ModelCallError
+from assay.models.base import Subject, get_subject
+from assay.store.sqlite import Store
+
+
+@dataclass
+class RunSpec:
+    """Everything needed to (re)build a run. Stored with the run; never holds secrets."""
+
+    benchmark: str
+    model: str = "local"
+    benchmark_options: dict[str, Any] = field(default_factory=dict)
+    base_url: str | None = None
+    timeout: float = 120.0
+    max_connections: int = 32
+    max_retries: int = 5
+    retry_initial: float = 1.0
+    sample_timeout: float | None = None
+    limit: int | None = None
+    sample_ids: list[str] | None = None
+    epochs: int = 1
+    seed: int | None = None
+    cache: bool = True
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSpec:
+        """Inverse of :meth:`to_dict` (unknown keys from newer versions are ignored)."""
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def select_samples(samples: list[Sample], spec: RunSpec) -> list[Sample]:
+    """Apply ``--sample-ids`` then ``--limit``; unknown ids are a user error."""
+    if spec.sample_ids:
+        by_id = {s.id: s for s in samples}
+        missing = [i for i in spec.sample_ids if i not in by_id]
+        if missing:
+            raise ConfigError(f"unknown sample id(s): {', '.join(missing[:5])}")
+        samples = [by_id[i] for i in spec.sample_ids]
+    if spec.limit is not None:
+        if spec.limit < 1:
+            raise ConfigError("--limit must be at least 1")
+        samples = samples[: spec.limit]
+    return samples
+
+
+class _Progress:
+    """A rich progress bar on stderr, or nothing when quiet."""
+
+    def __init__(self, total: int, description: str, quiet: bool) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        if not quiet:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("errors {task.fields[errors]}"), TimeRemainingColumn(),
+                transient=True,
+            )
+            self._task = self._bar.add_task(description, total=total, errors=0)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self, errors: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, errors=errors)
+
+
+class Engine:
+    """Runs :class:`RunSpec` s into a :class:`Store`."""
+
+    def __init__(self, store: Store, *, quiet: bool = False) -> None:
+        self.store = store
+        self.quiet = quiet
+        #: id of the run in progress (so a caller can mark it interrupted on Ctrl-C)
+        self.current_run_id: str | None = None
+
+    async def run(
+        self,
+        spec: RunSpec | None,
+        *,
+        resume: str | None = None,
+        benchmark: Benchmark | None = None,
+        subject: Subject | Any | None = None,
+    ) -> str:
+        """Run (or resume) and return the run id. Finished samples are never redone."""
+        if resume:
+            record = self.store.get_run(resume)
+            spec = RunSpec.from_dict(record["spec"])
+            run_id = record["id"]
+        if spec is None:
+            raise ValueError("Engine.run needs a RunSpec or a run id to resume")
+        self.current_run_id = run_id if resume else None
+        bench = benchmark or get_benchmark_class(spec.benchmark)(**spec.benchmark_options)
+        samples = select_samples(bench.samples(), spec)
+        dataset = dict(bench.dataset_info(), selected=len(samples))
+        if resume:
+            old_hash = record["dataset"].get("content_hash")
+            if old_hash and dataset.get("content_hash") and old_hash != dataset["content_hash"]:
+                raise ConfigError(
+                    f"the dataset changed since run {run_id} started (content hash "
+                    f"{old_hash[:12]} != {dataset['content_hash'][:12]}); start a new run"
+                )
+        subj = subject or get_subject(spec.model, base_url=spec.base_url, timeout=spec.timeout)
+        try:
+            preflight = getattr(getattr(subj, "model", None), "preflight", None)
+            if preflight is not None:
+                await preflight()
+            if not resume:
+                run_id = self.store.create_run(
+                    benchmark=bench.name, spec=spec.to_dict(), model=subj.describe(),
+                    dataset=dataset, package_version=__version__,
+                )
+                self.current_run_id = run_id
+            else:
+                self.store.set_run_status(run_id, "running")
+            await self._execute(run_id, spec, bench, subj, samples)
+        finally:
+            await subj.aclose()
+        return run_id
+
+    async def _execute(self, run_id: str, spec: RunSpec, bench: Benchmark, subj: Any,
+                       samples: list[Sample]) -> None:
+        done = self.store.completed_keys(run_id)
+        todo = [
+            (seq, s, epoch)
+            for epoch in range(spec.epochs)
+            for seq, s in enumerate(samples)
+            if (s.id, epoch) not in done
+        ]
+        identity = json.dumps(subj.describe(), sort_keys=True)
+        params = dict(spec.params)
+        if spec.seed is not None:
+            params.setdefault("seed", spec.seed)
+        bench.run_params = params
+        shared = CallShared(
+            self.store, max_connections=spec.max_connections,
+            policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
+            use_cache=spec.cache, seed=spec.seed,
+        )
+        queue: asyncio.Queue[tuple[int, Sample, int]] = asyncio.Queue()
+        for item in todo:
+            queue.put_nowait(item)
+        errors = 0
+        started = time.perf_counter()
+        record = self.store.record
+
+        async def one(seq: int, sample: Sample, epoch: int) -> bool:
+            t0 = time.perf_counter()
+            ctx: CallContext | None = None
+            error = None
+            outcome = None
+            try:
+                ctx = CallContext(subj.session(), shared, identity, epoch)
+                if spec.sample_timeout:
+                    outcome = await asyncio.wait_for(bench.solve(sample, ctx), spec.sample_timeout)
+                else:
+                    outcome = await bench.solve(sample, ctx)
+                error = outcome.error
+            except ModelCallError as e:
+                error = str(e)
+            except asyncio.TimeoutError:
+                error = f"sample timed out after {spec.sample_timeout:g}s"
+            except Exception as e:  # a bug in a benchmark or agent must not sink the run
+                error = f"{type(e).__name__}: {e}"
+            scores: dict[str, Any] = {}
+            prediction = None
+            if error is None and outcome is not None:
+                try:
+                    for sc in bench.score(sample, outcome):
+                        scores[sc.name] = sc.to_dict()
+                    if scores:
+                        prediction = next(iter(scores.values()))["answer"]
+                except Exception as e:
+                    error = f"scoring failed: {type(e).__name__}: {e}"
+            transcript = [m.to_dict() for m in outcome.transcript] if outcome else []
+            usage = ctx.usage if ctx else None
+            record(run_id, (
+                sample.id, epoch, seq, json.dumps(sample.input_json(), ensure_ascii=False),
+                json.dumps(sample.target, ensure_ascii=False, default=str),
+                json.dumps(transcript, ensure_ascii=False, default=str),
+                outcome.output if outcome else "", prediction,
+                json.dumps(scores, ensure_ascii=False, default=str), error,
+                time.perf_counter() - t0,
+                usage.input_tokens if usage else 0, usage.output_tokens if usage else 0,
+                ctx.calls if ctx else 0, ctx.cache_hits if ctx else 0,
+                json.dumps(sample.metadata, ensure_ascii=False, default=str) if sample.metadata
+                else None,
+                time.time(),
+            ))
+            return error is not None
+
+        progress = _Progress(len(todo), f"{bench.name} · {subj.model_id}", self.quiet)
+
+        async def worker() -> None:
+            nonlocal errors
+            while True:
+                try:
+                    seq, sample, epoch = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                if await one(seq, sample, epoch):
+                    errors += 1
+                progress.advance(errors)
+
+        with progress if not self.quiet else nullcontext():
+            n_workers = max(1, min(spec.max_connections, len(todo)))
+            await asyncio.gather(*(worker() for _ in range(n_workers)))
+        elapsed = time.perf_counter() - started
+        old = self.store.get_run(run_id)["stats"]
+        stats = self.store.sample_totals(run_id)
+        stats["elapsed_s"] = round(old.get("elapsed_s", 0.0) + elapsed, 3)
+        stats["sessions"] = old.get("sessions", 0) + 1
+        self.store.set_run_status(run_id, "finished", stats)

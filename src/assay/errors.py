@@ -1,0 +1,45 @@
+"""One error hierarchy for everything a user can get wrong.
+
+Every message says what to fix. The CLI prints ``str(error)`` on one line and
+exits with status 2; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+
+class AssayError(Exception):
+    """Base class for user-facing errors (bad input, bad configuration)."""
+
+    def __str__(self) -> str:  # keep messages on one line
+        return " ".join(super().__str__().split())
+
+
+class DatasetError(AssayError):
+    """A dataset file or row is missing, malformed or lacks a required field."""
+
+
+class ModelSpecError(AssayError):
+    """A model spec string does not name a known provider or cannot be loaded."""
+
+
+class ConfigError(AssayError):
+    """A CLI option, run spec or plan file is invalid."""
+
+
+class RunNotFoundError(AssayError):
+    """A run id does not exist in the workspace store."""
+
+
+class ModelCallError(Exception):
+    """A model call failed. ``transient`` says whether retrying may help.
+
+    This is not an ``AssayError``: a failed call is recorded against its sample
+    as an error, it does not stop the run.
+    """
+
+    def __init__(self, message: str, *, transient: bool, retry_after: float | None = None,
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.retry_after = retry_after
+        self.status = status

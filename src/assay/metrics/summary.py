@@ -1,0 +1,84 @@
+"""Summaries shared by benchmarks: score rate, errors apart, extraction, latency, tokens.
+
+Pure functions over stored :class:`SampleResult` s. Errors (a sample whose
+model call failed after retries) are never counted as wrong answers: the
+headline rate is over scored samples, and the error count stands beside it.
+With several epochs, scores are averaged per sample first and the interval is
+computed over samples (clustered), since epochs of one item are not independent.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from assay.core.types import SampleResult
+from assay.metrics.stats import mean_with_ci, proportion
+
+
+def score_summary(results: list[SampleResult], score_name: str | None = None) -> dict[str, Any]:
+    """Rate of the primary (or named) score with a 95% interval, plus error counts."""
+    scored = [r for r in results if r.error is None and r.scores]
+    errors = [r for r in results if r.error is not None]
+    values = [r.score_value(score_name) for r in scored]
+    values = [float(v) for v in values if v is not None]
+    epochs = len({r.epoch for r in results}) or 1
+    binary = all(v in (0.0, 1.0) for v in values)
+    if epochs > 1:
+        per_sample: dict[str, list[float]] = defaultdict(list)
+        for r in scored:
+            v = r.score_value(score_name)
+            if v is not None:
+                per_sample[r.sample_id].append(float(v))
+        headline = mean_with_ci([sum(v) / len(v) for v in per_sample.values()])
+        headline["clustered_by"] = "sample"
+    elif binary:
+        headline = proportion(int(sum(values)), len(values))
+    else:
+        headline = mean_with_ci(values)
+    n_total = len(results)
+    return {
+        "score": headline,
+        "n_samples": n_total,
+        "n_scored": len(scored),
+        "n_errors": len(errors),
+        "error_rate": proportion(len(errors), n_total),
+        # Errors counted as failures: the pessimistic number, shown beside the headline.
+        "score_errors_as_wrong": (sum(values) / n_total) if n_total else None,
+        "epochs": epochs,
+    }
+
+
+def extraction_rate(results: list[SampleResult], score_name: str | None = None) -> dict[str, Any]:
+    """Share of scored samples where the scorer could extract an answer at all."""
+    scored = [r for r in results if r.error is None and r.scores]
+    extracted = 0
+    for r in scored:
+        s = r.scores[score_name] if score_name else next(iter(r.scores.values()))
+        if s.get("answer") is not None:
+            extracted += 1
+    return proportion(extracted, len(scored))
+
+
+def usage_summary(results: list[SampleResult]) -> dict[str, Any]:
+    """Mean latency and token totals."""
+    n = len(results)
+    lat = [r.latency_s for r in results if r.error is None]
+    tin = sum(r.input_tokens for r in results)
+    tout = sum(r.output_tokens for r in results)
+    return {
+        "mean_latency_s": sum(lat) / len(lat) if lat else None,
+        "input_tokens": tin,
+        "output_tokens": tout,
+        "mean_tokens_per_sample": (tin + tout) / n if n else None,
+    }
+
+
+def error_messages(results: list[SampleResult], limit: int = 5) -> list[dict[str, Any]]:
+    """The most frequent error messages with counts (for reports)."""
+    counts: dict[str, int] = defaultdict(int)
+    for r in results:
+        if r.error:
+            counts[r.error[:200]] += 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:limit]
+    return [{"message": m, "count": c} for m, c in top]

@@ -1,0 +1,158 @@
+"""Reports from the store: ``report.md``, ``report.html`` (one self-contained file), ``results.jsonl``.
+
+Reports read only the store. The HTML is rendered by Jinja2 with autoescaping
+on, so every dataset or model string is escaped; charts are inline SVG.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from assay.benchmarks.base import get_benchmark_class
+from assay.core.types import SampleResult
+from assay.store.sqlite import Store
+
+_TEMPLATES = Path(__file__).parent / "templates"
+
+
+def is_rate(value: Any) -> bool:
+    """Whether a metrics entry is a rate/mean with an interval."""
+    return isinstance(value, dict) and "value" in value and "ci_low" in value
+
+
+def fmt_rate(value: dict[str, Any]) -> str:
+    """``0.650 [0.433, 0.819] (13/20)`` style text for a rate entry."""
+    if value.get("value") is None:
+        return "n/a"
+    s = f"{value['value']:.3f}"
+    if value.get("ci_low") is not None:
+        s += f" [{value['ci_low']:.3f}, {value['ci_high']:.3f}]"
+    if "successes" in value:
+        s += f" ({value['successes']}/{value['n']})"
+    elif value.get("n") is not None:
+        s += f" (n={value['n']})"
+    return s
+
+
+def fmt_value(value: Any) -> str:
+    """Human text for any metrics value."""
+    if is_rate(value):
+        return fmt_rate(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if value is None:
+        return "n/a"
+    return str(value)
+
+
+def headline(metrics: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The first rate in the metrics (the benchmark's headline number)."""
+    for k, v in metrics.items():
+        if is_rate(v):
+            return k, v
+    return None
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _verdict(r: SampleResult) -> str:
+    if r.error is not None:
+        return "error"
+    v = r.score_value()
+    if v is None:
+        return "unscored"
+    if v in (0.0, 1.0):
+        return "correct" if v == 1.0 else "wrong"
+    return f"{v:.2f}"
+
+
+def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
+    """Per-sample table rows (question, target, prediction, verdict, error)."""
+    rows = []
+    for r in results:
+        question = r.input
+        if isinstance(question, list):  # message list: show the last user turn
+            users = [m.get("content") for m in question if m.get("role") == "user"]
+            question = users[-1] if users else question
+        rows.append({
+            "id": r.sample_id if r.epoch == 0 else f"{r.sample_id}#{r.epoch}",
+            "question": _short(question),
+            "target": _short(r.target, 120),
+            "prediction": _short(r.prediction if r.prediction is not None else r.output, 160),
+            "verdict": _verdict(r),
+            "error": r.error or "",
+        })
+    return rows
+
+
+def build_context(store: Store, run_id: str) -> dict[str, Any]:
+    """Everything the templates need, read from the store."""
+    run = store.get_run(run_id)
+    results = store.results(run["id"])
+    metrics = get_benchmark_class(run["benchmark"]).metrics(results) if results else {}
+    head = headline(metrics)
+    return {
+        "run": run,
+        "results": results,
+        "metrics": metrics,
+        "metric_rows": [(k, fmt_value(v)) for k, v in metrics.items()
+                        if not isinstance(v, list) and not (isinstance(v, dict) and not is_rate(v))],
+        "rates": [(k, v) for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],
+        "top_errors": metrics.get("top_errors") or [],
+        "headline": head,
+        "headline_text": f"{head[0]} {fmt_rate(head[1])}" if head else "no scored samples",
+        "samples": sample_rows(results),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
+        "dataset_items": [(k, _short(v, 200)) for k, v in run["dataset"].items()],
+        "spec_items": [(k, _short(v, 200)) for k, v in run["spec"].items()
+                       if v not in (None, {}, [])],
+    }
+
+
+def _env() -> Any:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    env = Environment(
+        loader=FileSystemLoader(str(_TEMPLATES)),
+        autoescape=select_autoescape(["html", "j2.html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    return env
+
+
+def write_results_jsonl(results: list[SampleResult], path: Path) -> None:
+    """One JSON object per sample result."""
+    with open(path, "w", encoding="utf-8") as f:
+        for r in results:
+            f.write(json.dumps({
+                "sample_id": r.sample_id, "epoch": r.epoch, "input": r.input, "target": r.target,
+                "output": r.output, "prediction": r.prediction, "scores": r.scores,
+                "error": r.error, "latency_s": r.latency_s, "input_tokens": r.input_tokens,
+                "output_tokens": r.output_tokens, "transcript": r.transcript,
+                "metadata": r.metadata,
+            }, ensure_ascii=False, default=str) + "\n")
+
+
+def write_reports(store: Store, run_id: str, out_dir: Path | None = None) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and ``results.jsonl``; returns their paths."""
+    ctx = build_context(store, run_id)
+    out = out_dir or store.runs_dir / ctx["run"]["id"]
+    out.mkdir(parents=True, exist_ok=True)
+    env = _env()
+    paths = {
+        "markdown": out / "report.md",
+        "html": out / "report.html",
+        "results": out / "results.jsonl",
+    }
+    paths["markdown"].write_text(env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
+    paths["html"].write_text(env.get_template("report.html").render(**ctx), encoding="utf-8")
+    write_results_jsonl(ctx["results"], paths["results"])
+    return paths

@@ -1,0 +1,257 @@
+"""The workspace store: one SQLite file (WAL) holding runs, sample results and the response cache.
+
+Every sample result is committed as it finishes, so a run killed at any point
+(Ctrl-C, ``kill -9``, power loss) keeps everything finished before the kill and
+resumes without redoing it. Reports read only from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from assay.core.types import SampleResult
+from assay.errors import RunNotFoundError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    benchmark TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    finished_at REAL,
+    spec TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    package_version TEXT NOT NULL,
+    stats TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    sample_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    input TEXT,
+    target TEXT,
+    transcript TEXT,
+    output TEXT,
+    prediction TEXT,
+    scores TEXT,
+    error TEXT,
+    latency_s REAL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    model_calls INTEGER,
+    cache_hits INTEGER,
+    metadata TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, sample_id, epoch)
+);
+CREATE TABLE IF NOT EXISTS cache (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    reply TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+_INSERT_SAMPLE = (
+    "INSERT OR REPLACE INTO samples (run_id, sample_id, epoch, seq, input, target, transcript,"
+    " output, prediction, scores, error, latency_s, input_tokens, output_tokens, model_calls,"
+    " cache_hits, metadata, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def workspace_dir() -> Path:
+    """The workspace folder: ``$ASSAY_HOME`` or ``./assay-runs``."""
+    return Path(os.environ.get("ASSAY_HOME") or "assay-runs")
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id such as ``20261122-054512-3f9a1c``."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class Store:
+    """A handle on the workspace database. Use one per process."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path else workspace_dir() / "assay.db"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an
+        # OS crash can lose the last commits, never corrupt the file.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)
+        self._db.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        self._db.commit()
+
+    @property
+    def runs_dir(self) -> Path:
+        """Folder for run artifacts (reports, exports)."""
+        return self.path.parent / "runs"
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    # -- runs -------------------------------------------------------------------------
+    def create_run(
+        self,
+        *,
+        benchmark: str,
+        spec: dict[str, Any],
+        model: dict[str, Any],
+        dataset: dict[str, Any],
+        package_version: str,
+        run_id: str | None = None,
+    ) -> str:
+        """Insert a new run in status ``running`` and return its id."""
+        run_id = run_id or new_run_id()
+        self._db.execute(
+            "INSERT INTO runs (id, benchmark, status, created_at, spec, model, dataset,"
+            " package_version) VALUES (?,?,?,?,?,?,?,?)",
+            (run_id, benchmark, "running", time.time(), _dumps(spec), _dumps(model),
+             _dumps(dataset), package_version),
+        )
+        self._db.commit()
+        return run_id
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """The run's record with JSON columns decoded; a unique id prefix is accepted."""
+        rows = self._db.execute(
+            "SELECT id, benchmark, status, created_at, finished_at, spec, model, dataset,"
+            " package_version, stats FROM runs WHERE id = ? OR id LIKE ? ORDER BY id",
+            (run_id, run_id + "%"),
+        ).fetchall()
+        exact = [r for r in rows if r[0] == run_id]
+        if exact:
+            rows = exact
+        if not rows:
+            raise RunNotFoundError(
+                f"no run {run_id!r} in {self.path}; see 'assay list runs'"
+            )
+        if len(rows) > 1:
+            raise RunNotFoundError(f"run id prefix {run_id!r} is ambiguous; give more characters")
+        r = rows[0]
+        return {
+            "id": r[0], "benchmark": r[1], "status": r[2], "created_at": r[3],
+            "finished_at": r[4], "spec": json.loads(r[5]), "model": json.loads(r[6]),
+            "dataset": json.loads(r[7]), "package_version": r[8], "stats": json.loads(r[9]),
+        }
+
+    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Most recent runs first, with sample counts."""
+        rows = self._db.execute(
+            "SELECT r.id, r.benchmark, r.status, r.created_at, r.model, r.dataset, r.stats,"
+            " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id)"
+            " FROM runs r ORDER BY r.created_at DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [
+            {"id": r[0], "benchmark": r[1], "status": r[2], "created_at": r[3],
+             "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": json.loads(r[6]),
+             "samples": r[7]}
+            for r in rows
+        ]
+
+    def set_run_status(self, run_id: str, status: str, stats: dict[str, Any] | None = None) -> None:
+        """Update status (``running``, ``finished``, ``interrupted``) and optionally stats."""
+        finished = time.time() if status != "running" else None
+        if stats is None:
+            self._db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?",
+                             (status, finished, run_id))
+        else:
+            self._db.execute("UPDATE runs SET status=?, finished_at=?, stats=? WHERE id=?",
+                             (status, finished, _dumps(stats), run_id))
+        self._db.commit()
+
+    # -- samples ----------------------------------------------------------------------
+    def completed_keys(self, run_id: str, *, include_errors: bool = False) -> set[tuple[str, int]]:
+        """(sample_id, epoch) pairs already recorded (without errors unless asked)."""
+        q = "SELECT sample_id, epoch FROM samples WHERE run_id = ?"
+        if not include_errors:
+            q += " AND error IS NULL"
+        return {(r[0], r[1]) for r in self._db.execute(q, (run_id,))}
+
+    def record(self, run_id: str, row: tuple[Any, ...]) -> None:
+        """Write one sample result and commit (with any cache rows written before it).
+
+        ``row`` follows the ``samples`` columns after ``run_id`` (see :data:`_INSERT_SAMPLE`);
+        the engine builds it so the hot path avoids per-sample dict churn.
+        """
+        self._db.execute(_INSERT_SAMPLE, (run_id, *row))
+        self._db.commit()
+
+    def results(self, run_id: str) -> list[SampleResult]:
+        """All sample results of a run in dataset order."""
+        rows = self._db.execute(
+            "SELECT sample_id, epoch, input, target, output, prediction, scores, error,"
+            " latency_s, input_tokens, output_tokens, transcript, metadata FROM samples"
+            " WHERE run_id = ? ORDER BY seq, epoch",
+            (run_id,),
+        ).fetchall()
+        return [
+            SampleResult(
+                run_id=run_id, sample_id=r[0], epoch=r[1], input=json.loads(r[2]),
+                target=json.loads(r[3]), output=r[4] or "", prediction=r[5],
+                scores=json.loads(r[6] or "{}"), error=r[7], latency_s=r[8] or 0.0,
+                input_tokens=r[9] or 0, output_tokens=r[10] or 0,
+                transcript=json.loads(r[11] or "[]"), metadata=json.loads(r[12] or "{}"),
+            )
+            for r in rows
+        ]
+
+    def sample_totals(self, run_id: str) -> dict[str, Any]:
+        """Aggregate counters over a run's samples (tokens, calls, cache hits, errors)."""
+        r = self._db.execute(
+            "SELECT COUNT(*), SUM(error IS NOT NULL), COALESCE(SUM(input_tokens),0),"
+            " COALESCE(SUM(output_tokens),0), COALESCE(SUM(model_calls),0),"
+            " COALESCE(SUM(cache_hits),0) FROM samples WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()
+        return {"samples": r[0], "errors": r[1] or 0, "input_tokens": r[2],
+                "output_tokens": r[3], "model_calls": r[4], "cache_hits": r[5]}
+
+    # -- response cache ---------------------------------------------------------------
+    def cache_get(self, key: str) -> str | None:
+        """The cached reply JSON for ``key``, if any."""
+        row = self._db.execute("SELECT reply FROM cache WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def cache_put(self, key: str, model: str, reply_json: str) -> None:
+        """Remember a reply; committed with the next sample record (same transaction)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO cache (key, model, reply, created_at) VALUES (?,?,?,?)",
+            (key, model, reply_json, time.time()),
+        )
+
+    def commit(self) -> None:
+        """Commit pending writes (cache rows of a sample that is still running)."""
+        self._db.commit()
+
+    def cache_clear(self, model: str | None = None) -> int:
+        """Delete cached replies (all, or one model's); returns how many."""
+        if model:
+            cur = self._db.execute("DELETE FROM cache WHERE model = ?", (model,))
+        else:
+            cur = self._db.execute("DELETE FROM cache")
+        self._db.commit()
+        return cur.rowcount

@@ -1,0 +1,23 @@
+"""Test helpers: a real OpenAI-compatible fake HTTP server and pytest fixtures for it.
+
+See :mod:`assay.testing.fake_server` and :mod:`assay.testing.pytest_plugin`. ``FakeServer``,
+``FaultPlan`` and ``Rule`` are re-exported lazily, so ``python -m assay.testing.fake_server``
+does not import the module twice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.testing.fake_server import FakeServer, FaultPlan, Rule
+
+__all__ = ["FakeServer", "FaultPlan", "Rule"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from assay.testing import fake_server
+
+        return getattr(fake_server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,501 @@
+"""A real OpenAI-compatible HTTP server for tests and benchmarks.
+
+The server speaks enough of the OpenAI chat-completions API for the ``openai`` SDK (and plain
+HTTP clients) to talk to it: ``POST /v1/chat/completions`` (non-streaming) and
+``GET /v1/models``. Replies are deterministic (rules, a script, or a responder callable), and
+latency and faults (500, 429, hangs, malformed bodies) can be injected reproducibly.
+
+It runs three ways: on a background thread (``with FakeServer(...) as srv``), on the current
+event loop (``async with FakeServer(...)``), or as a subprocess
+(``python -m assay.testing.fake_server --port 0``, which prints ``READY <base_url>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import random
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from aiohttp import web
+
+Reply = str | dict[str, Any]
+Responder = Callable[[dict[str, Any]], Any]
+FAULT_KINDS = ("500", "429", "hang", "malformed")
+MALFORMED_BODY = b'{"id": "x", "choices": ['
+
+
+@dataclass
+class Rule:
+    """Reply with ``reply`` when regex ``match`` is found in the last user message.
+
+    For a ``str`` reply the text is expanded with ``m.expand(reply)``, so ``"\\1"`` and
+    ``"\\g<name>"`` refer to groups of the match. A ``dict`` reply is returned as is.
+    """
+
+    match: str
+    reply: Reply
+    _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._pattern = re.compile(self.match)
+
+    def apply(self, text: str) -> Reply | None:
+        """Return the (expanded) reply if this rule matches ``text``, else ``None``."""
+        m = self._pattern.search(text)
+        if m is None:
+            return None
+        return m.expand(self.reply) if isinstance(self.reply, str) else self.reply
+
+
+@dataclass
+class FaultPlan:
+    """Seeded, reproducible fault injection.
+
+    Each request fails with probability ``rate``; the fault kind is drawn by weight from
+    ``kinds`` (any of ``"500"``, ``"429"``, ``"hang"``, ``"malformed"``). ``fail_first=k`` makes
+    the first ``k`` requests for each distinct last user message fail regardless of ``rate``.
+    """
+
+    rate: float = 0.0
+    kinds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(FAULT_KINDS, 1.0))
+    retry_after: float = 1.0
+    hang_s: float = 30.0
+    seed: int = 0
+    fail_first: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.kinds) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; expected {FAULT_KINDS}")
+        if (self.rate > 0 or self.fail_first > 0) and not any(w > 0 for w in self.kinds.values()):
+            raise ValueError("FaultPlan.kinds needs at least one positive weight")
+
+
+def text_of(content: Any) -> str:
+    """Flatten an OpenAI message ``content`` (str, list of parts, or None) to plain text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """Return the text of the last ``role == "user"`` message in a request body ("" if none)."""
+    for msg in reversed(body.get("messages") or []):
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            return text_of(msg.get("content"))
+    return ""
+
+
+def _error(
+    status: int,
+    message: str,
+    type_: str,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    payload = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    return web.Response(
+        status=status,
+        body=json.dumps(payload).encode(),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop  # type: ignore[import-not-found]
+
+        return uvloop.new_event_loop()
+    except ImportError:
+        return asyncio.new_event_loop()
+
+
+class FakeServer:
+    """OpenAI-compatible fake chat-completions server (see module docstring).
+
+    Reply precedence per request: next ``script`` item, else ``responder(body)``, else the first
+    matching ``rules`` entry, else ``default_reply`` (``None`` echoes the last user message).
+    A reply is a ``str`` (content) or a ``dict`` with ``content`` and/or ``tool_calls``
+    (``[{"name": str, "arguments": dict}]``).
+    """
+
+    def __init__(
+        self,
+        *,
+        rules: list[Rule] | None = None,
+        responder: Responder | None = None,
+        script: list[Reply] | None = None,
+        default_reply: Reply | None = None,
+        latency: float = 0.0,
+        faults: FaultPlan | None = None,
+        require_api_key: str | None = None,
+        log_requests: str | Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.rules = list(rules or [])
+        self.responder = responder
+        self.script = list(script or [])
+        self.default_reply = default_reply
+        self.latency = latency
+        self.faults = faults or FaultPlan()
+        self.require_api_key = require_api_key
+        self.log_requests = Path(log_requests) if log_requests else None
+        self.host = host
+        self.port = port
+        self.requests: list[dict[str, Any]] = []
+        self.stats: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._runner: web.AppRunner | None = None
+        self._log_fh: IO[str] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Clear recorded requests and stats; rewind the script, fault RNG and fail_first counts."""
+        with self._lock:
+            self.requests.clear()
+            self.stats.clear()
+            self.stats.update(requests=0, completed=0, faults=dict.fromkeys(FAULT_KINDS, 0))
+            self._script_pos = 0
+            self._seen: dict[str, int] = {}
+            self._rng = random.Random(self.faults.seed)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` (valid once started)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    # ---------------------------------------------------------------- replies
+    def _pick_fault(self, body: dict[str, Any]) -> str | None:
+        plan = self.faults
+        if plan.fail_first > 0:
+            key = last_user_text(body)
+            n = self._seen.get(key, 0)
+            self._seen[key] = n + 1
+            if n < plan.fail_first:
+                return self._draw_kind()
+        if plan.rate > 0 and self._rng.random() < plan.rate:
+            return self._draw_kind()
+        return None
+
+    def _draw_kind(self) -> str:
+        kinds = [k for k, w in self.faults.kinds.items() if w > 0]
+        weights = [self.faults.kinds[k] for k in kinds]
+        return self._rng.choices(kinds, weights)[0]
+
+    async def _reply_for(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._script_pos < len(self.script):
+                self._script_pos += 1
+                return self.script[self._script_pos - 1]
+        if self.responder is not None:
+            out = self.responder(body)
+            return await out if inspect.isawaitable(out) else out
+        text = last_user_text(body)
+        for rule in self.rules:
+            reply = rule.apply(text)
+            if reply is not None:
+                return reply
+        return text if self.default_reply is None else self.default_reply
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        if isinstance(reply, str):
+            reply = {"content": reply}
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+        tool_calls = reply.get("tool_calls") or []
+        if tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": tc["name"],
+                        "arguments": tc["arguments"]
+                        if isinstance(tc.get("arguments"), str)
+                        else json.dumps(tc.get("arguments") or {}),
+                    },
+                }
+                for i, tc in enumerate(tool_calls)
+            ]
+        prompt = sum(
+            len(text_of(m.get("content")).split())
+            for m in body.get("messages") or []
+            if isinstance(m, dict)
+        )
+        completion = len(text_of(message["content"]).split())
+        with self._lock:
+            n = self.stats["completed"]
+        return {
+            "id": f"chatcmpl-fake-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    # --------------------------------------------------------------- handlers
+    async def _handle_chat(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("body must be a JSON object")
+        except ValueError as exc:
+            return _error(400, f"invalid JSON body: {exc}", "invalid_request_error")
+        with self._lock:
+            self.requests.append(body)
+            self.stats["requests"] += 1
+            if self._log_fh is not None:
+                self._log_fh.write(json.dumps(body) + "\n")
+                self._log_fh.flush()
+        if self.require_api_key is not None:
+            if request.headers.get("Authorization") != f"Bearer {self.require_api_key}":
+                return _error(
+                    401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+                )
+        if body.get("stream"):
+            return _error(
+                400,
+                "stream=true is not supported by the fake server",
+                "invalid_request_error",
+                "unsupported_parameter",
+            )
+        with self._lock:
+            kind = self._pick_fault(body)
+            if kind is not None:
+                self.stats["faults"][kind] += 1
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        if kind == "500":
+            return _error(
+                500, "The server had an error while processing your request.", "server_error"
+            )
+        if kind == "429":
+            ra = self.faults.retry_after
+            headers = {
+                "Retry-After": str(int(ra)) if float(ra).is_integer() else str(ra),
+                "retry-after-ms": str(int(ra * 1000)),
+            }
+            return _error(
+                429, "Rate limit reached (fake).", "requests", "rate_limit_exceeded", headers
+            )
+        if kind == "malformed":
+            return web.Response(body=MALFORMED_BODY, content_type="application/json")
+        if kind == "hang":
+            await asyncio.sleep(self.faults.hang_s)
+        payload = self._completion(body, await self._reply_for(body))
+        with self._lock:
+            self.stats["completed"] += 1
+        return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
+
+    async def _handle_models(self, request: web.Request) -> web.Response:
+        payload = {
+            "object": "list",
+            "data": [{"id": "fake", "object": "model", "created": 0, "owned_by": "assay"}],
+        }
+        return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
+
+    # ------------------------------------------------------------- lifecycle
+    async def start_async(self) -> FakeServer:
+        """Start serving on the running event loop; returns once the socket is listening."""
+        if self._runner is not None:
+            raise RuntimeError("FakeServer already started")
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_post("/v1/chat/completions", self._handle_chat)
+        app.router.add_get("/v1/models", self._handle_models)
+        runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
+        )
+        await runner.setup()
+        self._runner = runner
+        if self.log_requests is not None:
+            self._log_fh = self.log_requests.open("a", encoding="utf-8")
+        try:
+            await web.TCPSite(runner, self.host, self.port).start()
+        except BaseException:
+            await self.stop_async()
+            raise
+        self.port = runner.addresses[0][1]
+        return self
+
+    async def stop_async(self) -> None:
+        """Stop serving (in-flight requests, e.g. hangs, are cancelled after a short grace)."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        if self._log_fh is not None:
+            self._log_fh.close()
+            self._log_fh = None
+
+    def start(self, timeout: float = 10.0) -> FakeServer:
+        """Start serving on a background thread with its own event loop; blocks until listening."""
+        if self._thread is not None:
+            raise RuntimeError("FakeServer already started")
+        ready = threading.Event()
+        errors: list[BaseException] = []
+        loop = _new_loop()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start_async())
+            except BaseException as exc:  # surfaced in the caller's thread
+                errors.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self.stop_async())
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="FakeServer", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout) or errors:
+            self._thread = self._loop = None
+            raise RuntimeError("FakeServer failed to start") from (errors[0] if errors else None)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop a server started with :meth:`start` and join its thread."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+        self._thread = self._loop = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> FakeServer:
+        return await self.start_async()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+
+# -------------------------------------------------------------------- CLI
+def _parse_kinds(spec: str) -> dict[str, float]:
+    """Parse ``"500,429:2,hang"`` into ``{"500": 1.0, "429": 2.0, "hang": 1.0}``."""
+    kinds: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, weight = part.partition(":")
+        kinds[name] = float(weight) if weight else 1.0
+    return kinds
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    """Argument parser for ``python -m assay.testing.fake_server``."""
+    p = argparse.ArgumentParser(
+        prog="python -m assay.testing.fake_server",
+        description="OpenAI-compatible fake chat-completions server.",
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
+    p.add_argument("--rules", type=Path, help='JSON list of {"match": regex, "reply": ...}')
+    p.add_argument("--default-reply", help="reply when no rule matches (default: echo)")
+    p.add_argument("--fault-rate", type=float, default=0.0)
+    p.add_argument(
+        "--fault-kinds",
+        default=",".join(FAULT_KINDS),
+        help="comma list of kinds, optional :weight (e.g. 500,429:2,hang)",
+    )
+    p.add_argument("--retry-after", type=float, default=1.0)
+    p.add_argument("--hang-s", type=float, default=30.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fail-first", type=int, default=0)
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY'")
+    p.add_argument("--log-requests", type=Path, help="append each request body as a JSON line")
+    return p
+
+
+def server_from_args(args: argparse.Namespace) -> FakeServer:
+    """Build a :class:`FakeServer` from parsed CLI arguments."""
+    rules = []
+    if args.rules is not None:
+        rules = [
+            Rule(r["match"], r["reply"]) for r in json.loads(args.rules.read_text(encoding="utf-8"))
+        ]
+    plan = FaultPlan(
+        rate=args.fault_rate,
+        kinds=_parse_kinds(args.fault_kinds),
+        retry_after=args.retry_after,
+        hang_s=args.hang_s,
+        seed=args.seed,
+        fail_first=args.fail_first,
+    )
+    return FakeServer(
+        rules=rules,
+        default_reply=args.default_reply,
+        latency=args.latency,
+        faults=plan,
+        require_api_key=args.api_key,
+        log_requests=args.log_requests,
+        host=args.host,
+        port=args.port,
+    )
+
+
+async def _serve(server: FakeServer) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start_async()
+    sys.stdout.write(f"READY {server.base_url}\n")
+    sys.stdout.flush()
+    try:
+        await stop.wait()
+    finally:
+        await server.stop_async()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point: serve until SIGTERM/SIGINT."""
+    server = server_from_args(build_arg_parser().parse_args(argv))
+    loop = _new_loop()
+    try:
+        loop.run_until_complete(_serve(server))
+    finally:
+        loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

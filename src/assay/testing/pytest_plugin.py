@@ -1,0 +1,112 @@
+"""pytest fixtures for :class:`assay.testing.fake_server.FakeServer`.
+
+Enable with ``pytest_plugins = ["assay.testing.pytest_plugin"]`` in the root ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.testing.fake_server import FakeServer
+
+__all__ = [
+    "SubprocessServer",
+    "fake_server",
+    "fake_server_subprocess",
+    "launch_subprocess_server",
+]
+
+_SRC_DIR = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class SubprocessServer:
+    """A fake server running as ``python -m assay.testing.fake_server``."""
+
+    base_url: str
+    proc: subprocess.Popen[str]
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Terminate the process (SIGTERM, then SIGKILL after ``timeout``)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def launch_subprocess_server(*args: str, timeout: float = 20.0) -> SubprocessServer:
+    """Launch the fake server subprocess with CLI ``args``; wait for its ``READY`` line."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_SRC_DIR, env.get("PYTHONPATH")]))
+    cli = list(args) if "--port" in args else ["--port", "0", *args]
+    stderr = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay.testing.fake_server", *cli],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env=env,
+    )
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    first = line[0].strip() if line else ""
+    if not first.startswith("READY "):
+        proc.kill()
+        proc.wait()
+        stderr.seek(0)
+        raise RuntimeError(f"fake server did not become ready: {first!r}\n{stderr.read()}")
+    stderr.close()
+    return SubprocessServer(base_url=first.split(" ", 1)[1], proc=proc)
+
+
+@pytest.fixture
+def fake_server() -> Iterator[Callable[..., FakeServer]]:
+    """Factory: ``fake_server(**kwargs)`` starts a :class:`FakeServer` on a background thread.
+
+    Every server created is stopped at teardown.
+    """
+    servers: list[FakeServer] = []
+
+    def factory(**kwargs: Any) -> FakeServer:
+        srv = FakeServer(**kwargs).start()
+        servers.append(srv)
+        return srv
+
+    yield factory
+    for srv in servers:
+        srv.stop()
+
+
+@pytest.fixture
+def fake_server_subprocess() -> Iterator[Callable[..., SubprocessServer]]:
+    """Factory: ``fake_server_subprocess(*cli_args)`` launches the server as a subprocess.
+
+    Returns a :class:`SubprocessServer` (``base_url``, ``proc``); all are killed at teardown.
+    """
+    procs: list[SubprocessServer] = []
+
+    def factory(*args: str, timeout: float = 20.0) -> SubprocessServer:
+        srv = launch_subprocess_server(*args, timeout=timeout)
+        procs.append(srv)
+        return srv
+
+    yield factory
+    for srv in procs:
+        srv.stop()
