@@ -103,4 +103,6 @@ def evaluate(benchmark: str, model: str = "local", **options: Any) -> RunResult:
     api_key = options.pop("api_key", None)
     quiet = options.pop("quiet", True)
     spec = make_spec(benchmark, model, **options)
-    return asyncio.run(run_async(spec, quiet=quiet, api_key=api_key))
+    from assay.engine.loop import run
+
+    return run(run_async(spec, quiet=quiet, api_key=api_key))

@@ -102,9 +102,8 @@ def parse_params(items: list[str] | None, temperature: float | None) -> dict[str
 def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
                 engine_options: dict[str, Any], benchmark_options: dict[str, Any]) -> None:
     """Shared body of every ``assay run <benchmark>`` command."""
-    import asyncio
-
     from assay.api import make_spec, run_async
+    from assay.engine.loop import run
     from assay.engine.runner import Engine
     from assay.reports.render import fmt_rate, headline
     from assay.store.sqlite import Store
@@ -114,7 +113,7 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
     spec = None if resume else make_spec(benchmark, model, **engine_options, **benchmark_options)
     started = time.perf_counter()
     try:
-        result = asyncio.run(run_async(spec, resume=resume, store=store, quiet=quiet,
+        result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
                                        engine=engine))
     except KeyboardInterrupt:
         if engine.current_run_id:

@@ -7,7 +7,7 @@ enters (dataset rows, YAML, judge JSON), not here.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -174,7 +174,8 @@ class Score:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return asdict(self)
+        return {"name": self.name, "value": self.value, "answer": self.answer,
+                "explanation": self.explanation, "metadata": self.metadata}
 
 
 @dataclass(slots=True)

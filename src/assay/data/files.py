@@ -40,6 +40,7 @@ def read_jsonl(path: Path) -> Rows:
     """Read a JSONL file; blank lines are skipped, a bad line is a one-line error."""
     rows: list[dict[str, Any]] = []
     locs: list[str] = []
+    name = str(path)
     with open(path, encoding="utf-8-sig") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -54,7 +55,7 @@ def read_jsonl(path: Path) -> Rows:
                     f"{path}:{lineno}: each line must be a JSON object, got {type(row).__name__}"
                 )
             rows.append(row)
-            locs.append(f"{path}:{lineno}")
+            locs.append(f"{name}:{lineno}")
     return Rows(rows, locs)
 
 

@@ -243,7 +243,7 @@ class Engine:
                     errors += 1
                 progress.advance(errors)
 
-        with progress if not self.quiet else nullcontext():
+        with self.store.background_writes(), progress if not self.quiet else nullcontext():
             n_workers = max(1, min(spec.max_connections, len(todo)))
             await asyncio.gather(*(worker() for _ in range(n_workers)))
         elapsed = time.perf_counter() - started

@@ -103,6 +103,8 @@ class OpenAIModel:
 
     ``base_url`` defaults to ``OPENAI_BASE_URL`` then ``https://api.openai.com/v1``;
     ``api_key`` to ``OPENAI_API_KEY`` (the key is sent, never stored or logged).
+    ``max_connections`` caps the pool (0: no cap; the engine's semaphore bounds
+    concurrency, so the pool must not be a second, smaller bound).
     """
 
     cacheable = True
@@ -114,7 +116,7 @@ class OpenAIModel:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
-        max_connections: int = 32,
+        max_connections: int = 0,
     ) -> None:
         self.model = model
         self.model_id = f"openai/{model}"
@@ -196,7 +198,7 @@ class OpenAIModel:
         session = self._get_session()
         start = time.perf_counter()
         try:
-            async with session.post(self._url, data=json.dumps(body)) as resp:
+            async with session.post(self._url, data=json.dumps(body).encode()) as resp:
                 raw = await resp.read()
                 status = resp.status
                 if status >= 400:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import secrets
 import sqlite3
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +84,69 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
+_INSERT_CACHE = "INSERT OR REPLACE INTO cache (key, model, reply, created_at) VALUES (?,?,?,?)"
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an
+    # OS crash can lose the last commits, never corrupt the file.
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA foreign_keys=ON")
+    return db
+
+
+class _Writer:
+    """A thread that owns a second connection and writes sample rows off the event loop.
+
+    Each sample row is its own transaction, committed as soon as the thread
+    takes it (cache rows ride along with the next commit). SQLite releases the
+    GIL while it writes, so disk time never stalls requests in flight.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._db = _connect(path)
+        self._q: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="assay-store-writer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        q, db = self._q, self._db
+        while True:
+            item = q.get()
+            try:
+                if item is None:
+                    return
+                kind, args = item
+                if self.error is None:
+                    db.execute(_INSERT_SAMPLE if kind == "s" else _INSERT_CACHE, args)
+                    if kind == "s" or q.empty():
+                        db.commit()
+            except BaseException as e:  # surfaced to the engine on the next put/flush
+                self.error = e
+            finally:
+                q.task_done()
+
+    def put(self, kind: str, args: tuple[Any, ...]) -> None:
+        if self.error is not None:
+            raise self.error
+        self._q.put((kind, args))
+
+    def flush(self) -> None:
+        self._q.join()
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self._q.put(None)
+        self._thread.join()
+        self._db.close()
 
 
 class Store:
@@ -90,12 +155,8 @@ class Store:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else workspace_dir() / "assay.db"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an
-        # OS crash can lose the last commits, never corrupt the file.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db = _connect(self.path)
+        self._writer: _Writer | None = None
         self._db.executescript(_SCHEMA)
         self._db.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -109,8 +170,35 @@ class Store:
         return self.path.parent / "runs"
 
     def close(self) -> None:
-        """Close the connection."""
+        """Finish pending writes and close the connections."""
+        self.stop_writer()
         self._db.close()
+
+    @contextmanager
+    def background_writes(self) -> Iterator[None]:
+        """Within this block, sample and cache rows are written by a writer thread.
+
+        On exit (normal, error or cancellation) every queued row is committed.
+        """
+        self._writer = _Writer(self.path)
+        try:
+            yield
+        finally:
+            self.stop_writer()
+
+    def flush(self) -> None:
+        """Wait until every queued row is committed (no-op without a writer)."""
+        if self._writer is not None:
+            self._writer.flush()
+
+    def stop_writer(self) -> None:
+        """Commit queued rows and stop the writer thread, if any."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.flush()
+            finally:
+                writer.close()
 
     # -- runs -------------------------------------------------------------------------
     def create_run(
@@ -197,6 +285,9 @@ class Store:
         ``row`` follows the ``samples`` columns after ``run_id`` (see :data:`_INSERT_SAMPLE`);
         the engine builds it so the hot path avoids per-sample dict churn.
         """
+        if self._writer is not None:
+            self._writer.put("s", (run_id, *row))
+            return
         self._db.execute(_INSERT_SAMPLE, (run_id, *row))
         self._db.commit()
 
@@ -238,10 +329,11 @@ class Store:
 
     def cache_put(self, key: str, model: str, reply_json: str) -> None:
         """Remember a reply; committed with the next sample record (same transaction)."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO cache (key, model, reply, created_at) VALUES (?,?,?,?)",
-            (key, model, reply_json, time.time()),
-        )
+        args = (key, model, reply_json, time.time())
+        if self._writer is not None:
+            self._writer.put("c", args)
+        else:
+            self._db.execute(_INSERT_CACHE, args)
 
     def commit(self) -> None:
         """Commit pending writes (cache rows of a sample that is still running)."""
