@@ -426,7 +426,7 @@ def test_score_math_in_worker_thread() -> None:
 
 
 def test_registry() -> None:
-    assert list(SCORERS) == ["exact", "normalized", "numeric", "f1", "choice", "math"]
+    assert list(SCORERS) == ["exact", "normalized", "includes", "numeric", "f1", "choice", "math"]
     for name, fn in SCORERS.items():
         assert get_scorer(name) is fn
 
@@ -540,3 +540,23 @@ def test_numeric_accepts_thousands_separators(target: int) -> None:
 @given(target=st.floats(-1e9, 1e9, allow_nan=False).map(lambda x: round(x, 4)))
 def test_numeric_accepts_formatted_floats(target: float) -> None:
     assert score_numeric(f"Answer: {target:,.4f}", target).value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("output", "target", "expected"),
+    [
+        ("The capital of France is Paris.", "Paris", 1.0),
+        ("Paris", "paris", 1.0),
+        ("Parisian food is good", "Paris", 0.0),  # whole words only
+        ("It is Neptune, not Jupiter's moon", "Jupiter", 0.0),
+        ("The largest ocean is the Pacific Ocean.", "pacific ocean", 1.0),
+        ("A spider has 8 legs.", "8", 1.0),
+        ("A spider has 18 legs.", "8", 0.0),
+        ("", "Paris", 0.0),
+        ("Answer: Rome", ["Roma", "Rome"], 1.0),
+    ],
+)
+def test_includes(output: str, target: object, expected: float) -> None:
+    score = get_scorer("includes")(output, target)
+    assert score.name == "includes"
+    assert score.value == expected

@@ -40,7 +40,8 @@ class Rule:
     """Reply with ``reply`` when regex ``match`` is found in the last user message.
 
     For a ``str`` reply the text is expanded with ``m.expand(reply)``, so ``"\\1"`` and
-    ``"\\g<name>"`` refer to groups of the match. A ``dict`` reply is returned as is.
+    ``"\\g<name>"`` refer to groups of the match. A ``dict`` reply is returned as is;
+    ``{"status": 400, "error": "..."}`` answers with that HTTP error instead.
     """
 
     match: str
@@ -313,7 +314,11 @@ class FakeServer:
             return web.Response(body=MALFORMED_BODY, content_type="application/json")
         if kind == "hang":
             await asyncio.sleep(self.faults.hang_s)
-        payload = self._completion(body, await self._reply_for(body))
+        reply = await self._reply_for(body)
+        if isinstance(reply, dict) and "status" in reply:  # a scripted HTTP error
+            return _error(int(reply["status"]), str(reply.get("error", "scripted error")),
+                          "invalid_request_error")
+        payload = self._completion(body, reply)
         with self._lock:
             self.stats["completed"] += 1
         return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
