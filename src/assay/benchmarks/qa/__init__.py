@@ -66,7 +66,7 @@ class QABenchmark(Benchmark):
             template = env.from_string(source)
         except TemplateError as e:
             raise ConfigError(f"invalid --template: {e}") from e
-        for s, row in zip(samples, rows.rows):
+        for s, row in zip(samples, rows.rows, strict=True):
             choices = s.metadata.get("choices")
             # format_choices ends with its own instruction line; the template has one too
             choice_text = format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip() \
@@ -77,7 +77,9 @@ class QABenchmark(Benchmark):
                 raise ConfigError(f"--template failed on {s.metadata['source']}: {e}") from e
             s.input = prompt
         if not self.scorer_name:
-            self.scorer_name = infer_scorer(samples[0].target, samples[0].metadata.get("choices"))
+            # Every sample votes: one non-numeric answer makes the whole set "normalized".
+            kinds = {infer_scorer(s.target, s.metadata.get("choices")) for s in samples}
+            self.scorer_name = kinds.pop() if len(kinds) == 1 else "normalized"
         self._info = dict(rows.info, keys=keys, scorer=self.scorer_name, rows=len(samples))
         self._samples = samples
         return samples

@@ -74,7 +74,7 @@ def build_samples(
         )
     samples: list[Sample] = []
     seen: set[str] = set()
-    for n, (row, where) in enumerate(zip(rows.rows, rows.locations)):
+    for n, (row, where) in enumerate(zip(rows.rows, rows.locations, strict=True)):
         for key, flag in ((q, "--question-key"), (a, "--answer-key")):
             if key not in row or row[key] is None:
                 raise DatasetError(f"{where}: missing key {key!r} (set {flag} to the right field)")
