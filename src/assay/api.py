@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from assay.core.redact import redact_url
 from assay.engine.runner import Engine, RunSpec
 from assay.store.sqlite import Store
 
@@ -29,25 +29,10 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def redact_url(url: str | None) -> str | None:
-    """Drop ``user:password@`` from a URL before it is stored or shown."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-    return url
-
-
 def make_spec(benchmark: str, model: str = "local", **options: Any) -> RunSpec:
     """Split keyword options into engine settings and benchmark options."""
     engine = {k: v for k, v in options.items() if k in _ENGINE_FIELDS and v is not None}
     bench = {k: v for k, v in options.items() if k not in _ENGINE_FIELDS and v is not None}
-    if "base_url" in engine:
-        engine["base_url"] = redact_url(engine["base_url"])
     return RunSpec(benchmark=benchmark, model=model, benchmark_options=bench, **engine)
 
 
@@ -61,7 +46,11 @@ async def run_async(
     api_key: str | None = None,
     engine: Engine | None = None,
 ) -> RunResult:
-    """Run (or resume) a spec, write its reports and return the metrics."""
+    """Run (or resume) a spec, write its reports and return the metrics.
+
+    To resume, give ``resume``; ``spec`` is then optional and only supplies a
+    ``base_url`` with credentials (which are never stored).
+    """
     from assay.benchmarks.base import get_benchmark_class
     from assay.models.base import get_subject
 
@@ -70,7 +59,10 @@ async def run_async(
     try:
         engine = engine or Engine(store, quiet=quiet)
         if resume:
-            spec = RunSpec.from_dict(store.get_run(resume)["spec"])
+            stored = RunSpec.from_dict(store.get_run(resume)["spec"])
+            if spec is not None and spec.base_url and redact_url(spec.base_url) == stored.base_url:
+                stored.base_url = spec.base_url  # credentials are not stored: take them back
+            spec = stored
         if spec is None:
             raise ValueError("give a RunSpec or a run id to resume")
         subject = None

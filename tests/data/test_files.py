@@ -154,11 +154,6 @@ def test_empty_csv_needs_a_header(tmp_path):
         load_rows(str(p))
 
 
-@pytest.mark.xfail(
-    reason="BUG: read_csv lets csv.Sniffer guess the quote character; with apostrophes in "
-    "the data it picks \"'\" and keeps the standard double quotes as literal text",
-    strict=True,
-)
 def test_csv_double_quoted_field_containing_apostrophes(tmp_path):
     p = write(tmp_path / "d.csv",
               "question,answer\n\"What's 'a' or 'b'?\",a\nWho wrote 'Hamlet'?,'Shakespeare'\n")
@@ -169,11 +164,6 @@ def test_csv_double_quoted_field_containing_apostrophes(tmp_path):
     ]
 
 
-@pytest.mark.xfail(
-    reason="BUG: read_csv records reader.line_num, the line where a row ends, so a row with "
-    "a quoted multi-line field is located at its last line instead of its first",
-    strict=True,
-)
 def test_csv_multiline_row_is_located_at_its_first_line(tmp_path):
     p = write(tmp_path / "d.csv", 'question,answer\n"multi\nline",a1\nq2,a2\n')
     rows = load_rows(str(p))

@@ -83,3 +83,35 @@ def test_kill_minus_nine_then_resume(tmp_path: Path, workspace: Path) -> None:
         assert len(after) == n - len(done_before)
     finally:
         server.stop()
+
+
+def test_ctrl_c_marks_run_interrupted_and_keeps_finished_samples(tmp_path: Path,
+                                                                 workspace: Path) -> None:
+    n = 30
+    data = tmp_path / "d.jsonl"
+    with open(data, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"s{i}", "question": f"q{i}", "answer": f"q{i}"}) + "\n")
+    server = launch_subprocess_server("--latency", "0.2")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assay", "run", "qa", "--data", str(data), "--model",
+             "openai/fake", "--base-url", server.base_url, "-c", "2", "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        db = workspace / "assay.db"
+        deadline = time.time() + 60
+        while len(_rows(db)) < 4 and time.time() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130
+        con = sqlite3.connect(db)
+        run_id, status = con.execute("SELECT id, status FROM runs").fetchone()
+        kept = con.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+        con.close()
+        assert status == "interrupted"
+        assert 4 <= kept < n
+        assert f"assay run qa --resume {run_id}" in err
+    finally:
+        server.stop()

@@ -124,11 +124,6 @@ def test_unknown_run(store):
     assert "'nosuchrun'" in str(e.value) and "assay list runs" in str(e.value)
 
 
-@pytest.mark.xfail(
-    reason="BUG: Store.get_run matches prefixes with an unescaped, case-insensitive LIKE, "
-    "so '', '%' or '_' patterns pick some other run instead of failing",
-    strict=True,
-)
 @pytest.mark.parametrize("bad", ["", "%", "2026____-000000-aaaaaa", "20260101-000000-AAAAAA"])
 def test_prefix_lookup_is_literal(store, bad):
     store.create_run(**run_kwargs(), run_id="20260101-000000-aaaaaa")
@@ -197,7 +192,7 @@ def test_cache_put_get_and_clear(store):
     assert store.cache_get("k2") is None
 
 
-def test_cache_rows_ride_along_with_the_next_record(store, tmp_path):
+def test_cache_rows_ride_along_with_the_next_record(store):
     rid = store.create_run(**run_kwargs())
     store.cache_put("key", "m", "reply")
     store.record(rid, sample_row("a"))

@@ -110,7 +110,11 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
 
     store = Store()
     engine = Engine(store, quiet=quiet)
-    spec = None if resume else make_spec(benchmark, model, **engine_options, **benchmark_options)
+    if resume:  # the stored spec is used; --base-url may put back URL credentials
+        base_url = engine_options.get("base_url")
+        spec = make_spec(benchmark, model, base_url=base_url) if base_url else None
+    else:
+        spec = make_spec(benchmark, model, **engine_options, **benchmark_options)
     started = time.perf_counter()
     try:
         result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
@@ -254,7 +258,10 @@ def list_models() -> None:
 def main() -> None:
     """Console-script entry point: one line and exit 2 on user errors."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns (not raises) the code of typer.Exit.
+        rc = app(standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except AssayError as e:
         if _STATE["debug"]:
             raise

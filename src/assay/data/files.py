@@ -79,28 +79,36 @@ def read_json(path: Path) -> Rows:
 
 
 def read_csv(path: Path) -> Rows:
-    """Read a CSV (or TSV) file with a header row."""
+    """Read a CSV (or TSV) file with a header row.
+
+    Only the delimiter is sniffed (``,``, ``;`` or tab); quoting is standard CSV
+    (``"`` with doubling), since sniffed quote characters mangle apostrophes.
+    """
     with open(path, encoding="utf-8-sig", newline="") as f:
-        sample = f.read(4096)
-        f.seek(0)
-        dialect = csv.excel_tab if path.suffix.lower() == ".tsv" else csv.excel
-        if path.suffix.lower() != ".tsv":
+        delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+        if delimiter == ",":
             try:
-                dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")  # type: ignore[assignment]
+                delimiter = csv.Sniffer().sniff(f.read(4096), delimiters=",;\t").delimiter
             except csv.Error:
-                dialect = csv.excel
-        reader = csv.DictReader(f, dialect=dialect)
+                pass
+            f.seek(0)
+        reader = csv.DictReader(f, delimiter=delimiter)
         if not reader.fieldnames:
             raise DatasetError(f"{path}: empty CSV file (a header row is required)")
         rows: list[dict[str, Any]] = []
         locs: list[str] = []
-        for row in reader:
+        while True:
+            start = reader.line_num + 1  # a quoted cell may span lines: cite the first
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:
+                raise DatasetError(f"{path}:{start}: malformed CSV ({e})") from e
             if None in row:
-                raise DatasetError(
-                    f"{path}:{reader.line_num}: row has more fields than the header"
-                )
+                raise DatasetError(f"{path}:{start}: row has more fields than the header")
             rows.append(dict(row))
-            locs.append(f"{path}:{reader.line_num}")
+            locs.append(f"{path}:{start}")
     return Rows(rows, locs)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from assay import __version__
 from assay.benchmarks.base import Benchmark, get_benchmark_class
+from assay.core.redact import redact_url
 from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
@@ -45,8 +46,10 @@ class RunSpec:
     params: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form, as stored: credentials in ``base_url`` are removed."""
+        d = asdict(self)
+        d["base_url"] = redact_url(self.base_url)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSpec:
@@ -123,11 +126,15 @@ class Engine:
         benchmark: Benchmark | None = None,
         subject: Subject | Any | None = None,
     ) -> str:
-        """Run (or resume) and return the run id. Finished samples are never redone."""
+        """Run (or resume) and return the run id. Finished samples are never redone.
+
+        On resume, ``spec`` may be omitted (the stored one is used).
+        """
         if resume:
             record = self.store.get_run(resume)
-            spec = RunSpec.from_dict(record["spec"])
             run_id = record["id"]
+            if spec is None:  # a caller may pass the stored spec with a base_url that has
+                spec = RunSpec.from_dict(record["spec"])  # its credentials put back
         if spec is None:
             raise ValueError("Engine.run needs a RunSpec or a run id to resume")
         self.current_run_id = run_id if resume else None

@@ -20,6 +20,7 @@ import os
 import time
 from typing import Any
 
+from assay.core.redact import redact_url
 from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage
 from assay.errors import ModelCallError
 
@@ -128,10 +129,12 @@ class OpenAIModel:
         self.max_connections = max_connections
         self._session: Any = None
         self._url = self.base_url + "/chat/completions"
+        #: the URL as shown in errors, reports and the store: no credentials
+        self.display_url = redact_url(self.base_url) or ""
 
     def describe(self) -> dict[str, Any]:
         """Identity recorded with the run and used in cache keys (no secrets)."""
-        return {"model": self.model_id, "base_url": self.base_url}
+        return {"model": self.model_id, "base_url": self.display_url}
 
     async def preflight(self) -> None:
         """Fail fast, with one clear line, when nothing listens at ``base_url``."""
@@ -142,7 +145,7 @@ class OpenAIModel:
 
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"invalid base URL {self.base_url!r}; expected http(s)://host[:port]/v1")
+            raise ConfigError(f"invalid base URL {self.display_url!r}; expected http(s)://host[:port]/v1")
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             _, writer = await asyncio.wait_for(
@@ -151,7 +154,7 @@ class OpenAIModel:
         except (OSError, asyncio.TimeoutError) as e:
             reason = "timed out" if isinstance(e, asyncio.TimeoutError) else (e.strerror or str(e))
             raise ConfigError(
-                f"cannot reach model endpoint {self.base_url} ({reason}); start the server or "
+                f"cannot reach model endpoint {self.display_url} ({reason}); start the server or "
                 "set --base-url / OPENAI_BASE_URL"
             ) from e
         writer.close()
@@ -161,7 +164,9 @@ class OpenAIModel:
             import aiohttp
 
             headers = {"Content-Type": "application/json"}
-            if self._api_key:
+            # user:password@ in the URL is sent as basic auth by aiohttp; a bearer
+            # header beside it would conflict, so the URL's credentials win.
+            if self._api_key and self.display_url == self.base_url:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0),
@@ -204,7 +209,7 @@ class OpenAIModel:
                 if status >= 400:
                     detail = raw[:300].decode("utf-8", "replace")
                     raise ModelCallError(
-                        f"HTTP {status} from {self.base_url}: {detail}",
+                        f"HTTP {status} from {self.display_url}: {detail}",
                         transient=status in _TRANSIENT_STATUS,
                         retry_after=parse_retry_after(resp.headers),
                         status=status,
@@ -213,21 +218,21 @@ class OpenAIModel:
             raise
         except asyncio.TimeoutError as e:
             raise ModelCallError(
-                f"request to {self.base_url} timed out after {self.timeout:g}s", transient=True
+                f"request to {self.display_url} timed out after {self.timeout:g}s", transient=True
             ) from e
         except aiohttp.ClientConnectorError as e:
             raise ModelCallError(
-                f"cannot connect to {self.base_url} ({e.os_error or e}); is the server running?",
+                f"cannot connect to {self.display_url} ({e.os_error or e}); is the server running?",
                 transient=True,
             ) from e
         except aiohttp.ClientError as e:
-            raise ModelCallError(f"connection error talking to {self.base_url}: {e}",
+            raise ModelCallError(f"connection error talking to {self.display_url}: {e}",
                                  transient=True) from e
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ModelCallError(
-                f"endpoint {self.base_url} returned malformed JSON: {raw[:120]!r}", transient=True
+                f"endpoint {self.display_url} returned malformed JSON: {raw[:120]!r}", transient=True
             ) from e
         reply = parse_completion(data)
         reply.latency_s = time.perf_counter() - start

@@ -224,10 +224,12 @@ class Store:
 
     def get_run(self, run_id: str) -> dict[str, Any]:
         """The run's record with JSON columns decoded; a unique id prefix is accepted."""
+        if not run_id:
+            raise RunNotFoundError("empty run id; see 'assay list runs'")
         rows = self._db.execute(
             "SELECT id, benchmark, status, created_at, finished_at, spec, model, dataset,"
-            " package_version, stats FROM runs WHERE id = ? OR id LIKE ? ORDER BY id",
-            (run_id, run_id + "%"),
+            " package_version, stats FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
+            (len(run_id), run_id),
         ).fetchall()
         exact = [r for r in rows if r[0] == run_id]
         if exact:

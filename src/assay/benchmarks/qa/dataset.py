@@ -40,7 +40,7 @@ def _choices(value: Any, where: str) -> list[str]:
         except json.JSONDecodeError:
             value = [c.strip() for c in value.split("|")] if "|" in value else None
     if isinstance(value, dict):  # {"label": [...], "text": [...]} as in ARC / CommonsenseQA
-        value = value.get("text") or list(value.values())
+        value = value["text"] if "text" in value else list(value.values())
     if not isinstance(value, list) or len(value) < 2:
         raise DatasetError(f"{where}: choices must be a list of at least two options")
     return [str(c) for c in value]
@@ -81,7 +81,8 @@ def build_samples(
         question = row[q]
         if not isinstance(question, str) or not question.strip():
             raise DatasetError(f"{where}: field {q!r} must be a non-empty string")
-        sid = str(row[i]) if i and row.get(i) not in (None, "") else str(n)
+        # a row without an id gets "#<row number>", which cannot clash with a real id
+        sid = str(row[i]) if i and row.get(i) not in (None, "") else (f"#{n}" if i else str(n))
         if sid in seen:
             raise DatasetError(f"{where}: duplicate id {sid!r} in field {i!r}")
         seen.add(sid)
