@@ -179,10 +179,10 @@ def test_default_prompt_asks_for_an_answer_line(tmp_path):
     p = jsonl(tmp_path / "d.jsonl", [{"question": "What is 2+2?", "answer": "four"}])
     bench = QABenchmark(data=str(p))
     s = bench.samples()[0]
-    assert s.input.startswith("What is 2+2?")
-    assert "Answer:" in s.input
+    assert s.input == "What is 2+2?"  # stored input: the question itself
     msgs = bench.build_messages(s)
-    assert [m.role for m in msgs] == ["user"] and msgs[0].content == s.input
+    assert [m.role for m in msgs] == ["user"]
+    assert msgs[0].content.startswith("What is 2+2?") and "Answer:" in msgs[0].content
 
 
 def test_system_prompt_goes_first(tmp_path):
@@ -197,10 +197,11 @@ def test_choice_prompt_lists_lettered_options(tmp_path):
     p = jsonl(tmp_path / "d.jsonl", [
         {"question": "Capital of France?", "answer": "A", "choices": ["Paris", "Rome"]},
     ])
-    s = QABenchmark(data=str(p)).samples()[0]
-    assert "Capital of France?" in s.input
-    assert "A. Paris\nB. Rome" in s.input
-    assert s.input.count("Answer with the letter") == 1
+    bench = QABenchmark(data=str(p))
+    prompt = bench.render(bench.samples()[0])
+    assert "Capital of France?" in prompt
+    assert "A. Paris\nB. Rome" in prompt
+    assert prompt.count("Answer with the letter") == 1
 
 
 def test_custom_template_uses_row_fields(tmp_path):
@@ -212,13 +213,14 @@ def test_custom_template_uses_row_fields(tmp_path):
     ])
     bench = QABenchmark(data=str(p),
                         template="[{{ row.lang }}] Context: {{ row.context }}\nQ: {{ question }}")
-    prompts = {s.id: s.input for s in bench.samples()}
+    prompts = {s.id: bench.build_messages(s)[-1].content for s in bench.samples()}
     assert prompts == {
         "s1": "[en] Context: Ann saves Bob.\nQ: Who is the hero?",
         "s2": "[fr] Context: Ann saves Bob.\nQ: Who is saved?",
     }
-    # the rendered prompt is what is stored as input; the target is untouched
-    assert [s.target for s in bench.samples()] == ["Ann", "Bob"]
+    # the stored input stays the question; the target is untouched
+    assert [(s.input, s.target) for s in bench.samples()] == [
+        ("Who is the hero?", "Ann"), ("Who is saved?", "Bob")]
 
 
 def test_template_syntax_error_is_a_config_error(tmp_path):

@@ -77,7 +77,7 @@ Seed = Annotated[int | None, typer.Option("--seed", help="Seed for generation an
 Temperature = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")]
 Params = Annotated[list[str] | None, typer.Option(
     "--param", help="Extra generation parameter KEY=VALUE (VALUE parsed as JSON), repeatable.")]
-NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached model replies.")]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache (neither read nor write).")]
 Resume = Annotated[str | None, typer.Option(
     "--resume", help="Continue an interrupted run by id; finished samples are not redone.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (for CI).")]

@@ -65,12 +65,14 @@ class CallShared:
     """State shared by every sample of a run: store, limiter, policy, cache switch."""
 
     def __init__(self, store: Any, *, max_connections: int, policy: RetryPolicy,
-                 use_cache: bool, seed: int | None) -> None:
+                 use_cache: bool, seed: int | None, model_id: str = "") -> None:
         self.store = store
         self.semaphore = asyncio.Semaphore(max_connections)
         self.policy = policy
         self.use_cache = use_cache
         self.rng = random.Random(seed)
+        #: keys already in the cache for this model (read once, kept up to date)
+        self.cached_keys: set[str] = store.cache_keys(model_id) if use_cache else set()
 
 
 class CallContext:
@@ -103,7 +105,7 @@ class CallContext:
         key = None
         if self._cacheable:
             key = cache_key(self._identity, messages, tools, response_schema, params, self.epoch)
-            if shared.use_cache:
+            if shared.use_cache and key in shared.cached_keys:
                 hit = shared.store.cache_get(key)
                 if hit is not None:
                     reply = Reply.from_dict(json.loads(hit))
@@ -133,6 +135,7 @@ class CallContext:
                 attempt += 1
         self.calls += 1
         self.usage.add(reply.usage)
-        if key is not None:
+        if key is not None and shared.use_cache:
             shared.store.cache_put(key, self.model_id, json.dumps(reply.to_dict()))
+            shared.cached_keys.add(key)
         return reply

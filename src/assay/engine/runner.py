@@ -183,7 +183,7 @@ class Engine:
         shared = CallShared(
             self.store, max_connections=spec.max_connections,
             policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
-            use_cache=spec.cache, seed=spec.seed,
+            use_cache=spec.cache, seed=spec.seed, model_id=subj.model_id,
         )
         queue: asyncio.Queue[tuple[int, Sample, int]] = asyncio.Queue()
         for item in todo:

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS cache (
     reply TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS cache_model ON cache (model);
 """
 
 _INSERT_SAMPLE = (
@@ -324,6 +325,14 @@ class Store:
                 "output_tokens": r[3], "model_calls": r[4], "cache_hits": r[5]}
 
     # -- response cache ---------------------------------------------------------------
+    def cache_keys(self, model: str) -> set[str]:
+        """Keys of every cached reply of ``model``.
+
+        The engine checks this set before querying, so a cold cache costs a set
+        lookup per call instead of a database round trip.
+        """
+        return {r[0] for r in self._db.execute("SELECT key FROM cache WHERE model = ?", (model,))}
+
     def cache_get(self, key: str) -> str | None:
         """The cached reply JSON for ``key``, if any."""
         row = self._db.execute("SELECT reply FROM cache WHERE key = ?", (key,)).fetchone()

@@ -46,12 +46,12 @@ class QABenchmark(Benchmark):
             get_scorer(self.scorer_name)  # fail fast on a typo
 
     def samples(self) -> list[Sample]:
-        """Load, map keys, render prompts (cached after the first call)."""
+        """Load and map keys (cached after the first call)."""
         if self._samples is not None:
             return self._samples
         from jinja2 import Environment, StrictUndefined, TemplateError
 
-        from assay.benchmarks.qa.scoring import format_choices, infer_scorer
+        from assay.benchmarks.qa.scoring import infer_scorer
 
         o = self.options
         rows = load_rows(o["data"], split=o.get("split"), config=o.get("config"))
@@ -63,19 +63,13 @@ class QABenchmark(Benchmark):
         env = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
         source = o.get("template") or (DEFAULT_CHOICE_TEMPLATE if has_choices else DEFAULT_TEMPLATE)
         try:
-            template = env.from_string(source)
+            self._template = env.from_string(source)
         except TemplateError as e:
             raise ConfigError(f"invalid --template: {e}") from e
-        for s, row in zip(samples, rows.rows, strict=True):
-            choices = s.metadata.get("choices")
-            # format_choices ends with its own instruction line; the template has one too
-            choice_text = format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip() \
-                if choices else ""
-            try:
-                prompt = template.render(question=s.input, choices=choice_text, row=row)
-            except TemplateError as e:
-                raise ConfigError(f"--template failed on {s.metadata['source']}: {e}") from e
-            s.input = prompt
+        # Prompts are rendered per sample as it runs (the stored input stays the
+        # question); the first one is rendered now so a broken template fails at once.
+        self._rows = {s.id: row for s, row in zip(samples, rows.rows, strict=True)}
+        self.render(samples[0])
         if not self.scorer_name:
             # Every sample votes: one non-numeric answer makes the whole set "normalized".
             kinds = {infer_scorer(s.target, s.metadata.get("choices")) for s in samples}
@@ -93,11 +87,27 @@ class QABenchmark(Benchmark):
         """Short answers by default; run parameters override."""
         return {"max_tokens": int(self.options.get("max_tokens") or 256), **self.run_params}
 
+    def render(self, sample: Sample) -> str:
+        """The prompt for ``sample``: the template applied to its question, choices and row."""
+        from jinja2 import TemplateError
+
+        from assay.benchmarks.qa.scoring import format_choices
+
+        choices = sample.metadata.get("choices")
+        # format_choices ends with its own instruction line; the template has one too
+        choice_text = (format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip()
+                       if choices else "")
+        try:
+            return self._template.render(question=sample.input, choices=choice_text,
+                                         row=self._rows.get(sample.id, {}))
+        except TemplateError as e:
+            raise ConfigError(f"--template failed on {sample.metadata['source']}: {e}") from e
+
     def build_messages(self, sample: Sample) -> list[Message]:
         """Optional system prompt, then the rendered question."""
         system = self.options.get("system_prompt")
         msgs = [Message("system", system)] if system else []
-        msgs.append(Message("user", sample.input if isinstance(sample.input, str) else ""))
+        msgs.append(Message("user", self.render(sample)))
         return msgs
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
