@@ -71,7 +71,8 @@ async def run_async(
                                   timeout=spec.timeout)
         run_id = await engine.run(spec, resume=resume, subject=subject)
         run = store.get_run(run_id)
-        metrics = get_benchmark_class(run["benchmark"]).metrics(store.results(run_id))
+        metrics = get_benchmark_class(run["benchmark"]).metrics(
+            store.results(run_id), run["spec"].get("benchmark_options"))
         paths: dict[str, Path] = {}
         if reports:
             from assay.reports.render import write_reports

@@ -114,11 +114,13 @@ def test_markdown_has_metrics_table_with_interval_and_errors_section(finished_ru
     assert "| n_errors | 1 |" in md
     errors = md.split("## Errors", 1)[1].split("##", 1)[0]
     assert "| 1 | HTTP 400" in errors and BAD_ERROR in errors
-    sample_lines = {line.split("|")[1].strip(): line for line in md.splitlines()
-                    if line.startswith("| ") and line.rstrip().endswith(("correct |", "wrong |",
-                                                                         "error |"))}
-    assert sample_lines["boom"].rstrip().endswith("| error |")
-    assert sample_lines["japan"].rstrip().endswith("| wrong |")
+    samples_md = md.split("## Samples", 1)[1]
+    sample_lines = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+                    for line in samples_md.splitlines() if line.startswith("| ")}
+    assert sample_lines["id"][-2:] == ["verdict", "why"]
+    assert sample_lines["boom"][-2:] == ["error", ""]
+    assert sample_lines["japan"][-2] == "wrong"
+    assert sample_lines["japan"][-1]  # the scorer's reason for the wrong answer
     assert result.run_id in md
 
 
@@ -166,5 +168,5 @@ def test_markdown_cells_keep_the_table_intact(fake_server, tmp_path):
     md = result.reports["markdown"].read_text(encoding="utf-8")
     row = next(line for line in md.splitlines() if line.startswith("| p |"))
     assert r"Has a \| pipe and a newline?" in row
-    # five columns: id, question, target, prediction, verdict
-    assert len(re.split(r"(?<!\\)\|", row.strip())) == 7
+    # six columns: id, question, target, prediction, verdict, why
+    assert len(re.split(r"(?<!\\)\|", row.strip())) == 8

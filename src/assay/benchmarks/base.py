@@ -15,7 +15,7 @@ from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 
 _REGISTRY: dict[str, type[Benchmark]] = {}
-_BUILTINS = {"qa": "assay.benchmarks.qa"}
+_BUILTINS = {"qa": "assay.benchmarks.qa", "bfcl": "assay.benchmarks.bfcl"}
 
 
 def benchmark(name: str):  # noqa: ANN201 - decorator
@@ -108,10 +108,30 @@ class Benchmark:
         raise NotImplementedError
 
     @classmethod
-    def metrics(cls, results: list[SampleResult]) -> dict[str, Any]:
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Summary metrics over stored results; every rate carries an interval.
 
-        A classmethod: reports recompute metrics from the store without loading data.
-        The first entry whose value is a rate is the headline.
+        A classmethod: reports recompute metrics from the store without loading
+        data; ``options`` are the run's benchmark options. The first entry whose
+        value is a rate is the headline.
         """
         raise NotImplementedError
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """Benchmark-specific report content.
+
+        Returns ``{"sections": [...], "recommendations": [...]}``; a section is
+        ``{"title", "headers", "rows", "bars": [(label, value 0..1)], "note"}``
+        (every key but ``title`` optional). Rendered by the generic templates.
+        """
+        return {}
+
+    @classmethod
+    def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
+                        out_dir: Any) -> dict[str, Any]:
+        """Official exports written beside the reports; returns ``{name: path}``."""
+        return {}
+

@@ -155,6 +155,8 @@ class Outcome:
     latency_s: float = 0.0
     model_calls: int = 0
     cache_hits: int = 0
+    #: what ``solve`` wants ``score`` to know (e.g. how the agent was driven)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

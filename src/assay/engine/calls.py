@@ -79,7 +79,7 @@ class CallContext:
     """The agent as one sample sees it: same ``generate`` protocol, plus bookkeeping."""
 
     __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
-                 "cache_hits", "model_id")
+                 "cache_hits", "model_id", "text_only")
 
     def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int) -> None:
         self._agent = agent
@@ -87,6 +87,9 @@ class CallContext:
         self._identity = identity
         self._cacheable = getattr(agent, "cacheable", False)
         self.model_id = agent.model_id
+        #: the agent reads and writes text only (no native tools): benchmarks fall back
+        #: to their text protocol
+        self.text_only = getattr(agent, "text_only", False)
         self.epoch = epoch
         self.usage = Usage()
         self.calls = 0

@@ -53,17 +53,25 @@ def load_factory(target: str) -> Any:
 
 
 def conversation_text(messages: list[Message]) -> str:
-    """The prompt a text-only agent sees: the last user message, or the whole dialogue."""
-    users = [m for m in messages if m.role == "user"]
-    if len(messages) - (messages[0].role == "system") <= 1 and users:
-        return users[-1].content or ""
-    return "\n\n".join(f"{m.role}: {m.content or ''}" for m in messages if m.role != "system")
+    """The prompt a text-only agent sees.
+
+    A single user turn is passed as is, after the system message when there is
+    one (separated by a blank line); a longer dialogue is passed as a
+    role-labelled transcript.
+    """
+    system = [m.content or "" for m in messages if m.role == "system"]
+    rest = [m for m in messages if m.role != "system"]
+    if len(rest) == 1 and rest[0].role == "user":
+        return "\n\n".join([*system, rest[0].content or ""])
+    lines = [f"{m.role}: {m.content or ''}" for m in rest]
+    return "\n\n".join([*system, *lines])
 
 
 class PythonAgent:
     """One agent instance, adapted to the model protocol."""
 
     cacheable = False  # user code changes between runs; a cache would serve stale answers
+    text_only = True  # prompt in, text out: tools are described in the prompt, not sent
 
     def __init__(self, agent: Any, model_id: str) -> None:
         self.model_id = model_id

@@ -72,6 +72,14 @@ def _verdict(r: SampleResult) -> str:
     return f"{v:.2f}"
 
 
+def _detail(r: SampleResult) -> str:
+    """Why a sample was wrong (the primary score's explanation), empty otherwise."""
+    if r.error is not None or not r.scores:
+        return ""
+    s = next(iter(r.scores.values()))
+    return "" if s.get("value") == 1.0 else str(s.get("explanation") or "")
+
+
 def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
     """Per-sample table rows (question, target, prediction, verdict, error)."""
     rows = []
@@ -87,6 +95,7 @@ def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
             "prediction": _short(r.prediction if r.prediction is not None else r.output, 160),
             "verdict": _verdict(r),
             "error": r.error or "",
+            "detail": _detail(r),
         })
     return rows
 
@@ -95,7 +104,9 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
     """Everything the templates need, read from the store."""
     run = store.get_run(run_id)
     results = store.results(run["id"])
-    metrics = get_benchmark_class(run["benchmark"]).metrics(results) if results else {}
+    bench = get_benchmark_class(run["benchmark"])
+    metrics = bench.metrics(results, run["spec"].get("benchmark_options")) if results else {}
+    extra = bench.report_extra(metrics, results) if results else {}
     head = headline(metrics)
     return {
         "run": run,
@@ -108,6 +119,9 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "headline": head,
         "headline_text": f"{head[0]} {fmt_rate(head[1])}" if head else "no scored samples",
         "samples": sample_rows(results),
+        "sections": extra.get("sections") or [],
+        "recommendations": extra.get("recommendations") or [],
+        "benchmark_class": bench,
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
         "dataset_items": [(k, _short(v, 200)) for k, v in run["dataset"].items()],
         "spec_items": [(k, _short(v, 200)) for k, v in run["spec"].items()
@@ -155,4 +169,5 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None) -> dic
     paths["markdown"].write_text(env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
     paths["html"].write_text(env.get_template("report.html").render(**ctx), encoding="utf-8")
     write_results_jsonl(ctx["results"], paths["results"])
+    paths.update(ctx["benchmark_class"].write_artifacts(ctx["run"], ctx["results"], out))
     return paths

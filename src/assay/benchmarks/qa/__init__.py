@@ -126,6 +126,7 @@ class QABenchmark(Benchmark):
             raise ConfigError(f"{sample.metadata.get('source', sample.id)}: {e}") from e
 
     @classmethod
-    def metrics(cls, results: list[SampleResult]) -> dict[str, Any]:
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens."""
         return qa_metrics(results)

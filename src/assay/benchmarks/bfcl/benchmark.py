@@ -1,0 +1,182 @@
+"""``bfcl``: tool calling on the Berkeley Function Calling Leaderboard (v4), scored as officially.
+
+Two ways to drive the agent (``mode``):
+
+- ``fc``: native function calling. Tools go out as OpenAI tool schemas (gorilla
+  types mapped to JSON Schema, dots in names replaced as the official FC
+  handlers do); calls come back in ``tool_calls``. The ``local`` model produces
+  them by constrained decoding and may answer without a call.
+- ``prompt``: the official prompt-mode system prompt; the reply text is decoded
+  from ``[func(a=1), ...]`` (Python, Java or JavaScript syntax) exactly as the
+  official decoder does.
+
+The headline score (``bfcl``) always uses the official decoding and checker.
+A second, clearly labelled score (``bfcl_tolerant``) also accepts calls wrapped
+in prose, code fences or JSON; it never replaces the official one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from assay.benchmarks.base import Benchmark, benchmark
+from assay.benchmarks.bfcl.categories import expand, language_of
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
+from assay.errors import ConfigError
+
+MODES = ("fc", "prompt")
+
+
+@benchmark("bfcl")
+class BFCLBenchmark(Benchmark):
+    """BFCL v4 single-turn categories (AST and relevance).
+
+    Options: ``category`` (name, group or comma list; default ``simple_python``),
+    ``mode`` (``fc`` | ``prompt``), ``bfcl_data_dir``, ``underscore_to_dot``
+    (default: true for fc, false for prompt, as the official handlers),
+    ``tolerant`` (compute the labelled tolerant score; default true),
+    ``max_tokens``, ``weights`` (``{category: weight}`` for weighted accuracy).
+    """
+
+    description = "Berkeley Function Calling Leaderboard v4 (AST + relevance), official verdicts, fc or prompt mode."
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.mode = options.get("mode") or "fc"
+        if self.mode not in MODES:
+            raise ConfigError(f"--mode must be 'fc' or 'prompt', got {self.mode!r}")
+        self.categories = expand(options.get("category") or "simple_python")
+        utd = options.get("underscore_to_dot")
+        self.underscore_to_dot = (self.mode == "fc") if utd is None else bool(utd)
+        self.tolerant = options.get("tolerant", True)
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+
+    # -- data ---------------------------------------------------------------------------
+    def samples(self) -> list[Sample]:
+        """Entries of the selected categories in official id order."""
+        if self._samples is not None:
+            return self._samples
+        from assay.benchmarks.bfcl.data import content_hash, load_category, locate
+        from assay.benchmarks.bfcl.prompts import add_language_hints, official_sort_key
+
+        source = locate(self.options.get("bfcl_data_dir"))
+        samples: list[Sample] = []
+        files = []
+        counts: dict[str, int] = {}
+        for cat in self.categories:
+            cd = load_category(source, cat)
+            files.extend(cd.files)
+            counts[cat] = len(cd.entries)
+            lang = language_of(cat)
+            for e in sorted(cd.entries, key=lambda e: official_sort_key(e["id"])):
+                turn = e["question"][0]
+                hinted = add_language_hints(e["function"], lang)
+                self._entries[e["id"]] = {"functions": e["function"], "hinted": hinted,
+                                          "turn": turn}
+                samples.append(Sample(
+                    id=e["id"],
+                    input=[Message(m["role"], m["content"]) for m in turn],
+                    target=cd.ground_truth.get(e["id"]),
+                    metadata={"category": cat, "language": lang},
+                ))
+        self._info = {**source.describe(), "content_hash": content_hash(files),
+                      "categories": counts, "mode": self.mode,
+                      "underscore_to_dot": self.underscore_to_dot}
+        self._samples = samples
+        return samples
+
+    def dataset_info(self) -> dict[str, Any]:
+        """Data source, version, content hash, categories and mode."""
+        self.samples()
+        return self._info
+
+    def generation_params(self) -> dict[str, Any]:
+        """Deterministic, room for several calls."""
+        return {"max_tokens": int(self.options.get("max_tokens") or 512), "temperature": 0.0,
+                **self.run_params}
+
+    # -- driving the agent --------------------------------------------------------------
+    def _tools(self, sample: Sample) -> list[ToolSpec]:
+        from assay.benchmarks.bfcl.prompts import to_openai_tools
+
+        entry = self._entries[sample.id]
+        if "tools" not in entry:
+            entry["tools"] = [
+                ToolSpec(t["function"]["name"], t["function"].get("description", ""),
+                         t["function"].get("parameters") or {"type": "object", "properties": {}})
+                for t in to_openai_tools(entry["hinted"], underscore_to_dot=self.underscore_to_dot)
+            ]
+        return entry["tools"]
+
+    async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        """One turn: native tools (fc) or the official system prompt (prompt)."""
+        from assay.benchmarks.bfcl.prompts import prompt_messages
+
+        entry = self._entries[sample.id]
+        params = self.generation_params()
+        text_only = getattr(agent, "text_only", False)
+        if self.mode == "fc" and not text_only:
+            messages = list(sample.input) if isinstance(sample.input, list) else []
+            reply = await agent.generate(messages, tools=self._tools(sample),
+                                         tool_choice="auto", **params)
+        else:
+            wire = prompt_messages(entry["turn"], entry["hinted"])
+            messages = [Message(m["role"], m["content"]) for m in wire]
+            reply = await agent.generate(messages, **params)
+        messages.append(reply.message)
+        mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
+        return Outcome(transcript=messages, output=reply.message.content or "",
+                       tool_calls=reply.message.tool_calls, metadata={"mode": mode})
+
+    # -- scoring ------------------------------------------------------------------------
+    @staticmethod
+    def raw_result(outcome: Outcome) -> Any:
+        """The output in the official result-file form (text, or FC ``[{name: args}]``)."""
+        if outcome.metadata.get("mode") == "fc" and outcome.tool_calls is not None:
+            return [{c.name: c.arguments.get("__unparsed_arguments__")
+                     if "__unparsed_arguments__" in c.arguments else json.dumps(c.arguments)}
+                    for c in outcome.tool_calls]
+        return outcome.output
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """The official verdict (``bfcl``) and, when enabled, the tolerant one."""
+        from assay.benchmarks.bfcl.scoring import score_entry
+
+        entry = self._entries[sample.id]
+        cat = sample.metadata["category"]
+        return score_entry(
+            raw=self.raw_result(outcome), text=outcome.output, functions=entry["functions"],
+            ground_truth=sample.target, category=cat, language=sample.metadata["language"],
+            mode=outcome.metadata.get("mode", self.mode),
+            underscore_to_dot=self.underscore_to_dot, tolerant=bool(self.tolerant),
+        )
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Per-category accuracy with intervals, official aggregates, error types."""
+        from assay.benchmarks.bfcl.metrics import bfcl_metrics
+
+        return bfcl_metrics(results, (options or {}).get("weights"))
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """Category table, aggregates, error-type chart and recommendations."""
+        from assay.benchmarks.bfcl.report import report_extra
+
+        return report_extra(metrics)
+
+    @classmethod
+    def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
+                        out_dir: Any) -> dict[str, Any]:
+        """Official result files under ``<run dir>/result/<model>/<group>/``."""
+        from pathlib import Path
+
+        from assay.benchmarks.bfcl.export import export_results
+
+        paths = export_results(results, Path(out_dir) / "result", run["model"].get("model", "model"))
+        return {f"bfcl_result:{p.name}": p for p in paths}

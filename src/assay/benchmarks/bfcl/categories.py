@@ -1,0 +1,94 @@
+"""BFCL v4 categories, groups, languages and how each is checked.
+
+Facts from the official ``bfcl_eval/constants/category_mapping.py`` and
+``eval_runner.py`` (see ``reference/bfcl.md`` §1, §4.2, §5, §7).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from assay.errors import ConfigError
+
+Language = Literal["python", "java", "javascript"]
+
+NON_LIVE = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
+            "parallel_multiple", "irrelevance")
+LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
+        "live_irrelevance", "live_relevance")
+SUPPORTED = NON_LIVE + LIVE
+RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
+AST = tuple(c for c in SUPPORTED if c not in RELEVANCE)
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "non_live": NON_LIVE,
+    "live": LIVE,
+    "ast": AST,
+    "all_single_turn": SUPPORTED,
+    # alias used by the book
+    "all": SUPPORTED,
+}
+
+NOT_YET_SUPPORTED = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
+                     "multi_turn_long_context", "memory_kv", "memory_vector", "memory_rec_sum",
+                     "web_search_base", "web_search_no_snippet", "format_sensitivity",
+                     "multi_turn", "agentic", "memory", "web_search")
+
+# Legacy (v1-v3) names the HelloAgents book uses, mapped to v4 categories.
+ALIASES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript",
+           "relevance": "live_relevance"}
+
+
+def language_of(category: str) -> Language:
+    """Programming language of a category's function docs and answers."""
+    if category == "simple_java":
+        return "java"
+    if category == "simple_javascript":
+        return "javascript"
+    return "python"
+
+
+def result_group(category: str) -> str:
+    """Folder of the official result layout (``result/<model>/<group>/``)."""
+    return "live" if category.startswith("live_") else "non_live"
+
+
+def is_relevance(category: str) -> bool:
+    """Checked by relevance (does the output decode to a call?) rather than AST."""
+    return category in RELEVANCE
+
+
+def expand(selection: str | list[str] | tuple[str, ...]) -> list[str]:
+    """Category names from a name, a group or a comma-separated list; unknown ones are errors."""
+    items = selection.split(",") if isinstance(selection, str) else list(selection)
+    out: list[str] = []
+    for raw in items:
+        name = ALIASES.get(raw.strip(), raw.strip())
+        if not name:
+            continue
+        if name in GROUPS:
+            out.extend(GROUPS[name])
+        elif name in SUPPORTED:
+            out.append(name)
+        elif name in NOT_YET_SUPPORTED:
+            raise ConfigError(
+                f"BFCL category {name!r} (multi-turn/agentic) is not supported yet; supported: "
+                "the AST and relevance categories, or the groups non_live, live, ast, "
+                "all_single_turn"
+            )
+        else:
+            raise ConfigError(
+                f"unknown BFCL category {name!r}; choose from {', '.join(SUPPORTED)} or a group "
+                f"({', '.join(g for g in GROUPS if g != 'all')})"
+            )
+    seen: set[str] = set()
+    return [c for c in out if not (c in seen or seen.add(c))]
+
+# Entries per category in the official v4 data (reference/bfcl.md §1); a category
+# evaluated on fewer entries makes the official aggregates partial.
+OFFICIAL_SIZES = {
+    "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200,
+    "parallel": 200, "parallel_multiple": 200, "irrelevance": 240, "live_simple": 258,
+    "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24,
+    "live_irrelevance": 884, "live_relevance": 16,
+}

@@ -1,0 +1,53 @@
+"""Official result files from a run: ``result/<model>/<group>/BFCL_v4_<category>_result.json``.
+
+One ``{"id", "result"}`` line per entry, in the official id order; ``result`` is
+the raw output exactly as the official tools expect it (prompt text, or
+``[{name: json_args}]`` for FC). Samples that ended in an error have no output
+and are left out (score such files with ``--partial-eval``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from assay.benchmarks.bfcl.categories import result_group
+from assay.core.types import SampleResult
+
+
+def model_dir_name(model_id: str) -> str:
+    """A folder name for a model id, as the official layout uses (``/`` -> ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model_id.replace("/", "_")).strip("_") or "model"
+
+
+def raw_output(r: SampleResult) -> Any:
+    """The stored raw output of a scored sample (``None`` for errors)."""
+    s = (r.scores or {}).get("bfcl")
+    if not s:
+        return None
+    return (s.get("metadata") or {}).get("raw")
+
+
+def export_results(results: list[SampleResult], result_dir: Path, model_name: str) -> list[Path]:
+    """Write the official result files; returns their paths."""
+    from assay.benchmarks.bfcl.prompts import official_sort_key
+
+    by_cat: dict[str, list[SampleResult]] = defaultdict(list)
+    for r in results:
+        if r.error is None and r.epoch == 0 and raw_output(r) is not None:
+            by_cat[(r.metadata or {}).get("category", "unknown")].append(r)
+    paths = []
+    model_dir = result_dir / model_dir_name(model_name)
+    for cat, rs in sorted(by_cat.items()):
+        path = model_dir / result_group(cat) / f"BFCL_v4_{cat}_result.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rs.sort(key=lambda r: official_sort_key(r.sample_id))
+        with open(path, "w", encoding="utf-8") as f:
+            for r in rs:
+                f.write(json.dumps({"id": r.sample_id, "result": raw_output(r)},
+                                   ensure_ascii=False) + "\n")
+        paths.append(path)
+    return paths

@@ -1,0 +1,112 @@
+"""BFCL metrics: per-category accuracy with intervals and the leaderboard's aggregates.
+
+Aggregates follow the official ``generate_leaderboard_csv`` (reference/bfcl.md §7):
+
+- simple = unweighted mean of simple_python, simple_java, simple_javascript;
+- non-live overall = unweighted mean of simple, multiple, parallel, parallel_multiple
+  (irrelevance is not part of it);
+- live overall = entry-weighted mean of the four live AST categories;
+- irrelevance = unweighted mean of irrelevance and live_irrelevance.
+
+An aggregate is reported only when every category it needs was run (the
+official tool counts a missing category as 0 instead); it is marked
+``partial`` when some of those categories were run on a subset. The
+leaderboard's overall score also needs the multi-turn and agentic categories,
+which assay does not run yet, so it is never reported.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from assay.benchmarks.bfcl.categories import OFFICIAL_SIZES
+from assay.core.types import SampleResult
+from assay.metrics.stats import proportion
+from assay.metrics.summary import error_messages, usage_summary
+
+SIMPLE = ("simple_python", "simple_java", "simple_javascript")
+LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
+
+
+def _aggregate(name: str, parts: tuple[str, ...], per: dict[str, dict[str, Any]],
+               weighted: bool) -> dict[str, Any] | None:
+    if not all(p in per and per[p]["n"] for p in parts):
+        return None
+    if weighted:
+        value = sum(per[p]["successes"] for p in parts) / sum(per[p]["n"] for p in parts)
+    else:
+        value = sum(per[p]["value"] for p in parts) / len(parts)
+    partial = [p for p in parts if per[p]["n"] < OFFICIAL_SIZES.get(p, 0)]
+    return {"value": value, "parts": list(parts), "weighting": "entries" if weighted else "mean",
+            "partial": partial}
+
+
+def bfcl_metrics(results: list[SampleResult],
+                 weights: dict[str, float] | None = None) -> dict[str, Any]:
+    """Accuracy overall and per category (Wilson 95%), aggregates, error types, usage."""
+    by_cat: dict[str, list[SampleResult]] = defaultdict(list)
+    for r in results:
+        cat = (r.metadata or {}).get("category") or _score_meta(r).get("category") or "unknown"
+        by_cat[cat].append(r)
+    scored = [r for r in results if r.error is None and r.scores]
+    correct = sum(1 for r in scored if r.score_value("bfcl") == 1.0)
+    per: dict[str, dict[str, Any]] = {}
+    for cat, rs in by_cat.items():
+        ok = [r for r in rs if r.error is None and r.scores]
+        p = proportion(sum(1 for r in ok if r.score_value("bfcl") == 1.0), len(ok))
+        p["errors"] = len(rs) - len(ok)
+        p["official_size"] = OFFICIAL_SIZES.get(cat)
+        per[cat] = p
+    simple = _aggregate("simple", SIMPLE, per, weighted=False)
+    per_for_non_live = dict(per)
+    if simple is not None:
+        per_for_non_live["simple"] = {"value": simple["value"], "n": 1,
+                                       "successes": 0}
+    aggregates = {
+        "simple": simple,
+        "non_live_overall": _aggregate("non_live", ("simple", "multiple", "parallel",
+                                                    "parallel_multiple"),
+                                       per_for_non_live, weighted=False),
+        "live_overall": _aggregate("live", LIVE_AST, per, weighted=True),
+        "irrelevance": _aggregate("irrelevance", ("irrelevance", "live_irrelevance"), per,
+                                  weighted=False),
+        "overall": None,
+    }
+    if aggregates["non_live_overall"] is not None and simple is not None:
+        aggregates["non_live_overall"]["partial"] = sorted(
+            set(aggregates["non_live_overall"]["partial"]) - {"simple"} | set(simple["partial"]))
+    tolerant = [r for r in scored if "bfcl_tolerant" in r.scores]
+    error_types = Counter(
+        _score_meta(r).get("error_type") or "unknown" for r in scored
+        if r.score_value("bfcl") == 0.0
+    )
+    out: dict[str, Any] = {
+        "accuracy": proportion(correct, len(scored)),
+        "n_samples": len(results),
+        "n_scored": len(scored),
+        "n_errors": len(results) - len(scored),
+        "error_rate": proportion(len(results) - len(scored), len(results)),
+        "categories": dict(sorted(per.items())),
+        "aggregates": aggregates,
+        "overall_note": "the leaderboard's overall score also weighs multi-turn (30%) and "
+                        "agentic (40%) categories, which assay does not run yet",
+        "error_types": dict(error_types.most_common()),
+    }
+    if tolerant:
+        out["tolerant_accuracy"] = proportion(
+            sum(1 for r in tolerant if r.score_value("bfcl_tolerant") == 1.0), len(tolerant))
+    if weights:
+        used = {c: float(w) for c, w in weights.items() if c in per and per[c]["n"]}
+        total = sum(used.values())
+        out["weighted_accuracy"] = (
+            {"value": sum(w * per[c]["value"] for c, w in used.items()) / total,
+             "weights": used} if total > 0 else None)
+    out.update(usage_summary(results))
+    out["top_errors"] = error_messages(results)
+    return out
+
+
+def _score_meta(r: SampleResult) -> dict[str, Any]:
+    s = r.scores.get("bfcl") if r.scores else None
+    return (s or {}).get("metadata") or {}
