@@ -104,15 +104,20 @@ def decode_prompt(text: str, language: str) -> list[dict[str, dict[str, Any]]]:
 # prompt mode: Python (stdlib ast)
 
 
+# Model text compiled under this name; its compile warnings (invalid escapes such as
+# "\d", "'str' is not callable") are silenced once here rather than with a
+# catch_warnings block per call, which would cost more than the parse itself.
+_MODEL_TEXT = "<bfcl-model-output>"
+for _category in (SyntaxWarning, DeprecationWarning):
+    warnings.filterwarnings("ignore", category=_category, module=re.escape(_MODEL_TEXT))
+
+
 def _decode_python(source: str) -> list[dict[str, dict[str, Any]]]:
     cleaned = source.strip().strip("'")
     try:
-        with warnings.catch_warnings():  # model text may hold e.g. invalid escapes
-            warnings.simplefilter("ignore", SyntaxWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            tree = ast.parse(cleaned, mode="eval")
+        tree = ast.parse(cleaned, filename=_MODEL_TEXT, mode="eval")
     except (SyntaxError, ValueError) as exc:
-        raise DecodeError(f"not a Python call list: {exc}") from exc
+        raise DecodeError("not a Python call list") from exc  # cause kept, no formatting cost
     body = tree.body
     if isinstance(body, ast.Call):
         calls: list[ast.expr] = [body]
