@@ -48,6 +48,7 @@ class BFCLBenchmark(Benchmark):
             raise ConfigError(f"--mode must be 'fc' or 'prompt', got {self.mode!r}")
         self.categories = expand(options.get("category") or "simple_python")
         utd = options.get("underscore_to_dot")
+        self._utd_given = utd is not None
         self.underscore_to_dot = (self.mode == "fc") if utd is None else bool(utd)
         self.tolerant = options.get("tolerant", True)
         self._entries: dict[str, dict[str, Any]] = {}
@@ -146,12 +147,15 @@ class BFCLBenchmark(Benchmark):
         from assay.benchmarks.bfcl.scoring import score_entry
 
         entry = self._entries[sample.id]
-        cat = sample.metadata["category"]
+        mode = outcome.metadata.get("mode", self.mode)
+        # A text-only agent is driven in prompt mode, where the official handlers keep
+        # dots in names; an explicit --underscore-to-dot still wins.
+        utd = self.underscore_to_dot if self._utd_given else mode == "fc"
         return score_entry(
             raw=self.raw_result(outcome), text=outcome.output, functions=entry["functions"],
-            ground_truth=sample.target, category=cat, language=sample.metadata["language"],
-            mode=outcome.metadata.get("mode", self.mode),
-            underscore_to_dot=self.underscore_to_dot, tolerant=bool(self.tolerant),
+            ground_truth=sample.target, category=sample.metadata["category"],
+            language=sample.metadata["language"], mode=mode, underscore_to_dot=utd,
+            tolerant=bool(self.tolerant),
         )
 
     @classmethod

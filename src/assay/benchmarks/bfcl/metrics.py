@@ -29,15 +29,24 @@ SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
 
 
-def _aggregate(name: str, parts: tuple[str, ...], per: dict[str, dict[str, Any]],
+def _aggregate(parts: tuple[str, ...], per: dict[str, dict[str, Any]],
                weighted: bool) -> dict[str, Any] | None:
-    if not all(p in per and per[p]["n"] for p in parts):
+    """Mean (or entry-weighted mean) of ``parts``; ``None`` unless every part was run.
+
+    A part may itself be an aggregate (a dict with ``value`` and ``partial``).
+    """
+    if not all(p in per and per[p].get("value") is not None for p in parts):
         return None
     if weighted:
         value = sum(per[p]["successes"] for p in parts) / sum(per[p]["n"] for p in parts)
     else:
         value = sum(per[p]["value"] for p in parts) / len(parts)
-    partial = [p for p in parts if per[p]["n"] < OFFICIAL_SIZES.get(p, 0)]
+    partial: list[str] = []
+    for p in parts:
+        if "partial" in per[p]:
+            partial.extend(per[p]["partial"])
+        elif per[p]["n"] < OFFICIAL_SIZES.get(p, 0):
+            partial.append(p)
     return {"value": value, "parts": list(parts), "weighting": "entries" if weighted else "mean",
             "partial": partial}
 
@@ -58,24 +67,16 @@ def bfcl_metrics(results: list[SampleResult],
         p["errors"] = len(rs) - len(ok)
         p["official_size"] = OFFICIAL_SIZES.get(cat)
         per[cat] = p
-    simple = _aggregate("simple", SIMPLE, per, weighted=False)
-    per_for_non_live = dict(per)
-    if simple is not None:
-        per_for_non_live["simple"] = {"value": simple["value"], "n": 1,
-                                       "successes": 0}
+    simple = _aggregate(SIMPLE, per, weighted=False)
     aggregates = {
         "simple": simple,
-        "non_live_overall": _aggregate("non_live", ("simple", "multiple", "parallel",
-                                                    "parallel_multiple"),
-                                       per_for_non_live, weighted=False),
-        "live_overall": _aggregate("live", LIVE_AST, per, weighted=True),
-        "irrelevance": _aggregate("irrelevance", ("irrelevance", "live_irrelevance"), per,
-                                  weighted=False),
+        "non_live_overall": _aggregate(("simple", "multiple", "parallel", "parallel_multiple"),
+                                       {**per, "simple": simple} if simple else per,
+                                       weighted=False),
+        "live_overall": _aggregate(LIVE_AST, per, weighted=True),
+        "irrelevance": _aggregate(("irrelevance", "live_irrelevance"), per, weighted=False),
         "overall": None,
     }
-    if aggregates["non_live_overall"] is not None and simple is not None:
-        aggregates["non_live_overall"]["partial"] = sorted(
-            set(aggregates["non_live_overall"]["partial"]) - {"simple"} | set(simple["partial"]))
     tolerant = [r for r in scored if "bfcl_tolerant" in r.scores]
     error_types = Counter(
         _score_meta(r).get("error_type") or "unknown" for r in scored
