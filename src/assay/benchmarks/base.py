@@ -79,8 +79,13 @@ class Benchmark:
         raise NotImplementedError
 
     def dataset_info(self) -> dict[str, Any]:
-        """Source, version and content hash of what is evaluated (stored with the run)."""
-        return {}
+        """Source, version and content hash of what is evaluated (stored with the run).
+
+        The default loads the samples and returns ``self._info``, which ``samples()``
+        is expected to fill.
+        """
+        self.samples()
+        return dict(getattr(self, "_info", {}))
 
     def generation_params(self) -> dict[str, Any]:
         """Generation parameters for every call: the run's, over any benchmark defaults."""

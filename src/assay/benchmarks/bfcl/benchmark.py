@@ -89,11 +89,6 @@ class BFCLBenchmark(Benchmark):
         self._samples = samples
         return samples
 
-    def dataset_info(self) -> dict[str, Any]:
-        """Data source, version, content hash, categories and mode."""
-        self.samples()
-        return self._info
-
     def generation_params(self) -> dict[str, Any]:
         """Deterministic, room for several calls."""
         return {"max_tokens": int(self.options.get("max_tokens") or 512), "temperature": 0.0,

@@ -78,11 +78,6 @@ class QABenchmark(Benchmark):
         self._samples = samples
         return samples
 
-    def dataset_info(self) -> dict[str, Any]:
-        """Source, content hash, key mapping and scorer."""
-        self.samples()
-        return self._info
-
     def generation_params(self) -> dict[str, Any]:
         """Short answers by default; run parameters override."""
         return {"max_tokens": int(self.options.get("max_tokens") or 256), **self.run_params}
