@@ -301,3 +301,29 @@ def test_embedded_model_gets_a_non_zero_score(workspace: Path) -> None:
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.startswith("accuracy:"))
     assert not line.startswith("accuracy: 0.000"), out.stdout
+
+
+def test_official_bfcl_evaluate_agrees_when_fully_installed(fake_server, workspace) -> None:
+    """Runs only where the full bfcl-eval imports (CI has the light install only)."""
+    from assay.benchmarks.bfcl.official import official_importable, run_official
+
+    ok, why = official_importable()
+    if not ok:
+        pytest.skip(why)
+    table = truth_answers("simple_python")
+
+    def respond(body: dict[str, Any]) -> Any:
+        entry = table[body["messages"][-1]["content"]]
+        if entry["id"].endswith(("1", "7")):
+            return "no call"
+        return calls_to_prompt_text(entry["calls"], "python")
+
+    srv = fake_server(responder=respond)
+    result = assay.evaluate("bfcl", model="openai/fake", base_url=srv.base_url,
+                            category="simple_python", mode="prompt", limit=30)
+    official = run_official(result.run_id)
+    assert official.available, official.message
+    off = official.official["simple_python"]
+    mine = result.metrics["categories"]["simple_python"]
+    assert (off["correct_count"], off["total_count"]) == (mine["successes"], mine["n"])
+    assert "agree" in official.summary() and "DIFFER" not in official.summary()
