@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from assay.benchmarks.bfcl.data import BFCLDataset
+from assay.benchmarks.gaia.dataset import GAIADataset
 from assay.core.types import Message, Reply, ToolSpec
 from assay.engine.runner import Engine, RunSpec
 from assay.store.sqlite import Store
 
-__all__ = ["BFCLDataset", "BFCLEvaluator", "BFCLEvaluationTool"]
+__all__ = ["BFCLDataset", "BFCLEvaluator", "BFCLEvaluationTool", "GAIADataset", "GAIAEvaluator",
+           "GAIAEvaluationTool"]
 
 
 class _ObjectAgent:
@@ -82,6 +84,16 @@ def _run(coro: Any) -> Any:
     raise RuntimeError("call this from synchronous code (an event loop is already running)")
 
 
+def run_agent(benchmark: str, options: dict[str, Any], agent: Any, max_samples: int | None,
+              store: Store) -> tuple[str, float]:
+    """Run ``benchmark`` for a user's agent object or a model spec; (run id, seconds)."""
+    spec = RunSpec(benchmark=benchmark, model=agent if isinstance(agent, str) else "python/agent",
+                   limit=max_samples or None, benchmark_options=options)
+    started = time.perf_counter()
+    run_id = _run(Engine(store, quiet=True).run(spec, subject=_subject(agent)))
+    return run_id, time.perf_counter() - started
+
+
 class BFCLEvaluator:
     """``BFCLEvaluator(dataset=..., category=..., evaluation_mode="ast")``.
 
@@ -106,16 +118,11 @@ class BFCLEvaluator:
         """Run the agent; returns the book's result dict (official verdicts)."""
         store = self.store or Store()
         try:
-            spec = RunSpec(benchmark="bfcl", model="python/agent", limit=max_samples or None,
-                           benchmark_options={"category": self.category, "mode": self.mode,
-                                              "bfcl_data_dir": self.data_dir})
-            subject = _subject(agent)
-            if isinstance(agent, str):
-                spec.model = agent
-            started = time.perf_counter()
-            run_id = _run(Engine(store, quiet=True).run(spec, subject=subject))
+            run_id, elapsed = run_agent(
+                "bfcl", {"category": self.category, "mode": self.mode,
+                         "bfcl_data_dir": self.data_dir}, agent, max_samples, store)
             self.last_run_id = run_id
-            return self._book_results(store, run_id, agent, time.perf_counter() - started)
+            return self._book_results(store, run_id, agent, elapsed)
         finally:
             if self.store is None:
                 store.close()
@@ -217,3 +224,125 @@ class BFCLEvaluationTool:
                                          encoding="utf-8")
             return Path(output_file)
         return paths["markdown"]
+
+
+class GAIAEvaluator:
+    """``GAIAEvaluator(dataset=..., level=...)``: the book's GAIA evaluator, official scoring.
+
+    ``strict_mode`` picks the scorer: True (default) is the leaderboard's
+    ``official`` rules, False the book's ``lenient`` rules (bugs fixed).
+    """
+
+    def __init__(self, dataset: GAIADataset | None = None, level: int | None = None,
+                 local_data_dir: str | None = None, strict_mode: bool = True,
+                 split: str | None = None, store: Store | None = None) -> None:
+        self.dataset = dataset
+        self.level = level if level is not None else (dataset.level if dataset else None)
+        root = getattr(dataset, "local_data_dir", None) if dataset else None
+        self.data_dir = str(root) if root else local_data_dir
+        self.split = split or (dataset.split if dataset else "validation")
+        self.strict_mode = strict_mode
+        self.store = store
+        self.last_run_id: str | None = None
+
+    def evaluate(self, agent: Any, max_samples: int | None = None) -> dict[str, Any]:
+        """Run the agent on GAIA; returns the book's result dict."""
+        store = self.store or Store()
+        try:
+            options = {"data_dir": self.data_dir, "split": self.split, "level": self.level,
+                       "scorer": "official" if self.strict_mode else "lenient"}
+            run_id, elapsed = run_agent("gaia", options, agent, max_samples, store)
+            self.last_run_id = run_id
+            return self._book_results(store, run_id, agent, options, elapsed)
+        finally:
+            if self.store is None:
+                store.close()
+
+    def _book_results(self, store: Store, run_id: str, agent: Any, options: dict[str, Any],
+                      elapsed: float) -> dict[str, Any]:
+        from assay.benchmarks.gaia.metrics import gaia_metrics
+
+        results = store.results(run_id)
+        m = gaia_metrics(results, options)
+        detailed = []
+        for r in results:
+            s = (r.scores or {}).get("gaia") or {}
+            p = (r.scores or {}).get("gaia_partial") or {}
+            detailed.append({
+                "task_id": r.sample_id, "level": (r.metadata or {}).get("level"),
+                "question": r.input, "predicted": s.get("answer"), "expected": r.target,
+                "exact_match": s.get("value") == 1.0, "partial_match": p.get("value") == 1.0,
+                "score": s.get("value"), "extraction": (s.get("metadata") or {}).get("extraction"),
+                "response": r.output, "execution_time": r.latency_s,
+                **({"error": r.error} if r.error else {}),
+            })
+        exact = sum(d["exact_match"] for d in detailed)
+        partial = sum(d["partial_match"] for d in detailed)
+        total = len(detailed)
+        levels = {}
+        for k, v in (m.get("level_accuracy") or {}).items():
+            n = k.split("_")[1]
+            levels[f"Level_{n}"] = {"total": v["n"], "exact_matches": v["successes"],
+                                    "exact_match_rate": v["value"]}
+        return {
+            "benchmark": "GAIA", "agent_name": getattr(agent, "name", None) or str(agent),
+            "strict_mode": self.strict_mode, "level_filter": self.level,
+            "total_samples": total, "exact_matches": exact, "partial_matches": partial,
+            "exact_match_rate": exact / total if total else 0.0,
+            "partial_match_rate": partial / total if total else 0.0,
+            "level_metrics": levels, "detailed_results": detailed, "metrics": m,
+            "run_id": run_id, "elapsed_s": elapsed,
+        }
+
+    def export_to_gaia_format(self, results: dict[str, Any], output_path: str | Path,
+                              include_reasoning: bool = True) -> Path:
+        """Submission JSONL (task_id, model_answer as a string[, reasoning_trace])."""
+        from assay.benchmarks.gaia.export import write_jsonl
+
+        lines = []
+        for d in results["detailed_results"]:
+            line: dict[str, Any] = {"task_id": d["task_id"],
+                                    "model_answer": "" if d["predicted"] is None
+                                    else str(d["predicted"])}
+            if include_reasoning:
+                line["reasoning_trace"] = d.get("response") or ""
+            lines.append(line)
+        return write_jsonl(lines, Path(output_path))
+
+
+class GAIAEvaluationTool:
+    """``GAIAEvaluationTool().run(agent=..., level=..., max_samples=..., export_results=...,
+    generate_report=...)`` returning ``exact_match_rate``, ``partial_match_rate``,
+    ``exact_matches``, ``total_samples`` and ``level_metrics`` (the book's keys)."""
+
+    def __init__(self, local_data_path: str | None = None,
+                 output_dir: str | Path = "evaluation_results/gaia_official") -> None:
+        self.local_data_path = local_data_path
+        self.output_dir = Path(output_dir)
+
+    def run(self, agent: Any, level: int | None = None, max_samples: int | None = None,
+            local_data_dir: str | None = None, export_results: bool = True,
+            generate_report: bool = True, split: str = "validation") -> dict[str, Any]:
+        """Evaluate; export the submission file and its guide; write the report."""
+        evaluator = GAIAEvaluator(level=level, split=split,
+                                  local_data_dir=local_data_dir or self.local_data_path)
+        results = evaluator.evaluate(agent, max_samples=max_samples)
+        if export_results or generate_report:
+            from assay.reports.render import write_reports
+
+            store = Store()
+            try:
+                paths = write_reports(store, results["run_id"])
+            finally:
+                store.close()
+            if export_results:
+                self.output_dir.mkdir(parents=True, exist_ok=True)
+                tag = f"level{level}" if level else "all"
+                sub = self.output_dir / f"gaia_{tag}_result_{results['run_id']}.jsonl"
+                sub.write_bytes(paths["gaia_submission"].read_bytes())
+                guide = self.output_dir / f"SUBMISSION_GUIDE_{results['run_id']}.md"
+                guide.write_bytes(paths["gaia_submission_guide"].read_bytes())
+                results["result_file"], results["submission_guide"] = str(sub), str(guide)
+            if generate_report:
+                results["report_file"] = str(paths["markdown"])
+        return results

@@ -15,7 +15,8 @@ from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 
 _REGISTRY: dict[str, type[Benchmark]] = {}
-_BUILTINS = {"qa": "assay.benchmarks.qa", "bfcl": "assay.benchmarks.bfcl"}
+_BUILTINS = {"qa": "assay.benchmarks.qa", "bfcl": "assay.benchmarks.bfcl",
+             "gaia": "assay.benchmarks.gaia"}
 
 
 def benchmark(name: str):  # noqa: ANN201 - decorator

@@ -30,7 +30,10 @@ bfcl_app = typer.Typer(help="BFCL tools that need no model: score existing resul
 app.add_typer(run_app, name="run")
 app.add_typer(list_app, name="list")
 app.add_typer(data_app, name="data")
+gaia_app = typer.Typer(help="GAIA tools that need no model: score existing answers.",
+                       no_args_is_help=True)
 app.add_typer(bfcl_app, name="bfcl")
+app.add_typer(gaia_app, name="gaia")
 
 STATE = {"debug": False}
 

@@ -163,13 +163,14 @@ class Outcome:
 class Score:
     """A scorer's verdict on one sample.
 
-    ``value`` is 1.0/0.0 for correct/incorrect (or a graded value in [0, 1]);
+    ``value`` is 1.0/0.0 for correct/incorrect (or a graded value in [0, 1]), or
+    ``None`` when the sample cannot be scored (e.g. hidden gold answers);
     ``answer`` the prediction the scorer extracted (``None`` when nothing could
     be extracted); ``explanation`` a short reason.
     """
 
     name: str
-    value: float
+    value: float | None
     answer: str | None = None
     explanation: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)

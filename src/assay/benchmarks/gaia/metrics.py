@@ -1,0 +1,82 @@
+"""GAIA metrics: exact match with intervals, per level, difficulty drop rates, extraction.
+
+- exact match rate: correct / scored, with a Wilson 95% interval; errors apart;
+- per-level accuracy (Level 1-3), each with its interval;
+- drop rate k->k+1 = (acc_k - acc_{k+1}) / acc_k (the book's definition), defined
+  when both levels were scored and acc_k > 0;
+- mean annotator steps over correctly answered tasks (how hard the solved tasks were);
+- extraction: share of answers given with ``FINAL ANSWER:`` versus a fallback;
+- ``partial`` is the book's diagnostic and is never counted as correct;
+- leaderboard score: correct / full split size (165 or 301), only when every
+  task of the split was run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from assay.core.types import SampleResult
+from assay.metrics.stats import mean_with_ci, proportion
+from assay.metrics.summary import error_messages, usage_summary
+
+OFFICIAL_TOTAL = {"validation": 165, "test": 301}
+
+
+def _score(r: SampleResult, name: str = "gaia") -> dict[str, Any]:
+    return (r.scores or {}).get(name) or {}
+
+
+def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[str, Any]:
+    """All GAIA metrics over stored results."""
+    answered = [r for r in results if r.error is None and r.scores]
+    scored = [r for r in answered if _score(r).get("value") is not None]
+    correct = [r for r in scored if _score(r)["value"] == 1.0]
+    levels: dict[int, dict[str, Any]] = {}
+    for lvl in (1, 2, 3):
+        rs = [r for r in scored if (r.metadata or {}).get("level") == lvl]
+        if rs:
+            levels[lvl] = proportion(sum(1 for r in rs if _score(r)["value"] == 1.0), len(rs))
+    drops: dict[str, Any] = {}
+    for lo, hi in ((1, 2), (2, 3)):
+        key = f"drop_rate_{lo}_to_{hi}"
+        a, b = levels.get(lo), levels.get(hi)
+        if a is None or b is None:
+            drops[key] = None
+        elif not a["value"]:
+            drops[key] = None  # undefined: nothing solved at the lower level
+        else:
+            drops[key] = (a["value"] - b["value"]) / a["value"]
+    steps = [float(s) for r in correct
+             if (s := (r.metadata or {}).get("steps")) is not None]
+    methods = Counter(_score(r).get("metadata", {}).get("extraction", "none") for r in answered)
+    split = (options or {}).get("split") or "validation"
+    total = OFFICIAL_TOTAL.get(split)
+    full_split = total is not None and len(results) == total and not (options or {}).get("level")
+    out: dict[str, Any] = {
+        "exact_match_rate": proportion(len(correct), len(scored)),
+        "n_samples": len(results),
+        "n_scored": len(scored),
+        "n_unscored": len(answered) - len(scored),
+        "n_errors": len(results) - len(answered),
+        "error_rate": proportion(len(results) - len(answered), len(results)),
+        "level_accuracy": {f"level_{k}": v for k, v in levels.items()},
+        **drops,
+        "mean_annotator_steps_correct": mean_with_ci(steps) if steps else None,
+        "extraction_rate": proportion(methods.get("final_answer", 0), len(answered)),
+        "extraction_methods": dict(methods.most_common()),
+        "partial_match_rate_diagnostic": proportion(
+            sum(1 for r in scored if _score(r, "gaia_partial").get("value") == 1.0), len(scored)),
+        "scorer": next((_score(r).get("metadata", {}).get("scorer") for r in scored), None),
+        "leaderboard_score": (len(correct) / total) if full_split and scored else None,
+        "subset_note": None if full_split else (
+            f"{len(results)} of {total} tasks of the {split} split were run: a subset, not "
+            "comparable with the leaderboard" if total else None),
+    }
+    if out["n_unscored"] and not scored:
+        out["exact_match_rate"] = None
+        out["unscored_note"] = ("test split: gold answers are private, so nothing was scored; "
+                                "upload the submission file to the leaderboard")
+    out.update(usage_summary(results))
+    out["top_errors"] = error_messages(results)
+    return out
