@@ -68,6 +68,8 @@ class Benchmark:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: the metrics key reports lead with (``None``: the first rate in the metrics)
+    headline_metric: ClassVar[str | None] = None
 
     def __init__(self, **options: Any) -> None:
         self.options = options

@@ -96,11 +96,15 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
         raise typer.Exit(130) from None
     finally:
         store.close()
-    head = headline(result.metrics)
+    from assay.benchmarks.base import get_benchmark_class
+
+    head = headline(result.metrics, get_benchmark_class(benchmark).headline_metric)
     m = result.metrics
     typer.echo(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
     if head:
         typer.echo(f"{head[0]}: {fmt_rate(head[1])}")
+    elif result.metrics.get("unscored_note"):
+        typer.echo(f"not scored: {result.metrics['unscored_note']}")
     stats = result.stats
     typer.echo(f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
                f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "

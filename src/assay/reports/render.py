@@ -48,8 +48,13 @@ def fmt_value(value: Any) -> str:
     return str(value)
 
 
-def headline(metrics: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The first rate in the metrics (the benchmark's headline number)."""
+def headline(metrics: dict[str, Any], name: str | None = None
+             ) -> tuple[str, dict[str, Any]] | None:
+    """The benchmark's headline rate: ``name`` when given (``None`` if it is unset),
+    else the first rate in the metrics."""
+    if name is not None:
+        value = metrics.get(name)
+        return (name, value) if is_rate(value) and value.get("value") is not None else None
     for k, v in metrics.items():
         if is_rate(v):
             return k, v
@@ -107,7 +112,7 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
     bench = get_benchmark_class(run["benchmark"])
     metrics = bench.metrics(results, run["spec"].get("benchmark_options")) if results else {}
     extra = bench.report_extra(metrics, results) if results else {}
-    head = headline(metrics)
+    head = headline(metrics, bench.headline_metric)
     return {
         "run": run,
         "results": results,

@@ -60,6 +60,7 @@ class GAIABenchmark(Benchmark):
     to the official one), ``max_tokens``, ``dataset_name``.
     """
 
+    headline_metric = "exact_match_rate"
     description = "GAIA general-assistant tasks (levels 1-3, attachments), official leaderboard scorer and submission file."
 
     def __init__(self, **options: Any) -> None:

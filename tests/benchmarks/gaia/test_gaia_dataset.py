@@ -1,0 +1,446 @@
+"""GAIA data: both layouts, validation of rows and attachments, and the Hub download.
+
+The download tests talk to a real local HTTP server (``gaia_fixtures.FakeHub``)
+through the real ``huggingface_hub.snapshot_download``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from gaia_fixtures import FakeHub, default_tasks, expected_answers, task_id, write_gaia_fixture
+
+from assay.benchmarks.gaia.dataset import (
+    GAIA_REPO,
+    OFFICIAL_COUNTS,
+    GAIADataset,
+    GAIATask,
+    download,
+    locate_metadata,
+)
+from assay.errors import DatasetError
+
+BOOK_KEYS = {"task_id", "question", "level", "final_answer", "file_name", "file_path",
+             "annotator_metadata", "steps", "tools", "raw_item"}
+LAYOUTS = ["jsonl", "parquet"]
+
+
+def _load(root: Path, **kw) -> GAIADataset:
+    ds = GAIADataset(local_data_dir=root, **kw)
+    ds.load()
+    return ds
+
+
+def _comparable(item: dict) -> dict:
+    out = {k: v for k, v in item.items() if k not in ("raw_item", "file_path")}
+    out["file_path"] = Path(item["file_path"]).name if item["file_path"] else ""
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def test_both_layouts_load_the_same_tasks(tmp_path: Path) -> None:
+    j = _load(write_gaia_fixture(tmp_path / "j", "jsonl"))
+    p = _load(write_gaia_fixture(tmp_path / "p", "parquet"))
+    assert j.layout == "jsonl" and p.layout == "parquet"
+    assert len(j) == len(p) == 11
+    assert [_comparable(i) for i in j.data] == [_comparable(i) for i in p.data]
+    assert all(set(item) == BOOK_KEYS for item in j.data)
+    assert all(isinstance(t, GAIATask) for t in p.tasks)
+    assert {t.task_id: t.final_answer for t in j.tasks} == expected_answers()
+    assert [item["task_id"] for item in iter(p)] == [t["task_id"] for t in default_tasks()]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_level_is_an_int_whether_written_as_1_or_quoted(tmp_path: Path, layout: str) -> None:
+    ds = _load(write_gaia_fixture(tmp_path, layout))
+    raw_levels = {type(t.raw["Level"]) for t in ds.tasks}
+    assert raw_levels == ({int, str} if layout == "jsonl" else {str})
+    assert [t.level for t in ds.tasks] == [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3]
+    assert all(type(item["level"]) is int for item in ds.data)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_level_filter_and_level_configs(tmp_path: Path, layout: str) -> None:
+    root = write_gaia_fixture(tmp_path, layout)
+    for level, n in ((1, 4), (2, 4), (3, 3)):
+        assert [t.level for t in _load(root, level=level).tasks] == [level] * n
+        assert len(_load(root, level=str(level))) == n
+        by_config = _load(root, config=f"2023_level{level}")
+        assert [t.level for t in by_config.tasks] == [level] * n
+    if layout == "parquet":
+        meta, _ = locate_metadata(root, "validation", "2023_level2")
+        assert meta.name == "metadata.level2.parquet"
+    ds = _load(root)
+    assert ds.get_level_distribution() == {1: 4, 2: 4, 3: 3}
+    assert [i["level"] for i in ds.get_by_level(3)] == [3, 3, 3]
+    assert _load(root, level=2, config="2023_level1").tasks == []
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_attachments_are_resolved_and_exist(tmp_path: Path, layout: str) -> None:
+    root = write_gaia_fixture(tmp_path, layout)
+    ds = _load(root)
+    by_id = {t["task_id"]: t for t in default_tasks()}
+    exts = set()
+    for t in ds.tasks:
+        src = by_id[t.task_id]
+        if src["_attachment"] is None:
+            assert t.file_name == "" and t.file_path is None
+            assert t.to_book_item()["file_path"] == ""
+            continue
+        assert t.file_path is not None and t.file_path.is_file()
+        assert t.file_path.parent == root / "2023" / "validation"
+        assert t.file_path.read_bytes() == src["_attachment"]
+        exts.add(t.file_path.suffix)
+    assert exts == {".txt", ".csv", ".json", ".py", ".xml", ".md", ".jsonl", ".png", ".pdf"}
+    png = next(t for t in ds.tasks if t.file_name.endswith(".png"))
+    assert png.file_path is not None and png.file_path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_annotator_metadata_steps_and_tools(tmp_path: Path) -> None:
+    for layout in LAYOUTS:
+        ds = _load(write_gaia_fixture(tmp_path / layout, layout))
+        first = ds.tasks[0]
+        assert first.annotator_metadata["Number of steps"] == "2"
+        assert first.annotator_metadata["How long did this take?"] == "3 minutes"
+        assert first.steps == 2
+        assert ds.tasks[1].tools == ["Web browser", "Search engine"]
+        assert ds.tasks[9].tools == ["Text editor", "Python interpreter", "Calculator"]
+        assert ds.tasks[9].steps == 6
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_statistics_and_source_info(tmp_path: Path, layout: str) -> None:
+    ds = _load(write_gaia_fixture(tmp_path, layout))
+    stats = ds.get_statistics()
+    assert stats["total_samples"] == 11
+    assert stats["level_distribution"] == {1: 4, 2: 4, 3: 3}
+    assert stats["samples_with_files"] == 9
+    assert stats["answers_public"] is True and stats["hidden_answers"] == 0
+    assert stats["split"] == "validation" and stats["source"] == "gaia:local"
+    assert stats["official_counts"] == OFFICIAL_COUNTS["validation"]
+    assert stats["matches_official_counts"] is False  # a fixture, not the real 165
+    assert _load(ds.root, level=1).get_statistics()["matches_official_counts"] is None
+    info = ds.source_info()
+    meta = ds.metadata_file
+    assert meta is not None
+    assert info["source"] == "gaia:local" and info["layout"] == layout
+    assert info["path"] == str(meta.resolve())
+    assert info["content_hash"] == hashlib.sha256(meta.read_bytes()).hexdigest()
+    assert info["split"] == "validation" and info["config"] == "2023_all"
+    assert info["answers_public"] is True
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_test_split_answers_are_private(tmp_path: Path, layout: str) -> None:
+    root = write_gaia_fixture(tmp_path, layout, split="test")
+    ds = _load(root, split="test")
+    assert {t.final_answer for t in ds.tasks} == {"?"}
+    assert {t.task_id for t in ds.tasks} == set(expected_answers("test"))
+    assert ds.answers_public is False
+    assert ds.source_info()["answers_public"] is False
+    stats = ds.get_statistics()
+    assert stats["answers_public"] is False and stats["hidden_answers"] == 11
+    assert all(t.steps is None for t in ds.tasks)
+    with pytest.raises(DatasetError, match="no GAIA metadata for split 'validation'"):
+        _load(root)  # only the test split was written
+
+
+def test_data_dir_may_be_the_split_or_2023_folder(tmp_path: Path) -> None:
+    root = write_gaia_fixture(tmp_path, "jsonl")
+    for d in (root / "2023" / "validation", root / "2023"):
+        ds = _load(d)
+        assert len(ds) == 11 and all(t.file_path is None or t.file_path.is_file()
+                                     for t in ds.tasks)
+    proot = write_gaia_fixture(tmp_path / "p", "parquet")
+    ds = _load(proot / "2023" / "validation")  # file_path is relative to the repo root
+    assert ds.layout == "parquet" and sum(t.file_path is not None for t in ds.tasks) == 9
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+def _write_jsonl(root: Path, rows: list) -> Path:
+    d = root / "2023" / "validation"
+    d.mkdir(parents=True, exist_ok=True)
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in rows]
+    (d / "metadata.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return d / "metadata.jsonl"
+
+
+def _row(**kw) -> dict:
+    row = {"task_id": "t-1", "Question": "2+2?", "Level": 1, "Final answer": "4",
+           "file_name": "", "Annotator Metadata": {}}
+    row.update(kw)
+    return row
+
+
+def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+    meta = _write_jsonl(tmp_path, [_row(), '{"task_id": "t-2", "Question": ', _row(task_id="t3")])
+    with pytest.raises(DatasetError) as e:
+        _load(tmp_path)
+    assert str(e.value).startswith(f"{meta}:2: invalid JSON (")
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["task_id", "Question", "Level", "Final answer"])
+def test_missing_required_field(tmp_path: Path, name: str) -> None:
+    bad = _row(task_id="t-2")
+    del bad[name]
+    meta = _write_jsonl(tmp_path, [_row(), bad])
+    with pytest.raises(DatasetError) as e:
+        _load(tmp_path)
+    msg = str(e.value)
+    assert msg.startswith(f"{meta}:2: missing required field {name!r}")
+    if name != "task_id":
+        assert "t-2" in msg
+
+
+@pytest.mark.parametrize("level", ["x", 4, 0, 1.5, True, "", None])
+def test_bad_level_names_row_and_task(tmp_path: Path, level: object) -> None:
+    meta = _write_jsonl(tmp_path, [_row(), _row(task_id="t-9", Level=level)])
+    with pytest.raises(DatasetError) as e:
+        _load(tmp_path)
+    assert str(e.value).startswith(f"{meta}:2:")
+    if level is not None:
+        assert "t-9" in str(e.value) and "Level" in str(e.value)
+
+
+def test_bad_level_in_parquet_names_the_row(tmp_path: Path) -> None:
+    tasks = default_tasks()
+    tasks[3]["Level"] = "L2"
+    root = write_gaia_fixture(tmp_path, "parquet", tasks=tasks)
+    with pytest.raises(DatasetError) as e:
+        _load(root)
+    assert "metadata.parquet[row 3]" in str(e.value) and tasks[3]["task_id"] in str(e.value)
+
+
+def test_duplicate_task_id(tmp_path: Path) -> None:
+    _write_jsonl(tmp_path, [_row(), _row()])
+    with pytest.raises(DatasetError, match=r"metadata.jsonl:2: duplicate task_id t-1 .*:1\)"):
+        _load(tmp_path)
+
+
+def test_numeric_answer_in_a_hand_made_copy_becomes_a_string(tmp_path: Path) -> None:
+    _write_jsonl(tmp_path, [_row(**{"Final answer": 17, "Level": "2"})])
+    ds = _load(tmp_path)
+    assert ds.tasks[0].final_answer == "17" and ds.tasks[0].level == 2
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_missing_attachment(tmp_path: Path, layout: str) -> None:
+    root = write_gaia_fixture(tmp_path, layout)
+    victim = default_tasks()[2]
+    (root / "2023" / "validation" / victim["file_name"]).unlink()
+    with pytest.raises(DatasetError) as e:
+        _load(root)
+    expected = root / "2023" / "validation" / victim["file_name"]
+    assert str(e.value) == (f"{victim['task_id']}: attachment {expected} is missing; "
+                            "re-download GAIA or fix --data-dir")
+    ds = _load(root, max_attachment_check=False)
+    t = next(t for t in ds.tasks if t.task_id == victim["task_id"])
+    assert t.file_path is None and t.file_name == victim["file_name"]
+    assert ds.get_statistics()["missing_attachments"] == 1
+
+
+def test_parquet_falls_back_to_file_name_beside_the_metadata(tmp_path: Path) -> None:
+    tasks = default_tasks()
+    tasks[0]["file_path"] = "somewhere/else/" + tasks[0]["file_name"]
+    root = write_gaia_fixture(tmp_path, "parquet", tasks=tasks)
+    t = _load(root).tasks[0]
+    assert t.file_path == root / "2023" / "validation" / tasks[0]["file_name"]
+
+
+def test_locate_metadata_errors(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="does not exist"):
+        locate_metadata(tmp_path / "nope", "validation", "2023_all")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError) as e:
+        locate_metadata(tmp_path / "empty", "validation", "2023_level2")
+    msg = str(e.value)
+    for looked in ("2023/validation/metadata.jsonl", "2023/validation/metadata.level2.parquet",
+                   "2023/validation/metadata.parquet", "metadata.jsonl", "--data-dir"):
+        assert looked in msg
+    with pytest.raises(DatasetError, match="unknown GAIA config '2023_level4'"):
+        locate_metadata(tmp_path, "validation", "2023_level4")
+    with pytest.raises(DatasetError, match="unknown GAIA split 'dev'"):
+        locate_metadata(tmp_path, "dev", "2023_all")
+    with pytest.raises(DatasetError, match="unknown GAIA split"):
+        GAIADataset(split="train")
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    with pytest.raises(DatasetError, match="is a file"):
+        locate_metadata(f, "validation", "2023_all")
+
+
+def test_locate_prefers_jsonl_and_handles_both_layouts(tmp_path: Path) -> None:
+    root = write_gaia_fixture(tmp_path, "parquet")
+    assert locate_metadata(root, "validation", "2023_all")[1] == "parquet"
+    write_gaia_fixture(tmp_path, "jsonl")
+    assert locate_metadata(root, "validation", "2023_all")[1] == "jsonl"
+
+
+def test_parquet_without_pyarrow_says_what_to_install(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_gaia_fixture(tmp_path, "parquet")
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(DatasetError, match=r"pip install 'assay\[hf\]'"):
+        _load(root)
+
+
+def test_unreadable_parquet(tmp_path: Path) -> None:
+    d = tmp_path / "2023" / "validation"
+    d.mkdir(parents=True)
+    (d / "metadata.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(DatasetError, match="not a readable parquet file"):
+        _load(tmp_path)
+
+
+def test_dataset_module_never_imports_datasets() -> None:
+    src = Path(sys.modules[GAIADataset.__module__].__file__ or "").read_text()
+    assert "import datasets" not in src and "from datasets" not in src
+
+
+# ---------------------------------------------------------------------------------------------
+# Download (real huggingface_hub against a local fake Hub)
+
+OFFLINE_START = "cannot reach the Hugging Face Hub to download GAIA (offline?)"
+
+
+def test_download_offline_is_one_line(tmp_path: Path) -> None:
+    # HF_HUB_OFFLINE=1 comes from the autouse fixture
+    with pytest.raises(DatasetError) as e:
+        download(GAIA_REPO, None, cache_dir=tmp_path / "cache")
+    msg = str(e.value)
+    assert msg.startswith(OFFLINE_START) and "--data-dir DIR" in msg and "\n" not in msg
+    assert "huggingface-cli download gaia-benchmark/GAIA --repo-type dataset" in msg
+    with pytest.raises(DatasetError, match=r"offline\?"):
+        GAIADataset().load()  # no local_data_dir: download, into $ASSAY_HOME/data/gaia
+
+
+@pytest.fixture
+def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Undo the autouse offline switch and hide any stored login; returns a hub pointer."""
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-stored-token"))
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+
+    def point_at(url: str) -> None:
+        # huggingface_hub reads HF_ENDPOINT once, at import (constants.ENDPOINT and the
+        # resolve-URL template); download() reads it at call time and passes endpoint=, so
+        # the environment variable alone must be enough: the constants are left alone.
+        monkeypatch.setenv("HF_ENDPOINT", url)
+
+    return point_at
+
+
+@pytest.mark.parametrize("gated", ["file", "api"])
+async def test_download_gated_without_token(tmp_path: Path, online, gated: str) -> None:
+    repo = write_gaia_fixture(tmp_path / "repo", "parquet")
+    async with FakeHub(repo, gated=gated) as hub:
+        online(hub.url)
+        with pytest.raises(DatasetError) as e:
+            await asyncio.to_thread(download, GAIA_REPO, None, tmp_path / "cache")
+    msg = str(e.value)
+    assert msg == ("GAIA is gated: no HF_TOKEN is set; request access at "
+                   "https://huggingface.co/datasets/gaia-benchmark/GAIA, then set HF_TOKEN "
+                   "(or pass --data-dir to a local copy)")
+    assert hub.requests  # the fake Hub was really asked
+    assert all(auth is None for _, _, auth in hub.requests)
+
+
+@pytest.mark.parametrize("gated", ["file", "api"])
+async def test_download_gated_with_token_never_shows_it(tmp_path: Path, online,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        gated: str) -> None:
+    repo = write_gaia_fixture(tmp_path / "repo", "parquet")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    async with FakeHub(repo, gated=gated) as hub:
+        online(hub.url)
+        with pytest.raises(DatasetError) as e:
+            await asyncio.to_thread(download, GAIA_REPO, None, tmp_path / "cache")
+    msg = str(e.value)
+    assert msg == ("GAIA is gated: request access at "
+                   "https://huggingface.co/datasets/gaia-benchmark/GAIA, then set HF_TOKEN "
+                   "(or pass --data-dir to a local copy)")
+    assert "hf_secret_value" not in msg and "hf_secret_value" not in repr(e.value.args)
+    # the token was sent (403 "not in the authorized list"), just never shown
+    assert ("Bearer hf_secret_value" in {auth for _, _, auth in hub.requests})
+
+
+async def test_download_from_fake_hub_then_offline_cache(tmp_path: Path, online,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         workspace: Path) -> None:
+    from huggingface_hub import constants
+
+    repo = write_gaia_fixture(tmp_path / "repo", "parquet")
+    write_gaia_fixture(tmp_path / "repo", "parquet", split="test")
+    async with FakeHub(repo) as hub:
+        online(hub.url)
+        ds = GAIADataset(token="hf_abc")
+        await asyncio.to_thread(ds.load)
+    assert len(ds) == 11 and ds.layout == "parquet"
+    info = ds.source_info()
+    assert info["source"] == "gaia:hub"
+    snapshot = Path(info["root"])
+    assert snapshot.is_relative_to(workspace / "data" / "gaia")
+    assert snapshot.name == FakeHub.SHA
+    assert ds.get_statistics()["samples_with_files"] == 9
+    by_id = {t["task_id"]: t for t in default_tasks()}
+    for t in ds.tasks:
+        if t.file_path is not None:
+            assert t.file_path.read_bytes() == by_id[t.task_id]["_attachment"]
+    gets = {p for m, p, _ in hub.requests if m == "GET" and "/resolve/" in p}
+    assert any(p.endswith("2023/test/metadata.parquet") for p in gets)
+    assert {a for _, _, a in hub.requests} == {"Bearer hf_abc"}
+    # the server is gone; offline, the cached snapshot is used
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    again = GAIADataset(split="test")
+    again.load()
+    assert again.root == snapshot and again.answers_public is False
+
+
+async def test_download_connection_refused_is_offline_message(tmp_path: Path, online) -> None:
+    repo = write_gaia_fixture(tmp_path / "repo", "jsonl")
+    async with FakeHub(repo) as hub:
+        url = hub.url
+    online(url)  # nothing listens there any more
+    with pytest.raises(DatasetError) as e:
+        await asyncio.to_thread(download, GAIA_REPO, None, tmp_path / "cache")
+    assert str(e.value).startswith(OFFLINE_START) and "HF_HUB_OFFLINE" not in str(e.value)
+
+
+async def test_download_unknown_repo(tmp_path: Path, online) -> None:
+    repo = write_gaia_fixture(tmp_path / "repo", "jsonl")
+    async with FakeHub(repo) as hub:
+        online(hub.url)
+        with pytest.raises(DatasetError, match="someone/not-gaia was not found"):
+            await asyncio.to_thread(download, "someone/not-gaia", "hf_x", tmp_path / "c")
+
+
+def test_task_ids_are_stable() -> None:
+    assert task_id("validation", 1) == default_tasks()[0]["task_id"]
+    assert task_id("validation", 1) != task_id("test", 1)
+
+
+def test_level_argument_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="GAIA level must be 1, 2 or 3, got 4"):
+        GAIADataset(local_data_dir=tmp_path, level=4)
+    ds = _load(write_gaia_fixture(tmp_path, "jsonl"))
+    assert len(ds.get_by_level("2")) == 4
+    with pytest.raises(DatasetError, match="GAIA level must be"):
+        ds.get_by_level("two")
