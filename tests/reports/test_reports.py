@@ -117,10 +117,11 @@ def test_markdown_has_metrics_table_with_interval_and_errors_section(finished_ru
     samples_md = md.split("## Samples", 1)[1]
     sample_lines = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
                     for line in samples_md.splitlines() if line.startswith("| ")}
-    assert sample_lines["id"][-2:] == ["verdict", "why"]
-    assert sample_lines["boom"][-2:] == ["error", ""]
-    assert sample_lines["japan"][-2] == "wrong"
-    assert sample_lines["japan"][-1]  # the scorer's reason for the wrong answer
+    assert sample_lines["id"][-3:] == ["verdict", "why", "extraction"]
+    assert sample_lines["boom"][-3:] == ["error", "", ""]
+    assert sample_lines["japan"][-3] == "wrong"
+    assert sample_lines["japan"][-2]  # the scorer's reason for the wrong answer
+    assert sample_lines["japan"][-1] in ("marker", "full")  # how the answer was found
     assert result.run_id in md
 
 
@@ -168,5 +169,5 @@ def test_markdown_cells_keep_the_table_intact(fake_server, tmp_path):
     md = result.reports["markdown"].read_text(encoding="utf-8")
     row = next(line for line in md.splitlines() if line.startswith("| p |"))
     assert r"Has a \| pipe and a newline?" in row
-    # six columns: id, question, target, prediction, verdict, why
-    assert len(re.split(r"(?<!\\)\|", row.strip())) == 8
+    # seven columns: id, question, target, prediction, verdict, why, extraction
+    assert len(re.split(r"(?<!\\)\|", row.strip())) == 9

@@ -85,6 +85,14 @@ def _detail(r: SampleResult) -> str:
     return "" if s.get("value") == 1.0 else str(s.get("explanation") or "")
 
 
+def _extraction(r: SampleResult) -> str:
+    """How the answer was found in the output (when the scorer records it)."""
+    if not r.scores:
+        return ""
+    meta = next(iter(r.scores.values())).get("metadata") or {}
+    return str(meta.get("extraction") or "")
+
+
 def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
     """Per-sample table rows (question, target, prediction, verdict, error)."""
     rows = []
@@ -101,6 +109,7 @@ def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
             "verdict": _verdict(r),
             "error": r.error or "",
             "detail": _detail(r),
+            "extraction": _extraction(r),
         })
     return rows
 
@@ -123,7 +132,8 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "top_errors": metrics.get("top_errors") or [],
         "headline": head,
         "headline_text": f"{head[0]} {fmt_rate(head[1])}" if head else "no scored samples",
-        "samples": sample_rows(results),
+        "samples": (rows := sample_rows(results)),
+        "show_extraction": any(row["extraction"] for row in rows),
         "sections": extra.get("sections") or [],
         "recommendations": extra.get("recommendations") or [],
         "benchmark_class": bench,

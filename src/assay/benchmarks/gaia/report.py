@@ -39,6 +39,11 @@ def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
             "note": "The book's partial match (containment or 70% word overlap) is shown to "
                     "help diagnose near misses. It is never counted as correct.",
         })
+    if metrics.get("scorer") == "lenient":
+        from assay.benchmarks.gaia.scoring import FIXES_NOTE
+
+        sections.append({"title": "Lenient scorer (not the leaderboard's rules)",
+                         "note": FIXES_NOTE})
     recs = []
     ext = metrics.get("extraction_rate") or {}
     if ext.get("value") is not None and ext["value"] < 0.9:
