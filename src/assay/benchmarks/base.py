@@ -16,7 +16,12 @@ from assay.errors import ConfigError
 
 _REGISTRY: dict[str, type[Benchmark]] = {}
 _BUILTINS = {"qa": "assay.benchmarks.qa", "bfcl": "assay.benchmarks.bfcl",
-             "gaia": "assay.benchmarks.gaia"}
+             "gaia": "assay.benchmarks.gaia",
+             # generated-data quality: each step is a run of the engine with its own model
+             "datagen_generate": "assay.datagen.generate",
+             "datagen_judge": "assay.datagen.judge",
+             "datagen_winrate": "assay.datagen.winrate",
+             "datagen_verify": "assay.datagen.verify"}
 
 
 def benchmark(name: str):  # noqa: ANN201 - decorator

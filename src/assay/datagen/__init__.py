@@ -1,0 +1,1 @@
+"""Generated-data quality: generator, rubric judge, pairwise win rate, verification, review."""
