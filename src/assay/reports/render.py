@@ -186,3 +186,21 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None) -> dic
     write_results_jsonl(ctx["results"], paths["results"])
     paths.update(ctx["benchmark_class"].write_artifacts(ctx["run"], ctx["results"], out))
     return paths
+
+
+def write_sections_report(out_dir: Path, *, title: str, subtitle: str = "",
+                          facts: list[tuple[str, Any]] | None = None,
+                          sections: list[dict[str, Any]] | None = None,
+                          recommendations: list[str] | None = None,
+                          stem: str = "report") -> dict[str, Path]:
+    """A report made only of sections (used for reports that span several runs)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = _env()
+    ctx = {"title": title, "subtitle": subtitle, "facts": facts or [],
+           "sections": sections or [], "recommendations": recommendations or []}
+    paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html"}
+    paths["markdown"].write_text(env.get_template("sections_report.md.j2").render(**ctx),
+                                 encoding="utf-8")
+    paths["html"].write_text(env.get_template("sections_report.html").render(**ctx),
+                             encoding="utf-8")
+    return paths
