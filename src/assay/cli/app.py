@@ -32,6 +32,10 @@ app.add_typer(list_app, name="list")
 app.add_typer(data_app, name="data")
 gaia_app = typer.Typer(help="GAIA tools that need no model: score existing answers.",
                        no_args_is_help=True)
+datagen_app = typer.Typer(
+    help="Generated-data quality: generate, judge, win rate, verify, or all in one pipeline.",
+    no_args_is_help=True)
+app.add_typer(datagen_app, name="datagen")
 app.add_typer(bfcl_app, name="bfcl")
 app.add_typer(gaia_app, name="gaia")
 

@@ -15,6 +15,7 @@ import typer
 
 from assay.cli import bfcl as _bfcl  # noqa: F401  (registers commands)
 from assay.cli import data as _data  # noqa: F401
+from assay.cli import datagen as _datagen  # noqa: F401
 from assay.cli import gaia as _gaia  # noqa: F401
 from assay.cli import qa as _qa  # noqa: F401
 from assay.cli.app import STATE, app, list_app

@@ -1,0 +1,129 @@
+"""The comprehensive generated-data report: generation, judges, win rate, verification, review.
+
+Built from the pipeline record and the store; each step contributes the same
+sections its own run report shows, prefixed with the step's name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.reports.render import fmt_rate, write_sections_report
+from assay.store.sqlite import Store
+
+
+def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str, Any]],
+                                                                  list[str], dict[str, Any]]:
+    from assay.benchmarks.base import get_benchmark_class
+
+    run = store.get_run(run_id)
+    cls = get_benchmark_class(run["benchmark"])
+    results = store.results(run_id)
+    metrics = cls.metrics(results, run["spec"].get("benchmark_options"))
+    extra = cls.report_extra(metrics, results) or {}
+    sections = []
+    for sec in extra.get("sections") or []:
+        sections.append({**sec, "title": f"{label}: {sec['title']}"})
+    head = cls.headline_metric
+    if head and isinstance(metrics.get(head), dict) and "value" in metrics[head]:
+        sections.insert(0, {"title": label, "headers": ["run", "model", head],
+                            "rows": [[run_id, run["model"].get("model"),
+                                      fmt_rate(metrics[head])]]})
+    return sections, list(extra.get("recommendations") or []), metrics
+
+
+def review_status(problems_path: Path) -> dict[str, Any] | None:
+    """Counts of human review statuses for the generated problems (None when unreviewed)."""
+    from assay.datagen.review.store import ReviewStore, dataset_id_for_file
+
+    rs = ReviewStore()
+    try:
+        reviews = rs.reviews_for(dataset_id_for_file(problems_path))
+    finally:
+        rs.close()
+    if not reviews:
+        return None
+    counts: dict[str, int] = {}
+    reviewers = set()
+    for r in reviews:
+        counts[r.status] = counts.get(r.status, 0) + 1
+        reviewers.add(r.reviewer)
+    return {"statuses": counts, "reviewers": sorted(reviewers), "reviews": len(reviews)}
+
+
+def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) -> dict[str, Path]:
+    """``report.md`` and ``report.html`` in the pipeline folder."""
+    sections: list[dict[str, Any]] = []
+    recs: list[str] = list(record.get("notes") or [])
+    ref = record.get("reference")
+    facts: list[tuple[str, Any]] = [
+        ("pipeline", record["id"]), ("generator", record["model"]),
+        ("judges", ", ".join(record["judge_models"])),
+        ("solvers", ", ".join(record.get("solver_models") or []) or "none"),
+        ("requested problems", record["n"]), ("seed", record["seed"]),
+        ("reference set", "none" if not ref else
+         f"{ref.get('source')} ({ref.get('count')} problems)"),
+    ]
+    if ref and ref.get("fallback_reason"):
+        facts.append(("reference note", "MATH-500 was used because the requested set was "
+                      f"not reachable: {ref['fallback_reason']}"))
+        recs.append("The AIME reference set was not reachable; MATH-500 (integer answers "
+                    "first) stood in for it, so the win rate compares with MATH-500 problems.")
+    outputs = record.get("outputs") or {}
+    facts.append(("valid problems", f"{outputs.get('n_problems', 0)} written to "
+                                    f"{outputs.get('problems', '-')}"))
+    facts.append(("failed generations", f"{outputs.get('n_failures', 0)} (never written as "
+                                        f"problems; see {outputs.get('failures', '-')})"))
+    for key, label in (("generate_run", "Generation"), ("winrate_run", "Win rate")):
+        if record.get(key):
+            s, r, _ = _step_sections(store, record[key], label)
+            sections.extend(s)
+            recs.extend(r)
+    for i, run_id in enumerate(record.get("judge_runs") or []):
+        s, r, _ = _step_sections(store, run_id, f"Judge {record['judge_models'][i]}")
+        sections.extend(s)
+        recs.extend(r)
+    jury = record.get("jury")
+    if jury:
+        agreement = jury.get("agreement") or {}
+        rows = [[dim, f"{v.get('mean_kappa'):.3f}" if isinstance(v, dict) and
+                 v.get("mean_kappa") is not None else "n/a"]
+                for dim, v in agreement.items() if isinstance(v, dict)]
+        sections.append({"title": "Jury agreement (quadratic-weighted kappa)",
+                         "headers": ["dimension", "mean kappa over judge pairs"], "rows": rows})
+    for i, run_id in enumerate(record.get("verify_runs") or []):
+        s, r, _ = _step_sections(store, run_id, f"Solver {record['solver_models'][i]}")
+        sections.extend(s)
+    ver = record.get("verification")
+    if ver:
+        sections.append({
+            "title": "Answer verification",
+            "headers": ["measure", "value"],
+            "rows": [["at least one solver reproduces the answer",
+                      fmt_rate(ver["any_solver_agrees"])],
+                     [f"confirmed by >= {ver['quorum']:.0%} of solvers",
+                      fmt_rate(ver["confirmed_by_quorum"])],
+                     ["no solver reproduces the answer (flagged)",
+                      ", ".join(ver["unreproduced"]) or "none"]],
+        })
+        if ver["unreproduced"]:
+            recs.append(f"{len(ver['unreproduced'])} problem(s) have an answer no solver "
+                        "reproduces: check them first in the review page.")
+    dups = record.get("near_duplicates")
+    if dups is not None:
+        sections.append({"title": "Near-duplicates of reference problems",
+                         "headers": ["problem", "reference", "n-gram overlap"],
+                         "rows": [[d["problem_id"], d["reference_id"], d["overlap"]]
+                                  for d in dups] or [["none", "", ""]]})
+    review = review_status(Path(outputs["problems"])) if outputs.get("problems") else None
+    sections.append({"title": "Human review",
+                     "headers": ["status", "reviews"],
+                     "rows": [[k, v] for k, v in (review or {}).get("statuses", {}).items()]
+                     or [["not reviewed yet", 0]],
+                     "note": ("Open the review page with: assay review "
+                              f"{outputs.get('problems', 'DATA')} --reviewer NAME")})
+    return write_sections_report(
+        folder, title="Generated-data quality report",
+        subtitle=f"pipeline {record['id']}", facts=facts, sections=sections,
+        recommendations=list(dict.fromkeys(recs)))

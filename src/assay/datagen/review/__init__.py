@@ -1,0 +1,46 @@
+"""Human review of generated problems: a local web page and the reviews it records.
+
+``assay review DATA --reviewer NAME`` runs :func:`launch`; reviews live in the
+workspace database (:class:`ReviewStore`) and export to the book's
+``_verifications.json`` shape.
+"""
+
+from assay.datagen.review.app import (
+    create_app,
+    launch,
+    load_judge_scores,
+    render_math,
+    serve,
+    tex_to_mathml,
+)
+from assay.datagen.review.store import (
+    DECIDED,
+    DIMENSIONS,
+    STATUSES,
+    PairedScores,
+    Review,
+    ReviewError,
+    ReviewEvent,
+    ReviewStore,
+    dataset_id,
+    dataset_id_for_file,
+)
+
+__all__ = [
+    "DECIDED",
+    "DIMENSIONS",
+    "STATUSES",
+    "PairedScores",
+    "Review",
+    "ReviewError",
+    "ReviewEvent",
+    "ReviewStore",
+    "create_app",
+    "dataset_id",
+    "dataset_id_for_file",
+    "launch",
+    "load_judge_scores",
+    "render_math",
+    "serve",
+    "tex_to_mathml",
+]
