@@ -25,11 +25,13 @@ from typing import Any
 from assay.benchmarks.bfcl.data import BFCLDataset
 from assay.benchmarks.gaia.dataset import GAIADataset
 from assay.core.types import Message, Reply, ToolSpec
+from assay.datagen.book import AIMEGenerator, HumanVerificationUI, LLMJudgeTool, WinRateTool
 from assay.engine.runner import Engine, RunSpec
 from assay.store.sqlite import Store
 
-__all__ = ["BFCLDataset", "BFCLEvaluator", "BFCLEvaluationTool", "GAIADataset", "GAIAEvaluator",
-           "GAIAEvaluationTool"]
+__all__ = ["AIMEGenerator", "BFCLDataset", "BFCLEvaluator", "BFCLEvaluationTool", "GAIADataset",
+           "GAIAEvaluator", "GAIAEvaluationTool", "HumanVerificationUI", "LLMJudgeTool",
+           "WinRateTool"]
 
 
 class _ObjectAgent:

