@@ -1,0 +1,138 @@
+"""Agreement between raters (judges, reviewers): weighted Cohen's kappa and percent agreement.
+
+Ordinal 1-5 ratings call for *quadratic-weighted* kappa: unweighted kappa counts
+a 4 against a 5 as a full disagreement and badly understates agreement on Likert
+scales. scikit-learn's ``cohen_kappa_score`` is used when it is installed; the
+NumPy implementation here is the fallback and computes the same quantity
+(checked against scikit-learn in the tests).
+
+Pass ``labels`` with the full scale (``range(1, 6)``) for rubric scores: the
+weights are computed from positions in ``labels``, and without it only the
+values that occur are used (scikit-learn's convention), so unevenly spaced
+observed values would be treated as adjacent.
+
+Every function returns ``None`` when the quantity is undefined (no items, or
+kappa with zero expected disagreement, e.g. both raters always give the same
+single value) rather than a number that looks like a result.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+WEIGHTS = ("quadratic", "linear", None)
+
+
+def _check_pair(a: Sequence[Any], b: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    a, b = list(a), list(b)
+    if len(a) != len(b):
+        raise ValueError(f"rating lists differ in length: {len(a)} != {len(b)}")
+    return a, b
+
+
+def _kappa_numpy(a: Sequence[Any], b: Sequence[Any], weights: str | None = "quadratic",
+                 labels: Iterable[Any] | None = None) -> float | None:
+    """Weighted Cohen's kappa in NumPy (the same definition as scikit-learn)."""
+    import numpy as np
+
+    a, b = _check_pair(a, b)
+    labs = sorted(set(a) | set(b)) if labels is None else list(labels)
+    index = {lab: i for i, lab in enumerate(labs)}
+    k = len(labs)
+    conf = np.zeros((k, k), dtype=float)
+    for x, y in zip(a, b, strict=True):
+        if x in index and y in index:  # as scikit-learn: pairs outside ``labels`` are ignored
+            conf[index[x], index[y]] += 1
+    total = conf.sum()
+    if total == 0:
+        return None
+    expected = np.outer(conf.sum(axis=1), conf.sum(axis=0)) / total
+    i, j = np.indices((k, k))
+    if weights is None:
+        w = (i != j).astype(float)
+    elif weights == "linear":
+        w = np.abs(i - j).astype(float)
+    else:
+        w = ((i - j) ** 2).astype(float)
+    denom = float((w * expected).sum())
+    if denom == 0:
+        return None
+    return float(1.0 - (w * conf).sum() / denom)
+
+
+def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = "quadratic",
+                   labels: Iterable[Any] | None = None) -> float | None:
+    """Cohen's kappa between two raters' ratings of the same items, weighted for ordinal data.
+
+    ``weights``: ``"quadratic"`` (default), ``"linear"`` or ``None`` (unweighted).
+    ``labels``: the rating scale in order (e.g. ``range(1, 6)``); default: the values seen.
+    Returns ``None`` when undefined (no items, or no expected disagreement).
+    """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    a, b = _check_pair(a, b)
+    labs = None if labels is None else list(labels)
+    if not a:
+        return None
+    if labs is not None and not any(x in labs and y in labs for x, y in zip(a, b, strict=True)):
+        return None
+    try:
+        from sklearn.metrics import cohen_kappa_score
+    except ImportError:
+        return _kappa_numpy(a, b, weights, labs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = cohen_kappa_score(a, b, labels=labs, weights=weights)
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def percent_agreement(a: Sequence[Any], b: Sequence[Any], tolerance: float = 0) -> float | None:
+    """Share of items on which the two raters agree (within ``tolerance`` for numbers).
+
+    ``tolerance=1`` gives "adjacent agreement" on a Likert scale. ``None`` for no items.
+    """
+    a, b = _check_pair(a, b)
+    if not a:
+        return None
+    if tolerance:
+        hits = sum(abs(float(x) - float(y)) <= tolerance for x, y in zip(a, b, strict=True))
+    else:
+        hits = sum(x == y for x, y in zip(a, b, strict=True))
+    return hits / len(a)
+
+
+def pairwise_agreement(ratings: Mapping[str, Mapping[Hashable, Any]], *,
+                       weights: str | None = "quadratic",
+                       labels: Iterable[Any] | None = None) -> dict[str, Any]:
+    """Kappa and percent agreement for every pair of raters, on the items both rated.
+
+    ``ratings`` maps a rater to ``{item: rating}`` (missing items are simply not
+    compared). Returns ``{"pairs": [{"raters", "n", "kappa", "percent_agreement"}],
+    "mean_kappa", "mean_percent_agreement", "weights"}``; the means are over pairs
+    where the value is defined.
+    """
+    labs = None if labels is None else list(labels)
+    pairs = []
+    for r1, r2 in combinations(list(ratings), 2):
+        common = [i for i in ratings[r1] if i in ratings[r2]]
+        a = [ratings[r1][i] for i in common]
+        b = [ratings[r2][i] for i in common]
+        pairs.append({
+            "raters": [r1, r2],
+            "n": len(common),
+            "kappa": weighted_kappa(a, b, weights, labs) if common else None,
+            "percent_agreement": percent_agreement(a, b) if common else None,
+        })
+    kappas = [p["kappa"] for p in pairs if p["kappa"] is not None]
+    pcts = [p["percent_agreement"] for p in pairs if p["percent_agreement"] is not None]
+    return {
+        "pairs": pairs,
+        "mean_kappa": sum(kappas) / len(kappas) if kappas else None,
+        "mean_percent_agreement": sum(pcts) / len(pcts) if pcts else None,
+        "weights": weights or "unweighted",
+    }
