@@ -90,7 +90,12 @@ def judge(
     from assay.datagen.pipeline import judge as run_judge
     from assay.datagen.pipeline import metrics_of
 
+    from assay.datagen.problem import load_problems
+
     judges = judge_model or ["local"]
+    if generator_model is None:  # the generator recorded itself in each problem's provenance
+        models = {p.provenance.get("model") for p in load_problems(data)} - {None}
+        generator_model = models.pop() if len(models) == 1 else None
     warning = self_preference_warning(generator_model, judges)
     if warning:
         typer.echo(f"warning: {warning}", err=True)

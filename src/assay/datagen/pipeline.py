@@ -148,7 +148,7 @@ def run_pipeline(*, n: int, model: str, judge_models: list[str],
                                    reference=str(ref_file) if ref_file else "none", seed=seed,
                                    delay=delay, step=step)
         record["generate_run"] = gen_id
-        record["outputs"] = {k: str(v) for k, v in outputs.items()}
+        record["outputs"] = {k: str(v) if isinstance(v, Path) else v for k, v in outputs.items()}
         data = Path(outputs["problems"])
         generated = load_problems(data) if outputs["n_problems"] else []
         if not generated:

@@ -1,0 +1,124 @@
+"""The one-command pipeline and the datagen CLI, end to end against the fake provider."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from assay.datagen.book import AIMEGenerator, LLMJudgeTool, WinRateTool
+from assay.datagen.pipeline import StepOptions, run_pipeline
+from assay.datagen.problem import Problem, load_problems, save_problems
+
+REFERENCE = [Problem(f"ref-{i}", f"Reference problem {i}: find the remainder when {i}^2 + 7 "
+                     "is divided by 11.", str((i * i + 7) % 11), source="reference:test")
+             for i in range(6)]
+
+
+def scripted(body: dict[str, Any]) -> Any:
+    """One endpoint playing generator, judge, pairwise judge and solver."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    props = schema.get("properties") or {}
+    text = body["messages"][-1]["content"]
+    if "problem" in props:  # generator
+        n = len(text) % 97
+        return json.dumps({"problem": f"GENERATED: how many integers k with 1 <= k <= {n + 100} "
+                           "are multiples of 3?", "answer": (n + 100) // 3,
+                           "solution": "Count the multiples of three.", "topic": "Number Theory"})
+    if "scores" in props:  # rubric judge
+        dims = list((props["scores"].get("properties") or {}))
+        return json.dumps({"rationale": "clear and correct",
+                           "scores": {d: 4 for d in dims}})
+    if "winner" in props:  # pairwise judge: prefers the generated problem wherever it is
+        first = text.split("[Problem 2]")[0]
+        return json.dumps({"reason": "more interesting",
+                           "winner": "1" if "GENERATED" in first else "2"})
+    m = re.search(r"1 <= k <= (\d+)", text)  # solver
+    return f"\\boxed{{{int(m.group(1)) // 3 if m else 0}}}"
+
+
+def test_pipeline_end_to_end(fake_server, tmp_path: Path, workspace: Path) -> None:
+    srv = fake_server(responder=scripted)
+    ref = save_problems(REFERENCE, tmp_path / "ref.jsonl")
+    record = run_pipeline(n=4, model="openai/gen", judge_models=["openai/judge-a",
+                                                                 "openai/judge-b"],
+                          solver_models=["openai/solver"], reference=str(ref), seed=3,
+                          step=StepOptions(base_url=srv.base_url))
+    assert record["outputs"]["n_problems"] == 4 and record["outputs"]["n_failures"] == 0
+    assert len(record["judge_runs"]) == 2
+    assert record["jury"]["jury"]["overall_mean"]["value"] == 4.0
+    assert record["verification"]["any_solver_agrees"]["value"] == 1.0
+    assert record["near_duplicates"] == []
+    md = Path(record["reports"]["markdown"]).read_text()
+    for needle in ("Generated-data quality report", "Generation", "Judge openai/judge-a",
+                   "Jury agreement", "Win rate", "Answer verification", "Near-duplicates",
+                   "Human review", "not reviewed yet"):
+        assert needle in md, needle
+    folder = Path(record["reports"]["html"]).parent
+    saved = json.loads((folder / "pipeline.json").read_text())
+    assert saved["winrate_run"] == record["winrate_run"]
+    # the generated item always wins, in both orders: a win rate of 1, no inconsistency
+    from assay.datagen.pipeline import metrics_of
+    from assay.store.sqlite import Store
+
+    store = Store()
+    try:
+        wr = metrics_of(store, record["winrate_run"])
+    finally:
+        store.close()
+    assert wr["win_rate_adjusted"]["value"] == 1.0
+    assert wr["position_inconsistency_rate"]["value"] == 0.0
+
+
+def test_cli_generate_judge_winrate(fake_server, tmp_path: Path, workspace: Path) -> None:
+    srv = fake_server(responder=scripted)
+    out = tmp_path / "gen.jsonl"
+    base = [sys.executable, "-m", "assay", "datagen"]
+    gen = subprocess.run([*base, "generate", "--n", "3", "--model", "openai/gen", "--base-url",
+                          srv.base_url, "--reference", "none", "--out", str(out), "-q"],
+                         capture_output=True, text=True)
+    assert gen.returncode == 0, gen.stderr
+    assert "3 problems" in gen.stdout and len(load_problems(out)) == 3
+    judge = subprocess.run([*base, "judge", str(out), "--judge-model", "openai/gen",
+                            "--base-url", srv.base_url, "-q"], capture_output=True, text=True)
+    assert judge.returncode == 0, judge.stderr
+    assert "self-preference" in judge.stderr  # judging with the generating model is flagged
+    assert "overall mean 4.000" in judge.stdout
+    ref = save_problems(REFERENCE, tmp_path / "ref.jsonl")
+    win = subprocess.run([*base, "winrate", str(out), "--reference", str(ref), "--judge-model",
+                          "openai/judge", "--base-url", srv.base_url, "-q"],
+                         capture_output=True, text=True)
+    assert win.returncode == 0, win.stderr
+    assert "win rate 1.000" in win.stdout
+
+
+def test_book_api(fake_server, tmp_path: Path, workspace: Path, monkeypatch) -> None:
+    srv = fake_server(responder=scripted)
+    monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+    path = AIMEGenerator(llm="openai/gen", delay_seconds=0, use_reference_examples=False
+                         ).generate_and_save(2, tmp_path / "out")
+    problems = json.loads(Path(path).read_text())
+    assert len(problems) == 2 and problems[0]["provenance"]["model"] == "openai/gen"
+
+    class BookLLM:  # the book's HelloAgentsLLM shape: invoke(messages) -> str
+        model = "book-judge"
+
+        def invoke(self, messages: list[dict[str, str]]) -> str:
+            return json.dumps({"rationale": "ok", "scores": {
+                "correctness": 5, "clarity": 4, "difficulty_match": 3, "completeness": 4}})
+
+    result = json.loads(LLMJudgeTool(llm=BookLLM()).run(
+        {"generated_data_path": path, "max_samples": 2, "output_dir": str(tmp_path / "judge")}))
+    assert result["status"] == "success" and result["num_problems"] == 2
+    assert result["metrics"]["overall_mean"]["value"] == 4.0
+    assert Path(result["result_file"]).is_file() and Path(result["report_file"]).is_file()
+    ref = save_problems(REFERENCE, tmp_path / "ref.jsonl")
+    win = json.loads(WinRateTool(llm="openai/judge").run(
+        {"generated_data_path": path, "reference_data_path": str(ref), "num_comparisons": 2,
+         "output_dir": str(tmp_path / "win")}))
+    assert win["status"] == "success" and win["metrics"]["win_rate_adjusted"]["value"] == 1.0
+    missing = json.loads(WinRateTool(llm="openai/judge").run({"generated_data_path": path}))
+    assert missing["status"] == "error" and "reference" in missing["message"]
