@@ -29,7 +29,7 @@ def scripted(body: dict[str, Any]) -> Any:
                            "are multiples of 3?", "answer": (n + 100) // 3,
                            "solution": "Count the multiples of three.", "topic": "Number Theory"})
     if "scores" in props:  # rubric judge
-        dims = list((props["scores"].get("properties") or {}))
+        dims = list(props["scores"].get("properties") or {})
         return json.dumps({"rationale": "clear and correct",
                            "scores": {d: 4 for d in dims}})
     if "winner" in props:  # pairwise judge: prefers the generated problem wherever it is

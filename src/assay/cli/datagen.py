@@ -89,7 +89,6 @@ def judge(
     from assay.datagen.judge import self_preference_warning
     from assay.datagen.pipeline import judge as run_judge
     from assay.datagen.pipeline import metrics_of
-
     from assay.datagen.problem import load_problems
 
     judges = judge_model or ["local"]
