@@ -122,3 +122,34 @@ def test_book_api(fake_server, tmp_path: Path, workspace: Path, monkeypatch) -> 
     assert win["status"] == "success" and win["metrics"]["win_rate_adjusted"]["value"] == 1.0
     missing = json.loads(WinRateTool(llm="openai/judge").run({"generated_data_path": path}))
     assert missing["status"] == "error" and "reference" in missing["message"]
+
+
+def test_report_shows_review_status_and_agreement(fake_server, tmp_path: Path,
+                                                  workspace: Path) -> None:
+    from assay.datagen.report import write_pipeline_report
+    from assay.datagen.review.store import ReviewStore, dataset_id_for_file
+    from assay.store.sqlite import Store
+
+    srv = fake_server(responder=scripted)
+    record = run_pipeline(n=3, model="openai/gen", judge_models=["openai/judge"],
+                          reference="none", step=StepOptions(base_url=srv.base_url))
+    data = Path(record["outputs"]["problems"])
+    did = dataset_id_for_file(data)
+    rs = ReviewStore()
+    try:
+        for i, p in enumerate(load_problems(data)):
+            for reviewer, score in (("ann", 4), ("bob", 4 if i else 2)):
+                rs.save_review(did, p.problem_id, reviewer, status="approved",
+                               scores={d: score for d in ("correctness", "clarity",
+                                                          "difficulty_match", "completeness")})
+    finally:
+        rs.close()
+    store = Store()
+    try:
+        paths = write_pipeline_report(store, record, Path(record["reports"]["markdown"]).parent)
+    finally:
+        store.close()
+    md = paths["markdown"].read_text()
+    assert "| approved | 6 |" in md
+    assert "Review agreement (quadratic-weighted kappa)" in md
+    assert "ann vs bob" in md and "ann vs judge" in md

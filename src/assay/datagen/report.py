@@ -33,13 +33,29 @@ def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str
     return sections, list(extra.get("recommendations") or []), metrics
 
 
-def review_status(problems_path: Path) -> dict[str, Any] | None:
-    """Counts of human review statuses for the generated problems (None when unreviewed)."""
-    from assay.datagen.review.store import ReviewStore, dataset_id_for_file
+def judge_item_scores(store: Store, run_id: str) -> dict[str, dict[str, int]]:
+    """``{problem_id: {dimension: score}}`` from a judge run's valid verdicts."""
+    out: dict[str, dict[str, int]] = {}
+    for r in store.results(run_id):
+        s = (r.scores or {}).get("rubric") or {}
+        scores = (s.get("metadata") or {}).get("scores")
+        if r.epoch == 0 and scores:
+            out[r.sample_id] = scores
+    return out
+
+
+def review_status(problems_path: Path, judge_scores: dict[str, dict[str, int]] | None = None
+                  ) -> dict[str, Any] | None:
+    """Human review statuses and agreement (reviewers with each other and with the judge,
+    quadratic-weighted kappa per dimension); None when nobody has reviewed yet."""
+    from assay.datagen.review.store import DIMENSIONS, ReviewStore, dataset_id_for_file
+    from assay.metrics.agreement import pairwise_agreement
 
     rs = ReviewStore()
     try:
-        reviews = rs.reviews_for(dataset_id_for_file(problems_path))
+        did = dataset_id_for_file(problems_path)
+        reviews = rs.reviews_for(did)
+        ratings = rs.ratings(did, DIMENSIONS, judge_scores=judge_scores) if reviews else {}
     finally:
         rs.close()
     if not reviews:
@@ -49,7 +65,10 @@ def review_status(problems_path: Path) -> dict[str, Any] | None:
     for r in reviews:
         counts[r.status] = counts.get(r.status, 0) + 1
         reviewers.add(r.reviewer)
-    return {"statuses": counts, "reviewers": sorted(reviewers), "reviews": len(reviews)}
+    agreement = {dim: pairwise_agreement(by_rater, labels=range(1, 6))
+                 for dim, by_rater in ratings.items() if len(by_rater) >= 2}
+    return {"statuses": counts, "reviewers": sorted(reviewers), "reviews": len(reviews),
+            "agreement": agreement}
 
 
 def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) -> dict[str, Path]:
@@ -116,13 +135,26 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
                          "headers": ["problem", "reference", "n-gram overlap"],
                          "rows": [[d["problem_id"], d["reference_id"], d["overlap"]]
                                   for d in dups] or [["none", "", ""]]})
-    review = review_status(Path(outputs["problems"])) if outputs.get("problems") else None
+    judge_runs = record.get("judge_runs") or []
+    judged = judge_item_scores(store, judge_runs[0]) if judge_runs else None
+    review = (review_status(Path(outputs["problems"]), judged)
+              if outputs.get("problems") else None)
     sections.append({"title": "Human review",
                      "headers": ["status", "reviews"],
                      "rows": [[k, v] for k, v in (review or {}).get("statuses", {}).items()]
                      or [["not reviewed yet", 0]],
                      "note": ("Open the review page with: assay review "
                               f"{outputs.get('problems', 'DATA')} --reviewer NAME")})
+    rows = []
+    for dim, agr in ((review or {}).get("agreement") or {}).items():
+        for pair in agr["pairs"]:
+            kappa = "n/a" if pair["kappa"] is None else f"{pair['kappa']:.3f}"
+            rows.append([dim, " vs ".join(pair["raters"]), pair["n"], kappa])
+    if rows:
+        sections.append({"title": "Review agreement (quadratic-weighted kappa)",
+                         "headers": ["dimension", "raters", "items", "kappa"], "rows": rows,
+                         "note": "'judge' is the first judge's verdicts; each pair is compared "
+                                 "on the items both scored."})
     return write_sections_report(
         folder, title="Generated-data quality report",
         subtitle=f"pipeline {record['id']}", facts=facts, sections=sections,
