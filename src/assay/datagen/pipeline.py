@@ -142,8 +142,9 @@ def run_pipeline(*, n: int, model: str, judge_models: list[str],
         except DatasetError as e:
             ref_file = None
             record["reference"] = None
-            record["notes"].append(f"no reference set: {e}; generation ran without style "
-                                   "examples and the win rate was skipped")
+            why = str(e) if str(e).startswith("no reference set") else f"no reference set: {e}"
+            record["notes"].append(f"{why}; generation ran without style examples and the "
+                                   "win rate was skipped")
         gen_id, outputs = generate(store, n=n, model=model, out=folder / "generated.jsonl",
                                    reference=str(ref_file) if ref_file else "none", seed=seed,
                                    delay=delay, step=step)
