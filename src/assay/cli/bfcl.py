@@ -4,30 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from assay.cli.app import bfcl_app, run_app
-from assay.cli.common import (
-    BaseUrl,
-    Epochs,
-    Limit,
-    MaxConn,
-    Model,
-    NoCache,
-    Params,
-    Quiet,
-    Resume,
-    Retries,
-    SampleIds,
-    SampleTimeout,
-    Seed,
-    Temperature,
-    Timeout,
-    engine_options,
-    execute_run,
-)
+from assay.cli.common import run_command
 from assay.errors import ConfigError
 
 Category = Annotated[str, typer.Option(
@@ -54,11 +36,11 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
 
 
 @run_app.command("bfcl")
+@run_command("bfcl")
 def run_bfcl(
     category: Category = "simple_python",
     mode: Annotated[str, typer.Option(
         help="fc: native tool calls; prompt: the official prompt and text decoding.")] = "fc",
-    model: Model = "local",
     bfcl_data_dir: DataDir = None,
     underscore_to_dot: Annotated[bool | None, typer.Option(
         "--underscore-to-dot/--no-underscore-to-dot",
@@ -72,40 +54,22 @@ def run_bfcl(
         "--official", help="Also run the official 'bfcl evaluate' (needs bfcl-eval installed) "
         "and show its numbers beside ours.")] = False,
     max_tokens: Annotated[int | None, typer.Option(help="Max tokens per reply (default 512).")] = None,
-    base_url: BaseUrl = None,
-    limit: Limit = None,
-    sample_ids: SampleIds = None,
-    max_connections: MaxConn = 32,
-    timeout: Timeout = 120.0,
-    sample_timeout: SampleTimeout = None,
-    max_retries: Retries = 5,
-    epochs: Epochs = 1,
-    seed: Seed = None,
-    temperature: Temperature = None,
-    param: Params = None,
-    no_cache: NoCache = False,
-    resume: Resume = None,
-    quiet: Quiet = False,
-) -> None:
+) -> Any:
     """Tool calling on BFCL v4, with verdicts that match the official checker."""
-    result = execute_run(
-        "bfcl", resume=resume, quiet=quiet, model=model,
-        engine_options=engine_options(
-            base_url=base_url, limit=limit, sample_ids=sample_ids,
-            max_connections=max_connections, timeout=timeout, sample_timeout=sample_timeout,
-            max_retries=max_retries, epochs=epochs, seed=seed, no_cache=no_cache, param=param,
-            temperature=temperature,
-        ),
-        benchmark_options=dict(
-            category=category, mode=mode, bfcl_data_dir=bfcl_data_dir,
-            underscore_to_dot=underscore_to_dot, tolerant=tolerant,
-            weights=parse_weights(weights), max_tokens=max_tokens,
-        ),
+    options = dict(
+        category=category, mode=mode, bfcl_data_dir=bfcl_data_dir,
+        underscore_to_dot=underscore_to_dot, tolerant=tolerant,
+        weights=parse_weights(weights), max_tokens=max_tokens,
     )
-    if official and result is not None:
+    if not official:
+        return options
+
+    def show_official(result: Any) -> None:
         from assay.benchmarks.bfcl.official import run_official
 
         typer.echo(run_official(result.run_id).summary())
+
+    return options, show_official
 
 
 @bfcl_app.command("score")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import time
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
@@ -114,3 +117,62 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
     return result
 
 
+
+
+def _engine_template(
+    model: Model = "local",
+    base_url: BaseUrl = None,
+    limit: Limit = None,
+    sample_ids: SampleIds = None,
+    max_connections: MaxConn = 32,
+    timeout: Timeout = 120.0,
+    sample_timeout: SampleTimeout = None,
+    max_retries: Retries = 5,
+    epochs: Epochs = 1,
+    seed: Seed = None,
+    temperature: Temperature = None,
+    param: Params = None,
+    no_cache: NoCache = False,
+    resume: Resume = None,
+    quiet: Quiet = False,
+) -> None:
+    """The options every ``assay run <benchmark>`` command shares (declared once, here)."""
+
+
+def run_command(benchmark: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator for ``assay run <benchmark>``: adds the shared engine options and runs.
+
+    The decorated function declares only its benchmark's options (it may also
+    declare shared ones it needs, such as ``resume``) and returns the benchmark
+    options, or ``(options, after)`` where ``after(result)`` runs once the run
+    has finished.
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        own = inspect.signature(fn).parameters
+        shared = inspect.signature(_engine_template).parameters
+        hints = {**get_type_hints(_engine_template, include_extras=True),
+                 **get_type_hints(fn, include_extras=True)}
+        params = [p.replace(annotation=hints[p.name]) for p in own.values()]
+        params += [p.replace(annotation=hints[p.name]) for name, p in shared.items()
+                   if name not in own]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            produced = fn(**{k: v for k, v in kwargs.items() if k in own})
+            options, after = produced if isinstance(produced, tuple) else (produced, None)
+            eng = {k: kwargs[k] for k in shared}
+            result = execute_run(
+                benchmark, resume=eng.pop("resume"), quiet=eng.pop("quiet"),
+                model=eng.pop("model"), engine_options=engine_options(**eng),
+                benchmark_options=options,
+            )
+            if after is not None and result is not None:
+                after(result)
+            return result
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return deco

@@ -4,36 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from assay.cli.app import gaia_app, run_app
-from assay.cli.common import (
-    BaseUrl,
-    Epochs,
-    Limit,
-    MaxConn,
-    Model,
-    NoCache,
-    Params,
-    Quiet,
-    Resume,
-    Retries,
-    SampleIds,
-    SampleTimeout,
-    Seed,
-    Temperature,
-    Timeout,
-    engine_options,
-    execute_run,
-)
+from assay.cli.common import run_command
 
 Scorer = Annotated[str, typer.Option(
     help="official (the leaderboard's rules) or lenient (the book's, with its bugs fixed).")]
 
 
 @run_app.command("gaia")
+@run_command("gaia")
 def run_gaia(
     data_dir: Annotated[str | None, typer.Option(
         "--data-dir", help="A local copy of gaia-benchmark/GAIA (either layout); otherwise it "
@@ -46,35 +29,11 @@ def run_gaia(
     system_prompt: Annotated[str | None, typer.Option(
         help="Replace the official GAIA system prompt (not leaderboard-comparable).")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Max tokens per reply (default 1024).")] = None,
-    model: Model = "local",
-    base_url: BaseUrl = None,
-    limit: Limit = None,
-    sample_ids: SampleIds = None,
-    max_connections: MaxConn = 32,
-    timeout: Timeout = 120.0,
-    sample_timeout: SampleTimeout = None,
-    max_retries: Retries = 5,
-    epochs: Epochs = 1,
-    seed: Seed = None,
-    temperature: Temperature = None,
-    param: Params = None,
-    no_cache: NoCache = False,
-    resume: Resume = None,
-    quiet: Quiet = False,
-) -> None:
+) -> dict[str, Any]:
     """GAIA tasks with the leaderboard's scorer; writes a submission file and its guide."""
-    execute_run(
-        "gaia", resume=resume, quiet=quiet, model=model,
-        engine_options=engine_options(
-            base_url=base_url, limit=limit, sample_ids=sample_ids,
-            max_connections=max_connections, timeout=timeout, sample_timeout=sample_timeout,
-            max_retries=max_retries, epochs=epochs, seed=seed, no_cache=no_cache, param=param,
-            temperature=temperature,
-        ),
-        benchmark_options=dict(
-            data_dir=data_dir, split=split, level=level, scorer=scorer,
-            inline_limit=inline_limit, system_prompt=system_prompt, max_tokens=max_tokens,
-        ),
+    return dict(
+        data_dir=data_dir, split=split, level=level, scorer=scorer,
+        inline_limit=inline_limit, system_prompt=system_prompt, max_tokens=max_tokens,
     )
 
 
