@@ -33,8 +33,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -48,6 +49,8 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 
 from assay.errors import ConfigError
+
+T = TypeVar("T")
 
 LEVELS = (1, 2, 3, 4, 5)
 
@@ -355,12 +358,14 @@ class _Verdict(BaseModel):
 _VERDICT = TypeAdapter(_Verdict)
 
 
-def check_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC
-                  ) -> tuple[dict[str, Any] | None, str | None]:
-    """``(verdict, None)`` for a valid reply, else ``(None, why it is not one)``.
+def first_valid_object(text: str | None,
+                       build: Callable[[dict[str, Any]], tuple[T | None, str | None]]
+                       ) -> tuple[T | None, str | None]:
+    """The first JSON object in a reply that ``build`` accepts, else ``(None, first reason)``.
 
-    A verdict is ``{"scores": {dimension: 1..5 for every rubric dimension},
-    "rationale": str}``; extra score keys are dropped.
+    ``build`` validates one candidate object (pydantic errors become one-line
+    reasons) and returns ``(value, None)`` or ``(None, why)``. Shared by every
+    judge-reply parser so all of them tolerate the same noise (fences, prose).
     """
     candidates = json_candidates(text or "")
     if not candidates:
@@ -371,18 +376,32 @@ def check_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC
             first_error = first_error or "the JSON is not an object"
             continue
         try:
-            v = _VERDICT.validate_python(obj)
+            value, why = build(obj)
         except PydanticValidationError as e:
-            first_error = first_error or _one_line_error(e)
-            continue
+            value, why = None, _one_line_error(e)
+        if value is not None:
+            return value, None
+        first_error = first_error or why
+    return None, first_error
+
+
+def check_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC
+                  ) -> tuple[dict[str, Any] | None, str | None]:
+    """``(verdict, None)`` for a valid reply, else ``(None, why it is not one)``.
+
+    A verdict is ``{"scores": {dimension: 1..5 for every rubric dimension},
+    "rationale": str}``; extra score keys are dropped.
+    """
+
+    def build(obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        v = _VERDICT.validate_python(obj)
         missing = [n for n in rubric.names if n not in v.scores]
         if missing:
-            first_error = first_error or f"scores lack {', '.join(missing)}"
-            continue
+            return None, f"scores lack {', '.join(missing)}"
         rationale = v.rationale if isinstance(v.rationale, str) else json.dumps(v.rationale)
-        return {"scores": {n: v.scores[n] for n in rubric.names},
-                "rationale": rationale}, None
-    return None, first_error
+        return {"scores": {n: v.scores[n] for n in rubric.names}, "rationale": rationale}, None
+
+    return first_valid_object(text, build)
 
 
 def parse_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC) -> dict[str, Any] | None:

@@ -37,7 +37,6 @@ from collections import defaultdict
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
-from pydantic import ValidationError as PydanticValidationError
 
 from assay.benchmarks.base import Benchmark, benchmark
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
@@ -48,7 +47,7 @@ from assay.datagen.judge import (
     self_preference_warning,
 )
 from assay.datagen.problem import Problem, load_problems
-from assay.datagen.rubric import json_candidates
+from assay.datagen.rubric import first_valid_object
 from assay.errors import ConfigError
 from assay.metrics.stats import proportion
 
@@ -144,25 +143,13 @@ class _PairVerdict(BaseModel):
 
 def check_winner(text: str | None) -> tuple[dict[str, str] | None, str | None]:
     """``({"winner", "reason"}, None)`` for a valid pairwise verdict, else ``(None, why)``."""
-    candidates = json_candidates(text or "")
-    if not candidates:
-        return None, "empty reply" if not (text or "").strip() else "no JSON object in the reply"
-    first_error = None
-    for obj in candidates:
-        if not isinstance(obj, dict):
-            first_error = first_error or "the JSON is not an object"
-            continue
-        try:
-            v = _PairVerdict.model_validate(obj)
-        except PydanticValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(str(p) for p in err.get("loc", ()))
-            first_error = first_error or (
-                f"{loc}: {str(err.get('msg', 'invalid')).removeprefix('Value error, ')}")
-            continue
+
+    def build(obj: dict[str, Any]) -> tuple[dict[str, str] | None, str | None]:
+        v = _PairVerdict.model_validate(obj)
         reason = v.reason if isinstance(v.reason, str) else json.dumps(v.reason)
         return {"winner": v.winner, "reason": reason}, None
-    return None, first_error
+
+    return first_valid_object(text, build)
 
 
 def parse_winner(text: str | None) -> dict[str, str] | None:
