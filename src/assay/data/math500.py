@@ -256,27 +256,25 @@ def load_math500(integer_first: bool = True) -> list[Any]:
     With ``integer_first``, problems whose answer is an integer in 0-999 (the AIME
     format) come first, each group in id order.
     """
+    from assay.data.files import read_jsonl
     from assay.datagen.problem import Problem
 
     path = locate()
     meta = read_meta(path)
-    problems = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{lineno}: invalid JSON ({e.msg}); run "
-                                   "'assay data pull math500 --force'") from e
-            problems.append(Problem(
-                problem_id=row["problem_id"], problem=row["problem"], answer=str(row["answer"]),
-                solution=row.get("solution") or "", topic=row.get("subject"),
-                difficulty=row.get("level"), source=SOURCE,
-                provenance={"dataset": "MATH-500", "package": f"{PACKAGE}=={meta.get('version')}",
-                            "level": row.get("level"), "subject": row.get("subject")},
-            ))
+    try:
+        rows = read_jsonl(path).rows
+    except DatasetError as e:
+        raise DatasetError(f"{e}; run 'assay data pull math500 --force'") from e
+    problems = [
+        Problem(
+            problem_id=row["problem_id"], problem=row["problem"], answer=str(row["answer"]),
+            solution=row.get("solution") or "", topic=row.get("subject"),
+            difficulty=row.get("level"), source=SOURCE,
+            provenance={"dataset": "MATH-500", "package": f"{PACKAGE}=={meta.get('version')}",
+                        "level": row.get("level"), "subject": row.get("subject")},
+        )
+        for row in rows
+    ]
     if integer_first:
         def aime_like(p: Any) -> bool:
             value = integer_form(p.answer)

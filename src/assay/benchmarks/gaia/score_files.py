@@ -9,7 +9,6 @@ skipped silently.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,22 +18,17 @@ from assay.errors import DatasetError
 _ANSWER_KEYS = ("Final answer", "final_answer", "answer")
 
 
-def _read(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(location, row) pairs of a JSONL file; every row must carry a ``task_id``."""
+    from assay.data.files import read_jsonl
+
     if not path.is_file():
         raise DatasetError(f"file not found: {path}")
-    out = []
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{lineno}: invalid JSON ({e.msg})") from e
-            if not isinstance(row, dict) or "task_id" not in row:
-                raise DatasetError(f"{path}:{lineno}: each line needs an object with 'task_id'")
-            out.append((lineno, row))
-    return out
+    rows = read_jsonl(path)
+    for where, row in zip(rows.locations, rows.rows, strict=True):
+        if "task_id" not in row:
+            raise DatasetError(f"{where}: each line needs an object with 'task_id'")
+    return list(zip(rows.locations, rows.rows, strict=True))
 
 
 @dataclass
@@ -72,21 +66,20 @@ def score_predictions(answers: str | Path, predictions: str | Path,
     match = get_scorer(scorer)
     a_path, p_path = Path(answers), Path(predictions)
     gold: dict[str, dict[str, Any]] = {}
-    for lineno, row in _read(a_path):
+    for where, row in _read(a_path):
         key = next((k for k in _ANSWER_KEYS if k in row), None)
         if key is None:
-            raise DatasetError(f"{a_path}:{lineno}: no answer field (one of {', '.join(_ANSWER_KEYS)})")
+            raise DatasetError(f"{where}: no answer field (one of {', '.join(_ANSWER_KEYS)})")
         level = row.get("Level", row.get("level"))
         try:
             level = int(level) if level not in (None, "") else None
         except (TypeError, ValueError):
-            raise DatasetError(f"{a_path}:{lineno}: Level must be 1, 2 or 3, got {level!r}") from None
+            raise DatasetError(f"{where}: Level must be 1, 2 or 3, got {level!r}") from None
         gold[str(row["task_id"])] = {"answer": str(row[key]), "level": level}
     report = GAIAScoreReport(scorer=scorer)
     seen: set[str] = set()
-    for lineno, row in _read(p_path):
+    for where, row in _read(p_path):
         tid = str(row["task_id"])
-        where = f"{p_path}:{lineno}"
         if tid not in gold:
             raise DatasetError(f"{where}: task_id {tid!r} is not in {a_path.name}")
         if tid in seen:
