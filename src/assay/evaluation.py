@@ -51,29 +51,12 @@ class _ObjectAgent:
         return await PythonAgent(self._agent, self.model_id).generate(messages)
 
 
-class _ObjectSubject:
-    """A subject around a user's agent object (the same object answers every sample)."""
-
-    def __init__(self, agent: Any) -> None:
-        self._model = _ObjectAgent(agent)
-        self.model_id = self._model.model_id
-
-    def session(self) -> _ObjectAgent:
-        return self._model
-
-    def describe(self) -> dict[str, Any]:
-        return {"model": self.model_id}
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _subject(agent: Any) -> Any:
-    from assay.models.base import get_subject
+    from assay.models.base import Subject, get_subject
 
     if isinstance(agent, str):
         return get_subject(agent)
-    return _ObjectSubject(agent)
+    return Subject(_ObjectAgent(agent))
 
 
 def _run(coro: Any) -> Any:

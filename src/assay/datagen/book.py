@@ -37,27 +37,14 @@ class _LLMModel:
         return Reply(Message("assistant", str(out or "")), Usage(), time.perf_counter() - start)
 
 
-class _LLMSubject:
-    def __init__(self, llm: Any) -> None:
-        self.model = _LLMModel(llm)
-        self.model_id = self.model.model_id
-
-    def session(self) -> _LLMModel:
-        return self.model
-
-    def describe(self) -> dict[str, Any]:
-        return {"model": self.model_id}
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _model_and_subject(llm: Any) -> tuple[str, Any]:
     if llm is None:
         return "local", None
     if isinstance(llm, str):
         return llm, None
-    subject = _LLMSubject(llm)
+    from assay.models.base import Subject
+
+    subject = Subject(_LLMModel(llm))
     return subject.model_id, subject
 
 

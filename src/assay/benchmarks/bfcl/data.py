@@ -17,10 +17,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -167,19 +165,10 @@ def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
 
 
 def _download_wheel(version: str) -> Path:
-    out = Path(tempfile.mkdtemp(prefix="bfcl-wheel-"))
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-d", str(out), f"bfcl-eval=={version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
-    wheels = list(out.glob("bfcl_eval-*.whl"))
-    if proc.returncode != 0 or not wheels:
-        last = (proc.stderr or proc.stdout).strip().splitlines()
-        reason = last[-1] if last else "no wheel downloaded"
-        raise DatasetError(
-            f"could not download bfcl-eval=={version} from PyPI ({reason}); offline? pass "
-            "--wheel FILE or --bfcl-data-dir to a gorilla clone"
-        )
-    return wheels[0]
+    from assay.data.wheels import download_wheel
+
+    return download_wheel("bfcl-eval", version, Path(tempfile.mkdtemp(prefix="bfcl-wheel-")),
+                          hint="pass --wheel FILE or --bfcl-data-dir to a gorilla clone")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
