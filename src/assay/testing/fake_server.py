@@ -31,7 +31,12 @@ from aiohttp import web
 
 Reply = str | dict[str, Any]
 Responder = Callable[[dict[str, Any]], Any]
+#: the faults drawn by default
 FAULT_KINDS = ("500", "429", "hang", "malformed")
+#: strange but valid replies, drawn only when named in ``FaultPlan.kinds``: ``list_content``
+#: sends the normal reply with ``content`` as a list of text parts (as several
+#: OpenAI-compatible servers do); ``oversized`` sends a reply of ``oversize_bytes`` characters
+ALL_KINDS = (*FAULT_KINDS, "list_content", "oversized")
 MALFORMED_BODY = b'{"id": "x", "choices": ['
 
 
@@ -74,11 +79,12 @@ class FaultPlan:
     hang_s: float = 30.0
     seed: int = 0
     fail_first: int = 0
+    oversize_bytes: int = 4_000_000
 
     def __post_init__(self) -> None:
-        unknown = set(self.kinds) - set(FAULT_KINDS)
+        unknown = set(self.kinds) - set(ALL_KINDS)
         if unknown:
-            raise ValueError(f"unknown fault kinds {sorted(unknown)}; expected {FAULT_KINDS}")
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; expected {ALL_KINDS}")
         if (self.rate > 0 or self.fail_first > 0) and not any(w > 0 for w in self.kinds.values()):
             raise ValueError("FaultPlan.kinds needs at least one positive weight")
 
@@ -147,6 +153,7 @@ class FakeServer:
         faults: FaultPlan | None = None,
         require_api_key: str | None = None,
         log_requests: str | Path | None = None,
+        hold_after: int | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -158,6 +165,11 @@ class FakeServer:
         self.faults = faults or FaultPlan()
         self.require_api_key = require_api_key
         self.log_requests = Path(log_requests) if log_requests else None
+        #: answer only the first ``hold_after`` requests; hold every later one open until
+        #: the server stops (makes "interrupt while requests are in flight" deterministic)
+        self.hold_after = hold_after
+        #: the query string of every chat request, in arrival order
+        self.queries: list[str] = []
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
@@ -175,7 +187,8 @@ class FakeServer:
         with self._lock:
             self.requests.clear()
             self.stats.clear()
-            self.stats.update(requests=0, completed=0, faults=dict.fromkeys(FAULT_KINDS, 0))
+            self.stats.update(requests=0, completed=0, faults=dict.fromkeys(ALL_KINDS, 0))
+            self.queries.clear()
             self._script_pos = 0
             self._seen: dict[str, int] = {}
             self._rng = random.Random(self.faults.seed)
@@ -275,7 +288,9 @@ class FakeServer:
             return _error(400, f"invalid JSON body: {exc}", "invalid_request_error")
         with self._lock:
             self.requests.append(body)
+            self.queries.append(request.query_string)
             self.stats["requests"] += 1
+            n_request = self.stats["requests"]
             if self._log_fh is not None:
                 self._log_fh.write(json.dumps(body) + "\n")
                 self._log_fh.flush()
@@ -297,6 +312,8 @@ class FakeServer:
                 self.stats["faults"][kind] += 1
         if self.latency > 0:
             await asyncio.sleep(self.latency)
+        if self.hold_after is not None and n_request > self.hold_after:
+            await asyncio.Event().wait()  # until the server stops and cancels this handler
         if kind == "500":
             return _error(
                 500, "The server had an error while processing your request.", "server_error"
@@ -318,7 +335,12 @@ class FakeServer:
         if isinstance(reply, dict) and "status" in reply:  # a scripted HTTP error
             return _error(int(reply["status"]), str(reply.get("error", "scripted error")),
                           "invalid_request_error")
+        if kind == "oversized":
+            reply = "x" * self.faults.oversize_bytes
         payload = self._completion(body, reply)
+        if kind == "list_content":
+            message = payload["choices"][0]["message"]
+            message["content"] = [{"type": "text", "text": message["content"] or ""}]
         with self._lock:
             self.stats["completed"] += 1
         return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
@@ -447,6 +469,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--api-key", help="require 'Authorization: Bearer KEY'")
     p.add_argument("--log-requests", type=Path, help="append each request body as a JSON line")
+    p.add_argument("--hold-after", type=int, help="answer N requests, then hold the rest open")
+    p.add_argument("--oversize-bytes", type=int, default=4_000_000,
+                   help="size of an 'oversized' fault reply")
     return p
 
 
@@ -464,6 +489,7 @@ def server_from_args(args: argparse.Namespace) -> FakeServer:
         hang_s=args.hang_s,
         seed=args.seed,
         fail_first=args.fail_first,
+        oversize_bytes=args.oversize_bytes,
     )
     return FakeServer(
         rules=rules,
@@ -472,6 +498,7 @@ def server_from_args(args: argparse.Namespace) -> FakeServer:
         faults=plan,
         require_api_key=args.api_key,
         log_requests=args.log_requests,
+        hold_after=args.hold_after,
         host=args.host,
         port=args.port,
     )
