@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextmanager
 def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
@@ -25,6 +28,7 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is an ordinary file
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as fh:
             yield fh
             fh.flush()
