@@ -13,6 +13,7 @@ from typing import Any
 
 from assay.core.redact import redact_url
 from assay.engine.runner import Engine, RunSpec
+from assay.errors import ConfigError
 from assay.store.sqlite import Store
 
 _ENGINE_FIELDS = set(RunSpec.__dataclass_fields__) - {"benchmark", "model", "benchmark_options"}
@@ -29,11 +30,60 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
+#: benchmark options that name local files or folders (stored absolute, so that
+#: ``--resume`` works from any folder)
+_PATH_OPTIONS = {"data", "data_dir", "bfcl_data_dir", "cases", "path", "file"}
+
+
+def _absolute(key: str, value: Any) -> Any:
+    if not isinstance(value, str) or not (
+            key in _PATH_OPTIONS or key.endswith(("_dir", "_path", "_file"))):
+        return value
+    path = Path(value).expanduser()
+    return str(path.resolve()) if path.exists() else value
+
+
 def make_spec(benchmark: str, model: str = "local", **options: Any) -> RunSpec:
-    """Split keyword options into engine settings and benchmark options."""
+    """Split keyword options into engine settings and benchmark options.
+
+    Options naming local files are made absolute (the content hash is recorded
+    separately), so a run can be resumed from another folder.
+    """
     engine = {k: v for k, v in options.items() if k in _ENGINE_FIELDS and v is not None}
-    bench = {k: v for k, v in options.items() if k not in _ENGINE_FIELDS and v is not None}
+    bench = {k: _absolute(k, v) for k, v in options.items()
+             if k not in _ENGINE_FIELDS and v is not None}
     return RunSpec(benchmark=benchmark, model=model, benchmark_options=bench, **engine)
+
+
+def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
+                overrides: dict[str, Any] | None) -> RunSpec:
+    """The spec a resumed run continues with: the stored one, plus allowed overrides.
+
+    Credentials in a base URL are never stored; they come back from ``overrides``
+    or ``spec`` (a ``base_url`` with them), or from ``$OPENAI_BASE_URL`` when it is
+    the same endpoint. A stored endpoint that had credentials and gets none back
+    is an error rather than a run of failed calls.
+    """
+    import os
+
+    record = store.get_run(run_id)
+    stored = RunSpec.from_dict(record["spec"])
+    base_url = (overrides or {}).get("base_url") or (spec.base_url if spec else None)
+    for name, value in (overrides or {}).items():
+        if name != "base_url":
+            setattr(stored, name, value)
+    if base_url:
+        stored.base_url = base_url
+    elif record["spec"].get("base_url_has_secrets"):
+        env = os.environ.get("OPENAI_BASE_URL")
+        if env and redact_url(env) == stored.base_url:
+            stored.base_url = env
+        else:
+            raise ConfigError(
+                f"run {record['id']} used an endpoint with credentials in its URL, which are "
+                "never stored; resume with --base-url giving the full URL again")
+    stored.validate()
+    return stored
 
 
 async def run_async(
@@ -45,11 +95,13 @@ async def run_async(
     reports: bool = True,
     api_key: str | None = None,
     engine: Engine | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> RunResult:
     """Run (or resume) a spec, write its reports and return the metrics.
 
     To resume, give ``resume``; ``spec`` is then optional and only supplies a
-    ``base_url`` with credentials (which are never stored).
+    ``base_url`` with credentials (which are never stored). ``overrides`` change
+    engine settings that do not change the samples (see :func:`resume_spec`).
     """
     from assay.benchmarks.base import get_benchmark_class
     from assay.models.base import get_subject
@@ -59,10 +111,7 @@ async def run_async(
     try:
         engine = engine or Engine(store, quiet=quiet)
         if resume:
-            stored = RunSpec.from_dict(store.get_run(resume)["spec"])
-            if spec is not None and spec.base_url and redact_url(spec.base_url) == stored.base_url:
-                stored.base_url = spec.base_url  # credentials are not stored: take them back
-            spec = stored
+            spec = resume_spec(store, resume, spec, overrides)
         if spec is None:
             raise ValueError("give a RunSpec or a run id to resume")
         subject = None

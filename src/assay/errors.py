@@ -43,3 +43,7 @@ class ModelCallError(Exception):
         self.transient = transient
         self.retry_after = retry_after
         self.status = status
+
+
+class StoreError(AssayError):
+    """The workspace store cannot be used (locked by another process too long, unreadable)."""

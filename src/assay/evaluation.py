@@ -24,6 +24,7 @@ from typing import Any
 
 from assay.benchmarks.bfcl.data import BFCLDataset
 from assay.benchmarks.gaia.dataset import GAIADataset
+from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import Message, Reply, ToolSpec
 from assay.datagen.book import AIMEGenerator, HumanVerificationUI, LLMJudgeTool, WinRateTool
 from assay.engine.runner import Engine, RunSpec
@@ -150,7 +151,7 @@ class BFCLEvaluator:
         """Write the official result-file lines (``{"id", "result"}``) of one result dict."""
         out = Path(output_path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", encoding="utf-8") as f:
+        with atomic_open(out) as f:
             for d in results["detailed_results"]:
                 if d.get("raw") is None:
                     continue
@@ -205,7 +206,7 @@ class BFCLEvaluationTool:
         finally:
             store.close()
         if output_file:
-            Path(output_file).write_text(paths["markdown"].read_text(encoding="utf-8"),
+            atomic_write_text(Path(output_file), paths["markdown"].read_text(encoding="utf-8"),
                                          encoding="utf-8")
             return Path(output_file)
         return paths["markdown"]

@@ -113,7 +113,9 @@ def test_markdown_has_metrics_table_with_interval_and_errors_section(finished_ru
     assert "95% interval" in md
     assert "| n_errors | 1 |" in md
     errors = md.split("## Errors", 1)[1].split("##", 1)[0]
-    assert "| 1 | HTTP 400" in errors and BAD_ERROR in errors
+    # HTML in an error body is text in report.md, never markup
+    assert "| 1 | HTTP 400" in errors and "bad request &lt;b&gt;nope&lt;/b&gt;" in errors
+    assert BAD_ERROR not in errors
     samples_md = md.split("## Samples", 1)[1]
     sample_lines = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
                     for line in samples_md.splitlines() if line.startswith("| ")}

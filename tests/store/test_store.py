@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -80,7 +84,8 @@ def test_create_get_and_update_status(store):
     assert run["model"]["model"] == "openai/fake"
     assert run["dataset"]["content_hash"] == "abc"
     assert run["package_version"] == "9.9.9"
-    assert run["stats"] == {}
+    # the owning process is recorded, so a run whose process died shows as interrupted
+    assert run["stats"] == {"owner": {"host": socket.gethostname(), "pid": os.getpid()}}
     store.set_run_status(rid, "interrupted")
     assert store.get_run(rid)["status"] == "interrupted"
     assert store.get_run(rid)["finished_at"] is not None
@@ -268,3 +273,25 @@ def test_two_handles_on_one_file_see_each_other(tmp_path):
         assert len(reopened.results(rid)) == 1
     finally:
         reopened.close()
+
+
+def test_a_running_run_whose_process_is_gone_lists_as_interrupted_and_resumable(store):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    rid = store.create_run(**run_kwargs())
+    store._db.execute("UPDATE runs SET stats=? WHERE id=?",
+                      (json.dumps({"owner": {"host": socket.gethostname(), "pid": dead.pid}}), rid))
+    store._db.commit()
+    (run,) = store.list_runs()
+    assert run["status"] == "interrupted" and run["resumable"]
+    assert store.get_run(rid)["status"] == "interrupted"
+    # while its process lives, it is running and not offered for resume
+    store.set_run_status(rid, "running")
+    (run,) = store.list_runs()
+    assert run["status"] == "running" and not run["resumable"]
+
+
+def test_unknown_status_is_refused(store):
+    rid = store.create_run(**run_kwargs())
+    with pytest.raises(ValueError):
+        store.set_run_status(rid, "done")

@@ -10,6 +10,7 @@ import typer
 
 from assay.cli.app import bfcl_app, run_app
 from assay.cli.common import run_command
+from assay.core.atomic import atomic_open
 from assay.errors import ConfigError
 
 Category = Annotated[str, typer.Option(
@@ -89,7 +90,7 @@ def score(
     report = score_results(results, data_dir=bfcl_data_dir, underscore_to_dot=underscore_to_dot)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with open(output, "w", encoding="utf-8") as f:
+        with atomic_open(output) as f:
             for v in report.verdicts:
                 f.write(json.dumps(v, ensure_ascii=False) + "\n")
     typer.echo(report.summary())

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, get_type_hints
 
 import typer
 
-from assay.errors import ConfigError
+from assay.errors import AssayError, ConfigError
 
 Model = Annotated[str, typer.Option(
     "--model", "-m",
@@ -39,6 +42,14 @@ NoCache = Annotated[bool, typer.Option("--no-cache", help="Bypass the response c
 Resume = Annotated[str | None, typer.Option(
     "--resume", help="Continue an interrupted run by id; finished samples are not redone.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (for CI).")]
+MaxReply = Annotated[int, typer.Option(
+    "--max-reply-bytes", help="Largest reply accepted; a bigger one is that sample's error.")]
+
+_CTX = "assay_click_context"
+
+#: shared options that may change when a run is resumed: they do not change its samples
+RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",
+                      "max_retries", "no_cache", "max_reply_bytes", "quiet", "resume"}
 
 
 def parse_params(items: list[str] | None, temperature: float | None) -> dict[str, Any]:
@@ -50,7 +61,7 @@ def parse_params(items: list[str] | None, temperature: float | None) -> dict[str
             raise ConfigError(f"--param expects KEY=VALUE, got {item!r}")
         try:
             params[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (or absurd JSON): keep the text
             params[key] = value
     if temperature is not None:
         params["temperature"] = temperature
@@ -60,20 +71,45 @@ def parse_params(items: list[str] | None, temperature: float | None) -> dict[str
 def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str | None,
                    max_connections: int, timeout: float, sample_timeout: float | None,
                    max_retries: int, epochs: int, seed: int | None, no_cache: bool,
-                   param: list[str] | None, temperature: float | None) -> dict[str, Any]:
+                   param: list[str] | None, temperature: float | None,
+                   max_reply_bytes: int) -> dict[str, Any]:
     """The engine part of a RunSpec from the shared CLI options."""
+    ids = None
+    if sample_ids is not None:
+        ids = [s.strip() for s in sample_ids.split(",") if s.strip()]
+        if not ids:
+            raise ConfigError("--sample-ids lists no ids; give comma-separated sample ids")
     return dict(
-        base_url=base_url, limit=limit,
-        sample_ids=[s.strip() for s in sample_ids.split(",") if s.strip()] if sample_ids else None,
+        base_url=base_url, limit=limit, sample_ids=ids,
         max_connections=max_connections, timeout=timeout, sample_timeout=sample_timeout,
         max_retries=max_retries, epochs=epochs, seed=seed, cache=not no_cache,
-        params=parse_params(param, temperature),
+        params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes,
     )
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM stops a run the way Ctrl-C does (run marked interrupted)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
-                engine_options: dict[str, Any], benchmark_options: dict[str, Any]) -> Any:
-    """Shared body of every ``assay run <benchmark>`` command."""
+                engine_options: dict[str, Any], benchmark_options: dict[str, Any],
+                overrides: dict[str, Any] | None = None) -> Any:
+    """Shared body of every ``assay run <benchmark>`` command.
+
+    On ``--resume`` the stored spec is used; ``overrides`` are the options the user
+    gave that may change without changing the samples (endpoint, connections,
+    timeouts, retries); each change is printed.
+    """
     from assay.api import make_spec, run_async
     from assay.engine.loop import run
     from assay.engine.runner import Engine
@@ -82,18 +118,24 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
 
     store = Store()
     engine = Engine(store, quiet=quiet)
-    if resume:  # the stored spec is used; --base-url may put back URL credentials
-        base_url = engine_options.get("base_url")
-        spec = make_spec(benchmark, model, base_url=base_url) if base_url else None
-    else:
-        spec = make_spec(benchmark, model, **engine_options, **benchmark_options)
-    started = time.perf_counter()
+    spec = None
     try:
-        result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
-                                       engine=engine))
+        if resume:
+            changes = resume_changes(store, resume, overrides or {})
+            for line in changes:
+                typer.echo(f"resume: {line}", err=True)
+        else:
+            spec = make_spec(benchmark, model, **engine_options, **benchmark_options)
+        started = time.perf_counter()
+        with sigterm_as_interrupt():
+            result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
+                                   engine=engine, overrides=overrides))
     except KeyboardInterrupt:
         if engine.current_run_id:
-            store.set_run_status(engine.current_run_id, "interrupted")
+            try:
+                store.set_run_status(engine.current_run_id, "interrupted")
+            except AssayError:
+                pass  # the store is locked: 'assay list runs' shows the run as interrupted
             typer.echo(f"interrupted; finished samples are saved. Resume with: "
                        f"assay run {benchmark} --resume {engine.current_run_id}", err=True)
         raise typer.Exit(130) from None
@@ -133,10 +175,59 @@ def _engine_template(
     temperature: Temperature = None,
     param: Params = None,
     no_cache: NoCache = False,
+    max_reply_bytes: MaxReply = 16 * 1024 * 1024,
     resume: Resume = None,
     quiet: Quiet = False,
 ) -> None:
     """The options every ``assay run <benchmark>`` command shares (declared once, here)."""
+
+
+def _given(ctx: Any, kwargs: dict[str, Any]) -> set[str]:
+    """Names of the options the user set (on the command line or from the environment)."""
+    if ctx is None:
+        return set()
+    given = set()
+    for name in kwargs:
+        source = ctx.get_parameter_source(name)
+        if getattr(source, "name", None) in ("COMMANDLINE", "ENVIRONMENT"):
+            given.add(name)
+    return given
+
+
+def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The RunSpec changes a ``--resume`` asks for; refuses options that change the samples."""
+    given = _given(ctx, kwargs)
+    refused = sorted(given - RESUME_OVERRIDABLE)
+    if refused:
+        flags = ", ".join("--" + n.replace("_", "-") for n in refused)
+        raise ConfigError(
+            f"--resume continues a run with the options it started with; {flags} would "
+            "change its samples or scoring, so start a new run instead (only --base-url, "
+            "--max-connections, --timeout, --sample-timeout, --max-retries, --no-cache and "
+            "--max-reply-bytes may change on resume)")
+    out: dict[str, Any] = {}
+    for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet"}):
+        if name == "no_cache":
+            out["cache"] = not kwargs[name]
+        else:
+            out[name] = kwargs[name]
+    return out
+
+
+def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[str]:
+    """Human lines for what ``overrides`` change in the stored spec of ``run_id``."""
+    from assay.core.redact import redact_url
+    from assay.engine.runner import RunSpec
+
+    stored = RunSpec.from_dict(store.get_run(run_id)["spec"])
+    lines = []
+    for name, value in overrides.items():
+        old = getattr(stored, name)
+        new = redact_url(value) if name == "base_url" else value
+        if old != new:
+            flag = "--no-cache" if name == "cache" else "--" + name.replace("_", "-")
+            lines.append(f"{flag} changed from {old} to {new}")
+    return lines
 
 
 def run_command(benchmark: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -159,18 +250,26 @@ def run_command(benchmark: str) -> Callable[[Callable[..., Any]], Callable[..., 
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:
+            ctx = kwargs.pop(_CTX, None)
+            overrides = None
+            if kwargs.get("resume"):
+                overrides = resume_overrides(ctx, kwargs)
             produced = fn(**{k: v for k, v in kwargs.items() if k in own})
             options, after = produced if isinstance(produced, tuple) else (produced, None)
             eng = {k: kwargs[k] for k in shared}
             result = execute_run(
                 benchmark, resume=eng.pop("resume"), quiet=eng.pop("quiet"),
                 model=eng.pop("model"), engine_options=engine_options(**eng),
-                benchmark_options=options,
+                benchmark_options=options, overrides=overrides,
             )
             if after is not None and result is not None:
                 after(result)
             return result
 
+        # typer hands the click context to a parameter annotated typer.Context; it tells
+        # which options the user set (as opposed to defaults), which --resume needs
+        params.append(inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=typer.Context))
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         command.__annotations__ = {p.name: p.annotation for p in params}
         return command

@@ -10,6 +10,7 @@ import typer
 
 from assay.cli.app import gaia_app, run_app
 from assay.cli.common import run_command
+from assay.core.atomic import atomic_open
 
 Scorer = Annotated[str, typer.Option(
     help="official (the leaderboard's rules) or lenient (the book's, with its bugs fixed).")]
@@ -54,7 +55,7 @@ def score(
     report = score_predictions(answers, predictions, scorer)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with open(output, "w", encoding="utf-8") as f:
+        with atomic_open(output) as f:
             for v in report.verdicts:
                 f.write(json.dumps({"task_id": v["task_id"], "correct": v["correct"]}) + "\n")
     typer.echo(report.summary())

@@ -19,7 +19,7 @@ from assay.cli import datagen as _datagen  # noqa: F401
 from assay.cli import gaia as _gaia  # noqa: F401
 from assay.cli import qa as _qa  # noqa: F401
 from assay.cli.app import STATE, app, list_app
-from assay.errors import AssayError
+from assay.errors import AssayError, ConfigError
 
 
 @app.command("report")
@@ -31,6 +31,8 @@ def report(
     from assay.reports.render import write_reports
     from assay.store.sqlite import Store
 
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the reports")
     store = Store()
     try:
         for kind, path in write_reports(store, run_id, out).items():
@@ -52,14 +54,17 @@ def list_runs(limit: Annotated[int, typer.Option(help="How many runs.")] = 20) -
         runs = store.list_runs(limit)
     finally:
         store.close()
-    table = Table("run", "benchmark", "model", "status", "samples", "errors", "created")
-    for col in (0, 6):
+    table = Table("run", "benchmark", "model", "status", "samples", "errors", "resumable",
+                  "created")
+    for col in (0, 7):
         table.columns[col].no_wrap = True
     for r in runs:
         table.add_row(r["id"], r["benchmark"], str(r["model"].get("model")), r["status"],
-                      str(r["samples"]), str(r["stats"].get("errors", "")),
+                      str(r["samples"]), str(r["errors"]), "yes" if r["resumable"] else "",
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])))
     Console().print(table)
+    if any(r["resumable"] for r in runs):
+        typer.echo("resume a run with: assay run <benchmark> --resume <run>")
 
 
 @list_app.command("benchmarks")
@@ -94,15 +99,22 @@ def main() -> None:
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         typer.echo("aborted", err=True)
         sys.exit(130)
     except Exception as e:  # click usage errors and friends
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
+        # typer may vendor its own click, so the classes are recognised by name
+        kinds = {c.__name__ for c in type(e).__mro__}
+        if "UsageError" in kinds and not STATE["debug"]:
+            # one line, like every other user error; the command's --help has the rest
+            ctx = getattr(e, "ctx", None)
+            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            message = " ".join(e.format_message().split())  # type: ignore[attr-defined]
+            typer.echo(f"error: {message}{where}", err=True)
+            sys.exit(2)
+        if "ClickException" in kinds:
+            e.show()  # type: ignore[attr-defined]
+            sys.exit(e.exit_code)  # type: ignore[attr-defined]
         raise
 
 

@@ -7,6 +7,7 @@ enters (dataset rows, YAML, judge JSON), not here.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,3 +207,31 @@ class SampleResult:
             return None
         s = self.scores[name] if name else next(iter(self.scores.values()))
         return s.get("value")
+
+
+def content_text(content: Any) -> str | None:
+    """A reply's ``content`` as text.
+
+    Several OpenAI-compatible servers send a list of parts
+    (``[{"type": "text", "text": "..."}]``); the text parts are joined. Parts that
+    are not text are named, so nothing silently disappears.
+    """
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                if isinstance(text, dict):  # {"type": "text", "text": {"value": ...}}
+                    text = text.get("value")
+                if isinstance(text, str):
+                    out.append(text)
+                elif part.get("type") not in (None, "text"):
+                    out.append(f"[{part.get('type')}]")
+        return "".join(out)
+    if isinstance(content, (int, float, bool, dict)):
+        return json.dumps(content)
+    return str(content)

@@ -36,35 +36,91 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def read_text(path: Path) -> str:
+    """A file's text as strict UTF-8 (a BOM is dropped); bad bytes are a file:line error."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read ({e.strerror or e})") from e
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DatasetError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {col}); "
+            "save the file as UTF-8"
+        ) from None
+
+
+def parse_json(text: str, where: str) -> Any:
+    """``json.loads`` whose every failure is a one-line :class:`DatasetError` at ``where``.
+
+    Besides syntax errors this covers integers past Python's digit limit, nesting
+    deep enough to exhaust the stack, and lone UTF-16 surrogates (``"\\ud800"``),
+    which parse but are not text and could not be stored.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise DatasetError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as e:  # e.g. "Exceeds the limit (4300 digits) for integer string ..."
+        raise DatasetError(f"{where}: invalid JSON ({' '.join(str(e).split())[:120]})") from None
+    if "\\u" in text and _has_lone_surrogate(value):
+        raise DatasetError(
+            f"{where}: a string holds a lone UTF-16 surrogate escape (such as \\ud800), "
+            "which is not valid text; fix or remove it")
+    return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
 def read_jsonl(path: Path) -> Rows:
     """Read a JSONL file; blank lines are skipped, a bad line is a one-line error."""
     rows: list[dict[str, Any]] = []
     locs: list[str] = []
     name = str(path)
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})"
-                                   ) from e
-            if not isinstance(row, dict):
-                raise DatasetError(
-                    f"{path}:{lineno}: each line must be a JSON object, got {type(row).__name__}"
-                )
-            rows.append(row)
-            locs.append(f"{name}:{lineno}")
+    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+        if not line.strip():
+            continue
+        row = parse_json(line, f"{path}:{lineno}")
+        if not isinstance(row, dict):
+            raise DatasetError(
+                f"{path}:{lineno}: each line must be a JSON object, got {type(row).__name__}"
+            )
+        rows.append(row)
+        locs.append(f"{name}:{lineno}")
     return Rows(rows, locs)
 
 
 def read_json(path: Path) -> Rows:
     """Read a JSON file holding a list of objects (or ``{"data": [...]}``)."""
+    text = read_text(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise DatasetError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from e
+    except (ValueError, RecursionError):
+        data = parse_json(text, _first_long_number(text, path))  # raises with the location
+    if "\\u" in text and _has_lone_surrogate(data):
+        parse_json(text, str(path))  # raises the surrogate error
     if isinstance(data, dict):
         for key in ("data", "rows", "examples", "items", "problems"):
             if isinstance(data.get(key), list):
@@ -78,37 +134,51 @@ def read_json(path: Path) -> Rows:
     return Rows(data, [f"{path}[{i}]" for i in range(len(data))])
 
 
+def _first_long_number(text: str, path: Path) -> str:
+    """``file:line`` of the first run of 4,000+ digits (Python refuses such ints), else the file."""
+    import re
+
+    m = re.search(r"\d{4000,}", text)
+    return f"{path}:{text.count(chr(10), 0, m.start()) + 1}" if m else str(path)
+
+
 def read_csv(path: Path) -> Rows:
     """Read a CSV (or TSV) file with a header row.
 
     Only the delimiter is sniffed (``,``, ``;`` or tab); quoting is standard CSV
     (``"`` with doubling), since sniffed quote characters mangle apostrophes.
     """
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-        if delimiter == ",":
-            try:
-                delimiter = csv.Sniffer().sniff(f.read(4096), delimiters=",;\t").delimiter
-            except csv.Error:
-                pass
-            f.seek(0)
-        reader = csv.DictReader(f, delimiter=delimiter)
-        if not reader.fieldnames:
-            raise DatasetError(f"{path}: empty CSV file (a header row is required)")
-        rows: list[dict[str, Any]] = []
-        locs: list[str] = []
-        while True:
-            start = reader.line_num + 1  # a quoted cell may span lines: cite the first
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as e:
-                raise DatasetError(f"{path}:{start}: malformed CSV ({e})") from e
-            if None in row:
-                raise DatasetError(f"{path}:{start}: row has more fields than the header")
-            rows.append(dict(row))
-            locs.append(f"{path}:{start}")
+    import io
+
+    f = io.StringIO(read_text(path), newline="")
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    if delimiter == ",":
+        try:
+            delimiter = csv.Sniffer().sniff(f.read(4096), delimiters=",;\t").delimiter
+        except csv.Error:
+            pass
+        f.seek(0)
+    reader = csv.DictReader(f, delimiter=delimiter)
+    try:
+        fieldnames = reader.fieldnames
+    except csv.Error as e:
+        raise DatasetError(f"{path}:1: malformed CSV header ({e})") from e
+    if not fieldnames:
+        raise DatasetError(f"{path}: empty CSV file (a header row is required)")
+    rows: list[dict[str, Any]] = []
+    locs: list[str] = []
+    while True:
+        start = reader.line_num + 1  # a quoted cell may span lines: cite the first
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            raise DatasetError(f"{path}:{start}: malformed CSV ({e})") from e
+        if None in row:
+            raise DatasetError(f"{path}:{start}: row has more fields than the header")
+        rows.append(dict(row))
+        locs.append(f"{path}:{start}")
     return Rows(rows, locs)
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assay.core.atomic import atomic_write_text
 from assay.core.types import Message, Reply, ToolSpec, Usage
 from assay.datagen.pipeline import StepOptions, metrics_of
 from assay.engine.runner import Engine, RunSpec
@@ -97,7 +98,7 @@ def _tool_result(store: Store, run_id: str, output_dir: Path, kind: str,
     metrics = metrics_of(store, run_id)
     output_dir.mkdir(parents=True, exist_ok=True)
     result_file = output_dir / f"{kind}_results_{run_id}.json"
-    result_file.write_text(json.dumps({"run_id": run_id, "metrics": metrics}, indent=2,
+    atomic_write_text(result_file, json.dumps({"run_id": run_id, "metrics": metrics}, indent=2,
                                       default=str), encoding="utf-8")
     report = write_reports(store, run_id)["markdown"]
     return json.dumps({"status": "success", "run_id": run_id, "metrics": metrics,

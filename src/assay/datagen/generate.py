@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.benchmarks.base import Benchmark, benchmark
+from assay.core.atomic import atomic_open
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.datagen.problem import ANSWER_KEYS, PROBLEM_KEYS, SOLUTION_KEYS, Problem
 from assay.errors import ConfigError
@@ -642,7 +643,7 @@ def _write(problems: list[Problem], failures: list[dict[str, Any]], out: Path
 
     path = save_problems(problems, out)
     fail_path = path.with_name(f"{path.stem}_failures.jsonl")
-    with open(fail_path, "w", encoding="utf-8") as f:
+    with atomic_open(fail_path) as f:
         for row in failures:
             f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return {"problems": path, "failures": fail_path, "n_problems": len(problems),

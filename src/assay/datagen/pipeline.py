@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.core.atomic import atomic_write_text
 from assay.datagen.problem import Problem, load_problems, save_problems
 from assay.engine.runner import Engine, RunSpec
 from assay.store.sqlite import Store, new_run_id
@@ -170,13 +171,13 @@ def run_pipeline(*, n: int, model: str, judge_models: list[str],
             if solver_models:
                 record["verify_runs"], record["verification"] = verify(
                     store, data, solver_models, step=step)
-        (folder / "pipeline.json").write_text(json.dumps(record, indent=2, default=str),
+        atomic_write_text(folder / "pipeline.json", json.dumps(record, indent=2, default=str),
                                               encoding="utf-8")
         from assay.datagen.report import write_pipeline_report
 
         record["reports"] = {k: str(v) for k, v in
                              write_pipeline_report(store, record, folder).items()}
-        (folder / "pipeline.json").write_text(json.dumps(record, indent=2, default=str),
+        atomic_write_text(folder / "pipeline.json", json.dumps(record, indent=2, default=str),
                                               encoding="utf-8")
         return record
     finally:

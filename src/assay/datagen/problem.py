@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.core.atomic import atomic_open, atomic_write_text
 from assay.data.files import load_rows
 from assay.errors import DatasetError
 
@@ -106,10 +107,10 @@ def save_problems(problems: list[Problem], path: str | Path) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() == ".jsonl":
-        with open(out, "w", encoding="utf-8") as f:
+        with atomic_open(out) as f:
             for p in problems:
                 f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
     else:
-        out.write_text(json.dumps([p.to_dict() for p in problems], ensure_ascii=False, indent=2),
+        atomic_write_text(out, json.dumps([p.to_dict() for p in problems], ensure_ascii=False, indent=2),
                        encoding="utf-8")
     return out

@@ -65,8 +65,11 @@ class CallShared:
     """State shared by every sample of a run: store, limiter, policy, cache switch."""
 
     def __init__(self, store: Any, *, max_connections: int, policy: RetryPolicy,
-                 use_cache: bool, seed: int | None, model_id: str = "") -> None:
+                 use_cache: bool, seed: int | None, model_id: str = "",
+                 max_reply_bytes: int | None = None) -> None:
         self.store = store
+        #: replies with more text than this become the sample's error (any agent, not only HTTP)
+        self.max_reply_bytes = max_reply_bytes
         self.semaphore = asyncio.Semaphore(max_connections)
         self.policy = policy
         self.use_cache = use_cache
@@ -138,6 +141,12 @@ class CallContext:
                 attempt += 1
         self.calls += 1
         self.usage.add(reply.usage)
+        cap = shared.max_reply_bytes
+        content = reply.message.content
+        if cap and content and len(content) > cap // 4 and len(content.encode("utf-8", "replace")) > cap:
+            raise ModelCallError(
+                f"reply too large ({len(content.encode('utf-8', 'replace')):,} bytes; the cap is "
+                f"{cap:,} bytes, raise it with --max-reply-bytes)", transient=False)
         if key is not None and shared.use_cache:
             shared.store.cache_put(key, self.model_id, json.dumps(reply.to_dict()))
             shared.cached_keys.add(key)

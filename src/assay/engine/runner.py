@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -17,12 +18,13 @@ from typing import Any
 
 from assay import __version__
 from assay.benchmarks.base import Benchmark, get_benchmark_class
-from assay.core.redact import redact_url
+from assay.core.checks import check_json_finite, check_number
+from assay.core.redact import redact_url, scrub
 from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import Subject, get_subject
-from assay.store.sqlite import Store
+from assay.store.sqlite import Store, owner_alive
 
 
 @dataclass
@@ -44,11 +46,44 @@ class RunSpec:
     seed: int | None = None
     cache: bool = True
     params: dict[str, Any] = field(default_factory=dict)
+    max_reply_bytes: int = 16 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Refuse settings that would hang, finish empty or send garbage (one-line errors)."""
+        check_number("--max-connections", self.max_connections, minimum=1, maximum=100_000,
+                     integer=True, optional=False)
+        check_number("--epochs", self.epochs, minimum=1, maximum=100_000, integer=True,
+                     optional=False)
+        check_number("--timeout", self.timeout, above=0, optional=False)
+        check_number("--sample-timeout", self.sample_timeout, above=0)
+        check_number("--max-retries", self.max_retries, minimum=0, maximum=1000, integer=True,
+                     optional=False)
+        check_number("retry_initial", self.retry_initial, minimum=0, optional=False)
+        check_number("--limit", self.limit, minimum=1, integer=True)
+        check_number("--seed", self.seed, integer=True)
+        check_number("--max-reply-bytes", self.max_reply_bytes, minimum=1, integer=True,
+                     optional=False)
+        if not isinstance(self.params, dict):
+            raise ConfigError(f"params must be a dict, got {type(self.params).__name__}")
+        check_number("--temperature", self.params.get("temperature"), minimum=0)
+        check_json_finite("--param", self.params)
+        check_number("--param max_tokens", self.params.get("max_tokens"), minimum=1,
+                     integer=True)
+        check_number("--param top_p", self.params.get("top_p"), minimum=0, maximum=1)
+        if self.sample_ids is not None and not all(isinstance(i, str) for i in self.sample_ids):
+            raise ConfigError("--sample-ids must be a list of strings")
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError("--model must name a model, e.g. 'local' or 'openai/<model>'")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, as stored: credentials in ``base_url`` are removed."""
         d = asdict(self)
         d["base_url"] = redact_url(self.base_url)
+        if d["base_url"] != self.base_url:
+            d["base_url_has_secrets"] = True
         return d
 
     @classmethod
@@ -67,8 +102,6 @@ def select_samples(samples: list[Sample], spec: RunSpec) -> list[Sample]:
             raise ConfigError(f"unknown sample id(s): {', '.join(missing[:5])}")
         samples = [by_id[i] for i in spec.sample_ids]
     if spec.limit is not None:
-        if spec.limit < 1:
-            raise ConfigError("--limit must be at least 1")
         samples = samples[: spec.limit]
     return samples
 
@@ -135,11 +168,19 @@ class Engine:
             run_id = record["id"]
             if spec is None:  # a caller may pass the stored spec with a base_url that has
                 spec = RunSpec.from_dict(record["spec"])  # its credentials put back
+            holder = record["stats"].get("owner") or {}
+            if (record["status"] == "running" and owner_alive(holder)
+                    and holder.get("pid") != os.getpid()):
+                raise ConfigError(f"run {run_id} is still running (process {holder.get('pid')}); "
+                                  "stop it before resuming")
         if spec is None:
             raise ValueError("Engine.run needs a RunSpec or a run id to resume")
+        spec.validate()
         self.current_run_id = run_id if resume else None
         bench = benchmark or get_benchmark_class(spec.benchmark)(**spec.benchmark_options)
         samples = select_samples(bench.samples(), spec)
+        if not samples:
+            raise ConfigError("the dataset has no samples to run; check the file and --limit")
         dataset = dict(bench.dataset_info(), selected=len(samples))
         if resume:
             old_hash = record["dataset"].get("content_hash")
@@ -148,7 +189,9 @@ class Engine:
                     f"the dataset changed since run {run_id} started (content hash "
                     f"{old_hash[:12]} != {dataset['content_hash'][:12]}); start a new run"
                 )
-        subj = subject or get_subject(spec.model, base_url=spec.base_url, timeout=spec.timeout)
+        subj = subject or get_subject(spec.model, base_url=spec.base_url, timeout=spec.timeout,
+                                      max_reply_bytes=spec.max_reply_bytes)
+        started = False
         try:
             preflight = getattr(getattr(subj, "model", None), "preflight", None)
             if preflight is not None:
@@ -161,10 +204,37 @@ class Engine:
                 self.current_run_id = run_id
             else:
                 self.store.set_run_status(run_id, "running")
+                if spec.to_dict() != record["spec"]:  # allowed overrides (endpoint, limits)
+                    self.store.update_run(run_id, spec=spec.to_dict(), model=subj.describe())
+            started = True
             await self._execute(run_id, spec, bench, subj, samples)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            if started:
+                self._mark(run_id, "interrupted", None)
+            raise
+        except BaseException as e:
+            if started:
+                self._mark(run_id, "failed", f"{type(e).__name__}: {e}")
+            raise
         finally:
             await subj.aclose()
         return run_id
+
+    def _mark(self, run_id: str, status: str, error: str | None) -> None:
+        """Record how a run stopped; never raises (the original error matters more)."""
+        try:
+            self.store.stop_writer()
+        except BaseException:  # noqa: BLE001 - the run is already failing
+            pass
+        try:
+            stats = self.store.get_run(run_id)["stats"]
+            stats.pop("owner", None)
+            stats.update(self.store.sample_totals(run_id))
+            if error:
+                stats["error"] = scrub(error)[:500]
+            self.store.set_run_status(run_id, status, stats)
+        except BaseException:  # noqa: BLE001 - e.g. the store is locked; list runs shows it
+            pass
 
     async def _execute(self, run_id: str, spec: RunSpec, bench: Benchmark, subj: Any,
                        samples: list[Sample]) -> None:
@@ -184,6 +254,7 @@ class Engine:
             self.store, max_connections=spec.max_connections,
             policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
             use_cache=spec.cache, seed=spec.seed, model_id=subj.model_id,
+            max_reply_bytes=spec.max_reply_bytes,
         )
         queue: asyncio.Queue[tuple[int, Sample, int]] = asyncio.Queue()
         for item in todo:
@@ -252,10 +323,18 @@ class Engine:
 
         with self.store.background_writes(), progress if not self.quiet else nullcontext():
             n_workers = max(1, min(spec.max_connections, len(todo)))
-            await asyncio.gather(*(worker() for _ in range(n_workers)))
+            tasks = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                for t in tasks:  # one failure (e.g. the store) stops every worker
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]
         stats = self.store.sample_totals(run_id)
+        stats.pop("owner", None)
         stats["elapsed_s"] = round(old.get("elapsed_s", 0.0) + elapsed, 3)
         stats["sessions"] = old.get("sessions", 0) + 1
         self.store.set_run_status(run_id, "finished", stats)

@@ -90,6 +90,7 @@ def get_subject(
     api_key: str | None = None,
     timeout: float = 120.0,
     params: dict[str, Any] | None = None,
+    max_reply_bytes: int | None = None,
 ) -> Subject:
     """Build the subject named by ``spec`` (see :func:`parse_model_spec`).
 
@@ -98,9 +99,10 @@ def get_subject(
     """
     provider, name = parse_model_spec(spec)
     if provider == "openai":
-        from assay.models.openai_model import OpenAIModel
+        from assay.models.openai_model import DEFAULT_MAX_REPLY_BYTES, OpenAIModel
 
-        return Subject(OpenAIModel(name, base_url=base_url, api_key=api_key, timeout=timeout))
+        return Subject(OpenAIModel(name, base_url=base_url, api_key=api_key, timeout=timeout,
+                                   max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES))
     if provider == "local":
         from assay.models.local_model import LocalModel
 

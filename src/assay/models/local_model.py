@@ -215,12 +215,13 @@ def _decode_tool_reply(text: str) -> Message:
     """Turn constrained JSON output back into tool calls (or text)."""
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         # Generation stopped at max_tokens mid-JSON: keep the text, it scores as no call.
         return Message("assistant", text)
     if isinstance(data, dict) and isinstance(data.get("tool_calls"), list):
         calls = [
-            ToolCall(str(c.get("name", "")), dict(c.get("arguments") or {}), f"call_{i}")
+            ToolCall(str(c.get("name", "")),
+                     c["arguments"] if isinstance(c.get("arguments"), dict) else {}, f"call_{i}")
             for i, c in enumerate(data["tool_calls"])
             if isinstance(c, dict)
         ]

@@ -20,11 +20,13 @@ import os
 import time
 from typing import Any
 
-from assay.core.redact import redact_url
-from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage
+from assay.core.redact import parse_endpoint, scrub
+from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage, content_text
 from assay.errors import ModelCallError
 
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+#: the default cap on one reply's body (``--max-reply-bytes``)
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 def message_to_openai(m: Message) -> dict[str, Any]:
@@ -69,7 +71,9 @@ def parse_retry_after(headers: Any) -> float | None:
 def parse_completion(data: Any) -> Reply:
     """Decode a chat.completion body into a :class:`Reply` (latency filled by the caller).
 
-    Raises :class:`ModelCallError` (transient) when the body is not a completion.
+    Raises :class:`ModelCallError` when the body is not a completion: transient when
+    ``choices[0].message`` is missing (a flaky server), not transient when it is
+    there but malformed (retrying the same request gives the same reply).
     """
     try:
         choice = data["choices"][0]
@@ -79,24 +83,55 @@ def parse_completion(data: Any) -> Reply:
             f"endpoint returned a body without choices[0].message: {str(data)[:200]}",
             transient=True,
         ) from e
+    if not isinstance(msg, dict):
+        raise ModelCallError(f"choices[0].message is a {type(msg).__name__}, not an object",
+                             transient=False)
     calls = None
     raw_calls = msg.get("tool_calls")
     if raw_calls:
+        if not isinstance(raw_calls, list):
+            raw_calls = [raw_calls]
         calls = []
         for c in raw_calls:
-            fn = c.get("function") or {}
+            fn = (c.get("function") if isinstance(c, dict) else None) or {}
+            if not isinstance(fn, dict):
+                fn = {}
             args_text = fn.get("arguments") or "{}"
             try:
-                args = json.loads(args_text) if isinstance(args_text, str) else dict(args_text)
-            except json.JSONDecodeError:
+                args = json.loads(args_text) if isinstance(args_text, str) else args_text
+            except (json.JSONDecodeError, RecursionError, ValueError):
+                args = None
+            if not isinstance(args, dict):
                 # Keep the model's text: a malformed call is the model's mistake, to be scored.
-                args = {"__unparsed_arguments__": args_text}
-            calls.append(ToolCall(fn.get("name", ""), args, c.get("id")))
-    usage = data.get("usage") or {}
+                args = {"__unparsed_arguments__": args_text if isinstance(args_text, str)
+                        else json.dumps(args_text, default=str)}
+            name = fn.get("name")
+            calls.append(ToolCall(name if isinstance(name, str) else "", args,
+                                  c.get("id") if isinstance(c, dict) else None))
+    usage = data.get("usage") if isinstance(data, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
     return Reply(
-        Message("assistant", msg.get("content"), calls or None),
-        Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+        Message("assistant", content_text(msg.get("content")), calls or None),
+        Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))),
     )
+
+
+def _count(value: Any) -> int:
+    """A token count from a usage field (garbage counts as 0)."""
+    try:
+        n = int(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return n if 0 <= n < 1 << 62 else 0
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """The request body as JSON; NaN and infinity are refused (they are not JSON)."""
+    try:
+        return json.dumps(body, allow_nan=False).encode()
+    except ValueError as e:
+        raise ModelCallError(f"request not sent: {e} (check --temperature and --param)",
+                             transient=False) from e
 
 
 class OpenAIModel:
@@ -118,19 +153,24 @@ class OpenAIModel:
         api_key: str | None = None,
         timeout: float = 120.0,
         max_connections: int = 0,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.model = model
         self.model_id = f"openai/{model}"
         self.base_url = (
             base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        ).rstrip("/")
+        ).strip()
+        self._endpoint = parse_endpoint(self.base_url)
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or ""
         self.timeout = timeout
         self.max_connections = max_connections
+        self.max_reply_bytes = max_reply_bytes
         self._session: Any = None
-        self._url = self.base_url + "/chat/completions"
-        #: the URL as shown in errors, reports and the store: no credentials
-        self.display_url = redact_url(self.base_url) or ""
+        self._url = self._endpoint.url_for("/chat/completions")
+        #: the URL as shown in errors, reports and the store: no credentials, no query values
+        self.display_url = self._endpoint.display
+        #: what must never appear in anything written (error text included)
+        self._secrets = [*self._endpoint.secrets, *([self._api_key] if self._api_key else [])]
 
     def describe(self) -> dict[str, Any]:
         """Identity recorded with the run and used in cache keys (no secrets)."""
@@ -139,20 +179,17 @@ class OpenAIModel:
     async def preflight(self) -> None:
         """Fail fast, with one clear line, when nothing listens at ``base_url``."""
         import asyncio
-        from urllib.parse import urlsplit
 
         from assay.errors import ConfigError
 
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"invalid base URL {self.display_url!r}; expected http(s)://host[:port]/v1")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        ep = self._endpoint
         try:
             _, writer = await asyncio.wait_for(
-                asyncio.open_connection(parts.hostname, port), timeout=min(self.timeout, 15.0)
+                asyncio.open_connection(ep.host, ep.port), timeout=min(self.timeout, 15.0)
             )
-        except (OSError, asyncio.TimeoutError) as e:
-            reason = "timed out" if isinstance(e, asyncio.TimeoutError) else (e.strerror or str(e))
+        except (OSError, asyncio.TimeoutError, OverflowError) as e:
+            reason = ("timed out" if isinstance(e, asyncio.TimeoutError)
+                      else scrub(getattr(e, "strerror", None) or str(e), self._secrets))
             raise ConfigError(
                 f"cannot reach model endpoint {self.display_url} ({reason}); start the server or "
                 "set --base-url / OPENAI_BASE_URL"
@@ -166,7 +203,7 @@ class OpenAIModel:
             headers = {"Content-Type": "application/json"}
             # user:password@ in the URL is sent as basic auth by aiohttp; a bearer
             # header beside it would conflict, so the URL's credentials win.
-            if self._api_key and self.display_url == self.base_url:
+            if self._api_key and not self._endpoint.has_userinfo:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0),
@@ -203,11 +240,11 @@ class OpenAIModel:
         session = self._get_session()
         start = time.perf_counter()
         try:
-            async with session.post(self._url, data=json.dumps(body).encode()) as resp:
-                raw = await resp.read()
+            async with session.post(self._url, data=_encode(body)) as resp:
+                raw = await self._read_capped(resp)
                 status = resp.status
                 if status >= 400:
-                    detail = raw[:300].decode("utf-8", "replace")
+                    detail = scrub(raw[:300].decode("utf-8", "replace"), self._secrets)
                     raise ModelCallError(
                         f"HTTP {status} from {self.display_url}: {detail}",
                         transient=status in _TRANSIENT_STATUS,
@@ -221,22 +258,44 @@ class OpenAIModel:
                 f"request to {self.display_url} timed out after {self.timeout:g}s", transient=True
             ) from e
         except aiohttp.ClientConnectorError as e:
+            reason = scrub(str(e.os_error or e), self._secrets)
             raise ModelCallError(
-                f"cannot connect to {self.display_url} ({e.os_error or e}); is the server running?",
+                f"cannot connect to {self.display_url} ({reason}); is the server running?",
                 transient=True,
             ) from e
         except aiohttp.ClientError as e:
-            raise ModelCallError(f"connection error talking to {self.display_url}: {e}",
+            reason = scrub(str(e), self._secrets)
+            raise ModelCallError(f"connection error talking to {self.display_url}: {reason}",
                                  transient=True) from e
         try:
             data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (ValueError, RecursionError) as e:  # bad JSON, bad UTF-8, huge ints, deep nesting
+            head = scrub(raw[:120].decode("utf-8", "replace"), self._secrets)
             raise ModelCallError(
-                f"endpoint {self.display_url} returned malformed JSON: {raw[:120]!r}", transient=True
+                f"endpoint {self.display_url} returned malformed JSON: {head!r}", transient=True
             ) from e
         reply = parse_completion(data)
         reply.latency_s = time.perf_counter() - start
         return reply
+
+    async def _read_capped(self, resp: Any) -> bytes:
+        """The response body, refused once it passes ``max_reply_bytes``."""
+        cap = self.max_reply_bytes
+        length = resp.content_length
+        if length is not None and length > cap:
+            raise ModelCallError(self._too_big(f"{length:,} bytes"), transient=False)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > cap:
+                raise ModelCallError(self._too_big(f"more than {cap:,} bytes"), transient=False)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_big(self, size: str) -> str:
+        return (f"reply from {self.display_url} is too large ({size}; the cap is "
+                f"{self.max_reply_bytes:,} bytes, raise it with --max-reply-bytes)")
 
     async def aclose(self) -> None:
         """Close the connection pool."""

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.core.types import Message, Reply, ToolSpec, Usage
+from assay.core.types import Message, Reply, ToolSpec, Usage, content_text
 from assay.errors import ModelCallError, ModelSpecError
 
 
@@ -42,6 +42,9 @@ def load_factory(target: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise ModelSpecError(f"cannot import agent module {module_name!r}: {e}") from e
+    except Exception as e:  # a syntax error or a crash at import time in the user's module
+        raise ModelSpecError(f"agent module {module_name!r} failed to import: "
+                             f"{type(e).__name__}: {e}") from e
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -103,8 +106,8 @@ class PythonAgent:
             raise ModelCallError(
                 f"agent raised {type(e).__name__}: {e}", transient=False
             ) from e
-        return Reply(Message("assistant", "" if out is None else str(out)), Usage(),
-                     time.perf_counter() - start)
+        text = "" if out is None else out if isinstance(out, str) else content_text(out)
+        return Reply(Message("assistant", text), Usage(), time.perf_counter() - start)
 
 
 class PythonAgentSubject:

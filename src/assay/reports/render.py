@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.benchmarks.base import get_benchmark_class
+from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
 from assay.store.sqlite import Store
 
@@ -144,7 +145,19 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
-def _env() -> Any:
+def md_escape(value: Any) -> Any:
+    """Text made inert in Markdown: ``&``, ``<`` and ``>`` as entities.
+
+    Markdown viewers render raw HTML, so a ``<script>`` or ``<img onerror>`` from a
+    dataset or a model reply must not reach ``report.md`` as markup.
+    """
+    if not isinstance(value, str):
+        return value
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _env(markdown: bool = False) -> Any:
+    """The template environment: HTML autoescaped; Markdown escaped by ``finalize``."""
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(
@@ -152,6 +165,7 @@ def _env() -> Any:
         autoescape=select_autoescape(["html", "j2.html"]),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=md_escape if markdown else None,
     )
     env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
     return env
@@ -159,7 +173,7 @@ def _env() -> Any:
 
 def write_results_jsonl(results: list[SampleResult], path: Path) -> None:
     """One JSON object per sample result."""
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_open(path) as f:
         for r in results:
             f.write(json.dumps({
                 "sample_id": r.sample_id, "epoch": r.epoch, "input": r.input, "target": r.target,
@@ -175,14 +189,14 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None) -> dic
     ctx = build_context(store, run_id)
     out = out_dir or store.runs_dir / ctx["run"]["id"]
     out.mkdir(parents=True, exist_ok=True)
-    env = _env()
+    env, md_env = _env(), _env(markdown=True)
     paths = {
         "markdown": out / "report.md",
         "html": out / "report.html",
         "results": out / "results.jsonl",
     }
-    paths["markdown"].write_text(env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
-    paths["html"].write_text(env.get_template("report.html").render(**ctx), encoding="utf-8")
+    atomic_write_text(paths["markdown"], md_env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
+    atomic_write_text(paths["html"], env.get_template("report.html").render(**ctx), encoding="utf-8")
     write_results_jsonl(ctx["results"], paths["results"])
     paths.update(ctx["benchmark_class"].write_artifacts(ctx["run"], ctx["results"], out))
     return paths
@@ -195,12 +209,12 @@ def write_sections_report(out_dir: Path, *, title: str, subtitle: str = "",
                           stem: str = "report") -> dict[str, Path]:
     """A report made only of sections (used for reports that span several runs)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = _env()
+    env, md_env = _env(), _env(markdown=True)
     ctx = {"title": title, "subtitle": subtitle, "facts": facts or [],
            "sections": sections or [], "recommendations": recommendations or []}
     paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html"}
-    paths["markdown"].write_text(env.get_template("sections_report.md.j2").render(**ctx),
+    atomic_write_text(paths["markdown"], md_env.get_template("sections_report.md.j2").render(**ctx),
                                  encoding="utf-8")
-    paths["html"].write_text(env.get_template("sections_report.html").render(**ctx),
+    atomic_write_text(paths["html"], env.get_template("sections_report.html").render(**ctx),
                              encoding="utf-8")
     return paths

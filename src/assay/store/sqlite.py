@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.types import SampleResult
-from assay.errors import RunNotFoundError
+from assay.errors import RunNotFoundError, StoreError
 
 SCHEMA_VERSION = 1
 
@@ -75,6 +75,10 @@ _INSERT_SAMPLE = (
 )
 
 
+#: position of the ``error`` column in a sample row (run_id first)
+_ERROR_COL = 10
+
+
 def workspace_dir() -> Path:
     """The workspace folder: ``$ASSAY_HOME`` or ``./assay-runs``."""
     return Path(os.environ.get("ASSAY_HOME") or "assay-runs")
@@ -92,14 +96,111 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+#: run statuses; ``running`` is shown as ``interrupted`` once its process is gone
+STATUSES = ("running", "finished", "interrupted", "failed")
+
+
+def lock_timeout() -> float:
+    """Seconds to keep retrying a write while another process holds the lock.
+
+    ``$ASSAY_LOCK_TIMEOUT`` overrides the default of 300 s.
+    """
+    try:
+        value = float(os.environ.get("ASSAY_LOCK_TIMEOUT") or 300.0)
+    except ValueError:
+        value = 300.0
+    return value if value > 0 else 300.0
+
+
+def _is_locked(e: BaseException) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and (
+        "locked" in str(e) or "busy" in str(e))
+
+
+def retry_locked(fn: Any, path: Path, *, what: str = "write") -> Any:
+    """Call ``fn()``; while the database is locked by another process, retry with backoff.
+
+    SQLite's own busy wait covers short locks; this covers long ones (another
+    process in a long transaction) up to :func:`lock_timeout`, then raises a
+    one-line :class:`StoreError` instead of a traceback.
+    """
+    deadline = time.monotonic() + lock_timeout()
+    wait = 0.05
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as e:
+            if not _is_locked(e):
+                raise StoreError(f"the store {path} cannot be used ({e}); "
+                                 "check the file or set ASSAY_HOME to another folder") from e
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"the store {path} stayed locked by another process for more than "
+                    f"{lock_timeout():g}s while trying to {what}; finish or stop that process, "
+                    "or raise ASSAY_LOCK_TIMEOUT"
+                ) from e
+            time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
+            wait = min(wait * 2, 2.0)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an
-    # OS crash can lose the last commits, never corrupt the file.
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA foreign_keys=ON")
+    db = sqlite3.connect(path, timeout=min(5.0, lock_timeout()), check_same_thread=False)
+
+    def setup() -> None:
+        db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an
+        # OS crash can lose the last commits, never corrupt the file.
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+
+    try:
+        retry_locked(setup, path, what="open it")
+    except BaseException:
+        db.close()
+        raise
     return db
+
+
+def _storable(value: Any) -> Any:
+    """``value`` in a form SQLite accepts: valid UTF-8 text, a 64-bit int, a float or NULL."""
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value if -(1 << 63) <= value < (1 << 63) else str(value)
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return value.encode("utf-8", "replace").decode("utf-8")
+
+
+def owner() -> dict[str, Any]:
+    """The process that owns a running run: host and pid."""
+    import socket
+
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def owner_alive(info: dict[str, Any] | None) -> bool | None:
+    """Whether the process recorded in ``info`` still runs (``None``: cannot tell)."""
+    import socket
+
+    if not info or info.get("host") != socket.gethostname() or not info.get("pid"):
+        return None
+    try:
+        os.kill(int(info["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return None
+    return True
+
+
+def effective_status(status: str, stats: dict[str, Any]) -> str:
+    """``running`` becomes ``interrupted`` when the owning process is known to be gone."""
+    if status == "running" and owner_alive(stats.get("owner")) is False:
+        return "interrupted"
+    return status
 
 
 class _Writer:
@@ -111,6 +212,7 @@ class _Writer:
     """
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self._db = _connect(path)
         self._q: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
         self.error: BaseException | None = None
@@ -118,21 +220,63 @@ class _Writer:
         self._thread.start()
 
     def _loop(self) -> None:
-        q, db = self._q, self._db
+        q = self._q
         while True:
             item = q.get()
             try:
                 if item is None:
                     return
-                kind, args = item
                 if self.error is None:
-                    db.execute(_INSERT_SAMPLE if kind == "s" else _INSERT_CACHE, args)
-                    if kind == "s" or q.empty():
-                        db.commit()
+                    self._write(*item)
             except BaseException as e:  # surfaced to the engine on the next put/flush
                 self.error = e
             finally:
                 q.task_done()
+
+    def _write(self, kind: str, args: tuple[Any, ...]) -> None:
+        """Write one row. A sample row that cannot be written as it is is written as that
+        sample's error instead; only a lock held past the timeout stops the writer."""
+        db, path = self._db, self.path
+        sql = _INSERT_SAMPLE if kind == "s" else _INSERT_CACHE
+
+        def attempt(row: tuple[Any, ...]) -> None:
+            db.execute(sql, row)
+            if kind == "s" or self._q.qsize() == 0:
+                db.commit()
+
+        try:
+            retry_locked(lambda: attempt(args), path, what="save a sample")
+            return
+        except StoreError as e:
+            if isinstance(e.__cause__, sqlite3.OperationalError) and _is_locked(e.__cause__):
+                raise
+            problem: BaseException = e.__cause__ or e
+        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:  # bad value
+            problem = e
+        self._rollback()
+        if kind != "s":
+            return  # a cache row that cannot be stored is simply not cached
+        note = (f"the result could not be stored as it was ({type(problem).__name__}: "
+                f"{str(problem)[:200]}); unreadable parts were replaced")
+        row = [_storable(v) for v in args]
+        row[_ERROR_COL] = row[_ERROR_COL] and f"{row[_ERROR_COL]}; {note}" or note
+        try:
+            retry_locked(lambda: attempt(tuple(row)), path, what="save a sample")
+        except StoreError as e:
+            if isinstance(e.__cause__, sqlite3.OperationalError) and _is_locked(e.__cause__):
+                raise
+            self._rollback()
+            # last resort: ids and the error only
+            bare = [None] * len(row)
+            for i in (0, 1, 2, 3, _ERROR_COL, len(row) - 1):
+                bare[i] = row[i]
+            retry_locked(lambda: attempt(tuple(bare)), path, what="save a sample")
+
+    def _rollback(self) -> None:
+        try:
+            self._db.rollback()
+        except sqlite3.Error:
+            pass
 
     def put(self, kind: str, args: tuple[Any, ...]) -> None:
         if self.error is not None:
@@ -158,12 +302,34 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = _connect(self.path)
         self._writer: _Writer | None = None
-        self._db.executescript(_SCHEMA)
-        self._db.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
-        self._db.commit()
+
+        def init() -> None:
+            if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'samples'"
+                                ).fetchone() is not None:
+                return  # an existing store: opening it needs no write lock
+            self._db.executescript(_SCHEMA)
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            self._db.commit()
+
+        self._write(init, "create its tables")
+
+    def _write(self, fn: Any, what: str) -> Any:
+        """Run a write on the main connection, retrying while another process holds the lock."""
+
+        def attempt() -> Any:
+            try:
+                return fn()
+            except sqlite3.OperationalError:
+                try:
+                    self._db.rollback()
+                except sqlite3.Error:
+                    pass
+                raise
+
+        return retry_locked(attempt, self.path, what=what)
 
     @property
     def runs_dir(self) -> Path:
@@ -214,13 +380,17 @@ class Store:
     ) -> str:
         """Insert a new run in status ``running`` and return its id."""
         run_id = run_id or new_run_id()
-        self._db.execute(
-            "INSERT INTO runs (id, benchmark, status, created_at, spec, model, dataset,"
-            " package_version) VALUES (?,?,?,?,?,?,?,?)",
-            (run_id, benchmark, "running", time.time(), _dumps(spec), _dumps(model),
-             _dumps(dataset), package_version),
-        )
-        self._db.commit()
+
+        def insert() -> None:
+            self._db.execute(
+                "INSERT INTO runs (id, benchmark, status, created_at, spec, model, dataset,"
+                " package_version, stats) VALUES (?,?,?,?,?,?,?,?,?)",
+                (run_id, benchmark, "running", time.time(), _dumps(spec), _dumps(model),
+                 _dumps(dataset), package_version, _dumps({"owner": owner()})),
+            )
+            self._db.commit()
+
+        self._write(insert, "create a run")
         return run_id
 
     def get_run(self, run_id: str) -> dict[str, Any]:
@@ -242,37 +412,75 @@ class Store:
         if len(rows) > 1:
             raise RunNotFoundError(f"run id prefix {run_id!r} is ambiguous; give more characters")
         r = rows[0]
+        stats = json.loads(r[9])
         return {
-            "id": r[0], "benchmark": r[1], "status": r[2], "created_at": r[3],
-            "finished_at": r[4], "spec": json.loads(r[5]), "model": json.loads(r[6]),
-            "dataset": json.loads(r[7]), "package_version": r[8], "stats": json.loads(r[9]),
+            "id": r[0], "benchmark": r[1], "status": effective_status(r[2], stats),
+            "created_at": r[3], "finished_at": r[4], "spec": json.loads(r[5]),
+            "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
+            "stats": stats,
         }
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        """Most recent runs first, with sample counts."""
+        """Most recent runs first, with sample counts.
+
+        A run still marked ``running`` whose process is gone (killed, crashed) is
+        shown as ``interrupted``; ``resumable`` says whether ``--resume`` has
+        anything to do (interrupted, failed, or finished with errors).
+        """
         rows = self._db.execute(
             "SELECT r.id, r.benchmark, r.status, r.created_at, r.model, r.dataset, r.stats,"
-            " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id)"
+            " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
+            " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL)"
             " FROM runs r ORDER BY r.created_at DESC LIMIT ?",
             (limit,),
         ).fetchall()
-        return [
-            {"id": r[0], "benchmark": r[1], "status": r[2], "created_at": r[3],
-             "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": json.loads(r[6]),
-             "samples": r[7]}
-            for r in rows
-        ]
+        out = []
+        for r in rows:
+            stats = json.loads(r[6])
+            status = effective_status(r[2], stats)
+            out.append({
+                "id": r[0], "benchmark": r[1], "status": status, "created_at": r[3],
+                "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": stats,
+                "samples": r[7], "errors": r[8],
+                "resumable": status in ("interrupted", "failed") or bool(r[8]),
+            })
+        return out
+
+    def update_run(self, run_id: str, *, spec: dict[str, Any], model: dict[str, Any]) -> None:
+        """Replace a run's stored spec and model identity (resume with a new endpoint)."""
+
+        def update() -> None:
+            self._db.execute("UPDATE runs SET spec=?, model=? WHERE id=?",
+                             (_dumps(spec), _dumps(model), run_id))
+            self._db.commit()
+
+        self._write(update, f"update run {run_id}")
 
     def set_run_status(self, run_id: str, status: str, stats: dict[str, Any] | None = None) -> None:
-        """Update status (``running``, ``finished``, ``interrupted``) and optionally stats."""
+        """Update status (see :data:`STATUSES`) and optionally stats.
+
+        ``running`` records this process as the run's owner, so a run whose
+        process dies is shown as interrupted.
+        """
+        if status not in STATUSES:
+            raise ValueError(f"unknown run status {status!r}")
         finished = time.time() if status != "running" else None
-        if stats is None:
-            self._db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?",
-                             (status, finished, run_id))
-        else:
-            self._db.execute("UPDATE runs SET status=?, finished_at=?, stats=? WHERE id=?",
-                             (status, finished, _dumps(stats), run_id))
-        self._db.commit()
+
+        def update() -> None:
+            new_stats = stats
+            if status == "running":
+                row = self._db.execute("SELECT stats FROM runs WHERE id=?", (run_id,)).fetchone()
+                new_stats = dict(json.loads(row[0]) if row else {}, **(stats or {}))
+                new_stats["owner"] = owner()
+            if new_stats is None:
+                self._db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?",
+                                 (status, finished, run_id))
+            else:
+                self._db.execute("UPDATE runs SET status=?, finished_at=?, stats=? WHERE id=?",
+                                 (status, finished, _dumps(new_stats), run_id))
+            self._db.commit()
+
+        self._write(update, f"mark run {run_id} {status}")
 
     # -- samples ----------------------------------------------------------------------
     def completed_keys(self, run_id: str, *, include_errors: bool = False) -> set[tuple[str, int]]:
@@ -291,8 +499,12 @@ class Store:
         if self._writer is not None:
             self._writer.put("s", (run_id, *row))
             return
-        self._db.execute(_INSERT_SAMPLE, (run_id, *row))
-        self._db.commit()
+
+        def insert() -> None:
+            self._db.execute(_INSERT_SAMPLE, (run_id, *row))
+            self._db.commit()
+
+        self._write(insert, "save a sample")
 
     def results(self, run_id: str) -> list[SampleResult]:
         """All sample results of a run in dataset order."""

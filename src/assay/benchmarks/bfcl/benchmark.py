@@ -22,6 +22,7 @@ from typing import Any
 
 from assay.benchmarks.base import Benchmark, benchmark
 from assay.benchmarks.bfcl.categories import expand, language_of
+from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
 from assay.errors import ConfigError
 
@@ -47,6 +48,7 @@ class BFCLBenchmark(Benchmark):
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be 'fc' or 'prompt', got {self.mode!r}")
         self.categories = expand(options.get("category") or "simple_python")
+        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
         utd = options.get("underscore_to_dot")
         self._utd_given = utd is not None
         self.underscore_to_dot = (self.mode == "fc") if utd is None else bool(utd)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.benchmarks.bfcl.categories import result_group
+from assay.core.atomic import atomic_open
 from assay.core.types import SampleResult
 
 
@@ -45,7 +46,7 @@ def export_results(results: list[SampleResult], result_dir: Path, model_name: st
         path = model_dir / result_group(cat) / f"BFCL_v4_{cat}_result.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         rs.sort(key=lambda r: official_sort_key(r.sample_id))
-        with open(path, "w", encoding="utf-8") as f:
+        with atomic_open(path) as f:
             for r in rs:
                 f.write(json.dumps({"id": r.sample_id, "result": raw_output(r)},
                                    ensure_ascii=False) + "\n")

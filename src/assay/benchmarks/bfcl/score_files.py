@@ -10,7 +10,6 @@ naming the file and line.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from assay.benchmarks.bfcl.categories import OFFICIAL_SIZES, SUPPORTED, language_of
 from assay.benchmarks.bfcl.data import CategoryData, load_category, locate
+from assay.data.files import parse_json, read_text
 from assay.errors import DatasetError
 
 _NAME = re.compile(r"^BFCL_v4_(?P<cat>.+)_result\.json$")
@@ -99,39 +99,37 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
         lang = language_of(cat)
         seen: set[str] = set()
         report.files.append(str(f))
-        with open(f, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                where = f"{f}:{lineno}"
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DatasetError(f"{where}: invalid JSON ({e.msg})") from e
-                if not isinstance(row, dict) or "id" not in row or "result" not in row:
-                    raise DatasetError(f"{where}: each line needs an object with 'id' and 'result'")
-                eid = row["id"]
-                if eid not in by_id:
-                    other = next((c for c in SUPPORTED if c != cat and isinstance(eid, str)
-                                  and _id_category(eid) == c), None)
-                    hint = f" (it belongs to {other}; wrong file?)" if other else ""
-                    raise DatasetError(f"{where}: unknown id {eid!r} for category {cat}{hint}")
-                if eid in seen:
-                    raise DatasetError(f"{where}: duplicate id {eid!r}")
-                seen.add(eid)
-                raw = row["result"]
-                mode = "prompt" if isinstance(raw, str) else "fc"
-                utd = (mode == "fc") if underscore_to_dot is None else underscore_to_dot
-                official = score_entry(
-                    raw=raw, text=raw if isinstance(raw, str) else "",
-                    functions=by_id[eid]["function"], ground_truth=data.ground_truth.get(eid),
-                    category=cat, language=lang, mode=mode, underscore_to_dot=utd,
-                    tolerant=False,
-                )[0]
-                report.verdicts.append({
-                    "id": eid, "category": cat, "valid": official.value == 1.0,
-                    "error_type": official.metadata["error_type"],
-                })
+        for lineno, line in enumerate(read_text(f).split("\n"), 1):
+            if not line.strip():
+                continue
+            where = f"{f}:{lineno}"
+            row = parse_json(line, where)
+            if not isinstance(row, dict) or "id" not in row or "result" not in row:
+                raise DatasetError(f"{where}: each line needs an object with 'id' and 'result'")
+            eid = row["id"]
+            if not isinstance(eid, str):
+                raise DatasetError(f"{where}: 'id' must be a string, got {type(eid).__name__}")
+            if eid not in by_id:
+                other = next((c for c in SUPPORTED if c != cat and isinstance(eid, str)
+                              and _id_category(eid) == c), None)
+                hint = f" (it belongs to {other}; wrong file?)" if other else ""
+                raise DatasetError(f"{where}: unknown id {eid!r} for category {cat}{hint}")
+            if eid in seen:
+                raise DatasetError(f"{where}: duplicate id {eid!r}")
+            seen.add(eid)
+            raw = row["result"]
+            mode = "prompt" if isinstance(raw, str) else "fc"
+            utd = (mode == "fc") if underscore_to_dot is None else underscore_to_dot
+            official = score_entry(
+                raw=raw, text=raw if isinstance(raw, str) else "",
+                functions=by_id[eid]["function"], ground_truth=data.ground_truth.get(eid),
+                category=cat, language=lang, mode=mode, underscore_to_dot=utd,
+                tolerant=False,
+            )[0]
+            report.verdicts.append({
+                "id": eid, "category": cat, "valid": official.value == 1.0,
+                "error_type": official.metadata["error_type"],
+            })
     return report
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
 
 OFFICIAL_COUNTS = {"validation": {1: 53, 2: 86, 3: 26}, "test": {1: 93, 2: 159, 3: 49}}
@@ -40,7 +41,7 @@ def submission_lines(results: list[SampleResult], include_reasoning: bool = True
 def write_jsonl(lines: list[dict[str, Any]], path: Path) -> Path:
     """Write submission lines as JSONL."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_open(path) as f:
         for line in lines:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
     return path
@@ -72,7 +73,7 @@ def write_submission(run: dict[str, Any], results: list[SampleResult], out_dir: 
     path = write_jsonl(lines, out_dir / "gaia_submission.jsonl")
     scored = split != "test"
     guide = out_dir / "SUBMISSION_GUIDE.md"
-    guide.write_text("\n".join([
+    atomic_write_text(guide, "\n".join([
         "# Submitting to the GAIA leaderboard",
         "",
         f"File: `{path.name}` ({len(lines)} lines), from run `{run['id']}` "

@@ -11,9 +11,10 @@ from typing import Any
 from assay.benchmarks.base import Benchmark, benchmark
 from assay.benchmarks.qa.dataset import build_samples
 from assay.benchmarks.qa.metrics import qa_metrics
+from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.files import load_rows
-from assay.errors import ConfigError
+from assay.errors import ConfigError, DatasetError
 
 DEFAULT_TEMPLATE = (
     "{{ question }}\n\nGive only the final answer, on one line starting with \"Answer:\"."
@@ -39,6 +40,8 @@ class QABenchmark(Benchmark):
             raise ConfigError("qa needs a dataset: --data FILE.jsonl|FILE.csv|<hf-dataset-id>")
         self._samples: list[Sample] | None = None
         self._info: dict[str, Any] = {}
+        check_number("--tolerance", options.get("tolerance"), minimum=0)
+        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
         self.scorer_name: str | None = options.get("scorer")
         if self.scorer_name:
             from assay.benchmarks.qa.scoring import get_scorer
@@ -49,7 +52,8 @@ class QABenchmark(Benchmark):
         """Load and map keys (cached after the first call)."""
         if self._samples is not None:
             return self._samples
-        from jinja2 import Environment, StrictUndefined, TemplateError
+        from jinja2 import StrictUndefined, TemplateError
+        from jinja2.sandbox import SandboxedEnvironment
 
         from assay.benchmarks.qa.scoring import infer_scorer
 
@@ -60,7 +64,10 @@ class QABenchmark(Benchmark):
             choices_key=o.get("choices_key"), id_key=o.get("id_key"),
         )
         has_choices = any("choices" in s.metadata for s in samples)
-        env = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+        # A template comes from the user or a shared file: the sandbox refuses attribute
+        # tricks that reach Python internals ({{ cycler.__init__.__globals__.os ... }}).
+        env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
+                                   keep_trailing_newline=True)
         source = o.get("template") or (DEFAULT_CHOICE_TEMPLATE if has_choices else DEFAULT_TEMPLATE)
         try:
             self._template = env.from_string(source)
@@ -69,6 +76,8 @@ class QABenchmark(Benchmark):
         # Prompts are rendered per sample as it runs (the stored input stays the
         # question); the first one is rendered now so a broken template fails at once.
         self._rows = {s.id: row for s, row in zip(samples, rows.rows, strict=True)}
+        if not samples:
+            raise DatasetError(f"{o['data']}: the dataset has no rows")
         self.render(samples[0])
         if not self.scorer_name:
             # Every sample votes: one non-numeric answer makes the whole set "normalized".
@@ -95,8 +104,11 @@ class QABenchmark(Benchmark):
         try:
             return self._template.render(question=sample.input, choices=choice_text,
                                          row=self._rows.get(sample.id, {}))
-        except TemplateError as e:
+        except TemplateError as e:  # SecurityError is one: the sandbox refused something
             raise ConfigError(f"--template failed on {sample.metadata['source']}: {e}") from e
+        except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as e:
+            raise ConfigError(f"--template failed on {sample.metadata['source']}: "
+                              f"{type(e).__name__}: {e}") from e
 
     def build_messages(self, sample: Sample) -> list[Message]:
         """Optional system prompt, then the rendered question."""

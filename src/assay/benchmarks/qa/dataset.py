@@ -37,7 +37,7 @@ def _choices(value: Any, where: str) -> list[str]:
     if isinstance(value, str):
         try:
             value = json.loads(value)  # CSV cells often hold a JSON list
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             value = [c.strip() for c in value.split("|")] if "|" in value else None
     if isinstance(value, dict):  # {"label": [...], "text": [...]} as in ARC / CommonsenseQA
         value = value["text"] if "text" in value else list(value.values())
