@@ -209,7 +209,7 @@ def test_store_locked_at_startup_is_waited_for_then_a_one_line_error(
                 srv.base_url, "-q")
         p = cli(*args, env={"ASSAY_LOCK_TIMEOUT": "1.5"})
         assert p.returncode == 2, p.stderr
-        assert len(p.stderr.strip().splitlines()) == 1 and "locked" in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and "stayed locked" in p.stderr, p.stderr
         # a lock released while the run waits (past SQLite's own busy timeout) is survived
         release = threading.Timer(4.0, holder.execute, args=("ROLLBACK",))
         release.start()
@@ -314,14 +314,20 @@ def test_kill_9_during_report_never_leaves_a_truncated_file(workspace: Path) -> 
     store.set_run_status(run, "finished", {})
     store.close()
     out = workspace / "runs" / run
+    started = time.monotonic()
+    p = cli("report", run)  # a whole report first, to place the kills across its duration
+    whole = time.monotonic() - started
+    assert p.returncode == 0, p.stderr
     kills = 0
-    for delay in (0.5, 1.0, 1.5, 2.0, 2.5, 3.5, 5.0):
+    for fraction in (0.3, 0.45, 0.55, 0.65, 0.72, 0.8, 0.86, 0.92, 0.97):
         for f in out.glob("*"):
+            f.unlink()
+        for f in out.glob(".*"):
             f.unlink()
         proc = subprocess.Popen([sys.executable, "-m", "assay", "report", run],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            proc.wait(timeout=delay)
+            proc.wait(timeout=whole * fraction)
         except subprocess.TimeoutExpired:
             proc.kill()
             kills += 1
@@ -336,7 +342,6 @@ def test_kill_9_during_report_never_leaves_a_truncated_file(workspace: Path) -> 
         md = out / "report.md"
         if md.exists():
             assert f"s{n - 1}" in md.read_text()
-        assert not [f for f in out.glob(".*.tmp")] or kills  # only a killed writer leaves one
     p = cli("report", run)
     assert p.returncode == 0, p.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == n

@@ -294,20 +294,158 @@ async def test_export_writes_the_verifications_file_beside_the_data(site: Runnin
                                    "completeness": 5}, comment="good")
     await site.post_review(problem_id="g2", reviewer="bob", status="rejected",
                            scores={"correctness": 1})
-    async with await site.get("/api/export") as r:
+    async with site.session.post(site.base + "/api/export", json={}) as r:
+        assert r.status == 200
         data = await r.json()
         path = Path(r.headers["X-Assay-Export-Path"])
+        assert "Content-Disposition" not in r.headers
     assert path == data_file.with_name("aime_generated_x_verifications.json")
     assert json.loads(path.read_text(encoding="utf-8")) == data
     entry = data["g2"]
     assert {"problem_id", "scores", "total_score", "status", "comments", "verified_at",
             "reviewer"} <= set(entry)
     assert [x["reviewer"] for x in entry["reviews"]] == ["alice", "bob"]
-    async with await site.get("/api/export?reviewer=alice") as r:
+    async with site.session.post(site.base + "/api/export",
+                                 json={"reviewer": "alice", "download": True}) as r:
         mine = await r.json()
         assert Path(r.headers["X-Assay-Export-Path"]).name == \
             "aime_generated_x_verifications.alice.json"
+        assert r.headers["Content-Disposition"] == \
+            'attachment; filename="aime_generated_x_verifications.alice.json"'
     assert mine["g2"]["status"] == "approved" and mine["g2"]["total_score"] == 4.5
+    # an empty JSON body is an export of everyone; a bad one is refused
+    async with site.session.post(site.base + "/api/export",
+                                 headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 200 and (await r.json()) == data
+    async with site.session.post(site.base + "/api/export", json={"reviewer": 5}) as r:
+        assert r.status == 400
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.startswith("assay.db")}
+
+
+def _db_rows(workspace: Path) -> tuple[list, list]:
+    with ReviewStore(workspace / "assay.db") as s:
+        reviews = s._query("SELECT * FROM reviews ORDER BY problem_id, reviewer")
+        events = s._query("SELECT * FROM review_events ORDER BY seq")
+    return reviews, events
+
+
+async def test_get_of_export_is_405_and_writes_nothing(site: Running, data_file: Path,
+                                                       workspace: Path) -> None:
+    await site.post_review(problem_id="g2", reviewer="alice", status="approved")
+    before = _files(data_file.parent)
+    # what <img src="http://127.0.0.1:PORT/api/export?reviewer=x"> on any web page does
+    for query in ("", "?reviewer=x", "?download=1", "?reviewer=alice&download=1"):
+        async with await site.get("/api/export" + query,
+                                  headers={"Sec-Fetch-Site": "cross-site",
+                                           "Sec-Fetch-Dest": "image"}) as r:
+            assert r.status == 405, query
+            assert r.headers.get("Allow") == "POST"
+            assert r.headers["Content-Security-Policy"].startswith("default-src 'none'")
+        async with site.session.head(site.base + "/api/export" + query) as r:
+            assert r.status == 405
+    assert _files(data_file.parent) == before
+    assert not list(data_file.parent.glob("*_verifications*"))
+
+
+async def test_cross_origin_writes_are_refused(site: Running, data_file: Path,
+                                               workspace: Path) -> None:
+    before_files, before_db = _files(data_file.parent), _db_rows(workspace)
+    base = site.base
+    port = base.rsplit(":", 1)[1]
+    refused = [
+        # another site, another port on the same host, a sandboxed page: all other origins
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Origin": f"http://127.0.0.1:{int(port) + 1}"}, 403),
+        ({"Origin": "null"}, 403),
+        # a browser that names the request cross-site even without an Origin
+        ({"Sec-Fetch-Site": "cross-site"}, 403),
+        ({"Sec-Fetch-Site": "same-site"}, 403),
+    ]
+    for path in ("/api/export", "/api/review"):
+        body = {"problem_id": "g1", "reviewer": "mallory", "status": "rejected"}
+        for headers, status in refused:
+            async with site.session.post(base + path, json=body, headers=headers) as r:
+                assert r.status == status, (path, headers)
+        # what a cross-site <form method=post> can send: not JSON, refused before the handler
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+            async with site.session.post(base + path, data="reviewer=mallory",
+                                         headers={"Content-Type": ctype}) as r:
+                assert r.status == 415, (path, ctype)
+    assert _files(data_file.parent) == before_files
+    assert _db_rows(workspace) == before_db
+    # the page's own origin may write
+    own = {"Origin": base, "Sec-Fetch-Site": "same-origin"}
+    async with site.session.post(base + "/api/export", json={}, headers=own) as r:
+        assert r.status == 200
+    assert data_file.with_name("aime_generated_x_verifications.json").is_file()
+
+
+async def test_no_get_route_changes_state(site: Running, data_file: Path,
+                                          workspace: Path) -> None:
+    """Audit: every route either ignores GET (405) or only reads."""
+    await site.post_review(problem_id="g2", reviewer="alice", status="approved",
+                           scores={"correctness": 5})
+    before_files, before_db = _files(data_file.parent), _db_rows(workspace)
+    app = site.runner.app
+    routes = {(r.method, r.resource.canonical) for r in app.router.routes()
+              if r.resource is not None}
+    # the writes are exactly these, POST-only; everything else is GET (and HEAD)
+    assert {(m, p) for m, p in routes if m not in ("GET", "HEAD")} == {
+        ("POST", "/api/review"), ("POST", "/api/export")}
+    assert ("GET", "/api/export") not in routes
+    query = ("?reviewer=mallory&problem_id=g1&status=rejected&comment=x&download=1"
+             "&scores=%7B%7D&blind=1&from=2")
+    gets = {p for m, p in routes if m == "GET"}
+    for canonical in sorted({p for _, p in routes} | {"/static/review.js"}):
+        path = canonical.replace("{n}", "1")
+        async with await site.get(path + query, allow_redirects=False) as r:
+            await r.read()
+            if canonical in gets or path.startswith("/static/"):
+                assert r.status < 400 or canonical == "/static", (path, r.status)
+            else:
+                assert r.status == 405, path
+    assert _files(data_file.parent) == before_files
+    assert _db_rows(workspace) == before_db
+
+
+@pytest.mark.parametrize("content, where", [
+    pytest.param(b'{"g1": {"correctness": 2}, "g2": "caf\xff"}', ":1: not valid UTF-8",
+                 id="invalid-utf8"),
+    pytest.param(b"[" * 100_000 + b"]" * 100_000, "nested too deeply", id="nested-100000"),
+    pytest.param(b'{"g1": {"correctness": ' + b"7" * 5000 + b"}}", "cannot read judge scores",
+                 id="int-5000-digits"),
+    pytest.param(b'{"g1":\n {"correctness": }}', ":2: judge scores are not valid JSON",
+                 id="bad-json"),
+])
+def test_bad_judge_scores_file_is_one_line(tmp_path: Path, content: bytes, where: str) -> None:
+    from assay.datagen.review.app import load_judge_scores
+    from assay.errors import DatasetError
+
+    f = tmp_path / "judge.json"
+    f.write_bytes(content)
+    with pytest.raises(DatasetError) as e:
+        load_judge_scores(f)
+    msg = str(e.value)
+    assert msg.startswith(str(f)) and where in msg and "\n" not in msg and len(msg) < 300
+
+
+async def test_port_in_use_is_a_one_line_error(data_file: Path) -> None:
+    import socket
+
+    from assay.errors import ConfigError
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(ConfigError) as e:
+            await serve(data_file, "alice", port=port)
+    assert str(e.value).startswith(f"port {port} on 127.0.0.1 is in use; choose another "
+                                   "with --port")
 
 
 async def test_create_app_with_a_given_store(tmp_path: Path) -> None:

@@ -227,9 +227,14 @@ def review(
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser.")]
     = False,
 ) -> None:
-    """Human review page on 127.0.0.1: scores, status, comments; every submission saved."""
+    """Human review page on 127.0.0.1: scores, status, comments; every submission saved.
+
+    Bad data, a busy ``--port`` and the like are one-line errors (exit 2).
+    """
     if not data.is_file():
         raise ConfigError(f"problems file not found: {data}")
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be 0-65535 (0 picks a free port), got {port}")
     from assay.datagen.review.app import launch
 
     launch(data, reviewer, port=port, open_browser=not no_browser,

@@ -144,7 +144,8 @@ def retry_locked(fn: Any, path: Path, *, what: str = "write") -> Any:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=min(5.0, lock_timeout()), check_same_thread=False)
+    # SQLite's own busy wait covers short locks; retry_locked covers long ones
+    db = sqlite3.connect(path, timeout=min(1.0, lock_timeout()), check_same_thread=False)
 
     def setup() -> None:
         db.execute("PRAGMA journal_mode=WAL")

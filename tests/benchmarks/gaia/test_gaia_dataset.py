@@ -444,3 +444,164 @@ def test_level_argument_is_checked(tmp_path: Path) -> None:
     assert len(ds.get_by_level("2")) == 4
     with pytest.raises(DatasetError, match="GAIA level must be"):
         ds.get_by_level("two")
+
+
+# ---------------------------------------------------------------------------------------------
+# Attachments must stay inside the dataset folder
+
+SECRET = "TOP-SECRET-do-not-inline"
+
+
+def _secret(tmp_path: Path) -> Path:
+    """A text file outside any dataset folder (what an attacker wants inlined)."""
+    out = tmp_path / "x" / "secret.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(SECRET + "\n", encoding="utf-8")
+    return out
+
+
+def _one_task(**kw) -> list[dict]:
+    t = default_tasks()[0]  # the .txt task
+    t.update(kw)
+    return [t]
+
+
+def _assert_refused(e: pytest.ExceptionInfo, tid: str, field: str) -> None:
+    msg = str(e.value)
+    assert "\n" not in msg and tid in msg and field in msg
+    assert "outside the dataset folder" in msg and SECRET not in msg
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_file_name_climbing_out_with_dotdot_is_refused(tmp_path: Path, check: bool) -> None:
+    _secret(tmp_path)
+    root = tmp_path / "gaia"
+    # root/2023/validation/../../../x/secret.txt == tmp_path/x/secret.txt
+    tasks = _one_task(file_name="../../../x/secret.txt", _attachment=None)
+    write_gaia_fixture(root, "jsonl", tasks=tasks)
+    assert (root / "2023" / "validation" / tasks[0]["file_name"]).resolve().is_file()
+    with pytest.raises(DatasetError) as e:
+        _load(root, max_attachment_check=check)
+    _assert_refused(e, tasks[0]["task_id"], "file_name")
+    assert "metadata.jsonl:1" in str(e.value)
+
+
+def test_absolute_file_name_is_refused(tmp_path: Path) -> None:
+    secret = _secret(tmp_path)
+    tasks = _one_task(file_name=str(secret), _attachment=None)
+    root = write_gaia_fixture(tmp_path / "gaia", "jsonl", tasks=tasks)
+    with pytest.raises(DatasetError) as e:
+        _load(root)
+    _assert_refused(e, tasks[0]["task_id"], "file_name")
+
+
+@pytest.mark.parametrize("file_path", ["/etc/hostname", "ABS_SECRET", "../x/secret.txt",
+                                       "2023/validation/../../../x/secret.txt"])
+def test_parquet_file_path_outside_is_refused(tmp_path: Path, file_path: str) -> None:
+    secret = _secret(tmp_path)
+    if file_path == "ABS_SECRET":
+        file_path = str(secret)
+    # a real attachment beside the metadata must not make the bad file_path acceptable
+    tasks = _one_task(file_path=file_path)
+    root = write_gaia_fixture(tmp_path / "gaia", "parquet", tasks=tasks)
+    with pytest.raises(DatasetError) as e:
+        _load(root)
+    _assert_refused(e, tasks[0]["task_id"], "file_path")
+    assert "metadata.parquet[row 0]" in str(e.value)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_symlink_inside_the_folder_pointing_outside_is_refused(tmp_path: Path,
+                                                               layout: str) -> None:
+    secret = _secret(tmp_path)
+    tasks = _one_task(_attachment=None)
+    root = write_gaia_fixture(tmp_path / "gaia", layout, tasks=tasks)
+    link = root / "2023" / "validation" / tasks[0]["file_name"]
+    link.symlink_to(secret)
+    with pytest.raises(DatasetError) as e:
+        _load(root)
+    field = "file_name" if layout == "jsonl" else "file_path"
+    _assert_refused(e, tasks[0]["task_id"], field)
+
+
+def test_symlinked_data_dir_and_links_within_it_still_work(tmp_path: Path) -> None:
+    root = write_gaia_fixture(tmp_path / "real", "jsonl")
+    alias = tmp_path / "alias"
+    alias.symlink_to(root, target_is_directory=True)
+    ds = _load(alias)
+    assert sum(t.file_path is not None for t in ds.tasks) == 9
+    # a link that stays inside the folder is fine
+    tasks = _one_task(file_name="link.txt", _attachment=None)
+    root2 = write_gaia_fixture(tmp_path / "g2", "jsonl", tasks=tasks)
+    store = root2 / "blobs" / "log.txt"
+    store.parent.mkdir()
+    store.write_text("17 errors\n", encoding="utf-8")
+    (root2 / "2023" / "validation" / "link.txt").symlink_to(store)
+    assert _load(root2).tasks[0].file_path.read_text() == "17 errors\n"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_attachment_in_a_subfolder_is_read(tmp_path: Path, layout: str) -> None:
+    tasks = default_tasks()[:3]
+    tasks[0]["file_name"] = "files/nested/" + tasks[0]["file_name"]
+    (tmp_path / "gaia" / "2023" / "validation" / "files" / "nested").mkdir(parents=True)
+    root = write_gaia_fixture(tmp_path / "gaia", layout, tasks=tasks)
+    t = _load(root).tasks[0]
+    expected = root / "2023" / "validation" / tasks[0]["file_name"]
+    assert t.file_path == expected and t.file_path.read_bytes() == tasks[0]["_attachment"]
+    # and inside the folder a tidy ../ is fine too
+    tasks2 = default_tasks()[:1]
+    (tmp_path / "g2" / "2023" / "validation" / "sub").mkdir(parents=True)
+    root2 = write_gaia_fixture(tmp_path / "g2", "jsonl", tasks=tasks2)
+    rows = [json.loads(x) for x in (root2 / "2023" / "validation" / "metadata.jsonl")
+            .read_text().splitlines()]
+    rows[0]["file_name"] = "sub/../" + rows[0]["file_name"]
+    _write_jsonl(root2, rows)
+    assert _load(root2).tasks[0].file_path.read_bytes() == tasks2[0]["_attachment"]
+
+
+async def test_hub_snapshot_with_attachment_outside_is_refused(tmp_path: Path, online,
+                                                               workspace: Path) -> None:
+    _secret(tmp_path)
+    tasks = default_tasks()
+    # relative to the snapshot root, this climbs out of $ASSAY_HOME/data/gaia
+    tasks[0]["file_path"] = "../" * 6 + "x/secret.txt"  # snapshots/<sha> -> tmp_path
+    tasks[2]["file_path"] = "/etc/hostname"
+    repo = write_gaia_fixture(tmp_path / "repo", "parquet", tasks=tasks)
+    async with FakeHub(repo) as hub:
+        online(hub.url)
+        ds = GAIADataset()
+        with pytest.raises(DatasetError) as e:
+            await asyncio.to_thread(ds.load)
+    _assert_refused(e, tasks[0]["task_id"], "file_path")
+    assert ds.root is not None and ds.root.is_relative_to(workspace / "data" / "gaia")
+
+
+# ---------------------------------------------------------------------------------------------
+# Metadata that cannot be decoded or parsed (read by assay.data.files.read_jsonl)
+
+
+def _raw_metadata(root: Path, lines: list[bytes]) -> Path:
+    d = root / "2023" / "validation"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "metadata.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    return d / "metadata.jsonl"
+
+
+def _good_line(tid: str = "t-1") -> bytes:
+    return json.dumps(_row(task_id=tid)).encode()
+
+
+@pytest.mark.parametrize("bad", [
+    pytest.param(b'{"task_id": "t-2", "Question": "caf\xff", "Level": 1, "Final answer": "4"}',
+                 id="invalid-utf8"),
+    pytest.param(b"[" * 100_000 + b"]" * 100_000, id="nested-100000"),
+    pytest.param(b'{"task_id": "t-2", "Question": "q", "Level": ' + b"7" * 5000
+                 + b', "Final answer": "4"}', id="int-5000-digits"),
+])
+def test_undecodable_metadata_line_is_one_line_error(tmp_path: Path, bad: bytes) -> None:
+    meta = _raw_metadata(tmp_path, [_good_line(), bad, _good_line("t-3")])
+    with pytest.raises(DatasetError) as e:
+        _load(tmp_path)
+    msg = str(e.value)
+    assert msg.startswith(f"{meta}:2:") and "\n" not in msg

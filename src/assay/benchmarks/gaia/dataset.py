@@ -14,6 +14,10 @@ so that needs ``HF_TOKEN`` and accepted conditions on the dataset page.
 
 Every task's ``Level`` is cast to int, every attachment is resolved and checked,
 and a bad row is a one-line :class:`~assay.errors.DatasetError` naming ``file:line``.
+An attachment must lie inside the dataset folder (``--data-dir``, or the download
+cache): a ``file_name`` or ``file_path`` that is absolute, climbs out with ``../`` or
+is a symlink to a file elsewhere is refused, since text attachments are put into
+the prompt and so into the stored results.
 """
 
 from __future__ import annotations
@@ -236,35 +240,78 @@ def _repo_root(metadata_file: Path) -> Path:
 
 
 def _resolve_attachment(row: dict[str, Any], file_name: str, metadata_file: Path,
-                        layout: str) -> tuple[list[Path], str]:
-    """Candidate paths of a row's attachment, best first, and its ``file_path`` value."""
+                        layout: str) -> tuple[list[tuple[str, Path]], str]:
+    """Candidate paths of a row's attachment, best first, each with the field it comes from.
+
+    Returns ``[(field, path), ...]`` (``field`` is ``"file_name"`` or ``"file_path"``)
+    and the row's ``file_path`` value.
+    """
     base = metadata_file.parent
     fp = row.get("file_path") or ""
     fp = fp if isinstance(fp, str) else ""
-    cands: list[Path] = []
+    cands: list[tuple[str, Path]] = []
     if fp:
         p = Path(fp)
-        if p.is_absolute():
-            cands.append(p)
-        else:
-            cands.append(_repo_root(metadata_file) / p)
+        cands.append(("file_path", p if p.is_absolute() else _repo_root(metadata_file) / p))
     if file_name:
         if layout == "jsonl":
-            cands.insert(0, base / file_name)
+            cands.insert(0, ("file_name", base / file_name))
         else:
-            cands.append(base / file_name)
+            cands.append(("file_name", base / file_name))
     if fp:
-        cands.append(base / Path(fp).name)
-    seen: list[Path] = []
+        cands.append(("file_path", base / Path(fp).name))
+    seen: list[tuple[str, Path]] = []
     for c in cands:
-        if c not in seen:
+        if c[1] not in [s[1] for s in seen]:
             seen.append(c)
     return seen, fp
 
 
+def _within(path: Path, folder: Path, real_root: Path) -> bool:
+    """Whether ``path`` lies in ``folder`` as written and in ``real_root`` once resolved.
+
+    The first test catches ``../`` and absolute paths; the second, with every
+    symlink followed (:meth:`Path.resolve`), catches links that point elsewhere.
+    """
+    try:
+        lexical = Path(os.path.normpath(os.path.abspath(path)))
+        if not lexical.is_relative_to(Path(os.path.abspath(folder))):
+            return False
+        return path.resolve().is_relative_to(real_root.resolve())
+    except (OSError, ValueError, RuntimeError):  # NUL in the name, a symlink loop, ...
+        return False
+
+
+def _check_inside(cands: list[tuple[str, Path]], row: dict[str, Any], loc: str, tid: str,
+                  folder: Path, real_root: Path) -> None:
+    """Refuse a row whose attachment, by any field, would be read from outside the data."""
+    for name, path in cands:
+        if not _within(path, folder, real_root):
+            raise DatasetError(
+                f"{loc}: task {tid}: attachment {name} {row.get(name)!r} points outside the "
+                f"dataset folder {folder}; refusing to read it (fix the metadata or --data-dir)")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def read_tasks(metadata_file: Path, layout: str, *, check_attachments: bool = True,
-               config_level_filter: int | None = None) -> list[GAIATask]:
-    """Parse every row of a metadata file into :class:`GAIATask` (see the module docstring)."""
+               config_level_filter: int | None = None, data_root: Path | None = None,
+               real_root: Path | None = None) -> list[GAIATask]:
+    """Parse every row of a metadata file into :class:`GAIATask` (see the module docstring).
+
+    Attachments must lie inside ``data_root`` (default: the repository folder the
+    metadata belongs to), and, with symlinks followed, inside ``real_root``
+    (default ``data_root``; a Hub snapshot's files link into its cache folder). An
+    attachment outside is a :class:`DatasetError` naming the task and the field,
+    whether or not attachments are checked for existence.
+    """
+    folder = Path(data_root) if data_root is not None else _repo_root(metadata_file)
+    real = Path(real_root) if real_root is not None else folder
     rows, locs = _read_rows(metadata_file, layout)
     tasks: list[GAIATask] = []
     seen: dict[str, str] = {}
@@ -288,10 +335,11 @@ def read_tasks(metadata_file: Path, layout: str, *, check_attachments: bool = Tr
         file_path: Path | None = None
         if file_name or row.get("file_path"):
             cands, _ = _resolve_attachment(row, file_name, metadata_file, layout)
-            file_path = next((c for c in cands if c.is_file()), None)
+            _check_inside(cands, row, loc, tid, folder, real)
+            file_path = next((c for _, c in cands if _is_file(c)), None)
             if file_path is None and check_attachments:
-                raise DatasetError(f"{tid}: attachment {cands[0]} is missing; re-download GAIA "
-                                   "or fix --data-dir")
+                raise DatasetError(f"{tid}: attachment {cands[0][1]} is missing; re-download "
+                                   "GAIA or fix --data-dir")
             if not file_name and file_path is not None:
                 file_name = file_path.name
         md = _metadata(row.get("Annotator Metadata"))
@@ -437,12 +485,15 @@ class GAIADataset:
         """Read the tasks (downloading first when no local folder is given)."""
         if self.local_data_dir is None:
             self.root = download(self.dataset_name, self.token)
+            real_root = cache_root()  # the snapshot's files are links into the cache's blobs
         else:
             self.root = Path(self.local_data_dir).expanduser()
+            real_root = self.root
         self.metadata_file, self.layout = locate_metadata(self.root, self.split, self.config)
         tasks = read_tasks(self.metadata_file, self.layout,
                            check_attachments=self.max_attachment_check,
-                           config_level_filter=config_level(self.config))
+                           config_level_filter=config_level(self.config),
+                           data_root=self.root, real_root=real_root)
         if self.level is not None:
             tasks = [t for t in tasks if t.level == self.level]
         self.tasks = tasks

@@ -10,13 +10,16 @@ to an item, reloading or restarting the server shows the saved state.
 
 No external assets: the page loads only its own CSS and JS from ``/static``,
 under a Content-Security-Policy that allows nothing else. Requests whose Host is
-not a loopback name are refused (DNS rebinding), and writes must be JSON from
-the page's own origin.
+not a loopback name are refused (DNS rebinding). Every route that changes state
+(saving a review, writing the export file) is POST-only and takes JSON from the
+page's own origin, so a cross-site ``<img>``, link or form cannot trigger it; a
+GET of such a route is answered 405 and changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import json
 import re
@@ -45,7 +48,7 @@ from assay.datagen.review.store import (
     dataset_id,
     normalize_reviewer,
 )
-from assay.errors import DatasetError
+from assay.errors import ConfigError, DatasetError
 from assay.store.sqlite import workspace_dir
 
 HERE = Path(__file__).resolve().parent
@@ -183,10 +186,7 @@ def load_judge_scores(source: str | Path | Mapping[str, Any] | Sequence[Any] | N
         return {}
     data: Any = source
     if isinstance(source, str | Path):
-        try:
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise DatasetError(f"{source}: cannot read judge scores ({e})") from e
+        data = _read_json_file(Path(source), "judge scores")
     if isinstance(data, Mapping):
         for key in ("results", "items", "details"):
             if isinstance(data.get(key), list):
@@ -209,6 +209,28 @@ def load_judge_scores(source: str | Path | Mapping[str, Any] | Sequence[Any] | N
         if clean:
             out[pid] = clean
     return out
+
+
+def _read_json_file(path: Path, what: str) -> Any:
+    """One JSON document from ``path``; every way it can be bad is a one-line DatasetError."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read {what} ({e.strerror or type(e).__name__})"
+                           ) from e
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise _utf8_error(path, e) from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}:{e.lineno}: {what} are not valid JSON ({e.msg} at column "
+                           f"{e.colno})") from e
+    except RecursionError as e:
+        raise DatasetError(f"{path}: {what} are nested too deeply to read") from e
+    except ValueError as e:  # e.g. an integer longer than Python's digit limit
+        raise DatasetError(f"{path}: cannot read {what} ({str(e).splitlines()[0]})") from e
 
 
 # -- the app ----------------------------------------------------------------------------------
@@ -281,7 +303,7 @@ def create_app(problems: Sequence[Problem], dataset_id: str,
     r.add_get("/api/reviews", _api_reviews)
     r.add_get("/api/history", _api_history)
     r.add_get("/api/progress", _api_progress)
-    r.add_get("/api/export", _api_export)
+    r.add_post("/api/export", _api_export)  # writes a file: POST-only, like every write
     r.add_get("/favicon.ico", _no_icon)
     r.add_static("/static", STATIC, append_version=False)
     return app
@@ -305,16 +327,33 @@ def _host_ok(host: str) -> bool:
         return False  # any other name, such as 127.attacker.example
 
 
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that never change state; every other request must pass :func:`_write_ok`."""
+
+
+def _write_ok(request: web.Request) -> None:
+    """Refuse a state-changing request unless it is JSON sent by the page's own origin.
+
+    A browser names the sending page in ``Origin`` (and ``Sec-Fetch-Site``) on every
+    POST; a request without them comes from a non-browser client on this machine.
+    JSON bodies cannot be sent cross-origin without a CORS preflight, which this
+    server never grants.
+    """
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise web.HTTPForbidden(text="cross-origin write refused")
+    if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        raise web.HTTPForbidden(text="cross-origin write refused")
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
+
+
 @web.middleware
 async def _guard(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
     if not _host_ok(request.host):
         raise web.HTTPForbidden(text="the review page answers on loopback names only")
-    if request.method == "POST":
-        origin = request.headers.get("Origin")
-        if origin and origin != f"{request.scheme}://{request.host}":
-            raise web.HTTPForbidden(text="cross-origin write refused")
-        if request.content_type != "application/json":
-            raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
+    if request.method not in SAFE_METHODS:
+        _write_ok(request)
     try:
         response = await handler(request)
     except web.HTTPException as e:
@@ -452,7 +491,6 @@ def _item_context(store: ReviewStore, st: _State, n: int, reviewer: str, flt: st
         "prev_url": config["prev_url"], "next_url": config["next_url"],
         "in_filter": n in match, "saved_iso": review.to_dict()["updated_at_iso"]
         if review else None,
-        "export_url": "/api/export?download=1",
         "static_version": st.static_version,
     }
 
@@ -480,12 +518,9 @@ async def _item(request: web.Request) -> web.StreamResponse:
 # -- JSON API ---------------------------------------------------------------------------------
 async def _api_post_review(request: web.Request) -> web.Response:
     st = _state(request)
-    try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError):
-        return _json_error(400, "the body is not valid JSON")
-    if not isinstance(body, dict):
-        return _json_error(400, "send a JSON object")
+    body = await _json_body(request)
+    if isinstance(body, web.Response):
+        return body
     pid = str(body.get("problem_id") or "")
     if pid not in st.by_id:
         return _json_error(404, f"no problem {pid!r} in this dataset")
@@ -543,17 +578,40 @@ async def _api_progress(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "reviewer": mine, "project": project})
 
 
+async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
+    """The request's JSON object (an empty body counts as ``{}``), or a 400 response."""
+    if not request.can_read_body:
+        return {}
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError, RecursionError):  # ValueError: JSON, huge ints
+        return _json_error(400, "the body is not valid JSON")
+    if not isinstance(body, dict):
+        return _json_error(400, "send a JSON object")
+    return body
+
+
 async def _api_export(request: web.Request) -> web.Response:
-    """Write the verifications file and return it (``?reviewer=`` for one reviewer's)."""
+    """``POST /api/export``: write the verifications file and return it.
+
+    The JSON body may hold ``reviewer`` (one reviewer's file) and ``download``
+    (ask for a ``Content-Disposition: attachment``).
+    """
     st = _state(request)
-    reviewer = request.query.get("reviewer") or None
+    body = await _json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    raw = body.get("reviewer")
+    if raw is not None and not isinstance(raw, str):
+        return _json_error(400, "reviewer must be a string")
+    reviewer = raw or None
     path = st.export_path
     if reviewer:
         path = path.with_name(f"{path.stem}.{_slug(reviewer)}{path.suffix}")
     data = await asyncio.to_thread(_store(request).export_verifications, st.dataset_id,
                                    st.problems, path, reviewer=reviewer)
     headers = {"X-Assay-Export-Path": str(path)}
-    if request.query.get("download") in ("1", "true"):
+    if body.get("download") in (True, 1, "1", "true"):
         headers["Content-Disposition"] = f'attachment; filename="{path.name}"'
     return web.json_response(data, headers=headers, dumps=lambda o: json.dumps(
         o, ensure_ascii=False, indent=2))
@@ -564,6 +622,22 @@ def _slug(name: str) -> str:
 
 
 # -- serving ----------------------------------------------------------------------------------
+def _utf8_error(path: Path, error: UnicodeDecodeError) -> DatasetError:
+    """A one-line error naming ``file:line`` of the first line that is not valid UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return DatasetError(f"{path}: not valid UTF-8 ({error.reason}); save it as UTF-8")
+    for lineno, line in enumerate(data.split(b"\n"), 1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return DatasetError(f"{path}:{lineno}: not valid UTF-8 (byte "
+                                f"0x{line[e.start]:02x} at column {e.start + 1}); save the "
+                                "file as UTF-8")
+    return DatasetError(f"{path}: not valid UTF-8 ({error.reason}); save it as UTF-8")
+
+
 def _check_loopback(host: str) -> None:
     if not _host_ok(host):
         raise ValueError(f"the review page binds to loopback only (127.0.0.1), not {host!r}")
@@ -584,7 +658,10 @@ async def serve(data_path: str | Path, reviewer: str | None, host: str = "127.0.
     _check_loopback(host)
     if reviewer is not None:
         reviewer = normalize_reviewer(reviewer)
-    problems = load_problems(data_path)
+    try:
+        problems = load_problems(data_path)
+    except UnicodeDecodeError as e:  # a reader that lets it through: still one line, file:line
+        raise _utf8_error(Path(data_path), e) from e
     did = dataset_id(problems)
     app = create_app(problems, did, load_judge_scores(judge_scores), store,
                      reviewer=reviewer,
@@ -595,6 +672,13 @@ async def serve(data_path: str | Path, reviewer: str | None, host: str = "127.0.
     site = web.TCPSite(runner, host, port)
     try:
         await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        if e.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {host} is in use; choose another with --port "
+                              "(0 picks a free one)") from e
+        raise ConfigError(f"cannot listen on {host} port {port}: "
+                          f"{e.strerror or type(e).__name__}; choose another with --port") from e
     except BaseException:
         await runner.cleanup()
         raise

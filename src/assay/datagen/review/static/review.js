@@ -1,4 +1,5 @@
-// assay review page: keyboard-first scoring, saved through POST /api/review.
+// assay review page: keyboard-first scoring, saved through POST /api/review;
+// export through POST /api/export (nothing that writes answers a GET).
 // Our own code only; no external scripts. Every submission is committed on the
 // server before this page says "saved".
 "use strict";
@@ -162,6 +163,39 @@
     if ((await submit()) && cfg.next_url) window.location.href = cfg.next_url;
   }
 
+  // Export is a POST (it writes a file): the JSON comes back and is offered as a download.
+  async function exportJson() {
+    const exportStatus = document.getElementById("export-status");
+    exportStatus.textContent = "exporting…";
+    try {
+      const r = await fetch("/api/export", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ download: true }),
+        credentials: "same-origin",
+      });
+      const text = await r.text();
+      if (!r.ok) {
+        let msg = `HTTP ${r.status}`;
+        try { msg = JSON.parse(text).error || msg; } catch (_) { /* not JSON */ }
+        throw new Error(msg);
+      }
+      const path = r.headers.get("X-Assay-Export-Path") || "";
+      const name = path.split(/[\\/]/).pop() || "verifications.json";
+      const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      exportStatus.textContent = `exported to ${path}`;
+    } catch (err) {
+      exportStatus.textContent = `export failed: ${err.message}`;
+    }
+  }
+
   function toggleHelp(show) {
     const open = show === undefined ? help.hidden : show;
     help.hidden = !open;
@@ -191,6 +225,7 @@
     go(`${cfg.filter_base}&status=${encodeURIComponent(filter.value)}`);
   });
   helpToggle.addEventListener("click", () => toggleHelp());
+  document.getElementById("export").addEventListener("click", exportJson);
   window.addEventListener("beforeunload", (e) => {
     if (isDirty()) { e.preventDefault(); e.returnValue = ""; }
   });
