@@ -32,6 +32,7 @@ from typing import Any
 
 from assay.benchmarks.base import Benchmark, benchmark
 from assay.core.atomic import atomic_open
+from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.datagen.problem import ANSWER_KEYS, PROBLEM_KEYS, SOLUTION_KEYS, Problem
 from assay.errors import ConfigError
@@ -338,6 +339,7 @@ class GenerateBenchmark(Benchmark):
         self.seed = _int_option(options, "seed", 0, -(2**63))
         self.max_attempts = _int_option(options, "max_attempts", 3, 1)
         self.topics = _topics(options.get("topics"))
+        check_number("--delay", options.get("delay"), minimum=0)
         try:
             delay = float(options.get("delay") or 0.0)
         except (TypeError, ValueError) as e:

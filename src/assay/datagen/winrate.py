@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from assay.benchmarks.base import Benchmark, benchmark
+from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.datagen.judge import (
     BOOTSTRAP_RESAMPLES,
@@ -233,6 +234,8 @@ class WinRateBenchmark(Benchmark):
         if not options.get("reference"):
             raise ConfigError("datagen_winrate needs real problems to compare with: "
                               "reference=FILE")
+        check_number("--seed", options.get("seed"), integer=True)
+        check_number("--n-comparisons", options.get("n_comparisons"), minimum=1, integer=True)
         self.seed = int(options.get("seed") or 0)
         self._samples: list[Sample] | None = None
         self._pairs: dict[str, tuple[Problem, Problem]] = {}

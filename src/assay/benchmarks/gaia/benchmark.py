@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.benchmarks.base import Benchmark, benchmark
+from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 
@@ -69,7 +70,9 @@ class GAIABenchmark(Benchmark):
         if self.split not in ("validation", "test"):
             raise ConfigError(f"--split must be validation or test, got {self.split!r}")
         level = options.get("level")
-        if level is not None and int(level) not in (1, 2, 3):
+        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
+        check_number("--inline-limit", options.get("inline_limit"), minimum=0, integer=True)
+        if level is not None and (isinstance(level, bool) or level not in (1, 2, 3, "1", "2", "3")):
             raise ConfigError(f"--level must be 1, 2 or 3, got {level!r}")
         self.level = int(level) if level is not None else None
         from assay.benchmarks.gaia.scoring import get_scorer
@@ -117,7 +120,8 @@ class GAIABenchmark(Benchmark):
         question = sample.input if isinstance(sample.input, str) else ""
         path = self._paths.get(sample.id)
         if path is not None:
-            limit = int(self.options.get("inline_limit") or DEFAULT_INLINE_LIMIT)
+            given = self.options.get("inline_limit")
+            limit = DEFAULT_INLINE_LIMIT if given is None else int(given)  # 0: inline nothing
             question += attachment_text(path, limit)
         return [Message("system", system), Message("user", question)]
 
