@@ -156,6 +156,12 @@ def test_sigterm_marks_interrupted_and_resume_from_elsewhere_with_new_endpoint(
         wait_for(lambda: srv.stats["requests"] >= 3, "the third (held) request")
         wait_for(lambda: (workspace / "assay.db").exists() and len(db_rows(
             workspace, "SELECT 1 FROM samples")) == 2, "two committed samples")
+        # a second process may not resume a run whose process is still working on it
+        (live_id,) = db_rows(workspace, "SELECT id FROM runs")[0]
+        busy = cli("run", "qa", "--resume", live_id, "--base-url", srv.base_url, "-q")
+        assert busy.returncode == 2 and "still running" in busy.stderr, busy.stderr
+        listing = cli("list", "runs").stdout
+        assert "running" in listing and "yes" not in listing, listing
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, (out, err)
