@@ -1,7 +1,19 @@
-"""Shared fixtures: an isolated workspace per test and the fake OpenAI-compatible server."""
+"""Shared fixtures: an isolated workspace per test and the fake OpenAI-compatible server.
+
+Also the suite's rule on skips: a skipped test hides a check, so on a properly installed
+machine (``scripts/test`` installs everything) a skip is reported as a **failure**. The one
+skip allowed is the browser tests' when no system chromium is installed (its reason names
+``apt-get install chromium``). Set ``ASSAY_ALLOW_SKIPS=1`` to let skips stay skips on
+purpose (e.g. a machine without the official BFCL checker); CI never sets it.
+
+``@pytest.mark.full_bfcl`` tests need the full ``pip install bfcl-eval`` (6 GB, never in
+CI): they are deselected unless ``ASSAY_FULL_BFCL=1``, and ``@pytest.mark.light_bfcl``
+tests (which hold only where the full install is absent) are deselected when it is set.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +22,92 @@ pytest_plugins = ["assay.testing.pytest_plugin"]
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_QA = REPO / "examples" / "qa_example.jsonl"
+
+#: a skip whose reason contains this is allowed: no system browser for the browser tests
+ALLOWED_SKIP = "apt-get install chromium"
+INSTALL_HINT = ("install everything the tests need with `scripts/test` (it runs "
+                "`pip install -e \".[dev]\"` and the official BFCL checker's light install: "
+                "`pip install --no-deps bfcl-eval==2026.3.23` plus the tree-sitter pins), or "
+                "set ASSAY_ALLOW_SKIPS=1 to allow skips on purpose")
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+def skip_reason(longrepr: object) -> str:
+    """The reason text of a skip report's ``longrepr`` (a (path, line, reason) tuple)."""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def skip_is_allowed(reason: str) -> bool:
+    """Whether a skip with ``reason`` may stay a skip (opted out, or no system browser)."""
+    return _flag("ASSAY_ALLOW_SKIPS") or ALLOWED_SKIP in reason
+
+
+def skip_failure_message(reason: str) -> str:
+    return (f"skipped, and a skip counts as a failure: {reason}\n"
+            f"A test that does not run cannot fail when the product breaks; {INSTALL_HINT}.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "full_bfcl: needs the full `pip install bfcl-eval` (never in CI); "
+        "deselected unless ASSAY_FULL_BFCL=1")
+    config.addinivalue_line(
+        "markers", "light_bfcl: holds only where the full bfcl-eval is absent; "
+        "deselected when ASSAY_FULL_BFCL=1")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    drop = "light_bfcl" if _flag("ASSAY_FULL_BFCL") else "full_bfcl"
+    keep = [i for i in items if i.get_closest_marker(drop) is None]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport:
+    """A skipped test (in setup or call) is a failure unless the skip is allowed."""
+    report = yield
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = skip_reason(report.longrepr)
+        if not skip_is_allowed(reason):
+            report.outcome = "failed"
+            report.longrepr = skip_failure_message(reason)
+    return report
+
+
+class SkippedModule(pytest.Item):
+    """Stands for a test module that skipped itself while being collected, so that the
+    skip shows up as one failed test (rather than stopping the whole session)."""
+
+    def __init__(self, *, reason: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self) -> None:
+        pytest.fail(skip_failure_message(self.reason), pytrace=False)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.path.name} (skipped at import)"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport:
+    """A module-level skip (``importorskip``, ``skip(allow_module_level=True)``) becomes
+    one failing item unless the skip is allowed."""
+    report = yield
+    if report.skipped and isinstance(collector, pytest.Module):
+        reason = skip_reason(report.longrepr)
+        if not skip_is_allowed(reason):
+            item = SkippedModule.from_parent(collector, name="module-skipped", reason=reason)
+            return pytest.CollectReport(report.nodeid, "passed", None, [item],
+                                        sections=report.sections)
+    return report
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ is not used (it downloads browsers, which CI cannot). Skipped when either is mis
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -265,3 +266,80 @@ def test_help_panel_filter_and_submit_and_next(server: _Server, page,
     expect(page.locator("#next")).to_have_attribute("aria-disabled", "true")
     page.select_option("#status-filter", "pending")
     expect(page).to_have_url(re.compile(r"/item/2\?.*status=pending"))
+
+
+def test_export_button_posts_and_downloads(server: _Server, page, data_file: Path) -> None:
+    page.goto(f"{server.base}/item/1?reviewer=alice")
+    for key in ("5", "4", "4", "5", "a", "s"):
+        page.keyboard.press(key)
+    _expect_saved(page)
+    written = data_file.with_name("aime_generated_b_verifications.json")
+    assert not written.exists()
+    with page.expect_download() as info:
+        page.click("#export")
+    download = info.value
+    assert download.suggested_filename == written.name
+    expect(page.locator("#export-status")).to_contain_text(f"exported to {written}")
+    got = json.loads(Path(download.path()).read_text(encoding="utf-8"))
+    assert got == json.loads(written.read_text(encoding="utf-8"))
+    assert got["b1"]["status"] == "approved" and got["b1"]["reviewer"] == "alice"
+
+
+ATTACKER_PAGE = """<!DOCTYPE html><html><body>
+<img src="{base}/api/export?reviewer=x">
+<img src="{base}/api/export?reviewer=x&download=1">
+<script>
+const B = "{base}";
+window.results = [];
+(async () => {{
+  const body = JSON.stringify({{problem_id: "b1", reviewer: "mallory", status: "rejected"}});
+  const tries = [
+    () => fetch(B + "/api/export", {{method: "POST", mode: "no-cors", body: "{{}}",
+                                     headers: {{"Content-Type": "text/plain"}}}}),
+    () => fetch(B + "/api/export", {{method: "POST", body: "{{}}",
+                                     headers: {{"Content-Type": "application/json"}}}}),
+    () => fetch(B + "/api/review", {{method: "POST", mode: "no-cors", body,
+                                     headers: {{"Content-Type": "text/plain"}}}}),
+    () => fetch(B + "/api/review", {{method: "POST", body,
+                                     headers: {{"Content-Type": "application/json"}}}}),
+  ];
+  for (const t of tries) {{
+    try {{ const r = await t(); window.results.push(r.type + ":" + r.status); }}
+    catch (e) {{ window.results.push("blocked"); }}
+  }}
+  window.done = true;
+}})();
+</script></body></html>"""
+
+
+def test_a_cross_site_page_can_neither_export_nor_save(server: _Server, browser,
+                                                        data_file: Path, workspace: Path,
+                                                        tmp_path: Path) -> None:
+    import functools
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    site = tmp_path / "evil"
+    site.mkdir()
+    (site / "index.html").write_text(ATTACKER_PAGE.format(base=server.base), encoding="utf-8")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    evil = ThreadingHTTPServer(("127.0.0.1", 0),
+                               functools.partial(Quiet, directory=str(site)))
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    ctx = browser.new_context()
+    try:
+        p = ctx.new_page()
+        p.set_default_timeout(10_000)
+        p.goto(f"http://127.0.0.1:{evil.server_address[1]}/index.html", wait_until="load")
+        p.wait_for_function("window.done === true")
+        results = p.evaluate("window.results")
+    finally:
+        ctx.close()
+        evil.shutdown()
+        evil.server_close()
+    assert len(results) == 4
+    assert not list(data_file.parent.glob("*_verifications*"))  # the <img> wrote nothing
+    assert _review(workspace, "b1", "mallory") is None

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from assay.engine.calls import RetryPolicy
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import ConfigError
+from assay.models.openai_model import OpenAIModel
 from assay.store.sqlite import Store
 from assay.testing.fake_server import FaultPlan, Rule
 
@@ -32,6 +33,11 @@ def spec_for(data: Path, base_url: str, **kw: Any) -> RunSpec:
     kw.setdefault("retry_initial", 0.02)
     return RunSpec(benchmark="qa", model="openai/fake", base_url=base_url,
                    benchmark_options={"data": str(data), "scorer": "exact"}, **kw)
+
+
+def questions(requests: list[dict[str, Any]]) -> list[str]:
+    """The "Repeat after me: i" line of each logged request body, in order."""
+    return [r["messages"][-1]["content"].split("\n")[0] for r in requests]
 
 
 def run(store: Store, spec: RunSpec, **kw: Any) -> str:
@@ -94,13 +100,21 @@ def test_twenty_percent_faults_every_sample_scored_or_error(fake_server, store, 
     assert store.get_run(run_id)["status"] == "finished"
 
 
-def test_retry_after_is_honoured(fake_server, store, tmp_path) -> None:
+def test_retry_after_is_honoured(fake_server, store, tmp_path, monkeypatch) -> None:
     srv = fake_server(rules=ECHO_RULES, faults=FaultPlan(fail_first=1, kinds={"429": 1},
                                                          retry_after=1.0))
+    waits: list[tuple[float | None, float]] = []
+    real_wait = RetryPolicy.wait
+
+    def wait(self: RetryPolicy, attempt: int, retry_after: float | None, rng: Any) -> float:
+        waits.append((retry_after, real_wait(self, attempt, retry_after, rng)))
+        return waits[-1][1]
+
+    monkeypatch.setattr(RetryPolicy, "wait", wait)
     data = write_repeat_data(tmp_path / "d.jsonl", 1)
-    t0 = time.perf_counter()
     results = store.results(run(store, spec_for(data, srv.base_url)))
-    assert time.perf_counter() - t0 >= 1.0
+    # the header's 1 s is read and waited, not the 0.01-0.02 s backoff of retry_initial
+    assert waits == [(1.0, 1.0)]
     assert results[0].score_value() == 1.0
     assert srv.stats["requests"] == 2
 
@@ -212,16 +226,19 @@ def test_seed_is_sent_and_recorded(fake_server, store, tmp_path) -> None:
 
 
 def test_resume_skips_finished_and_retries_errors(fake_server, store, tmp_path) -> None:
+    # cache off: with it on, a re-sent finished sample would be answered from the cache
+    # and never reach the server, so the request log could not show the re-send
     srv = fake_server(rules=[Rule(r"Repeat after me: 2\b", {"status": 400, "error": "bad"})]
                       + ECHO_RULES)
     data = write_repeat_data(tmp_path / "d.jsonl", 4)
-    run_id = run(store, spec_for(data, srv.base_url))
-    assert srv.stats["requests"] == 4
+    run_id = run(store, spec_for(data, srv.base_url, cache=False))
+    assert sorted(questions(srv.requests)) == [f"Repeat after me: {i}" for i in range(4)]
     srv.rules = ECHO_RULES  # the endpoint is fixed; resume retries only the error
     assert run(store, None, resume=run_id) == run_id
+    assert questions(srv.requests[4:]) == ["Repeat after me: 2"]  # finished ones not re-sent
     results = store.results(run_id)
-    assert len(results) == 4 and all(r.error is None for r in results)
-    assert srv.stats["requests"] == 5
+    assert sorted(r.sample_id for r in results) == [f"s{i}" for i in range(4)]
+    assert all(r.error is None for r in results)
     assert store.get_run(run_id)["stats"]["sessions"] == 2
 
 
@@ -234,12 +251,25 @@ def test_resume_refuses_a_changed_dataset(fake_server, store, tmp_path) -> None:
         run(store, None, resume=run_id)
 
 
-def test_unreachable_endpoint_fails_fast_with_one_line(store, tmp_path) -> None:
+def test_unreachable_endpoint_fails_fast_with_one_line(store, tmp_path, monkeypatch) -> None:
+    """Fails in the preflight: no model call is attempted, so nothing is retried."""
+    calls: list[Any] = []
+    real_generate, real_wait = OpenAIModel.generate, RetryPolicy.wait
+
+    async def generate(self: OpenAIModel, *args: Any, **kwargs: Any) -> Any:
+        calls.append("generate")
+        return await real_generate(self, *args, **kwargs)
+
+    def wait(self: RetryPolicy, *args: Any) -> float:
+        calls.append("retry wait")
+        return real_wait(self, *args)
+
+    monkeypatch.setattr(OpenAIModel, "generate", generate)
+    monkeypatch.setattr(RetryPolicy, "wait", wait)
     data = write_repeat_data(tmp_path / "d.jsonl", 3)
-    t0 = time.perf_counter()
     with pytest.raises(ConfigError) as info:
         run(store, spec_for(data, "http://127.0.0.1:9/v1"))
-    assert time.perf_counter() - t0 < 10
+    assert calls == []
     msg = str(info.value)
     assert "cannot reach model endpoint http://127.0.0.1:9/v1" in msg and "\n" not in msg
     assert store.list_runs() == []  # no half-made run left behind

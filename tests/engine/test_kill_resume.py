@@ -1,117 +1,248 @@
-"""``kill -9`` in the middle of a CLI run, then ``--resume``: nothing lost, nothing redone."""
+"""``kill -9`` and Ctrl-C in the middle of a CLI run, then ``--resume``: nothing lost,
+nothing duplicated, and no sample that was committed before the kill is sent again.
+
+The runs use ``--no-cache``: with the response cache on, a re-sent sample would be
+answered from the cache and never reach the server, so a re-send could not be seen. Every
+CLI session gets its own API key (``OPENAI_API_KEY``), which the server records with each
+request, so each request is attributed to the session that sent it (even one that reaches
+the server after its sender was killed). The server's ``hold_after`` makes "the run is
+still going when it is stopped" deterministic: requests past it are held open, never
+answered. No assertion depends on timing; deadlines only stop a broken run from hanging.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from assay.testing.pytest_plugin import launch_subprocess_server
+from assay.testing.fake_server import FakeServer, Rule
+
+ECHO = [Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
+QUESTION = re.compile(r"Repeat after me: (\d+)")
+DEADLINE_S = 120.0  # a guard against a hang only: a passing run never comes close
 
 
-def _rows(db: Path) -> list[tuple[str, str | None]]:
+class SessionServer(FakeServer):
+    """The fake server, read as ``(session, sample id)`` per chat request; the session
+    is the bearer key the CLI process was started with."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(rules=ECHO, **kwargs)
+
+    @property
+    def sent(self) -> list[tuple[str, str]]:
+        with self._lock:
+            pairs = list(zip(self.authorizations, self.requests, strict=True))
+        out = []
+        for auth, body in pairs:
+            match = QUESTION.search(body["messages"][-1]["content"])
+            out.append((auth.removeprefix("Bearer "), f"s{match.group(1)}" if match else "?"))
+        return out
+
+    def sent_by(self, session: str) -> list[str]:
+        return [sid for s, sid in self.sent if s == session]
+
+
+def write_data(path: Path, n: int) -> Path:
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"s{i}", "question": f"Repeat after me: {i}",
+                                "answer": str(i)}) + "\n")
+    return path
+
+
+def start_cli(args: list[str], session: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, OPENAI_API_KEY=session)
+    return subprocess.Popen([sys.executable, "-m", "assay", "run", "qa", *args, "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def resume_cli(run_id: str, session: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, OPENAI_API_KEY=session)
+    return subprocess.run([sys.executable, "-m", "assay", "run", "qa", "--resume", run_id, "-q"],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def wait_for(what: str, ok: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
+    """Poll until ``ok()``; fail (not hang) if the CLI exits first or the guard runs out."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not ok():
+        if proc.poll() is not None:
+            raise AssertionError(f"the CLI exited (rc {proc.returncode}) before {what}:\n"
+                                 f"{proc.stderr.read() if proc.stderr else ''}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.01)
+
+
+def kill9(proc: subprocess.Popen[str]) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def db_rows(db: Path) -> list[tuple[str, int, str | None]]:
+    """Every (sample_id, epoch, error) row of the samples table (committed rows only)."""
     if not db.exists():
         return []
     con = sqlite3.connect(db)
     try:
-        return con.execute("SELECT sample_id, error FROM samples").fetchall()
+        return con.execute("SELECT sample_id, epoch, error FROM samples").fetchall()
     except sqlite3.OperationalError:  # tables not created yet
         return []
     finally:
         con.close()
 
 
-def _logged_questions(log: Path) -> list[str]:
-    out = []
-    for line in log.read_text().splitlines():
-        body = json.loads(line)
-        out.append(body["messages"][-1]["content"].split("\n")[0])
-    return out
+def committed(db: Path) -> set[str]:
+    return {sid for sid, _, err in db_rows(db) if err is None}
+
+
+def the_run(db: Path) -> tuple[str, str, dict[str, Any]]:
+    con = sqlite3.connect(db)
+    try:
+        ((run_id, status, spec),) = con.execute("SELECT id, status, spec FROM runs").fetchall()
+    finally:
+        con.close()
+    return run_id, status, json.loads(spec)
+
+
+def assert_each_sample_once(db: Path, n: int) -> None:
+    """The finished run has exactly one error-free row per (sample, epoch), all n of them.
+
+    Rows are written with INSERT OR REPLACE on (run, sample, epoch), so the table cannot
+    show a duplicate; the server's request log (checked by the callers) is what can.
+    """
+    rows = db_rows(db)
+    per_key = Counter((sid, epoch) for sid, epoch, _ in rows)
+    assert set(per_key) == {(f"s{i}", 0) for i in range(n)}
+    assert set(per_key.values()) == {1}
+    assert [r for r in rows if r[2] is not None] == []
 
 
 def test_kill_minus_nine_then_resume(tmp_path: Path, workspace: Path) -> None:
-    n = 24
-    data = tmp_path / "d.jsonl"
-    with open(data, "w") as f:
-        for i in range(n):
-            f.write(json.dumps({"id": f"s{i}", "question": f"Repeat after me: {i}",
-                                "answer": str(i)}) + "\n")
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps([{"match": r"Repeat after me: (\S+)", "reply": "Answer: \\1"}]))
-    log = tmp_path / "requests.jsonl"
-    server = launch_subprocess_server("--latency", "0.25", "--rules", str(rules),
-                                      "--log-requests", str(log))
+    n, answered, conns = 24, 8, 2
+    data = write_data(tmp_path / "d.jsonl", n)
+    db = workspace / "assay.db"
+    srv = SessionServer(latency=0.05, hold_after=answered).start()
     try:
-        cmd = [sys.executable, "-m", "assay", "run", "qa", "--data", str(data), "--model",
-               "openai/fake", "--base-url", server.base_url, "--max-connections", "2", "-q"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        db = workspace / "assay.db"
-        deadline = time.time() + 60
-        while len(_rows(db)) < 6 and time.time() < deadline:
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        done_before = {sid for sid, err in _rows(db) if err is None}
-        assert 6 <= len(done_before) < n, "the kill must land mid-run"
-        sent_before = len(log.read_text().splitlines())
-
-        con = sqlite3.connect(db)
-        (run_id,) = con.execute("SELECT id FROM runs").fetchone()
-        status = con.execute("SELECT status FROM runs").fetchone()[0]
-        con.close()
+        proc = start_cli(["--data", str(data), "--model", "openai/fake", "--base-url",
+                          srv.base_url, "-c", str(conns), "--no-cache"], "first")
+        # the first `answered` requests are answered; each worker then holds one open
+        wait_for("the first session commits its answered samples and holds the rest",
+                 lambda: len(committed(db)) == answered
+                 and srv.stats["requests"] == answered + conns, proc)
+        kill9(proc)
+        done_before = committed(db)
+        first = srv.sent_by("first")
+        held = set(first) - done_before
+        assert len(first) == answered + conns and len(held) == conns
+        run_id, status, spec = the_run(db)
         assert status == "running"  # killed: no chance to mark it
+        assert spec["cache"] is False  # the resume uses the stored spec: cache off too
 
-        resumed = subprocess.run(
-            [sys.executable, "-m", "assay", "run", "qa", "--resume", run_id, "-q"],
-            capture_output=True, text=True, timeout=120,
-        )
+        srv.hold_after = None
+        resumed = resume_cli(run_id, "resume")
         assert resumed.returncode == 0, resumed.stderr
         assert f"run {run_id} finished" in resumed.stdout
+        assert the_run(db)[1] == "finished"
+        assert_each_sample_once(db, n)
 
-        rows = _rows(db)
-        ids = [sid for sid, _ in rows]
-        assert sorted(ids) == sorted(f"s{i}" for i in range(n))  # each exactly once
-        assert all(err is None for _, err in rows)
-        after = _logged_questions(log)[sent_before:]
-        resent = {q.removeprefix("Repeat after me: ") for q in after}
-        assert not {f"s{i}" for i in map(int, resent)} & done_before
-        assert len(after) == n - len(done_before)
+        again = srv.sent_by("resume")
+        assert not set(again) & done_before, "a sample committed before the kill was re-sent"
+        assert held <= set(again)  # in flight at the kill, never committed: sent again
+        assert Counter(again) == Counter({f"s{i}" for i in range(n)} - done_before)
+        assert len(srv.sent) == len(first) + len(again)  # no request from anywhere else
     finally:
-        server.stop()
+        srv.stop()
+
+
+def test_twenty_random_kills_then_resume_to_the_end(tmp_path: Path, workspace: Path) -> None:
+    """kill -9 at 20 seeded random moments, resuming after each, then resume to the end."""
+    kills, per_session, conns = 20, 24, 4
+    n = kills * per_session + 40  # each killed session answers at most per_session requests
+    rng = random.Random(20260323)
+    data = write_data(tmp_path / "d.jsonl", n)
+    db = workspace / "assay.db"
+    srv = SessionServer(latency=0.05).start()
+    snapshots: list[set[str]] = []  # samples committed at each kill
+    try:
+        run_id = ""
+        for k in range(kills):
+            session = f"session-{k}"
+            # a killed session can never finish the run: past per_session it is held
+            srv.hold_after = srv.stats["requests"] + per_session
+            if k == 0:
+                proc = start_cli(["--data", str(data), "--model", "openai/fake", "--base-url",
+                                  srv.base_url, "-c", str(conns), "--no-cache"], session)
+            else:
+                proc = start_cli(["--resume", run_id], session)
+            wait_for(f"{session} sends its first request", lambda s=session: srv.sent_by(s),
+                     proc)
+            time.sleep(rng.uniform(0.0, 0.4))  # a random moment: sending, writing, holding
+            kill9(proc)
+            snapshots.append(committed(db))
+            if k == 0:
+                run_id, status, spec = the_run(db)
+                assert spec["cache"] is False
+            assert the_run(db)[1] == "running"
+        srv.hold_after = None
+        final = resume_cli(run_id, "final")
+        assert final.returncode == 0, final.stderr
+        assert f"run {run_id} finished" in final.stdout
+        assert the_run(db)[1] == "finished"
+        assert_each_sample_once(db, n)
+
+        everything = {f"s{i}" for i in range(n)}
+        sessions = [f"session-{k}" for k in range(kills)] + ["final"]
+        before = [set()] + snapshots  # committed when each session started
+        after = snapshots + [everything]  # committed when each session ended
+        assert {s for s, _ in srv.sent} == set(sessions)
+        for k, session in enumerate(sessions):
+            sent = srv.sent_by(session)
+            assert before[k] <= after[k], f"{session}: committed samples were lost"
+            assert len(sent) == len(set(sent)), f"{session} sent a sample twice"
+            assert not set(sent) & before[k], f"{session} re-sent a committed sample"
+            assert after[k] - before[k] <= set(sent), f"{session} committed unsent samples"
+        assert set(srv.sent_by("final")) == everything - snapshots[-1]
+    finally:
+        srv.stop()
 
 
 def test_ctrl_c_marks_run_interrupted_and_keeps_finished_samples(tmp_path: Path,
                                                                  workspace: Path) -> None:
-    n = 30
-    data = tmp_path / "d.jsonl"
-    with open(data, "w") as f:
-        for i in range(n):
-            f.write(json.dumps({"id": f"s{i}", "question": f"q{i}", "answer": f"q{i}"}) + "\n")
-    server = launch_subprocess_server("--latency", "0.2")
+    n, answered, conns = 30, 4, 2
+    data = write_data(tmp_path / "d.jsonl", n)
+    db = workspace / "assay.db"
+    srv = SessionServer(hold_after=answered).start()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "assay", "run", "qa", "--data", str(data), "--model",
-             "openai/fake", "--base-url", server.base_url, "-c", "2", "-q"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        db = workspace / "assay.db"
-        deadline = time.time() + 60
-        while len(_rows(db)) < 4 and time.time() < deadline:
-            time.sleep(0.05)
+        proc = start_cli(["--data", str(data), "--model", "openai/fake", "--base-url",
+                          srv.base_url, "-c", str(conns), "--no-cache"], "ctrl-c")
+        # each worker records its sample before it asks for the next one, so once both
+        # hold a request every answered sample has been handed to the store
+        wait_for("both workers hold a request", lambda: srv.stats["requests"] == answered
+                 + conns, proc)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-        assert proc.returncode == 130
-        con = sqlite3.connect(db)
-        run_id, status = con.execute("SELECT id, status FROM runs").fetchone()
-        kept = con.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
-        con.close()
+        _, err = proc.communicate(timeout=DEADLINE_S)
+        assert proc.returncode == 130, err
+        run_id, status, _ = the_run(db)
         assert status == "interrupted"
-        assert 4 <= kept < n
+        rows = db_rows(db)  # the answered samples, each once; the held ones are not kept
+        kept = {sid for sid, _, _ in rows}
+        assert len(rows) == len(kept) == answered and all(e is None for _, _, e in rows)
+        assert kept < set(srv.sent_by("ctrl-c"))
         assert f"assay run qa --resume {run_id}" in err
     finally:
-        server.stop()
+        srv.stop()

@@ -85,7 +85,8 @@ def test_create_get_and_update_status(store):
     assert run["dataset"]["content_hash"] == "abc"
     assert run["package_version"] == "9.9.9"
     # the owning process is recorded, so a run whose process died shows as interrupted
-    assert run["stats"] == {"owner": {"host": socket.gethostname(), "pid": os.getpid()}}
+    assert run["stats"]["owner"]["host"] == socket.gethostname()
+    assert run["stats"]["owner"]["pid"] == os.getpid()
     store.set_run_status(rid, "interrupted")
     assert store.get_run(rid)["status"] == "interrupted"
     assert store.get_run(rid)["finished_at"] is not None
@@ -284,6 +285,11 @@ def test_a_running_run_whose_process_is_gone_lists_as_interrupted_and_resumable(
     store._db.commit()
     (run,) = store.list_runs()
     assert run["status"] == "interrupted" and run["resumable"]
+    assert store.get_run(rid)["status"] == "interrupted"
+    # a live pid with another start time is another process that reused the pid
+    store._db.execute("UPDATE runs SET stats=? WHERE id=?", (json.dumps({"owner": {
+        "host": socket.gethostname(), "pid": os.getpid(), "start": 1}}), rid))
+    store._db.commit()
     assert store.get_run(rid)["status"] == "interrupted"
     # while its process lives, it is running and not offered for resume
     store.set_run_status(rid, "running")

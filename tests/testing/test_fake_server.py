@@ -136,11 +136,10 @@ async def test_fault_malformed_and_hang(fake_server):
         json.loads(raw)
     srv = fake_server(faults=FaultPlan(rate=1.0, kinds={"hang": 1}, hang_s=30))
     async with client(srv, timeout=0.3) as c:
-        t0 = time.perf_counter()
-        with pytest.raises(openai.APITimeoutError):
+        with pytest.raises(openai.APITimeoutError):  # the client gave up: no reply came
             await ask(c, "x")
-        assert time.perf_counter() - t0 < 5
     assert srv.stats["faults"]["hang"] == 1
+    assert srv.stats["requests"] == 1 and srv.stats["completed"] == 0
 
 
 async def test_fail_first_and_seeded_rate_are_deterministic(fake_server):

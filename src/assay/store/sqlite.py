@@ -175,11 +175,28 @@ def _storable(value: Any) -> Any:
     return value.encode("utf-8", "replace").decode("utf-8")
 
 
+def _process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, from /proc), if known.
+
+    With the pid it identifies a process: a pid reused after a kill has another start.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat.rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def owner() -> dict[str, Any]:
-    """The process that owns a running run: host and pid."""
+    """The process that owns a running run: host, pid and (where known) its start time."""
     import socket
 
-    return {"host": socket.gethostname(), "pid": os.getpid()}
+    info: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
+    start = _process_start(os.getpid())
+    if start is not None:
+        info["start"] = start
+    return info
 
 
 def owner_alive(info: dict[str, Any] | None) -> bool | None:
@@ -194,6 +211,10 @@ def owner_alive(info: dict[str, Any] | None) -> bool | None:
         return False
     except (PermissionError, OverflowError, ValueError):
         return None
+    if info.get("start") is not None:
+        start = _process_start(int(info["pid"]))
+        if start is not None and start != info["start"]:
+            return False  # the pid was reused by another process
     return True
 
 

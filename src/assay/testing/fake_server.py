@@ -170,6 +170,9 @@ class FakeServer:
         self.hold_after = hold_after
         #: the query string of every chat request, in arrival order
         self.queries: list[str] = []
+        #: the ``Authorization`` header of every chat request ("" when absent), in arrival
+        #: order: tells which client (API key) sent which request
+        self.authorizations: list[str] = []
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
@@ -189,6 +192,7 @@ class FakeServer:
             self.stats.clear()
             self.stats.update(requests=0, completed=0, faults=dict.fromkeys(ALL_KINDS, 0))
             self.queries.clear()
+            self.authorizations.clear()
             self._script_pos = 0
             self._seen: dict[str, int] = {}
             self._rng = random.Random(self.faults.seed)
@@ -289,6 +293,7 @@ class FakeServer:
         with self._lock:
             self.requests.append(body)
             self.queries.append(request.query_string)
+            self.authorizations.append(request.headers.get("Authorization", ""))
             self.stats["requests"] += 1
             n_request = self.stats["requests"]
             if self._log_fh is not None:

@@ -1,7 +1,9 @@
 """The official BFCL checker, loaded the light way (reference/bfcl.md §10.2), as a test oracle.
 
-Needs ``pip install --no-deps bfcl-eval==2026.3.23`` plus the tree-sitter pins; tests
-that use it skip when it is not installed. Nothing from it is used by assay itself.
+Needs ``pip install --no-deps bfcl-eval==2026.3.23`` plus the tree-sitter pins
+(``scripts/test`` installs both); tests that use it skip when it is not installed, and
+tests/conftest.py counts that skip as a failure unless ``ASSAY_ALLOW_SKIPS=1``. Nothing
+from it is used by assay itself.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ import types
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+VERSION = "2026.3.23"
+NOT_INSTALLED = (f"the official BFCL checker is not installed: pip install --no-deps "
+           f"bfcl-eval=={VERSION} tree_sitter==0.21.3 tree-sitter-java==0.21.0 "
+           f"tree-sitter-javascript==0.21.4 filelock tenacity (scripts/test does it)")
 
 PROMPT_MODEL = "prompt-model"  # underscore_to_dot = False
 FC_MODEL = "fc-model"  # underscore_to_dot = True
@@ -61,12 +68,34 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+#: entries per single-turn category in bfcl-eval 2026.3.23 (questions; the AST categories
+#: have as many ground-truth answers, the relevance ones none). Every corpus the oracle
+#: tests build comes from these files, so a shrunk or missing file must fail, not thin out.
+CORPUS_SIZES = {
+    "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200,
+    "parallel": 200, "parallel_multiple": 200, "irrelevance": 240, "live_simple": 258,
+    "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24,
+    "live_irrelevance": 884, "live_relevance": 16,
+}
+NO_GROUND_TRUTH = {"irrelevance", "live_irrelevance", "live_relevance"}
+
+
 def entries(category: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    """Questions and (for AST categories) ground truth of one category."""
+    """Questions and (for AST categories) ground truth of one category, checked against
+    the pinned corpus size."""
     d = data_dir()
     questions = read_jsonl(d / f"BFCL_v4_{category}.json")
     gt_path = d / "possible_answer" / f"BFCL_v4_{category}.json"
-    return questions, (read_jsonl(gt_path) if gt_path.exists() else None)
+    answers = read_jsonl(gt_path) if gt_path.exists() else None
+    want = CORPUS_SIZES[category]
+    assert len(questions) == want, (
+        f"official {category} has {len(questions)} entries, bfcl-eval=={VERSION} has {want}")
+    if category in NO_GROUND_TRUTH:
+        assert answers is None, f"official {category} unexpectedly has ground truth"
+    else:
+        assert answers is not None and len(answers) == want, (
+            f"official {category} has {len(answers or [])} ground-truth entries, not {want}")
+    return questions, answers
 
 
 def official_language(lang: str) -> Any:

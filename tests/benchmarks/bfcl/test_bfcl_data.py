@@ -16,7 +16,7 @@ from assay.benchmarks.bfcl import data as bfcl_data
 from assay.benchmarks.bfcl.categories import AST, RELEVANCE, SUPPORTED, expand
 from assay.errors import ConfigError, DatasetError
 
-pytestmark = pytest.mark.skipif(not oracle.available(), reason="bfcl-eval not installed")
+pytestmark = pytest.mark.skipif(not oracle.available(), reason=oracle.NOT_INSTALLED)
 
 
 def make_wheel(dest: Path, version: str = "2099.1.1", categories=("simple_python",)) -> Path:
@@ -109,6 +109,20 @@ def test_book_dataset_api() -> None:
     assert "calculate_triangle_area" in first["ground_truth"][0]
     assert set(ds.get_available_categories()) == set(SUPPORTED)
     assert bfcl_data.BFCLDataset(category="irrelevance").get_ground_truth("irrelevance_0") == []
+
+
+def test_corpus_sizes_are_pinned_for_every_category() -> None:
+    """Exact entry counts for bfcl-eval 2026.3.23: a shrunk or missing file fails here (and
+    in every oracle test, through ``oracle.entries``) instead of quietly testing less."""
+    assert set(oracle.CORPUS_SIZES) == set(SUPPORTED)
+    assert oracle.NO_GROUND_TRUTH == set(RELEVANCE)
+    source = bfcl_data.locate()
+    for category, size in oracle.CORPUS_SIZES.items():
+        questions, answers = oracle.entries(category)  # the official files, as pinned
+        ours = bfcl_data.load_category(source, category)  # assay's loader drops nothing
+        assert [e["id"] for e in ours.entries] == [q["id"] for q in questions], category
+        assert len(ours.entries) == size
+        assert len(ours.ground_truth) == (0 if answers is None else size), category
 
 
 def test_loading_is_robust_to_missing_trailing_newline(tmp_path: Path) -> None:

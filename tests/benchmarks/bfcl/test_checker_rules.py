@@ -28,7 +28,7 @@ from assay.benchmarks.bfcl.checker import (
 )
 from assay.benchmarks.bfcl.convert import convert_java, convert_js
 
-needs_data = pytest.mark.skipif(not oo.available(), reason="bfcl-eval (official) not installed")
+needs_data = pytest.mark.skipif(not oo.available(), reason=oo.NOT_INSTALLED)
 
 # ----------------------------------------------------------------------------- fixtures
 

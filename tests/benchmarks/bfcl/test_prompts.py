@@ -21,7 +21,7 @@ from assay.benchmarks.bfcl.prompts import (  # noqa: E402
     to_openai_tools,
 )
 
-needs_oracle = pytest.mark.skipif(not oracle.available(), reason="bfcl_eval not installed")
+needs_oracle = pytest.mark.skipif(not oracle.available(), reason=oracle.NOT_INSTALLED)
 
 SINGLE_TURN = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
                "parallel_multiple", "irrelevance", "live_simple", "live_multiple",
