@@ -24,17 +24,10 @@ import pytest
 from assay.store.sqlite import Store
 from assay.testing import FakeServer, Rule
 from assay.testing.fake_server import FaultPlan
+from attack.clitools import cli
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN_RULE = Rule(r"token-(\d+)", r"Answer: token-\1")
-
-
-def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    full = dict(os.environ, COLUMNS="200", NO_COLOR="1")
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
-                          text=True, env=full, cwd=cwd or REPO, timeout=timeout)
 
 
 def start_cli(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
