@@ -127,3 +127,50 @@ def test_bad_model_specs(spec: str) -> None:
 
     with pytest.raises(ModelSpecError, match="unknown model spec"):
         parse_model_spec(spec)
+
+
+@pytest.mark.parametrize("declared", [True, False])
+async def test_reply_past_the_cap_is_refused_with_or_without_content_length(declared) -> None:
+    """A streamed (chunked) body is cut off at the cap too, not read whole into memory."""
+    import json
+
+    from aiohttp import web
+
+    body = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                "content": "x" * 3_000_000}}]}).encode()
+    sent = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if declared:
+            return web.Response(body=body, content_type="application/json")
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        try:
+            for i in range(0, len(body), 1 << 16):
+                await resp.write(body[i:i + (1 << 16)])
+                sent.append(1)
+        except (ConnectionError, RuntimeError):
+            pass  # the client hung up at the cap
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    model = OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", max_reply_bytes=200_000)
+    try:
+        with pytest.raises(ModelCallError, match="too large.*--max-reply-bytes") as e:
+            await model.generate([Message("user", "hi")])
+        assert not e.value.transient
+        small = OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1",
+                            max_reply_bytes=10_000_000)
+        reply = await small.generate([Message("user", "hi")])
+        await small.aclose()
+        assert len(reply.message.content) == 3_000_000
+    finally:
+        await model.aclose()
+        await runner.cleanup()

@@ -282,8 +282,11 @@ class OpenAIModel:
         """The response body, refused once it passes ``max_reply_bytes``."""
         cap = self.max_reply_bytes
         length = resp.content_length
-        if length is not None and length > cap:
-            raise ModelCallError(self._too_big(f"{length:,} bytes"), transient=False)
+        if length is not None:
+            if length > cap:
+                raise ModelCallError(self._too_big(f"{length:,} bytes"), transient=False)
+            if not resp.headers.get("Content-Encoding"):  # compressed: may inflate past the cap
+                return await resp.read()  # the common case: a declared, acceptable length
         chunks: list[bytes] = []
         size = 0
         async for chunk in resp.content.iter_chunked(1 << 16):
