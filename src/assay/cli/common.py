@@ -15,6 +15,7 @@ from typing import Annotated, Any, get_type_hints
 import typer
 
 from assay.errors import AssayError, ConfigError
+from assay.models.openai_model import DEFAULT_MAX_REPLY_BYTES
 
 Model = Annotated[str, typer.Option(
     "--model", "-m",
@@ -175,7 +176,7 @@ def _engine_template(
     temperature: Temperature = None,
     param: Params = None,
     no_cache: NoCache = False,
-    max_reply_bytes: MaxReply = 16 * 1024 * 1024,
+    max_reply_bytes: MaxReply = DEFAULT_MAX_REPLY_BYTES,
     resume: Resume = None,
     quiet: Quiet = False,
 ) -> None:

@@ -24,6 +24,7 @@ from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import Subject, get_subject
+from assay.models.openai_model import DEFAULT_MAX_REPLY_BYTES
 from assay.store.sqlite import Store, owner_alive
 
 
@@ -46,7 +47,7 @@ class RunSpec:
     seed: int | None = None
     cache: bool = True
     params: dict[str, Any] = field(default_factory=dict)
-    max_reply_bytes: int = 16 * 1024 * 1024
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
 
     def __post_init__(self) -> None:
         self.validate()
