@@ -120,13 +120,15 @@ async def run_async(
                                   timeout=spec.timeout)
         run_id = await engine.run(spec, resume=resume, subject=subject)
         run = store.get_run(run_id)
+        results = store.results(run_id)
         metrics = get_benchmark_class(run["benchmark"]).metrics(
-            store.results(run_id), run["spec"].get("benchmark_options"))
+            results, run["spec"].get("benchmark_options"))
         paths: dict[str, Path] = {}
         if reports:
             from assay.reports.render import write_reports
 
-            paths = write_reports(store, run_id)
+            paths = write_reports(store, run_id, results=results,
+                                  metrics=metrics if results else None)
         return RunResult(run_id, metrics, paths, run["status"], run["stats"])
     finally:
         if own_store:

@@ -282,3 +282,26 @@ def test_scorer_inference_looks_at_every_target(tmp_path):
     bench = QABenchmark(data=str(p))
     bench.samples()
     assert bench.scorer_name == "normalized"
+
+
+def test_builtin_templates_render_as_jinja_would(tmp_path) -> None:
+    """The built-in prompts skip Jinja per sample; the text must be what Jinja gives."""
+    import json
+
+    from assay.benchmarks.qa import DEFAULT_CHOICE_TEMPLATE, DEFAULT_TEMPLATE, QABenchmark
+
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"question": "What is {x} + {{y}}?\n", "answer": "3"}) + "\n")
+    choice = tmp_path / "choice.jsonl"
+    choice.write_text(json.dumps({"question": "Pick {0}", "choices": ["a {0}", "b", "c"],
+                                  "answer": "A"}) + "\n")
+    for data, template in ((plain, DEFAULT_TEMPLATE), (choice, DEFAULT_CHOICE_TEMPLATE)):
+        fast = QABenchmark(data=str(data), choices_key="choices" if data == choice else None)
+        (sample,) = fast.samples()
+        assert fast._template is None  # the fast path is the one under test
+        # the same template given by the user goes through Jinja (a trailing space
+        # makes it a user template)
+        jinja = QABenchmark(data=str(data), template=template + " ",
+                            choices_key="choices" if data == choice else None)
+        jinja.samples()
+        assert fast.render(sample) + " " == jinja.render(sample)

@@ -115,12 +115,20 @@ def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def build_context(store: Store, run_id: str) -> dict[str, Any]:
-    """Everything the templates need, read from the store."""
+def build_context(store: Store, run_id: str, *, results: list[SampleResult] | None = None,
+                  metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the templates need, read from the store.
+
+    ``results`` and ``metrics`` may be passed when the caller has just read or
+    computed them from the store, so they are not computed twice.
+    """
     run = store.get_run(run_id)
-    results = store.results(run["id"])
+    if results is None:
+        results = store.results(run["id"])
     bench = get_benchmark_class(run["benchmark"])
-    metrics = bench.metrics(results, run["spec"].get("benchmark_options")) if results else {}
+    if metrics is None:
+        metrics = (bench.metrics(results, run["spec"].get("benchmark_options"))
+                   if results else {})
     extra = bench.report_extra(metrics, results) if results else {}
     head = headline(metrics, bench.headline_metric)
     return {
@@ -156,12 +164,24 @@ def md_escape(value: Any) -> Any:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _env(markdown: bool = False) -> Any:
-    """The template environment: HTML autoescaped; Markdown escaped by ``finalize``."""
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
+def _env(markdown: bool = False, cache_dir: Path | None = None) -> Any:
+    """The template environment: HTML autoescaped; Markdown escaped by ``finalize``.
 
+    With ``cache_dir``, compiled templates are kept there (Jinja's bytecode cache, keyed
+    by the template source's checksum), which saves compiling them on every run.
+    """
+    from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
+
+    cache = None
+    if cache_dir is not None:
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            cache = FileSystemBytecodeCache(str(cache_dir))
+        except OSError:
+            cache = None
     env = Environment(
         loader=FileSystemLoader(str(_TEMPLATES)),
+        bytecode_cache=cache,
         autoescape=select_autoescape(["html", "j2.html"]),
         trim_blocks=True,
         lstrip_blocks=True,
@@ -184,12 +204,18 @@ def write_results_jsonl(results: list[SampleResult], path: Path) -> None:
             }, ensure_ascii=False, default=str) + "\n")
 
 
-def write_reports(store: Store, run_id: str, out_dir: Path | None = None) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` and ``results.jsonl``; returns their paths."""
-    ctx = build_context(store, run_id)
+def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
+                  results: list[SampleResult] | None = None,
+                  metrics: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and ``results.jsonl``; returns their paths.
+
+    ``results``/``metrics``: what the caller just read and computed from the store.
+    """
+    ctx = build_context(store, run_id, results=results, metrics=metrics)
     out = out_dir or store.runs_dir / ctx["run"]["id"]
     out.mkdir(parents=True, exist_ok=True)
-    env, md_env = _env(), _env(markdown=True)
+    cache = store.path.parent / ".cache" / "templates"
+    env, md_env = _env(cache_dir=cache), _env(markdown=True, cache_dir=cache)
     paths = {
         "markdown": out / "report.md",
         "html": out / "report.html",

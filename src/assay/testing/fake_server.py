@@ -173,6 +173,9 @@ class FakeServer:
         #: the ``Authorization`` header of every chat request ("" when absent), in arrival
         #: order: tells which client (API key) sent which request
         self.authorizations: list[str] = []
+        #: ``time.monotonic()`` at the arrival of every chat request (the busy window a
+        #: client kept the server busy is ``max - min``)
+        self.request_times: list[float] = []
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
@@ -193,6 +196,7 @@ class FakeServer:
             self.stats.update(requests=0, completed=0, faults=dict.fromkeys(ALL_KINDS, 0))
             self.queries.clear()
             self.authorizations.clear()
+            self.request_times.clear()
             self._script_pos = 0
             self._seen: dict[str, int] = {}
             self._rng = random.Random(self.faults.seed)
@@ -283,6 +287,7 @@ class FakeServer:
 
     # --------------------------------------------------------------- handlers
     async def _handle_chat(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -294,6 +299,7 @@ class FakeServer:
             self.requests.append(body)
             self.queries.append(request.query_string)
             self.authorizations.append(request.headers.get("Authorization", ""))
+            self.request_times.append(arrived)
             self.stats["requests"] += 1
             n_request = self.stats["requests"]
             if self._log_fh is not None:

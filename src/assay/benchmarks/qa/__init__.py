@@ -22,6 +22,30 @@ DEFAULT_TEMPLATE = (
 DEFAULT_CHOICE_TEMPLATE = "{{ question }}\n\n{{ choices }}\n\nAnswer with the letter of the correct option."
 
 
+#: the built-in templates as ``str.format`` patterns (they use only these two variables)
+_BUILTIN_FORMATS = {
+    t: t.replace("{{ question }}", "{question}").replace("{{ choices }}", "{choices}")
+    for t in (DEFAULT_TEMPLATE, DEFAULT_CHOICE_TEMPLATE)
+}
+
+
+def compile_template(source: str) -> Any:
+    """A user's prompt template, compiled in Jinja2's sandbox.
+
+    A template comes from the user or a shared file: the sandbox refuses attribute
+    tricks that reach Python internals (``{{ cycler.__init__.__globals__.os ... }}``).
+    """
+    from jinja2 import StrictUndefined, TemplateError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
+                               keep_trailing_newline=True)
+    try:
+        return env.from_string(source)
+    except TemplateError as e:
+        raise ConfigError(f"invalid --template: {e}") from e
+
+
 @benchmark("qa")
 class QABenchmark(Benchmark):
     """Generic question answering.
@@ -52,9 +76,6 @@ class QABenchmark(Benchmark):
         """Load and map keys (cached after the first call)."""
         if self._samples is not None:
             return self._samples
-        from jinja2 import StrictUndefined, TemplateError
-        from jinja2.sandbox import SandboxedEnvironment
-
         from assay.benchmarks.qa.scoring import infer_scorer
 
         o = self.options
@@ -64,15 +85,9 @@ class QABenchmark(Benchmark):
             choices_key=o.get("choices_key"), id_key=o.get("id_key"),
         )
         has_choices = any("choices" in s.metadata for s in samples)
-        # A template comes from the user or a shared file: the sandbox refuses attribute
-        # tricks that reach Python internals ({{ cycler.__init__.__globals__.os ... }}).
-        env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
-                                   keep_trailing_newline=True)
         source = o.get("template") or (DEFAULT_CHOICE_TEMPLATE if has_choices else DEFAULT_TEMPLATE)
-        try:
-            self._template = env.from_string(source)
-        except TemplateError as e:
-            raise ConfigError(f"invalid --template: {e}") from e
+        self._template = None if source in _BUILTIN_FORMATS else compile_template(source)
+        self._format = _BUILTIN_FORMATS.get(source)
         # Prompts are rendered per sample as it runs (the stored input stays the
         # question); the first one is rendered now so a broken template fails at once.
         self._rows = {s.id: row for s, row in zip(samples, rows.rows, strict=True)}
@@ -93,14 +108,16 @@ class QABenchmark(Benchmark):
 
     def render(self, sample: Sample) -> str:
         """The prompt for ``sample``: the template applied to its question, choices and row."""
-        from jinja2 import TemplateError
-
         from assay.benchmarks.qa.scoring import format_choices
 
         choices = sample.metadata.get("choices")
         # format_choices ends with its own instruction line; the template has one too
         choice_text = (format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip()
                        if choices else "")
+        if self._template is None:  # a built-in template: same text, without Jinja per sample
+            return self._format.format(question=sample.input, choices=choice_text)
+        from jinja2 import TemplateError
+
         try:
             return self._template.render(question=sample.input, choices=choice_text,
                                          row=self._rows.get(sample.id, {}))
