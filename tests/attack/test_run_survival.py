@@ -308,7 +308,10 @@ def test_kill_9_during_report_never_leaves_a_truncated_file(workspace: Path) -> 
              "Answer: 4", "4", json.dumps({"normalized": {"name": "normalized", "value": 1.0,
                                                           "answer": "4"}}),
              None, 0.01, 5, 2, 1, 0, None, 0.0) for i in range(n)]
-    store._db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    store._db.executemany(
+        "INSERT INTO samples (run_id, sample_id, epoch, seq, input, target, transcript, output,"
+        " prediction, scores, error, latency_s, input_tokens, output_tokens, model_calls,"
+        " cache_hits, metadata, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
     store._db.commit()
     store.set_run_status(run, "finished", {})
     store.close()

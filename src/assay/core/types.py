@@ -200,6 +200,10 @@ class SampleResult:
     output_tokens: int
     transcript: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: seconds the model spent on this sample's calls (``None``: not recorded)
+    model_s: float | None = None
+    #: seconds its calls waited for a free slot or the model's queue (``None``: not recorded)
+    wait_s: float | None = None
 
     def score_value(self, name: str | None = None) -> float | None:
         """The value of score ``name`` (the first score when ``None``)."""

@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import json
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +83,7 @@ class CallContext:
     """The agent as one sample sees it: same ``generate`` protocol, plus bookkeeping."""
 
     __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
-                 "cache_hits", "model_id", "text_only")
+                 "cache_hits", "model_id", "text_only", "model_s", "wait_s")
 
     def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int) -> None:
         self._agent = agent
@@ -97,6 +98,10 @@ class CallContext:
         self.usage = Usage()
         self.calls = 0
         self.cache_hits = 0
+        #: seconds the model spent on this sample's calls, and seconds they waited first
+        #: (for a slot under --max-connections, or in the model's own queue)
+        self.model_s = 0.0
+        self.wait_s = 0.0
 
     async def generate(
         self,
@@ -124,10 +129,21 @@ class CallContext:
         attempt = 0
         while True:
             try:
+                asked = time.perf_counter()
                 async with shared.semaphore:
-                    reply = await self._agent.generate(
-                        messages, tools=tools, response_schema=response_schema, **params
-                    )
+                    started = time.perf_counter()
+                    try:
+                        reply = await self._agent.generate(
+                            messages, tools=tools, response_schema=response_schema, **params
+                        )
+                    finally:
+                        wall = time.perf_counter() - started
+                        self.wait_s += started - asked
+                # the model reports its own service time where it queues calls itself
+                # (the embedded model); the rest of the call's wall time was a wait
+                service = reply.latency_s if 0 < reply.latency_s <= wall else wall
+                self.model_s += service
+                self.wait_s += wall - service
                 break
             except ModelCallError as e:
                 if not e.transient or attempt >= policy.max_retries:

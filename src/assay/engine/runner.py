@@ -306,6 +306,7 @@ class Engine:
                 json.dumps(sample.metadata, ensure_ascii=False, default=str) if sample.metadata
                 else None,
                 time.time(),
+                ctx.model_s if ctx else None, ctx.wait_s if ctx else None,
             ))
             return error is not None
 

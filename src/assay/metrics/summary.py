@@ -61,13 +61,25 @@ def extraction_rate(results: list[SampleResult], score_name: str | None = None) 
 
 
 def usage_summary(results: list[SampleResult]) -> dict[str, Any]:
-    """Mean latency and token totals."""
+    """Mean latency, split into model time and waiting, and token totals.
+
+    ``mean_latency_s`` is a sample's whole time from start to stored result;
+    ``mean_model_time_s`` the time the model spent on its calls, and
+    ``mean_wait_s`` the time its calls waited for a connection slot or in the
+    model's own queue (the embedded model runs one call at a time, so with many
+    samples in flight most of a sample's latency is waiting).
+    """
     n = len(results)
-    lat = [r.latency_s for r in results if r.error is None]
+    ok = [r for r in results if r.error is None]
+    lat = [r.latency_s for r in ok]
+    model = [r.model_s for r in ok if r.model_s is not None]
+    wait = [r.wait_s for r in ok if r.wait_s is not None]
     tin = sum(r.input_tokens for r in results)
     tout = sum(r.output_tokens for r in results)
     return {
         "mean_latency_s": sum(lat) / len(lat) if lat else None,
+        "mean_model_time_s": sum(model) / len(model) if model else None,
+        "mean_wait_s": sum(wait) / len(wait) if wait else None,
         "input_tokens": tin,
         "output_tokens": tout,
         "mean_tokens_per_sample": (tin + tout) / n if n else None,

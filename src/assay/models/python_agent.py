@@ -94,20 +94,33 @@ class PythonAgent:
     ) -> Reply:
         """Run the agent on the conversation text; its exceptions become call errors."""
         prompt = conversation_text(messages)
+        spent = 0.0
+
+        def timed_call() -> Any:  # timed on the worker thread: the thread pool's queue
+            nonlocal spent        # is waiting, not the agent's time
+            t = time.perf_counter()
+            try:
+                return self._call(prompt)
+            finally:
+                spent = time.perf_counter() - t
+
         start = time.perf_counter()
         try:
             if self._is_async:
                 out = await self._call(prompt)
+                spent = time.perf_counter() - start
             else:
-                out = await asyncio.to_thread(self._call, prompt)
+                out = await asyncio.to_thread(timed_call)
                 if inspect.isawaitable(out):
+                    t = time.perf_counter()
                     out = await out
+                    spent += time.perf_counter() - t
         except Exception as e:
             raise ModelCallError(
                 f"agent raised {type(e).__name__}: {e}", transient=False
             ) from e
         text = "" if out is None else out if isinstance(out, str) else content_text(out)
-        return Reply(Message("assistant", text), Usage(), time.perf_counter() - start)
+        return Reply(Message("assistant", text), Usage(), spent)
 
 
 class PythonAgentSubject:

@@ -22,7 +22,7 @@ from typing import Any
 from assay.core.types import SampleResult
 from assay.errors import RunNotFoundError, StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,6 +57,8 @@ CREATE TABLE IF NOT EXISTS samples (
     cache_hits INTEGER,
     metadata TEXT,
     created_at REAL NOT NULL,
+    model_s REAL,
+    wait_s REAL,
     PRIMARY KEY (run_id, sample_id, epoch)
 );
 CREATE TABLE IF NOT EXISTS cache (
@@ -71,12 +73,16 @@ CREATE INDEX IF NOT EXISTS cache_model ON cache (model);
 _INSERT_SAMPLE = (
     "INSERT OR REPLACE INTO samples (run_id, sample_id, epoch, seq, input, target, transcript,"
     " output, prediction, scores, error, latency_s, input_tokens, output_tokens, model_calls,"
-    " cache_hits, metadata, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cache_hits, metadata, created_at, model_s, wait_s)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 
-#: position of the ``error`` column in a sample row (run_id first)
+#: position of the ``error`` and ``created_at`` columns in a sample row (run_id first)
 _ERROR_COL = 10
+_CREATED_COL = 17
+#: columns added after schema version 1: (name, type)
+_ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"))
 
 
 def workspace_dir() -> Path:
@@ -290,7 +296,7 @@ class _Writer:
             self._rollback()
             # last resort: ids and the error only
             bare = [None] * len(row)
-            for i in (0, 1, 2, 3, _ERROR_COL, len(row) - 1):
+            for i in (0, 1, 2, 3, _ERROR_COL, _CREATED_COL):
                 bare[i] = row[i]
             retry_locked(lambda: attempt(tuple(bare)), path, what="save a sample")
 
@@ -328,7 +334,15 @@ class Store:
         def init() -> None:
             if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'samples'"
                                 ).fetchone() is not None:
-                return  # an existing store: opening it needs no write lock
+                have = {r[1] for r in self._db.execute("PRAGMA table_info(samples)")}
+                missing = [(n, t) for n, t in _ADDED_SAMPLE_COLUMNS if n not in have]
+                for name, kind in missing:  # a store from an older version
+                    self._db.execute(f"ALTER TABLE samples ADD COLUMN {name} {kind}")
+                if missing:
+                    self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'",
+                                     (str(SCHEMA_VERSION),))
+                    self._db.commit()
+                return  # an existing, current store: opening it needs no write lock
             self._db.executescript(_SCHEMA)
             self._db.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -516,8 +530,11 @@ class Store:
         """Write one sample result and commit (with any cache rows written before it).
 
         ``row`` follows the ``samples`` columns after ``run_id`` (see :data:`_INSERT_SAMPLE`);
-        the engine builds it so the hot path avoids per-sample dict churn.
+        the engine builds it so the hot path avoids per-sample dict churn. The timing
+        columns (``model_s``, ``wait_s``) may be left off the end.
         """
+        if len(row) == _CREATED_COL:
+            row = (*row, None, None)
         if self._writer is not None:
             self._writer.put("s", (run_id, *row))
             return
@@ -532,7 +549,8 @@ class Store:
         """All sample results of a run in dataset order."""
         rows = self._db.execute(
             "SELECT sample_id, epoch, input, target, output, prediction, scores, error,"
-            " latency_s, input_tokens, output_tokens, transcript, metadata FROM samples"
+            " latency_s, input_tokens, output_tokens, transcript, metadata, model_s, wait_s"
+            " FROM samples"
             " WHERE run_id = ? ORDER BY seq, epoch",
             (run_id,),
         ).fetchall()
@@ -543,6 +561,7 @@ class Store:
                 scores=json.loads(r[6] or "{}"), error=r[7], latency_s=r[8] or 0.0,
                 input_tokens=r[9] or 0, output_tokens=r[10] or 0,
                 transcript=json.loads(r[11] or "[]"), metadata=json.loads(r[12] or "{}"),
+                model_s=r[13], wait_s=r[14],
             )
             for r in rows
         ]
