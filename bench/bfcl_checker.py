@@ -8,9 +8,15 @@ official v4 data with both implementations:
 - ``prompt``: the same answers rendered as prompt text, then decode + format
   check + AST check (the whole official prompt-mode path);
 - ``relevance``: a text answer and a call for every relevance entry, decoded
-  and judged.
+  and judged (2,280 outputs);
+- ``relevance_varied``: seven outputs per relevance entry, closer to what models
+  write: the entry's own question as prose, ``""``, ``[]``, a call with the
+  function's required parameters, the same call bare, in a code fence and after
+  "Sure: " (7,980 outputs).
 
-Verdicts are compared entry by entry (any disagreement is reported). Import
+For every path: our rate and the official rate (outputs per second, best of
+``--repeat`` runs, the two run in turns), their ratio (``speedup``: our rate / official rate) and the
+number of outputs whose verdicts differ (``disagreements``, must be 0). Import
 times are measured in fresh subprocesses. Needs the light install of
 bfcl-eval (see .ci/run). Prints JSON.
 
@@ -77,13 +83,39 @@ def relevance_cases() -> list[dict[str, Any]]:
     return cases
 
 
-def timed(fn: Any, repeat: int) -> tuple[float, Any]:
-    best, result = float("inf"), None
+_PLACEHOLDERS = {"string": "x", "integer": 1, "float": 1.5, "boolean": True, "array": [1],
+                 "dict": {"k": "v"}, "tuple": (1, 2)}
+
+
+def varied_relevance_cases() -> list[dict[str, Any]]:
+    cases = []
+    for cat in RELEVANCE:
+        questions, _ = oracle.entries(cat)
+        for q in questions:
+            fn = (q["function"] or [{"name": "f", "parameters": {"properties": {"a": {}}}}])[0]
+            props = fn["parameters"].get("properties", {})
+            required = fn["parameters"].get("required", list(props))
+            call = calls_to_prompt_text([{fn["name"]: {
+                p: _PLACEHOLDERS.get(props.get(p, {}).get("type", ""), "v") for p in required}}],
+                "python")
+            prose = next((m["content"] for m in q["question"][0] if m["role"] == "user"), "")
+            for text in (prose, "", "[]", call, call[1:-1], f"```\n{call}\n```",
+                         f"Sure: {call}"):
+                cases.append({"cat": cat, "text": text})
+    return cases
+
+
+def timed_pair(mine: Any, theirs: Any, repeat: int) -> tuple[float, Any, float, Any]:
+    """Best times of ``mine`` and ``theirs``, run in turns so that both see the same load
+    (on a shared machine, load that changes between two blocks of runs skews the ratio)."""
+    best = [float("inf"), float("inf")]
+    results: list[Any] = [None, None]
     for _ in range(repeat):
-        t = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
+        for k, fn in enumerate((mine, theirs)):
+            t = time.perf_counter()
+            results[k] = fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best[0], results[0], best[1], results[1]
 
 
 def main() -> None:
@@ -95,6 +127,7 @@ def main() -> None:
     oracle.load()  # import the official checker before anything is timed
     cases = build_cases()
     rel = relevance_cases()
+    varied = varied_relevance_cases()
 
     def ours_decoded() -> list[bool]:
         return [check_ast(c["docs"], c["decoded"], c["gt"], language=c["lang"], category=c["cat"],
@@ -120,9 +153,9 @@ def main() -> None:
         return [oracle.official_prompt_verdict(c["docs"], c["text"], c["gt"], c["lang"],
                                                c["cat"])["valid"] for c in cases]
 
-    def ours_relevance() -> list[bool]:
+    def ours_relevance(outputs: list[dict[str, Any]]) -> list[bool]:
         out = []
-        for c in rel:
+        for c in outputs:
             try:
                 d, ok = decode_prompt(c["text"], "python"), True
             except DecodeError:
@@ -130,22 +163,28 @@ def main() -> None:
             out.append(check_relevance(ok, d, category=c["cat"]).valid)
         return out
 
-    def official_relevance() -> list[bool]:
+    def official_relevance(outputs: list[dict[str, Any]]) -> list[bool]:
         return [(oracle.official_relevance_has_call(c["text"]) == (c["cat"] == "live_relevance"))
-                for c in rel]
+                for c in outputs]
 
-    report: dict[str, Any] = {"ast_entries": len(cases), "relevance_cases": len(rel)}
-    for name, mine, theirs, n in (("decoded", ours_decoded, official_decoded, len(cases)),
-                                  ("prompt", ours_prompt, official_prompt, len(cases)),
-                                  ("relevance", ours_relevance, official_relevance, len(rel))):
-        t_ours, v_ours = timed(mine, args.repeat)
-        t_off, v_off = timed(theirs, args.repeat)
+    report: dict[str, Any] = {"ast_entries": len(cases), "relevance_cases": len(rel),
+                              "relevance_varied_cases": len(varied)}
+    for name, mine, theirs, n in (
+            ("decoded", ours_decoded, official_decoded, len(cases)),
+            ("prompt", ours_prompt, official_prompt, len(cases)),
+            ("relevance", lambda: ours_relevance(rel), lambda: official_relevance(rel), len(rel)),
+            ("relevance_varied", lambda: ours_relevance(varied),
+             lambda: official_relevance(varied), len(varied))):
+        t_ours, v_ours, t_off, v_off = timed_pair(mine, theirs, args.repeat)
         report[name] = {
             "assay_entries_per_s": round(n / t_ours), "official_entries_per_s": round(n / t_off),
             "speedup": round(t_off / t_ours, 2), "assay_passed": sum(v_ours),
             "official_passed": sum(v_off),
             "disagreements": sum(a != b for a, b in zip(v_ours, v_off, strict=True)),
         }
+    paths = ("decoded", "prompt", "relevance", "relevance_varied")
+    report["min_speedup"] = min(report[p]["speedup"] for p in paths)
+    report["disagreements"] = sum(report[p]["disagreements"] for p in paths)
     report["import_s"] = {
         "assay_checker": round(statistics.median(
             import_time("import assay.benchmarks.bfcl.checker") for _ in range(3)), 4),

@@ -426,10 +426,11 @@ def check_relevance(decoded_ok: bool, decoded: Any, *, category: str) -> Verdict
     """
     has_call = bool(decoded_ok) and not is_empty_output(decoded)
     if "irrelevance" in category:
-        if has_call:
-            return Verdict(False, IRRELEVANCE_FAILED,
-                           ("a function call was decoded where none should be",))
-        return PASS
-    if has_call:
-        return PASS
-    return Verdict(False, RELEVANCE_FAILED, ("no function call could be decoded",))
+        return _CALL_DECODED if has_call else PASS
+    return PASS if has_call else _NO_CALL_DECODED
+
+
+# Verdicts are immutable, so the two relevance failures are built once.
+_CALL_DECODED = Verdict(False, IRRELEVANCE_FAILED,
+                        ("a function call was decoded where none should be",))
+_NO_CALL_DECODED = Verdict(False, RELEVANCE_FAILED, ("no function call could be decoded",))

@@ -61,32 +61,62 @@ JS_COLLECTION_TYPES = frozenset({"array"})
 
 _UNSUPPORTED_JAVA = frozenset({"Set", "Hashtable", "Queue", "Stack"})
 
-# -- numeric literals (used with .match, so anchored at the start; "$" as in Python re) --
-_WHOLE = re.compile(r"-?\d+$")
-_J_FLOAT = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)[fF]$")
-_J_DOUBLE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$")
-_J_LONG = re.compile(r"(-?\d+)[lL]$")
-_JS_FLOAT = re.compile(r"-?\d+(?:\.\d+)?$")
-_JS_BIGINT = re.compile(r"-?\d+n$")
+# The patterns are compiled on first use: compiling them takes about 3 ms, a good part of
+# the time it takes to import the checker, and most runs never convert Java or JavaScript.
+_WHOLE: re.Pattern[str]
+_J_FLOAT: re.Pattern[str]
+_J_DOUBLE: re.Pattern[str]
+_J_LONG: re.Pattern[str]
+_JS_FLOAT: re.Pattern[str]
+_JS_BIGINT: re.Pattern[str]
+_J_ARRAY: re.Pattern[str]
+_J_AS_LIST: re.Pattern[str]
+_J_ADD_BLOCK: re.Pattern[str]
+_J_ADD: re.Pattern[str]
+_J_EMPTY_LIST: re.Pattern[str]
+_J_MAP: re.Pattern[str]
+_J_PUT: re.Pattern[str]
+_J_EMPTY_MAP: re.Pattern[str]
+_JS_GRID: re.Pattern[str]
+_JS_ROW: re.Pattern[str]
+_JS_LIST: re.Pattern[str]
+_JS_OBJECT: re.Pattern[str]
+_JS_ENTRY: re.Pattern[str]
+_COMPILED = False
 
-# -- Java collections (searched anywhere in the text) --
-_J_ARRAY = re.compile(r"new\s+\w+\[\]\s*\{(.*?)\}")
-_J_AS_LIST = re.compile(r"new\s+ArrayList<\w*>\(Arrays\.asList\((.+?)\)\)")
-_J_ADD_BLOCK = re.compile(r"new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}", re.DOTALL)
-_J_ADD = re.compile(r"add\((.+?)\)")
-_J_EMPTY_LIST = re.compile(r"new\s+ArrayList<\w*>\(\)")
-_J_MAP = re.compile(r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}", re.DOTALL)
-_J_PUT = re.compile(r"put\(\"(.*?)\",\s*(.*?)\)")
-_J_EMPTY_MAP = re.compile(r"new\s+HashMap<.*?>\s*\(\)")
 
-# -- JavaScript collections (matched at the start of the stripped text) --
-_JS_GRID = re.compile(
-    r"\[\s*\[.*?\]\s*(?:,\s*\[.*?\]\s*)*\]|\bnew\s+Array\(\s*\[.*?\]\s*(?:,\s*\[.*?\]\s*)*\)"
-)
-_JS_ROW = re.compile(r"\[(.*?)\]")
-_JS_LIST = re.compile(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)")
-_JS_OBJECT = re.compile(r"\{(.*?)\}")
-_JS_ENTRY = re.compile(r"([^:]+):\s*(.*?)(?:,\s*(?=[^,]+:)|$)")
+def _compile_patterns() -> None:
+    global _WHOLE, _J_FLOAT, _J_DOUBLE, _J_LONG, _JS_FLOAT, _JS_BIGINT
+    global _J_ARRAY, _J_AS_LIST, _J_ADD_BLOCK, _J_ADD, _J_EMPTY_LIST, _J_MAP, _J_PUT, _J_EMPTY_MAP
+    global _JS_GRID, _JS_ROW, _JS_LIST, _JS_OBJECT, _JS_ENTRY
+    global _COMPILED
+    # -- numeric literals (used with .match, so anchored at the start; "$" as in Python re) --
+    _WHOLE = re.compile(r"-?\d+$")
+    _J_FLOAT = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)[fF]$")
+    _J_DOUBLE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$")
+    _J_LONG = re.compile(r"(-?\d+)[lL]$")
+    _JS_FLOAT = re.compile(r"-?\d+(?:\.\d+)?$")
+    _JS_BIGINT = re.compile(r"-?\d+n$")
+
+    # -- Java collections (searched anywhere in the text) --
+    _J_ARRAY = re.compile(r"new\s+\w+\[\]\s*\{(.*?)\}")
+    _J_AS_LIST = re.compile(r"new\s+ArrayList<\w*>\(Arrays\.asList\((.+?)\)\)")
+    _J_ADD_BLOCK = re.compile(r"new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}", re.DOTALL)
+    _J_ADD = re.compile(r"add\((.+?)\)")
+    _J_EMPTY_LIST = re.compile(r"new\s+ArrayList<\w*>\(\)")
+    _J_MAP = re.compile(r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}", re.DOTALL)
+    _J_PUT = re.compile(r"put\(\"(.*?)\",\s*(.*?)\)")
+    _J_EMPTY_MAP = re.compile(r"new\s+HashMap<.*?>\s*\(\)")
+
+    # -- JavaScript collections (matched at the start of the stripped text) --
+    _JS_GRID = re.compile(
+        r"\[\s*\[.*?\]\s*(?:,\s*\[.*?\]\s*)*\]|\bnew\s+Array\(\s*\[.*?\]\s*(?:,\s*\[.*?\]\s*)*\)"
+    )
+    _JS_ROW = re.compile(r"\[(.*?)\]")
+    _JS_LIST = re.compile(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)")
+    _JS_OBJECT = re.compile(r"\{(.*?)\}")
+    _JS_ENTRY = re.compile(r"([^:]+):\s*(.*?)(?:,\s*(?=[^,]+:)|$)")
+    _COMPILED = True
 
 
 def _number(text: str) -> Any:
@@ -106,6 +136,8 @@ def _number(text: str) -> Any:
 
 def java_literal(text: str) -> Any:
     """An untyped Java literal (collection elements of unknown type, HashMap values)."""
+    if not _COMPILED:
+        _compile_patterns()
     if text == "true":
         return True
     if text == "false":
@@ -174,6 +206,8 @@ def convert_java(value: str, java_type: str, item_type: str | None = None) -> An
     """
     if java_type not in JAVA_TYPES:
         raise ValueError(f"unsupported Java type: {java_type}")
+    if not _COMPILED:
+        _compile_patterns()
     if java_type in ("integer", "short", "byte"):
         return int(value) if _WHOLE.match(value) else value
     if java_type == "float":
@@ -205,6 +239,8 @@ def convert_java(value: str, java_type: str, item_type: str | None = None) -> An
 
 def js_literal(text: str) -> Any:
     """An untyped JavaScript literal (array elements of unknown type, object values)."""
+    if not _COMPILED:
+        _compile_patterns()
     text = text.strip()
     if text == "true":
         return True
@@ -281,6 +317,8 @@ def convert_js(value: str, js_type: str, item_type: str | None = None) -> Any:
     """
     if js_type not in JS_TYPES:
         raise ValueError(f"unsupported JavaScript type: {js_type}")
+    if not _COMPILED:
+        _compile_patterns()
     if js_type == "String":
         if (value.startswith('"') and value.endswith('"')) or (
             value.startswith("'") and value.endswith("'")
