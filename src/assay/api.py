@@ -120,7 +120,7 @@ async def run_async(
                                   timeout=spec.timeout)
         run_id = await engine.run(spec, resume=resume, subject=subject)
         run = store.get_run(run_id)
-        results = store.results(run_id)
+        results = store.results(run_id, transcripts=False, texts=False)
         metrics = get_benchmark_class(run["benchmark"]).metrics(
             results, run["spec"].get("benchmark_options"))
         paths: dict[str, Path] = {}

@@ -32,8 +32,8 @@ RULES = [
     Rule(r"explode", {"status": 400, "error": BAD_ERROR}),  # non-transient: no retries
 ]
 RESULT_FIELDS = {"sample_id", "epoch", "input", "target", "output", "prediction", "scores",
-                 "error", "latency_s", "input_tokens", "output_tokens", "transcript",
-                 "metadata"}
+                 "error", "latency_s", "model_s", "wait_s", "input_tokens", "output_tokens",
+                 "transcript", "metadata"}
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -173,3 +173,38 @@ def test_markdown_cells_keep_the_table_intact(fake_server, tmp_path):
     assert r"Has a \| pipe and a newline?" in row
     # seven columns: id, question, target, prediction, verdict, why, extraction
     assert len(re.split(r"(?<!\\)\|", row.strip())) == 9
+
+
+def test_big_runs_list_a_capped_sample_table_errors_and_wrong_first(tmp_path) -> None:
+    """The per-sample table stops at 1,000 rows (errors and wrong answers first) and
+    says so; results.jsonl keeps every sample."""
+    from assay.reports.render import MAX_SAMPLE_ROWS, write_reports
+    from assay.store.sqlite import Store
+
+    store = Store(tmp_path / "assay.db")
+    run = store.create_run(benchmark="qa", spec={"benchmark": "qa"}, model={"model": "m"},
+                           dataset={}, package_version="t")
+    n = 2500
+    for i in range(n):
+        wrong = i % 500 == 7
+        error = "HTTP 500 from x" if i == 2222 else None
+        scores = {} if error else {"normalized": {"name": "normalized",
+                                                  "value": 0.0 if wrong else 1.0,
+                                                  "answer": "x" if wrong else "4"}}
+        store.record(run, (f"s{i}", 0, i, json.dumps(f"q{i}"), json.dumps("4"), "[]", "out",
+                           None if error else scores["normalized"]["answer"], json.dumps(scores),
+                           error, 0.01, 1, 1, 1, 0, None, 0.0))
+    store.set_run_status(run, "finished", {})
+    paths = write_reports(store, run, tmp_path / "out")
+    html = paths["html"].read_text()
+    md = paths["markdown"].read_text()
+    assert f"Showing {MAX_SAMPLE_ROWS:,} of {n:,} samples" in html
+    assert f"Showing {MAX_SAMPLE_ROWS:,} of {n:,} samples" in md
+    md_rows = [line for line in md.split("## Samples", 1)[1].splitlines()
+               if line.startswith("| s")]
+    assert len(md_rows) == MAX_SAMPLE_ROWS
+    shown = {line.split("|")[1].strip() for line in md_rows}
+    assert "s2222" in shown and all(f"s{i}" in shown for i in range(7, n, 500))
+    assert "s2499" not in shown  # a correct one past the cap
+    assert len(paths["results"].read_text().splitlines()) == n
+    store.close()

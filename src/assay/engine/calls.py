@@ -114,9 +114,9 @@ class CallContext:
         """Cached, limited, retried call to the underlying agent."""
         shared = self._shared
         key = None
-        if self._cacheable:
+        if self._cacheable and shared.use_cache:  # --no-cache: no key to compute
             key = cache_key(self._identity, messages, tools, response_schema, params, self.epoch)
-            if shared.use_cache and key in shared.cached_keys:
+            if key in shared.cached_keys:
                 hit = shared.store.cache_get(key)
                 if hit is not None:
                     reply = Reply.from_dict(json.loads(hit))

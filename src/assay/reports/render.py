@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.base import get_benchmark_class
+from assay.benchmarks.base import Benchmark, get_benchmark_class
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
 from assay.store.sqlite import Store
@@ -94,6 +94,30 @@ def _extraction(r: SampleResult) -> str:
     return str(meta.get("extraction") or "")
 
 
+#: the most per-sample rows a report shows (the full list is in results.jsonl)
+MAX_SAMPLE_ROWS = 1000
+
+
+def shown_samples(results: list[SampleResult],
+                  limit: int = MAX_SAMPLE_ROWS) -> list[SampleResult]:
+    """The samples a report lists: all of them up to ``limit``; past it, errors and
+    wrong answers first, then the rest, each group in dataset order."""
+    if len(results) <= limit:
+        return results
+    rank = {"error": 0, "wrong": 1}
+    order = sorted(range(len(results)), key=lambda i: rank.get(_verdict(results[i]), 2))
+    keep = sorted(order[:limit])
+    return [results[i] for i in keep]
+
+
+def _with_texts(store: Store, run_id: str, results: list[SampleResult]) -> list[SampleResult]:
+    """``results`` with their input, target and output, read back for these samples only."""
+    if all(r.input is not None for r in results):
+        return results
+    return list(store.iter_results(run_id, transcripts=False,
+                                   keys=[(r.sample_id, r.epoch) for r in results]))
+
+
 def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
     """Per-sample table rows (question, target, prediction, verdict, error)."""
     rows = []
@@ -120,11 +144,13 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
     """Everything the templates need, read from the store.
 
     ``results`` and ``metrics`` may be passed when the caller has just read or
-    computed them from the store, so they are not computed twice.
+    computed them from the store, so they are not computed twice. Metrics need no
+    texts, so ``results`` may be lean (``Store.results(texts=False)``); the texts of the
+    samples a report lists are read for those samples only.
     """
     run = store.get_run(run_id)
     if results is None:
-        results = store.results(run["id"])
+        results = store.results(run["id"], transcripts=False, texts=False)
     bench = get_benchmark_class(run["benchmark"])
     if metrics is None:
         metrics = (bench.metrics(results, run["spec"].get("benchmark_options"))
@@ -141,7 +167,13 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
         "top_errors": metrics.get("top_errors") or [],
         "headline": head,
         "headline_text": f"{head[0]} {fmt_rate(head[1])}" if head else "no scored samples",
-        "samples": (rows := sample_rows(results)),
+        "samples": (rows := sample_rows(shown := _with_texts(
+            store, run["id"], shown_samples(results)))),
+        "samples_total": len(results),
+        "samples_note": ("" if len(shown) == len(results) else
+                         f"Showing {len(shown):,} of {len(results):,} samples: errors and "
+                         "wrong answers first, then the rest in dataset order. Every sample "
+                         "is in results.jsonl."),
         "show_extraction": any(row["extraction"] for row in rows),
         "sections": extra.get("sections") or [],
         "recommendations": extra.get("recommendations") or [],
@@ -191,14 +223,16 @@ def _env(markdown: bool = False, cache_dir: Path | None = None) -> Any:
     return env
 
 
-def write_results_jsonl(results: list[SampleResult], path: Path) -> None:
-    """One JSON object per sample result."""
+def write_results_jsonl(results: Any, path: Path) -> None:
+    """One JSON object per sample result (any iterable: the store's is streamed)."""
+    dumps = json.dumps
     with atomic_open(path) as f:
         for r in results:
-            f.write(json.dumps({
+            f.write(dumps({
                 "sample_id": r.sample_id, "epoch": r.epoch, "input": r.input, "target": r.target,
                 "output": r.output, "prediction": r.prediction, "scores": r.scores,
-                "error": r.error, "latency_s": r.latency_s, "input_tokens": r.input_tokens,
+                "error": r.error, "latency_s": r.latency_s, "model_s": r.model_s,
+                "wait_s": r.wait_s, "input_tokens": r.input_tokens,
                 "output_tokens": r.output_tokens, "transcript": r.transcript,
                 "metadata": r.metadata,
             }, ensure_ascii=False, default=str) + "\n")
@@ -223,8 +257,12 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
     }
     atomic_write_text(paths["markdown"], md_env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
     atomic_write_text(paths["html"], env.get_template("report.html").render(**ctx), encoding="utf-8")
-    write_results_jsonl(ctx["results"], paths["results"])
-    paths.update(ctx["benchmark_class"].write_artifacts(ctx["run"], ctx["results"], out))
+    # the full results, transcripts included, streamed from the store
+    write_results_jsonl(store.iter_results(ctx["run"]["id"]), paths["results"])
+    bench = ctx["benchmark_class"]
+    if bench.write_artifacts.__func__ is not Benchmark.write_artifacts.__func__:  # an export
+        full = store.results(ctx["run"]["id"], transcripts=False)
+        paths.update(bench.write_artifacts(ctx["run"], full, out))
     return paths
 
 

@@ -234,10 +234,15 @@ def effective_status(status: str, stats: dict[str, Any]) -> str:
 class _Writer:
     """A thread that owns a second connection and writes sample rows off the event loop.
 
-    Each sample row is its own transaction, committed as soon as the thread
-    takes it (cache rows ride along with the next commit). SQLite releases the
+    It takes every row queued so far (up to :attr:`BATCH`) and commits them in one
+    transaction: under load that is one commit per batch instead of one per sample,
+    and with a quiet queue it is one per sample, as soon as it is queued. A sample
+    is done only once its row is committed, so a kill at any moment loses at most
+    rows that were never committed, which a resume runs again. SQLite releases the
     GIL while it writes, so disk time never stalls requests in flight.
     """
+
+    BATCH = 512
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -250,38 +255,54 @@ class _Writer:
     def _loop(self) -> None:
         q = self._q
         while True:
-            item = q.get()
+            batch = [q.get()]
+            while len(batch) < self.BATCH and batch[-1] is not None:
+                try:
+                    batch.append(q.get_nowait())
+                except queue.Empty:
+                    break
+            items = [b for b in batch if b is not None]
             try:
-                if item is None:
-                    return
-                if self.error is None:
-                    self._write(*item)
+                if items and self.error is None:
+                    self._write_batch(items)
             except BaseException as e:  # surfaced to the engine on the next put/flush
                 self.error = e
             finally:
-                q.task_done()
+                for _ in batch:
+                    q.task_done()
+            if batch[-1] is None:
+                return
 
-    def _write(self, kind: str, args: tuple[Any, ...]) -> None:
-        """Write one row. A sample row that cannot be written as it is is written as that
-        sample's error instead; only a lock held past the timeout stops the writer."""
-        db, path = self._db, self.path
-        sql = _INSERT_SAMPLE if kind == "s" else _INSERT_CACHE
+    def _write_batch(self, items: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Write rows in one transaction. A sample row that cannot be written as it is
+        is written as that sample's error instead (a failed statement leaves the
+        transaction as it was); only a lock held past the timeout stops the writer."""
+        db = self._db
 
-        def attempt(row: tuple[Any, ...]) -> None:
-            db.execute(sql, row)
-            if kind == "s" or self._q.qsize() == 0:
-                db.commit()
-
-        try:
-            retry_locked(lambda: attempt(args), path, what="save a sample")
-            return
-        except StoreError as e:
-            if isinstance(e.__cause__, sqlite3.OperationalError) and _is_locked(e.__cause__):
+        def begin() -> None:
+            try:
+                db.execute("BEGIN IMMEDIATE")  # take the write lock now, or wait for it
+            except sqlite3.OperationalError:
+                self._rollback()
                 raise
-            problem: BaseException = e.__cause__ or e
-        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:  # bad value
-            problem = e
-        self._rollback()
+
+        retry_locked(begin, self.path, what="save samples")
+        try:
+            for kind, args in items:
+                self._write_row(kind, args)
+            db.commit()
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _write_row(self, kind: str, args: tuple[Any, ...]) -> None:
+        db = self._db
+        sql = _INSERT_SAMPLE if kind == "s" else _INSERT_CACHE
+        try:
+            db.execute(sql, args)
+            return
+        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:  # a bad value
+            problem: BaseException = e
         if kind != "s":
             return  # a cache row that cannot be stored is simply not cached
         note = (f"the result could not be stored as it was ({type(problem).__name__}: "
@@ -289,16 +310,12 @@ class _Writer:
         row = [_storable(v) for v in args]
         row[_ERROR_COL] = row[_ERROR_COL] and f"{row[_ERROR_COL]}; {note}" or note
         try:
-            retry_locked(lambda: attempt(tuple(row)), path, what="save a sample")
-        except StoreError as e:
-            if isinstance(e.__cause__, sqlite3.OperationalError) and _is_locked(e.__cause__):
-                raise
-            self._rollback()
-            # last resort: ids and the error only
-            bare = [None] * len(row)
+            db.execute(sql, tuple(row))
+        except (sqlite3.Error, ValueError, TypeError, OverflowError):
+            bare: list[Any] = [None] * len(row)  # last resort: ids and the error only
             for i in (0, 1, 2, 3, _ERROR_COL, _CREATED_COL):
                 bare[i] = row[i]
-            retry_locked(lambda: attempt(tuple(bare)), path, what="save a sample")
+            db.execute(sql, tuple(bare))
 
     def _rollback(self) -> None:
         try:
@@ -545,26 +562,46 @@ class Store:
 
         self._write(insert, "save a sample")
 
-    def results(self, run_id: str) -> list[SampleResult]:
-        """All sample results of a run in dataset order."""
-        rows = self._db.execute(
-            "SELECT sample_id, epoch, input, target, output, prediction, scores, error,"
-            " latency_s, input_tokens, output_tokens, transcript, metadata, model_s, wait_s"
-            " FROM samples"
-            " WHERE run_id = ? ORDER BY seq, epoch",
-            (run_id,),
-        ).fetchall()
-        return [
-            SampleResult(
-                run_id=run_id, sample_id=r[0], epoch=r[1], input=json.loads(r[2]),
-                target=json.loads(r[3]), output=r[4] or "", prediction=r[5],
-                scores=json.loads(r[6] or "{}"), error=r[7], latency_s=r[8] or 0.0,
+    def iter_results(self, run_id: str, *, transcripts: bool = True, texts: bool = True,
+                     keys: list[tuple[str, int]] | None = None) -> Iterator[SampleResult]:
+        """A run's sample results in dataset order, one at a time (memory stays flat).
+
+        ``transcripts=False`` leaves every ``transcript`` empty, and ``texts=False``
+        also ``input``, ``target`` (``None``) and ``output`` (``""``): metrics need
+        none of them, and they are most of a result's size. ``keys`` restricts the
+        results to those ``(sample_id, epoch)`` pairs.
+        """
+        text_cols = "input, target, output" if texts else "NULL, NULL, NULL"
+        where = "run_id = ?"
+        args: list[Any] = [run_id]
+        if keys is not None:
+            where += (" AND (sample_id, epoch) IN (SELECT json_extract(value, '$[0]'),"
+                      " json_extract(value, '$[1]') FROM json_each(?))")
+            args.append(json.dumps([[sid, ep] for sid, ep in keys]))
+        cur = self._db.execute(
+            f"SELECT sample_id, epoch, {text_cols}, prediction, scores, error,"
+            f" latency_s, input_tokens, output_tokens, {'transcript' if transcripts else 'NULL'},"
+            f" metadata, model_s, wait_s FROM samples WHERE {where} ORDER BY seq, epoch",
+            args,
+        )
+        loads = json.loads
+        for r in cur:
+            yield SampleResult(
+                run_id=run_id, sample_id=r[0], epoch=r[1],
+                input=loads(r[2]) if r[2] is not None else None,
+                target=loads(r[3]) if r[3] is not None else None,
+                output=r[4] or "", prediction=r[5],
+                scores=loads(r[6] or "{}"), error=r[7], latency_s=r[8] or 0.0,
                 input_tokens=r[9] or 0, output_tokens=r[10] or 0,
-                transcript=json.loads(r[11] or "[]"), metadata=json.loads(r[12] or "{}"),
+                transcript=loads(r[11]) if r[11] else [],
+                metadata=loads(r[12]) if r[12] else {},
                 model_s=r[13], wait_s=r[14],
             )
-            for r in rows
-        ]
+
+    def results(self, run_id: str, *, transcripts: bool = True,
+                texts: bool = True) -> list[SampleResult]:
+        """All sample results of a run in dataset order (see :meth:`iter_results`)."""
+        return list(self.iter_results(run_id, transcripts=transcripts, texts=texts))
 
     def sample_totals(self, run_id: str) -> dict[str, Any]:
         """Aggregate counters over a run's samples (tokens, calls, cache hits, errors)."""

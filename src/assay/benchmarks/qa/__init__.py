@@ -90,7 +90,9 @@ class QABenchmark(Benchmark):
         self._format = _BUILTIN_FORMATS.get(source)
         # Prompts are rendered per sample as it runs (the stored input stays the
         # question); the first one is rendered now so a broken template fails at once.
-        self._rows = {s.id: row for s, row in zip(samples, rows.rows, strict=True)}
+        # the raw rows are kept only for a user's template (``{{ row.<field> }}``)
+        self._rows = ({s.id: row for s, row in zip(samples, rows.rows, strict=True)}
+                      if self._template is not None else {})
         if not samples:
             raise DatasetError(f"{o['data']}: the dataset has no rows")
         self.render(samples[0])
