@@ -83,3 +83,217 @@ def test_tool_schema_allows_text_when_asked() -> None:
 def test_missing_gguf_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(ModelSpecError, match="GGUF file not found"):
         LocalModel.load(str(tmp_path / "nope.gguf"))
+
+
+# -- the fast constrained path -------------------------------------------------------------
+
+CALC = ToolSpec("calculate_area", "Area of a rectangle",
+                {"type": "object",
+                 "properties": {"width": {"type": "integer"}, "height": {"type": "integer"},
+                                "unit": {"type": "string"}},
+                 "required": ["width", "height"]})
+
+
+def _prompt(tools: list[ToolSpec], question: str) -> list[dict]:
+    from assay.models.local_model import _tools_system_prompt
+
+    return [{"role": "system", "content": _tools_system_prompt(tools)},
+            {"role": "user", "content": question}]
+
+
+def _llama_cpp_reply(model: LocalModel, messages: list[dict], schema: dict,
+                     max_tokens: int) -> dict:
+    """llama-cpp-python's own constrained chat completion, with the same grammar."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from assay.models.local_model import schema_grammar
+
+    model._llama.reset()  # both sides evaluate the prompt from scratch, in one batch
+    return model._llama.create_chat_completion(
+        messages=messages, max_tokens=max_tokens, temperature=0.0,
+        grammar=LlamaGrammar.from_string(schema_grammar(schema)))
+
+
+def _ours(model: LocalModel, messages: list[dict], schema: dict, max_tokens: int,
+          jump_forward: bool = True) -> dict:
+    model._llama.reset()
+    model._greedy.jump_forward = jump_forward
+    try:
+        return model._complete(messages, schema, {"max_tokens": max_tokens})
+    finally:
+        model._greedy.jump_forward = True
+
+
+CASES = [
+    ([WEATHER], "What's the weather in Berlin in celsius?", True),
+    ([CALC], "What is the area of a 7 by 3 rectangle in meters?", False),
+    ([WEATHER, CALC], "How warm is it in Oslo, in fahrenheit?", True),
+]
+
+
+@pytest.mark.parametrize("tools,question,allow_text", CASES)
+def test_argmax_first_sampling_matches_llama_cpp(model: LocalModel, tools, question,
+                                                 allow_text) -> None:
+    """Asking the grammar about the best token first picks what masking first picks."""
+    messages = _prompt(tools, question)
+    schema = tool_call_schema(tools, allow_text=allow_text)
+    masks = model._greedy.full_masks
+    ours = _ours(model, messages, schema, 96, jump_forward=False)
+    theirs = _llama_cpp_reply(model, messages, schema, 96)
+    assert ours["choices"][0]["message"]["content"] == theirs["choices"][0]["message"]["content"]
+    assert ours["usage"] == {k: theirs["usage"][k] for k in ("prompt_tokens", "completion_tokens")}
+    # the shortcut was taken: far fewer full masks than tokens
+    assert model._greedy.full_masks - masks < ours["usage"]["completion_tokens"] / 2
+
+
+@pytest.mark.parametrize("tools,question,allow_text", CASES)
+def test_forced_text_is_fed_in_batches(model: LocalModel, tools, question,
+                                       allow_text) -> None:
+    """The grammar's fixed text costs no decode steps; the answer is the same call.
+
+    Arguments may differ from token-by-token decoding where the model is torn
+    (the forced text is tokenized as the tokenizer would, not as the model
+    happened to spell it), so only the call and its shape are compared.
+    """
+    llama = model._llama
+    messages = _prompt(tools, question)
+    schema = tool_call_schema(tools, allow_text=allow_text)
+    slow = json.loads(_ours(model, messages, schema, 96, jump_forward=False)
+                      ["choices"][0]["message"]["content"])
+    evals: list[int] = []
+    real_eval = llama.eval
+    llama.eval = lambda tokens: (evals.append(len(tokens)), real_eval(tokens))[1]
+    try:
+        fast = _ours(model, messages, schema, 96)
+    finally:
+        del llama.eval
+    text = fast["choices"][0]["message"]["content"]
+    call = json.loads(text)
+    assert text == json.dumps(call, ensure_ascii=False)  # one spelling of whitespace
+    assert call["name"] == slow["name"]
+    params = next(t.parameters for t in tools if t.name == call["name"])
+    assert set(params["required"]) <= set(call["arguments"]) <= set(params["properties"])
+    # the prompt, then fewer model evaluations than output tokens
+    assert len(evals) - 1 < fast["usage"]["completion_tokens"] / 2
+
+
+def test_forced_text_stops_before_a_choice(model: LocalModel) -> None:
+    """A character the probe cannot spell alone (東 is several tokens) is still a choice."""
+    greedy = model._greedy
+    for schema, head in [
+        ({"type": "object", "properties": {"city": {"enum": ["東京", "Tokyo"]}},
+          "required": ["city"]}, '{"city": "'),
+        ({"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}},
+          "required": ["n", "ok"]}, '{"n": '),
+        (tool_call_schema([WEATHER], allow_text=True), '{"'),
+        (tool_call_schema([WEATHER]), '{"name": "get_weather", "arguments": {"city": "'),
+    ]:
+        assert greedy._forced(model.grammars.get(schema)) == (head, False)
+
+
+def test_response_schema_matches_llama_cpp(model: LocalModel) -> None:
+    schema = {"type": "object",
+              "properties": {"verdict": {"type": "string", "enum": ["A", "B", "tie"]},
+                             "reason": {"type": "string", "maxLength": 40}},
+              "required": ["verdict", "reason"]}
+    messages = [{"role": "user", "content": "Which is larger, A=3 or B=5? Answer in JSON."}]
+    ours = _ours(model, messages, schema, 60, jump_forward=False)
+    theirs = _llama_cpp_reply(model, messages, schema, 60)
+    assert ours["choices"][0]["message"]["content"] == theirs["choices"][0]["message"]["content"]
+    fast = json.loads(_ours(model, messages, schema, 60)["choices"][0]["message"]["content"])
+    assert fast["verdict"] in ("A", "B", "tie") and len(fast["reason"]) <= 40
+
+
+async def test_grammar_is_compiled_once_and_reuse_gives_identical_output(
+        model: LocalModel) -> None:
+    model.grammars.close()  # start from an empty cache
+    before = model.grammars.compiled
+    question = [Message("user", "What is the area of a 4 by 9 rectangle?")]
+    first = await model.generate(question, tools=[CALC], max_tokens=80)
+    other = await model.generate([Message("user", "Weather in Rome, celsius?")],
+                                 tools=[WEATHER], max_tokens=80)
+    again = await model.generate(question, tools=[CALC], max_tokens=80)
+    assert model.grammars.compiled == before + 2  # CALC's grammar was reset, not rebuilt
+    assert first.message.tool_calls and other.message.tool_calls
+    assert again.message.tool_calls == first.message.tool_calls
+    assert again.usage == first.usage
+
+
+def test_grammar_cache_is_bounded(model: LocalModel) -> None:
+    from assay.models.local_model import GrammarCache
+
+    cache = GrammarCache(model._llama._model.vocab, size=2)
+    try:
+        schemas = [{"type": "object", "properties": {f"k{i}": {"type": "integer"}},
+                    "required": [f"k{i}"]} for i in range(3)]
+        first = cache.get(schemas[0])
+        assert cache.get(schemas[0]) is first  # reused
+        cache.get(schemas[1])
+        cache.get(schemas[2])  # evicts schemas[0], the least recently used
+        assert len(cache._items) == 2 and cache.compiled == 3
+        cache.get(schemas[0])
+        assert cache.compiled == 4
+    finally:
+        cache.close()
+    assert not cache._items
+
+
+def test_shared_prompt_prefix_is_not_evaluated_again(model: LocalModel) -> None:
+    """The instructions lead the tool prompt, so the next call reuses their KV cache."""
+    llama = model._llama
+    model._complete(_prompt([CALC], "Area of 2 by 3?"), tool_call_schema([CALC]),
+                    {"max_tokens": 40})
+    evals: list[int] = []
+    real_eval = llama.eval
+    llama.eval = lambda tokens: (evals.append(len(tokens)), real_eval(tokens))[1]
+    try:
+        out = model._complete(_prompt([WEATHER], "Weather in Paris, celsius?"),
+                              tool_call_schema([WEATHER]), {"max_tokens": 40})
+    finally:
+        del llama.eval
+    # the first evaluation is the prompt (and the forced head) less the shared instructions
+    assert 0 < evals[0] < out["usage"]["prompt_tokens"] - 15
+
+
+async def test_single_call_is_an_object_and_parallel_calls_a_list(model: LocalModel) -> None:
+    assert set(tool_call_schema([WEATHER])["properties"]) == {"name", "arguments"}
+    assert "tool_calls" in tool_call_schema([WEATHER], parallel=True)["properties"]
+    reply = await model.generate([Message("user", "Weather in Berlin and in Paris, celsius?")],
+                                 tools=[WEATHER], parallel_tool_calls=True, max_tokens=120)
+    assert reply.message.tool_calls
+    assert all(c.name == "get_weather" for c in reply.message.tool_calls)
+
+
+def test_decoding_both_reply_shapes() -> None:
+    from assay.models.local_model import _decode_tool_reply, _to_chat
+
+    one = _decode_tool_reply('{"name": "f", "arguments": {"a": 1}}')
+    assert [(c.name, c.arguments) for c in one.tool_calls or []] == [("f", {"a": 1})]
+    many = _decode_tool_reply('{"tool_calls": [{"name": "f", "arguments": {}}, '
+                              '{"name": "g", "arguments": {"b": 2}}]}')
+    assert [c.name for c in many.tool_calls or []] == ["f", "g"]
+    assert _decode_tool_reply('{"content": "no tool fits"}').content == "no tool fits"
+    assert _decode_tool_reply('{"name": "f", "argu').content == '{"name": "f", "argu'
+    # a call in the transcript is shown to the model in the shape it answers in
+    assert json.loads(_to_chat(one)["content"]) == {"name": "f", "arguments": {"a": 1}}
+
+
+async def test_token_limit_mid_call_is_text_not_a_call(model: LocalModel) -> None:
+    reply = await model.generate([Message("user", "What is the area of a 4 by 9 rectangle?")],
+                                 tools=[CALC], max_tokens=5)
+    assert reply.message.tool_calls is None and reply.usage.output_tokens == 5
+
+
+async def test_sampling_with_temperature_still_follows_the_schema(model: LocalModel) -> None:
+    reply = await model.generate([Message("user", "Weather in Madrid, celsius?")],
+                                 tools=[WEATHER], temperature=0.7, seed=3, max_tokens=80)
+    calls = reply.message.tool_calls
+    assert calls and calls[0].name == "get_weather" and set(calls[0].arguments) >= {"city"}
+
+
+async def test_prompt_over_the_context_window_is_a_model_error(model: LocalModel) -> None:
+    from assay.errors import ModelCallError
+
+    with pytest.raises(ModelCallError, match="context window"):
+        await model.generate([Message("user", "word " * 5000)],
+                             response_schema={"type": "object"}, max_tokens=8)
