@@ -15,7 +15,7 @@ from typing import Annotated, Any, get_type_hints
 import typer
 
 from assay.errors import AssayError, ConfigError
-from assay.models.openai_model import DEFAULT_MAX_REPLY_BYTES
+from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 
 Model = Annotated[str, typer.Option(
     "--model", "-m",

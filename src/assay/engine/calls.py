@@ -159,10 +159,12 @@ class CallContext:
         self.usage.add(reply.usage)
         cap = shared.max_reply_bytes
         content = reply.message.content
-        if cap and content and len(content) > cap // 4 and len(content.encode("utf-8", "replace")) > cap:
-            raise ModelCallError(
-                f"reply too large ({len(content.encode('utf-8', 'replace')):,} bytes; the cap is "
-                f"{cap:,} bytes, raise it with --max-reply-bytes)", transient=False)
+        if cap and content and len(content) > cap // 4:  # only then can it pass the cap
+            size = len(content.encode("utf-8", "replace"))
+            if size > cap:
+                raise ModelCallError(
+                    f"reply too large ({size:,} bytes; the cap is {cap:,} bytes, raise it "
+                    "with --max-reply-bytes)", transient=False)
         if key is not None and shared.use_cache:
             shared.store.cache_put(key, self.model_id, json.dumps(reply.to_dict()))
             shared.cached_keys.add(key)

@@ -23,8 +23,7 @@ from assay.core.redact import redact_url, scrub
 from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
-from assay.models.base import Subject, get_subject
-from assay.models.openai_model import DEFAULT_MAX_REPLY_BYTES
+from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
 from assay.store.sqlite import Store, owner_alive
 
 

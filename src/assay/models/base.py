@@ -64,6 +64,8 @@ class Subject:
 
 
 PROVIDERS = ("openai", "local", "python")
+#: the default cap on one reply (``--max-reply-bytes``, ``RunSpec.max_reply_bytes``)
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -99,7 +101,7 @@ def get_subject(
     """
     provider, name = parse_model_spec(spec)
     if provider == "openai":
-        from assay.models.openai_model import DEFAULT_MAX_REPLY_BYTES, OpenAIModel
+        from assay.models.openai_model import OpenAIModel
 
         return Subject(OpenAIModel(name, base_url=base_url, api_key=api_key, timeout=timeout,
                                    max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES))

@@ -23,10 +23,9 @@ from typing import Any
 from assay.core.redact import parse_endpoint, scrub
 from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage, content_text
 from assay.errors import ModelCallError
+from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
-#: the default cap on one reply's body (``--max-reply-bytes``)
-DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 def message_to_openai(m: Message) -> dict[str, Any]:

@@ -149,6 +149,26 @@ def retry_locked(fn: Any, path: Path, *, what: str = "write") -> Any:
             wait = min(wait * 2, 2.0)
 
 
+def _rollback(db: sqlite3.Connection) -> None:
+    try:
+        db.rollback()
+    except sqlite3.Error:
+        pass
+
+
+def write_retrying(db: sqlite3.Connection, fn: Any, path: Path, what: str) -> Any:
+    """:func:`retry_locked` for a write on ``db``: a failed try is rolled back first."""
+
+    def attempt() -> Any:
+        try:
+            return fn()
+        except sqlite3.OperationalError:
+            _rollback(db)
+            raise
+
+    return retry_locked(attempt, path, what=what)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     # SQLite's own busy wait covers short locks; retry_locked covers long ones
     db = sqlite3.connect(path, timeout=min(1.0, lock_timeout()), check_same_thread=False)
@@ -279,20 +299,14 @@ class _Writer:
         transaction as it was); only a lock held past the timeout stops the writer."""
         db = self._db
 
-        def begin() -> None:
-            try:
-                db.execute("BEGIN IMMEDIATE")  # take the write lock now, or wait for it
-            except sqlite3.OperationalError:
-                self._rollback()
-                raise
-
-        retry_locked(begin, self.path, what="save samples")
+        # take the write lock now, or wait for it
+        write_retrying(db, lambda: db.execute("BEGIN IMMEDIATE"), self.path, "save samples")
         try:
             for kind, args in items:
                 self._write_row(kind, args)
             db.commit()
         except BaseException:
-            self._rollback()
+            _rollback(db)
             raise
 
     def _write_row(self, kind: str, args: tuple[Any, ...]) -> None:
@@ -316,12 +330,6 @@ class _Writer:
             for i in (0, 1, 2, 3, _ERROR_COL, _CREATED_COL):
                 bare[i] = row[i]
             db.execute(sql, tuple(bare))
-
-    def _rollback(self) -> None:
-        try:
-            self._db.rollback()
-        except sqlite3.Error:
-            pass
 
     def put(self, kind: str, args: tuple[Any, ...]) -> None:
         if self.error is not None:
@@ -371,18 +379,7 @@ class Store:
 
     def _write(self, fn: Any, what: str) -> Any:
         """Run a write on the main connection, retrying while another process holds the lock."""
-
-        def attempt() -> Any:
-            try:
-                return fn()
-            except sqlite3.OperationalError:
-                try:
-                    self._db.rollback()
-                except sqlite3.Error:
-                    pass
-                raise
-
-        return retry_locked(attempt, self.path, what=what)
+        return write_retrying(self._db, fn, self.path, what)
 
     @property
     def runs_dir(self) -> Path:
