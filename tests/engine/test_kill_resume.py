@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from test_engine import write_repeat_data as write_data
+
 from assay.testing.fake_server import FakeServer, Rule
 
 ECHO = [Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
@@ -54,14 +56,6 @@ class SessionServer(FakeServer):
         return [sid for s, sid in self.sent if s == session]
 
 
-def write_data(path: Path, n: int) -> Path:
-    with open(path, "w") as f:
-        for i in range(n):
-            f.write(json.dumps({"id": f"s{i}", "question": f"Repeat after me: {i}",
-                                "answer": str(i)}) + "\n")
-    return path
-
-
 def start_cli(args: list[str], session: str) -> subprocess.Popen[str]:
     env = dict(os.environ, OPENAI_API_KEY=session)
     return subprocess.Popen([sys.executable, "-m", "assay", "run", "qa", *args, "-q"],
@@ -72,6 +66,15 @@ def resume_cli(run_id: str, session: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OPENAI_API_KEY=session)
     return subprocess.run([sys.executable, "-m", "assay", "run", "qa", "--resume", run_id, "-q"],
                           capture_output=True, text=True, env=env, timeout=600)
+
+
+def resume_to_the_end(run_id: str, session: str, db: Path, n: int) -> None:
+    """Resume ``run_id`` as ``session``: it finishes with each sample stored once."""
+    resumed = resume_cli(run_id, session)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"run {run_id} finished" in resumed.stdout
+    assert the_run(db)[1] == "finished"
+    assert_each_sample_once(db, n)
 
 
 def wait_for(what: str, ok: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
@@ -154,11 +157,7 @@ def test_kill_minus_nine_then_resume(tmp_path: Path, workspace: Path) -> None:
         assert spec["cache"] is False  # the resume uses the stored spec: cache off too
 
         srv.hold_after = None
-        resumed = resume_cli(run_id, "resume")
-        assert resumed.returncode == 0, resumed.stderr
-        assert f"run {run_id} finished" in resumed.stdout
-        assert the_run(db)[1] == "finished"
-        assert_each_sample_once(db, n)
+        resume_to_the_end(run_id, "resume", db, n)
 
         again = srv.sent_by("resume")
         assert not set(again) & done_before, "a sample committed before the kill was re-sent"
@@ -199,11 +198,7 @@ def test_twenty_random_kills_then_resume_to_the_end(tmp_path: Path, workspace: P
                 assert spec["cache"] is False
             assert the_run(db)[1] == "running"
         srv.hold_after = None
-        final = resume_cli(run_id, "final")
-        assert final.returncode == 0, final.stderr
-        assert f"run {run_id} finished" in final.stdout
-        assert the_run(db)[1] == "finished"
-        assert_each_sample_once(db, n)
+        resume_to_the_end(run_id, "final", db, n)
 
         everything = {f"s{i}" for i in range(n)}
         sessions = [f"session-{k}" for k in range(kills)] + ["final"]
