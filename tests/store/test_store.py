@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -156,6 +157,25 @@ def test_record_and_results_round_trip_in_dataset_order(store):
     totals = store.sample_totals(rid)
     assert totals == {"samples": 3, "errors": 1, "input_tokens": 30, "output_tokens": 6,
                       "model_calls": 3, "cache_hits": 0}
+
+
+def test_result_lines_are_the_results_as_json(store):
+    """results.jsonl copies the stored JSON instead of decoding it: every line must still
+    be exactly the sample result (odd text, None fields, an error row, a second epoch)."""
+    rid = store.create_run(**run_kwargs())
+    odd = sample_row("é \"q\"\n|<b>", seq=0, output='line1\n"quoted" \u2028 ✓')
+    store.record(rid, odd)
+    store.record(rid, sample_row("e", seq=1, error="HTTP 500: {\"x\": 1}"))
+    store.record(rid, (*sample_row("n", seq=2)[:3], None, None, None, "", None, None, None,
+                       None, None, None, None, None, None, time.time(), 1.5, 0.125))
+    store.record(rid, sample_row("e", seq=1, epoch=1, value=0.5))
+    lines = list(store.iter_result_lines(rid))
+    results = store.results(rid)
+    assert len(lines) == len(results) == 4
+    for line, r in zip(lines, results, strict=True):
+        got = json.loads(line)
+        want = {f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name != "run_id"}
+        assert got == want
 
 
 def test_recording_the_same_sample_again_replaces_it(store):

@@ -1,60 +1,82 @@
-"""The typer applications every command module registers on."""
+"""The click groups every command module registers on.
+
+Sub-commands are loaded lazily: ``assay run qa`` imports ``assay.cli.qa`` and nothing
+else, so the command line starts in the time it takes to import click.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from typing import Any
 
-import typer
+import click
 
 from assay import __version__
-
-app = typer.Typer(
-    name="assay",
-    help="Evaluate LLM agents and LLMs honestly: official scorers, confidence intervals, "
-    "runs that resume. Start with: assay run qa --data examples/qa_example.jsonl --model local",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-run_app = typer.Typer(
-    help="Run a benchmark against a model or agent. Results go to the workspace store "
-    "(./assay-runs, or $ASSAY_HOME) and reports to assay-runs/runs/<run_id>/.",
-    no_args_is_help=True,
-)
-list_app = typer.Typer(help="List runs, benchmarks or model providers.", no_args_is_help=True)
-data_app = typer.Typer(help="Fetch official datasets into the workspace cache.",
-                       no_args_is_help=True)
-bfcl_app = typer.Typer(help="BFCL tools that need no model: score existing result files.",
-                       no_args_is_help=True)
-app.add_typer(run_app, name="run")
-app.add_typer(list_app, name="list")
-app.add_typer(data_app, name="data")
-gaia_app = typer.Typer(help="GAIA tools that need no model: score existing answers.",
-                       no_args_is_help=True)
-datagen_app = typer.Typer(
-    help="Generated-data quality: generate, judge, win rate, verify, or all in one pipeline.",
-    no_args_is_help=True)
-app.add_typer(datagen_app, name="datagen")
-app.add_typer(bfcl_app, name="bfcl")
-app.add_typer(gaia_app, name="gaia")
 
 STATE = {"debug": False}
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"assay {__version__}")
-        raise typer.Exit()
+class LazyGroup(click.Group):
+    """A group whose commands live in other modules, imported when first asked for."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("no_args_is_help", True)
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, attr = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
 
-@app.callback()
-def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
-) -> None:
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"assay {__version__}")
+        ctx.exit()
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy={"report": "assay.cli.main:report", "review": "assay.cli.datagen:review"},
+    help="Evaluate LLM agents and LLMs honestly: official scorers, confidence intervals, "
+    "runs that resume. Start with: assay run qa --data examples/qa_example.jsonl --model local",
+    context_settings={"help_option_names": ["--help"]},
+)
+@click.option("--version", is_flag=True, callback=_version, expose_value=False, is_eager=True,
+              help="Print the version and exit.")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+def app(debug: bool) -> None:
     """assay: evaluate LLM agents and LLMs."""
     STATE["debug"] = debug
 
 
+def _group(name: str, help: str, lazy: dict[str, str]) -> LazyGroup:  # noqa: A002
+    group = LazyGroup(name, help=help, lazy=lazy)
+    app.add_command(group)
+    return group
+
+
+run_app = _group("run", "Run a benchmark against a model or agent. Results go to the "
+                 "workspace store (./assay-runs, or $ASSAY_HOME) and reports to "
+                 "assay-runs/runs/<run_id>/.",
+                 {"qa": "assay.cli.qa:run_qa", "bfcl": "assay.cli.bfcl:run_bfcl",
+                  "gaia": "assay.cli.gaia:run_gaia"})
+list_app = _group("list", "List runs, benchmarks or model providers.",
+                  {"runs": "assay.cli.main:list_runs",
+                   "benchmarks": "assay.cli.main:list_benchmarks",
+                   "models": "assay.cli.main:list_models"})
+data_app = _group("data", "Fetch official datasets into the workspace cache.",
+                  {"pull": "assay.cli.data:pull"})
+datagen_app = _group(
+    "datagen", "Generated-data quality: generate, judge, win rate, verify, or all in one "
+    "pipeline.", {name: f"assay.cli.datagen:{name}"
+                  for name in ("generate", "judge", "winrate", "verify", "pipeline")})
+bfcl_app = _group("bfcl", "BFCL tools that need no model: score existing result files.",
+                  {"score": "assay.cli.bfcl:score"})
+gaia_app = _group("gaia", "GAIA tools that need no model: score existing answers.",
+                  {"score": "assay.cli.gaia:score"})

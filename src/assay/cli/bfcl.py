@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
-from assay.cli.app import bfcl_app, run_app
 from assay.cli.common import run_command
 from assay.core.atomic import atomic_open
 from assay.errors import ConfigError
 
-Category = Annotated[str, typer.Option(
-    "--category", help="Category, group (non_live, live, ast, all_single_turn) or comma list.")]
-DataDir = Annotated[str | None, typer.Option(
-    "--bfcl-data-dir", help="A gorilla clone or its bfcl_eval/data (default: installed "
-    "bfcl_eval, then the cache filled by 'assay data pull bfcl').")]
+data_dir_option = click.option(
+    "--bfcl-data-dir", default=None,
+    help="A gorilla clone or its bfcl_eval/data (default: installed bfcl_eval, then the "
+    "cache filled by 'assay data pull bfcl').")
 
 
 def parse_weights(text: str | None) -> dict[str, float] | None:
@@ -36,26 +34,25 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
     return out
 
 
-@run_app.command("bfcl")
 @run_command("bfcl")
-def run_bfcl(
-    category: Category = "simple_python",
-    mode: Annotated[str, typer.Option(
-        help="fc: native tool calls; prompt: the official prompt and text decoding.")] = "fc",
-    bfcl_data_dir: DataDir = None,
-    underscore_to_dot: Annotated[bool | None, typer.Option(
-        "--underscore-to-dot/--no-underscore-to-dot",
-        help="Expect '.' in function names as '_' (default: on for fc, off for prompt).")] = None,
-    tolerant: Annotated[bool, typer.Option(
-        "--tolerant/--no-tolerant",
-        help="Also report the labelled tolerant score (calls in prose, fences or JSON).")] = True,
-    weights: Annotated[str | None, typer.Option(
-        help="Weights for a weighted accuracy, e.g. simple_python=2,multiple=1.")] = None,
-    official: Annotated[bool, typer.Option(
-        "--official", help="Also run the official 'bfcl evaluate' (needs bfcl-eval installed) "
-        "and show its numbers beside ours.")] = False,
-    max_tokens: Annotated[int | None, typer.Option(help="Max tokens per reply (default 512).")] = None,
-) -> Any:
+@click.option("--category", default="simple_python", show_default=True,
+              help="Category, group (non_live, live, ast, all_single_turn) or comma list.")
+@click.option("--mode", default="fc", show_default=True,
+              help="fc: native tool calls; prompt: the official prompt and text decoding.")
+@data_dir_option
+@click.option("--underscore-to-dot/--no-underscore-to-dot", default=None,
+              help="Expect '.' in function names as '_' (default: on for fc, off for prompt).")
+@click.option("--tolerant/--no-tolerant", default=True, show_default=True,
+              help="Also report the labelled tolerant score (calls in prose, fences or JSON).")
+@click.option("--weights", default=None,
+              help="Weights for a weighted accuracy, e.g. simple_python=2,multiple=1.")
+@click.option("--official", is_flag=True,
+              help="Also run the official 'bfcl evaluate' (needs bfcl-eval installed) and "
+              "show its numbers beside ours.")
+@click.option("--max-tokens", type=int, default=None, help="Max tokens per reply (default 512).")
+def run_bfcl(category: str, mode: str, bfcl_data_dir: str | None,
+             underscore_to_dot: bool | None, tolerant: bool, weights: str | None,
+             official: bool, max_tokens: int | None) -> Any:
     """Tool calling on BFCL v4, with verdicts that match the official checker."""
     options = dict(
         category=category, mode=mode, bfcl_data_dir=bfcl_data_dir,
@@ -68,22 +65,21 @@ def run_bfcl(
     def show_official(result: Any) -> None:
         from assay.benchmarks.bfcl.official import run_official
 
-        typer.echo(run_official(result.run_id).summary())
+        click.echo(run_official(result.run_id).summary())
 
     return options, show_official
 
 
-@bfcl_app.command("score")
-def score(
-    results: Annotated[Path, typer.Option(
-        "--results", help="A BFCL_v4_<category>_result.json file or a folder of them.")],
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write one verdict per entry here (JSONL).")] = None,
-    bfcl_data_dir: DataDir = None,
-    underscore_to_dot: Annotated[bool | None, typer.Option(
-        "--underscore-to-dot/--no-underscore-to-dot",
-        help="Expect '.' in names as '_' (default: on for FC-style lines, off for text).")] = None,
-) -> None:
+@click.command("score")
+@click.option("--results", type=click.Path(path_type=Path), required=True,
+              help="A BFCL_v4_<category>_result.json file or a folder of them.")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
+              help="Write one verdict per entry here (JSONL).")
+@data_dir_option
+@click.option("--underscore-to-dot/--no-underscore-to-dot", default=None,
+              help="Expect '.' in names as '_' (default: on for FC-style lines, off for text).")
+def score(results: Path, output: Path | None, bfcl_data_dir: str | None,
+          underscore_to_dot: bool | None) -> None:
     """Score official-format result files without running a model."""
     from assay.benchmarks.bfcl.score_files import score_results
 
@@ -93,6 +89,6 @@ def score(
         with atomic_open(output) as f:
             for v in report.verdicts:
                 f.write(json.dumps(v, ensure_ascii=False) + "\n")
-    typer.echo(report.summary())
+    click.echo(report.summary())
     if output:
-        typer.echo(f"verdicts: {output}")
+        click.echo(f"verdicts: {output}")

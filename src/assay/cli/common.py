@@ -10,43 +10,53 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, get_type_hints
+from typing import Any
 
-import typer
+import click
 
 from assay.errors import AssayError, ConfigError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 
-Model = Annotated[str, typer.Option(
-    "--model", "-m",
-    help="What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
-    "'openai/<model>' (any OpenAI-compatible server) or 'python/<module>:<factory>'.")]
-BaseUrl = Annotated[str | None, typer.Option(
-    "--base-url", help="Endpoint for openai/ models (default $OPENAI_BASE_URL, then OpenAI). "
-    "The key comes from $OPENAI_API_KEY and is never stored.")]
-Limit = Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N samples.")]
-SampleIds = Annotated[str | None, typer.Option(
-    "--sample-ids", help="Comma-separated sample ids to evaluate.")]
-MaxConn = Annotated[int, typer.Option("--max-connections", "-c",
-                                      help="Concurrent model calls (and samples in flight).")]
-Timeout = Annotated[float, typer.Option("--timeout", help="Seconds before one model call times out.")]
-SampleTimeout = Annotated[float | None, typer.Option(
-    "--sample-timeout", help="Seconds before a whole sample is abandoned as an error.")]
-Retries = Annotated[int, typer.Option(
-    "--max-retries", help="Retries per call on 429/5xx/timeouts/connection errors.")]
-Epochs = Annotated[int, typer.Option("--epochs", help="Times each sample is run.")]
-Seed = Annotated[int | None, typer.Option("--seed", help="Seed for generation and retry jitter.")]
-Temperature = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")]
-Params = Annotated[list[str] | None, typer.Option(
-    "--param", help="Extra generation parameter KEY=VALUE (VALUE parsed as JSON), repeatable.")]
-NoCache = Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache (neither read nor write).")]
-Resume = Annotated[str | None, typer.Option(
-    "--resume", help="Continue an interrupted run by id; finished samples are not redone.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (for CI).")]
-MaxReply = Annotated[int, typer.Option(
-    "--max-reply-bytes", help="Largest reply accepted; a bigger one is that sample's error.")]
-
-_CTX = "assay_click_context"
+#: the options every ``assay run <benchmark>`` command shares (declared once, here)
+SHARED_OPTIONS = [
+    click.option("--model", "-m", default="local", show_default=True,
+                 help="What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
+                 "'openai/<model>' (any OpenAI-compatible server) or "
+                 "'python/<module>:<factory>'."),
+    click.option("--base-url", default=None,
+                 help="Endpoint for openai/ models (default $OPENAI_BASE_URL, then OpenAI). "
+                 "The key comes from $OPENAI_API_KEY and is never stored."),
+    click.option("--limit", "-n", type=int, default=None,
+                 help="Evaluate only the first N samples."),
+    click.option("--sample-ids", default=None, help="Comma-separated sample ids to evaluate."),
+    click.option("--max-connections", "-c", type=int, default=32, show_default=True,
+                 help="Concurrent model calls (and samples in flight)."),
+    click.option("--timeout", type=float, default=120.0, show_default=True,
+                 help="Seconds before one model call times out."),
+    click.option("--sample-timeout", type=float, default=None,
+                 help="Seconds before a whole sample is abandoned as an error."),
+    click.option("--max-retries", type=int, default=5, show_default=True,
+                 help="Retries per call on 429/5xx/timeouts/connection errors."),
+    click.option("--epochs", type=int, default=1, show_default=True,
+                 help="Times each sample is run."),
+    click.option("--seed", type=int, default=None,
+                 help="Seed for generation and retry jitter."),
+    click.option("--temperature", type=float, default=None, help="Sampling temperature."),
+    click.option("--param", multiple=True,
+                 help="Extra generation parameter KEY=VALUE (VALUE parsed as JSON), "
+                 "repeatable."),
+    click.option("--no-cache", is_flag=True,
+                 help="Bypass the response cache (neither read nor write)."),
+    click.option("--max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES,
+                 show_default=True,
+                 help="Largest reply accepted; a bigger one is that sample's error."),
+    click.option("--resume", default=None,
+                 help="Continue an interrupted run by id; finished samples are not redone."),
+    click.option("--quiet", "-q", is_flag=True, help="No progress bar (for CI)."),
+]
+SHARED_NAMES = ("model", "base_url", "limit", "sample_ids", "max_connections", "timeout",
+                "sample_timeout", "max_retries", "epochs", "seed", "temperature", "param",
+                "no_cache", "max_reply_bytes", "resume", "quiet")
 
 #: shared options that may change when a run is resumed: they do not change its samples
 RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",
@@ -124,7 +134,7 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
         if resume:
             changes = resume_changes(store, resume, overrides or {})
             for line in changes:
-                typer.echo(f"resume: {line}", err=True)
+                click.echo(f"resume: {line}", err=True)
         else:
             spec = make_spec(benchmark, model, **engine_options, **benchmark_options)
         started = time.perf_counter()
@@ -137,50 +147,29 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
                 store.set_run_status(engine.current_run_id, "interrupted")
             except AssayError:
                 pass  # the store is locked: 'assay list runs' shows the run as interrupted
-            typer.echo(f"interrupted; finished samples are saved. Resume with: "
+            click.echo(f"interrupted; finished samples are saved. Resume with: "
                        f"assay run {benchmark} --resume {engine.current_run_id}", err=True)
-        raise typer.Exit(130) from None
+        raise SystemExit(130) from None
     finally:
         store.close()
     from assay.benchmarks.base import get_benchmark_class
 
     head = headline(result.metrics, get_benchmark_class(benchmark).headline_metric)
     m = result.metrics
-    typer.echo(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
+    click.echo(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
     if head:
-        typer.echo(f"{head[0]}: {fmt_rate(head[1])}")
+        click.echo(f"{head[0]}: {fmt_rate(head[1])}")
     elif result.metrics.get("unscored_note"):
-        typer.echo(f"not scored: {result.metrics['unscored_note']}")
+        click.echo(f"not scored: {result.metrics['unscored_note']}")
     stats = result.stats
-    typer.echo(f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
+    click.echo(f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
                f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
                f"(cache hits {stats.get('cache_hits', 0)})")
     for kind, path in result.reports.items():
-        typer.echo(f"{kind}: {path}")
+        click.echo(f"{kind}: {path}")
     return result
 
 
-
-
-def _engine_template(
-    model: Model = "local",
-    base_url: BaseUrl = None,
-    limit: Limit = None,
-    sample_ids: SampleIds = None,
-    max_connections: MaxConn = 32,
-    timeout: Timeout = 120.0,
-    sample_timeout: SampleTimeout = None,
-    max_retries: Retries = 5,
-    epochs: Epochs = 1,
-    seed: Seed = None,
-    temperature: Temperature = None,
-    param: Params = None,
-    no_cache: NoCache = False,
-    max_reply_bytes: MaxReply = DEFAULT_MAX_REPLY_BYTES,
-    resume: Resume = None,
-    quiet: Quiet = False,
-) -> None:
-    """The options every ``assay run <benchmark>`` command shares (declared once, here)."""
 
 
 def _given(ctx: Any, kwargs: dict[str, Any]) -> set[str]:
@@ -231,33 +220,28 @@ def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[s
     return lines
 
 
-def run_command(benchmark: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def run_command(benchmark: str) -> Callable[[Callable[..., Any]], click.Command]:
     """Decorator for ``assay run <benchmark>``: adds the shared engine options and runs.
 
-    The decorated function declares only its benchmark's options (it may also
-    declare shared ones it needs, such as ``resume``) and returns the benchmark
-    options, or ``(options, after)`` where ``after(result)`` runs once the run
-    has finished.
+    The decorated function declares only its benchmark's options with ``click.option``
+    (it may also take shared ones it needs, such as ``resume``, as parameters) and
+    returns the benchmark options, or ``(options, after)`` where ``after(result)``
+    runs once the run has finished.
     """
 
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        own = inspect.signature(fn).parameters
-        shared = inspect.signature(_engine_template).parameters
-        hints = {**get_type_hints(_engine_template, include_extras=True),
-                 **get_type_hints(fn, include_extras=True)}
-        params = [p.replace(annotation=hints[p.name]) for p in own.values()]
-        params += [p.replace(annotation=hints[p.name]) for name, p in shared.items()
-                   if name not in own]
+    def deco(fn: Callable[..., Any]) -> click.Command:
+        own = set(inspect.signature(fn).parameters)
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:
-            ctx = kwargs.pop(_CTX, None)
             overrides = None
             if kwargs.get("resume"):
-                overrides = resume_overrides(ctx, kwargs)
+                # which options the user set (not defaults) is what --resume may change
+                overrides = resume_overrides(click.get_current_context(), kwargs)
             produced = fn(**{k: v for k, v in kwargs.items() if k in own})
             options, after = produced if isinstance(produced, tuple) else (produced, None)
-            eng = {k: kwargs[k] for k in shared}
+            eng = {k: kwargs[k] for k in SHARED_NAMES}
+            eng["param"] = list(eng["param"] or ())
             result = execute_run(
                 benchmark, resume=eng.pop("resume"), quiet=eng.pop("quiet"),
                 model=eng.pop("model"), engine_options=engine_options(**eng),
@@ -267,12 +251,11 @@ def run_command(benchmark: str) -> Callable[[Callable[..., Any]], Callable[..., 
                 after(result)
             return result
 
-        # typer hands the click context to a parameter annotated typer.Context; it tells
-        # which options the user set (as opposed to defaults), which --resume needs
-        params.append(inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY,
-                                        annotation=typer.Context))
-        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        return command
+        for option in reversed(SHARED_OPTIONS):
+            command = option(command)
+        cmd = click.command(benchmark)(command)
+        # the benchmark's own options first in --help, then the shared ones
+        cmd.params.sort(key=lambda p: p.name in SHARED_NAMES)
+        return cmd
 
     return deco

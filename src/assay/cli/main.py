@@ -1,4 +1,4 @@
-"""The ``assay`` command line (typer + rich).
+"""The ``assay`` command line (click; ``rich`` for tables).
 
 User errors (:class:`AssayError`) print one line and exit with status 2;
 ``--debug`` shows the traceback instead.
@@ -9,25 +9,20 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from assay.cli import bfcl as _bfcl  # noqa: F401  (registers commands)
-from assay.cli import data as _data  # noqa: F401
-from assay.cli import datagen as _datagen  # noqa: F401
-from assay.cli import gaia as _gaia  # noqa: F401
-from assay.cli import qa as _qa  # noqa: F401
-from assay.cli.app import STATE, app, list_app
+from assay.cli.app import STATE, app
 from assay.errors import AssayError, ConfigError
 
 
-@app.command("report")
-def report(
-    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
-    out: Annotated[Path | None, typer.Option(help="Folder for the reports.")] = None,
-) -> None:
-    """Regenerate report.md, report.html and results.jsonl for a run from the store."""
+@click.command("report")
+@click.argument("run_id")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for the reports.")
+def report(run_id: str, out: Path | None) -> None:
+    """Regenerate report.md, report.html and results.jsonl for a run (RUN_ID: its id or a
+    unique prefix) from the store."""
     from assay.reports.render import write_reports
     from assay.store.sqlite import Store
 
@@ -36,13 +31,14 @@ def report(
     store = Store()
     try:
         for kind, path in write_reports(store, run_id, out).items():
-            typer.echo(f"{kind}: {path}")
+            click.echo(f"{kind}: {path}")
     finally:
         store.close()
 
 
-@list_app.command("runs")
-def list_runs(limit: Annotated[int, typer.Option(help="How many runs.")] = 20) -> None:
+@click.command("runs")
+@click.option("--limit", type=int, default=20, show_default=True, help="How many runs.")
+def list_runs(limit: int) -> None:
     """Recent runs in the workspace store."""
     from rich.console import Console
     from rich.table import Table
@@ -64,58 +60,54 @@ def list_runs(limit: Annotated[int, typer.Option(help="How many runs.")] = 20) -
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])))
     Console().print(table)
     if any(r["resumable"] for r in runs):
-        typer.echo("resume a run with: assay run <benchmark> --resume <run>")
+        click.echo("resume a run with: assay run <benchmark> --resume <run>")
 
 
-@list_app.command("benchmarks")
+@click.command("benchmarks")
 def list_benchmarks() -> None:
     """Benchmarks that can be run."""
     from assay.benchmarks.base import available_benchmarks, get_benchmark_class
 
     for name in available_benchmarks():
-        typer.echo(f"{name:12s} {get_benchmark_class(name).description}")
+        click.echo(f"{name:12s} {get_benchmark_class(name).description}")
 
 
-@list_app.command("models")
+@click.command("models")
 def list_models() -> None:
     """Model providers and how to name them."""
-    typer.echo("local                      embedded SmolLM2-135M-Instruct (Q4_1) via llama.cpp")
-    typer.echo("local/<path.gguf>          any GGUF file, run in process")
-    typer.echo("openai/<model>             any OpenAI-compatible endpoint (--base-url)")
-    typer.echo("python/<module>:<factory>  a Python agent with run(prompt) -> str")
+    click.echo("local                      embedded SmolLM2-135M-Instruct (Q4_1) via llama.cpp")
+    click.echo("local/<path.gguf>          any GGUF file, run in process")
+    click.echo("openai/<model>             any OpenAI-compatible endpoint (--base-url)")
+    click.echo("python/<module>:<factory>  a Python agent with run(prompt) -> str")
 
 
 def main() -> None:
     """Console-script entry point: one line and exit 2 on user errors."""
     try:
-        # Without standalone mode click returns (not raises) the code of typer.Exit.
-        rc = app(standalone_mode=False)
+        # Without standalone mode click returns (not raises) the code of ctx.exit(n).
+        rc = app.main(standalone_mode=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except AssayError as e:
         if STATE["debug"]:
             raise
-        typer.echo(f"error: {e}", err=True)
+        click.echo(f"error: {e}", err=True)
         sys.exit(2)
-    except typer.Exit as e:
+    except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        typer.echo("aborted", err=True)
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("aborted", err=True)
         sys.exit(130)
-    except Exception as e:  # click usage errors and friends
-        # typer may vendor its own click, so the classes are recognised by name
-        kinds = {c.__name__ for c in type(e).__mro__}
-        if "UsageError" in kinds and not STATE["debug"]:
-            # one line, like every other user error; the command's --help has the rest
-            ctx = getattr(e, "ctx", None)
-            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            message = " ".join(e.format_message().split())  # type: ignore[attr-defined]
-            typer.echo(f"error: {message}{where}", err=True)
-            sys.exit(2)
-        if "ClickException" in kinds:
-            e.show()  # type: ignore[attr-defined]
-            sys.exit(e.exit_code)  # type: ignore[attr-defined]
-        raise
+    except click.UsageError as e:
+        if STATE["debug"]:
+            raise
+        # one line, like every other user error; the command's --help has the rest
+        where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+        click.echo(f"error: {' '.join(e.format_message().split())}{where}", err=True)
+        sys.exit(2)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":

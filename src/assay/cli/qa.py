@@ -3,36 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
-from assay.cli.app import run_app
-from assay.cli.common import Resume, run_command
+from assay.cli.common import run_command
 from assay.errors import ConfigError
 
 
-@run_app.command("qa")
 @run_command("qa")
-def run_qa(
-    data: Annotated[str | None, typer.Option(
-        "--data", "-d", help="Dataset: a .jsonl/.json/.csv file or a Hugging Face dataset id.")] = None,
-    split: Annotated[str | None, typer.Option(help="HF split (default 'test').")] = None,
-    config: Annotated[str | None, typer.Option(help="HF dataset config name.")] = None,
-    question_key: Annotated[str | None, typer.Option(help="Field holding the question.")] = None,
-    answer_key: Annotated[str | None, typer.Option(help="Field holding the answer.")] = None,
-    choices_key: Annotated[str | None, typer.Option(help="Field holding multiple-choice options.")] = None,
-    id_key: Annotated[str | None, typer.Option(help="Field holding the sample id.")] = None,
-    scorer: Annotated[str | None, typer.Option(
-        help="exact | normalized | includes | numeric | f1 | choice | math (default: inferred).")] = None,
-    tolerance: Annotated[float | None, typer.Option(
-        help="Absolute tolerance for the numeric scorer.")] = None,
-    template: Annotated[str | None, typer.Option(
-        help="Jinja2 prompt template with {{ question }}, {{ choices }}, {{ row.<field> }}.")] = None,
-    system_prompt: Annotated[str | None, typer.Option(help="System message for every sample.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Max tokens per answer (default 256).")] = None,
-    resume: Resume = None,
-) -> dict[str, Any]:
+@click.option("--data", "-d", default=None,
+              help="Dataset: a .jsonl/.json/.csv file or a Hugging Face dataset id.")
+@click.option("--split", default=None, help="HF split (default 'test').")
+@click.option("--config", default=None, help="HF dataset config name.")
+@click.option("--question-key", default=None, help="Field holding the question.")
+@click.option("--answer-key", default=None, help="Field holding the answer.")
+@click.option("--choices-key", default=None, help="Field holding multiple-choice options.")
+@click.option("--id-key", default=None, help="Field holding the sample id.")
+@click.option("--scorer", default=None,
+              help="exact | normalized | includes | numeric | f1 | choice | math "
+              "(default: inferred).")
+@click.option("--tolerance", type=float, default=None,
+              help="Absolute tolerance for the numeric scorer.")
+@click.option("--template", default=None,
+              help="Jinja2 prompt template with {{ question }}, {{ choices }}, "
+              "{{ row.<field> }}.")
+@click.option("--system-prompt", default=None, help="System message for every sample.")
+@click.option("--max-tokens", type=int, default=None,
+              help="Max tokens per answer (default 256).")
+def run_qa(data: str | None, split: str | None, config: str | None, question_key: str | None,
+           answer_key: str | None, choices_key: str | None, id_key: str | None,
+           scorer: str | None, tolerance: float | None, template: str | None,
+           system_prompt: str | None, max_tokens: int | None,
+           resume: str | None) -> dict[str, Any]:
     """Question answering on any dataset with a question and an answer field."""
     if not resume and not data:
         raise ConfigError("missing --data FILE (a .jsonl/.json/.csv file or a Hugging Face id)")

@@ -262,6 +262,8 @@ class Engine:
         errors = 0
         started = time.perf_counter()
         record = self.store.record
+        # one encoder for every sample (json.dumps with options builds one per call)
+        encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
         async def one(seq: int, sample: Sample, epoch: int) -> bool:
             t0 = time.perf_counter()
@@ -294,16 +296,13 @@ class Engine:
             transcript = [m.to_dict() for m in outcome.transcript] if outcome else []
             usage = ctx.usage if ctx else None
             record(run_id, (
-                sample.id, epoch, seq, json.dumps(sample.input_json(), ensure_ascii=False),
-                json.dumps(sample.target, ensure_ascii=False, default=str),
-                json.dumps(transcript, ensure_ascii=False, default=str),
-                outcome.output if outcome else "", prediction,
-                json.dumps(scores, ensure_ascii=False, default=str), error,
+                sample.id, epoch, seq, encode(sample.input_json()), encode(sample.target),
+                encode(transcript), outcome.output if outcome else "", prediction,
+                encode(scores), error,
                 time.perf_counter() - t0,
                 usage.input_tokens if usage else 0, usage.output_tokens if usage else 0,
                 ctx.calls if ctx else 0, ctx.cache_hits if ctx else 0,
-                json.dumps(sample.metadata, ensure_ascii=False, default=str) if sample.metadata
-                else None,
+                encode(sample.metadata) if sample.metadata else None,
                 time.time(),
                 ctx.model_s if ctx else None, ctx.wait_s if ctx else None,
             ))

@@ -139,6 +139,48 @@ def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
     return rows
 
 
+def md_cell(value: Any) -> str:
+    """A Markdown table cell: ``|`` escaped, newlines as spaces (the ``md`` filter)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def rows_markdown(rows: list[dict[str, Any]], extraction: bool) -> str:
+    """The sample table's Markdown rows (the template's ``finalize`` escapes ``&<>``).
+
+    Rendered here rather than in the template: a loop of a thousand rows costs several
+    times more in Jinja than in Python.
+    """
+    lines = []
+    for s in rows:
+        shown = s["error"] if s["verdict"] == "error" else s["prediction"]
+        line = (f"| {md_cell(s['id'])} | {md_cell(s['question'])} | {md_cell(s['target'])} | "
+                f"{md_cell(shown)} | {s['verdict']} | {md_cell(s['detail'])} |")
+        if extraction:
+            line += f" {md_cell(s['extraction'])} |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def rows_html(rows: list[dict[str, Any]], extraction: bool) -> Any:
+    """The sample table's HTML rows, every value escaped (as ``Markup`` for the template)."""
+    from markupsafe import Markup, escape
+
+    out = []
+    for s in rows:
+        if s["verdict"] == "error":
+            shown = f'<span class="error">{escape(s["error"])}</span>'
+        else:
+            shown = escape(s["prediction"])
+        verdict = escape(s["verdict"])
+        line = (f'<tr><td>{escape(s["id"])}</td><td class="q">{escape(s["question"])}</td>'
+                f'<td class="q">{escape(s["target"])}</td><td class="q">{shown}</td>'
+                f'<td class="{verdict}">{verdict}</td><td>{escape(s["detail"])}</td>')
+        if extraction:
+            line += f'<td>{escape(s["extraction"])}</td>'
+        out.append(line + "</tr>")
+    return Markup("\n".join(out))
+
+
 def build_context(store: Store, run_id: str, *, results: list[SampleResult] | None = None,
                   metrics: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the templates need, read from the store.
@@ -174,7 +216,9 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
                          f"Showing {len(shown):,} of {len(results):,} samples: errors and "
                          "wrong answers first, then the rest in dataset order. Every sample "
                          "is in results.jsonl."),
-        "show_extraction": any(row["extraction"] for row in rows),
+        "show_extraction": (extraction := any(row["extraction"] for row in rows)),
+        "sample_rows_md": rows_markdown(rows, extraction),
+        "sample_rows_html": rows_html(rows, extraction),
         "sections": extra.get("sections") or [],
         "recommendations": extra.get("recommendations") or [],
         "benchmark_class": bench,
@@ -196,21 +240,30 @@ def md_escape(value: Any) -> Any:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _env(markdown: bool = False, cache_dir: Path | None = None) -> Any:
+def template_cache_dir() -> Path:
+    """Where compiled report templates are kept: ``$XDG_CACHE_HOME/assay/templates``
+    (``~/.cache/assay/templates``), shared by every workspace of this user."""
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "assay" / "templates"
+
+
+def _env(markdown: bool = False) -> Any:
     """The template environment: HTML autoescaped; Markdown escaped by ``finalize``.
 
-    With ``cache_dir``, compiled templates are kept there (Jinja's bytecode cache, keyed
-    by the template source's checksum), which saves compiling them on every run.
+    Compiled templates are kept in :func:`template_cache_dir` (Jinja's bytecode cache,
+    keyed by the template source's checksum and Python's bytecode version), which saves
+    compiling them on every run; an unwritable cache folder only costs that time.
     """
     from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
 
-    cache = None
-    if cache_dir is not None:
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            cache = FileSystemBytecodeCache(str(cache_dir))
-        except OSError:
-            cache = None
+    try:
+        cache_dir = template_cache_dir()
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        cache = FileSystemBytecodeCache(str(cache_dir))
+    except (OSError, RuntimeError):  # RuntimeError: no home directory to find
+        cache = None
     env = Environment(
         loader=FileSystemLoader(str(_TEMPLATES)),
         bytecode_cache=cache,
@@ -223,19 +276,11 @@ def _env(markdown: bool = False, cache_dir: Path | None = None) -> Any:
     return env
 
 
-def write_results_jsonl(results: Any, path: Path) -> None:
-    """One JSON object per sample result (any iterable: the store's is streamed)."""
-    dumps = json.dumps
+def write_results_jsonl(lines: Any, path: Path) -> None:
+    """One JSON object per sample result, from :meth:`Store.iter_result_lines` (streamed)."""
     with atomic_open(path) as f:
-        for r in results:
-            f.write(dumps({
-                "sample_id": r.sample_id, "epoch": r.epoch, "input": r.input, "target": r.target,
-                "output": r.output, "prediction": r.prediction, "scores": r.scores,
-                "error": r.error, "latency_s": r.latency_s, "model_s": r.model_s,
-                "wait_s": r.wait_s, "input_tokens": r.input_tokens,
-                "output_tokens": r.output_tokens, "transcript": r.transcript,
-                "metadata": r.metadata,
-            }, ensure_ascii=False, default=str) + "\n")
+        for line in lines:
+            f.write(line + "\n")
 
 
 def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
@@ -248,8 +293,7 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
     ctx = build_context(store, run_id, results=results, metrics=metrics)
     out = out_dir or store.runs_dir / ctx["run"]["id"]
     out.mkdir(parents=True, exist_ok=True)
-    cache = store.path.parent / ".cache" / "templates"
-    env, md_env = _env(cache_dir=cache), _env(markdown=True, cache_dir=cache)
+    env, md_env = _env(), _env(markdown=True)
     paths = {
         "markdown": out / "report.md",
         "html": out / "report.html",
@@ -258,7 +302,7 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
     atomic_write_text(paths["markdown"], md_env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
     atomic_write_text(paths["html"], env.get_template("report.html").render(**ctx), encoding="utf-8")
     # the full results, transcripts included, streamed from the store
-    write_results_jsonl(store.iter_results(ctx["run"]["id"]), paths["results"])
+    write_results_jsonl(store.iter_result_lines(ctx["run"]["id"]), paths["results"])
     bench = ctx["benchmark_class"]
     if bench.write_artifacts.__func__ is not Benchmark.write_artifacts.__func__:  # an export
         full = store.results(ctx["run"]["id"], transcripts=False)

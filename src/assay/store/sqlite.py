@@ -302,8 +302,21 @@ class _Writer:
         # take the write lock now, or wait for it
         write_retrying(db, lambda: db.execute("BEGIN IMMEDIATE"), self.path, "save samples")
         try:
-            for kind, args in items:
-                self._write_row(kind, args)
+            samples = [args for kind, args in items if kind == "s"]
+            caches = [args for kind, args in items if kind != "s"]
+            for sql, rows, kind in ((_INSERT_CACHE, caches, "c"), (_INSERT_SAMPLE, samples, "s")):
+                if not rows:
+                    continue
+                # all rows in one statement; if one is refused, undo them and go row by row
+                db.execute("SAVEPOINT batch")
+                try:
+                    db.executemany(sql, rows)
+                    db.execute("RELEASE batch")
+                except (sqlite3.Error, ValueError, TypeError, OverflowError):
+                    db.execute("ROLLBACK TO batch")
+                    db.execute("RELEASE batch")
+                    for args in rows:
+                        self._write_row(kind, args)
             db.commit()
         except BaseException:
             _rollback(db)
@@ -594,6 +607,27 @@ class Store:
                 metadata=loads(r[12]) if r[12] else {},
                 model_s=r[13], wait_s=r[14],
             )
+
+    def iter_result_lines(self, run_id: str) -> Iterator[str]:
+        """A run's sample results as JSON lines (``results.jsonl``), in dataset order.
+
+        The JSON columns are copied as stored rather than decoded and encoded again,
+        which makes exporting a large run several times cheaper. The keys are those of
+        :class:`SampleResult` (``run_id`` left out).
+        """
+        cur = self._db.execute(
+            "SELECT sample_id, epoch, input, target, output, prediction, scores, error,"
+            " latency_s, model_s, wait_s, input_tokens, output_tokens, transcript, metadata"
+            " FROM samples WHERE run_id = ? ORDER BY seq, epoch", (run_id,))
+        dumps = json.JSONEncoder(ensure_ascii=False).encode
+        for r in cur:
+            yield (f'{{"sample_id": {dumps(r[0])}, "epoch": {r[1]}, "input": {r[2] or "null"},'
+                   f' "target": {r[3] or "null"}, "output": {dumps(r[4] or "")},'
+                   f' "prediction": {dumps(r[5])}, "scores": {r[6] or "{}"},'
+                   f' "error": {dumps(r[7])}, "latency_s": {dumps(r[8] or 0.0)},'
+                   f' "model_s": {dumps(r[9])}, "wait_s": {dumps(r[10])},'
+                   f' "input_tokens": {r[11] or 0}, "output_tokens": {r[12] or 0},'
+                   f' "transcript": {r[13] or "[]"}, "metadata": {r[14] or "{}"}}}')
 
     def results(self, run_id: str, *, transcripts: bool = True,
                 texts: bool = True) -> list[SampleResult]:
