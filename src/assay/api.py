@@ -102,8 +102,8 @@ async def run_async(
     ``base_url`` with credentials (which are never stored). ``overrides`` change
     engine settings that do not change the samples (see :func:`resume_spec`).
     """
-    from assay.benchmarks.base import get_benchmark_class
     from assay.models.base import get_subject
+    from assay.tasks.registry import task_class
 
     own_store = store is None
     store = store or Store()
@@ -120,7 +120,7 @@ async def run_async(
         run_id = await engine.run(spec, resume=resume, subject=subject)
         run = store.get_run(run_id)
         results = store.results(run_id, transcripts=False, texts=False)
-        metrics = get_benchmark_class(run["benchmark"]).metrics(
+        metrics = task_class(run["spec"]["benchmark"]).metrics(
             results, run["spec"].get("benchmark_options"))
         paths: dict[str, Path] = {}
         if reports:

@@ -92,10 +92,11 @@ def test_help_texts_mention_the_key_options():
         assert opt in p.stdout, opt
 
 
-def test_list_benchmarks_and_models():
-    p = assay("list", "benchmarks")
+def test_list_tasks_and_models():
+    p = assay("list", "tasks")
     assert p.returncode == 0, p.stderr
-    assert re.search(r"^qa\s+\S", p.stdout, re.M), p.stdout
+    for name in ("qa", "bfcl", "gaia", "datagen_judge"):
+        assert re.search(rf"^{name}\s+built-in\s+\S", p.stdout, re.M), p.stdout
     p = assay("list", "models")
     assert p.returncode == 0, p.stderr
     for spec in ("local", "openai/<model>", "python/<module>:<factory>"):

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from assay.benchmarks.base import get_benchmark_class
 from assay.datagen.judge import (
     JudgeBenchmark,
     bootstrap_mean,
@@ -29,6 +28,7 @@ from assay.errors import ConfigError
 from assay.metrics.agreement import percent_agreement, weighted_kappa
 from assay.reports.render import write_reports
 from assay.store.sqlite import Store
+from assay.tasks.registry import task_class
 
 DIMS = ["correctness", "clarity", "difficulty_match", "completeness"]
 
@@ -85,7 +85,7 @@ def run_judge(store: Store, srv: Any, options: dict[str, Any], model: str = "ope
 # -- valid verdicts -----------------------------------------------------------------------------
 
 def test_registry_finds_the_judge() -> None:
-    assert get_benchmark_class("datagen_judge") is JudgeBenchmark
+    assert task_class("datagen_judge") is JudgeBenchmark
 
 
 def test_valid_verdicts_scored_with_intervals(fake_server, store, tmp_path) -> None:

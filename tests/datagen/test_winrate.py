@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from assay.benchmarks.base import get_benchmark_class
 from assay.datagen.problem import Problem
 from assay.datagen.winrate import (
     WINNER_SCHEMA,
@@ -25,6 +24,7 @@ from assay.engine.runner import Engine, RunSpec
 from assay.errors import ConfigError
 from assay.reports.render import write_reports
 from assay.store.sqlite import Store
+from assay.tasks.registry import task_class
 
 MARKER = "ZEBRA"  # only generated problems carry it: a judge that can "recognise" them
 
@@ -78,7 +78,7 @@ def metrics(store: Store, run_id: str, results: list) -> dict[str, Any]:
 
 
 def test_registry_finds_winrate() -> None:
-    assert get_benchmark_class("datagen_winrate") is WinRateBenchmark
+    assert task_class("datagen_winrate") is WinRateBenchmark
 
 
 def test_always_first_position_gives_ties_and_full_inconsistency(fake_server, store,

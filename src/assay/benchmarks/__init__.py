@@ -1,5 +1,2 @@
-"""Benchmarks: one folder each, registered by name."""
-
-from assay.benchmarks.base import Benchmark, available_benchmarks, benchmark, get_benchmark_class
-
-__all__ = ["Benchmark", "available_benchmarks", "benchmark", "get_benchmark_class"]
+"""The built-in tasks with logic of their own: one folder each (registered as entry points
+in the ``assay.tasks`` group, see :mod:`assay.tasks.registry`)."""

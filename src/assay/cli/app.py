@@ -61,14 +61,23 @@ def _group(name: str, help: str, lazy: dict[str, str]) -> LazyGroup:  # noqa: A0
     return group
 
 
-run_app = _group("run", "Run a benchmark against a model or agent. Results go to the "
-                 "workspace store (./assay-runs, or $ASSAY_HOME) and reports to "
-                 "assay-runs/runs/<run_id>/.",
-                 {"qa": "assay.cli.qa:run_qa", "bfcl": "assay.cli.bfcl:run_bfcl",
-                  "gaia": "assay.cli.gaia:run_gaia"})
-list_app = _group("list", "List runs, benchmarks or model providers.",
+def _run_group() -> LazyGroup:
+    from assay.cli.run import TaskGroup
+
+    group = TaskGroup(
+        "run", help="Run a task against a model or agent: a task name (see 'assay list "
+        "tasks'), FILE.py[@NAME] or FILE.yaml. Task options are flags (see 'assay run TASK "
+        "--help') or -T KEY=VALUE. Results go to the workspace store (./assay-runs, or "
+        "$ASSAY_HOME) and reports to assay-runs/runs/<run_id>/.",
+        short_help="Run a task against a model or agent.")
+    app.add_command(group)
+    return group
+
+
+run_app = _run_group()
+list_app = _group("list", "List runs, tasks or model providers.",
                   {"runs": "assay.cli.main:list_runs",
-                   "benchmarks": "assay.cli.main:list_benchmarks",
+                   "tasks": "assay.cli.main:list_tasks",
                    "models": "assay.cli.main:list_models"})
 data_app = _group("data", "Fetch official datasets into the workspace cache.",
                   {"pull": "assay.cli.data:pull"})

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import json
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -152,9 +150,9 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
         raise SystemExit(130) from None
     finally:
         store.close()
-    from assay.benchmarks.base import get_benchmark_class
+    from assay.tasks.registry import task_class
 
-    head = headline(result.metrics, get_benchmark_class(benchmark).headline_metric)
+    head = headline(result.metrics, task_class(benchmark).headline_metric)
     m = result.metrics
     click.echo(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
     if head:
@@ -218,44 +216,3 @@ def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[s
             flag = "--no-cache" if name == "cache" else "--" + name.replace("_", "-")
             lines.append(f"{flag} changed from {old} to {new}")
     return lines
-
-
-def run_command(benchmark: str) -> Callable[[Callable[..., Any]], click.Command]:
-    """Decorator for ``assay run <benchmark>``: adds the shared engine options and runs.
-
-    The decorated function declares only its benchmark's options with ``click.option``
-    (it may also take shared ones it needs, such as ``resume``, as parameters) and
-    returns the benchmark options, or ``(options, after)`` where ``after(result)``
-    runs once the run has finished.
-    """
-
-    def deco(fn: Callable[..., Any]) -> click.Command:
-        own = set(inspect.signature(fn).parameters)
-
-        @functools.wraps(fn)
-        def command(**kwargs: Any) -> Any:
-            overrides = None
-            if kwargs.get("resume"):
-                # which options the user set (not defaults) is what --resume may change
-                overrides = resume_overrides(click.get_current_context(), kwargs)
-            produced = fn(**{k: v for k, v in kwargs.items() if k in own})
-            options, after = produced if isinstance(produced, tuple) else (produced, None)
-            eng = {k: kwargs[k] for k in SHARED_NAMES}
-            eng["param"] = list(eng["param"] or ())
-            result = execute_run(
-                benchmark, resume=eng.pop("resume"), quiet=eng.pop("quiet"),
-                model=eng.pop("model"), engine_options=engine_options(**eng),
-                benchmark_options=options, overrides=overrides,
-            )
-            if after is not None and result is not None:
-                after(result)
-            return result
-
-        for option in reversed(SHARED_OPTIONS):
-            command = option(command)
-        cmd = click.command(benchmark)(command)
-        # the benchmark's own options first in --help, then the shared ones
-        cmd.params.sort(key=lambda p: p.name in SHARED_NAMES)
-        return cmd
-
-    return deco

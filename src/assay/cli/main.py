@@ -38,11 +38,9 @@ def report(run_id: str, out: Path | None) -> None:
 
 @click.command("runs")
 @click.option("--limit", type=int, default=20, show_default=True, help="How many runs.")
-def list_runs(limit: int) -> None:
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line, for scripts.")
+def list_runs(limit: int, as_json: bool) -> None:
     """Recent runs in the workspace store."""
-    from rich.console import Console
-    from rich.table import Table
-
     from assay.store.sqlite import Store
 
     store = Store()
@@ -50,7 +48,20 @@ def list_runs(limit: int) -> None:
         runs = store.list_runs(limit)
     finally:
         store.close()
-    table = Table("run", "benchmark", "model", "status", "samples", "errors", "resumable",
+    if as_json:
+        import json
+
+        for r in runs:
+            click.echo(json.dumps({
+                "id": r["id"], "task": r["benchmark"], "model": r["model"].get("model"),
+                "status": r["status"], "samples": r["samples"], "errors": r["errors"],
+                "resumable": bool(r["resumable"]), "created_at": r["created_at"],
+                "parent": r.get("parent_id")}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("run", "task", "model", "status", "samples", "errors", "resumable",
                   "created")
     for col in (0, 7):
         table.columns[col].no_wrap = True
@@ -60,16 +71,38 @@ def list_runs(limit: int) -> None:
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])))
     Console().print(table)
     if any(r["resumable"] for r in runs):
-        click.echo("resume a run with: assay run <benchmark> --resume <run>")
+        click.echo("resume a run with: assay run <task> --resume <run>")
 
 
-@click.command("benchmarks")
-def list_benchmarks() -> None:
-    """Benchmarks that can be run."""
-    from assay.benchmarks.base import available_benchmarks, get_benchmark_class
+@click.command("tasks")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+def list_tasks(files: tuple[str, ...]) -> None:
+    """Tasks that can be run by name, with their source (built-in or plugin); with FILES,
+    the tasks those .py or .yaml files declare."""
+    from assay.tasks.registry import available, resolve
 
-    for name in available_benchmarks():
-        click.echo(f"{name:12s} {get_benchmark_class(name).description}")
+    rows: list[tuple[str, str, str]] = []
+    if files:
+        for f in files:
+            if f.endswith((".yaml", ".yml")):
+                ref = resolve(f)
+                rows.append((ref.ref, f"file {f}", ref.description))
+                continue
+            from assay.tasks.registry import declared_in
+
+            for name in declared_in(f):
+                ref = resolve(f"{f}@{name}")
+                rows.append((f"{f}@{name}", "file", ref.description))
+    else:
+        for name, source in available().items():
+            try:
+                description = resolve(name).description
+            except AssayError as e:
+                description = f"(cannot load: {e})"
+            rows.append((name, source, description))
+    width = max((len(r[0]) for r in rows), default=4)
+    for name, source, description in rows:
+        click.echo(f"{name:{width}s}  {source:18s} {description}")
 
 
 @click.command("models")

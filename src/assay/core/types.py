@@ -127,7 +127,9 @@ class Sample:
     """One evaluation item.
 
     ``input`` is the user prompt or a full message list; ``target`` the expected
-    answer (any JSON value); ``tools`` the tools offered; ``files`` attachment paths.
+    answer (any JSON value); ``tools`` the tools offered; ``files`` attachment paths;
+    ``metadata`` what scoring and reports need besides; ``row`` the original dataset
+    row. A sample carries everything its scoring needs, and all of it is stored.
     """
 
     id: str
@@ -136,6 +138,7 @@ class Sample:
     tools: list[ToolSpec] | None = None
     files: list[str] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    row: dict[str, Any] | None = None
 
     def input_json(self) -> Any:
         """JSON-ready form of ``input``."""

@@ -30,13 +30,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.base import Benchmark, benchmark
 from assay.core.atomic import atomic_open
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.datagen.problem import ANSWER_KEYS, PROBLEM_KEYS, SOLUTION_KEYS, Problem
 from assay.errors import ConfigError
 from assay.metrics.stats import mean_with_ci, proportion
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
 
 #: the book's topic list
 TOPICS = ("Algebra", "Geometry", "Number Theory", "Combinatorics", "Probability")
@@ -314,8 +316,30 @@ def _int_option(options: dict[str, Any], name: str, default: int, low: int) -> i
     return out
 
 
-@benchmark("datagen_generate")
-class GenerateBenchmark(Benchmark):
+class GenerateOptions(TaskOptions):
+    """Options of ``datagen_generate``."""
+
+    n: int = Field(30, description="How many problems.")
+    reference: str | None = Field(None, description="Style examples: a JSON/JSONL file, an HF "
+                                  "id, 'math500' or 'none' (default: the book's AIME set, "
+                                  "MATH-500 when offline).")
+    seed: int = Field(0, description="Seed for reference and topic choice.")
+    topics: list[str] | str | None = Field(None, description="Topics (comma list); default the "
+                                           "book's five.")
+    delay: float = Field(0.0, description="Seconds between call starts (rate limit).")
+    max_attempts: int = Field(3, description="Attempts per problem.")
+    max_tokens: int | None = Field(None, description="Max tokens per reply (default 2048; 1024 "
+                                   "for local models).")
+    problem_key: str | None = Field(None, description="Reference column with the problem.")
+    answer_key: str | None = Field(None, description="Reference column with the answer.")
+    solution_key: str | None = Field(None, description="Reference column with the solution.")
+    allow_fallback: bool = Field(True, description="Fall back to MATH-500 when the reference "
+                                 "set cannot be fetched.")
+    response_schema: bool = Field(True, description="Send the JSON Schema of a problem.")
+
+
+@task("datagen_generate")
+class GenerateBenchmark(Task):
     """Generate AIME-style problems (the book's ``AIMEGenerator``, done carefully).
 
     Options: ``n`` (problems, default 30), ``reference`` (file, Hugging Face id,
@@ -332,9 +356,11 @@ class GenerateBenchmark(Benchmark):
     description = ("An LLM generates AIME-style problems (integer answers 0-999) from seeded "
                    "reference examples; validated, retried, failures recorded.")
     headline_metric = "valid_rate"
+    Options = GenerateOptions
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
         self.n = _int_option(options, "n", 30, 1)
         self.seed = _int_option(options, "seed", 0, -(2**63))
         self.max_attempts = _int_option(options, "max_attempts", 3, 1)

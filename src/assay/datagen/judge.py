@@ -27,7 +27,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from assay.benchmarks.base import Benchmark, benchmark
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.datagen.problem import Problem, load_problems
 from assay.datagen.rubric import (
@@ -40,6 +39,9 @@ from assay.datagen.rubric import (
 )
 from assay.errors import ConfigError
 from assay.metrics.stats import proportion
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
 
 PROMPT_VERSION = "judge-v1"
 PASS_THRESHOLD = 3.5
@@ -202,8 +204,19 @@ def _content_hash(parts: list[Any]) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-@benchmark("datagen_judge")
-class JudgeBenchmark(Benchmark):
+class JudgeOptions(TaskOptions):
+    """Options of ``datagen_judge``."""
+
+    data: str | None = Field(None, description="Problems file to judge.")
+    rubric: str | None = Field(None, description="Custom rubric YAML.")
+    reference: str | None = Field(None, description="A reference problem file (its first "
+                                  "problem anchors the scale).")
+    generator_model: str | None = Field(None, description="The model that generated the data.")
+    max_tokens: int | None = Field(None, description="Max tokens per verdict.")
+
+
+@task("datagen_judge")
+class JudgeBenchmark(Task):
     """Rubric judging of generated problems (the run's model is the judge).
 
     Options: ``data`` (problems file), ``rubric`` (YAML path; default: the
@@ -215,9 +228,11 @@ class JudgeBenchmark(Benchmark):
     description = ("Rubric judge of generated problems: anchored 1-5 levels, validated JSON "
                    "with one retry, invalid verdicts counted apart, bootstrap and Wilson intervals.")
     headline_metric = "overall_mean"
+    Options = JudgeOptions
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
         if not options.get("data"):
             raise ConfigError("datagen_judge needs the problems to judge: data=FILE.json[l]")
         self.rubric: Rubric = resolve_rubric(options.get("rubric"))

@@ -60,10 +60,10 @@ def results_of(store: Store, run_id: str) -> list[Any]:
 
 def metrics_of(store: Store, run_id: str) -> dict[str, Any]:
     """A run's metrics, computed as its reports do."""
-    from assay.benchmarks.base import get_benchmark_class
+    from assay.tasks.registry import task_class
 
     run = store.get_run(run_id)
-    return get_benchmark_class(run["benchmark"]).metrics(
+    return task_class(run["spec"]["benchmark"]).metrics(
         store.results(run_id), run["spec"].get("benchmark_options"))
 
 

@@ -15,10 +15,10 @@ from assay.store.sqlite import Store
 
 def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str, Any]],
                                                                   list[str], dict[str, Any]]:
-    from assay.benchmarks.base import get_benchmark_class
+    from assay.tasks.registry import task_class
 
     run = store.get_run(run_id)
-    cls = get_benchmark_class(run["benchmark"])
+    cls = task_class(run["spec"]["benchmark"])
     results = store.results(run_id)
     metrics = cls.metrics(results, run["spec"].get("benchmark_options"))
     extra = cls.report_extra(metrics, results) or {}

@@ -15,9 +15,11 @@ import re
 import unicodedata
 from typing import Any
 
-from assay.benchmarks.base import Benchmark, benchmark
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.metrics.stats import proportion
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
 
 SOLVER_PROMPT = (
     "Solve the following competition math problem. Think step by step, then give the final "
@@ -25,8 +27,15 @@ SOLVER_PROMPT = (
 )
 
 
-@benchmark("datagen_verify")
-class VerifyBenchmark(Benchmark):
+class VerifyOptions(TaskOptions):
+    """Options of ``datagen_verify``."""
+
+    data: str | None = Field(None, description="Generated problems.")
+    max_tokens: int | None = Field(None, description="Max tokens per solution (default 1024).")
+
+
+@task("datagen_verify")
+class VerifyBenchmark(Task):
     """Solve generated problems and check the stated answers (math-verify).
 
     Options: ``data`` (problems file), ``max_tokens``.
@@ -34,9 +43,11 @@ class VerifyBenchmark(Benchmark):
 
     description = "Solve generated problems with a solver model; math-verify agreement with the stated answer."
     headline_metric = "agreement_rate"
+    Options = VerifyOptions
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
         if not options.get("data"):
             from assay.errors import ConfigError
 

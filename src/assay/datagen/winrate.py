@@ -38,7 +38,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from assay.benchmarks.base import Benchmark, benchmark
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.datagen.judge import (
@@ -51,6 +50,9 @@ from assay.datagen.problem import Problem, load_problems
 from assay.datagen.rubric import first_valid_object
 from assay.errors import ConfigError
 from assay.metrics.stats import proportion
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
 
 PROMPT_VERSION = "winrate-v1"
 SCORE_NAME = "winrate"
@@ -212,8 +214,20 @@ def seeded_pairs(generated: list[Problem], reference: list[Problem], *, seed: in
 
 # -- the benchmark ----------------------------------------------------------------------------
 
-@benchmark("datagen_winrate")
-class WinRateBenchmark(Benchmark):
+class WinRateOptions(TaskOptions):
+    """Options of ``datagen_winrate``."""
+
+    data: str | None = Field(None, description="Generated problems.")
+    reference: str | None = Field(None, description="Real problems to compare with.")
+    seed: int | None = Field(None, description="Pairing seed (recorded).")
+    n_comparisons: int | None = Field(None, description="Pairs to judge.")
+    generator_model: str | None = Field(None, description="The model that generated the data.")
+    include_solutions: bool | None = Field(None, description="Show solutions to the judge.")
+    max_tokens: int | None = Field(None, description="Max tokens per verdict.")
+
+
+@task("datagen_winrate")
+class WinRateBenchmark(Task):
     """Pairwise win rate of generated problems against real ones (the run's model judges).
 
     Options: ``data`` (generated problems), ``reference`` (real problems file),
@@ -226,9 +240,11 @@ class WinRateBenchmark(Benchmark):
     description = ("Pairwise win rate of generated vs real problems, blinded and judged in both "
                    "orders; position flips count as ties and are reported.")
     headline_metric = "win_rate_adjusted"
+    Options = WinRateOptions
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
         if not options.get("data"):
             raise ConfigError("datagen_winrate needs the generated problems: data=FILE")
         if not options.get("reference"):

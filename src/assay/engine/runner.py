@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from assay import __version__
-from assay.benchmarks.base import Benchmark, get_benchmark_class
 from assay.core.checks import check_json_finite, check_number
 from assay.core.redact import redact_url, scrub
 from assay.core.types import Sample
@@ -25,6 +24,7 @@ from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
 from assay.store.sqlite import Store, owner_alive
+from assay.tasks.base import Task
 
 
 @dataclass
@@ -156,7 +156,7 @@ class Engine:
         spec: RunSpec | None,
         *,
         resume: str | None = None,
-        benchmark: Benchmark | None = None,
+        benchmark: Task | None = None,
         subject: Subject | Any | None = None,
     ) -> str:
         """Run (or resume) and return the run id. Finished samples are never redone.
@@ -177,11 +177,19 @@ class Engine:
             raise ValueError("Engine.run needs a RunSpec or a run id to resume")
         spec.validate()
         self.current_run_id = run_id if resume else None
-        bench = benchmark or get_benchmark_class(spec.benchmark)(**spec.benchmark_options)
+        if benchmark is None:
+            from assay.tasks.registry import build_task
+
+            benchmark = build_task(spec.benchmark, spec.benchmark_options)
+        bench = benchmark
         samples = select_samples(bench.samples(), spec)
         if not samples:
             raise ConfigError("the dataset has no samples to run; check the file and --limit")
         dataset = dict(bench.dataset_info(), selected=len(samples))
+        if not resume:
+            # the options as the task resolved them (defaults, files read, choices
+            # inferred from the data): what --resume and 'assay score' rebuild it from
+            spec.benchmark_options = dict(bench.options)
         if resume:
             old_hash = record["dataset"].get("content_hash")
             if old_hash and dataset.get("content_hash") and old_hash != dataset["content_hash"]:
@@ -236,7 +244,7 @@ class Engine:
         except BaseException:  # noqa: BLE001 - e.g. the store is locked; list runs shows it
             pass
 
-    async def _execute(self, run_id: str, spec: RunSpec, bench: Benchmark, subj: Any,
+    async def _execute(self, run_id: str, spec: RunSpec, bench: Task, subj: Any,
                        samples: list[Sample]) -> None:
         done = self.store.completed_keys(run_id)
         todo = [

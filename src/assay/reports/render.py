@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.base import Benchmark, get_benchmark_class
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
 from assay.store.sqlite import Store
+from assay.tasks.base import Task
+from assay.tasks.registry import task_class
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -193,7 +194,7 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
     run = store.get_run(run_id)
     if results is None:
         results = store.results(run["id"], transcripts=False, texts=False)
-    bench = get_benchmark_class(run["benchmark"])
+    bench = task_class(run["spec"]["benchmark"])
     if metrics is None:
         metrics = (bench.metrics(results, run["spec"].get("benchmark_options"))
                    if results else {})
@@ -304,7 +305,7 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
     # the full results, transcripts included, streamed from the store
     write_results_jsonl(store.iter_result_lines(ctx["run"]["id"]), paths["results"])
     bench = ctx["benchmark_class"]
-    if bench.write_artifacts.__func__ is not Benchmark.write_artifacts.__func__:  # an export
+    if bench.write_artifacts.__func__ is not Task.write_artifacts.__func__:  # an export
         full = store.results(ctx["run"]["id"], transcripts=False)
         paths.update(bench.write_artifacts(ctx["run"], full, out))
     return paths

@@ -18,19 +18,63 @@ in prose, code fences or JSON; it never replaces the official one.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from assay.benchmarks.base import Benchmark, benchmark
+from pydantic import BeforeValidator
+
 from assay.benchmarks.bfcl.categories import expand, language_of
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
 from assay.errors import ConfigError
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
 
 MODES = ("fc", "prompt")
 
 
-@benchmark("bfcl")
-class BFCLBenchmark(Benchmark):
+def _weights(value: Any) -> Any:
+    """``cat=w,cat=w`` (the command line's form) into a dict; dicts pass through."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return None
+    out: dict[str, float] = {}
+    for item in value.split(","):
+        cat, sep, w = item.partition("=")
+        try:
+            out[cat.strip()] = float(w)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"weights are CATEGORY=NUMBER pairs, got {item!r}")
+    return out
+
+
+class BFCLOptions(TaskOptions):
+    """Options of the ``bfcl`` task."""
+
+    category: str = Field("simple_python", description="Category, group (non_live, live, ast, "
+                          "all_single_turn) or comma list.")
+    mode: str = Field("fc", description="fc: native tool calls; prompt: the official prompt "
+                      "and text decoding.")
+    bfcl_data_dir: str | None = Field(None, description="A gorilla clone or its bfcl_eval/data "
+                                      "(default: installed bfcl_eval, then the cache filled "
+                                      "by 'assay data pull bfcl').")
+    underscore_to_dot: bool | None = Field(None, description="Expect '.' in function names as "
+                                           "'_' (default: on for fc, off for prompt).")
+    tolerant: bool = Field(True, description="Also report the labelled tolerant score (calls "
+                           "in prose, fences or JSON).")
+    weights: Annotated[dict[str, float] | None, BeforeValidator(_weights)] = Field(
+        None, description="Weights for a weighted accuracy, e.g. simple_python=2,multiple=1.")
+    official: bool = Field(False, description="Also run the official 'bfcl evaluate' (needs "
+                           "bfcl-eval installed) and show its numbers beside ours.",
+                           json_schema_extra={"flag_only": True})
+    max_tokens: int | None = Field(None, description="Max tokens per reply (default 512).")
+
+
+@task("bfcl")
+class BFCLBenchmark(Task):
     """BFCL v4 single-turn categories (AST and relevance).
 
     Options: ``category`` (name, group or comma list; default ``simple_python``),
@@ -40,10 +84,12 @@ class BFCLBenchmark(Benchmark):
     ``max_tokens``, ``weights`` (``{category: weight}`` for weighted accuracy).
     """
 
+    Options = BFCLOptions
     description = "Berkeley Function Calling Leaderboard v4 (AST + relevance), official verdicts, fc or prompt mode."
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
         self.mode = options.get("mode") or "fc"
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be 'fc' or 'prompt', got {self.mode!r}")
@@ -170,6 +216,15 @@ class BFCLBenchmark(Benchmark):
         from assay.benchmarks.bfcl.report import report_extra
 
         return report_extra(metrics)
+
+    @classmethod
+    def after_run(cls, result: Any, options: dict[str, Any]) -> None:
+        """With ``--official``: run the official ``bfcl evaluate`` and show its numbers."""
+        if not options.get("official"):
+            return
+        from assay.benchmarks.bfcl.official import run_official
+
+        print(run_official(result.run_id).summary())
 
     @classmethod
     def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],

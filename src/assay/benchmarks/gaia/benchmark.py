@@ -15,10 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.base import Benchmark, benchmark
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
 
 # The leaderboard's answer-format prompt (Space content.py and the GAIA paper).
 GAIA_SYSTEM_PROMPT = (
@@ -51,8 +53,26 @@ def attachment_text(path: Path, limit: int) -> str:
     return f"{note}\nContents of {path.name}:\n```\n{body}\n```{tail}"
 
 
-@benchmark("gaia")
-class GAIABenchmark(Benchmark):
+class GAIAOptions(TaskOptions):
+    """Options of the ``gaia`` task."""
+
+    data_dir: str | None = Field(None, description="A local copy of gaia-benchmark/GAIA (either "
+                                 "layout); otherwise it is downloaded with $HF_TOKEN.")
+    split: str = Field("validation", description="validation or test (answers hidden).")
+    level: int | None = Field(None, description="Only this level (1, 2 or 3).")
+    scorer: str = Field("official", description="official (the leaderboard's rules) or lenient "
+                        "(the book's, with its bugs fixed).")
+    inline_limit: int | None = Field(None, description="Characters of a text attachment put "
+                                     "into the prompt (default 20000).")
+    system_prompt: str | None = Field(None, description="Replace the official GAIA system "
+                                      "prompt (not leaderboard-comparable).")
+    max_tokens: int | None = Field(None, description="Max tokens per reply (default 1024).")
+    dataset_name: str | None = Field(None, description="Hugging Face dataset id (default "
+                                     "gaia-benchmark/GAIA).")
+
+
+@task("gaia")
+class GAIABenchmark(Task):
     """GAIA validation or test split, optionally one level.
 
     Options: ``data_dir`` (a local copy; otherwise downloaded with ``HF_TOKEN``),
@@ -62,10 +82,12 @@ class GAIABenchmark(Benchmark):
     """
 
     headline_metric = "exact_match_rate"
+    Options = GAIAOptions
     description = "GAIA general-assistant tasks (levels 1-3, attachments), official leaderboard scorer and submission file."
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
         self.split = options.get("split") or "validation"
         if self.split not in ("validation", "test"):
             raise ConfigError(f"--split must be validation or test, got {self.split!r}")

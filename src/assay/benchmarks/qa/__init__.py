@@ -6,15 +6,20 @@ Scorers: ``exact``, ``normalized``, ``numeric``, ``f1``, ``choice``, ``math``
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.base import Benchmark, benchmark
+from pydantic import field_validator
+
 from assay.benchmarks.qa.dataset import build_samples
 from assay.benchmarks.qa.metrics import qa_metrics
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.files import load_rows
 from assay.errors import ConfigError, DatasetError
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
 
 DEFAULT_TEMPLATE = (
     "{{ question }}\n\nGive only the final answer, on one line starting with \"Answer:\"."
@@ -46,8 +51,39 @@ def compile_template(source: str) -> Any:
         raise ConfigError(f"invalid --template: {e}") from e
 
 
-@benchmark("qa")
-class QABenchmark(Benchmark):
+class QAOptions(TaskOptions):
+    """Options of the ``qa`` task."""
+
+    data: str | None = Field(None, description="Dataset: a .jsonl/.json/.csv file or a "
+                             "Hugging Face dataset id.", json_schema_extra={"flags": ["-d"]})
+    split: str | None = Field(None, description="HF split (default 'test').")
+    config: str | None = Field(None, description="HF dataset config name.")
+    question_key: str | None = Field(None, description="Field holding the question.")
+    answer_key: str | None = Field(None, description="Field holding the answer.")
+    choices_key: str | None = Field(None, description="Field holding multiple-choice options.")
+    id_key: str | None = Field(None, description="Field holding the sample id.")
+    scorer: str | None = Field(None, description="exact | normalized | includes | numeric | "
+                               "f1 | choice | math (default: inferred).")
+    tolerance: float | None = Field(None, description="Absolute tolerance for the numeric "
+                                    "scorer.")
+    template: str | None = Field(None, description="Jinja2 prompt template (or a file holding "
+                                 "one) with {{ question }}, {{ choices }}, {{ row.<field> }}.")
+    system_prompt: str | None = Field(None, description="System message for every sample.")
+    max_tokens: int | None = Field(None, description="Max tokens per answer (default 256).")
+
+    @field_validator("template")
+    @classmethod
+    def _template_file(cls, value: str | None) -> str | None:
+        """``--template FILE``: the file's text is the template (and is what is stored)."""
+        if value and "\n" not in value and len(value) < 4096:
+            path = Path(value).expanduser()
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        return value
+
+
+@task("qa")
+class QABenchmark(Task):
     """Generic question answering.
 
     Options: ``data`` (path or HF id), ``split``, ``config``, ``question_key``,
@@ -56,10 +92,12 @@ class QABenchmark(Benchmark):
     ``tolerance`` (numeric), ``max_tokens``.
     """
 
+    Options = QAOptions
     description = "Generic question answering over JSONL/CSV/HF data with exact, normalized, includes, numeric, F1, choice or math scoring."
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
         if not options.get("data"):
             raise ConfigError("qa needs a dataset: --data FILE.jsonl|FILE.csv|<hf-dataset-id>")
         self._samples: list[Sample] | None = None
@@ -100,6 +138,7 @@ class QABenchmark(Benchmark):
             # Every sample votes: one non-numeric answer makes the whole set "normalized".
             kinds = {infer_scorer(s.target, s.metadata.get("choices")) for s in samples}
             self.scorer_name = kinds.pop() if len(kinds) == 1 else "normalized"
+            self.options["scorer"] = self.scorer_name  # stored: a re-score uses the same
         self._info = dict(rows.info, keys=keys, scorer=self.scorer_name, rows=len(samples))
         self._samples = samples
         return samples

@@ -1,0 +1,177 @@
+"""``assay run TASK``: any task, by name, ``FILE.py[@NAME]`` or ``FILE.yaml``.
+
+A task's command-line flags are made from its options model: ``assay run bfcl
+--category simple_python`` and ``assay run bfcl -T category=simple_python`` are the
+same run, and ``assay run bfcl --help`` lists them. Options that share a name with an
+engine flag (``--seed``, say) are given with ``-T`` only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from assay.cli.app import LazyGroup
+from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, execute_run, resume_overrides
+from assay.errors import ConfigError
+
+#: where a value the user gave comes from (``ParameterSource`` names)
+_GIVEN = ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _flag_names(name: str, extra: dict[str, Any]) -> list[str]:
+    return [f"--{name.replace('_', '-')}", *extra.get("flags", [])]
+
+
+def task_params(options_model: Any) -> list[click.Parameter]:
+    """Click options for every field of a task's options model (defaults left to the
+    model: a flag the user does not give is not passed)."""
+    from assay.tasks.options import field_kind
+
+    params: list[click.Parameter] = []
+    for name, info in options_model.model_fields.items():
+        if name in SHARED_NAMES or name == "task_option":
+            continue  # given with -T NAME=VALUE
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        help_text = info.description or ""
+        default = info.default
+        if default not in (None, False, "", [], {}) and "default" not in help_text:
+            help_text += f"  [default: {default}]"
+        kind, item = field_kind(info.annotation)
+        names = _flag_names(name, extra)
+        if kind == "flag":
+            if extra.get("flag_only"):
+                params.append(click.Option([*names, name], is_flag=True, default=None,
+                                           help=help_text, show_default=False))
+            else:
+                dashed = name.replace("_", "-")
+                params.append(click.Option([f"--{dashed}/--no-{dashed}", *extra.get("flags", []),
+                                            name], default=None, help=help_text, show_default=False))
+        elif kind == "multiple":
+            params.append(click.Option([*names, name], multiple=True, type=item, default=None,
+                                       help=help_text + " (repeatable)", show_default=False))
+        else:
+            params.append(click.Option([*names, name], type=item if kind == "scalar" else str,
+                                       default=None, help=help_text, show_default=False))
+    return params
+
+
+class TaskCommand(click.Command):
+    """A task's run command; a misspelt flag names the valid ones."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            valid = sorted(o for p in self.params for o in p.opts if o.startswith("--"))
+            hint = f" (did you mean {', '.join(e.possibilities)}?)" if e.possibilities else ""
+            raise click.UsageError(f"no such option {e.option_name}{hint}; valid options: "
+                                   f"{', '.join(valid)}", ctx=ctx) from None
+
+
+def _given_options(ctx: click.Context, kwargs: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if getattr(source, "name", None) in _GIVEN:
+            value = kwargs[name]
+            out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def task_command(text: str) -> click.Command:
+    """The ``assay run`` command of the task ``text`` names."""
+    from assay.tasks.registry import resolve
+
+    ref = resolve(text)
+    own = task_params(ref.Options)
+    own_names = [p.name for p in own if p.name]
+    json_fields = {n for n, info in ref.Options.model_fields.items()
+                   if _is_json(info.annotation)}
+
+    def callback(**kwargs: Any) -> Any:
+        from assay.tasks.options import parse_assignments
+
+        ctx = click.get_current_context()
+        options = _given_options(ctx, kwargs, own_names)
+        for name in json_fields & set(options):
+            options[name] = _json_value(name, options[name])
+        assigned = parse_assignments(kwargs.pop("task_option") or ())
+        both = sorted(set(options) & set(assigned))
+        if both:
+            raise ConfigError(f"{', '.join(both)} given both as a flag and with -T; give it once")
+        options.update(assigned)
+        overrides = None
+        if kwargs.get("resume"):
+            if options:
+                flags = ", ".join("--" + n.replace("_", "-") for n in sorted(options))
+                raise ConfigError(
+                    f"--resume continues a run with the options it started with; {flags} "
+                    "would change its samples or scoring, so start a new run instead")
+            overrides = resume_overrides(ctx, {k: kwargs[k] for k in SHARED_NAMES})
+        from assay.cli.common import engine_options
+
+        eng = {k: kwargs[k] for k in SHARED_NAMES}
+        eng["param"] = list(eng["param"] or ())
+        result = execute_run(
+            ref.ref, resume=eng.pop("resume"), quiet=eng.pop("quiet"), model=eng.pop("model"),
+            engine_options=engine_options(**eng), benchmark_options=options,
+            overrides=overrides)
+        after = getattr(ref.declared, "after_run", None)
+        if after is not None and result is not None:
+            after(result, options)
+        return result
+
+    params = [*own,
+              click.Option(["-T", "--task-option", "task_option"], multiple=True,
+                           metavar="KEY=VALUE",
+                           help="A task option (see above), VALUE read as JSON when it parses "
+                           "(numbers, true/false, lists), else as text; repeatable."),
+              *[_decorated_param(o) for o in SHARED_OPTIONS]]
+    doc = (ref.declared.__doc__ or ref.description or "").strip()
+    first = doc.split("\n\n")[0].replace("\n", " ").strip()
+    return TaskCommand(text, callback=callback, params=params,
+                       help=f"{first}\n\nSource: {ref.source}.",
+                       short_help=ref.description or first)
+
+
+def _decorated_param(decorator: Any) -> click.Parameter:
+    """The click parameter a ``click.option(...)`` decorator would add."""
+
+    def f() -> None: ...
+
+    decorator(f)
+    return f.__click_params__[0]  # type: ignore[attr-defined]
+
+
+def _is_json(annotation: Any) -> bool:
+    from assay.tasks.options import field_kind
+
+    return field_kind(annotation)[0] == "json"
+
+
+def _json_value(name: str, value: Any) -> Any:
+    import json
+
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value  # the model's own validator may read it (bfcl --weights a=1,b=2)
+
+
+class TaskGroup(LazyGroup):
+    """``assay run``: every registered task is a sub-command, and so is any task file."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from assay.tasks.registry import available
+
+        return list(available())
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        try:
+            return task_command(cmd_name)
+        except ConfigError as e:
+            raise click.UsageError(str(e), ctx=ctx) from None

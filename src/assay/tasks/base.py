@@ -1,0 +1,213 @@
+"""What a task is: samples, a solve, a pure scorer and metrics over stored results.
+
+There are two ways to make one, and both give a :class:`Task`:
+
+* subclass it (the built-ins do) and declare ``Options``, a
+  :class:`~assay.tasks.options.TaskOptions` model;
+* call it with its parts from a ``@task`` factory::
+
+      @task
+      def arithmetic(n: int = 10) -> Task:
+          return Task(samples=[Sample(str(i), f"What is {i} + {i}?", str(2 * i))
+                               for i in range(n)], scorer="numeric")
+
+A task holds no per-sample state: a :class:`Sample` carries everything its scoring
+needs, so a stored sample and its stored outcome are enough to score it again
+(``assay score RUN``) in another process, with no model calls.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.errors import ConfigError
+from assay.tasks.options import TaskOptions
+
+#: a scorer given to ``Task(scorer=...)``: a qa scorer's name or a function
+ScorerArg = str | Callable[[Sample, Outcome], Any]
+
+
+def _as_sample(item: Any, index: int) -> Sample:
+    if isinstance(item, Sample):
+        return item
+    if isinstance(item, dict) and "input" in item:
+        return Sample(id=str(item.get("id", index)), input=item["input"],
+                      target=item.get("target"), metadata=dict(item.get("metadata") or {}),
+                      row=item)
+    raise ConfigError(f"sample {index}: a task's samples are Sample objects or dicts with "
+                      f"'input' (and 'target', 'id'); got {type(item).__name__}")
+
+
+def _as_scores(value: Any, outcome: Outcome) -> list[Score]:
+    """What a scorer function returned, as scores (``bool``/number: one ``score``)."""
+    if isinstance(value, Score):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, Score) for v in value):
+        return value
+    if isinstance(value, (bool, int, float)) or value is None:
+        v = None if value is None else float(value)
+        return [Score("score", v, outcome.output, "")]
+    raise ConfigError(f"a scorer returned {type(value).__name__}; return a Score, a list of "
+                      "Scores, a bool or a number")
+
+
+class Task:
+    """Base class of every task; also usable directly with its parts as arguments.
+
+    Subclasses implement :meth:`samples` and :meth:`score` (and usually keep the
+    single-turn :meth:`solve`), and may add metrics with :meth:`metrics`.
+    """
+
+    #: the registered name (set by ``@task`` and when a task is built by name)
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    #: the metrics key reports lead with (``None``: the first rate in the metrics)
+    headline_metric: ClassVar[str | None] = None
+    #: the options model (a task with no options keeps the empty base)
+    Options: ClassVar[type[TaskOptions]] = TaskOptions
+
+    def __init__(self, *, samples: Any = None, scorer: ScorerArg | None = None,
+                 solver: Callable[..., Any] | None = None, system_prompt: str | None = None,
+                 generation: dict[str, Any] | None = None, description: str | None = None,
+                 options: dict[str, Any] | None = None) -> None:
+        #: the options the task was built with, JSON-ready (stored with the run)
+        self.options: dict[str, Any] = dict(options or {})
+        #: generation parameters given for the run (``--param``, ``--seed``); they
+        #: override the task's defaults
+        self.run_params: dict[str, Any] = {}
+        #: how this task is found again: a name, ``path.py@name`` or ``path.yaml``
+        self.ref: str = self.name
+        self._given_samples = samples
+        self._scorer = scorer
+        self._solver = solver
+        self._system_prompt = system_prompt
+        self._generation = dict(generation or {})
+        if description:
+            self.description = description  # type: ignore[misc]
+        if isinstance(scorer, str):
+            from assay.benchmarks.qa.scoring import get_scorer
+
+            get_scorer(scorer)  # fail fast on a typo
+
+    @classmethod
+    def create(cls, options: TaskOptions) -> Task:
+        """The task built from validated options (what the registry calls)."""
+        return cls(**options.model_dump())
+
+    # -- data -----------------------------------------------------------------------------
+    def samples(self) -> list[Sample]:
+        """The evaluation items, in a stable order."""
+        given = self._given_samples
+        if given is None:
+            raise NotImplementedError(f"task {self.name or type(self).__name__} has no samples")
+        if callable(given):
+            given = given()
+        out = [_as_sample(item, i) for i, item in enumerate(given)]
+        ids = [s.id for s in out]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ConfigError(f"task {self.name}: sample id {dup!r} is used twice; ids must "
+                              "be unique")
+        self._given_samples = out
+        return out
+
+    def dataset_info(self) -> dict[str, Any]:
+        """Source, version and content hash of what is evaluated (stored with the run).
+
+        The default loads the samples and returns ``self._info`` when ``samples()``
+        fills it.
+        """
+        samples = self.samples()
+        return dict(getattr(self, "_info", None) or {"source": "task", "samples": len(samples)})
+
+    def generation_params(self) -> dict[str, Any]:
+        """Generation parameters for every call: the run's, over the task's defaults."""
+        return {**self._generation, **self.run_params}
+
+    # -- driving the agent ----------------------------------------------------------------
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """The conversation sent to the agent for a single-turn sample."""
+        msgs = [Message("system", self._system_prompt)] if self._system_prompt else []
+        if isinstance(sample.input, str):
+            return [*msgs, Message("user", sample.input)]
+        return [*msgs, *sample.input]
+
+    async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        """Default single-turn solve: one call with the sample's messages and tools.
+
+        A ``solver`` given to the constructor is called instead as ``solver(sample,
+        agent)``; it may be async and returns an :class:`Outcome` or the output text.
+        """
+        if self._solver is not None:
+            made = self._solver(sample, agent)
+            if inspect.isawaitable(made):
+                made = await made
+            return made if isinstance(made, Outcome) else Outcome(output=str(made or ""))
+        messages = self.build_messages(sample)
+        reply = await agent.generate(messages, tools=sample.tools, **self.generation_params())
+        messages.append(reply.message)
+        return Outcome(
+            transcript=messages,
+            output=reply.message.content or "",
+            tool_calls=reply.message.tool_calls,
+        )
+
+    # -- scoring --------------------------------------------------------------------------
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """Verdicts for one sample: pure, from the sample and outcome alone (no network
+        unless this is a judge)."""
+        scorer = self._scorer
+        if scorer is None:
+            raise NotImplementedError(f"task {self.name or type(self).__name__} has no scorer")
+        if isinstance(scorer, str):
+            from assay.benchmarks.qa.scoring import get_scorer
+
+            opts: dict[str, Any] = {}
+            if scorer == "choice":
+                opts["choices"] = sample.metadata.get("choices") or []
+            return [get_scorer(scorer)(outcome.output, sample.target, **opts)]
+        return _as_scores(scorer(sample, outcome), outcome)
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Summary metrics over stored results; every rate carries an interval.
+
+        The default: the primary score's rate (clustered by sample over epochs), errors
+        apart, extraction rate, latency and tokens. The first rate is the headline.
+        """
+        from assay.metrics.summary import (
+            error_messages,
+            extraction_rate,
+            score_summary,
+            usage_summary,
+        )
+
+        summary = score_summary(results)
+        return {
+            "accuracy": summary["score"],
+            **{k: v for k, v in summary.items() if k != "score"},
+            "extraction_rate": extraction_rate(results),
+            **usage_summary(results),
+            "top_errors": error_messages(results),
+        }
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """Task-specific report content.
+
+        Returns ``{"sections": [...], "recommendations": [...]}``; a section is
+        ``{"title", "headers", "rows", "bars": [(label, value 0..1)], "note"}``
+        (every key but ``title`` optional). Rendered by the generic templates.
+        """
+        return {}
+
+    @classmethod
+    def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
+                        out_dir: Any) -> dict[str, Any]:
+        """Official exports written beside the reports; returns ``{name: path}``."""
+        return {}

@@ -1,0 +1,128 @@
+"""Typed task options: one pydantic model per task, for the CLI, ``-T`` and Python alike.
+
+A task declares its options as a :class:`TaskOptions` model (or, for a ``@task``
+factory, as the factory's parameters, from which a model is made). The same model
+
+* validates options from any front end (CLI flags, ``-T key=value``, a YAML task, a
+  plan, ``assay.evaluate(...)``), with one-line errors that name the valid options;
+* generates the task's command-line flags and ``--help`` (:func:`option_flags`);
+* is stored with the run, so ``--resume`` and ``assay score`` rebuild the same task.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from assay.errors import ConfigError
+
+__all__ = ["Field", "TaskOptions", "options_from_signature", "parse_assignments",
+           "validate_options"]
+
+
+class TaskOptions(BaseModel):
+    """Base of every task's options: unknown names are refused, values are coerced.
+
+    A field's ``description`` is its ``--help`` line; ``json_schema_extra={"flags":
+    ["-d"]}`` adds short flags. Fields must have defaults (options are optional on
+    the command line; a task says itself which are required, with a clear message).
+    """
+
+    # numbers given as -T text stay text where a string is wanted ("-T split=2024")
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+
+def options_from_signature(fn: Callable[..., Any], name: str) -> type[TaskOptions]:
+    """The options model of a ``@task`` factory: one field per parameter.
+
+    Parameters need defaults and should be annotated; an unannotated one takes its
+    default's type (``Any`` when the default is ``None``).
+    """
+    fields: dict[str, Any] = {}
+    hints = typing.get_type_hints(fn, include_extras=True)
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is inspect.Parameter.empty:
+            raise ConfigError(f"task {name}: parameter {p.name!r} needs a default value "
+                              "(task options are optional; check required ones in the task)")
+        annotation = hints.get(p.name)
+        if annotation is None:
+            annotation = Any if p.default is None else type(p.default)
+        fields[p.name] = (annotation, p.default)
+    model_name = "".join(part.title() for part in name.replace("-", "_").split("_")) + "Options"
+    return create_model(model_name, __base__=TaskOptions, **fields)
+
+
+def _one_line(e: ValidationError, task: str) -> str:
+    parts = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err["loc"]) or "options"
+        value = err.get("input")
+        shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) else ""
+        parts.append(f"{where}: {err['msg']}{shown}")
+    return f"invalid option for task {task}: " + "; ".join(parts)
+
+
+def validate_options(model: type[TaskOptions], values: dict[str, Any], task: str) -> TaskOptions:
+    """``values`` checked against ``model``; unknown names and bad values are one-line
+    :class:`ConfigError` s that name what is valid."""
+    unknown = sorted(set(values) - set(model.model_fields))
+    if unknown:
+        valid = ", ".join(sorted(model.model_fields)) or "none"
+        raise ConfigError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(unknown)} for task {task}; valid options: {valid}")
+    try:
+        return model.model_validate(values)
+    except ValidationError as e:
+        raise ConfigError(_one_line(e, task)) from None
+
+
+def _scalar(text: str) -> Any:
+    """A ``-T`` value: JSON when it parses as JSON (numbers, true/false/null, lists,
+    objects, quoted strings), otherwise the text itself. Commas never split a value."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def parse_assignments(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``-T key=value`` items into a dict (``-`` in keys read as ``_``)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ConfigError(f"-T expects KEY=VALUE, got {item!r}")
+        out[key] = _scalar(value)
+    return out
+
+
+def field_kind(annotation: Any) -> tuple[str, Any]:
+    """How a field is given on the command line: ``("flag", None)`` for bools,
+    ``("multiple", item type)`` for lists, ``("json", None)`` for dicts and other
+    structures, ``("scalar", type)`` otherwise (``str`` when unsure)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return field_kind(args[0])
+    if origin is typing.Annotated:
+        return field_kind(args[0])
+    if annotation is bool:
+        return "flag", None
+    if origin in (list, tuple, set) or annotation in (list, tuple, set):
+        item = args[0] if args else str
+        return "multiple", item if item in (int, float, str) else str
+    if origin is dict or annotation is dict or (isinstance(annotation, type)
+                                                and issubclass(annotation, BaseModel)):
+        return "json", None
+    if annotation in (int, float, str):
+        return "scalar", annotation
+    return "scalar", str

@@ -1,0 +1,245 @@
+"""Finding tasks: by name (built-in or plugin), from a Python file, or from a YAML file.
+
+Every task is declared the same way, with :func:`task`:
+
+* a :class:`~assay.tasks.base.Task` subclass whose ``Options`` model lists its options;
+* a factory function whose parameters are its options and which returns a ``Task``.
+
+Names are found through the entry-point group ``assay.tasks`` (value ``module:attr``).
+The built-in tasks are registered there by assay's own package metadata, exactly as a
+plugin registers its own; there is no list of names in the code. A reference is one of
+
+* ``NAME``: an entry point (``assay list tasks`` shows each with its source);
+* ``path/to/file.py@NAME`` (or ``file.py`` when it declares one task);
+* ``path/to/task.yaml``: a declarative task (:mod:`assay.tasks.yaml_task`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assay.tasks.base import Task
+    from assay.tasks.options import TaskOptions
+
+#: entry-point groups searched for task names (the second is the old name, still read)
+GROUPS = ("assay.tasks", "assay.benchmarks")
+_YAML_SUFFIXES = (".yaml", ".yml")
+
+
+class TaskFactory:
+    """A ``@task`` function: its parameters are the options, it returns a :class:`Task`."""
+
+    def __init__(self, fn: Callable[..., Any], name: str) -> None:
+        self.fn = fn
+        self.name = name
+        self.description = (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        self.__doc__ = fn.__doc__
+        self._options: type[TaskOptions] | None = None
+
+    @property
+    def Options(self) -> type[TaskOptions]:  # noqa: N802 - mirrors Task.Options
+        if self._options is None:
+            from assay.tasks.options import options_from_signature
+
+            self._options = options_from_signature(self.fn, self.name)
+        return self._options
+
+    def create(self, options: TaskOptions) -> Task:
+        from assay.tasks.base import Task
+
+        made = self.fn(**options.model_dump())
+        if not isinstance(made, Task):
+            raise ConfigError(f"task {self.name}: the @task function must return a Task, "
+                              f"got {type(made).__name__}")
+        return made
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+#: tasks declared by modules imported so far, by module then name
+_DECLARED: dict[str, dict[str, Any]] = {}
+
+
+def task(obj: Any = None, *, name: str | None = None) -> Any:
+    """Declare a task: ``@task`` / ``@task("name")`` on a Task subclass or a factory.
+
+    >>> @task
+    ... def arithmetic(n: int = 10) -> Task:
+    ...     return Task(samples=[...], scorer="numeric")
+    """
+    if isinstance(obj, str):  # @task("name")
+        return task(name=obj)
+    if obj is None:
+        return lambda o: task(o, name=name)
+    from assay.tasks.base import Task
+
+    if isinstance(obj, type) and issubclass(obj, Task):
+        obj.name = name or obj.__dict__.get("name") or obj.__name__.lower()
+        declared = obj
+    elif callable(obj):
+        declared = TaskFactory(obj, name or obj.__name__)
+    else:
+        raise TypeError("@task decorates a Task subclass or a function returning a Task")
+    _DECLARED.setdefault(getattr(obj, "__module__", "") or "", {})[declared.name] = declared
+    return declared
+
+
+@dataclass
+class TaskRef:
+    """A resolved task: what declares it, where it comes from, how to name it again."""
+
+    name: str
+    declared: Any  # a Task subclass or a TaskFactory
+    source: str  # "built-in", "plugin <dist>", "file <path>"
+    ref: str  # what rebuilds it: a name, "abs/path.py@name" or "abs/path.yaml"
+
+    @property
+    def Options(self) -> type[TaskOptions]:  # noqa: N802
+        return self.declared.Options
+
+    @property
+    def description(self) -> str:
+        return getattr(self.declared, "description", "") or ""
+
+
+def _entry_points() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    found: dict[str, Any] = {}
+    for group in reversed(GROUPS):  # the current group wins over the old one
+        for ep in entry_points(group=group):
+            found[ep.name] = ep
+    return found
+
+
+def _source_of(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    dist_name = getattr(dist, "name", None) or "?"
+    return "built-in" if dist_name.lower() == "assay" else f"plugin {dist_name}"
+
+
+def available() -> dict[str, str]:
+    """Every task name that can be run, with its source (built-in or plugin)."""
+    return {name: _source_of(ep) for name, ep in sorted(_entry_points().items())}
+
+
+def _import_file(path: Path) -> str:
+    """Import a task file as a module of its own; returns the module name."""
+    key = hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    module_name = f"assay_task_file_{key}"
+    if module_name in sys.modules:
+        return module_name
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot import task file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[module_name]
+        raise ConfigError(f"task file {path} failed to import: {type(e).__name__}: {e}") from e
+    return module_name
+
+
+def _from_file(text: str) -> TaskRef:
+    file_part, _, name = text.partition("@")
+    path = Path(file_part).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"task file not found: {path}")
+    path = path.resolve()
+    if path.suffix in _YAML_SUFFIXES:
+        from assay.tasks.yaml_task import load_yaml_task
+
+        declared = load_yaml_task(path)
+        return TaskRef(declared.name, declared, f"file {path}", str(path))
+    module = _import_file(path)
+    tasks = _DECLARED.get(module, {})
+    if not tasks:
+        raise ConfigError(f"{path} declares no task; decorate a function or Task subclass "
+                          "with @assay.task")
+    if not name:
+        if len(tasks) > 1:
+            raise ConfigError(f"{path} declares several tasks ({', '.join(sorted(tasks))}); "
+                              f"pick one with {path.name}@NAME")
+        name = next(iter(tasks))
+    if name not in tasks:
+        raise ConfigError(f"{path} has no task {name!r}; it declares: {', '.join(sorted(tasks))}")
+    return TaskRef(name, tasks[name], f"file {path}", f"{path}@{name}")
+
+
+def declared_in(path: str | Path) -> list[str]:
+    """Names of the tasks a Python file declares (importing it)."""
+    return sorted(_DECLARED.get(_import_file(Path(path).expanduser().resolve()), {}))
+
+
+def looks_like_file(text: str) -> bool:
+    """Whether a task reference names a file rather than a registered task."""
+    head = text.partition("@")[0]
+    return head.endswith((".py", *_YAML_SUFFIXES)) or "/" in head or "\\" in head
+
+
+def resolve(text: str) -> TaskRef:
+    """The task a reference names (see the module docstring); one-line errors."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError("give a task: a name (see 'assay list tasks'), FILE.py[@NAME] or "
+                          "FILE.yaml")
+    text = text.strip()
+    if looks_like_file(text):
+        return _from_file(text)
+    eps = _entry_points()
+    ep = eps.get(text)
+    if ep is None:
+        close = difflib.get_close_matches(text, list(eps), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown task {text!r}{hint}; available: {', '.join(sorted(eps))}; "
+                          "or give FILE.py[@NAME] or FILE.yaml")
+    try:
+        declared = ep.load()
+    except Exception as e:
+        raise ConfigError(f"task {text!r} ({ep.value}) failed to load: "
+                          f"{type(e).__name__}: {e}") from e
+    from assay.tasks.base import Task
+
+    if isinstance(declared, type) and issubclass(declared, Task) and not declared.name:
+        declared.name = text
+    if not (isinstance(declared, TaskFactory)
+            or (isinstance(declared, type) and issubclass(declared, Task))):
+        raise ConfigError(f"entry point {text!r} ({ep.value}) is not a task: decorate it "
+                          "with @assay.task")
+    return TaskRef(text, declared, _source_of(ep), text)
+
+
+def build_task(text: str, options: dict[str, Any] | None = None) -> Task:
+    """The task ``text`` names, built with ``options`` (validated by its options model)."""
+    from assay.tasks.options import validate_options
+
+    ref = resolve(text)
+    opts = validate_options(ref.Options, dict(options or {}), ref.name)
+    made = ref.declared.create(opts)
+    made.name = ref.name
+    made.ref = ref.ref
+    return made
+
+
+def task_class(text: str) -> type[Task]:
+    """The class whose metrics, report sections and exports a run of ``text`` uses.
+
+    A subclass declared with ``@task`` is its own; a ``@task`` factory's tasks use the
+    base :class:`Task` (subclass ``Task`` for metrics of your own).
+    """
+    from assay.tasks.base import Task
+
+    declared = resolve(text).declared
+    return declared if isinstance(declared, type) else Task
