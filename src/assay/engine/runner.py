@@ -23,7 +23,8 @@ from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
-from assay.store.sqlite import Store, owner_alive
+from assay.store.owner import owner_alive
+from assay.store.sqlite import Store
 from assay.tasks.base import Task
 
 

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import secrets
-import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,69 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.types import SampleResult
-from assay.errors import RunNotFoundError, StoreError
-
-SCHEMA_VERSION = 2
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    benchmark TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    finished_at REAL,
-    spec TEXT NOT NULL,
-    model TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    package_version TEXT NOT NULL,
-    stats TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS samples (
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    sample_id TEXT NOT NULL,
-    epoch INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    input TEXT,
-    target TEXT,
-    transcript TEXT,
-    output TEXT,
-    prediction TEXT,
-    scores TEXT,
-    error TEXT,
-    latency_s REAL,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    model_calls INTEGER,
-    cache_hits INTEGER,
-    metadata TEXT,
-    created_at REAL NOT NULL,
-    model_s REAL,
-    wait_s REAL,
-    PRIMARY KEY (run_id, sample_id, epoch)
-);
-CREATE TABLE IF NOT EXISTS cache (
-    key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    reply TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS cache_model ON cache (model);
-"""
-
-_INSERT_SAMPLE = (
-    "INSERT OR REPLACE INTO samples (run_id, sample_id, epoch, seq, input, target, transcript,"
-    " output, prediction, scores, error, latency_s, input_tokens, output_tokens, model_calls,"
-    " cache_hits, metadata, created_at, model_s, wait_s)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+from assay.errors import RunNotFoundError
+from assay.store.locking import connect, write_retrying
+from assay.store.owner import effective_status, owner
+from assay.store.schema import (
+    ADDED_SAMPLE_COLUMNS,
+    CREATED_COL,
+    INSERT_CACHE,
+    INSERT_SAMPLE,
+    SCHEMA,
+    SCHEMA_VERSION,
 )
-
-
-#: position of the ``error`` and ``created_at`` columns in a sample row (run_id first)
-_ERROR_COL = 10
-_CREATED_COL = 17
-#: columns added after schema version 1: (name, type)
-_ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"))
+from assay.store.writer import Writer
 
 
 def workspace_dir() -> Path:
@@ -95,7 +41,6 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
-_INSERT_CACHE = "INSERT OR REPLACE INTO cache (key, model, reply, created_at) VALUES (?,?,?,?)"
 
 
 def _dumps(value: Any) -> str:
@@ -106,274 +51,20 @@ def _dumps(value: Any) -> str:
 STATUSES = ("running", "finished", "interrupted", "failed")
 
 
-def lock_timeout() -> float:
-    """Seconds to keep retrying a write while another process holds the lock.
-
-    ``$ASSAY_LOCK_TIMEOUT`` overrides the default of 300 s.
-    """
-    try:
-        value = float(os.environ.get("ASSAY_LOCK_TIMEOUT") or 300.0)
-    except ValueError:
-        value = 300.0
-    return value if value > 0 else 300.0
-
-
-def _is_locked(e: BaseException) -> bool:
-    return isinstance(e, sqlite3.OperationalError) and (
-        "locked" in str(e) or "busy" in str(e))
-
-
-def retry_locked(fn: Any, path: Path, *, what: str = "write") -> Any:
-    """Call ``fn()``; while the database is locked by another process, retry with backoff.
-
-    SQLite's own busy wait covers short locks; this covers long ones (another
-    process in a long transaction) up to :func:`lock_timeout`, then raises a
-    one-line :class:`StoreError` instead of a traceback.
-    """
-    deadline = time.monotonic() + lock_timeout()
-    wait = 0.05
-    while True:
-        try:
-            return fn()
-        except sqlite3.OperationalError as e:
-            if not _is_locked(e):
-                raise StoreError(f"the store {path} cannot be used ({e}); "
-                                 "check the file or set ASSAY_HOME to another folder") from e
-            if time.monotonic() >= deadline:
-                raise StoreError(
-                    f"the store {path} stayed locked by another process for more than "
-                    f"{lock_timeout():g}s while trying to {what}; finish or stop that process, "
-                    "or raise ASSAY_LOCK_TIMEOUT"
-                ) from e
-            time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
-            wait = min(wait * 2, 2.0)
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    try:
-        db.rollback()
-    except sqlite3.Error:
-        pass
-
-
-def write_retrying(db: sqlite3.Connection, fn: Any, path: Path, what: str) -> Any:
-    """:func:`retry_locked` for a write on ``db``: a failed try is rolled back first."""
-
-    def attempt() -> Any:
-        try:
-            return fn()
-        except sqlite3.OperationalError:
-            _rollback(db)
-            raise
-
-    return retry_locked(attempt, path, what=what)
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    # SQLite's own busy wait covers short locks; retry_locked covers long ones
-    db = sqlite3.connect(path, timeout=min(1.0, lock_timeout()), check_same_thread=False)
-
-    def setup() -> None:
-        db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an
-        # OS crash can lose the last commits, never corrupt the file.
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-
-    try:
-        retry_locked(setup, path, what="open it")
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-def _storable(value: Any) -> Any:
-    """``value`` in a form SQLite accepts: valid UTF-8 text, a 64-bit int, a float or NULL."""
-    if value is None or isinstance(value, float):
-        return value
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value if -(1 << 63) <= value < (1 << 63) else str(value)
-    if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False, default=str)
-    return value.encode("utf-8", "replace").decode("utf-8")
-
-
-def _process_start(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks since boot, from /proc), if known.
-
-    With the pid it identifies a process: a pid reused after a kill has another start.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        return int(stat.rsplit(b")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def owner() -> dict[str, Any]:
-    """The process that owns a running run: host, pid and (where known) its start time."""
-    import socket
-
-    info: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
-    start = _process_start(os.getpid())
-    if start is not None:
-        info["start"] = start
-    return info
-
-
-def owner_alive(info: dict[str, Any] | None) -> bool | None:
-    """Whether the process recorded in ``info`` still runs (``None``: cannot tell)."""
-    import socket
-
-    if not info or info.get("host") != socket.gethostname() or not info.get("pid"):
-        return None
-    try:
-        os.kill(int(info["pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return None
-    if info.get("start") is not None:
-        start = _process_start(int(info["pid"]))
-        if start is not None and start != info["start"]:
-            return False  # the pid was reused by another process
-    return True
-
-
-def effective_status(status: str, stats: dict[str, Any]) -> str:
-    """``running`` becomes ``interrupted`` when the owning process is known to be gone."""
-    if status == "running" and owner_alive(stats.get("owner")) is False:
-        return "interrupted"
-    return status
-
-
-class _Writer:
-    """A thread that owns a second connection and writes sample rows off the event loop.
-
-    It takes every row queued so far (up to :attr:`BATCH`) and commits them in one
-    transaction: under load that is one commit per batch instead of one per sample,
-    and with a quiet queue it is one per sample, as soon as it is queued. A sample
-    is done only once its row is committed, so a kill at any moment loses at most
-    rows that were never committed, which a resume runs again. SQLite releases the
-    GIL while it writes, so disk time never stalls requests in flight.
-    """
-
-    BATCH = 512
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db = _connect(path)
-        self._q: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, name="assay-store-writer", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        q = self._q
-        while True:
-            batch = [q.get()]
-            while len(batch) < self.BATCH and batch[-1] is not None:
-                try:
-                    batch.append(q.get_nowait())
-                except queue.Empty:
-                    break
-            items = [b for b in batch if b is not None]
-            try:
-                if items and self.error is None:
-                    self._write_batch(items)
-            except BaseException as e:  # surfaced to the engine on the next put/flush
-                self.error = e
-            finally:
-                for _ in batch:
-                    q.task_done()
-            if batch[-1] is None:
-                return
-
-    def _write_batch(self, items: list[tuple[str, tuple[Any, ...]]]) -> None:
-        """Write rows in one transaction. A sample row that cannot be written as it is
-        is written as that sample's error instead (a failed statement leaves the
-        transaction as it was); only a lock held past the timeout stops the writer."""
-        db = self._db
-
-        # take the write lock now, or wait for it
-        write_retrying(db, lambda: db.execute("BEGIN IMMEDIATE"), self.path, "save samples")
-        try:
-            samples = [args for kind, args in items if kind == "s"]
-            caches = [args for kind, args in items if kind != "s"]
-            for sql, rows, kind in ((_INSERT_CACHE, caches, "c"), (_INSERT_SAMPLE, samples, "s")):
-                if not rows:
-                    continue
-                # all rows in one statement; if one is refused, undo them and go row by row
-                db.execute("SAVEPOINT batch")
-                try:
-                    db.executemany(sql, rows)
-                    db.execute("RELEASE batch")
-                except (sqlite3.Error, ValueError, TypeError, OverflowError):
-                    db.execute("ROLLBACK TO batch")
-                    db.execute("RELEASE batch")
-                    for args in rows:
-                        self._write_row(kind, args)
-            db.commit()
-        except BaseException:
-            _rollback(db)
-            raise
-
-    def _write_row(self, kind: str, args: tuple[Any, ...]) -> None:
-        db = self._db
-        sql = _INSERT_SAMPLE if kind == "s" else _INSERT_CACHE
-        try:
-            db.execute(sql, args)
-            return
-        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:  # a bad value
-            problem: BaseException = e
-        if kind != "s":
-            return  # a cache row that cannot be stored is simply not cached
-        note = (f"the result could not be stored as it was ({type(problem).__name__}: "
-                f"{str(problem)[:200]}); unreadable parts were replaced")
-        row = [_storable(v) for v in args]
-        row[_ERROR_COL] = row[_ERROR_COL] and f"{row[_ERROR_COL]}; {note}" or note
-        try:
-            db.execute(sql, tuple(row))
-        except (sqlite3.Error, ValueError, TypeError, OverflowError):
-            bare: list[Any] = [None] * len(row)  # last resort: ids and the error only
-            for i in (0, 1, 2, 3, _ERROR_COL, _CREATED_COL):
-                bare[i] = row[i]
-            db.execute(sql, tuple(bare))
-
-    def put(self, kind: str, args: tuple[Any, ...]) -> None:
-        if self.error is not None:
-            raise self.error
-        self._q.put((kind, args))
-
-    def flush(self) -> None:
-        self._q.join()
-        if self.error is not None:
-            raise self.error
-
-    def close(self) -> None:
-        self._q.put(None)
-        self._thread.join()
-        self._db.close()
-
-
 class Store:
     """A handle on the workspace database. Use one per process."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else workspace_dir() / "assay.db"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = _connect(self.path)
-        self._writer: _Writer | None = None
+        self._db = connect(self.path)
+        self._writer: Writer | None = None
 
         def init() -> None:
             if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'samples'"
                                 ).fetchone() is not None:
                 have = {r[1] for r in self._db.execute("PRAGMA table_info(samples)")}
-                missing = [(n, t) for n, t in _ADDED_SAMPLE_COLUMNS if n not in have]
+                missing = [(n, t) for n, t in ADDED_SAMPLE_COLUMNS if n not in have]
                 for name, kind in missing:  # a store from an older version
                     self._db.execute(f"ALTER TABLE samples ADD COLUMN {name} {kind}")
                 if missing:
@@ -381,7 +72,7 @@ class Store:
                                      (str(SCHEMA_VERSION),))
                     self._db.commit()
                 return  # an existing, current store: opening it needs no write lock
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(SCHEMA)
             self._db.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
@@ -410,7 +101,7 @@ class Store:
 
         On exit (normal, error or cancellation) every queued row is committed.
         """
-        self._writer = _Writer(self.path)
+        self._writer = Writer(self.path)
         try:
             yield
         finally:
@@ -556,18 +247,18 @@ class Store:
     def record(self, run_id: str, row: tuple[Any, ...]) -> None:
         """Write one sample result and commit (with any cache rows written before it).
 
-        ``row`` follows the ``samples`` columns after ``run_id`` (see :data:`_INSERT_SAMPLE`);
+        ``row`` follows the ``samples`` columns after ``run_id`` (see :data:`INSERT_SAMPLE`);
         the engine builds it so the hot path avoids per-sample dict churn. The timing
         columns (``model_s``, ``wait_s``) may be left off the end.
         """
-        if len(row) == _CREATED_COL:
+        if len(row) == CREATED_COL:
             row = (*row, None, None)
         if self._writer is not None:
             self._writer.put("s", (run_id, *row))
             return
 
         def insert() -> None:
-            self._db.execute(_INSERT_SAMPLE, (run_id, *row))
+            self._db.execute(INSERT_SAMPLE, (run_id, *row))
             self._db.commit()
 
         self._write(insert, "save a sample")
@@ -665,7 +356,7 @@ class Store:
         if self._writer is not None:
             self._writer.put("c", args)
         else:
-            self._db.execute(_INSERT_CACHE, args)
+            self._db.execute(INSERT_CACHE, args)
 
     def commit(self) -> None:
         """Commit pending writes (cache rows of a sample that is still running)."""

@@ -1,0 +1,56 @@
+"""Which process owns a running run, and whether it is still alive."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, from /proc), if known.
+
+    With the pid it identifies a process: a pid reused after a kill has another start.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat.rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def owner() -> dict[str, Any]:
+    """The process that owns a running run: host, pid and (where known) its start time."""
+    import socket
+
+    info: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
+    start = _process_start(os.getpid())
+    if start is not None:
+        info["start"] = start
+    return info
+
+
+def owner_alive(info: dict[str, Any] | None) -> bool | None:
+    """Whether the process recorded in ``info`` still runs (``None``: cannot tell)."""
+    import socket
+
+    if not info or info.get("host") != socket.gethostname() or not info.get("pid"):
+        return None
+    try:
+        os.kill(int(info["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return None
+    if info.get("start") is not None:
+        start = _process_start(int(info["pid"]))
+        if start is not None and start != info["start"]:
+            return False  # the pid was reused by another process
+    return True
+
+
+def effective_status(status: str, stats: dict[str, Any]) -> str:
+    """``running`` becomes ``interrupted`` when the owning process is known to be gone."""
+    if status == "running" and owner_alive(stats.get("owner")) is False:
+        return "interrupted"
+    return status
