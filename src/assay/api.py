@@ -103,7 +103,6 @@ async def run_async(
     engine settings that do not change the samples (see :func:`resume_spec`).
     """
     from assay.models.base import get_subject
-    from assay.tasks.registry import task_class
 
     own_store = store is None
     store = store or Store()
@@ -118,16 +117,15 @@ async def run_async(
             subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
                                   timeout=spec.timeout)
         run_id = await engine.run(spec, resume=resume, subject=subject)
+        from assay.metrics.run import run_metrics
+
+        metrics = run_metrics(store, run_id)
         run = store.get_run(run_id)
-        results = store.results(run_id, transcripts=False, texts=False)
-        metrics = task_class(run["spec"]["benchmark"]).metrics(
-            results, run["spec"].get("benchmark_options"))
         paths: dict[str, Path] = {}
         if reports:
             from assay.reports.render import write_reports
 
-            paths = write_reports(store, run_id, results=results,
-                                  metrics=metrics if results else None)
+            paths = write_reports(store, run_id)
         return RunResult(run_id, metrics, paths, run["status"], run["stats"])
     finally:
         if own_store:

@@ -33,7 +33,7 @@ RULES = [
 ]
 RESULT_FIELDS = {"sample_id", "epoch", "input", "target", "output", "prediction", "scores",
                  "error", "latency_s", "model_s", "wait_s", "input_tokens", "output_tokens",
-                 "transcript", "metadata"}
+                 "transcript", "metadata", "sample", "outcome"}
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

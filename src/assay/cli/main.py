@@ -36,6 +36,40 @@ def report(run_id: str, out: Path | None) -> None:
         store.close()
 
 
+@click.command("score")
+@click.argument("run_id")
+@click.option("--scorer", default=None,
+              help="Score with this scorer instead (e.g. lenient on a GAIA run; exact, "
+              "normalized, numeric, ... on a qa run).")
+@click.option("-T", "--task-option", "task_option", multiple=True, metavar="KEY=VALUE",
+              help="Change a task option that only affects scoring; repeatable.")
+@click.option("--no-report", is_flag=True, help="Do not write the new run's reports.")
+def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
+          no_report: bool) -> None:
+    """Score a run's stored outcomes again (RUN_ID: its id or a unique prefix), with no
+    model calls, as a new run linked to it."""
+    from assay.reports.render import fmt_rate, headline, write_reports
+    from assay.rescore import rescore
+    from assay.store.sqlite import Store
+    from assay.tasks.options import parse_assignments
+    from assay.tasks.registry import task_class
+
+    store = Store()
+    try:
+        done = rescore(store, run_id, scorer=scorer, options=parse_assignments(task_option))
+        run = store.get_run(done.run_id)
+        click.echo(f"run {done.run_id} scores run {done.parent_id} again: {done.rescored} "
+                   f"samples scored, {done.errors} errors, 0 model calls")
+        head = headline(done.metrics, task_class(run["spec"]["benchmark"]).headline_metric)
+        if head:
+            click.echo(f"{head[0]}: {fmt_rate(head[1])}")
+        if not no_report:
+            for kind, path in write_reports(store, done.run_id).items():
+                click.echo(f"{kind}: {path}")
+    finally:
+        store.close()
+
+
 @click.command("runs")
 @click.option("--limit", type=int, default=20, show_default=True, help="How many runs.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line, for scripts.")

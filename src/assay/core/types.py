@@ -207,6 +207,10 @@ class SampleResult:
     model_s: float | None = None
     #: seconds its calls waited for a free slot or the model's queue (``None``: not recorded)
     wait_s: float | None = None
+    #: the rest of the sample: ``tools``, ``files`` and the original ``row``
+    sample: dict[str, Any] = field(default_factory=dict)
+    #: the rest of the outcome: ``tool_calls`` and the solve's ``metadata``
+    outcome: dict[str, Any] = field(default_factory=dict)
 
     def score_value(self, name: str | None = None) -> float | None:
         """The value of score ``name`` (the first score when ``None``)."""

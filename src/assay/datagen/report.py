@@ -20,7 +20,9 @@ def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str
     run = store.get_run(run_id)
     cls = task_class(run["spec"]["benchmark"])
     results = store.results(run_id)
-    metrics = cls.metrics(results, run["spec"].get("benchmark_options"))
+    from assay.metrics.run import run_metrics
+
+    metrics = run_metrics(store, run_id)
     extra = cls.report_extra(metrics, results) or {}
     sections = []
     for sec in extra.get("sections") or []:

@@ -19,6 +19,7 @@ from typing import Any
 from assay import __version__
 from assay.core.checks import check_json_finite, check_number
 from assay.core.redact import redact_url, scrub
+from assay.core.stored import outcome_extra, sample_extra
 from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
@@ -314,6 +315,8 @@ class Engine:
                 encode(sample.metadata) if sample.metadata else None,
                 time.time(),
                 ctx.model_s if ctx else None, ctx.wait_s if ctx else None,
+                encode(extra) if (extra := sample_extra(sample)) else None,
+                encode(done) if (done := outcome_extra(outcome)) else None,
             ))
             return error is not None
 
@@ -347,3 +350,6 @@ class Engine:
         stats["elapsed_s"] = round(old.get("elapsed_s", 0.0) + elapsed, 3)
         stats["sessions"] = old.get("sessions", 0) + 1
         self.store.set_run_status(run_id, "finished", stats)
+        from assay.metrics.run import compute_metrics
+
+        compute_metrics(self.store, self.store.get_run(run_id), task_cls=type(bench))

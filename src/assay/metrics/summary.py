@@ -10,10 +10,38 @@ computed over samples (clustered), since epochs of one item are not independent.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from assay.core.types import SampleResult
 from assay.metrics.stats import mean_with_ci, proportion
+
+
+def clustered_rate(results: list[SampleResult],
+                   value: Callable[[SampleResult], float | None]) -> dict[str, Any]:
+    """The mean of ``value`` over results (``None``: left out), with a 95% interval over
+    *samples*: a sample's epochs are averaged first, since they are not independent.
+
+    One value per sample and all 0/1: a Wilson interval (``successes``/``n``). With
+    several epochs whose per-sample means are still all 0 or 1 (the epochs agreed), the
+    same Wilson interval over samples; otherwise a t interval over per-sample means.
+    Several epochs are marked ``clustered_by: "sample"``.
+    """
+    per_sample: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        v = value(r)
+        if v is not None:
+            per_sample[r.sample_id].append(float(v))
+    means = [sum(v) / len(v) for v in per_sample.values()]
+    repeated = any(len(v) > 1 for v in per_sample.values())
+    if all(m in (0.0, 1.0) for m in means):
+        out = proportion(int(sum(means)), len(means))
+    else:
+        out = mean_with_ci(means)
+    if repeated:
+        out["clustered_by"] = "sample"
+        out["observations"] = sum(len(v) for v in per_sample.values())
+    return out
 
 
 def score_summary(results: list[SampleResult], score_name: str | None = None) -> dict[str, Any]:
@@ -23,19 +51,7 @@ def score_summary(results: list[SampleResult], score_name: str | None = None) ->
     values = [r.score_value(score_name) for r in scored]
     values = [float(v) for v in values if v is not None]
     epochs = len({r.epoch for r in results}) or 1
-    binary = all(v in (0.0, 1.0) for v in values)
-    if epochs > 1:
-        per_sample: dict[str, list[float]] = defaultdict(list)
-        for r in scored:
-            v = r.score_value(score_name)
-            if v is not None:
-                per_sample[r.sample_id].append(float(v))
-        headline = mean_with_ci([sum(v) / len(v) for v in per_sample.values()])
-        headline["clustered_by"] = "sample"
-    elif binary:
-        headline = proportion(int(sum(values)), len(values))
-    else:
-        headline = mean_with_ci(values)
+    headline = clustered_rate(scored, lambda r: r.score_value(score_name))
     n_total = len(results)
     return {
         "score": headline,

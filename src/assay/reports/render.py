@@ -196,8 +196,11 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
         results = store.results(run["id"], transcripts=False, texts=False)
     bench = task_class(run["spec"]["benchmark"])
     if metrics is None:
-        metrics = (bench.metrics(results, run["spec"].get("benchmark_options"))
-                   if results else {})
+        metrics = run.get("metrics")
+    if metrics is None:  # a run stored before metrics were kept, or stopped half way
+        from assay.metrics.run import compute_metrics
+
+        metrics = compute_metrics(store, run, results=results, task_cls=bench)
     extra = bench.report_extra(metrics, results) if results else {}
     head = headline(metrics, bench.headline_metric)
     return {

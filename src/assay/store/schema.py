@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -16,7 +16,9 @@ CREATE TABLE IF NOT EXISTS runs (
     model TEXT NOT NULL,
     dataset TEXT NOT NULL,
     package_version TEXT NOT NULL,
-    stats TEXT NOT NULL DEFAULT '{}'
+    stats TEXT NOT NULL DEFAULT '{}',
+    parent_id TEXT,
+    metrics TEXT
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -39,6 +41,8 @@ CREATE TABLE IF NOT EXISTS samples (
     created_at REAL NOT NULL,
     model_s REAL,
     wait_s REAL,
+    sample TEXT,
+    outcome TEXT,
     PRIMARY KEY (run_id, sample_id, epoch)
 );
 CREATE TABLE IF NOT EXISTS cache (
@@ -53,8 +57,8 @@ CREATE INDEX IF NOT EXISTS cache_model ON cache (model);
 INSERT_SAMPLE = (
     "INSERT OR REPLACE INTO samples (run_id, sample_id, epoch, seq, input, target, transcript,"
     " output, prediction, scores, error, latency_s, input_tokens, output_tokens, model_calls,"
-    " cache_hits, metadata, created_at, model_s, wait_s)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cache_hits, metadata, created_at, model_s, wait_s, sample, outcome)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 
@@ -62,6 +66,11 @@ INSERT_SAMPLE = (
 ERROR_COL = 10
 CREATED_COL = 17
 #: columns added after schema version 1: (name, type)
-ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"))
+ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"), ("sample", "TEXT"),
+                        ("outcome", "TEXT"))
+#: columns of ``runs`` added after schema version 2: (name, type)
+ADDED_RUN_COLUMNS = (("parent_id", "TEXT"), ("metrics", "TEXT"))
+#: how many columns a sample row has after ``run_id``
+SAMPLE_COLUMNS = 21
 
 INSERT_CACHE = "INSERT OR REPLACE INTO cache (key, model, reply, created_at) VALUES (?,?,?,?)"

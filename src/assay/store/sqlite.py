@@ -21,10 +21,11 @@ from assay.errors import RunNotFoundError
 from assay.store.locking import connect, write_retrying
 from assay.store.owner import effective_status, owner
 from assay.store.schema import (
+    ADDED_RUN_COLUMNS,
     ADDED_SAMPLE_COLUMNS,
-    CREATED_COL,
     INSERT_CACHE,
     INSERT_SAMPLE,
+    SAMPLE_COLUMNS,
     SCHEMA,
     SCHEMA_VERSION,
 )
@@ -63,10 +64,14 @@ class Store:
         def init() -> None:
             if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'samples'"
                                 ).fetchone() is not None:
-                have = {r[1] for r in self._db.execute("PRAGMA table_info(samples)")}
-                missing = [(n, t) for n, t in ADDED_SAMPLE_COLUMNS if n not in have]
-                for name, kind in missing:  # a store from an older version
-                    self._db.execute(f"ALTER TABLE samples ADD COLUMN {name} {kind}")
+                missing = []
+                for table, added in (("samples", ADDED_SAMPLE_COLUMNS),
+                                     ("runs", ADDED_RUN_COLUMNS)):
+                    have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+                    for name, kind in added:  # a store from an older version
+                        if name not in have:
+                            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                            missing.append(name)
                 if missing:
                     self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'",
                                      (str(SCHEMA_VERSION),))
@@ -131,16 +136,21 @@ class Store:
         dataset: dict[str, Any],
         package_version: str,
         run_id: str | None = None,
+        parent_id: str | None = None,
     ) -> str:
-        """Insert a new run in status ``running`` and return its id."""
+        """Insert a new run in status ``running`` and return its id.
+
+        ``parent_id``: the run this one belongs to (a pipeline's step, or a re-scoring
+        of ``parent_id``'s outcomes).
+        """
         run_id = run_id or new_run_id()
 
         def insert() -> None:
             self._db.execute(
                 "INSERT INTO runs (id, benchmark, status, created_at, spec, model, dataset,"
-                " package_version, stats) VALUES (?,?,?,?,?,?,?,?,?)",
+                " package_version, stats, parent_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (run_id, benchmark, "running", time.time(), _dumps(spec), _dumps(model),
-                 _dumps(dataset), package_version, _dumps({"owner": owner()})),
+                 _dumps(dataset), package_version, _dumps({"owner": owner()}), parent_id),
             )
             self._db.commit()
 
@@ -153,7 +163,8 @@ class Store:
             raise RunNotFoundError("empty run id; see 'assay list runs'")
         rows = self._db.execute(
             "SELECT id, benchmark, status, created_at, finished_at, spec, model, dataset,"
-            " package_version, stats FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
+            " package_version, stats, parent_id, metrics FROM runs"
+            " WHERE substr(id, 1, ?) = ? ORDER BY id",
             (len(run_id), run_id),
         ).fetchall()
         exact = [r for r in rows if r[0] == run_id]
@@ -171,7 +182,8 @@ class Store:
             "id": r[0], "benchmark": r[1], "status": effective_status(r[2], stats),
             "created_at": r[3], "finished_at": r[4], "spec": json.loads(r[5]),
             "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
-            "stats": stats,
+            "stats": stats, "parent_id": r[10],
+            "metrics": json.loads(r[11]) if r[11] else None,
         }
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
@@ -184,8 +196,8 @@ class Store:
         rows = self._db.execute(
             "SELECT r.id, r.benchmark, r.status, r.created_at, r.model, r.dataset, r.stats,"
             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
-            " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL)"
-            " FROM runs r ORDER BY r.created_at DESC LIMIT ?",
+            " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL),"
+            " r.parent_id FROM runs r ORDER BY r.created_at DESC LIMIT ?",
             (limit,),
         ).fetchall()
         out = []
@@ -195,10 +207,24 @@ class Store:
             out.append({
                 "id": r[0], "benchmark": r[1], "status": status, "created_at": r[3],
                 "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": stats,
-                "samples": r[7], "errors": r[8],
+                "samples": r[7], "errors": r[8], "parent_id": r[9],
                 "resumable": status in ("interrupted", "failed") or bool(r[8]),
             })
         return out
+
+    def set_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
+        """Store a run's metrics (computed once, when it ends; reports read them)."""
+
+        def update() -> None:
+            self._db.execute("UPDATE runs SET metrics=? WHERE id=?", (_dumps(metrics), run_id))
+            self._db.commit()
+
+        self._write(update, f"save the metrics of run {run_id}")
+
+    def children(self, run_id: str) -> list[str]:
+        """Ids of the runs whose parent is ``run_id``, oldest first."""
+        return [r[0] for r in self._db.execute(
+            "SELECT id FROM runs WHERE parent_id = ? ORDER BY created_at, id", (run_id,))]
 
     def update_run(self, run_id: str, *, spec: dict[str, Any], model: dict[str, Any]) -> None:
         """Replace a run's stored spec and model identity (resume with a new endpoint)."""
@@ -251,8 +277,8 @@ class Store:
         the engine builds it so the hot path avoids per-sample dict churn. The timing
         columns (``model_s``, ``wait_s``) may be left off the end.
         """
-        if len(row) == CREATED_COL:
-            row = (*row, None, None)
+        if len(row) < SAMPLE_COLUMNS:  # the newer columns may be left off the end
+            row = (*row, *(None,) * (SAMPLE_COLUMNS - len(row)))
         if self._writer is not None:
             self._writer.put("s", (run_id, *row))
             return
@@ -268,11 +294,12 @@ class Store:
         """A run's sample results in dataset order, one at a time (memory stays flat).
 
         ``transcripts=False`` leaves every ``transcript`` empty, and ``texts=False``
-        also ``input``, ``target`` (``None``) and ``output`` (``""``): metrics need
-        none of them, and they are most of a result's size. ``keys`` restricts the
+        also ``input``, ``target`` (``None``), ``output`` (``""``) and ``sample``
+        (``{}``): metrics need none of them, and they are most of a result's size.
+        ``outcome`` is always read. ``keys`` restricts the
         results to those ``(sample_id, epoch)`` pairs.
         """
-        text_cols = "input, target, output" if texts else "NULL, NULL, NULL"
+        text_cols = "input, target, output, sample" if texts else "NULL, NULL, NULL, NULL"
         where = "run_id = ?"
         args: list[Any] = [run_id]
         if keys is not None:
@@ -282,7 +309,8 @@ class Store:
         cur = self._db.execute(
             f"SELECT sample_id, epoch, {text_cols}, prediction, scores, error,"
             f" latency_s, input_tokens, output_tokens, {'transcript' if transcripts else 'NULL'},"
-            f" metadata, model_s, wait_s FROM samples WHERE {where} ORDER BY seq, epoch",
+            f" metadata, model_s, wait_s, outcome FROM samples WHERE {where}"
+            " ORDER BY seq, epoch",
             args,
         )
         loads = json.loads
@@ -291,12 +319,12 @@ class Store:
                 run_id=run_id, sample_id=r[0], epoch=r[1],
                 input=loads(r[2]) if r[2] is not None else None,
                 target=loads(r[3]) if r[3] is not None else None,
-                output=r[4] or "", prediction=r[5],
-                scores=loads(r[6] or "{}"), error=r[7], latency_s=r[8] or 0.0,
-                input_tokens=r[9] or 0, output_tokens=r[10] or 0,
-                transcript=loads(r[11]) if r[11] else [],
-                metadata=loads(r[12]) if r[12] else {},
-                model_s=r[13], wait_s=r[14],
+                output=r[4] or "", sample=loads(r[5]) if r[5] else {}, prediction=r[6],
+                scores=loads(r[7] or "{}"), error=r[8], latency_s=r[9] or 0.0,
+                input_tokens=r[10] or 0, output_tokens=r[11] or 0,
+                transcript=loads(r[12]) if r[12] else [],
+                metadata=loads(r[13]) if r[13] else {},
+                model_s=r[14], wait_s=r[15], outcome=loads(r[16]) if r[16] else {},
             )
 
     def iter_result_lines(self, run_id: str) -> Iterator[str]:
@@ -308,8 +336,8 @@ class Store:
         """
         cur = self._db.execute(
             "SELECT sample_id, epoch, input, target, output, prediction, scores, error,"
-            " latency_s, model_s, wait_s, input_tokens, output_tokens, transcript, metadata"
-            " FROM samples WHERE run_id = ? ORDER BY seq, epoch", (run_id,))
+            " latency_s, model_s, wait_s, input_tokens, output_tokens, transcript, metadata,"
+            " sample, outcome FROM samples WHERE run_id = ? ORDER BY seq, epoch", (run_id,))
         dumps = json.JSONEncoder(ensure_ascii=False).encode
         for r in cur:
             yield (f'{{"sample_id": {dumps(r[0])}, "epoch": {r[1]}, "input": {r[2] or "null"},'
@@ -318,7 +346,8 @@ class Store:
                    f' "error": {dumps(r[7])}, "latency_s": {dumps(r[8] or 0.0)},'
                    f' "model_s": {dumps(r[9])}, "wait_s": {dumps(r[10])},'
                    f' "input_tokens": {r[11] or 0}, "output_tokens": {r[12] or 0},'
-                   f' "transcript": {r[13] or "[]"}, "metadata": {r[14] or "{}"}}}')
+                   f' "transcript": {r[13] or "[]"}, "metadata": {r[14] or "{}"},'
+                   f' "sample": {r[15] or "{}"}, "outcome": {r[16] or "{}"}}}')
 
     def results(self, run_id: str, *, transcripts: bool = True,
                 texts: bool = True) -> list[SampleResult]:

@@ -242,4 +242,6 @@ def task_class(text: str) -> type[Task]:
     from assay.tasks.base import Task
 
     declared = resolve(text).declared
-    return declared if isinstance(declared, type) else Task
+    if isinstance(declared, type):
+        return declared
+    return getattr(declared, "task_cls", None) or Task

@@ -99,13 +99,17 @@ class BFCLBenchmark(Task):
         self._utd_given = utd is not None
         self.underscore_to_dot = (self.mode == "fc") if utd is None else bool(utd)
         self.tolerant = options.get("tolerant", True)
-        self._entries: dict[str, dict[str, Any]] = {}
         self._samples: list[Sample] | None = None
         self._info: dict[str, Any] = {}
 
     # -- data ---------------------------------------------------------------------------
     def samples(self) -> list[Sample]:
-        """Entries of the selected categories in official id order."""
+        """Entries of the selected categories in official id order.
+
+        Each sample carries the entry's function docs (``metadata["functions"]``, what
+        the checker needs) and, in fc mode, the tools sent to the model, so a stored
+        sample is enough to score it again.
+        """
         if self._samples is not None:
             return self._samples
         from assay.benchmarks.bfcl.data import content_hash, load_category, locate
@@ -122,14 +126,15 @@ class BFCLBenchmark(Task):
             lang = language_of(cat)
             for e in sorted(cd.entries, key=lambda e: official_sort_key(e["id"])):
                 turn = e["question"][0]
-                hinted = add_language_hints(e["function"], lang)
-                self._entries[e["id"]] = {"functions": e["function"], "hinted": hinted,
-                                          "turn": turn}
+                tools = None
+                if self.mode == "fc":
+                    tools = self._tools(add_language_hints(e["function"], lang))
                 samples.append(Sample(
                     id=e["id"],
                     input=[Message(m["role"], m["content"]) for m in turn],
                     target=cd.ground_truth.get(e["id"]),
-                    metadata={"category": cat, "language": lang},
+                    tools=tools,
+                    metadata={"category": cat, "language": lang, "functions": e["function"]},
                 ))
         self._info = {**source.describe(), "content_hash": content_hash(files),
                       "categories": counts, "mode": self.mode,
@@ -143,31 +148,33 @@ class BFCLBenchmark(Task):
                 **self.run_params}
 
     # -- driving the agent --------------------------------------------------------------
-    def _tools(self, sample: Sample) -> list[ToolSpec]:
+    def _tools(self, hinted: list[dict[str, Any]]) -> list[ToolSpec]:
+        """The OpenAI tools for an entry's (language-hinted) function docs."""
         from assay.benchmarks.bfcl.prompts import to_openai_tools
 
-        entry = self._entries[sample.id]
-        if "tools" not in entry:
-            entry["tools"] = [
-                ToolSpec(t["function"]["name"], t["function"].get("description", ""),
-                         t["function"].get("parameters") or {"type": "object", "properties": {}})
-                for t in to_openai_tools(entry["hinted"], underscore_to_dot=self.underscore_to_dot)
-            ]
-        return entry["tools"]
+        return [
+            ToolSpec(t["function"]["name"], t["function"].get("description", ""),
+                     t["function"].get("parameters") or {"type": "object", "properties": {}})
+            for t in to_openai_tools(hinted, underscore_to_dot=self.underscore_to_dot)
+        ]
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """One turn: native tools (fc) or the official system prompt (prompt)."""
-        from assay.benchmarks.bfcl.prompts import prompt_messages
+        from assay.benchmarks.bfcl.prompts import add_language_hints, prompt_messages
 
-        entry = self._entries[sample.id]
         params = self.generation_params()
         text_only = getattr(agent, "text_only", False)
+        functions = sample.metadata["functions"]
         if self.mode == "fc" and not text_only:
             messages = list(sample.input) if isinstance(sample.input, list) else []
-            reply = await agent.generate(messages, tools=self._tools(sample),
-                                         tool_choice="auto", **params)
+            tools = sample.tools or self._tools(
+                add_language_hints(functions, sample.metadata["language"]))
+            reply = await agent.generate(messages, tools=tools, tool_choice="auto", **params)
         else:
-            wire = prompt_messages(entry["turn"], entry["hinted"])
+            turn = [m.to_dict() for m in sample.input] if isinstance(sample.input, list) else []
+            turn = [{"role": m["role"], "content": m["content"]} for m in turn]
+            wire = prompt_messages(turn, add_language_hints(functions,
+                                                            sample.metadata["language"]))
             messages = [Message(m["role"], m["content"]) for m in wire]
             reply = await agent.generate(messages, **params)
         messages.append(reply.message)
@@ -189,13 +196,13 @@ class BFCLBenchmark(Task):
         """The official verdict (``bfcl``) and, when enabled, the tolerant one."""
         from assay.benchmarks.bfcl.scoring import score_entry
 
-        entry = self._entries[sample.id]
         mode = outcome.metadata.get("mode", self.mode)
         # A text-only agent is driven in prompt mode, where the official handlers keep
         # dots in names; an explicit --underscore-to-dot still wins.
         utd = self.underscore_to_dot if self._utd_given else mode == "fc"
         return score_entry(
-            raw=self.raw_result(outcome), text=outcome.output, functions=entry["functions"],
+            raw=self.raw_result(outcome), text=outcome.output,
+            functions=sample.metadata["functions"],
             ground_truth=sample.target, category=sample.metadata["category"],
             language=sample.metadata["language"], mode=mode, underscore_to_dot=utd,
             tolerant=bool(self.tolerant),

@@ -18,12 +18,13 @@ which assay does not run yet, so it is never reported.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from assay.benchmarks.bfcl.categories import OFFICIAL_SIZES
 from assay.core.types import SampleResult
 from assay.metrics.stats import proportion
-from assay.metrics.summary import error_messages, usage_summary
+from assay.metrics.summary import clustered_rate, error_messages, usage_summary
 
 SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -38,7 +39,7 @@ def _aggregate(parts: tuple[str, ...], per: dict[str, dict[str, Any]],
     if not all(p in per and per[p].get("value") is not None for p in parts):
         return None
     if weighted:
-        value = sum(per[p]["successes"] for p in parts) / sum(per[p]["n"] for p in parts)
+        value = sum(per[p]["value"] * per[p]["n"] for p in parts) / sum(per[p]["n"] for p in parts)
     else:
         value = sum(per[p]["value"] for p in parts) / len(parts)
     partial: list[str] = []
@@ -59,11 +60,10 @@ def bfcl_metrics(results: list[SampleResult],
         cat = (r.metadata or {}).get("category") or _score_meta(r).get("category") or "unknown"
         by_cat[cat].append(r)
     scored = [r for r in results if r.error is None and r.scores]
-    correct = sum(1 for r in scored if r.score_value("bfcl") == 1.0)
     per: dict[str, dict[str, Any]] = {}
     for cat, rs in by_cat.items():
         ok = [r for r in rs if r.error is None and r.scores]
-        p = proportion(sum(1 for r in ok if r.score_value("bfcl") == 1.0), len(ok))
+        p = clustered_rate(ok, _correct("bfcl"))
         p["errors"] = len(rs) - len(ok)
         p["official_size"] = OFFICIAL_SIZES.get(cat)
         per[cat] = p
@@ -83,7 +83,7 @@ def bfcl_metrics(results: list[SampleResult],
         if r.score_value("bfcl") == 0.0
     )
     out: dict[str, Any] = {
-        "accuracy": proportion(correct, len(scored)),
+        "accuracy": clustered_rate(scored, _correct("bfcl")),
         "n_samples": len(results),
         "n_scored": len(scored),
         "n_errors": len(results) - len(scored),
@@ -95,8 +95,7 @@ def bfcl_metrics(results: list[SampleResult],
         "error_types": dict(error_types.most_common()),
     }
     if tolerant:
-        out["tolerant_accuracy"] = proportion(
-            sum(1 for r in tolerant if r.score_value("bfcl_tolerant") == 1.0), len(tolerant))
+        out["tolerant_accuracy"] = clustered_rate(tolerant, _correct("bfcl_tolerant"))
     if weights:
         used = {c: float(w) for c, w in weights.items() if c in per and per[c]["n"]}
         total = sum(used.values())
@@ -106,6 +105,11 @@ def bfcl_metrics(results: list[SampleResult],
     out.update(usage_summary(results))
     out["top_errors"] = error_messages(results)
     return out
+
+
+def _correct(name: str) -> Callable[[SampleResult], float]:
+    """1.0 when score ``name`` passed, else 0.0 (one verdict per sample and epoch)."""
+    return lambda r: 1.0 if r.score_value(name) == 1.0 else 0.0
 
 
 def _score_meta(r: SampleResult) -> dict[str, Any]:

@@ -80,7 +80,6 @@ def official_importable() -> tuple[bool, str]:
 def run_official(run_id: str, store: Any = None) -> OfficialResult:
     """Export the run's result files and score them with the official tool."""
     from assay.benchmarks.bfcl.export import export_results
-    from assay.benchmarks.bfcl.metrics import bfcl_metrics
     from assay.store.sqlite import Store
 
     ok, why = official_importable()
@@ -116,5 +115,13 @@ def run_official(run_id: str, store: Any = None) -> OfficialResult:
         cat = score_file.name[len("BFCL_v4_"):-len("_score.json")]
         with open(score_file, encoding="utf-8") as f:
             official[cat] = json.loads(f.readline())
-    ours = bfcl_metrics(results)["categories"]
+    from assay.metrics.run import run_metrics
+
+    own = store is None
+    store = store or Store()
+    try:
+        ours = run_metrics(store, run["id"])["categories"]
+    finally:
+        if own:
+            store.close()
     return OfficialResult(True, "", official, ours)

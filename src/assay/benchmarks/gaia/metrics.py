@@ -18,13 +18,18 @@ from typing import Any
 
 from assay.core.types import SampleResult
 from assay.metrics.stats import mean_with_ci, proportion
-from assay.metrics.summary import error_messages, usage_summary
+from assay.metrics.summary import clustered_rate, error_messages, usage_summary
 
 OFFICIAL_TOTAL = {"validation": 165, "test": 301}
 
 
 def _score(r: SampleResult, name: str = "gaia") -> dict[str, Any]:
     return (r.scores or {}).get(name) or {}
+
+
+def _passed(name: str) -> Any:
+    """1.0 when score ``name`` passed, else 0.0."""
+    return lambda r: 1.0 if _score(r, name).get("value") == 1.0 else 0.0
 
 
 def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[str, Any]:
@@ -36,7 +41,7 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
     for lvl in (1, 2, 3):
         rs = [r for r in scored if (r.metadata or {}).get("level") == lvl]
         if rs:
-            levels[lvl] = proportion(sum(1 for r in rs if _score(r)["value"] == 1.0), len(rs))
+            levels[lvl] = clustered_rate(rs, _passed("gaia"))
     drops: dict[str, Any] = {}
     for lo, hi in ((1, 2), (2, 3)):
         key = f"drop_rate_{lo}_to_{hi}"
@@ -54,7 +59,7 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
     total = OFFICIAL_TOTAL.get(split)
     full_split = total is not None and len(results) == total and not (options or {}).get("level")
     out: dict[str, Any] = {
-        "exact_match_rate": proportion(len(correct), len(scored)),
+        "exact_match_rate": clustered_rate(scored, _passed("gaia")),
         "n_samples": len(results),
         "n_scored": len(scored),
         "n_unscored": len(answered) - len(scored),
@@ -65,8 +70,7 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
         "mean_annotator_steps_correct": mean_with_ci(steps) if steps else None,
         "extraction_rate": proportion(methods.get("final_answer", 0), len(answered)),
         "extraction_methods": dict(methods.most_common()),
-        "partial_match_rate_diagnostic": proportion(
-            sum(1 for r in scored if _score(r, "gaia_partial").get("value") == 1.0), len(scored)),
+        "partial_match_rate_diagnostic": clustered_rate(scored, _passed("gaia_partial")),
         "scorer": next((_score(r).get("metadata", {}).get("scorer") for r in scored), None),
         "leaderboard_score": (len(correct) / total) if full_split and scored else None,
         "subset_note": None if full_split else (

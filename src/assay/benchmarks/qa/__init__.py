@@ -128,9 +128,8 @@ class QABenchmark(Task):
         self._format = _BUILTIN_FORMATS.get(source)
         # Prompts are rendered per sample as it runs (the stored input stays the
         # question); the first one is rendered now so a broken template fails at once.
-        # the raw rows are kept only for a user's template (``{{ row.<field> }}``)
-        self._rows = ({s.id: row for s, row in zip(samples, rows.rows, strict=True)}
-                      if self._template is not None else {})
+        for sample, row in zip(samples, rows.rows, strict=True):
+            sample.row = row  # a user's template may use it: {{ row.<field> }}
         if not samples:
             raise DatasetError(f"{o['data']}: the dataset has no rows")
         self.render(samples[0])
@@ -161,7 +160,7 @@ class QABenchmark(Task):
 
         try:
             return self._template.render(question=sample.input, choices=choice_text,
-                                         row=self._rows.get(sample.id, {}))
+                                         row=sample.row or {})
         except TemplateError as e:  # SecurityError is one: the sandbox refused something
             raise ConfigError(f"--template failed on {sample.metadata['source']}: {e}") from e
         except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as e:

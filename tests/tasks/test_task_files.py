@@ -1,0 +1,182 @@
+"""Any task from one file: a YAML task, a @task file and an installed plugin, each run
+through the real CLI against the real fake server, with no edit anywhere else."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assay.testing import FakeServer, Rule
+
+RULES = [Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
+
+
+def cli(*args: str, env: dict[str, str] | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300)
+
+
+def run_line(stdout: str) -> tuple[str, str]:
+    """(run id, headline line) from a finished run's output."""
+    lines = stdout.splitlines()
+    assert lines and lines[0].startswith("run "), stdout
+    return lines[0].split()[1], lines[1]
+
+
+@pytest.fixture
+def server():
+    with FakeServer(rules=RULES) as srv:
+        yield srv
+
+
+def test_a_yaml_task_runs_with_its_keys_template_and_scorer(workspace, tmp_path, server):
+    (tmp_path / "caps.jsonl").write_text("".join(
+        json.dumps({"q": f"Repeat after me: {c}", "a": a}) + "\n"
+        for c, a in (("Paris", "Paris"), ("Rome", "Rome"), ("oslo", "Oslo"))))
+    (tmp_path / "caps.yaml").write_text(textwrap.dedent("""\
+        name: capitals
+        description: Capital cities, exact match.
+        data: caps.jsonl
+        question_key: q
+        answer_key: a
+        template: "Quiz. {{ question }}"
+        scorer: exact
+        max_tokens: 16
+        """))
+    p = cli("run", str(tmp_path / "caps.yaml"), "--model", "openai/fake", "--base-url",
+            server.base_url, "-q")
+    assert p.returncode == 0, p.stderr
+    run_id, head = run_line(p.stdout)
+    assert head.startswith("accuracy: 0.667") and "(2/3)" in head  # exact: 'oslo' != 'Oslo'
+    sent = [r["messages"][-1]["content"] for r in server.requests]
+    assert sent[0] == "Quiz. Repeat after me: Paris" and server.requests[0]["max_tokens"] == 16
+    # -T overrides a value of the file for one run
+    p = cli("run", str(tmp_path / "caps.yaml"), "-T", "scorer=normalized", "--model",
+            "openai/fake", "--base-url", server.base_url, "-q")
+    assert p.returncode == 0, p.stderr
+    assert "(3/3)" in run_line(p.stdout)[1]
+    runs = [json.loads(x) for x in cli("list", "runs", "--json").stdout.splitlines()]
+    assert [r["task"] for r in runs] == ["capitals", "capitals"]
+    assert runs[1]["id"] == run_id and runs[1]["samples"] == 3 and runs[1]["parent"] is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: t\ndata: d.jsonl\nscorer: exact\nscorer: f1\n", "key 'scorer' is given twice"),
+    ("name: t\ndata: d.jsonl\nscorrer: exact\n", "scorrer: Extra inputs are not permitted"),
+    ("name: t\n", "data: Field required"),
+    ("name: t\ndata: [unclosed\n", "invalid YAML"),
+])
+def test_a_broken_yaml_task_is_one_line_naming_the_problem(workspace, tmp_path, text, message):
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    p = cli("run", str(path), "--model", "openai/fake", "--base-url", "http://127.0.0.1:9")
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1 and message in p.stderr, p.stderr
+    assert str(path) in p.stderr
+
+
+TASK_FILE = '''
+from assay import Sample, Score, Task, task
+
+
+@task
+def doubles(n: int = 4, offset: int = 0) -> Task:
+    """Doubling numbers, scored by a function of the task file."""
+    def check(sample, outcome):
+        return Score("double", float(outcome.output.strip() == "Answer: " + sample.target),
+                     outcome.output)
+    return Task(samples=[Sample(str(i), f"Repeat after me: {2 * i + offset}", str(2 * i))
+                         for i in range(n)], scorer=check)
+
+
+@task
+def numeric(n: int = 3) -> Task:
+    """Numbers with the built-in numeric scorer."""
+    return Task(samples=[{"id": f"x{i}", "input": f"Repeat after me: {i}", "target": i}
+                         for i in range(n)], scorer="numeric")
+'''
+
+
+def test_a_task_file_runs_each_task_with_typed_options(workspace, tmp_path, server):
+    path = tmp_path / "mytasks.py"
+    path.write_text(TASK_FILE)
+    p = cli("run", f"{path}@doubles", "-T", "n=5", "--model", "openai/fake", "--base-url",
+            server.base_url, "-q")
+    assert p.returncode == 0, p.stderr
+    assert "(5/5)" in run_line(p.stdout)[1]
+    p = cli("run", f"{path}@doubles", "--offset", "1", "--model", "openai/fake",
+            "--base-url", server.base_url, "-q")  # the option is a flag too
+    assert p.returncode == 0, p.stderr
+    assert "(0/4)" in run_line(p.stdout)[1]
+    p = cli("run", f"{path}@numeric", "--model", "openai/fake", "--base-url",
+            server.base_url, "-q")
+    assert p.returncode == 0, p.stderr
+    assert "(3/3)" in run_line(p.stdout)[1]
+    # a file with two tasks needs @NAME; a bad value and an unknown option are one line
+    for args, message in (([str(path)], "declares several tasks (doubles, numeric)"),
+                          ([f"{path}@doubles", "-T", "n=many"], "n: Input should be a valid "
+                           "integer"),
+                          ([f"{path}@doubles", "-T", "m=2"], "unknown option m for task "
+                           "doubles; valid options: n, offset"),
+                          ([f"{path}@nope"], "has no task 'nope'; it declares: doubles, "
+                           "numeric")):
+        p = cli("run", *args, "--model", "openai/fake", "--base-url", server.base_url)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert message in p.stderr, p.stderr
+    help_text = cli("run", f"{path}@doubles", "--help").stdout
+    assert "Doubling numbers" in help_text and "--offset INTEGER" in help_text
+    listed = cli("list", "tasks", str(path)).stdout
+    assert f"{path}@doubles" in listed and f"{path}@numeric" in listed
+
+
+def install_plugin(site: Path) -> None:
+    """A task package as pip installs it: the module plus a dist-info with entry points."""
+    pkg = site / "assay_plugin_demo"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(TASK_FILE)
+    info = site / "assay_plugin_demo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-plugin-demo\n"
+                                   "Version: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[assay.tasks]\ndemo_doubles = assay_plugin_demo:doubles\n")
+
+
+def test_an_installed_plugin_task_runs_by_name(workspace, tmp_path, server):
+    site = tmp_path / "site"
+    install_plugin(site)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    listed = cli("list", "tasks", env=env)
+    assert listed.returncode == 0, listed.stderr
+    line = next(x for x in listed.stdout.splitlines() if x.startswith("demo_doubles"))
+    assert "plugin assay-plugin-demo" in line and "Doubling numbers" in line
+    p = cli("run", "demo_doubles", "--n", "3", "--model", "openai/fake", "--base-url",
+            server.base_url, "-q", env=env)
+    assert p.returncode == 0, p.stderr
+    assert "(3/3)" in run_line(p.stdout)[1]
+    # without the package on the path the name is unknown, and the error says what is
+    p = cli("run", "demo_doubles", "--model", "openai/fake")
+    assert p.returncode == 2 and "unknown task 'demo_doubles'" in p.stderr, p.stderr
+
+
+def test_a_misspelt_flag_names_the_valid_ones(workspace):
+    p = cli("run", "bfcl", "--categroy", "simple_python")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "--categroy" in p.stderr and "did you mean --category" in p.stderr
+    assert "valid options:" in p.stderr and "--mode" in p.stderr
+    p = cli("run", "qa", "-T", "dta=x.jsonl")
+    assert p.returncode == 2 and "unknown option dta for task qa" in p.stderr
+    assert "data" in p.stderr.split("valid options:")[1]
+    p = cli("run", "bfcl", "--help")
+    assert p.returncode == 0
+    for flag in ("--category", "--mode", "--underscore-to-dot", "--weights", "-T",
+                 "--model", "--epochs"):
+        assert flag in p.stdout, flag
