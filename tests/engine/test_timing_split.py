@@ -67,3 +67,23 @@ def test_a_store_from_before_the_split_is_upgraded_in_place(tmp_path) -> None:
                        None, 0.0, 0.2, 0.3))
     assert [(r.model_s, r.wait_s) for r in store.results(run)] == [(None, None), (0.2, 0.3)]
     store.close()
+
+
+def test_rpm_spaces_the_starts_of_calls(workspace, tmp_path):
+    """--rpm 600 allows one call start per 0.1 s, across samples run 8 at a time; the
+    server sees the arrivals at least that far apart (a lower bound, so no timing flake)."""
+    import json
+
+    import assay
+    from assay.testing import FakeServer, Rule
+
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps({"question": f"Repeat after me: w{i}",
+                                        "answer": f"w{i}"}) + "\n" for i in range(6)))
+    with FakeServer(rules=[Rule(r"Repeat after me: (\S+)", "Answer: \\1")]) as srv:
+        result = assay.evaluate("qa", model="openai/fake", base_url=srv.base_url,
+                                data=str(data), max_connections=8, rpm=600, cache=False)
+        times = sorted(srv.request_times)
+    assert result.metrics["accuracy"]["successes"] == 6
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert len(gaps) == 5 and min(gaps) >= 0.09, gaps

@@ -48,17 +48,20 @@ SHARED_OPTIONS = [
     click.option("--max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES,
                  show_default=True,
                  help="Largest reply accepted; a bigger one is that sample's error."),
+    click.option("--rpm", type=float, default=None,
+                 help="At most this many model calls start per minute (a provider's rate "
+                 "limit); starts are spaced evenly."),
     click.option("--resume", default=None,
                  help="Continue an interrupted run by id; finished samples are not redone."),
     click.option("--quiet", "-q", is_flag=True, help="No progress bar (for CI)."),
 ]
 SHARED_NAMES = ("model", "base_url", "limit", "sample_ids", "max_connections", "timeout",
                 "sample_timeout", "max_retries", "epochs", "seed", "temperature", "param",
-                "no_cache", "max_reply_bytes", "resume", "quiet")
+                "no_cache", "max_reply_bytes", "rpm", "resume", "quiet")
 
 #: shared options that may change when a run is resumed: they do not change its samples
 RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",
-                      "max_retries", "no_cache", "max_reply_bytes", "quiet", "resume"}
+                      "max_retries", "no_cache", "max_reply_bytes", "rpm", "quiet", "resume"}
 
 
 def parse_params(items: list[str] | None, temperature: float | None) -> dict[str, Any]:
@@ -81,7 +84,7 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
                    max_connections: int, timeout: float, sample_timeout: float | None,
                    max_retries: int, epochs: int, seed: int | None, no_cache: bool,
                    param: list[str] | None, temperature: float | None,
-                   max_reply_bytes: int) -> dict[str, Any]:
+                   max_reply_bytes: int, rpm: float | None = None) -> dict[str, Any]:
     """The engine part of a RunSpec from the shared CLI options."""
     ids = None
     if sample_ids is not None:
@@ -92,7 +95,7 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
         base_url=base_url, limit=limit, sample_ids=ids,
         max_connections=max_connections, timeout=timeout, sample_timeout=sample_timeout,
         max_retries=max_retries, epochs=epochs, seed=seed, cache=not no_cache,
-        params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes,
+        params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes, rpm=rpm,
     )
 
 
@@ -191,8 +194,8 @@ def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"--resume continues a run with the options it started with; {flags} would "
             "change its samples or scoring, so start a new run instead (only --base-url, "
-            "--max-connections, --timeout, --sample-timeout, --max-retries, --no-cache and "
-            "--max-reply-bytes may change on resume)")
+            "--max-connections, --timeout, --sample-timeout, --max-retries, --no-cache, "
+            "--max-reply-bytes and --rpm may change on resume)")
     out: dict[str, Any] = {}
     for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet"}):
         if name == "no_cache":

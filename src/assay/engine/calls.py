@@ -67,8 +67,12 @@ class CallShared:
 
     def __init__(self, store: Any, *, max_connections: int, policy: RetryPolicy,
                  use_cache: bool, seed: int | None, model_id: str = "",
-                 max_reply_bytes: int | None = None) -> None:
+                 max_reply_bytes: int | None = None, rpm: float | None = None) -> None:
+        from assay.engine.ratelimit import RateLimiter
+
         self.store = store
+        #: spaces call starts to at most ``rpm`` per minute (``None``: no limit)
+        self.limiter = RateLimiter(rpm)
         #: replies with more text than this become the sample's error (any agent, not only HTTP)
         self.max_reply_bytes = max_reply_bytes
         self.semaphore = asyncio.Semaphore(max_connections)
@@ -130,6 +134,8 @@ class CallContext:
         while True:
             try:
                 asked = time.perf_counter()
+                if shared.limiter.interval:
+                    await shared.limiter.wait()
                 async with shared.semaphore:
                     started = time.perf_counter()
                     try:

@@ -49,6 +49,8 @@ class RunSpec:
     cache: bool = True
     params: dict[str, Any] = field(default_factory=dict)
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    #: at most this many model calls start per minute (``None``: no limit)
+    rpm: float | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -68,6 +70,7 @@ class RunSpec:
         check_number("--seed", self.seed, integer=True)
         check_number("--max-reply-bytes", self.max_reply_bytes, minimum=1, integer=True,
                      optional=False)
+        check_number("--rpm", self.rpm, above=0)
         if not isinstance(self.params, dict):
             raise ConfigError(f"params must be a dict, got {type(self.params).__name__}")
         check_number("--temperature", self.params.get("temperature"), minimum=0)
@@ -264,7 +267,7 @@ class Engine:
             self.store, max_connections=spec.max_connections,
             policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
             use_cache=spec.cache, seed=spec.seed, model_id=subj.model_id,
-            max_reply_bytes=spec.max_reply_bytes,
+            max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
         )
         queue: asyncio.Queue[tuple[int, Sample, int]] = asyncio.Queue()
         for item in todo:
