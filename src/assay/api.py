@@ -43,16 +43,44 @@ def _absolute(key: str, value: Any) -> Any:
     return str(path.resolve()) if path.exists() else value
 
 
-def make_spec(benchmark: str, model: str = "local", **options: Any) -> RunSpec:
-    """Split keyword options into engine settings and benchmark options.
+def make_spec(benchmark: str, model: str = "local", *, task_options: dict[str, Any] | None = None,
+              engine: dict[str, Any] | None = None, **options: Any) -> RunSpec:
+    """A RunSpec from keyword options, split by the task's own options model.
 
-    Options naming local files are made absolute (the content hash is recorded
-    separately), so a run can be resumed from another folder.
+    A keyword that is one of the task's options goes to the task (so ``seed=7`` is the
+    task's seed for a task that has one), any other that is an engine setting
+    (``limit``, ``epochs``, ``max_connections``, ``seed``, ...) goes to the engine, and
+    anything else is a one-line error naming both lists. ``task_options`` and
+    ``engine`` give either side explicitly. Options naming local files are made
+    absolute (the content hash is recorded separately), so a run can be resumed from
+    another folder; a task file's reference is made absolute too.
     """
-    engine = {k: v for k, v in options.items() if k in _ENGINE_FIELDS and v is not None}
-    bench = {k: _absolute(k, v) for k, v in options.items()
-             if k not in _ENGINE_FIELDS and v is not None}
-    return RunSpec(benchmark=benchmark, model=model, benchmark_options=bench, **engine)
+    from assay.tasks.registry import looks_like_file, resolve
+
+    ref = resolve(benchmark)
+    fields = ref.Options.model_fields
+    bench: dict[str, Any] = {}
+    eng: dict[str, Any] = {}
+    unknown = []
+    for k, v in options.items():
+        if v is None:
+            continue
+        if k in fields:
+            bench[k] = v
+        elif k in _ENGINE_FIELDS:
+            eng[k] = v
+        else:
+            unknown.append(k)
+    if unknown:
+        raise ConfigError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))} "
+            f"for task {ref.name}; task options: {', '.join(sorted(fields)) or 'none'}; engine "
+            f"settings: {', '.join(sorted(_ENGINE_FIELDS))}")
+    bench.update({k: v for k, v in (task_options or {}).items() if v is not None})
+    eng.update({k: v for k, v in (engine or {}).items() if v is not None})
+    bench = {k: _absolute(k, v) for k, v in bench.items()}
+    name = ref.ref if looks_like_file(benchmark) else benchmark
+    return RunSpec(benchmark=name, model=model, benchmark_options=bench, **eng)
 
 
 def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
@@ -135,10 +163,12 @@ async def run_async(
 def evaluate(benchmark: str, model: str = "local", **options: Any) -> RunResult:
     """Run ``benchmark`` on ``model`` synchronously.
 
-    Options are the CLI's, in Python spelling: benchmark options (``data``,
+    Options are the CLI's, in Python spelling: the task's options (``data``,
     ``scorer``, ``question_key``, ...) and engine settings (``limit``,
-    ``max_connections``, ``epochs``, ``seed``, ``base_url``, ``cache``, ...).
-    ``api_key`` is used for the calls and never stored.
+    ``max_connections``, ``epochs``, ``seed``, ``base_url``, ``cache``, ``rpm``, ...);
+    a name both use goes to the task (see :func:`make_spec`; ``engine={...}`` and
+    ``task_options={...}`` say which explicitly). ``api_key`` is used for the calls and
+    never stored.
     """
     api_key = options.pop("api_key", None)
     quiet = options.pop("quiet", True)

@@ -137,7 +137,8 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
             for line in changes:
                 click.echo(f"resume: {line}", err=True)
         else:
-            spec = make_spec(benchmark, model, **engine_options, **benchmark_options)
+            spec = make_spec(benchmark, model, task_options=benchmark_options,
+                             engine=engine_options)
         started = time.perf_counter()
         with sigterm_as_interrupt():
             result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
