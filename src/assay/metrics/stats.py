@@ -9,7 +9,7 @@ value against SciPy to 1e-9.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import Any
 
@@ -131,3 +131,35 @@ def mean_with_ci(values: Sequence[float], confidence: float = 0.95) -> dict[str,
         "ci_high": ci[1] if ci else None,
         "method": "t",
     }
+
+
+def bootstrap_interval(strata: dict[str, Sequence[float]],
+                       statistic: Callable[[dict[str, float]], float | None], *,
+                       resamples: int = 2000, seed: int = 0,
+                       confidence: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of ``statistic`` over stratified resamples.
+
+    Each stratum (a category, a level) is resampled with replacement on its own, keeping
+    its size; ``statistic`` gets each stratum's resampled mean and returns the value
+    (``None`` where it is undefined, e.g. a drop rate from a level with nothing solved;
+    those resamples are left out). Seeded, so a report is reproducible. For aggregates
+    of several rates (BFCL's overall scores, GAIA's drop rates), where no closed-form
+    interval applies. ``None`` if a stratum is empty or most resamples are undefined.
+    """
+    import numpy as np
+
+    if not strata or any(len(v) == 0 for v in strata.values()):
+        return None
+    rng = np.random.default_rng(seed)
+    means: dict[str, Any] = {}
+    for name, values in strata.items():
+        arr = np.asarray(values, dtype=float)
+        idx = rng.integers(0, len(arr), size=(resamples, len(arr)))
+        means[name] = arr[idx].mean(axis=1)
+    draws = [statistic({k: float(m[i]) for k, m in means.items()}) for i in range(resamples)]
+    kept = [d for d in draws if d is not None]
+    if len(kept) < resamples / 2:
+        return None
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(kept, [tail, 100 - tail])
+    return float(low), float(high)

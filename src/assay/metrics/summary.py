@@ -17,6 +17,17 @@ from assay.core.types import SampleResult
 from assay.metrics.stats import mean_with_ci, proportion
 
 
+def per_sample_means(results: list[SampleResult],
+                     value: Callable[[SampleResult], float | None]) -> list[float]:
+    """``value`` averaged over each sample's epochs (``None`` values left out)."""
+    per_sample: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        v = value(r)
+        if v is not None:
+            per_sample[r.sample_id].append(float(v))
+    return [sum(v) / len(v) for v in per_sample.values()]
+
+
 def clustered_rate(results: list[SampleResult],
                    value: Callable[[SampleResult], float | None]) -> dict[str, Any]:
     """The mean of ``value`` over results (``None``: left out), with a 95% interval over

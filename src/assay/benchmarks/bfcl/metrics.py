@@ -23,8 +23,13 @@ from typing import Any
 
 from assay.benchmarks.bfcl.categories import OFFICIAL_SIZES
 from assay.core.types import SampleResult
-from assay.metrics.stats import proportion
-from assay.metrics.summary import clustered_rate, error_messages, usage_summary
+from assay.metrics.stats import bootstrap_interval, proportion
+from assay.metrics.summary import (
+    clustered_rate,
+    error_messages,
+    per_sample_means,
+    usage_summary,
+)
 
 SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -68,6 +73,8 @@ def bfcl_metrics(results: list[SampleResult],
         p["official_size"] = OFFICIAL_SIZES.get(cat)
         per[cat] = p
     simple = _aggregate(SIMPLE, per, weighted=False)
+    values = {cat: per_sample_means([r for r in rs if r.error is None and r.scores],
+                                    _correct("bfcl")) for cat, rs in by_cat.items()}
     aggregates = {
         "simple": simple,
         "non_live_overall": _aggregate(("simple", "multiple", "parallel", "parallel_multiple"),
@@ -77,6 +84,7 @@ def bfcl_metrics(results: list[SampleResult],
         "irrelevance": _aggregate(("irrelevance", "live_irrelevance"), per, weighted=False),
         "overall": None,
     }
+    _add_intervals(aggregates, values)
     tolerant = [r for r in scored if "bfcl_tolerant" in r.scores]
     error_types = Counter(
         _score_meta(r).get("error_type") or "unknown" for r in scored
@@ -102,9 +110,47 @@ def bfcl_metrics(results: list[SampleResult],
         out["weighted_accuracy"] = (
             {"value": sum(w * per[c]["value"] for c, w in used.items()) / total,
              "weights": used} if total > 0 else None)
+        if out["weighted_accuracy"] is not None:
+            ci = bootstrap_interval(
+                {c: values[c] for c in used},
+                lambda m: sum(w * m[c] for c, w in used.items()) / total)
+            out["weighted_accuracy"].update(_interval(ci))
     out.update(usage_summary(results))
     out["top_errors"] = error_messages(results)
     return out
+
+
+def _interval(ci: tuple[float, float] | None) -> dict[str, Any]:
+    return {"ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
+            "method": "bootstrap"}
+
+
+def _aggregate_of(name: str, means: dict[str, float],
+                  sizes: dict[str, int]) -> float:
+    """An aggregate's value from per-category means (as :func:`_aggregate` computes it)."""
+    if name == "simple":
+        return sum(means[c] for c in SIMPLE) / len(SIMPLE)
+    if name == "non_live_overall":
+        return (_aggregate_of("simple", means, sizes) + means["multiple"] + means["parallel"]
+                + means["parallel_multiple"]) / 4
+    if name == "live_overall":
+        return sum(means[c] * sizes[c] for c in LIVE_AST) / sum(sizes[c] for c in LIVE_AST)
+    return (means["irrelevance"] + means["live_irrelevance"]) / 2
+
+
+def _add_intervals(aggregates: dict[str, Any], values: dict[str, list[float]]) -> None:
+    """A stratified bootstrap interval (categories resampled apart) on every aggregate."""
+    parts = {"simple": SIMPLE, "non_live_overall": (*SIMPLE, "multiple", "parallel",
+                                                   "parallel_multiple"),
+             "live_overall": LIVE_AST, "irrelevance": ("irrelevance", "live_irrelevance")}
+    sizes = {c: len(v) for c, v in values.items()}
+    for name, cats in parts.items():
+        agg = aggregates.get(name)
+        if agg is None:
+            continue
+        ci = bootstrap_interval({c: values[c] for c in cats},
+                                lambda m, name=name: _aggregate_of(name, m, sizes))
+        agg.update(_interval(ci))
 
 
 def _correct(name: str) -> Callable[[SampleResult], float]:

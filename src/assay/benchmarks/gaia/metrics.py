@@ -17,8 +17,13 @@ from collections import Counter
 from typing import Any
 
 from assay.core.types import SampleResult
-from assay.metrics.stats import mean_with_ci, proportion
-from assay.metrics.summary import clustered_rate, error_messages, usage_summary
+from assay.metrics.stats import bootstrap_interval, mean_with_ci, proportion
+from assay.metrics.summary import (
+    clustered_rate,
+    error_messages,
+    per_sample_means,
+    usage_summary,
+)
 
 OFFICIAL_TOTAL = {"validation": 165, "test": 301}
 
@@ -43,6 +48,9 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
         if rs:
             levels[lvl] = clustered_rate(rs, _passed("gaia"))
     drops: dict[str, Any] = {}
+    level_values = {lvl: per_sample_means([r for r in scored
+                                           if (r.metadata or {}).get("level") == lvl],
+                                          _passed("gaia")) for lvl in levels}
     for lo, hi in ((1, 2), (2, 3)):
         key = f"drop_rate_{lo}_to_{hi}"
         a, b = levels.get(lo), levels.get(hi)
@@ -51,7 +59,13 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
         elif not a["value"]:
             drops[key] = None  # undefined: nothing solved at the lower level
         else:
-            drops[key] = (a["value"] - b["value"]) / a["value"]
+            # a bootstrap interval, levels resampled apart (no closed form for a ratio)
+            ci = bootstrap_interval(
+                {"lo": level_values[lo], "hi": level_values[hi]},
+                lambda m: (m["lo"] - m["hi"]) / m["lo"] if m["lo"] else None)
+            drops[key] = {"value": (a["value"] - b["value"]) / a["value"],
+                          "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
+                          "method": "bootstrap"}
     steps = [float(s) for r in correct
              if (s := (r.metadata or {}).get("steps")) is not None]
     methods = Counter(_score(r).get("metadata", {}).get("extraction", "none") for r in answered)

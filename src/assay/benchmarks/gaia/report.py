@@ -7,6 +7,15 @@ from typing import Any
 from assay.reports.render import fmt_rate
 
 
+def _drop(value: dict[str, Any] | None) -> str:
+    """A drop rate with its bootstrap interval, or n/a."""
+    if value is None:
+        return "n/a"
+    if value.get("ci_low") is None:
+        return f"{value['value']:.1%}"
+    return f"{value['value']:.1%} [{value['ci_low']:.1%}, {value['ci_high']:.1%}]"
+
+
 def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
     """Level table and chart, difficulty drops, extraction methods and advice."""
     levels = metrics.get("level_accuracy") or {}
@@ -17,7 +26,7 @@ def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
         "bars": [(k.replace("_", " "), v["value"]) for k, v in levels.items()
                  if v.get("value") is not None],
         "note": "Drop rate k->k+1 = (acc_k - acc_k+1) / acc_k. "
-                + ", ".join(f"{k}: {'n/a' if metrics.get(k) is None else f'{metrics[k]:.1%}'}"
+                + ", ".join(f"{k}: {_drop(metrics.get(k))}"
                             for k in ("drop_rate_1_to_2", "drop_rate_2_to_3")),
     }]
     methods = metrics.get("extraction_methods") or {}
@@ -49,7 +58,8 @@ def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
     if ext.get("value") is not None and ext["value"] < 0.9:
         recs.append(f"Only {ext['value']:.0%} of answers used 'FINAL ANSWER:'; keep the official "
                     "system prompt and make the agent end with that line.")
-    if metrics.get("drop_rate_1_to_2") is not None and metrics["drop_rate_1_to_2"] > 0.3:
+    drop = metrics.get("drop_rate_1_to_2")
+    if drop is not None and drop["value"] > 0.3:
         recs.append("Accuracy falls sharply from Level 1 to 2: multi-step tasks need planning "
                     "and tools (search, file reading, code execution).")
     if metrics.get("subset_note"):
