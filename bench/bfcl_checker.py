@@ -39,10 +39,11 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks" / "bfcl"))
 
 import official_oracle as oracle  # noqa: E402
+from bfcl_prompt_text import calls_to_prompt_text  # noqa: E402
 
 from assay.benchmarks.bfcl.categories import AST, RELEVANCE, language_of  # noqa: E402
 from assay.benchmarks.bfcl.checker import check_ast, check_relevance  # noqa: E402
-from assay.benchmarks.bfcl.decode import DecodeError, calls_to_prompt_text, decode_prompt  # noqa: E402
+from assay.benchmarks.bfcl.decode import DecodeError, decode_prompt  # noqa: E402
 
 
 def import_time(code: str) -> float:

@@ -11,7 +11,8 @@ import aiohttp
 import pytest
 
 from assay.datagen.problem import Problem, save_problems
-from assay.datagen.review.app import create_app, render_math, serve
+from assay.datagen.review.app import create_app, serve
+from assay.datagen.review.mathml import render_math
 from assay.datagen.review.store import DIMENSIONS, ReviewStore, dataset_id
 
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
@@ -422,7 +423,7 @@ async def test_no_get_route_changes_state(site: Running, data_file: Path,
                  id="bad-json"),
 ])
 def test_bad_judge_scores_file_is_one_line(tmp_path: Path, content: bytes, where: str) -> None:
-    from assay.datagen.review.app import load_judge_scores
+    from assay.datagen.review.inputs import load_judge_scores
     from assay.errors import DatasetError
 
     f = tmp_path / "judge.json"

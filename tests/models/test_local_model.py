@@ -9,7 +9,8 @@ import pytest
 
 from assay.core.types import Message, ToolSpec
 from assay.errors import ModelSpecError
-from assay.models.local_model import LocalModel, default_model_path, tool_call_schema
+from assay.models.local_chat import tool_call_schema
+from assay.models.local_model import LocalModel, default_model_path
 
 pytest.importorskip("llama_cpp")
 
@@ -95,9 +96,9 @@ CALC = ToolSpec("calculate_area", "Area of a rectangle",
 
 
 def _prompt(tools: list[ToolSpec], question: str) -> list[dict]:
-    from assay.models.local_model import _tools_system_prompt
+    from assay.models.local_chat import tools_system_prompt
 
-    return [{"role": "system", "content": _tools_system_prompt(tools)},
+    return [{"role": "system", "content": tools_system_prompt(tools)},
             {"role": "user", "content": question}]
 
 
@@ -106,7 +107,7 @@ def _llama_cpp_reply(model: LocalModel, messages: list[dict], schema: dict,
     """llama-cpp-python's own constrained chat completion, with the same grammar."""
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from assay.models.local_model import schema_grammar
+    from assay.models.local_grammar import schema_grammar
 
     model._llama.reset()  # both sides evaluate the prompt from scratch, in one batch
     return model._llama.create_chat_completion(
@@ -220,7 +221,7 @@ async def test_grammar_is_compiled_once_and_reuse_gives_identical_output(
 
 
 def test_grammar_cache_is_bounded(model: LocalModel) -> None:
-    from assay.models.local_model import GrammarCache
+    from assay.models.local_grammar import GrammarCache
 
     cache = GrammarCache(model._llama._model.vocab, size=2)
     try:
@@ -265,17 +266,17 @@ async def test_single_call_is_an_object_and_parallel_calls_a_list(model: LocalMo
 
 
 def test_decoding_both_reply_shapes() -> None:
-    from assay.models.local_model import _decode_tool_reply, _to_chat
+    from assay.models.local_chat import decode_tool_reply, to_chat_message
 
-    one = _decode_tool_reply('{"name": "f", "arguments": {"a": 1}}')
+    one = decode_tool_reply('{"name": "f", "arguments": {"a": 1}}')
     assert [(c.name, c.arguments) for c in one.tool_calls or []] == [("f", {"a": 1})]
-    many = _decode_tool_reply('{"tool_calls": [{"name": "f", "arguments": {}}, '
-                              '{"name": "g", "arguments": {"b": 2}}]}')
+    many = decode_tool_reply('{"tool_calls": [{"name": "f", "arguments": {}}, '
+                             '{"name": "g", "arguments": {"b": 2}}]}')
     assert [c.name for c in many.tool_calls or []] == ["f", "g"]
-    assert _decode_tool_reply('{"content": "no tool fits"}').content == "no tool fits"
-    assert _decode_tool_reply('{"name": "f", "argu').content == '{"name": "f", "argu'
+    assert decode_tool_reply('{"content": "no tool fits"}').content == "no tool fits"
+    assert decode_tool_reply('{"name": "f", "argu').content == '{"name": "f", "argu'
     # a call in the transcript is shown to the model in the shape it answers in
-    assert json.loads(_to_chat(one)["content"]) == {"name": "f", "arguments": {"a": 1}}
+    assert json.loads(to_chat_message(one)["content"]) == {"name": "f", "arguments": {"a": 1}}
 
 
 async def test_token_limit_mid_call_is_text_not_a_call(model: LocalModel) -> None:

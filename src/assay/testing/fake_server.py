@@ -8,6 +8,8 @@ latency and faults (500, 429, hangs, malformed bodies) can be injected reproduci
 It runs three ways: on a background thread (``with FakeServer(...) as srv``), on the current
 event loop (``async with FakeServer(...)``), or as a subprocess
 (``python -m assay.testing.fake_server --port 0``, which prints ``READY <base_url>``).
+
+Reply rules, fault plans and the reply payloads are in :mod:`assay.testing.fake_replies`.
 """
 
 from __future__ import annotations
@@ -17,95 +19,29 @@ import asyncio
 import inspect
 import json
 import random
-import re
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
 
-Reply = str | dict[str, Any]
-Responder = Callable[[dict[str, Any]], Any]
-#: the faults drawn by default
-FAULT_KINDS = ("500", "429", "hang", "malformed")
-#: strange but valid replies, drawn only when named in ``FaultPlan.kinds``: ``list_content``
-#: sends the normal reply with ``content`` as a list of text parts (as several
-#: OpenAI-compatible servers do); ``oversized`` sends a reply of ``oversize_bytes`` characters
-ALL_KINDS = (*FAULT_KINDS, "list_content", "oversized")
+from assay.testing.fake_replies import (
+    ALL_KINDS,
+    FAULT_KINDS,
+    FaultPlan,
+    Reply,
+    Responder,
+    Rule,
+    chat_completion,
+    last_user_text,
+)
+
+__all__ = ["FakeServer", "FaultPlan", "Rule", "build_arg_parser", "main", "server_from_args"]
+
 MALFORMED_BODY = b'{"id": "x", "choices": ['
-
-
-@dataclass
-class Rule:
-    """Reply with ``reply`` when regex ``match`` is found in the last user message.
-
-    For a ``str`` reply the text is expanded with ``m.expand(reply)``, so ``"\\1"`` and
-    ``"\\g<name>"`` refer to groups of the match. A ``dict`` reply is returned as is;
-    ``{"status": 400, "error": "..."}`` answers with that HTTP error instead.
-    """
-
-    match: str
-    reply: Reply
-    _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self._pattern = re.compile(self.match)
-
-    def apply(self, text: str) -> Reply | None:
-        """Return the (expanded) reply if this rule matches ``text``, else ``None``."""
-        m = self._pattern.search(text)
-        if m is None:
-            return None
-        return m.expand(self.reply) if isinstance(self.reply, str) else self.reply
-
-
-@dataclass
-class FaultPlan:
-    """Seeded, reproducible fault injection.
-
-    Each request fails with probability ``rate``; the fault kind is drawn by weight from
-    ``kinds`` (any of ``"500"``, ``"429"``, ``"hang"``, ``"malformed"``). ``fail_first=k`` makes
-    the first ``k`` requests for each distinct last user message fail regardless of ``rate``.
-    """
-
-    rate: float = 0.0
-    kinds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(FAULT_KINDS, 1.0))
-    retry_after: float = 1.0
-    hang_s: float = 30.0
-    seed: int = 0
-    fail_first: int = 0
-    oversize_bytes: int = 4_000_000
-
-    def __post_init__(self) -> None:
-        unknown = set(self.kinds) - set(ALL_KINDS)
-        if unknown:
-            raise ValueError(f"unknown fault kinds {sorted(unknown)}; expected {ALL_KINDS}")
-        if (self.rate > 0 or self.fail_first > 0) and not any(w > 0 for w in self.kinds.values()):
-            raise ValueError("FaultPlan.kinds needs at least one positive weight")
-
-
-def text_of(content: Any) -> str:
-    """Flatten an OpenAI message ``content`` (str, list of parts, or None) to plain text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    return str(content)
-
-
-def last_user_text(body: dict[str, Any]) -> str:
-    """Return the text of the last ``role == "user"`` message in a request body ("" if none)."""
-    for msg in reversed(body.get("messages") or []):
-        if isinstance(msg, dict) and msg.get("role") == "user":
-            return text_of(msg.get("content"))
-    return ""
 
 
 def _error(
@@ -240,50 +176,10 @@ class FakeServer:
         return text if self.default_reply is None else self.default_reply
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-        if isinstance(reply, str):
-            reply = {"content": reply}
-        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
-        tool_calls = reply.get("tool_calls") or []
-        if tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {
-                        "name": tc["name"],
-                        "arguments": tc["arguments"]
-                        if isinstance(tc.get("arguments"), str)
-                        else json.dumps(tc.get("arguments") or {}),
-                    },
-                }
-                for i, tc in enumerate(tool_calls)
-            ]
-        prompt = sum(
-            len(text_of(m.get("content")).split())
-            for m in body.get("messages") or []
-            if isinstance(m, dict)
-        )
-        completion = len(text_of(message["content"]).split())
         with self._lock:
             n = self.stats["completed"]
-        return {
-            "id": f"chatcmpl-fake-{n}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", "fake"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if tool_calls else "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
-        }
+        return chat_completion(body, reply, n)
+
 
     # --------------------------------------------------------------- handlers
     async def _handle_chat(self, request: web.Request) -> web.Response:

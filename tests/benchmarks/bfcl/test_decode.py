@@ -15,17 +15,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import official_oracle as oracle  # noqa: E402
+from bfcl_prompt_text import calls_to_prompt_text, has_call  # noqa: E402
 
+from assay.benchmarks.bfcl.checker import is_call_list  # noqa: E402
 from assay.benchmarks.bfcl.decode import (  # noqa: E402
     DecodeError,
-    calls_to_prompt_text,
     decode_fc,
     decode_prompt,
-    decode_tolerant,
     fc_result_entries,
-    has_call,
-    is_call_list,
 )
+from assay.benchmarks.bfcl.decode_tolerant import decode_tolerant  # noqa: E402
 
 needs_oracle = pytest.mark.skipif(not oracle.available(), reason=oracle.NOT_INSTALLED)
 

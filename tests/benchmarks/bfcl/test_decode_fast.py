@@ -1,5 +1,5 @@
-"""The exact shortcuts of the Python prompt decoder (``decode._fast_python`` and
-``decode._holds_no_call``) against the general path (the stdlib parser) and the official
+"""The exact shortcuts of the Python prompt decoder (``decode_python.fast_decode_python`` and
+``decode_python.holds_no_call``) against the general path (the stdlib parser) and the official
 decoder, on fuzzed texts built around the edges of the shortcuts' grammar."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import official_oracle as oracle  # noqa: E402
+from bfcl_prompt_text import calls_to_prompt_text  # noqa: E402
 from test_decode import PY_AST, RELEVANCE, canon, gt_calls, ours  # noqa: E402
 
 from assay.benchmarks.bfcl import decode as D  # noqa: E402
-from assay.benchmarks.bfcl.decode import calls_to_prompt_text  # noqa: E402
+from assay.benchmarks.bfcl import decode_python as P  # noqa: E402
 
 needs_oracle = pytest.mark.skipif(not oracle.available(), reason=oracle.NOT_INSTALLED)
 
@@ -24,7 +25,7 @@ needs_oracle = pytest.mark.skipif(not oracle.available(), reason=oracle.NOT_INST
 def general(text: str) -> tuple[bool, Any]:
     """The decoder without its shortcuts: bracketing, the parser, the resolution rules."""
     try:
-        return True, D._decode_python(D._bracketed(text))
+        return True, P.decode_python(D._bracketed(text))
     except Exception:  # decode_prompt turns every failure of this path into DecodeError
         return False, None
 
@@ -32,9 +33,9 @@ def general(text: str) -> tuple[bool, Any]:
 def path_of(text: str) -> str:
     """Which way decode_prompt decides ``text``: "fast", "no_call" or "parser"."""
     source = D._bracketed(text)
-    if D._fast_python(source) is not None:
+    if P.fast_decode_python(source) is not None:
         return "fast"
-    return "no_call" if D._holds_no_call(source) else "parser"
+    return "no_call" if P.holds_no_call(source) else "parser"
 
 
 def compare(texts: list[str]) -> dict[str, int]:
@@ -224,7 +225,7 @@ def test_relevance_prose_needs_no_parse() -> None:
 def test_no_call_shortcut_claims_only_failures() -> None:
     rng = random.Random(7)
     for text in [fuzz_text(rng) for _ in range(3000)] + PROSE:
-        if D._holds_no_call(D._bracketed(text)):
+        if P.holds_no_call(D._bracketed(text)):
             assert not general(text)[0], text
 
 

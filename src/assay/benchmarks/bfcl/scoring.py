@@ -58,7 +58,7 @@ def score_entry(*, raw: Any, text: str, functions: list[dict[str, Any]], ground_
          "category": category, "mode": mode, "raw": raw},
     )]
     if tolerant:
-        from assay.benchmarks.bfcl.decode import decode_tolerant
+        from assay.benchmarks.bfcl.decode_tolerant import decode_tolerant
 
         if ok and (mode == "fc" or v.valid):
             t_ok, t_decoded, method, tv = ok, decoded, "official", v

@@ -5,26 +5,19 @@ workspace database (:class:`ReviewStore`) and export to the book's
 ``_verifications.json`` shape.
 """
 
-from assay.datagen.review.app import (
-    create_app,
-    launch,
-    load_judge_scores,
-    render_math,
-    serve,
-    tex_to_mathml,
-)
-from assay.datagen.review.store import (
+from assay.datagen.review.app import create_app, launch, serve
+from assay.datagen.review.inputs import load_judge_scores
+from assay.datagen.review.mathml import render_math, tex_to_mathml
+from assay.datagen.review.pairing import PairedScores
+from assay.datagen.review.records import (
     DECIDED,
     DIMENSIONS,
     STATUSES,
-    PairedScores,
     Review,
     ReviewError,
     ReviewEvent,
-    ReviewStore,
-    dataset_id,
-    dataset_id_for_file,
 )
+from assay.datagen.review.store import ReviewStore, dataset_id, dataset_id_for_file
 
 __all__ = [
     "DECIDED",

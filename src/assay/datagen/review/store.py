@@ -18,39 +18,39 @@ evaluation can write to it at once; a writer that finds the file busy waits
 content (id, problem, answer, solution), so the same problems saved as JSON or
 JSONL, or re-indented, keep their reviews, while any edit to a problem starts
 afresh.
+
+What a review is, and the rules a submission follows, are in :mod:`.records`; the
+book's export format in :mod:`.book_export`; score pairing for agreement in :mod:`.pairing`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from assay.datagen.problem import Problem, load_problems
-from assay.errors import AssayError
+from assay.datagen.review.book_export import book_verifications, write_json_atomically
+from assay.datagen.review.pairing import PairedScores, pair_scores, score_number
+from assay.datagen.review.records import (
+    DECIDED,
+    DIMENSIONS,
+    MAX_COMMENT,
+    STATUSES,
+    Review,
+    ReviewError,
+    ReviewEvent,
+    normalize_reviewer,
+    normalize_scores,
+    normalize_status,
+)
 from assay.store.sqlite import workspace_dir
-
-DIMENSIONS: tuple[str, ...] = ("correctness", "clarity", "difficulty_match", "completeness")
-"""The four rubric dimensions, in the book's names and order."""
-
-STATUSES: tuple[str, ...] = ("approved", "rejected", "needs_revision", "pending")
-"""Review statuses; ``pending`` is a saved draft with no decision yet."""
-
-DECIDED: tuple[str, ...] = ("approved", "rejected", "needs_revision")
-"""Statuses that count an item as reviewed."""
-
-MAX_COMMENT = 20_000
-MAX_REVIEWER = 64
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS reviews (
@@ -84,83 +84,6 @@ _REVIEW_COLS = ("dataset_id, problem_id, reviewer, scores, status, comment, crea
                 " updated_at, version")
 
 
-class ReviewError(AssayError):
-    """A review is malformed: unknown status, a score outside 1-5, no reviewer name."""
-
-
-def _iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
-
-
-@dataclass
-class Review:
-    """One reviewer's current verdict on one problem."""
-
-    dataset_id: str
-    problem_id: str
-    reviewer: str
-    scores: dict[str, int | None]
-    status: str
-    comment: str
-    created_at: float
-    updated_at: float
-    version: int
-
-    @property
-    def total_score(self) -> float | None:
-        """Mean of the scores given (the book's ``total_score``); None when none is given."""
-        values = [v for v in self.scores.values() if v is not None]
-        return round(sum(values) / len(values), 4) if values else None
-
-    @property
-    def decided(self) -> bool:
-        """Whether this counts as reviewed (approved, rejected or needs_revision)."""
-        return self.status in DECIDED
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with ISO-8601 UTC times beside the epoch seconds."""
-        out = asdict(self)
-        out["total_score"] = self.total_score
-        out["created_at_iso"] = _iso(self.created_at)
-        out["updated_at_iso"] = _iso(self.updated_at)
-        return out
-
-
-@dataclass
-class ReviewEvent:
-    """One submission as it was made: a row of the append-only audit trail."""
-
-    seq: int
-    dataset_id: str
-    problem_id: str
-    reviewer: str
-    scores: dict[str, int | None]
-    status: str
-    comment: str
-    at: float
-    version: int
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["at_iso"] = _iso(self.at)
-        return out
-
-
-@dataclass
-class PairedScores:
-    """Scores of two raters on the items both scored, aligned by problem, for one dimension."""
-
-    dimension: str
-    problem_ids: list[str] = field(default_factory=list)
-    a: list[float] = field(default_factory=list)  # ints stay ints (human scores)
-    b: list[float] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.problem_ids)
-
-
 # -- dataset ids ----------------------------------------------------------------------------
 def dataset_id(problems: Iterable[Problem]) -> str:
     """A content hash of the problems (16 hex digits): ids, texts, answers, solutions, in order."""
@@ -175,56 +98,6 @@ def dataset_id(problems: Iterable[Problem]) -> str:
 def dataset_id_for_file(path: str | Path) -> str:
     """The dataset id of a problems file (JSON, JSONL or CSV, as :func:`load_problems` reads)."""
     return dataset_id(load_problems(path))
-
-
-# -- validation -----------------------------------------------------------------------------
-def normalize_reviewer(name: Any) -> str:
-    """A reviewer id: stripped, 1-64 printable characters; raises :class:`ReviewError`."""
-    text = str(name or "").strip()
-    if not text:
-        raise ReviewError("a review needs a reviewer name (--reviewer NAME)")
-    if len(text) > MAX_REVIEWER or not text.isprintable():
-        raise ReviewError(f"reviewer name must be 1-{MAX_REVIEWER} printable characters")
-    return text
-
-
-def normalize_scores(scores: Mapping[str, Any] | None,
-                     dimensions: Sequence[str] | None = None) -> dict[str, int | None]:
-    """Scores as ``{dim: 1..5 or None}``; with ``dimensions`` every one is present, no other."""
-    if scores is not None and not isinstance(scores, Mapping):
-        raise ReviewError("scores must be an object of dimension -> 1..5 or null")
-    given = dict(scores or {})
-    if dimensions is not None:
-        unknown = set(given) - set(dimensions)
-        if unknown:
-            raise ReviewError(f"unknown score dimension(s) {sorted(unknown)}; "
-                              f"expected {list(dimensions)}")
-    keys = list(dimensions) if dimensions is not None else list(given)
-    out: dict[str, int | None] = {}
-    for k in keys:
-        if not isinstance(k, str) or not k:
-            raise ReviewError("score dimensions must be non-empty names")
-        v = given.get(k)
-        if v is None or v == "":
-            out[k] = None
-            continue
-        if isinstance(v, bool):
-            raise ReviewError(f"score {k!r} must be an integer 1-5, got {v!r}")
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise ReviewError(f"score {k!r} must be an integer 1-5, got {v!r}") from None
-        if not math.isfinite(f) or not f.is_integer() or not 1 <= f <= 5:
-            raise ReviewError(f"score {k!r} must be an integer 1-5, got {v!r}")
-        out[k] = int(f)
-    return out
-
-
-def normalize_status(status: Any) -> str:
-    text = str(status or "pending").strip().lower()
-    if text not in STATUSES:
-        raise ReviewError(f"status must be one of {', '.join(STATUSES)}; got {status!r}")
-    return text
 
 
 # -- the store ------------------------------------------------------------------------------
@@ -405,14 +278,14 @@ class ReviewStore:
         """Per dimension, the two reviewers' scores on the items both scored (for kappa)."""
         a = {r.problem_id: r.scores for r in self.reviews_for(dataset_id, reviewer_a)}
         b = {r.problem_id: r.scores for r in self.reviews_for(dataset_id, reviewer_b)}
-        return _pair(a, b, dimensions)
+        return pair_scores(a, b, dimensions)
 
     def paired_with_judge(self, dataset_id: str, reviewer: str,
                           judge_scores: Mapping[str, Mapping[str, Any]],
                           dimensions: Sequence[str] = DIMENSIONS) -> dict[str, PairedScores]:
         """Per dimension, ``a`` = the reviewer's scores, ``b`` = the judge's, on shared items."""
         a = {r.problem_id: r.scores for r in self.reviews_for(dataset_id, reviewer)}
-        return _pair(a, {str(k): dict(v) for k, v in judge_scores.items()}, dimensions)
+        return pair_scores(a, {str(k): dict(v) for k, v in judge_scores.items()}, dimensions)
 
     def reviewer_pairs(self, dataset_id: str, dimensions: Sequence[str] = DIMENSIONS
                        ) -> dict[tuple[str, str], dict[str, PairedScores]]:
@@ -422,7 +295,7 @@ class ReviewStore:
         out: dict[tuple[str, str], dict[str, PairedScores]] = {}
         for i, x in enumerate(names):
             for y in names[i + 1:]:
-                pairs = _pair(by[x], by[y], dimensions)
+                pairs = pair_scores(by[x], by[y], dimensions)
                 if any(len(p) for p in pairs.values()):
                     out[(x, y)] = pairs
         return out
@@ -444,7 +317,7 @@ class ReviewStore:
         for rater, items in raters.items():
             for d in dimensions:
                 got = {pid: x for pid, sc in items.items()
-                       if (x := _number(sc.get(d))) is not None}
+                       if (x := score_number(sc.get(d))) is not None}
                 if got:
                     out[d][rater] = got
         return out
@@ -463,65 +336,7 @@ class ReviewStore:
         problems' order. ``path=None`` only returns the mapping. The file is
         replaced atomically.
         """
-        reviews = self.reviews_for(dataset_id, reviewer)
-        by_item: dict[str, list[Review]] = {}
-        for r in reviews:
-            by_item.setdefault(r.problem_id, []).append(r)
-        order = [p.problem_id for p in problems or []]
-        order += sorted(set(by_item) - set(order))
-        out: dict[str, Any] = {}
-        for pid in order:
-            items = by_item.get(pid)
-            if not items:
-                continue
-            items.sort(key=lambda r: (r.updated_at, r.reviewer))
-            entry = _book_entry(items[-1])
-            entry["dataset_id"] = dataset_id
-            entry["reviews"] = [_book_entry(r) for r in sorted(items, key=lambda r: r.reviewer)]
-            out[pid] = entry
+        out = book_verifications(dataset_id, self.reviews_for(dataset_id, reviewer), problems)
         if path is not None:
-            target = Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
-            os.replace(tmp, target)
+            write_json_atomically(Path(path), out)
         return out
-
-
-def _book_entry(r: Review) -> dict[str, Any]:
-    return {
-        "problem_id": r.problem_id,
-        "scores": dict(r.scores),
-        "total_score": r.total_score,
-        "status": r.status,
-        "comments": r.comment,
-        "verified_at": _iso(r.updated_at),
-        "reviewer": r.reviewer,
-        "created_at": _iso(r.created_at),
-        "version": r.version,
-    }
-
-
-def _number(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _pair(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]],
-          dimensions: Sequence[str]) -> dict[str, PairedScores]:
-    out = {d: PairedScores(d) for d in dimensions}
-    for pid in sorted(set(a) & set(b)):
-        for d in dimensions:
-            x, y = _number(a[pid].get(d)), _number(b[pid].get(d))
-            if x is not None and y is not None:
-                out[d].problem_ids.append(pid)
-                out[d].a.append(x)
-                out[d].b.append(y)
-    return out

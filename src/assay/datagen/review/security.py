@@ -1,0 +1,84 @@
+"""What keeps the review page local: loopback hosts only, same-origin JSON writes, and
+security headers (a Content-Security-Policy that allows only the page's own assets)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["LOOPBACK_HOSTS", "SAFE_METHODS", "SECURITY_HEADERS", "check_loopback", "guard",
+           "host_ok"]
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+def host_ok(host: str) -> bool:
+    """Whether a ``Host`` header (or a bind address) names this machine's loopback."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name = host[: host.find("]") + 1]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if name in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False  # any other name, such as 127.attacker.example
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that never change state; every other request must pass :func:`_write_ok`."""
+
+
+def _write_ok(request: web.Request) -> None:
+    """Refuse a state-changing request unless it is JSON sent by the page's own origin.
+
+    A browser names the sending page in ``Origin`` (and ``Sec-Fetch-Site``) on every
+    POST; a request without them comes from a non-browser client on this machine.
+    JSON bodies cannot be sent cross-origin without a CORS preflight, which this
+    server never grants.
+    """
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise web.HTTPForbidden(text="cross-origin write refused")
+    if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        raise web.HTTPForbidden(text="cross-origin write refused")
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+    """Middleware: loopback hosts only, same-origin JSON writes, security headers."""
+    if not host_ok(request.host):
+        raise web.HTTPForbidden(text="the review page answers on loopback names only")
+    if request.method not in SAFE_METHODS:
+        _write_ok(request)
+    try:
+        response = await handler(request)
+    except web.HTTPException as e:
+        e.headers.update(SECURITY_HEADERS)
+        raise
+    for k, v in SECURITY_HEADERS.items():
+        response.headers.setdefault(k, v)
+    return response
+
+
+def check_loopback(host: str) -> None:
+    """Refuse (``ValueError``) to bind the review page anywhere but loopback."""
+    if not host_ok(host):
+        raise ValueError(f"the review page binds to loopback only (127.0.0.1), not {host!r}")

@@ -1,0 +1,81 @@
+"""JSON-Schema grammars for the local model: GBNF with one spelling of whitespace, compiled
+once per schema by llama.cpp and kept (:class:`GrammarCache`).
+
+llama-cpp-python is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import OrderedDict
+from typing import Any
+
+__all__ = ["GRAMMAR_CACHE_SIZE", "GrammarCache", "schema_grammar"]
+
+#: grammars kept compiled (BFCL has one tool set per entry; a run walks them in order)
+GRAMMAR_CACHE_SIZE = 32
+
+
+def schema_grammar(schema: dict[str, Any]) -> str:
+    """GBNF for ``schema`` with one spelling of whitespace: ``{"a": 1, "b": [2, 3]}``.
+
+    llama-cpp-python's converter allows an optional space after every token,
+    which leaves the sampler a choice (and the model a token to spend) at
+    every seam. With one spelling, the grammar fixes the text between values,
+    which :class:`~assay.models.greedy_decoder.GreedyGrammarDecoder` then feeds in one
+    batch.
+    """
+    return _grammar_text(json.dumps(schema, ensure_ascii=False))  # key order matters: no sort_keys
+
+
+@functools.lru_cache(maxsize=GRAMMAR_CACHE_SIZE)
+def _grammar_text(schema_json: str) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    gbnf = json_schema_to_gbnf(schema_json)
+    gbnf = re.sub(r"^space ::= .*$", 'space ::= ""', gbnf, flags=re.MULTILINE)
+    return gbnf.replace('":" space', '":" " "').replace('"," space', '"," " "')
+
+
+class GrammarCache:
+    """Compiled llama.cpp grammars by JSON Schema, reused across calls (least recently used out).
+
+    ``get`` returns a grammar sampler reset to its start state. Only the model's
+    worker thread uses it. ``compiled`` counts the schemas compiled so far.
+    """
+
+    def __init__(self, vocab: Any, size: int = GRAMMAR_CACHE_SIZE) -> None:
+        self._vocab = vocab
+        self._size = size
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self.compiled = 0
+
+    def get(self, schema: dict[str, Any]) -> Any:
+        """The grammar sampler for ``schema``, at its start state."""
+        import llama_cpp
+
+        key = json.dumps(schema, ensure_ascii=False)  # key order matters: no sort_keys
+        sampler = self._items.get(key)
+        if sampler is not None:
+            self._items.move_to_end(key)
+            llama_cpp.llama_sampler_reset(sampler)
+            return sampler
+        gbnf = _grammar_text(key)
+        sampler = llama_cpp.llama_sampler_init_grammar(self._vocab, gbnf.encode("utf-8"), b"root")
+        if not sampler:
+            raise ValueError("llama.cpp could not compile the grammar for this JSON Schema")
+        self.compiled += 1
+        self._items[key] = sampler
+        while len(self._items) > self._size:
+            _, old = self._items.popitem(last=False)
+            llama_cpp.llama_sampler_free(old)
+        return sampler
+
+    def close(self) -> None:
+        """Free every compiled grammar."""
+        import llama_cpp
+
+        while self._items:
+            llama_cpp.llama_sampler_free(self._items.popitem()[1])

@@ -1,0 +1,139 @@
+"""What the fake OpenAI server answers: reply rules, seeded fault plans, and the
+chat-completion payloads (see :class:`assay.testing.fake_server.FakeServer`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ALL_KINDS", "FAULT_KINDS", "FaultPlan", "Reply", "Responder", "Rule",
+           "chat_completion", "last_user_text", "text_of"]
+
+Reply = str | dict[str, Any]
+Responder = Callable[[dict[str, Any]], Any]
+#: the faults drawn by default
+FAULT_KINDS = ("500", "429", "hang", "malformed")
+#: strange but valid replies, drawn only when named in ``FaultPlan.kinds``: ``list_content``
+#: sends the normal reply with ``content`` as a list of text parts (as several
+#: OpenAI-compatible servers do); ``oversized`` sends a reply of ``oversize_bytes`` characters
+ALL_KINDS = (*FAULT_KINDS, "list_content", "oversized")
+
+
+@dataclass
+class Rule:
+    """Reply with ``reply`` when regex ``match`` is found in the last user message.
+
+    For a ``str`` reply the text is expanded with ``m.expand(reply)``, so ``"\\1"`` and
+    ``"\\g<name>"`` refer to groups of the match. A ``dict`` reply is returned as is;
+    ``{"status": 400, "error": "..."}`` answers with that HTTP error instead.
+    """
+
+    match: str
+    reply: Reply
+    _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._pattern = re.compile(self.match)
+
+    def apply(self, text: str) -> Reply | None:
+        """Return the (expanded) reply if this rule matches ``text``, else ``None``."""
+        m = self._pattern.search(text)
+        if m is None:
+            return None
+        return m.expand(self.reply) if isinstance(self.reply, str) else self.reply
+
+
+@dataclass
+class FaultPlan:
+    """Seeded, reproducible fault injection.
+
+    Each request fails with probability ``rate``; the fault kind is drawn by weight from
+    ``kinds`` (any of ``"500"``, ``"429"``, ``"hang"``, ``"malformed"``). ``fail_first=k`` makes
+    the first ``k`` requests for each distinct last user message fail regardless of ``rate``.
+    """
+
+    rate: float = 0.0
+    kinds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(FAULT_KINDS, 1.0))
+    retry_after: float = 1.0
+    hang_s: float = 30.0
+    seed: int = 0
+    fail_first: int = 0
+    oversize_bytes: int = 4_000_000
+
+    def __post_init__(self) -> None:
+        unknown = set(self.kinds) - set(ALL_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; expected {ALL_KINDS}")
+        if (self.rate > 0 or self.fail_first > 0) and not any(w > 0 for w in self.kinds.values()):
+            raise ValueError("FaultPlan.kinds needs at least one positive weight")
+
+
+def text_of(content: Any) -> str:
+    """Flatten an OpenAI message ``content`` (str, list of parts, or None) to plain text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """Return the text of the last ``role == "user"`` message in a request body ("" if none)."""
+    for msg in reversed(body.get("messages") or []):
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            return text_of(msg.get("content"))
+    return ""
+
+
+def chat_completion(body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+    """The ``chat.completion`` object answering ``body`` with ``reply`` (a text or a dict
+    with ``content`` and/or ``tool_calls``); ``number`` goes into its id. Token counts
+    are word counts."""
+    if isinstance(reply, str):
+        reply = {"content": reply}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+    tool_calls = reply.get("tool_calls") or []
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": tc["name"],
+                    "arguments": tc["arguments"]
+                    if isinstance(tc.get("arguments"), str)
+                    else json.dumps(tc.get("arguments") or {}),
+                },
+            }
+            for i, tc in enumerate(tool_calls)
+        ]
+    prompt = sum(
+        len(text_of(m.get("content")).split())
+        for m in body.get("messages") or []
+        if isinstance(m, dict)
+    )
+    completion = len(text_of(message["content"]).split())
+    return {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
