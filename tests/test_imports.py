@@ -1,4 +1,5 @@
-"""Heavy libraries stay off the command line's import path and off a qa run.
+"""Heavy libraries (and the book's compat layer) stay off the command line's import path
+and off a qa run.
 
 ``import scipy.stats`` alone cost 1.3 s of every ``assay run`` once; each heavy
 library is imported only where it is used (BFCL's tree-sitter for Java/JS decoding,
@@ -16,7 +17,9 @@ from pathlib import Path
 from assay.testing import FakeServer, Rule
 
 HEAVY = ("scipy", "numpy", "datasets", "pyarrow", "llama_cpp", "math_verify", "sympy",
-         "tree_sitter", "huggingface_hub", "assay.datagen.review.app")
+         "tree_sitter", "huggingface_hub", "assay.datagen.review.app",
+         # the HelloAgents-compatible names are never on the core path
+         "assay.compat")
 
 PROBE = """
 import atexit, json, sys
@@ -57,3 +60,16 @@ def test_a_whole_qa_run_loads_nothing_heavy(tmp_path: Path) -> None:
                 "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n")
         assert loaded_by(body, home=tmp_path / "home") == []
         assert srv.stats["requests"] == 20
+
+
+def test_gaia_samples_are_built_without_the_compat_layer(tmp_path: Path) -> None:
+    gaia = Path(__file__).resolve().parent / "benchmarks" / "gaia"
+    body = (f"import sys\nsys.path.insert(0, {str(gaia)!r})\n"
+            "import gaia_fixtures as fx\n"
+            "from assay.tasks.registry import build_task\n"
+            f"root = fx.write_gaia_fixture(__import__('pathlib').Path({str(tmp_path / 'g')!r}))\n"
+            "samples = build_task('gaia', {'data_dir': str(root)}).samples()\n"
+            "assert len(samples) == 11 and all(s.row for s in samples)\n"
+            "print('ALSO ' + ' '.join(m for m in ('assay.compat',) if m in sys.modules),"
+            " file=sys.stderr)")
+    assert "assay.compat" not in loaded_by(body, home=tmp_path / "home")

@@ -111,4 +111,4 @@ def get_subject(
         return Subject(LocalModel.load(name or None))
     from assay.models.python_agent import PythonAgentSubject
 
-    return PythonAgentSubject(name)
+    return PythonAgentSubject.from_spec(name)

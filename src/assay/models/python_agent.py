@@ -1,36 +1,57 @@
-"""``python/<module>:<factory>``: evaluate a Python agent.
+"""Python agents: the one adapter from a user's object to the model protocol.
 
-The factory is called once per sample, so agent state (memory, scratchpads)
-never leaks between samples. What it returns may be:
+Everything that evaluates user code goes through here: ``python/<module>:<name>``
+specs, and the HelloAgents-compatible classes in :mod:`assay.compat` that take
+an agent or an LLM object in Python. What is given may be:
 
-- an object with ``run(prompt) -> str`` (HelloAgents ``SimpleAgent`` style),
-  sync or async; sync ones run on a worker thread so they never block the loop;
-- an async callable ``async (prompt) -> str``, or a plain callable.
+- a **factory**: a class, or a function that takes no arguments, returning an
+  agent. It is called once per sample, so agent state (memory, scratchpads)
+  never leaks between samples;
+- an **agent function**: ``async def agent(prompt) -> str`` or ``def agent(prompt)
+  -> str``. It is called for every sample (a function holds no state to reset);
+- an **agent object**: anything with ``run(prompt) -> str`` (HelloAgents
+  ``SimpleAgent`` style), ``async generate(messages, ...) -> Reply`` (assay's model
+  protocol), ``invoke(messages) -> str`` (HelloAgents ``HelloAgentsLLM`` style), or
+  a callable instance. Each sample gets its own ``copy.deepcopy`` of it; an object
+  that cannot be deep-copied is refused up front with a message asking for a
+  factory. (The data-generation tools of :mod:`assay.compat` share an LLM client
+  instead, see ``shared``: a client holds no per-sample state.)
 
-The target may also be an ``async def agent(prompt) -> str`` itself, which is
-then called directly for every sample (it holds no state to reset).
-
-The agent receives the text of the conversation (the last user message for a
-single-turn sample) and returns text.
+Sync methods run on a worker thread so they never block the event loop. A text
+agent receives the text of the conversation (the last user message for a
+single-turn sample) and returns text; a ``generate`` agent receives the messages,
+tools and parameters.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib
 import inspect
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from assay.core.types import Message, Reply, ToolSpec, Usage, content_text
 from assay.errors import ModelCallError, ModelSpecError
 
+#: the stored spec of an agent object given in code (it cannot be rebuilt from the store)
+OBJECT_MARK = "<object>"
+AGENT_METHODS = ("run", "generate", "invoke")
+Kind = Literal["factory", "function", "object"]
 
-def load_factory(target: str) -> Any:
-    """Import ``module:attr`` (the current directory is importable, like ``python -m``)."""
+
+def load_target(target: str) -> Any:
+    """Import ``module:attr`` (the current folder is importable, like ``python -m``)."""
     module_name, sep, attr = target.partition(":")
+    if module_name == OBJECT_MARK:
+        raise ModelSpecError(
+            f"this run evaluated a Python agent object ({attr}) given in code, which cannot be "
+            "rebuilt from the store; resume it from Python with the same agent "
+            "(evaluate(agent, resume=RUN_ID)), or evaluate python/<module>:<factory> to make "
+            "runs resumable from the command line")
     if not sep or not module_name or not attr:
         raise ModelSpecError(
             f"python agent spec must look like python/<module>:<factory>, got 'python/{target}'"
@@ -41,7 +62,8 @@ def load_factory(target: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise ModelSpecError(f"cannot import agent module {module_name!r}: {e}") from e
+        raise ModelSpecError(f"cannot import agent module {module_name!r}: {e} (the current "
+                             "folder and PYTHONPATH are searched)") from e
     except Exception as e:  # a syntax error or a crash at import time in the user's module
         raise ModelSpecError(f"agent module {module_name!r} failed to import: "
                              f"{type(e).__name__}: {e}") from e
@@ -50,8 +72,6 @@ def load_factory(target: str) -> Any:
         if not hasattr(obj, part):
             raise ModelSpecError(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if not callable(obj):
-        raise ModelSpecError(f"python/{target} is not callable; it must build an agent")
     return obj
 
 
@@ -70,19 +90,137 @@ def conversation_text(messages: list[Message]) -> str:
     return "\n\n".join([*system, *lines])
 
 
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or (
+        callable(fn) and not inspect.isroutine(fn)
+        and inspect.iscoroutinefunction(type(fn).__call__))
+
+
+def _required(fn: Any) -> list[inspect.Parameter] | None:
+    """The parameters ``fn`` cannot be called without; None when it cannot be inspected."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return [p for p in sig.parameters.values() if p.default is p.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _has_agent_method(obj: Any) -> bool:
+    return not isinstance(obj, type) and any(
+        callable(getattr(obj, m, None)) for m in AGENT_METHODS)
+
+
+def agent_kind(obj: Any) -> Kind:
+    """How a user's object is used: a ``factory`` (called once per sample), an agent
+    ``function`` (called for every sample) or an agent ``object`` (copied per sample).
+
+    A callable that needs no argument is a factory; one that takes the prompt is an
+    agent. Raises :class:`ModelSpecError` for anything that is neither.
+    """
+    if isinstance(obj, type):
+        return "factory"
+    if _has_agent_method(obj):
+        return "object"
+    if not callable(obj):
+        raise ModelSpecError(
+            f"{type(obj).__name__} object is not an agent: give a factory, an agent function "
+            "(prompt) -> str, or an object with run(prompt), generate(messages) or "
+            "invoke(messages)")
+    required = _required(obj)
+    if required is not None and not required:  # callable with no arguments: a factory
+        if inspect.iscoroutinefunction(obj):
+            raise ModelSpecError(
+                f"{_name_of(obj)} is an async function without a prompt argument; an agent "
+                "function is 'async def agent(prompt) -> str', a factory a plain function "
+                "returning an agent")
+        return "factory"
+    plain = inspect.isfunction(obj) or inspect.isbuiltin(obj)
+    return "function" if plain else "object"
+
+
+def _name_of(obj: Any) -> str:
+    return getattr(obj, "__qualname__", None) or type(obj).__name__
+
+
+def display_name(obj: Any) -> str:
+    """A readable name for a user's agent or LLM: its ``name`` or ``model``, else its type."""
+    for attr in ("name", "model"):
+        value = getattr(obj, attr, None)
+        if isinstance(value, str) and value and not isinstance(obj, type):
+            return value
+    if isinstance(obj, type) or inspect.isroutine(obj):
+        return getattr(obj, "__name__", None) or _name_of(obj)
+    return type(obj).__name__
+
+
+def importable_name(obj: Any) -> str | None:
+    """``module:qualname`` when ``obj`` (a class or function) can be imported again as is."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if not (isinstance(obj, type) or inspect.isfunction(obj)):
+        return None
+    if not module or not qualname or module == "__main__" or "<" in qualname:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return f"{module}:{qualname}" if found is obj else None
+
+
+def agent_spec(agent: Any) -> str:
+    """The model spec stored with a run of ``agent``.
+
+    A spec string is kept; a factory or agent function that can be imported again
+    becomes ``python/<module>:<name>``, so the run can be resumed from the command
+    line. An object given in code becomes ``python/<object>:<module>.<type>``, which
+    names it but cannot be rebuilt (resume it from Python with the same object).
+    """
+    if isinstance(agent, str):
+        return agent
+    name = importable_name(agent)
+    if name is not None:
+        return f"python/{name}"
+    named = agent if isinstance(agent, type) or inspect.isroutine(agent) else type(agent)
+    return f"python/{OBJECT_MARK}:{named.__module__}.{named.__qualname__}"
+
+
 class PythonAgent:
     """One agent instance, adapted to the model protocol."""
 
     cacheable = False  # user code changes between runs; a cache would serve stale answers
-    text_only = True  # prompt in, text out: tools are described in the prompt, not sent
 
     def __init__(self, agent: Any, model_id: str) -> None:
         self.model_id = model_id
+        #: prompt in, text out: tools are described in the prompt, not sent
+        self.text_only = True
+        self._style = "prompt"
         run = getattr(agent, "run", None)
-        self._call = run if callable(run) else agent
-        self._is_async = inspect.iscoroutinefunction(self._call) or (
-            callable(self._call) and inspect.iscoroutinefunction(type(self._call).__call__)
-        )
+        generate = getattr(agent, "generate", None)
+        invoke = getattr(agent, "invoke", None)
+        if callable(run):
+            self._call = run
+        elif callable(generate):
+            self._call, self._style, self.text_only = generate, "model", False
+        elif callable(invoke):
+            self._call, self._style = invoke, "wire"
+        elif callable(agent):
+            self._call = agent
+        else:
+            raise ModelCallError(
+                f"{model_id} gave a {type(agent).__name__}, which is not an agent: it needs "
+                "run(prompt), generate(messages), invoke(messages) or to be callable",
+                transient=False)
+        self._is_async = _is_async(self._call)
+
+    def _arguments(self, messages: list[Message], tools: list[ToolSpec] | None,
+                   response_schema: dict[str, Any] | None,
+                   params: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if self._style == "model":
+            return (messages,), {"tools": tools, "response_schema": response_schema, **params}
+        if self._style == "wire":
+            return ([{"role": m.role, "content": m.content or ""} for m in messages],), {}
+        return (conversation_text(messages),), {}
 
     async def generate(
         self,
@@ -92,22 +230,22 @@ class PythonAgent:
         response_schema: dict[str, Any] | None = None,
         **params: Any,
     ) -> Reply:
-        """Run the agent on the conversation text; its exceptions become call errors."""
-        prompt = conversation_text(messages)
+        """Run the agent on the conversation; its exceptions become call errors."""
+        args, kwargs = self._arguments(messages, tools, response_schema, params)
         spent = 0.0
 
         def timed_call() -> Any:  # timed on the worker thread: the thread pool's queue
             nonlocal spent        # is waiting, not the agent's time
             t = time.perf_counter()
             try:
-                return self._call(prompt)
+                return self._call(*args, **kwargs)
             finally:
                 spent = time.perf_counter() - t
 
         start = time.perf_counter()
         try:
             if self._is_async:
-                out = await self._call(prompt)
+                out = await self._call(*args, **kwargs)
                 spent = time.perf_counter() - start
             else:
                 out = await asyncio.to_thread(timed_call)
@@ -115,32 +253,80 @@ class PythonAgent:
                     t = time.perf_counter()
                     out = await out
                     spent += time.perf_counter() - t
+        except ModelCallError:
+            raise
         except Exception as e:
             raise ModelCallError(
                 f"agent raised {type(e).__name__}: {e}", transient=False
             ) from e
+        if isinstance(out, Reply):
+            return out
+        if isinstance(out, Message):
+            return Reply(out, Usage(), spent)
         text = "" if out is None else out if isinstance(out, str) else content_text(out)
         return Reply(Message("assistant", text), Usage(), spent)
 
 
 class PythonAgentSubject:
-    """Subject whose ``session()`` builds a fresh agent with the user's factory."""
+    """The subject for a user's object: ``session()`` gives every sample its own agent.
 
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.model_id = f"python/{target}"
-        self._factory = load_factory(target)
+    A factory is called once per sample; an agent function is used as is; an agent
+    object is deep-copied per sample (refused here, up front, when it cannot be
+    copied), unless ``shared`` (an LLM client used as a generator or judge).
+    """
+
+    def __init__(self, target: Any, model_id: str | None = None, *,
+                 shared: bool = False) -> None:
+        self.kind = agent_kind(target)
+        self.model_id = model_id or f"python/{display_name(target)}"
+        self.shared = shared and self.kind == "object"
+        self._target = target
+        if self.kind == "factory":
+            required = _required(target)
+            if required:
+                names = ", ".join(p.name for p in required)
+                raise ModelSpecError(
+                    f"{self.model_id} needs arguments ({names}); give a factory that takes "
+                    "none, e.g. a function returning the configured agent")
+        elif self.kind == "object" and not shared:
+            self._copy(target)
+
+    @classmethod
+    def from_spec(cls, target: str) -> PythonAgentSubject:
+        """The subject of ``python/<target>`` (``module:name``)."""
+        obj = load_target(target)
+        try:
+            return cls(obj, f"python/{target}")
+        except ModelSpecError as e:
+            if f"python/{target}" in str(e):
+                raise
+            raise ModelSpecError(f"python/{target}: {e}") from e
+
+    def _copy(self, obj: Any) -> Any:
+        try:
+            return copy.deepcopy(obj)
+        except Exception as e:
+            raise ModelSpecError(
+                f"the agent {display_name(obj)} cannot be copied for each sample "
+                f"({type(e).__name__}: {e}); pass a factory instead (a function with no "
+                "arguments that builds a fresh agent), so every sample gets its own") from e
 
     def session(self) -> PythonAgent:
-        """A new agent for one sample (an async function target is used as the agent)."""
-        if inspect.iscoroutinefunction(self._factory):
-            return PythonAgent(self._factory, self.model_id)
-        try:
-            agent = self._factory()
-        except Exception as e:
-            raise ModelCallError(
-                f"agent factory {self.model_id} raised {type(e).__name__}: {e}", transient=False
-            ) from e
+        """A new agent for one sample."""
+        if self.kind == "factory":
+            try:
+                agent = self._target()
+            except Exception as e:
+                raise ModelCallError(f"agent factory {self.model_id} raised "
+                                     f"{type(e).__name__}: {e}", transient=False) from e
+        elif self.kind == "object" and not self.shared:
+            try:
+                agent = copy.deepcopy(self._target)
+            except Exception as e:
+                raise ModelCallError(f"copying the agent {self.model_id} failed: "
+                                     f"{type(e).__name__}: {e}", transient=False) from e
+        else:
+            agent = self._target
         return PythonAgent(agent, self.model_id)
 
     def describe(self) -> dict[str, Any]:
@@ -149,3 +335,9 @@ class PythonAgentSubject:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def python_subject(agent: Any, *, shared: bool = False) -> PythonAgentSubject:
+    """The subject for an agent given in Python (see the module docstring)."""
+    name = importable_name(agent) if not isinstance(agent, str) else None
+    return PythonAgentSubject(agent, f"python/{name}" if name else None, shared=shared)

@@ -14,6 +14,7 @@ import pytest
 
 from assay.benchmarks.bfcl import data as bfcl_data
 from assay.benchmarks.bfcl.categories import AST, RELEVANCE, SUPPORTED, expand
+from assay.compat import BFCLDataset
 from assay.errors import ConfigError, DatasetError
 
 pytestmark = pytest.mark.skipif(not oracle.available(), reason=oracle.NOT_INSTALLED)
@@ -100,7 +101,7 @@ def test_gorilla_clone_layout(tmp_path: Path) -> None:
 
 
 def test_book_dataset_api() -> None:
-    ds = bfcl_data.BFCLDataset(category="simple_python")
+    ds = BFCLDataset(category="simple_python")
     items = ds.load()
     assert len(items) == len(ds) == 400
     first = ds.get_sample(0)
@@ -108,7 +109,7 @@ def test_book_dataset_api() -> None:
     assert first["ground_truth"] == ds.ground_truth["simple_python_0"]
     assert "calculate_triangle_area" in first["ground_truth"][0]
     assert set(ds.get_available_categories()) == set(SUPPORTED)
-    assert bfcl_data.BFCLDataset(category="irrelevance").get_ground_truth("irrelevance_0") == []
+    assert BFCLDataset(category="irrelevance").get_ground_truth("irrelevance_0") == []
 
 
 def test_corpus_sizes_are_pinned_for_every_category() -> None:

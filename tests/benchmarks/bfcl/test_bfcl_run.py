@@ -11,9 +11,9 @@ from typing import Any
 
 import official_oracle as oracle
 import pytest
+from bfcl_prompt_text import calls_to_prompt_text
 
 import assay
-from assay.benchmarks.bfcl.decode import calls_to_prompt_text
 from assay.benchmarks.bfcl.score_files import score_results
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import DatasetError
@@ -263,7 +263,7 @@ def test_official_tool_missing_dependencies_is_explained() -> None:
 
 
 def test_book_api(workspace: Path, tmp_path: Path) -> None:
-    from assay.evaluation import BFCLDataset, BFCLEvaluationTool, BFCLEvaluator
+    from assay.compat import BFCLDataset, BFCLEvaluationTool, BFCLEvaluator
 
     table = {k: calls_to_prompt_text(v["calls"], "python")
              for k, v in truth_answers("simple_python").items()}

@@ -1,44 +1,34 @@
-"""GAIA data: both layouts, validation of rows and attachments, and the Hub download.
+"""GAIA's core loader: both layouts, validation of rows and attachments (Hub: test_gaia_hub).
 
-The download tests talk to a real local HTTP server (``gaia_fixtures.FakeHub``)
-through the real ``huggingface_hub.snapshot_download``.
+``load_gaia`` yields plain :class:`GAIATask` records; the book's dict items are
+tested with the compat class in ``tests/compat``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
-from gaia_fixtures import FakeHub, default_tasks, expected_answers, task_id, write_gaia_fixture
+from gaia_fixtures import default_tasks, expected_answers, task_id, write_gaia_fixture
 
-from assay.benchmarks.gaia.dataset import (
-    GAIA_REPO,
-    OFFICIAL_COUNTS,
-    GAIADataset,
-    GAIATask,
-    download,
-    locate_metadata,
-)
+from assay.benchmarks.gaia import dataset, hub, layouts
+from assay.benchmarks.gaia.dataset import GAIAData, GAIATask, load_gaia
+from assay.benchmarks.gaia.layouts import locate_metadata
 from assay.errors import DatasetError
 
-BOOK_KEYS = {"task_id", "question", "level", "final_answer", "file_name", "file_path",
-             "annotator_metadata", "steps", "tools", "raw_item"}
 LAYOUTS = ["jsonl", "parquet"]
 
 
-def _load(root: Path, **kw) -> GAIADataset:
-    ds = GAIADataset(local_data_dir=root, **kw)
-    ds.load()
-    return ds
+def _load(root: Path, **kw) -> GAIAData:
+    return load_gaia(root, **kw)
 
 
-def _comparable(item: dict) -> dict:
-    out = {k: v for k, v in item.items() if k not in ("raw_item", "file_path")}
-    out["file_path"] = Path(item["file_path"]).name if item["file_path"] else ""
+def _comparable(task: GAIATask) -> dict:
+    out = {k: v for k, v in vars(task).items() if k not in ("raw", "file_path")}
+    out["file_path"] = task.file_path.name if task.file_path else ""
     return out
 
 
@@ -51,11 +41,13 @@ def test_both_layouts_load_the_same_tasks(tmp_path: Path) -> None:
     p = _load(write_gaia_fixture(tmp_path / "p", "parquet"))
     assert j.layout == "jsonl" and p.layout == "parquet"
     assert len(j) == len(p) == 11
-    assert [_comparable(i) for i in j.data] == [_comparable(i) for i in p.data]
-    assert all(set(item) == BOOK_KEYS for item in j.data)
+    assert [_comparable(t) for t in j.tasks] == [_comparable(t) for t in p.tasks]
     assert all(isinstance(t, GAIATask) for t in p.tasks)
     assert {t.task_id: t.final_answer for t in j.tasks} == expected_answers()
-    assert [item["task_id"] for item in iter(p)] == [t["task_id"] for t in default_tasks()]
+    assert [t.task_id for t in iter(p)] == [t["task_id"] for t in default_tasks()]
+    # each record keeps its row exactly as the file holds it
+    rows = [json.loads(x) for x in (j.metadata_file.read_text().splitlines())]
+    assert [t.raw for t in j.tasks] == rows
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -64,7 +56,7 @@ def test_level_is_an_int_whether_written_as_1_or_quoted(tmp_path: Path, layout: 
     raw_levels = {type(t.raw["Level"]) for t in ds.tasks}
     assert raw_levels == ({int, str} if layout == "jsonl" else {str})
     assert [t.level for t in ds.tasks] == [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3]
-    assert all(type(item["level"]) is int for item in ds.data)
+    assert all(type(t.level) is int for t in ds.tasks)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -79,8 +71,7 @@ def test_level_filter_and_level_configs(tmp_path: Path, layout: str) -> None:
         meta, _ = locate_metadata(root, "validation", "2023_level2")
         assert meta.name == "metadata.level2.parquet"
     ds = _load(root)
-    assert ds.get_level_distribution() == {1: 4, 2: 4, 3: 3}
-    assert [i["level"] for i in ds.get_by_level(3)] == [3, 3, 3]
+    assert ds.level_distribution() == {1: 4, 2: 4, 3: 3}
     assert _load(root, level=2, config="2023_level1").tasks == []
 
 
@@ -94,7 +85,6 @@ def test_attachments_are_resolved_and_exist(tmp_path: Path, layout: str) -> None
         src = by_id[t.task_id]
         if src["_attachment"] is None:
             assert t.file_name == "" and t.file_path is None
-            assert t.to_book_item()["file_path"] == ""
             continue
         assert t.file_path is not None and t.file_path.is_file()
         assert t.file_path.parent == root / "2023" / "validation"
@@ -118,17 +108,10 @@ def test_annotator_metadata_steps_and_tools(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_statistics_and_source_info(tmp_path: Path, layout: str) -> None:
+def test_source_info(tmp_path: Path, layout: str) -> None:
     ds = _load(write_gaia_fixture(tmp_path, layout))
-    stats = ds.get_statistics()
-    assert stats["total_samples"] == 11
-    assert stats["level_distribution"] == {1: 4, 2: 4, 3: 3}
-    assert stats["samples_with_files"] == 9
-    assert stats["answers_public"] is True and stats["hidden_answers"] == 0
-    assert stats["split"] == "validation" and stats["source"] == "gaia:local"
-    assert stats["official_counts"] == OFFICIAL_COUNTS["validation"]
-    assert stats["matches_official_counts"] is False  # a fixture, not the real 165
-    assert _load(ds.root, level=1).get_statistics()["matches_official_counts"] is None
+    assert ds.source == "gaia:local" and ds.answers_public is True
+    assert sum(t.has_file for t in ds.tasks) == 9
     info = ds.source_info()
     meta = ds.metadata_file
     assert meta is not None
@@ -147,8 +130,7 @@ def test_test_split_answers_are_private(tmp_path: Path, layout: str) -> None:
     assert {t.task_id for t in ds.tasks} == set(expected_answers("test"))
     assert ds.answers_public is False
     assert ds.source_info()["answers_public"] is False
-    stats = ds.get_statistics()
-    assert stats["answers_public"] is False and stats["hidden_answers"] == 11
+    assert sum(not t.answer_public for t in ds.tasks) == 11
     assert all(t.steps is None for t in ds.tasks)
     with pytest.raises(DatasetError, match="no GAIA metadata for split 'validation'"):
         _load(root)  # only the test split was written
@@ -246,10 +228,10 @@ def test_missing_attachment(tmp_path: Path, layout: str) -> None:
     expected = root / "2023" / "validation" / victim["file_name"]
     assert str(e.value) == (f"{victim['task_id']}: attachment {expected} is missing; "
                             "re-download GAIA or fix --data-dir")
-    ds = _load(root, max_attachment_check=False)
+    ds = _load(root, check_attachments=False)
     t = next(t for t in ds.tasks if t.task_id == victim["task_id"])
     assert t.file_path is None and t.file_name == victim["file_name"]
-    assert ds.get_statistics()["missing_attachments"] == 1
+    assert sum(t.has_file and t.file_path is None for t in ds.tasks) == 1
 
 
 def test_parquet_falls_back_to_file_name_beside_the_metadata(tmp_path: Path) -> None:
@@ -275,7 +257,7 @@ def test_locate_metadata_errors(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="unknown GAIA split 'dev'"):
         locate_metadata(tmp_path, "dev", "2023_all")
     with pytest.raises(DatasetError, match="unknown GAIA split"):
-        GAIADataset(split="train")
+        load_gaia(tmp_path, split="train")
     f = tmp_path / "file.txt"
     f.write_text("x")
     with pytest.raises(DatasetError, match="is a file"):
@@ -305,131 +287,10 @@ def test_unreadable_parquet(tmp_path: Path) -> None:
         _load(tmp_path)
 
 
-def test_dataset_module_never_imports_datasets() -> None:
-    src = Path(sys.modules[GAIADataset.__module__].__file__ or "").read_text()
-    assert "import datasets" not in src and "from datasets" not in src
-
-
-# ---------------------------------------------------------------------------------------------
-# Download (real huggingface_hub against a local fake Hub)
-
-OFFLINE_START = "cannot reach the Hugging Face Hub to download GAIA (offline?)"
-
-
-def test_download_offline_is_one_line(tmp_path: Path) -> None:
-    # HF_HUB_OFFLINE=1 comes from the autouse fixture
-    with pytest.raises(DatasetError) as e:
-        download(GAIA_REPO, None, cache_dir=tmp_path / "cache")
-    msg = str(e.value)
-    assert msg.startswith(OFFLINE_START) and "--data-dir DIR" in msg and "\n" not in msg
-    assert "huggingface-cli download gaia-benchmark/GAIA --repo-type dataset" in msg
-    with pytest.raises(DatasetError, match=r"offline\?"):
-        GAIADataset().load()  # no local_data_dir: download, into $ASSAY_HOME/data/gaia
-
-
-@pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """Undo the autouse offline switch and hide any stored login; returns a hub pointer."""
-    from huggingface_hub import constants
-
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-stored-token"))
-    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
-
-    def point_at(url: str) -> None:
-        # huggingface_hub reads HF_ENDPOINT once, at import (constants.ENDPOINT and the
-        # resolve-URL template); download() reads it at call time and passes endpoint=, so
-        # the environment variable alone must be enough: the constants are left alone.
-        monkeypatch.setenv("HF_ENDPOINT", url)
-
-    return point_at
-
-
-@pytest.mark.parametrize("gated", ["file", "api"])
-async def test_download_gated_without_token(tmp_path: Path, online, gated: str) -> None:
-    repo = write_gaia_fixture(tmp_path / "repo", "parquet")
-    async with FakeHub(repo, gated=gated) as hub:
-        online(hub.url)
-        with pytest.raises(DatasetError) as e:
-            await asyncio.to_thread(download, GAIA_REPO, None, tmp_path / "cache")
-    msg = str(e.value)
-    assert msg == ("GAIA is gated: no HF_TOKEN is set; request access at "
-                   "https://huggingface.co/datasets/gaia-benchmark/GAIA, then set HF_TOKEN "
-                   "(or pass --data-dir to a local copy)")
-    assert hub.requests  # the fake Hub was really asked
-    assert all(auth is None for _, _, auth in hub.requests)
-
-
-@pytest.mark.parametrize("gated", ["file", "api"])
-async def test_download_gated_with_token_never_shows_it(tmp_path: Path, online,
-                                                        monkeypatch: pytest.MonkeyPatch,
-                                                        gated: str) -> None:
-    repo = write_gaia_fixture(tmp_path / "repo", "parquet")
-    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
-    async with FakeHub(repo, gated=gated) as hub:
-        online(hub.url)
-        with pytest.raises(DatasetError) as e:
-            await asyncio.to_thread(download, GAIA_REPO, None, tmp_path / "cache")
-    msg = str(e.value)
-    assert msg == ("GAIA is gated: request access at "
-                   "https://huggingface.co/datasets/gaia-benchmark/GAIA, then set HF_TOKEN "
-                   "(or pass --data-dir to a local copy)")
-    assert "hf_secret_value" not in msg and "hf_secret_value" not in repr(e.value.args)
-    # the token was sent (403 "not in the authorized list"), just never shown
-    assert ("Bearer hf_secret_value" in {auth for _, _, auth in hub.requests})
-
-
-async def test_download_from_fake_hub_then_offline_cache(tmp_path: Path, online,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         workspace: Path) -> None:
-    from huggingface_hub import constants
-
-    repo = write_gaia_fixture(tmp_path / "repo", "parquet")
-    write_gaia_fixture(tmp_path / "repo", "parquet", split="test")
-    async with FakeHub(repo) as hub:
-        online(hub.url)
-        ds = GAIADataset(token="hf_abc")
-        await asyncio.to_thread(ds.load)
-    assert len(ds) == 11 and ds.layout == "parquet"
-    info = ds.source_info()
-    assert info["source"] == "gaia:hub"
-    snapshot = Path(info["root"])
-    assert snapshot.is_relative_to(workspace / "data" / "gaia")
-    assert snapshot.name == FakeHub.SHA
-    assert ds.get_statistics()["samples_with_files"] == 9
-    by_id = {t["task_id"]: t for t in default_tasks()}
-    for t in ds.tasks:
-        if t.file_path is not None:
-            assert t.file_path.read_bytes() == by_id[t.task_id]["_attachment"]
-    gets = {p for m, p, _ in hub.requests if m == "GET" and "/resolve/" in p}
-    assert any(p.endswith("2023/test/metadata.parquet") for p in gets)
-    assert {a for _, _, a in hub.requests} == {"Bearer hf_abc"}
-    # the server is gone; offline, the cached snapshot is used
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    again = GAIADataset(split="test")
-    again.load()
-    assert again.root == snapshot and again.answers_public is False
-
-
-async def test_download_connection_refused_is_offline_message(tmp_path: Path, online) -> None:
-    repo = write_gaia_fixture(tmp_path / "repo", "jsonl")
-    async with FakeHub(repo) as hub:
-        url = hub.url
-    online(url)  # nothing listens there any more
-    with pytest.raises(DatasetError) as e:
-        await asyncio.to_thread(download, GAIA_REPO, None, tmp_path / "cache")
-    assert str(e.value).startswith(OFFLINE_START) and "HF_HUB_OFFLINE" not in str(e.value)
-
-
-async def test_download_unknown_repo(tmp_path: Path, online) -> None:
-    repo = write_gaia_fixture(tmp_path / "repo", "jsonl")
-    async with FakeHub(repo) as hub:
-        online(hub.url)
-        with pytest.raises(DatasetError, match="someone/not-gaia was not found"):
-            await asyncio.to_thread(download, "someone/not-gaia", "hf_x", tmp_path / "c")
+def test_gaia_modules_never_import_datasets() -> None:
+    for module in (dataset, layouts, hub):
+        src = Path(module.__file__ or "").read_text()
+        assert "import datasets" not in src and "from datasets" not in src
 
 
 def test_task_ids_are_stable() -> None:
@@ -439,11 +300,11 @@ def test_task_ids_are_stable() -> None:
 
 def test_level_argument_is_checked(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="GAIA level must be 1, 2 or 3, got 4"):
-        GAIADataset(local_data_dir=tmp_path, level=4)
-    ds = _load(write_gaia_fixture(tmp_path, "jsonl"))
-    assert len(ds.get_by_level("2")) == 4
+        load_gaia(tmp_path, level=4)
+    root = write_gaia_fixture(tmp_path, "jsonl")
+    assert len(_load(root, level="2")) == 4
     with pytest.raises(DatasetError, match="GAIA level must be"):
-        ds.get_by_level("two")
+        _load(root, level="two")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,7 +342,7 @@ def test_file_name_climbing_out_with_dotdot_is_refused(tmp_path: Path, check: bo
     write_gaia_fixture(root, "jsonl", tasks=tasks)
     assert (root / "2023" / "validation" / tasks[0]["file_name"]).resolve().is_file()
     with pytest.raises(DatasetError) as e:
-        _load(root, max_attachment_check=check)
+        _load(root, check_attachments=check)
     _assert_refused(e, tasks[0]["task_id"], "file_name")
     assert "metadata.jsonl:1" in str(e.value)
 
@@ -560,23 +421,6 @@ def test_attachment_in_a_subfolder_is_read(tmp_path: Path, layout: str) -> None:
     assert _load(root2).tasks[0].file_path.read_bytes() == tasks2[0]["_attachment"]
 
 
-async def test_hub_snapshot_with_attachment_outside_is_refused(tmp_path: Path, online,
-                                                               workspace: Path) -> None:
-    _secret(tmp_path)
-    tasks = default_tasks()
-    # relative to the snapshot root, this climbs out of $ASSAY_HOME/data/gaia
-    tasks[0]["file_path"] = "../" * 6 + "x/secret.txt"  # snapshots/<sha> -> tmp_path
-    tasks[2]["file_path"] = "/etc/hostname"
-    repo = write_gaia_fixture(tmp_path / "repo", "parquet", tasks=tasks)
-    async with FakeHub(repo) as hub:
-        online(hub.url)
-        ds = GAIADataset()
-        with pytest.raises(DatasetError) as e:
-            await asyncio.to_thread(ds.load)
-    _assert_refused(e, tasks[0]["task_id"], "file_path")
-    assert ds.root is not None and ds.root.is_relative_to(workspace / "data" / "gaia")
-
-
 # ---------------------------------------------------------------------------------------------
 # Metadata that cannot be decoded or parsed (read by assay.data.files.read_jsonl)
 
@@ -605,3 +449,26 @@ def test_undecodable_metadata_line_is_one_line_error(tmp_path: Path, bad: bytes)
         _load(tmp_path)
     msg = str(e.value)
     assert msg.startswith(f"{meta}:2:") and "\n" not in msg
+
+
+# ---------------------------------------------------------------------------------------------
+# The gaia task builds its samples from the core records
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_task_samples_come_from_the_core_records(tmp_path: Path, layout: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.tasks.registry import build_task
+
+    root = write_gaia_fixture(tmp_path, layout)
+    monkeypatch.setitem(sys.modules, "assay.compat", None)  # the book's classes are not used
+    samples = build_task("gaia", {"data_dir": str(root)}).samples()
+    records = load_gaia(root).tasks
+    assert [s.id for s in samples] == [t.task_id for t in records]
+    for s, t in zip(samples, records, strict=True):
+        assert s.row == t.raw and s.row["task_id"] == t.task_id  # the row as the file has it
+        assert "raw_item" not in s.row and "final_answer" not in s.row  # not a book item
+        assert (s.input, s.target) == (t.question, t.final_answer)
+        assert s.files == ([str(t.file_path)] if t.file_path else None)
+        assert s.metadata == {"level": t.level, "steps": t.steps,
+                              "file_name": t.file_name or None}

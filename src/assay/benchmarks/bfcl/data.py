@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.bfcl.categories import SUPPORTED, expand, is_relevance
+from assay.benchmarks.bfcl.categories import is_relevance
 from assay.errors import DatasetError
 from assay.store.sqlite import workspace_dir
 
@@ -222,57 +222,3 @@ def content_hash(files: list[Path]) -> str:
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
-
-
-class BFCLDataset:
-    """The book's dataset API over the official data.
-
-    ``BFCLDataset(bfcl_data_dir=..., category="simple_python").load()`` returns the
-    entries with ``ground_truth`` merged in; ``.ground_truth`` maps id to answer.
-    """
-
-    def __init__(self, bfcl_data_dir: str | Path | None = None,
-                 category: str | None = "simple_python") -> None:
-        self.source = locate(bfcl_data_dir)
-        self.bfcl_data_dir = self.source.path
-        self.category = category or "simple_python"
-        self.categories = expand(self.category)
-        self.data: list[dict[str, Any]] = []
-        self.ground_truth: dict[str, list[dict[str, Any]]] = {}
-
-    def load(self) -> list[dict[str, Any]]:
-        """All entries of the selected categories, each with ``category`` and ``ground_truth``."""
-        self.data, self.ground_truth = [], {}
-        for cat in self.categories:
-            cd = load_category(self.source, cat)
-            self.ground_truth.update(cd.ground_truth)
-            for e in cd.entries:
-                gt = cd.ground_truth.get(e["id"], [])
-                self.data.append({**e, "category": cat, "ground_truth": gt})
-        return self.data
-
-    def get_available_categories(self) -> list[str]:
-        """Supported categories whose files exist in the data folder."""
-        return [c for c in SUPPORTED if (self.source.path / f"BFCL_v4_{c}.json").is_file()]
-
-    def get_ground_truth(self, sample_id: str) -> list[dict[str, Any]]:
-        """Ground truth of one entry (empty for relevance categories)."""
-        if not self.data:
-            self.load()
-        return self.ground_truth.get(sample_id, [])
-
-    def get_sample(self, index: int) -> dict[str, Any]:
-        """Entry by position."""
-        if not self.data:
-            self.load()
-        return self.data[index]
-
-    def __len__(self) -> int:
-        if not self.data:
-            self.load()
-        return len(self.data)
-
-    def __iter__(self):  # noqa: ANN204
-        if not self.data:
-            self.load()
-        return iter(self.data)

@@ -103,32 +103,32 @@ class GAIABenchmark(Task):
         get_scorer(self.scorer_name)  # fail fast on a typo
         self._samples: list[Sample] | None = None
         self._info: dict[str, Any] = {}
-        self._paths: dict[str, Path | None] = {}
 
     def samples(self) -> list[Sample]:
-        """Tasks of the split (and level), with attachments resolved and checked."""
+        """Tasks of the split (and level), with attachments resolved and checked.
+
+        Built from the core loader's plain records; ``row`` is the metadata row as read.
+        """
         if self._samples is not None:
             return self._samples
-        from assay.benchmarks.gaia.dataset import GAIA_REPO, GAIADataset
+        from assay.benchmarks.gaia.dataset import GAIA_REPO, load_gaia
 
-        ds = GAIADataset(dataset_name=self.options.get("dataset_name") or GAIA_REPO,
-                         split=self.split, level=self.level,
-                         local_data_dir=self.options.get("data_dir"))
-        ds.load()
+        data = load_gaia(self.options.get("data_dir"), split=self.split, level=self.level,
+                         dataset_name=self.options.get("dataset_name") or GAIA_REPO)
         samples = []
-        for t in ds.tasks:
-            self._paths[t.task_id] = t.file_path
+        for t in data.tasks:
             samples.append(Sample(
                 id=t.task_id, input=t.question,
                 target=t.final_answer,
                 files=[str(t.file_path)] if t.file_path else None,
                 metadata={"level": t.level, "steps": t.steps, "file_name": t.file_name or None},
+                row=t.raw,
             ))
-        info = ds.source_info()
+        info = data.source_info()
         self.answers_public = bool(info.get("answers_public", True))
         self._info = {**info, "split": self.split, "level": self.level,
                       "scorer": self.scorer_name, "tasks": len(samples),
-                      "levels": ds.get_level_distribution()}
+                      "levels": data.level_distribution()}
         self._samples = samples
         return samples
 
@@ -140,7 +140,7 @@ class GAIABenchmark(Task):
         """The official system prompt, then the question with its attachment."""
         system = self.options.get("system_prompt") or GAIA_SYSTEM_PROMPT
         question = sample.input if isinstance(sample.input, str) else ""
-        path = self._paths.get(sample.id)
+        path = Path(sample.files[0]) if sample.files else None
         if path is not None:
             given = self.options.get("inline_limit")
             limit = DEFAULT_INLINE_LIMIT if given is None else int(given)  # 0: inline nothing

@@ -14,10 +14,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from assay.benchmarks.gaia.layouts import OFFICIAL_COUNTS
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
 
-OFFICIAL_COUNTS = {"validation": {1: 53, 2: 86, 3: 26}, "test": {1: 93, 2: 159, 3: 49}}
 LEADERBOARD_URL = "https://huggingface.co/spaces/gaia-benchmark/leaderboard"
 
 

@@ -1,73 +1,48 @@
-"""The HelloAgents book's data-generation API on top of assay's runs.
+"""The book's data-generation classes: ``AIMEGenerator``, ``LLMJudgeTool``, ``WinRateTool``,
+``HumanVerificationUI``.
 
-``llm`` may be a model spec string (``"local"``, ``"openai/gpt-4o"``) or an
-object in the book's ``HelloAgentsLLM`` style with ``invoke(messages) -> str``.
-Every step is an ordinary run in the workspace store; the tools return the
-book's JSON (``status``, ``metrics`` ...) and write the book's files.
+``llm`` may be a model spec string (``"local"``, ``"openai/gpt-4o"``) or an object in
+the book's ``HelloAgentsLLM`` style with ``invoke(messages) -> str``. Such a client
+is stateless, so every call shares it (an agent under test, by contrast, gets a
+copy per sample). Every step is an ordinary run in the workspace store; the tools
+return the book's JSON (``status``, ``metrics`` ...) and write the book's files.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
+from assay.compat.runs import run_metrics, run_task
 from assay.core.atomic import atomic_write_text
-from assay.core.types import Message, Reply, ToolSpec, Usage
-from assay.datagen.pipeline import StepOptions, metrics_of
-from assay.engine.runner import Engine, RunSpec
 from assay.store.sqlite import Store
 
 
-class _LLMModel:
-    """Adapts an object with ``invoke(messages) -> str`` to the model protocol."""
-
-    cacheable = False
-
-    def __init__(self, llm: Any) -> None:
-        self._llm = llm
-        self.model_id = f"python/{getattr(llm, 'model', None) or type(llm).__name__}"
-
-    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
-                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
-        wire = [{"role": m.role, "content": m.content or ""} for m in messages]
-        start = time.perf_counter()
-        out = await asyncio.to_thread(self._llm.invoke, wire)
-        return Reply(Message("assistant", str(out or "")), Usage(), time.perf_counter() - start)
-
-
-def _model_and_subject(llm: Any) -> tuple[str, Any]:
-    if llm is None:
-        return "local", None
-    if isinstance(llm, str):
-        return llm, None
-    from assay.models.base import Subject
-
-    subject = Subject(_LLMModel(llm))
-    return subject.model_id, subject
-
-
-def _run(store: Store, benchmark: str, llm: Any, options: dict[str, Any]) -> str:
-    from assay.engine.loop import run
+def _run(store: Store, task: str, llm: Any, options: dict[str, Any],
+         rpm: float | None = None) -> str:
+    """One run with ``llm`` (default: the embedded model); its reports are written."""
     from assay.reports.render import write_reports
 
-    model, subject = _model_and_subject(llm)
-    spec = RunSpec(benchmark=benchmark, model=model, max_connections=StepOptions().max_connections,
-                   benchmark_options={k: v for k, v in options.items() if v is not None})
-    run_id = run(Engine(store, quiet=True).run(spec, subject=subject))
+    run_id, _ = run_task(task, options, "local" if llm is None else llm, store, shared=True,
+                         rpm=rpm)
     write_reports(store, run_id)
     return run_id
 
 
 class AIMEGenerator:
     """``AIMEGenerator(llm=..., delay_seconds=..., use_reference_examples=...,
-    reference_dataset=...).generate_and_save(num_problems, output_dir)``."""
+    reference_dataset=...).generate_and_save(num_problems, output_dir)``.
+
+    ``delay_seconds`` between call starts is the engine's rate limit: ``rpm = 60 / delay``.
+    """
 
     def __init__(self, llm: Any = None, delay_seconds: float = 1.0,
                  use_reference_examples: bool = True,
                  reference_dataset: str | None = "TianHongZXY/aime-1983-2025") -> None:
+        from assay.core.checks import check_number
+
+        check_number("delay_seconds", delay_seconds, minimum=0)
         self.llm = llm
         self.delay_seconds = delay_seconds
         self.reference = reference_dataset if use_reference_examples else "none"
@@ -81,9 +56,10 @@ class AIMEGenerator:
 
         store = Store()
         try:
+            delay = float(self.delay_seconds or 0.0)
             run_id = _run(store, "datagen_generate", self.llm,
-                          {"n": num_problems, "reference": self.reference, "seed": seed,
-                           "delay": self.delay_seconds})
+                          {"n": num_problems, "reference": self.reference, "seed": seed},
+                          rpm=60.0 / delay if delay > 0 else None)
             self.last_run_id = run_id
             out = Path(output_dir) / f"aime_generated_{run_id}.json"
             return str(write_outputs(store, run_id, out)["problems"])
@@ -95,11 +71,11 @@ def _tool_result(store: Store, run_id: str, output_dir: Path, kind: str,
                  num_problems: int) -> str:
     from assay.reports.render import write_reports
 
-    metrics = metrics_of(store, run_id)
+    metrics = run_metrics(store, run_id)
     output_dir.mkdir(parents=True, exist_ok=True)
     result_file = output_dir / f"{kind}_results_{run_id}.json"
     atomic_write_text(result_file, json.dumps({"run_id": run_id, "metrics": metrics}, indent=2,
-                                      default=str), encoding="utf-8")
+                                              default=str), encoding="utf-8")
     report = write_reports(store, run_id)["markdown"]
     return json.dumps({"status": "success", "run_id": run_id, "metrics": metrics,
                        "num_problems": num_problems, "result_file": str(result_file),
@@ -171,7 +147,7 @@ class WinRateTool:
                               {"data": str(parameters["generated_data_path"]), "reference": ref,
                                "n_comparisons": parameters.get("num_comparisons"),
                                "seed": parameters.get("seed", 0)})
-                n = metrics_of(store, run_id).get("n_pairs") or parameters.get("num_comparisons")
+                n = run_metrics(store, run_id).get("n_pairs") or parameters.get("num_comparisons")
                 return _tool_result(store, run_id, out, "win_rate", int(n or 0))
             finally:
                 store.close()

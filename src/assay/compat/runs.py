@@ -1,0 +1,77 @@
+"""How the book's classes run things: one engine run per call, in the workspace store.
+
+An agent or LLM given in Python goes through the one adapter,
+:func:`assay.models.python_agent.python_subject`; a spec string (``"local"``,
+``"openai/gpt-4o"``, ``"python/my_agent:make"``) is built by the engine as on the
+command line. The stored spec is rebuildable wherever the agent can be imported
+again, so such runs resume with ``assay run TASK --resume RUN``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from assay.engine.runner import Engine, RunSpec
+from assay.errors import ConfigError
+from assay.store.sqlite import Store
+
+
+def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to the end from synchronous code (the book's API is synchronous)."""
+    from assay.engine.loop import run
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run(coro)
+    coro.close()
+    raise ConfigError("the book's classes are synchronous: call them from synchronous code "
+                      "(an event loop is already running here; use assay.api.run_async)")
+
+
+def subject_for(agent: Any, *, shared: bool = False) -> Any:
+    """The subject for ``agent``: None for a spec string (the engine builds it)."""
+    if agent is None or isinstance(agent, str):
+        return None
+    from assay.models.python_agent import python_subject
+
+    return python_subject(agent, shared=shared)
+
+
+def run_task(task: str, options: dict[str, Any], agent: Any, store: Store, *,
+             limit: int | None = None, resume: str | None = None, shared: bool = False,
+             rpm: float | None = None) -> tuple[str, float]:
+    """Run ``task`` for ``agent`` (an object, factory or spec string); (run id, seconds).
+
+    ``resume`` continues that run (its stored options are used) with ``agent``;
+    ``rpm`` caps model calls per minute (the engine's ``--rpm``).
+    """
+    from assay.models.python_agent import agent_spec
+
+    subject = subject_for(agent, shared=shared)
+    spec = None if resume else RunSpec(
+        benchmark=task, model=agent_spec(agent if agent is not None else "local"),
+        limit=limit or None, rpm=rpm,
+        benchmark_options={k: v for k, v in options.items() if v is not None})
+    started = time.perf_counter()
+    run_id = run_sync(Engine(store, quiet=True).run(spec, resume=resume, subject=subject))
+    return run_id, time.perf_counter() - started
+
+
+def run_metrics(store: Store, run_id: str) -> dict[str, Any]:
+    """A run's metrics, as stored with it when it finished."""
+    from assay.metrics.run import run_metrics as stored_metrics
+
+    return stored_metrics(store, run_id)
+
+
+def agent_name(agent: Any) -> str:
+    """The book's ``agent_name``: the agent's ``name``, else its spec or type."""
+    if isinstance(agent, str):
+        return agent
+    from assay.models.python_agent import display_name
+
+    return display_name(agent)
