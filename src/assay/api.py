@@ -123,6 +123,7 @@ async def run_async(
     api_key: str | None = None,
     engine: Engine | None = None,
     overrides: dict[str, Any] | None = None,
+    parent_id: str | None = None,
 ) -> RunResult:
     """Run (or resume) a spec, write its reports and return the metrics.
 
@@ -144,7 +145,7 @@ async def run_async(
         if api_key:  # otherwise the provider reads OPENAI_API_KEY itself
             subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
                                   timeout=spec.timeout)
-        run_id = await engine.run(spec, resume=resume, subject=subject)
+        run_id = await engine.run(spec, resume=resume, subject=subject, parent_id=parent_id)
         from assay.metrics.run import run_metrics
 
         metrics = run_metrics(store, run_id)

@@ -55,6 +55,10 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
                               f"{parent['id']}' without --scorer scores it again as it was")
         opts["scorer"] = scorer
     task = build_task(spec.benchmark, opts)
+    if not store.sample_totals(parent["id"])["samples"]:
+        kids = store.children(parent["id"])
+        hint = (f"; it is a parent run: score its steps ({', '.join(kids)})" if kids else "")
+        raise ConfigError(f"run {parent['id']} has no stored samples to score{hint}")
     spec.benchmark_options = dict(task.options)
     new_id = store.create_run(
         benchmark=parent["benchmark"], spec=spec.to_dict(), model=parent["model"],

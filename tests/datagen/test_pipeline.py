@@ -3,41 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-from assay.datagen.book import AIMEGenerator, LLMJudgeTool, WinRateTool
-from assay.datagen.pipeline import StepOptions, run_pipeline
-from assay.datagen.problem import Problem, load_problems, save_problems
+from datagen_fakes import REFERENCE, scripted
 
-REFERENCE = [Problem(f"ref-{i}", f"Reference problem {i}: find the remainder when {i}^2 + 7 "
-                     "is divided by 11.", str((i * i + 7) % 11), source="reference:test")
-             for i in range(6)]
-
-
-def scripted(body: dict[str, Any]) -> Any:
-    """One endpoint playing generator, judge, pairwise judge and solver."""
-    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
-    props = schema.get("properties") or {}
-    text = body["messages"][-1]["content"]
-    if "problem" in props:  # generator
-        n = len(text) % 97
-        return json.dumps({"problem": f"GENERATED: how many integers k with 1 <= k <= {n + 100} "
-                           "are multiples of 3?", "answer": (n + 100) // 3,
-                           "solution": "Count the multiples of three.", "topic": "Number Theory"})
-    if "scores" in props:  # rubric judge
-        dims = list(props["scores"].get("properties") or {})
-        return json.dumps({"rationale": "clear and correct",
-                           "scores": {d: 4 for d in dims}})
-    if "winner" in props:  # pairwise judge: prefers the generated problem wherever it is
-        first = text.split("[Problem 2]")[0]
-        return json.dumps({"reason": "more interesting",
-                           "winner": "1" if "GENERATED" in first else "2"})
-    m = re.search(r"1 <= k <= (\d+)", text)  # solver
-    return f"\\boxed{{{int(m.group(1)) // 3 if m else 0}}}"
+from assay.compat import AIMEGenerator, LLMJudgeTool, WinRateTool
+from assay.datagen.pipeline import run_pipeline
+from assay.datagen.problem import load_problems, save_problems
 
 
 def test_pipeline_end_to_end(fake_server, tmp_path: Path, workspace: Path) -> None:
@@ -46,7 +20,7 @@ def test_pipeline_end_to_end(fake_server, tmp_path: Path, workspace: Path) -> No
     record = run_pipeline(n=4, model="openai/gen", judge_models=["openai/judge-a",
                                                                  "openai/judge-b"],
                           solver_models=["openai/solver"], reference=str(ref), seed=3,
-                          step=StepOptions(base_url=srv.base_url))
+                          engine={"base_url": srv.base_url})
     assert record["outputs"]["n_problems"] == 4 and record["outputs"]["n_failures"] == 0
     assert len(record["judge_runs"]) == 2
     assert record["jury"]["jury"]["overall_mean"]["value"] == 4.0
@@ -132,7 +106,7 @@ def test_report_shows_review_status_and_agreement(fake_server, tmp_path: Path,
 
     srv = fake_server(responder=scripted)
     record = run_pipeline(n=3, model="openai/gen", judge_models=["openai/judge"],
-                          reference="none", step=StepOptions(base_url=srv.base_url))
+                          reference="none", engine={"base_url": srv.base_url})
     data = Path(record["outputs"]["problems"])
     did = dataset_id_for_file(data)
     rs = ReviewStore()

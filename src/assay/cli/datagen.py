@@ -1,54 +1,118 @@
-"""``assay datagen ...`` and ``assay review``: generated-data quality."""
+"""``assay datagen ...`` and ``assay review``: generated-data quality.
+
+Every model-driven step is an ordinary run (``RunSpec``) with the engine settings of
+``assay run`` and its defaults (``--max-connections``, ``--timeout``, ``--max-retries``,
+``--no-cache``, ``--rpm``); ``--delay SECONDS`` is kept for readers of the book and
+means ``--rpm 60/SECONDS``. ``assay datagen pipeline`` is a parent run whose steps are
+child runs, resumed with ``--resume ID``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+from assay.engine.runner import RunSpec
 from assay.errors import ConfigError
+
+_DEFAULTS = {name: f.default for name, f in RunSpec.__dataclass_fields__.items()}
 
 
 def model_option(f):  # noqa: ANN001, ANN201
+    """--model: the generator."""
     return click.option("--model", "-m", default="local", show_default=True,
                         help="Generator model spec.")(f)
 
 
 def judge_option(f):  # noqa: ANN001, ANN201
+    """--judge-model, repeatable (a jury)."""
     return click.option("--judge-model", multiple=True,
                         help="Judge model spec; repeat for a jury (scores averaged, agreement "
                         "reported). Use a different family than the generator.")(f)
 
 
 def solver_option(f):  # noqa: ANN001, ANN201
+    """--solver-model, repeatable."""
     return click.option("--solver-model", multiple=True,
                         help="Solver model spec for answer verification; repeatable.")(f)
 
 
-def step_options(f):  # noqa: ANN001, ANN201
-    """--base-url, --max-connections and --quiet, shared by every datagen step."""
+def engine_options(f):  # noqa: ANN001, ANN201
+    """The engine settings of every datagen step, with ``assay run``'s defaults."""
     f = click.option("--quiet", "-q", is_flag=True, help="No progress bars.")(f)
-    f = click.option("--max-connections", "-c", type=int, default=4, show_default=True,
-                     help="Concurrent calls.")(f)
+    f = click.option("--no-cache", is_flag=True,
+                     help="Bypass the response cache (neither read nor write).")(f)
+    f = click.option("--rpm", type=float, default=None,
+                     help="At most this many model calls start per minute; starts are "
+                     "spaced evenly.")(f)
+    f = click.option("--max-retries", type=int, default=_DEFAULTS["max_retries"],
+                     show_default=True,
+                     help="Retries per call on 429/5xx/timeouts/connection errors.")(f)
+    f = click.option("--timeout", type=float, default=_DEFAULTS["timeout"], show_default=True,
+                     help="Seconds before one model call times out.")(f)
+    f = click.option("--max-connections", "-c", type=int, default=_DEFAULTS["max_connections"],
+                     show_default=True, help="Concurrent model calls (and samples in "
+                     "flight).")(f)
     return click.option("--base-url", default=None,
                         help="Endpoint for openai/ models (default $OPENAI_BASE_URL).")(f)
+
+
+def delay_option(f):  # noqa: ANN001, ANN201
+    """--delay SECONDS, the book's spelling of --rpm 60/SECONDS."""
+    return click.option("--delay", type=float, default=None,
+                        help="Seconds between call starts: the same as --rpm 60/SECONDS.")(f)
 
 
 #: the problems file every datagen command but generate reads (its docstring says which)
 data_argument = click.argument("data", type=click.Path(path_type=Path))
 
 
-def _step(base_url: str | None, max_connections: int, quiet: bool, seed: int | None = None):  # noqa: ANN202
-    from assay.datagen.pipeline import StepOptions
+def rpm_of(rpm: float | None, delay: float | None) -> float | None:
+    """The engine's ``rpm`` from ``--rpm`` or the book's ``--delay SECONDS``."""
+    from assay.core.checks import check_number
 
-    return StepOptions(base_url=base_url, max_connections=max_connections, quiet=quiet,
-                       seed=seed)
+    check_number("--delay", delay, minimum=0)
+    if delay is None or delay == 0:
+        return rpm
+    if rpm is not None:
+        raise ConfigError("give --rpm or --delay, not both (--delay S is --rpm 60/S)")
+    return 60.0 / delay
+
+
+def engine_of(base_url: str | None, max_connections: int, timeout: float, max_retries: int,
+              no_cache: bool, rpm: float | None, seed: int | None = None) -> dict[str, Any]:
+    """The RunSpec settings of a step from the engine options (validated now)."""
+    settings = {"base_url": base_url, "max_connections": max_connections, "timeout": timeout,
+                "max_retries": max_retries, "cache": not no_cache, "rpm": rpm, "seed": seed}
+    RunSpec(benchmark="-", **settings)  # one-line errors for bad numbers, before any work
+    return settings
+
+
+def _resume_overrides(ctx: click.Context, given: dict[str, Any], delay: float | None,
+                      rpm: float | None) -> dict[str, Any]:
+    """The engine settings a ``--resume`` changes (as ``assay run --resume``: the endpoint,
+    connections, timeouts, retries, cache and rate may change; what would change the
+    samples is refused with a one-line error)."""
+    from assay.cli.common import resume_overrides
+
+    overrides: dict[str, Any] = resume_overrides(ctx, given)
+    if delay:
+        overrides["rpm"] = rpm
+    return overrides
 
 
 def _store():  # noqa: ANN202
     from assay.store.sqlite import Store
 
     return Store()
+
+
+def _fmt(v) -> str:  # noqa: ANN001
+    from assay.reports.render import fmt_value
+
+    return fmt_value(v)
 
 
 @click.command("generate")
@@ -61,34 +125,47 @@ def _store():  # noqa: ANN202
               default=Path("generated_problems.jsonl"), show_default=True,
               help="Where to write the problems (.json or .jsonl).")
 @click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed for reference and topic choice.")
-@click.option("--delay", type=float, default=0.0, show_default=True,
-              help="Seconds between calls (rate limit).")
+              help="Seed for reference and topic choice (also sent as the sampling seed).")
 @click.option("--resume", default=None, help="Continue an interrupted generation run by id.")
-@step_options
-def generate(n: int, model: str, reference: str | None, out: Path, seed: int, delay: float,
-             resume: str | None, base_url: str | None, max_connections: int,
-             quiet: bool) -> None:
+@delay_option
+@engine_options
+@click.pass_context
+def generate(ctx: click.Context, n: int, model: str, reference: str | None, out: Path,
+             seed: int, resume: str | None, delay: float | None, base_url: str | None,
+             max_connections: int, timeout: float, max_retries: int, no_cache: bool,
+             rpm: float | None, quiet: bool) -> None:
     """Generate AIME-style problems; failures are recorded, never written as problems."""
     from assay.datagen.generate import write_outputs
-    from assay.datagen.pipeline import run_step
+    from assay.datagen.steps import resume_step, run_step
 
+    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
+                       rpm_of(rpm, delay), seed)
     store = _store()
     try:
         if resume:
-            from assay.engine.loop import run as run_loop
-            from assay.engine.runner import Engine
-
-            run_id = run_loop(Engine(store, quiet=quiet).run(None, resume=resume))
+            overrides = _resume_overrides(ctx, {
+                "n": n, "model": model, "reference": reference, "seed": seed,
+                "base_url": base_url, "max_connections": max_connections, "timeout": timeout,
+                "max_retries": max_retries, "no_cache": no_cache, "rpm": rpm, "quiet": quiet,
+                "resume": resume}, delay, engine["rpm"])
+            run_id = resume_step(store, resume, quiet=quiet, overrides=overrides)
         else:
             run_id = run_step(store, "datagen_generate", model,
-                              {"n": n, "reference": reference, "seed": seed, "delay": delay},
-                              _step(base_url, max_connections, quiet, seed))
+                              {"n": n, "reference": reference, "seed": seed}, engine=engine,
+                              quiet=quiet)
         outputs = write_outputs(store, run_id, out)
     finally:
         store.close()
     click.echo(f"run {run_id}: {outputs['n_problems']} problems -> {outputs['problems']}; "
                f"{outputs['n_failures']} failures -> {outputs['failures']}")
+
+
+def _generator_of(data: Path) -> str | None:
+    """The generator each problem recorded in its provenance, when there is one."""
+    from assay.datagen.problem import load_problems
+
+    models = {p.provenance.get("model") for p in load_problems(data)} - {None}
+    return models.pop() if len(models) == 1 else None
 
 
 @click.command("judge")
@@ -97,42 +174,40 @@ def generate(n: int, model: str, reference: str | None, out: Path, seed: int, de
 @click.option("--rubric", default=None, help="Custom rubric YAML.")
 @click.option("--generator-model", default=None,
               help="The model that generated the data (default: from its provenance).")
-@step_options
+@engine_options
 def judge(data: Path, judge_model: tuple[str, ...], rubric: str | None,
           generator_model: str | None, base_url: str | None, max_connections: int,
+          timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
           quiet: bool) -> None:
     """Rubric-judge problems (four anchored 1-5 dimensions); invalid verdicts never score."""
-    from assay.datagen.judge import self_preference_warning
-    from assay.datagen.pipeline import judge as run_judge
-    from assay.datagen.pipeline import metrics_of
-    from assay.datagen.problem import load_problems
+    from assay.datagen.families import self_preference_warning
+    from assay.datagen.jury import jury_summary
+    from assay.datagen.steps import metrics_of, run_step
 
+    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     judges = list(judge_model) or ["local"]
-    if generator_model is None:  # the generator recorded itself in each problem's provenance
-        models = {p.provenance.get("model") for p in load_problems(data)} - {None}
-        generator_model = models.pop() if len(models) == 1 else None
+    generator_model = generator_model or _generator_of(data)
     warning = self_preference_warning(generator_model, judges)
     if warning:
         click.echo(f"warning: {warning}", err=True)
     store = _store()
     try:
-        run_ids, jury = run_judge(store, data, judges, rubric=rubric,
-                                  generator_model=generator_model,
-                                  step=_step(base_url, max_connections, quiet))
+        run_ids = [run_step(store, "datagen_judge", jm,
+                            {"data": str(data), "rubric": rubric,
+                             "generator_model": generator_model}, engine=engine, quiet=quiet)
+                   for jm in judges]
         for jm, rid in zip(judges, run_ids, strict=True):
             m = metrics_of(store, rid)
             click.echo(f"{jm}: run {rid} overall mean {_fmt(m.get('overall_mean'))}, pass rate "
                        f"{_fmt(m.get('pass_rate'))}, invalid {m.get('n_invalid', 0)}")
-        if jury:
-            click.echo(f"jury mean {_fmt(jury.get('jury_overall_mean') or jury.get('overall_mean'))}")
+        if len(run_ids) > 1:
+            jury = jury_summary([(jm, store.results(r, transcripts=False))
+                                 for jm, r in zip(judges, run_ids, strict=True)],
+                                generator_model=generator_model)
+            click.echo(f"jury mean {_fmt(jury['jury']['overall_mean'])}, mean kappa "
+                       f"{_fmt(jury['mean_kappa'])}")
     finally:
         store.close()
-
-
-def _fmt(v) -> str:  # noqa: ANN001
-    from assay.reports.render import fmt_value
-
-    return fmt_value(v)
 
 
 @click.command("winrate")
@@ -142,19 +217,20 @@ def _fmt(v) -> str:  # noqa: ANN001
 @judge_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Pairing seed (recorded).")
 @click.option("--n-comparisons", type=int, default=None, help="Pairs to judge.")
-@step_options
+@engine_options
 def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], seed: int,
             n_comparisons: int | None, base_url: str | None, max_connections: int,
+            timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
             quiet: bool) -> None:
     """Pairwise win rate against real problems, judged in both orders."""
-    from assay.datagen.pipeline import metrics_of, run_step
+    from assay.datagen.steps import metrics_of, run_step
 
+    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm, seed)
     store = _store()
     try:
         rid = run_step(store, "datagen_winrate", (list(judge_model) or ["local"])[0],
                        {"data": str(data), "reference": str(reference), "seed": seed,
-                        "n_comparisons": n_comparisons},
-                       _step(base_url, max_connections, quiet, seed))
+                        "n_comparisons": n_comparisons}, engine=engine, quiet=quiet)
         m = metrics_of(store, rid)
     finally:
         store.close()
@@ -167,17 +243,23 @@ def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], seed: int
 @solver_option
 @click.option("--reference", default=None,
               help="Also flag near-duplicates of this reference set.")
-@step_options
+@engine_options
 def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
-           base_url: str | None, max_connections: int, quiet: bool) -> None:
+           base_url: str | None, max_connections: int, timeout: float, max_retries: int,
+           no_cache: bool, rpm: float | None, quiet: bool) -> None:
     """Solve each problem with solver models and check the stated answers (math-verify)."""
-    from assay.datagen.pipeline import verify as run_verify
     from assay.datagen.problem import load_problems
+    from assay.datagen.steps import run_step
+    from assay.datagen.verify import verification_summary
 
+    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
+    solvers = list(solver_model) or ["local"]
     store = _store()
     try:
-        _, summary = run_verify(store, data, list(solver_model) or ["local"],
-                                step=_step(base_url, max_connections, quiet))
+        run_ids = [run_step(store, "datagen_verify", sm, {"data": str(data)}, engine=engine,
+                            quiet=quiet) for sm in solvers]
+        summary = verification_summary([(sm, store.results(r, transcripts=False))
+                                        for sm, r in zip(solvers, run_ids, strict=True)])
     finally:
         store.close()
     click.echo(f"answers reproduced by at least one solver: {_fmt(summary['any_solver_agrees'])}")
@@ -205,26 +287,58 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
               "MATH-500 when offline.")
 @click.option("--rubric", default=None, help="Custom rubric YAML.")
 @click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed for generation and pairing.")
-@click.option("--delay", type=float, default=0.0, show_default=True,
-              help="Seconds between generator calls.")
-@step_options
-def pipeline(n: int, model: str, judge_model: tuple[str, ...],
+              help="Seed for generation and pairing (also sent as the sampling seed).")
+@click.option("--resume", default=None,
+              help="Continue an interrupted pipeline by id: finished steps are kept, an "
+              "interrupted step sends no finished item again.")
+@delay_option
+@engine_options
+@click.pass_context
+def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...],
              solver_model: tuple[str, ...], reference: str | None, rubric: str | None,
-             seed: int, delay: float, base_url: str | None, max_connections: int,
-             quiet: bool) -> None:
-    """Generate, judge, compare with real problems, verify answers; one comprehensive report."""
-    from assay.datagen.judge import self_preference_warning
-    from assay.datagen.pipeline import run_pipeline
+             seed: int, resume: str | None, delay: float | None, base_url: str | None,
+             max_connections: int, timeout: float, max_retries: int, no_cache: bool,
+             rpm: float | None, quiet: bool) -> None:
+    """Generate, judge, compare with real problems, verify answers; one comprehensive report.
 
-    judges = list(judge_model) or ["local"]
-    warning = self_preference_warning(model, judges)
-    if warning:
-        click.echo(f"warning: {warning}", err=True)
-    record = run_pipeline(n=n, model=model, judge_models=judges,
-                          solver_models=list(solver_model) or None,
-                          reference=reference, rubric=rubric, seed=seed, delay=delay,
-                          step=_step(base_url, max_connections, quiet, seed))
+    The pipeline is a run in the store and each step a run of its own (its child);
+    after Ctrl-C or a crash, --resume ID continues it.
+    """
+    from assay.cli.common import sigterm_as_interrupt
+    from assay.datagen.families import self_preference_warning
+    from assay.datagen.pipeline import resume_pipeline, start_pipeline
+
+    rpm = rpm_of(rpm, delay)
+    store = _store()
+    started: list[str] = [resume] if resume else []
+    try:
+        with sigterm_as_interrupt():
+            if resume:
+                overrides = _resume_overrides(ctx, {
+                    "n": n, "model": model, "judge_model": judge_model,
+                    "solver_model": solver_model, "reference": reference, "rubric": rubric,
+                    "seed": seed, "base_url": base_url, "max_connections": max_connections,
+                    "timeout": timeout, "max_retries": max_retries, "no_cache": no_cache,
+                    "rpm": rpm, "quiet": quiet, "resume": resume}, delay, rpm)
+                record = resume_pipeline(store, resume, overrides=overrides, quiet=quiet)
+            else:
+                judges = list(judge_model) or ["local"]
+                warning = self_preference_warning(model, judges)
+                if warning:
+                    click.echo(f"warning: {warning}", err=True)
+                engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
+                                   rpm, seed)
+                record = start_pipeline(store, model=model, engine=engine, quiet=quiet, n=n,
+                                        judge_models=judges, solver_models=list(solver_model),
+                                        reference=reference, rubric=rubric, seed=seed,
+                                        on_created=started.append)
+    except KeyboardInterrupt:
+        click.echo("interrupted; finished steps are saved."
+                   + (f" Resume with: assay datagen pipeline --resume {started[0]}"
+                      if started else ""), err=True)
+        raise SystemExit(130) from None
+    finally:
+        store.close()
     for note in record.get("notes") or []:
         click.echo(f"note: {note}")
     out = record.get("outputs") or {}

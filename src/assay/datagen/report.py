@@ -1,7 +1,8 @@
 """The comprehensive generated-data report: generation, judges, win rate, verification, review.
 
-Built from the pipeline record and the store; each step contributes the same
-sections its own run report shows, prefixed with the step's name.
+Built from the pipeline's record (:func:`assay.datagen.pipeline.pipeline_record`, read
+from the store) and its steps' stored results and metrics; each step contributes the
+same sections its own run report shows, prefixed with the step's name.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str
 
     run = store.get_run(run_id)
     cls = task_class(run["spec"]["benchmark"])
-    results = store.results(run_id)
+    results = store.results(run_id, transcripts=False)
     from assay.metrics.run import run_metrics
 
     metrics = run_metrics(store, run_id)
@@ -38,7 +39,7 @@ def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str
 def judge_item_scores(store: Store, run_id: str) -> dict[str, dict[str, int]]:
     """``{problem_id: {dimension: score}}`` from a judge run's valid verdicts."""
     out: dict[str, dict[str, int]] = {}
-    for r in store.results(run_id):
+    for r in store.results(run_id, transcripts=False):
         s = (r.scores or {}).get("rubric") or {}
         scores = (s.get("metadata") or {}).get("scores")
         if r.epoch == 0 and scores:

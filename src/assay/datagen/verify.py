@@ -62,7 +62,8 @@ class VerifyBenchmark(Task):
 
             problems = load_problems(self.options["data"])
             self._samples = [Sample(id=p.problem_id, input=p.problem, target=p.answer,
-                                    metadata={"topic": p.topic}) for p in problems]
+                                    metadata={"topic": p.topic}, row=p.to_dict())
+                             for p in problems]
             self._info = {"source": "file", "path": str(self.options["data"]),
                           "content_hash": sha256_file(self.options["data"]),
                           "problems": len(problems)}

@@ -25,6 +25,8 @@ underlying items and combined, from the generated problem's point of view:
 Score value: 1.0 win, 0.5 tie, 0.0 loss, ``None`` invalid. A judge that always
 answers "1" therefore gives 0 wins, 0 losses, all ties, 100% inconsistency: its
 0.5 adjusted win rate comes only from ties, and the report says so.
+
+The run's metrics and report sections are in :mod:`assay.datagen.winrate_metrics`.
 """
 
 from __future__ import annotations
@@ -33,23 +35,16 @@ import hashlib
 import json
 import random
 import re
-from collections import defaultdict
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
-from assay.datagen.judge import (
-    BOOTSTRAP_RESAMPLES,
-    bootstrap_mean,
-    rationale_limit,
-    self_preference_warning,
-)
+from assay.datagen.judge_prompts import rationale_limit
 from assay.datagen.problem import Problem, load_problems
 from assay.datagen.rubric import first_valid_object
 from assay.errors import ConfigError
-from assay.metrics.stats import proportion
 from assay.tasks.base import Task
 from assay.tasks.options import Field, TaskOptions
 from assay.tasks.registry import task
@@ -212,6 +207,10 @@ def seeded_pairs(generated: list[Problem], reference: list[Problem], *, seed: in
     return [(generated[i], refs[k]) for k, i in enumerate(chosen)]
 
 
+def _problem(d: dict[str, Any]) -> Problem:
+    return Problem(**{k: v for k, v in d.items() if k in Problem.__dataclass_fields__})
+
+
 # -- the benchmark ----------------------------------------------------------------------------
 
 class WinRateOptions(TaskOptions):
@@ -254,11 +253,11 @@ class WinRateBenchmark(Task):
         check_number("--n-comparisons", options.get("n_comparisons"), minimum=1, integer=True)
         self.seed = int(options.get("seed") or 0)
         self._samples: list[Sample] | None = None
-        self._pairs: dict[str, tuple[Problem, Problem]] = {}
         self._info: dict[str, Any] = {}
 
     def samples(self) -> list[Sample]:
-        """One sample per pair, in the generated file's order; the pairing in the metadata."""
+        """One sample per pair, in the generated file's order; the pairing in the metadata
+        and both problems in the row (``generated``, ``reference``)."""
         if self._samples is not None:
             return self._samples
         gen = load_problems(self.options["data"])
@@ -272,12 +271,12 @@ class WinRateBenchmark(Task):
         samples = []
         for i, (g, r) in enumerate(pairs):
             sid = f"{g.problem_id}~{r.problem_id}"
-            self._pairs[sid] = (g, r)
             samples.append(Sample(
                 id=sid, input=g.problem, target=r.problem_id,
                 metadata={"pair_index": i, "generated_id": g.problem_id,
                           "reference_id": r.problem_id, "reference_source": r.source,
                           "seed": self.seed, "generator_model": generator},
+                row={"generated": g.to_dict(), "reference": r.to_dict()},
             ))
         pairing = [[g.problem_id, r.problem_id] for g, r in pairs]
         self._info = {
@@ -302,7 +301,8 @@ class WinRateBenchmark(Task):
 
     def order_messages(self, sample: Sample, order: str) -> list[Message]:
         """The blinded prompt for one order (A: generated first; B: reference first)."""
-        g, r = self._pairs[sample.id]
+        row = sample.row or {}
+        g, r = _problem(row["generated"]), _problem(row["reference"])
         sol = bool(self.options.get("include_solutions"))
         first, second = (g, r) if order == "A" else (r, g)
         user = PAIR_TEMPLATE.format(example=WINNER_EXAMPLE,
@@ -376,138 +376,14 @@ class WinRateBenchmark(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """W/T/L rates (Wilson), adjusted win rate (pair-clustered bootstrap), position bias."""
+        from assay.datagen.winrate_metrics import winrate_metrics
+
         return winrate_metrics(results, options or {})
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],
                      results: list[SampleResult]) -> dict[str, Any]:
         """W/T/L table and bars, the position-consistency statement, recommendations."""
+        from assay.datagen.winrate_metrics import winrate_report_extra
+
         return winrate_report_extra(metrics)
-
-
-# -- metrics ----------------------------------------------------------------------------------
-
-def winrate_metrics(results: list[SampleResult], options: dict[str, Any] | None = None
-                    ) -> dict[str, Any]:
-    """Metrics of a win-rate run (see :meth:`WinRateBenchmark.metrics`)."""
-    from assay.metrics.summary import error_messages, usage_summary
-
-    options = options or {}
-    errors = [r for r in results if r.error is not None]
-    scored = [r.scores[SCORE_NAME] for r in results
-              if r.error is None and r.scores.get(SCORE_NAME)]
-    ids = [r.sample_id for r in results if r.error is None and r.scores.get(SCORE_NAME)]
-    valid = [(i, s) for i, s in zip(ids, scored, strict=True) if s.get("value") is not None]
-    n_invalid = len(scored) - len(valid)
-    counts = {k: sum(1 for _, s in valid if s["answer"] == k) for k in VALUES}
-    n = len(valid)
-    inconsistent = sum(1 for _, s in valid if (s.get("metadata") or {}).get("inconsistent"))
-    mixed = sum(1 for _, s in valid if (s.get("metadata") or {}).get("mixed"))
-    per_pair: dict[str, list[float]] = defaultdict(list)
-    for i, s in valid:
-        per_pair[i].append(float(s["value"]))
-    # single judgments: every order with a valid verdict, including the valid half of an
-    # invalid pair
-    singles = [j for s in scored for j in ((s.get("metadata") or {}).get("judgments") or {})
-               .values() if j.get("winner") is not None]
-    n_single_invalid = sum(1 for s in scored
-                           for j in ((s.get("metadata") or {}).get("judgments") or {}).values()
-                           if j.get("winner") is None)
-    first = sum(1 for j in singles if j["winner"] == "1")
-    second = sum(1 for j in singles if j["winner"] == "2")
-    judges = sorted({str((s.get("metadata") or {}).get("judge_model")) for s in scored}
-                    - {"None"})
-    generator = options.get("generator_model") or next(
-        (str(g) for r in results if (g := (r.metadata or {}).get("generator_model"))), None)
-    seeds = sorted({(r.metadata or {}).get("seed") for r in results} - {None})
-    pairing = [[(r.metadata or {}).get("generated_id"), (r.metadata or {}).get("reference_id")]
-               for r in results if r.epoch == 0]
-    return {
-        "win_rate_adjusted": {
-            **bootstrap_mean([sum(v) / len(v) for v in per_pair.values()]),
-            "clustered_by": "pair", "ties_count": 0.5},
-        "win_rate": proportion(counts["win"], n),
-        "loss_rate": proportion(counts["loss"], n),
-        "tie_rate": proportion(counts["tie"], n),
-        "decisive_win_rate": proportion(counts["win"], counts["win"] + counts["loss"]),
-        "position_inconsistency_rate": proportion(inconsistent, n),
-        "tie_with_preference_rate": proportion(mixed, n),
-        "first_position_pick_rate": proportion(first, len(singles)),
-        "first_position_pick_rate_decisive": proportion(first, first + second),
-        "invalid_rate": proportion(n_invalid, len(scored)),
-        "wins": counts["win"], "losses": counts["loss"], "ties": counts["tie"],
-        "ties_from_position_flips": inconsistent,
-        "n_pairs": len(results), "n_valid_pairs": n, "n_invalid_pairs": n_invalid,
-        "n_errors": len(errors),
-        "n_single_judgments": len(singles), "n_single_invalid": n_single_invalid,
-        "seed": seeds[0] if len(seeds) == 1 else seeds or None,
-        "pairing": pairing,
-        "ci_method": (f"win_rate_adjusted: percentile bootstrap over pairs ({BOOTSTRAP_RESAMPLES}"
-                      " resamples, seed 0; a pair's two orders form one cluster); rates: Wilson"),
-        "combination_rule": ("both orders prefer the same item -> win/loss; different items -> "
-                             "tie + position flip; any tie -> tie; any invalid order -> "
-                             "pair invalid (excluded, counted)"),
-        "judge_models": judges,
-        "generator_model": generator,
-        "self_preference_warning": self_preference_warning(generator, judges),
-        **usage_summary(results),
-        "top_errors": error_messages(results),
-    }
-
-
-def _pct(rate: dict[str, Any] | None) -> str:
-    if not rate or rate.get("value") is None:
-        return "n/a"
-    s = f"{rate['value']:.1%}"
-    if rate.get("ci_low") is not None:
-        s += f" [{rate['ci_low']:.1%}, {rate['ci_high']:.1%}]"
-    return s
-
-
-def winrate_report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Report sections for a win-rate run."""
-    if not metrics:
-        return {}
-    n = metrics["n_valid_pairs"]
-    flips = metrics["ties_from_position_flips"]
-    inc = metrics["position_inconsistency_rate"]
-    rows = [["win", metrics["wins"], _pct(metrics["win_rate"])],
-            ["tie", metrics["ties"], _pct(metrics["tie_rate"])],
-            ["loss", metrics["losses"], _pct(metrics["loss_rate"])],
-            ["invalid (excluded)", metrics["n_invalid_pairs"], _pct(metrics["invalid_rate"])]]
-    note = (f"Each pair was judged in both orders. {flips} of {n} valid pairs "
-            f"({_pct(inc)}) flipped with the position and count as ties. Adjusted win rate "
-            f"(ties as 0.5): {_pct(metrics['win_rate_adjusted'])}; about 50% means parity with "
-            f"the real problems. The judge picked the first position in "
-            f"{_pct(metrics['first_position_pick_rate'])} of single judgments.")
-    if n and inc.get("value") is not None and inc["value"] >= 0.5:
-        note += (" Most pairs are position-driven: the adjusted win rate near 0.5 reflects "
-                 "ties from position bias, not parity.")
-    sections = [{
-        "title": "Win rate against reference problems",
-        "headers": ["outcome", "pairs", "rate [95% CI]"],
-        "rows": rows,
-        "bars": [(k, metrics[f"{k}_rate"]["value"]) for k in ("win", "tie", "loss")
-                 if metrics[f"{k}_rate"]["value"] is not None],
-        "note": note,
-    }, {
-        "title": "Judge position consistency",
-        "headers": ["measure", "value"],
-        "rows": [["position inconsistency (flips)", _pct(inc)],
-                 ["tie + preference (mixed)", _pct(metrics["tie_with_preference_rate"])],
-                 ["first-position picks (all valid)", _pct(metrics["first_position_pick_rate"])],
-                 ["first-position picks (decisive)",
-                  _pct(metrics["first_position_pick_rate_decisive"])],
-                 ["invalid single judgments", metrics["n_single_invalid"]]],
-        "note": metrics["combination_rule"],
-    }]
-    recs = []
-    if inc.get("value") is not None and inc["value"] >= 0.3:
-        recs.append(f"The judge is position-inconsistent on {inc['value']:.0%} of pairs; use a "
-                    "stronger judge or a jury before trusting the win rate.")
-    if metrics.get("self_preference_warning"):
-        recs.append(metrics["self_preference_warning"])
-    if metrics["n_invalid_pairs"]:
-        recs.append(f"{metrics['n_invalid_pairs']} pair(s) had an invalid verdict and were "
-                    "excluded.")
-    return {"sections": sections, "recommendations": recs}

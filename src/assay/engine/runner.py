@@ -163,10 +163,12 @@ class Engine:
         resume: str | None = None,
         benchmark: Task | None = None,
         subject: Subject | Any | None = None,
+        parent_id: str | None = None,
     ) -> str:
         """Run (or resume) and return the run id. Finished samples are never redone.
 
-        On resume, ``spec`` may be omitted (the stored one is used).
+        On resume, ``spec`` may be omitted (the stored one is used). ``parent_id``: the
+        run this one is a step of (a pipeline's).
         """
         if resume:
             record = self.store.get_run(resume)
@@ -212,7 +214,7 @@ class Engine:
             if not resume:
                 run_id = self.store.create_run(
                     benchmark=bench.name, spec=spec.to_dict(), model=subj.describe(),
-                    dataset=dataset, package_version=__version__,
+                    dataset=dataset, package_version=__version__, parent_id=parent_id,
                 )
                 self.current_run_id = run_id
             else:
