@@ -14,6 +14,7 @@ from assay.core.types import SampleResult
 from assay.datagen.generate_outputs import generated_problem, generation_failures
 from assay.datagen.generate_parse import normalize_text, reason_code
 from assay.metrics.stats import mean_with_ci, proportion
+from assay.metrics.summary import clustered_rate
 
 
 def generate_metrics(results: list[SampleResult]) -> dict[str, Any]:
@@ -35,6 +36,7 @@ def generate_metrics(results: list[SampleResult]) -> dict[str, Any]:
         for f in generation_failures(r):
             for reason in f.get("reasons", []):
                 retry_reasons[reason_code(reason)] += 1
+    valid_set = {id(r) for r in valid}
     problems = [generated_problem(r) or {} for r in valid]
     answers = [int(p["answer"]) for p in problems if str(p.get("answer", "")).isdigit()]
     hist = [0] * 10
@@ -47,7 +49,8 @@ def generate_metrics(results: list[SampleResult]) -> dict[str, Any]:
         duplicates += key in seen
         seen.add(key)
     return {
-        "valid_rate": proportion(len(valid), len(done)),
+        # clustered by sample: with --epochs, a sample's attempts are not independent
+        "valid_rate": clustered_rate(done, lambda r: 1.0 if id(r) in valid_set else 0.0),
         "first_attempt_valid_rate": proportion(first_try, len(done)),
         "n_samples": len(results), "n_valid": len(valid), "n_failed": len(failed),
         "n_errors": len(results) - len(done),

@@ -88,9 +88,11 @@ class VerifyBenchmark(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Agreement rate of this solver with the stated answers."""
+        from assay.metrics.summary import clustered_rate
+
         scored = [r for r in results if r.error is None and r.scores]
-        agree = sum(1 for r in scored if r.score_value("verified") == 1.0)
-        return {"agreement_rate": proportion(agree, len(scored)),
+        return {"agreement_rate": clustered_rate(
+                    scored, lambda r: 1.0 if r.score_value("verified") == 1.0 else 0.0),
                 "n_samples": len(results), "n_scored": len(scored),
                 "n_errors": len(results) - len(scored),
                 "extraction_rate": proportion(
