@@ -17,6 +17,7 @@ plugin registers its own; there is no list of names in the code. A reference is 
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib.util
 import sys
@@ -113,14 +114,30 @@ class TaskRef:
         return getattr(self.declared, "description", "") or ""
 
 
+@functools.lru_cache(maxsize=1)
 def _entry_points() -> dict[str, Any]:
+    """Every task entry point of every installed distribution (read once per process)."""
     from importlib.metadata import entry_points
 
     found: dict[str, Any] = {}
     for group in reversed(GROUPS):  # the current group wins over the old one
         for ep in entry_points(group=group):
             found[ep.name] = ep
+    found.update(_own_entry_points())  # a plugin cannot take a built-in's name
     return found
+
+
+@functools.lru_cache(maxsize=1)
+def _own_entry_points() -> dict[str, Any]:
+    """assay's own task entry points: read from its one distribution, which is much
+    cheaper than scanning every installed package for a built-in name."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        eps = distribution("assay").entry_points
+    except PackageNotFoundError:  # run from a source tree without installing
+        return {}
+    return {ep.name: ep for ep in eps if ep.group == GROUPS[0]}
 
 
 def _source_of(ep: Any) -> str:
@@ -198,8 +215,10 @@ def resolve(text: str) -> TaskRef:
     text = text.strip()
     if looks_like_file(text):
         return _from_file(text)
-    eps = _entry_points()
-    ep = eps.get(text)
+    ep = _own_entry_points().get(text)
+    if ep is None:
+        eps = _entry_points()
+        ep = eps.get(text)
     if ep is None:
         close = difflib.get_close_matches(text, list(eps), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -128,8 +128,14 @@ class QABenchmark(Task):
         self._format = _BUILTIN_FORMATS.get(source)
         # Prompts are rendered per sample as it runs (the stored input stays the
         # question); the first one is rendered now so a broken template fails at once.
+        mapped = {k for k in keys.values() if k}
         for sample, row in zip(samples, rows.rows, strict=True):
-            sample.row = row  # a user's template may use it: {{ row.<field> }}
+            # the row goes with the sample (a user's template reads {{ row.<field> }}) when
+            # it holds more than the sample's own fields; a row of only the question,
+            # answer, choices and id is the sample itself (and 100k copies cost 140 MB)
+            if not mapped.issuperset(row):
+                sample.row = row
+        self._keys = keys
         if not samples:
             raise DatasetError(f"{o['data']}: the dataset has no rows")
         self.render(samples[0])
@@ -160,12 +166,26 @@ class QABenchmark(Task):
 
         try:
             return self._template.render(question=sample.input, choices=choice_text,
-                                         row=sample.row or {})
+                                         row=self._row(sample))
         except TemplateError as e:  # SecurityError is one: the sandbox refused something
             raise ConfigError(f"--template failed on {sample.metadata['source']}: {e}") from e
         except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as e:
             raise ConfigError(f"--template failed on {sample.metadata['source']}: "
                               f"{type(e).__name__}: {e}") from e
+
+    def _row(self, sample: Sample) -> dict[str, Any]:
+        """The sample's dataset row (rebuilt from the key mapping when it held nothing
+        more than the sample's own fields)."""
+        if sample.row is not None:
+            return sample.row
+        keys = getattr(self, "_keys", None) or {}
+        row: dict[str, Any] = {}
+        for field, value in (("id", sample.id), ("question", sample.input),
+                             ("answer", sample.target),
+                             ("choices", sample.metadata.get("choices"))):
+            if keys.get(field) and value is not None:
+                row[keys[field]] = value
+        return row
 
     def build_messages(self, sample: Sample) -> list[Message]:
         """Optional system prompt, then the rendered question."""
