@@ -146,10 +146,12 @@ async def run_async(
             subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
                                   timeout=spec.timeout)
         run_id = await engine.run(spec, resume=resume, subject=subject, parent_id=parent_id)
-        from assay.metrics.run import run_metrics
+        from assay.metrics.run import compute_metrics
 
-        metrics = run_metrics(store, run_id)
+        # once, when the run ends, and stored (reports and 'assay score' read them); here
+        # rather than in the engine, so the samples are freed before the results are read
         run = store.get_run(run_id)
+        metrics = compute_metrics(store, run)
         paths: dict[str, Path] = {}
         if reports:
             from assay.reports.render import write_reports

@@ -355,6 +355,3 @@ class Engine:
         stats["elapsed_s"] = round(old.get("elapsed_s", 0.0) + elapsed, 3)
         stats["sessions"] = old.get("sessions", 0) + 1
         self.store.set_run_status(run_id, "finished", stats)
-        from assay.metrics.run import compute_metrics
-
-        compute_metrics(self.store, self.store.get_run(run_id), task_cls=type(bench))
