@@ -17,47 +17,45 @@ from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 
 #: the options every ``assay run <benchmark>`` command shares (declared once, here)
 SHARED_OPTIONS = [
-    click.option("--model", "-m", default="local", show_default=True,
+    click.Option(["--model", "-m"], default="local", show_default=True,
                  help="What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
                  "'openai/<model>' (any OpenAI-compatible server) or "
                  "'python/<module>:<factory>'."),
-    click.option("--base-url", default=None,
+    click.Option(["--base-url"], default=None,
                  help="Endpoint for openai/ models (default $OPENAI_BASE_URL, then OpenAI). "
                  "The key comes from $OPENAI_API_KEY and is never stored."),
-    click.option("--limit", "-n", type=int, default=None,
+    click.Option(["--limit", "-n"], type=int, default=None,
                  help="Evaluate only the first N samples."),
-    click.option("--sample-ids", default=None, help="Comma-separated sample ids to evaluate."),
-    click.option("--max-connections", "-c", type=int, default=32, show_default=True,
+    click.Option(["--sample-ids"], default=None, help="Comma-separated sample ids to evaluate."),
+    click.Option(["--max-connections", "-c"], type=int, default=32, show_default=True,
                  help="Concurrent model calls (and samples in flight)."),
-    click.option("--timeout", type=float, default=120.0, show_default=True,
+    click.Option(["--timeout"], type=float, default=120.0, show_default=True,
                  help="Seconds before one model call times out."),
-    click.option("--sample-timeout", type=float, default=None,
+    click.Option(["--sample-timeout"], type=float, default=None,
                  help="Seconds before a whole sample is abandoned as an error."),
-    click.option("--max-retries", type=int, default=5, show_default=True,
+    click.Option(["--max-retries"], type=int, default=5, show_default=True,
                  help="Retries per call on 429/5xx/timeouts/connection errors."),
-    click.option("--epochs", type=int, default=1, show_default=True,
+    click.Option(["--epochs"], type=int, default=1, show_default=True,
                  help="Times each sample is run."),
-    click.option("--seed", type=int, default=None,
+    click.Option(["--seed"], type=int, default=None,
                  help="Seed for generation and retry jitter."),
-    click.option("--temperature", type=float, default=None, help="Sampling temperature."),
-    click.option("--param", multiple=True,
+    click.Option(["--temperature"], type=float, default=None, help="Sampling temperature."),
+    click.Option(["--param"], multiple=True,
                  help="Extra generation parameter KEY=VALUE (VALUE parsed as JSON), "
                  "repeatable."),
-    click.option("--no-cache", is_flag=True,
+    click.Option(["--no-cache"], is_flag=True,
                  help="Bypass the response cache (neither read nor write)."),
-    click.option("--max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES,
+    click.Option(["--max-reply-bytes"], type=int, default=DEFAULT_MAX_REPLY_BYTES,
                  show_default=True,
                  help="Largest reply accepted; a bigger one is that sample's error."),
-    click.option("--rpm", type=float, default=None,
+    click.Option(["--rpm"], type=float, default=None,
                  help="At most this many model calls start per minute (a provider's rate "
                  "limit); starts are spaced evenly."),
-    click.option("--resume", default=None,
+    click.Option(["--resume"], default=None,
                  help="Continue an interrupted run by id; finished samples are not redone."),
-    click.option("--quiet", "-q", is_flag=True, help="No progress bar (for CI)."),
+    click.Option(["--quiet", "-q"], is_flag=True, help="No progress bar (for CI)."),
 ]
-SHARED_NAMES = ("model", "base_url", "limit", "sample_ids", "max_connections", "timeout",
-                "sample_timeout", "max_retries", "epochs", "seed", "temperature", "param",
-                "no_cache", "max_reply_bytes", "rpm", "resume", "quiet")
+SHARED_NAMES = tuple(str(o.name) for o in SHARED_OPTIONS)
 
 #: shared options that may change when a run is resumed: they do not change its samples
 RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",

@@ -128,21 +128,12 @@ def task_command(text: str) -> click.Command:
                            metavar="KEY=VALUE",
                            help="A task option (see above), VALUE read as JSON when it parses "
                            "(numbers, true/false, lists), else as text; repeatable."),
-              *[_decorated_param(o) for o in SHARED_OPTIONS]]
+              *SHARED_OPTIONS]
     doc = (ref.declared.__doc__ or ref.description or "").strip()
     first = doc.split("\n\n")[0].replace("\n", " ").strip()
     return TaskCommand(text, callback=callback, params=params,
                        help=f"{first}\n\nSource: {ref.source}.",
                        short_help=ref.description or first)
-
-
-def _decorated_param(decorator: Any) -> click.Parameter:
-    """The click parameter a ``click.option(...)`` decorator would add."""
-
-    def f() -> None: ...
-
-    decorator(f)
-    return f.__click_params__[0]  # type: ignore[attr-defined]
 
 
 def _is_json(annotation: Any) -> bool:
