@@ -3,6 +3,7 @@ generator, the rubric judge, the pairwise judge and the solver, deterministicall
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -34,7 +35,10 @@ def scripted(body: dict[str, Any]) -> Any:
     text = body["messages"][-1]["content"]
     kind = role(body)
     if kind == "generate":
-        n = len(text) % 97
+        # a bound drawn from the whole prompt, so two different prompts give two different
+        # problems (a prompt's length alone collided: two identical problems made a test that
+        # looks for a problem's text in a request flaky)
+        n = int(hashlib.sha256(text.encode()).hexdigest(), 16) % 2000  # answers stay < 1000
         return json.dumps({"problem": f"GENERATED: how many integers k with 1 <= k <= {n + 100} "
                            "are multiples of 3?", "answer": (n + 100) // 3,
                            "solution": "Count the multiples of three.", "topic": "Number Theory"})
