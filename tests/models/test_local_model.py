@@ -32,6 +32,21 @@ def test_default_weights_come_from_the_wheel() -> None:
     assert LocalModel.load() is LocalModel.load()  # one loaded model shared by the run
 
 
+def test_weights_are_loaded_into_plain_cpu_buffers(model: LocalModel) -> None:
+    """On AMX CPUs llama.cpp's repacked weights crash the first batch of several tokens
+    (SIGSEGV in llama-cpp-python 0.3.36); the model is loaded without them, and the
+    library's defaults are left as they were."""
+    from llama_cpp import llama_cpp as lib
+
+    if hasattr(lib.llama_model_default_params(), "use_extra_bufts"):  # not in older versions
+        assert model._llama.model_params.use_extra_bufts is False
+        assert lib.llama_model_default_params().use_extra_bufts is True
+    llama = model._llama
+    llama.reset()
+    llama.eval(llama.tokenize(b"Several tokens in one batch", add_bos=True))
+    assert llama.n_tokens > 1
+
+
 async def test_text_generation(model: LocalModel) -> None:
     prompt = ('What is the capital of France? Give only the final answer, on one line '
               'starting with "Answer:".')

