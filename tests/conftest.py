@@ -2,8 +2,9 @@
 
 Also the suite's rule on skips: a skipped test hides a check, so on a properly installed
 machine (``scripts/test`` installs everything) a skip is reported as a **failure**. The one
-skip allowed is the browser tests' when no system chromium is installed (its reason names
-``apt-get install chromium``). Set ``ASSAY_ALLOW_SKIPS=1`` to let skips stay skips on
+skips allowed are the browser tests' when no system chromium is installed (the reason names
+``apt-get install chromium``) and the sandbox tests' when bubblewrap cannot run (``apt-get
+install bubblewrap``). Set ``ASSAY_ALLOW_SKIPS=1`` to let skips stay skips on
 purpose (e.g. a machine without the official BFCL checker); CI never sets it.
 
 ``@pytest.mark.full_bfcl`` tests need the full ``pip install bfcl-eval`` (6 GB, never in
@@ -23,8 +24,9 @@ pytest_plugins = ["assay.testing.pytest_plugin"]
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_QA = REPO / "examples" / "qa_example.jsonl"
 
-#: a skip whose reason contains this is allowed: no system browser for the browser tests
-ALLOWED_SKIP = "apt-get install chromium"
+#: a skip whose reason contains one of these is allowed: a system package the tests cannot
+#: install themselves (the browser for the browser tests, bubblewrap for the sandbox tests)
+ALLOWED_SKIPS = ("apt-get install chromium", "apt-get install bubblewrap")
 INSTALL_HINT = ("install everything the tests need with `scripts/test` (it runs "
                 "`pip install -e \".[dev]\"` and the official BFCL checker's light install: "
                 "`pip install --no-deps bfcl-eval==2026.3.23` plus the tree-sitter pins), or "
@@ -44,7 +46,7 @@ def skip_reason(longrepr: object) -> str:
 
 def skip_is_allowed(reason: str) -> bool:
     """Whether a skip with ``reason`` may stay a skip (opted out, or no system browser)."""
-    return _flag("ASSAY_ALLOW_SKIPS") or ALLOWED_SKIP in reason
+    return _flag("ASSAY_ALLOW_SKIPS") or any(hint in reason for hint in ALLOWED_SKIPS)
 
 
 def skip_failure_message(reason: str) -> str:

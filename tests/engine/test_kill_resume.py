@@ -12,27 +12,24 @@ answered. No assertion depends on timing; deadlines only stop a broken run from 
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from runwatch import DEADLINE_S, committed, db_rows, kill9, the_run, wait_for
 from test_engine import write_repeat_data as write_data
 
 from assay.testing.fake_server import FakeServer, Rule
 
 ECHO = [Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
 QUESTION = re.compile(r"Repeat after me: (\d+)")
-DEADLINE_S = 120.0  # a guard against a hang only: a passing run never comes close
 
 
 class SessionServer(FakeServer):
@@ -77,49 +74,14 @@ def resume_to_the_end(run_id: str, session: str, db: Path, n: int) -> None:
     assert_each_sample_once(db, n)
 
 
-def wait_for(what: str, ok: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
-    """Poll until ``ok()``; fail (not hang) if the CLI exits first or the guard runs out."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not ok():
-        if proc.poll() is not None:
-            raise AssertionError(f"the CLI exited (rc {proc.returncode}) before {what}:\n"
-                                 f"{proc.stderr.read() if proc.stderr else ''}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.01)
 
 
-def kill9(proc: subprocess.Popen[str]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
 
 
-def db_rows(db: Path) -> list[tuple[str, int, str | None]]:
-    """Every (sample_id, epoch, error) row of the samples table (committed rows only)."""
-    if not db.exists():
-        return []
-    con = sqlite3.connect(db)
-    try:
-        return con.execute("SELECT sample_id, epoch, error FROM samples").fetchall()
-    except sqlite3.OperationalError:  # tables not created yet
-        return []
-    finally:
-        con.close()
 
 
-def committed(db: Path) -> set[str]:
-    return {sid for sid, _, err in db_rows(db) if err is None}
 
 
-def the_run(db: Path) -> tuple[str, str, dict[str, Any]]:
-    con = sqlite3.connect(db)
-    try:
-        ((run_id, status, spec),) = con.execute("SELECT id, status, spec FROM runs").fetchall()
-    finally:
-        con.close()
-    return run_id, status, json.loads(spec)
 
 
 def assert_each_sample_once(db: Path, n: int) -> None:

@@ -87,7 +87,7 @@ class CallContext:
     """The agent as one sample sees it: same ``generate`` protocol, plus bookkeeping."""
 
     __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
-                 "cache_hits", "model_id", "text_only", "model_s", "wait_s")
+                 "cache_hits", "model_id", "text_only", "model_s", "wait_s", "roles")
 
     def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int) -> None:
         self._agent = agent
@@ -106,6 +106,14 @@ class CallContext:
         #: (for a slot under --max-connections, or in the model's own queue)
         self.model_s = 0.0
         self.wait_s = 0.0
+        #: the other models of a task that needs more than the one under test (an
+        #: examiner, a judge): role name -> its own context, with its own cache and usage
+        self.roles: dict[str, CallContext] = {}
+
+    @property
+    def agent(self) -> Any:
+        """The agent this context wraps (e.g. to hand a Python agent its working folder)."""
+        return self._agent
 
     async def generate(
         self,

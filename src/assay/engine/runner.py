@@ -206,23 +206,33 @@ class Engine:
                 )
         subj = subject or get_subject(spec.model, base_url=spec.base_url, timeout=spec.timeout,
                                       max_reply_bytes=spec.max_reply_bytes)
+        roles: dict[str, Any] = {}
         started = False
         try:
-            preflight = getattr(getattr(subj, "model", None), "preflight", None)
-            if preflight is not None:
-                await preflight()
+            for name, role in bench.roles(spec.model).items():
+                roles[name] = get_subject(role.model, base_url=role.base_url or spec.base_url,
+                                          timeout=spec.timeout,
+                                          max_reply_bytes=spec.max_reply_bytes)
+            for one in (subj, *roles.values()):
+                preflight = getattr(getattr(one, "model", None), "preflight", None)
+                if preflight is not None:
+                    await preflight()
+            described = subj.describe()
+            if roles:
+                described = {**described,
+                             "roles": {k: r.describe() for k, r in roles.items()}}
             if not resume:
                 run_id = self.store.create_run(
-                    benchmark=bench.name, spec=spec.to_dict(), model=subj.describe(),
+                    benchmark=bench.name, spec=spec.to_dict(), model=described,
                     dataset=dataset, package_version=__version__, parent_id=parent_id,
                 )
                 self.current_run_id = run_id
             else:
                 self.store.set_run_status(run_id, "running")
                 if spec.to_dict() != record["spec"]:  # allowed overrides (endpoint, limits)
-                    self.store.update_run(run_id, spec=spec.to_dict(), model=subj.describe())
+                    self.store.update_run(run_id, spec=spec.to_dict(), model=described)
             started = True
-            await self._execute(run_id, spec, bench, subj, samples)
+            await self._execute(run_id, spec, bench, subj, samples, roles)
         except (KeyboardInterrupt, asyncio.CancelledError):
             if started:
                 self._mark(run_id, "interrupted", None)
@@ -232,7 +242,8 @@ class Engine:
                 self._mark(run_id, "failed", f"{type(e).__name__}: {e}")
             raise
         finally:
-            await subj.aclose()
+            for one in (subj, *roles.values()):
+                await one.aclose()
         return run_id
 
     def _mark(self, run_id: str, status: str, error: str | None) -> None:
@@ -252,7 +263,7 @@ class Engine:
             pass
 
     async def _execute(self, run_id: str, spec: RunSpec, bench: Task, subj: Any,
-                       samples: list[Sample]) -> None:
+                       samples: list[Sample], roles: dict[str, Any] | None = None) -> None:
         done = self.store.completed_keys(run_id)
         todo = [
             (seq, s, epoch)
@@ -265,12 +276,17 @@ class Engine:
         if spec.seed is not None:
             params.setdefault("seed", spec.seed)
         bench.run_params = params
-        shared = CallShared(
-            self.store, max_connections=spec.max_connections,
-            policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
-            use_cache=spec.cache, seed=spec.seed, model_id=subj.model_id,
-            max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
-        )
+        def shared_for(model_id: str) -> CallShared:  # the run's limits, one cache per model
+            return CallShared(
+                self.store, max_connections=spec.max_connections,
+                policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
+                use_cache=spec.cache, seed=spec.seed, model_id=model_id,
+                max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
+            )
+
+        shared = shared_for(subj.model_id)
+        role_calls = {name: (r, json.dumps(r.describe(), sort_keys=True), shared_for(r.model_id))
+                      for name, r in (roles or {}).items()}
         queue: asyncio.Queue[tuple[int, Sample, int]] = asyncio.Queue()
         for item in todo:
             queue.put_nowait(item)
@@ -287,6 +303,8 @@ class Engine:
             outcome = None
             try:
                 ctx = CallContext(subj.session(), shared, identity, epoch)
+                for name, (r, r_identity, r_shared) in role_calls.items():
+                    ctx.roles[name] = CallContext(r.session(), r_shared, r_identity, epoch)
                 if spec.sample_timeout:
                     outcome = await asyncio.wait_for(bench.solve(sample, ctx), spec.sample_timeout)
                 else:

@@ -10,8 +10,9 @@ an agent or an LLM object in Python. What is given may be:
 - an **agent function**: ``async def agent(prompt) -> str`` or ``def agent(prompt)
   -> str``. It is called for every sample (a function holds no state to reset);
 - an **agent object**: anything with ``run(prompt) -> str`` (HelloAgents
-  ``SimpleAgent`` style), ``async generate(messages, ...) -> Reply`` (assay's model
-  protocol), ``invoke(messages) -> str`` (HelloAgents ``HelloAgentsLLM`` style), or
+  ``SimpleAgent`` style), ``reply(message) -> str`` (a conversational agent that keeps
+  its own history: it receives only the newest message), ``async generate(messages,
+  ...) -> Reply`` (assay's model protocol), ``invoke(messages) -> str`` (HelloAgents ``HelloAgentsLLM`` style), or
   a callable instance. Each sample gets its own ``copy.deepcopy`` of it; an object
   that cannot be deep-copied is refused up front with a message asking for a
   factory. (The data-generation tools of :mod:`assay.compat` share an LLM client
@@ -39,8 +40,8 @@ from assay.errors import ModelCallError, ModelSpecError
 
 #: the stored spec of an agent object given in code (it cannot be rebuilt from the store)
 OBJECT_MARK = "<object>"
-AGENT_METHODS = ("run", "generate", "invoke")
-Kind = Literal["factory", "function", "object"]
+AGENT_METHODS = ("run", "generate", "invoke", "reply")
+Kind = Literal["factory", "function", "object", "virtual_user"]
 
 
 def load_target(target: str) -> Any:
@@ -119,7 +120,9 @@ def agent_kind(obj: Any) -> Kind:
     agent. Raises :class:`ModelSpecError` for anything that is neither.
     """
     if isinstance(obj, type):
-        return "factory"
+        # a TaskWeaver-style VirtualUser subclass: built per conversation with its case
+        return "virtual_user" if callable(getattr(obj, "get_reply_from_agent", None)) \
+            else "factory"
     if _has_agent_method(obj):
         return "object"
     if not callable(obj):
@@ -195,10 +198,15 @@ class PythonAgent:
         #: prompt in, text out: tools are described in the prompt, not sent
         self.text_only = True
         self._style = "prompt"
+        #: the user's object (a conversation task hands it its working folder)
+        self.target = agent
         run = getattr(agent, "run", None)
         generate = getattr(agent, "generate", None)
         invoke = getattr(agent, "invoke", None)
-        if callable(run):
+        reply = getattr(agent, "reply", None)
+        if callable(reply) and not callable(run):
+            self._call, self._style = reply, "reply"
+        elif callable(run):
             self._call = run
         elif callable(generate):
             self._call, self._style, self.text_only = generate, "model", False
@@ -209,7 +217,8 @@ class PythonAgent:
         else:
             raise ModelCallError(
                 f"{model_id} gave a {type(agent).__name__}, which is not an agent: it needs "
-                "run(prompt), generate(messages), invoke(messages) or to be callable",
+                "run(prompt), reply(message), generate(messages), invoke(messages) or to be "
+                "callable",
                 transient=False)
         self._is_async = _is_async(self._call)
 
@@ -220,6 +229,9 @@ class PythonAgent:
             return (messages,), {"tools": tools, "response_schema": response_schema, **params}
         if self._style == "wire":
             return ([{"role": m.role, "content": m.content or ""} for m in messages],), {}
+        if self._style == "reply":  # the agent keeps its own history: the newest message
+            last = next((m for m in reversed(messages) if m.role == "user"), None)
+            return ((last.content or "") if last else "",), {}
         return (conversation_text(messages),), {}
 
     async def generate(
@@ -281,7 +293,9 @@ class PythonAgentSubject:
         self.model_id = model_id or f"python/{display_name(target)}"
         self.shared = shared and self.kind == "object"
         self._target = target
-        if self.kind == "factory":
+        if self.kind == "virtual_user":
+            pass  # built per conversation, with the case's task description and app_dir
+        elif self.kind == "factory":
             required = _required(target)
             if required:
                 names = ", ".join(p.name for p in required)
@@ -313,6 +327,10 @@ class PythonAgentSubject:
 
     def session(self) -> PythonAgent:
         """A new agent for one sample."""
+        if self.kind == "virtual_user":
+            from assay.tasks.converse.agents import VirtualUserSlot
+
+            return PythonAgent(VirtualUserSlot(self._target), self.model_id)
         if self.kind == "factory":
             try:
                 agent = self._target()

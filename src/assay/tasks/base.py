@@ -20,11 +20,22 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.tasks.options import TaskOptions
+
+
+@dataclass(frozen=True)
+class RoleModel:
+    """A model a task uses besides the one under test (an examiner, a judge)."""
+
+    model: str
+    #: its endpoint (``None``: the run's ``--base-url`` for an OpenAI-compatible model)
+    base_url: str | None = None
+
 
 #: a scorer given to ``Task(scorer=...)``: a qa scorer's name or a function
 ScorerArg = str | Callable[[Sample, Outcome], Any]
@@ -128,6 +139,15 @@ class Task:
         return {**self._generation, **self.run_params}
 
     # -- driving the agent ----------------------------------------------------------------
+    def roles(self, model: str) -> dict[str, RoleModel]:
+        """Models this task needs besides the one under test (``model``), by role name.
+
+        The engine builds each one, and hands every sample a context per role in
+        ``agent.roles[name]``: cached, retried and rate-limited like the agent's own
+        calls. Default: none.
+        """
+        return {}
+
     def build_messages(self, sample: Sample) -> list[Message]:
         """The conversation sent to the agent for a single-turn sample."""
         msgs = [Message("system", self._system_prompt)] if self._system_prompt else []

@@ -62,11 +62,11 @@ class YamlTaskFile(BaseModel):
     max_tokens: int | None = None
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class UniqueKeyLoader(yaml.SafeLoader):
     """A safe loader that refuses a key given twice in one mapping."""
 
 
-def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+def _mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -77,20 +77,25 @@ def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = Fals
     return loader.construct_mapping(node, deep=deep)
 
 
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def yaml_error(path: Path, e: yaml.YAMLError) -> ConfigError:
+    """A YAML syntax error as one line: ``path:line: invalid YAML: problem``."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    where = f":{mark.line + 1}" if mark is not None else ""
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    return ConfigError(f"{path}{where}: invalid YAML: {problem}")
 
 
 def read_yaml_task(path: Path) -> YamlTaskFile:
     """The validated contents of a YAML task file (one-line errors with the line)."""
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)  # noqa: S506
     except OSError as e:
         raise ConfigError(f"cannot read task file {path}: {e.strerror}") from e
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(f"{path}{where}: invalid YAML: {problem}") from None
+        raise yaml_error(path, e) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a task file is a mapping of keys (name, data, ...)")
     try:

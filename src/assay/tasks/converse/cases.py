@@ -1,0 +1,259 @@
+"""Conversation case files: TaskWeaver's YAML schema, validated, with file:line errors.
+
+A case is one YAML file::
+
+    version: 0.1
+    task_description: |-          # the examiner's script (what to ask, what to withhold)
+      Ask the agent to compute the mean of column "val" in data.csv. Do not give the
+      column names unless the agent asks; if asked, say they are "ts" and "val".
+    scoring_points:
+      - score_point: The agent reports a mean of 3.5
+        weight: 2
+      - score_point: The agent saved result.txt holding 3.5
+        weight: 1
+        eval_code: |-                # a function body; chat_history and the files are there
+          assert open("result.txt").read().strip() == "3.5"
+    max_rounds: 10                   # agent turns at most (default 15)
+    data_files: [data.csv]           # relative to this file, copied into the agent's folder
+    dependencies: ["pandas>=1.5"]    # checked with packaging's version specifiers
+    config_var: {}                   # passed to a TaskWeaver-style agent
+    app_dir: null                    # passed to a TaskWeaver-style agent
+    verbose: false                   # the agent's tool activity is shown to examiner and judge
+
+assay adds ``id`` (default: the file name, or its folder for ``case/case.yaml``),
+``tags`` and ``workspace`` (give a model agent file tools; default: when the case
+has data files). ``pre_command`` is refused: it would run a shell command from a data
+file. Unknown fields, bad weights and missing files are one-line errors with the file
+and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from assay.errors import ConfigError
+from assay.tasks.yaml_task import UniqueKeyLoader, yaml_error
+
+DEFAULT_MAX_ROUNDS = 15
+MAX_ROUNDS_LIMIT = 1000
+
+
+def _requirement(spec: str) -> str:
+    try:
+        Requirement(spec)
+    except InvalidRequirement as e:
+        raise ValueError(f"{spec!r} is not a requirement (e.g. 'pandas>=1.5'): "
+                         f"{str(e).splitlines()[0]}") from None
+    return spec
+
+
+class ScoringPoint(BaseModel):
+    """One weighted statement about the conversation, judged true or false."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score_point: str = Field(min_length=1)
+    weight: float = 1.0
+    eval_code: str | None = None
+
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, v: float) -> float:
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError("weight must be a positive finite number")
+        return v
+
+
+class Case(BaseModel):
+    """A conversation case (TaskWeaver's fields plus ``id``, ``tags`` and ``workspace``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: str | float | int | None = None
+    id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-/]+$")
+    task_description: str = Field(min_length=1)
+    scoring_points: list[ScoringPoint] = Field(min_length=1)
+    max_rounds: int = Field(DEFAULT_MAX_ROUNDS, ge=1, le=MAX_ROUNDS_LIMIT)
+    data_files: list[str] = Field(default_factory=list)
+    dependencies: list[Annotated[str, AfterValidator(_requirement)]] = Field(
+        default_factory=list)
+    config_var: dict[str, Any] | None = None
+    app_dir: str | None = None
+    verbose: bool = False
+    tags: list[str] = Field(default_factory=list)
+    workspace: bool | None = None
+
+    @property
+    def has_workspace(self) -> bool:
+        """Whether a model agent gets file tools in its working folder."""
+        return bool(self.data_files) if self.workspace is None else self.workspace
+
+
+def unmet_dependencies(case: Case) -> list[str]:
+    """The case's requirements the installed packages do not satisfy, each with why."""
+    out = []
+    for spec in case.dependencies:
+        req = Requirement(spec)
+        try:
+            installed = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            out.append(f"{spec} (not installed)")
+            continue
+        if req.specifier and not req.specifier.contains(installed, prereleases=True):
+            out.append(f"{spec} (installed {installed})")
+    return out
+
+
+def _lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
+    """Record the line of every key and item under ``node`` (1-based)."""
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            out[(*path, key)] = key_node.start_mark.line + 1
+            _lines(value_node, (*path, key), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _lines(item, (*path, i), out)
+
+
+def _line_of(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int:
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return 1
+
+
+def _default_id(path: Path, root: Path | None) -> str:
+    if path.stem == path.parent.name:  # TaskWeaver's layout: cases/<name>/<name>.yaml
+        rel = path.parent
+    else:
+        rel = path.with_suffix("")
+    if root is not None:
+        try:
+            return rel.relative_to(root).as_posix() or path.stem
+        except ValueError:
+            pass
+    return rel.name
+
+
+def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
+    """The validated case in ``path`` and its id; any problem is a one-line ``file:line``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the case file: {e}") from None
+    try:
+        node = yaml.compose(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506
+    except yaml.YAMLError as e:
+        raise yaml_error(path, e) from None
+    if not isinstance(raw, dict) or node is None:
+        raise ConfigError(f"{path}:1: a case file is a mapping with task_description and "
+                          "scoring_points")
+    lines: dict[tuple[Any, ...], int] = {}
+    _lines(node, (), lines)
+    if "pre_command" in raw:
+        raise ConfigError(
+            f"{path}:{lines.get(('pre_command',), 1)}: pre_command is refused: it would run a "
+            "shell command from a data file; prepare the data beforehand and list it in "
+            "data_files")
+    try:
+        case = Case.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = tuple(first["loc"])
+        where = ".".join(str(x) for x in loc) or "case"
+        msg = first["msg"].removeprefix("Value error, ")
+        hint = ""
+        if first["type"] == "extra_forbidden":
+            msg = "unknown field"
+            known = Case.model_fields if len(loc) == 1 else ScoringPoint.model_fields
+            hint = f" (known fields: {', '.join(known)})"
+        raise ConfigError(f"{path}:{_line_of(lines, loc)}: {where}: {msg}{hint}") from None
+    from assay.tasks.converse.evalcode import check_syntax
+
+    for i, point in enumerate(case.scoring_points):
+        problem = check_syntax(point.eval_code) if point.eval_code else None
+        if problem:
+            line = _line_of(lines, ("scoring_points", i, "eval_code"))
+            raise ConfigError(f"{path}:{line}: scoring_points.{i}.eval_code does not compile "
+                              f"({problem} of the snippet)")
+    seen: dict[str, str] = {}
+    for i, name in enumerate(case.data_files):
+        file = (path.parent / name)
+        where = f"{path}:{_line_of(lines, ('data_files', i))}: data_files"
+        if not file.exists():
+            raise ConfigError(f"{where}: {name} does not exist (paths are relative to the "
+                              "case file)")
+        base = Path(name).name
+        if base in seen:  # both would be copied to the same name in the agent's folder
+            raise ConfigError(f"{where}: {name} and {seen[base]} have the same file name "
+                              f"{base!r}; data files are copied into the agent's folder by name")
+        seen[base] = name
+    return case, case.id or _default_id(path, root)
+
+
+def find_case_files(target: Path) -> tuple[list[Path], Path | None]:
+    """The case files at ``target`` (a YAML file, or a folder searched recursively)."""
+    if target.is_file():
+        return [target], None
+    if not target.is_dir():
+        raise ConfigError(f"--cases {target}: no such file or folder")
+    files = sorted(p for p in target.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    if not files:
+        raise ConfigError(f"--cases {target}: the folder holds no .yaml case files")
+    return files, target
+
+
+def load_cases(target: Path) -> list[tuple[Case, str, Path]]:
+    """Every case at ``target`` with its id and file; duplicate ids are refused."""
+    files, root = find_case_files(target)
+    loaded: list[tuple[Case, str, Path]] = []
+    failed: list[tuple[Path, ConfigError]] = []
+    for f in files:
+        try:
+            case, cid = load_case(f, root)
+        except ConfigError as e:
+            failed.append((f, e))
+            continue
+        loaded.append((case, cid, f))
+    # a YAML file that a case lists among its data files is data, not a case
+    data = {(f.parent / name).resolve() for case, _, f in loaded for name in case.data_files}
+    data_dirs = [d for d in data if d.is_dir()]
+    for f, error in failed:
+        resolved = f.resolve()
+        if resolved not in data and not any(d in resolved.parents for d in data_dirs):
+            raise error
+    out: list[tuple[Case, str, Path]] = []
+    seen: dict[str, Path] = {}
+    for case, cid, f in loaded:
+        if cid in seen:
+            raise ConfigError(f"{f}:1: case id {cid!r} is also used by {seen[cid]}; give one "
+                              "of them another id")
+        seen[cid] = f
+        out.append((case, cid, f))
+    if not out:
+        raise ConfigError(f"--cases {target}: no case files found (a case has "
+                          "task_description and scoring_points)")
+    return out
+
+
+def case_hash(case: Case, path: Path) -> str:
+    """A hash over the case and the bytes of its data files (changes mean a new dataset)."""
+    h = hashlib.sha256(case.model_dump_json().encode())
+    for name in case.data_files:
+        f = path.parent / name
+        for file in sorted(f.rglob("*")) if f.is_dir() else [f]:
+            if file.is_file():
+                h.update(str(file.relative_to(path.parent)).encode())
+                h.update(file.read_bytes())
+    return h.hexdigest()

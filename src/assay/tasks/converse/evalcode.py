@@ -1,0 +1,149 @@
+"""A scoring point's ``eval_code``, run in the sandbox against the conversation and files.
+
+The snippet is the body of a function. It sees:
+
+* ``chat_history``: the conversation as message objects with ``.role`` (``"examiner"``
+  or ``"agent"``) and ``.content``. As in TaskWeaver, agent messages are
+  ``HumanMessage`` instances and examiner messages ``AIMessage`` instances, so
+  TaskWeaver cases run unchanged; when the examiner ended the conversation, its
+  closing message is the last one;
+* ``messages``: the same as plain dicts; ``agent_replies``: the agent's replies in
+  order; ``last_agent_reply``: the last of them;
+* the current folder: a scratch copy of the case's data files and of everything the
+  agent wrote (``workdir`` is its path);
+* ``json``, ``os``, ``re`` and ``Path``.
+
+The snippet keeps its own lines (a traceback points at them) and its strings as written.
+The point is a hit when the function returns ``None`` or a true value; it is a miss when it
+returns a false value (``False``, ``0``, ``""``), raises (an ``assert`` that fails, say), exits non-zero or runs past the
+time limit. The snippet runs in :func:`assay.sandbox.run_python`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.sandbox import Limits, run_python
+
+RUNNER = "_assay_eval.py"
+HISTORY = "chat_history.json"
+SUPPORT = ".assay"
+
+SNIPPET = "snippet.py"
+
+_RUNNER = '''\
+import ast, json, os, re, sys
+from pathlib import Path
+
+_here = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Message:
+    def __init__(self, role, content):
+        self.role = role
+        self.content = content
+        self.type = "human" if role == "agent" else "ai"
+
+    def __repr__(self):
+        return f"{type(self).__name__}(content={self.content!r})"
+
+
+class HumanMessage(_Message):
+    pass
+
+
+class AIMessage(_Message):
+    pass
+
+
+class AgentMessage(HumanMessage):
+    pass
+
+
+class ExaminerMessage(AIMessage):
+    pass
+
+
+with open(os.path.join(_here, "chat_history.json"), encoding="utf-8") as _f:
+    messages = json.load(_f)
+chat_history = [(AgentMessage if m["role"] == "agent" else ExaminerMessage)(m["role"],
+                m["content"]) for m in messages]
+agent_replies = [m["content"] for m in messages if m["role"] == "agent"]
+last_agent_reply = agent_replies[-1] if agent_replies else ""
+workdir = Path.cwd()
+
+with open(os.path.join(_here, "snippet.py"), encoding="utf-8") as _f:
+    _source = _f.read()
+_module = ast.parse("def _check():\\n    pass\\n")
+_module.body[0].body = ast.parse(_source, "eval_code").body or [ast.Pass()]
+ast.fix_missing_locations(_module)
+exec(compile(_module, "eval_code", "exec"))
+try:
+    _result = _check()
+except AssertionError as _e:
+    print("assertion failed" + (f": {_e}" if str(_e) else ""), file=sys.stderr)
+    sys.exit(1)
+if _result is not None and not _result:
+    print(f"eval_code returned {_result!r}", file=sys.stderr)
+    sys.exit(1)
+'''
+
+
+def function_of(code: str) -> ast.Module:
+    """``code`` as the body of a function ``_check`` (its own lines and strings kept)."""
+    module = ast.parse("def _check():\n    pass\n")
+    body = ast.parse(code, "eval_code").body
+    module.body[0].body = body or [ast.Pass()]  # type: ignore[attr-defined]
+    return ast.fix_missing_locations(module)
+
+
+def check_syntax(code: str) -> str | None:
+    """Why ``code`` cannot be an eval_code function body (``None`` when it can)."""
+    try:
+        module = function_of(code)
+        compile(module, "eval_code", "exec")
+    except SyntaxError as e:
+        return f"line {e.lineno or 1}: {e.msg}"
+    for node in ast.walk(module.body[0]):
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return f"line {node.lineno}: eval_code may not yield or await (it is one function)"
+    return None
+
+
+def _reason(result: Any, limits: Limits) -> str:
+    if result.timed_out:
+        return f"timeout: eval_code ran past {limits.timeout_s:g} s"
+    code = result.exit_code
+    if code is not None and code < 0:
+        return f"killed by signal {-code} (a resource limit)"
+    if code is not None and code > 128 and result.isolation == "bwrap":  # bwrap: 128 + signal
+        return f"killed by signal {code - 128} (a resource limit)"
+    text = (result.stderr.strip() or result.stdout.strip())
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    tail = lines[-1] if lines else f"exit status {result.exit_code}"
+    return tail[:500]
+
+
+async def run_eval_code(code: str, messages: list[dict[str, str]], workdir: Path | None,
+                        *, limits: Limits | None = None, require: bool = False
+                        ) -> dict[str, Any]:
+    """The verdict of one ``eval_code`` point: ``{is_hit, reason, kind, isolation, ...}``."""
+    limits = limits or Limits()
+    problem = check_syntax(code)
+    if problem:
+        return {"is_hit": False, "reason": f"eval_code does not compile: {problem}",
+                "kind": "code", "invalid": False}
+    copy = sorted(workdir.iterdir()) if workdir is not None and workdir.is_dir() else []
+    result = await run_python(
+        f"{SUPPORT}/{RUNNER}",
+        files={f"{SUPPORT}/{RUNNER}": _RUNNER, f"{SUPPORT}/{SNIPPET}": code,
+               f"{SUPPORT}/{HISTORY}": json.dumps(messages, ensure_ascii=False)},
+        copy=copy, limits=limits, require=require)
+    hit = result.ok
+    return {"is_hit": hit, "reason": "exit status 0" if hit else _reason(result, limits),
+            "kind": "code", "invalid": False, "isolation": result.isolation,
+            "timed_out": result.timed_out, "exit_code": result.exit_code,
+            "output": (result.stdout + result.stderr)[-2000:]}
