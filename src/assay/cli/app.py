@@ -76,12 +76,13 @@ def _run_group() -> LazyGroup:
 
 
 run_app = _run_group()
-list_app = _group("list", "List runs, tasks or model providers.",
+list_app = _group("list", "List runs, tasks, metrics or model providers.",
                   {"runs": "assay.cli.main:list_runs",
                    "tasks": "assay.cli.main:list_tasks",
-                   "models": "assay.cli.main:list_models"})
+                   "models": "assay.cli.main:list_models",
+                   "metrics": "assay.cli.metrics_cmd:metrics"})
 data_app = _group("data", "Fetch official datasets into the workspace cache.",
-                  {"pull": "assay.cli.data:pull"})
+                  {"pull": "assay.cli.data:pull", "list": "assay.cli.data:list_data"})
 datagen_app = _group(
     "datagen", "Generated-data quality: generate, judge, win rate, verify, or all in one "
     "pipeline.", {name: f"assay.cli.datagen:{name}"

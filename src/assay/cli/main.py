@@ -6,9 +6,11 @@ User errors (:class:`AssayError`) print one line and exit with status 2;
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -110,9 +112,13 @@ def list_runs(limit: int, as_json: bool) -> None:
 
 @click.command("tasks")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-def list_tasks(files: tuple[str, ...]) -> None:
-    """Tasks that can be run by name, with their source (built-in or plugin); with FILES,
-    the tasks those .py or .yaml files declare."""
+@click.option("--category", default=None, help="Only gallery entries of this category.")
+@click.option("--json", "as_json", is_flag=True, help="Print the gallery entries as JSON.")
+def list_tasks(files: tuple[str, ...], category: str | None, as_json: bool) -> None:
+    """Tasks that can be run by name, with their source (built-in, plugin or gallery), then
+    the gallery's entries with category, size, data source, readiness and whether their data
+    is cached; with FILES, the tasks those .py or .yaml files declare."""
+    from assay.gallery.entry import all_entries
     from assay.tasks.registry import available, resolve
 
     rows: list[tuple[str, str, str]] = []
@@ -128,7 +134,13 @@ def list_tasks(files: tuple[str, ...]) -> None:
                 ref = resolve(f"{f}@{name}")
                 rows.append((f"{f}@{name}", "file", ref.description))
     else:
+        entries = all_entries()
+        if as_json or category:
+            _list_gallery(entries, category, as_json)
+            return
         for name, source in available().items():
+            if source == "gallery":
+                continue
             try:
                 description = resolve(name).description
             except AssayError as e:
@@ -137,6 +149,40 @@ def list_tasks(files: tuple[str, ...]) -> None:
     width = max((len(r[0]) for r in rows), default=4)
     for name, source, description in rows:
         click.echo(f"{name:{width}s}  {source:18s} {description}")
+    if not files:
+        click.echo("")
+        _list_gallery(all_entries(), None, False)
+
+
+def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) -> None:
+    """The gallery's entries: name, category, size, source, readiness, cached."""
+    from assay.gallery.source import cached
+    from assay.gallery.task import readiness_text
+
+    chosen = [e for e in entries.values() if category in (None, e.category)]
+    if category and not chosen:
+        cats = sorted({e.category for e in entries.values()})
+        raise ConfigError(f"no gallery entry has category {category!r}; categories: "
+                          f"{', '.join(cats)}")
+    items = [{"name": e.name, "aliases": e.aliases, "category": e.category,
+              "size": e.size, "eval_type": e.eval_type,
+              "source": e.source.describe() if e.source else f"task {e.task}",
+              "readiness": readiness_text(e), "status": e.readiness.status,
+              "cached": (cached(e) is not None) if e.source else None,
+              "primary_metric": e.metrics.primary, "tags": e.tags,
+              "description": e.description} for e in chosen]
+    if as_json:
+        click.echo(json.dumps(items, indent=1))
+        return
+    click.echo(f"gallery ({len(items)} entries; run one with: assay run NAME --model M, "
+               "fetch its data with: assay data pull NAME)")
+    head = ("name", "category", "size", "source", "readiness", "cached")
+    table = [head] + [(i["name"], i["category"], str(i["size"] or "?"), i["source"],
+                       i["readiness"], {True: "yes", False: "no", None: "-"}[i["cached"]])
+                      for i in items]
+    widths = [max(len(r[c]) for r in table) for c in range(len(head))]
+    for r in table:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
 
 
 @click.command("models")

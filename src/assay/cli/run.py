@@ -131,8 +131,10 @@ def task_command(text: str) -> click.Command:
               *SHARED_OPTIONS]
     doc = (ref.declared.__doc__ or ref.description or "").strip()
     first = doc.split("\n\n")[0].replace("\n", " ").strip()
+    details = getattr(ref.declared, "details", None)  # a gallery entry's data and metrics
+    more = f"\n\n{details}" if details else ""
     return TaskCommand(text, callback=callback, params=params,
-                       help=f"{first}\n\nSource: {ref.source}.",
+                       help=f"{first}\n\nSource: {ref.source}.{more}",
                        short_help=ref.description or first)
 
 

@@ -147,8 +147,13 @@ def _source_of(ep: Any) -> str:
 
 
 def available() -> dict[str, str]:
-    """Every task name that can be run, with its source (built-in or plugin)."""
-    return {name: _source_of(ep) for name, ep in sorted(_entry_points().items())}
+    """Every task name that can be run, with its source (built-in, plugin or gallery)."""
+    from assay.gallery.entry import all_entries
+
+    found = {name: _source_of(ep) for name, ep in _entry_points().items()}
+    for name in all_entries():
+        found.setdefault(name, "gallery")
+    return dict(sorted(found.items()))
 
 
 def _import_file(path: Path) -> str:
@@ -220,10 +225,22 @@ def resolve(text: str) -> TaskRef:
         eps = _entry_points()
         ep = eps.get(text)
     if ep is None:
-        close = difflib.get_close_matches(text, list(eps), n=1)
+        from assay.gallery.entry import all_entries, find_entry
+
+        entry = find_entry(text)
+        if entry is not None:
+            from assay.gallery.task import GalleryFactory
+
+            if entry.readiness.status == "planned":
+                raise ConfigError(f"{entry.name} is in the gallery but not runnable yet: "
+                                  f"{entry.readiness.note or 'planned'}")
+
+            return TaskRef(entry.name, GalleryFactory(entry), "gallery", entry.name)
+        names = [*eps, *(n for e in all_entries().values() for n in e.names)]
+        close = difflib.get_close_matches(text, names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"unknown task {text!r}{hint}; available: {', '.join(sorted(eps))}; "
-                          "or give FILE.py[@NAME] or FILE.yaml")
+        raise ConfigError(f"unknown task {text!r}{hint}; see 'assay list tasks' for the "
+                          "names; or give FILE.py[@NAME] or FILE.yaml")
     try:
         declared = ep.load()
     except Exception as e:

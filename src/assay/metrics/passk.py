@@ -1,0 +1,34 @@
+"""pass@k with the unbiased estimator of Chen et al. (2021), "Evaluating Large Language
+Models Trained on Code": with ``n`` attempts of which ``c`` pass,
+
+    pass@k = 1 - C(n - c, k) / C(n, k)
+
+computed as a running product (no huge binomials), exactly 1.0 when ``n - c < k``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The probability that at least one of ``k`` attempts drawn from ``n`` (``c`` correct)
+    passes. ``k`` must be between 1 and ``n``."""
+    if not (isinstance(n, int) and isinstance(c, int) and isinstance(k, int)):
+        raise TypeError("pass_at_k takes integers n, c, k")
+    if n < 1 or not 0 <= c <= n:
+        raise ValueError(f"pass@k needs n >= 1 and 0 <= c <= n (got n={n}, c={c})")
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@{k} needs 1 <= k <= n attempts (got n={n})")
+    if n - c < k:
+        return 1.0
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
+
+
+def mean_pass_at_k(groups: Iterable[tuple[int, int]], k: int) -> float | None:
+    """pass@k averaged over problems, each given as ``(n, c)``; ``None`` for no problem."""
+    values = [pass_at_k(n, c, k) for n, c in groups]
+    return sum(values) / len(values) if values else None
