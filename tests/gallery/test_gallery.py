@@ -149,6 +149,8 @@ def test_wrong_and_empty_replies_are_misses_counted_apart(fake_server: Any) -> N
     result = assay.evaluate("gsm8k", model="openai/fake", base_url=srv.base_url, quiet=True)
     assert result.metrics["numeric_match"]["value"] == 0.0
     assert result.metrics["extraction_rate"]["value"] == 0.0
+    again = cli("score", result.run_id)  # re-scored by name, from the stored samples
+    assert again.returncode == 0 and "0 model calls" in again.stdout, again.stderr
 
 
 def test_fewshot_examples_come_from_the_dev_split_and_never_the_sample() -> None:
@@ -245,3 +247,51 @@ def test_data_pull_list_and_run_help() -> None:
     bad = cli("data", "pull", "helaswag")
     assert bad.returncode == 2 and "closest: hellaswag" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+# -- the entries with code of their own, through the gallery by name ----------------------------
+PYTHON_ENTRIES = sorted(n for n, e in ENTRIES.items()
+                        if e.eval_type in ("code", "instructions", "mtbench"))
+
+
+@pytest.mark.parametrize("name", PYTHON_ENTRIES)
+def test_python_entries_run_by_name_from_their_fixture_wheel(name: str, fake_server: Any) -> None:
+    """The gallery hands the task its pulled files; the task's own tests check its verdicts."""
+    from assay.sandbox import bwrap_problem
+
+    entry = ENTRIES[name]
+    if entry.eval_type == "code" and bwrap_problem():
+        pytest.skip(bwrap_problem())  # names apt-get install bubblewrap
+    assert entry.readiness.smoke_tested and mini_wheel(entry).is_file()
+    # one reply for every call: an answer (wrong for the code tasks) and a judge's rating
+    srv = fake_server(responder=lambda body: "```python\ndef nothing():\n    return None\n```"
+                      "\nRating: [[7]]")
+    result = assay.evaluate(name, model="openai/fake", base_url=srv.base_url, quiet=True,
+                            wheel=str(mini_wheel(entry)))
+    assert result.status == "finished", result.metrics.get("top_errors")
+    assert result.metrics.get("n_errors", 0) == 0, result.metrics.get("top_errors")
+    assert srv.requests, "the task called the model"
+    from assay.store.sqlite import Store
+
+    store = Store()
+    try:
+        run = store.get_run(result.run_id)
+        assert run["benchmark"] == name
+        results = store.results(result.run_id)
+        assert results and all(r.scores for r in results)
+    finally:
+        store.close()
+    # re-scored by name from the stored run, with no model call
+    sent = len(srv.requests)
+    again = cli("score", result.run_id)
+    assert again.returncode == 0, again.stderr
+    assert "0 model calls" in again.stdout and len(srv.requests) == sent
+    store = Store()
+    try:
+        child = again.stdout.split()[1]
+        assert {(r.sample_id, r.epoch): {k: v["value"] for k, v in r.scores.items()}
+                for r in store.results(child)} == {
+            (r.sample_id, r.epoch): {k: v["value"] for k, v in r.scores.items()}
+            for r in results}
+    finally:
+        store.close()

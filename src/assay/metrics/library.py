@@ -1,0 +1,652 @@
+"""assay's own metrics, registered in :mod:`assay.metrics.registry` when imported.
+
+The answer-matching metrics wrap the question/answer scorers of
+:mod:`assay.benchmarks.qa.scoring` (one implementation of extraction and matching);
+BLEU and chrF are sacrebleu's, ROUGE-L is rouge-score's, pass@k is
+:mod:`assay.metrics.passk`, and the judge metrics read verdicts with the datagen
+judge's parsers and aggregate them with its metric code. What is defined here is
+only what no library offers: set F1, JSON validity, the diagnostic rates.
+
+Bad input (a non-numeric target for ``numeric_match``, ``k`` above ``n`` for
+``pass_at_k``, lists of different lengths) raises a one-line :class:`ConfigError`
+that says what to fix. Aggregate metrics (corpus, group, judge) return ``None``
+when there is nothing to aggregate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from assay.benchmarks.qa.scoring import (
+    extract_answer,
+    normalize_text,
+    score_choice,
+    score_exact,
+    score_f1,
+    score_includes,
+    score_math,
+    score_normalized,
+    score_numeric,
+    strip_reasoning,
+)
+from assay.core.checks import check_number
+from assay.core.types import SampleResult, Score
+from assay.errors import ConfigError
+from assay.metrics.passk import mean_pass_at_k
+from assay.metrics.registry import metric
+
+# categories used by this module (a small fixed vocabulary)
+CATEGORIES = ("match", "math", "overlap", "code", "structure", "judge", "diagnostic")
+
+
+def _text(prediction: Any) -> str:
+    """A model output as text (``None``, an output that never came, is empty)."""
+    if prediction is None:
+        return ""
+    return prediction if isinstance(prediction, str) else str(prediction)
+
+
+def _qa(name: str, scorer: Callable[..., Score], prediction: Any, target: Any,
+        **opts: Any) -> Score:
+    """Run a qa scorer; its score renamed to the metric, its ValueError a one-line ConfigError."""
+    try:
+        score = scorer(_text(prediction), target, **opts)
+    except ValueError as e:
+        raise ConfigError(f"{name}: {e}") from e
+    return dataclasses.replace(score, name=name)
+
+
+def _require(module: str, metric_name: str, package: str) -> Any:
+    """Import ``module`` for a metric, or a one-line ConfigError saying what to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ConfigError(f"{metric_name} needs {package}: pip install {package}") from e
+
+
+def _same_length(name: str, predictions: Sequence[Any], targets: Sequence[Any]) -> None:
+    if len(predictions) != len(targets):
+        raise ConfigError(f"{name}: {len(predictions)} predictions but {len(targets)} targets; "
+                          "pass one target (or list of references) per prediction")
+
+
+# ------------------------------------------------------------------ answer matching
+
+
+@metric("exact_match", category="match", dimension="correctness", aliases=("exact", "em"),
+        description="""The extracted answer equals the target exactly, after stripping
+        surrounding whitespace only (case and punctuation count). The answer is taken after an
+        'Answer:' marker, from the last \\boxed{}, or as the whole output, with <think> blocks
+        removed (assay.benchmarks.qa extraction). 1.0 or 0.0 per sample.""",
+        usage="strict checks of short canonical answers (ids, codes, labels); targets may be a "
+              "list of acceptable answers")
+def exact_match(prediction: str, target: Any, **opts: Any) -> Score:
+    """1.0 when the extracted answer equals a target exactly (see the qa ``exact`` scorer)."""
+    return _qa("exact_match", score_exact, prediction, target)
+
+
+@metric("normalized_match", category="match", dimension="correctness",
+        aliases=("normalized",),
+        description="""The extracted answer equals the target after normalization: Unicode NFKC,
+        case folding, all punctuation removed, whitespace collapsed (articles are kept). Forgives
+        'Paris.' against 'paris'; does not forgive extra words. 1.0 or 0.0 per sample.""",
+        usage="primary for short factual answers; targets may be a list of acceptable answers")
+def normalized_match(prediction: str, target: Any, **opts: Any) -> Score:
+    """1.0 when the normalized extracted answer equals a normalized target."""
+    return _qa("normalized_match", score_normalized, prediction, target)
+
+
+@metric("includes_match", category="match", dimension="correctness", aliases=("includes",),
+        description="""The normalized target appears as whole words inside the normalized
+        extracted answer ('The capital is Paris.' contains 'paris'). More lenient than
+        normalized_match: a long answer listing many candidates also passes, so report it as
+        such. 1.0 or 0.0 per sample.""",
+        usage="chatty models that answer in a sentence; targets may be a list of acceptable "
+              "answers")
+def includes_match(prediction: str, target: Any, **opts: Any) -> Score:
+    """1.0 when a normalized target occurs as whole words in the normalized answer."""
+    return _qa("includes_match", score_includes, prediction, target)
+
+
+@metric("numeric_match", category="match", dimension="correctness", aliases=("numeric",),
+        description="""The last number of the answer equals the numeric target within a
+        tolerance. The number is taken from the extracted answer (or from the whole output when
+        the answer has none); correct when |pred - target| <=
+        max(abs_tol, rel_tol * |target|), with abs_tol 1e-9 and rel_tol 1e-6 by default.
+        Thousands separators, signs and scientific notation are understood. A target that is
+        not a number is an error. 1.0 or 0.0 per sample.""",
+        usage="numeric answers (GSM8K-style word problems, measurements); options abs_tol, "
+              "rel_tol (tolerance= is an alias of abs_tol)")
+def numeric_match(prediction: str, target: Any, *, tolerance: float | None = None,
+                  abs_tol: float = 1e-9, rel_tol: float = 1e-6, **opts: Any) -> Score:
+    """1.0 when the predicted number is within ``max(abs_tol, rel_tol*|target|)``."""
+    check_number("numeric_match tolerance", tolerance, minimum=0)
+    check_number("numeric_match abs_tol", abs_tol, minimum=0, optional=False)
+    check_number("numeric_match rel_tol", rel_tol, minimum=0, optional=False)
+    return _qa("numeric_match", score_numeric, prediction, target, tolerance=tolerance,
+               abs_tol=abs_tol, rel_tol=rel_tol)
+
+
+@metric("choice_accuracy", category="match", dimension="correctness",
+        aliases=("choice", "mc_accuracy"),
+        description="""Multiple choice: the option the model picked equals the target option.
+        The pick is read from the extracted answer as a letter ('B', '(B)', 'The answer is B')
+        or as the text of one of the choices; the target is a letter, a 0-based index or a
+        choice text. Needs the sample's choices (at most 26). 1.0 or 0.0 per sample.""",
+        usage="multiple-choice benchmarks (MMLU, ARC, HellaSwag); option choices=[...] is "
+              "required")
+def choice_accuracy(prediction: str, target: Any, *, choices: Sequence[str] | None = None,
+                    **opts: Any) -> Score:
+    """1.0 when the predicted option is the target option; ``choices`` is required."""
+    if not choices:
+        raise ConfigError("choice_accuracy needs the sample's options: pass choices=[...]")
+    return _qa("choice_accuracy", score_choice, prediction, target, choices=choices)
+
+
+@metric("math_verify", category="math", dimension="correctness",
+        aliases=("math", "math_equivalence"), reference="math-verify (Hugging Face)",
+        description="""Mathematical equivalence checked by math-verify, so 1/2, 0.5 and
+        \\frac{1}{2} match. The answer math-verify parses from the output (boxed, LaTeX or
+        plain) is compared symbolically with the target; equal sets and intervals match too. Parse
+        failures score 0.0 with the error in the explanation. 1.0 or 0.0 per sample.""",
+        usage="primary for competition math (MATH, AIME, GSM8K with LaTeX answers)")
+def math_verify(prediction: str, target: Any, **opts: Any) -> Score:
+    """1.0 when math-verify finds the output's answer equivalent to a target."""
+    return _qa("math_verify", score_math, prediction, target)
+
+
+@metric("token_f1", category="overlap", dimension="similarity", aliases=("f1", "squad_f1"),
+        reference="SQuAD evaluate-v1.1.py f1_score (empty answers as in v2.0)",
+        description="""SQuAD token F1 between the extracted answer and the target. Both are
+        lowercased, stripped of punctuation and of the articles a/an/the, split on whitespace,
+        and F1 is computed on the multiset of shared tokens. Unlike the SQuAD script, symbols
+        such as $ and + are kept as text; two answers empty after normalization score 1.0 (as
+        in SQuAD v2.0), one empty answer 0.0; with several targets the best F1 counts. A value in [0, 1].""",
+        usage="extractive and short free-form QA (SQuAD, TriviaQA, DROP spans); partial credit "
+              "beside normalized_match")
+def token_f1(prediction: str, target: Any, **opts: Any) -> Score:
+    """SQuAD token F1 of the extracted answer against the best target."""
+    return _qa("token_f1", score_f1, prediction, target)
+
+
+# ------------------------------------------------------------------ item sets
+
+_SPLIT = re.compile(r"[,;\n]")
+_FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
+
+
+def _json_value(text: str) -> tuple[Any, str | None, str]:
+    """``(value, where, error)``: the whole text as JSON (where ``"whole"``), else its first
+    ```json block (``"fenced"``); ``where`` is ``None`` and ``error`` says why when neither
+    parses."""
+    try:
+        return json.loads(text.strip()), "whole", ""
+    except (ValueError, RecursionError) as e:
+        error = str(e)
+    m = _FENCED.search(text)
+    if m:
+        try:
+            return json.loads(m.group(1)), "fenced", ""
+        except (ValueError, RecursionError) as e:
+            error = f"{error}; the ```json block: {e}"
+    return None, None, error
+
+
+def _item_text(x: Any) -> str:
+    return x if isinstance(x, str) else json.dumps(x, sort_keys=True)
+
+
+def label_set(value: Any, *, from_output: bool = False) -> set[str]:
+    """The set of items in ``value``, each normalized with :func:`normalize_text`.
+
+    A list/tuple/set gives its items. A string is a JSON list (the whole string or its
+    first fenced ```json block) or else items separated by commas, semicolons or
+    newlines; for a model output (``from_output``) reasoning blocks are removed first
+    and, when it is not a JSON list, the extracted answer (after 'Answer:') is split.
+    Empty items are dropped.
+    """
+    if value is None:
+        raise ConfigError("a label set is missing (None); give a list or a comma-separated "
+                          "string, [] for no labels")
+    if isinstance(value, (list, tuple, set, frozenset)):
+        raw = list(value)
+    elif isinstance(value, str):
+        text = strip_reasoning(value) if from_output else value
+        parsed, _, _ = _json_value(text)
+        if isinstance(parsed, list):
+            raw = parsed
+        else:
+            if from_output:
+                text = extract_answer(text)[0] or ""
+            raw = _SPLIT.split(text)
+    else:
+        raw = [value]
+    return {normalize_text(_item_text(x)) for x in raw} - {""}
+
+
+def _set_counts(pred: set[str], gold: set[str]) -> tuple[int, int, int]:
+    return len(pred & gold), len(pred), len(gold)
+
+
+@metric("set_f1", category="overlap", dimension="correctness", aliases=("list_f1",),
+        description="""F1 between the set of items the model gave and the target set,
+        2|P and G| / (|P| + |G|). Items come from a JSON list (the output or its first ```json
+        block) or from the extracted answer split on commas, semicolons and newlines; each item
+        is normalized (case, punctuation and spacing ignored) and duplicates count once. Two
+        empty sets score 1.0, one empty set 0.0. A value in [0, 1].""",
+        usage="answers that are lists (all authors, every prime below 20, tags); target a list "
+              "or a comma-separated string")
+def set_f1(prediction: str, target: Any, **opts: Any) -> Score:
+    """F1 between the predicted item set and the target item set."""
+    pred = label_set(_text(prediction), from_output=True)
+    gold = label_set(target)
+    tp, np_, ng = _set_counts(pred, gold)
+    value = 1.0 if np_ + ng == 0 else 2 * tp / (np_ + ng)
+    precision = tp / np_ if np_ else float(ng == 0)
+    recall = tp / ng if ng else float(np_ == 0)
+    return Score("set_f1", value, json.dumps(sorted(pred)),
+                 f"{tp} of {np_} predicted items in the {ng} target items",
+                 {"precision": precision, "recall": recall, "true_positives": tp})
+
+
+@metric("multilabel_f1", category="overlap", dimension="correctness", level="corpus",
+        aliases=("micro_f1",), reference="sklearn.metrics.f1_score(average='micro')",
+        description="""Micro-averaged F1 of label sets over the whole run. True positives,
+        predicted and gold labels are summed over all samples first, then F1 = 2 TP / (sum|P|
+        + sum|G|), so frequent labels weigh more than in a mean of per-sample F1. Label sets are
+        read as in set_f1. A value in [0, 1]; a run with no label anywhere is an error.""",
+        usage="multi-label classification (topics, intents, entity types) where one score "
+              "over the corpus is wanted")
+def multilabel_f1(predictions: Sequence[Any], targets: Sequence[Any], **opts: Any
+                  ) -> float | None:
+    """Micro-F1 of predicted label sets against target label sets."""
+    _same_length("multilabel_f1", predictions, targets)
+    if not predictions:
+        return None
+    tp = n_pred = n_gold = 0
+    for p, t in zip(predictions, targets, strict=True):
+        pred = p if isinstance(p, (list, tuple, set, frozenset)) else _text(p)
+        a, b, c = _set_counts(label_set(pred, from_output=True), label_set(t))
+        tp, n_pred, n_gold = tp + a, n_pred + b, n_gold + c
+    if n_pred + n_gold == 0:
+        raise ConfigError("multilabel_f1: no labels in any prediction or target; check that "
+                          "the target field holds the label lists")
+    return 2 * tp / (n_pred + n_gold)
+
+
+# ------------------------------------------------------------------ n-gram overlap
+
+
+def _reference_streams(name: str, targets: Sequence[Any]) -> list[list[str | None]]:
+    """Per-sample references (a string or a list of strings) as sacrebleu's reference
+    streams, padded with ``None`` where a sample has fewer references."""
+    refs: list[list[str]] = []
+    for i, t in enumerate(targets):
+        items = list(t) if isinstance(t, (list, tuple)) else [t]
+        if not items or any(not isinstance(r, str) for r in items):
+            raise ConfigError(f"{name}: target {i} must be a reference string or a non-empty "
+                              f"list of them, got {str(t)[:60]!r}")
+        refs.append(items)
+    width = max(len(r) for r in refs)
+    return [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
+
+
+def _hypotheses(predictions: Sequence[Any]) -> list[str]:
+    return [strip_reasoning(_text(p)).strip() for p in predictions]
+
+
+@metric("bleu", category="overlap", dimension="similarity", level="corpus",
+        aliases=("sacrebleu",), reference="sacrebleu.corpus_bleu",
+        description="""Corpus BLEU from sacrebleu, on its 0-100 scale exactly as the library
+        gives it (not 0-1). It uses sacrebleu's defaults: 13a tokenization, exponential smoothing,
+        case-sensitive; computed once over the whole run from summed n-gram counts, not as a
+        mean of sentence scores. Several references per sample are allowed.""",
+        usage="machine translation and other tasks with close reference texts; options "
+              "tokenize (e.g. 'zh', 'intl'), lowercase")
+def bleu(predictions: Sequence[Any], targets: Sequence[Any], *, tokenize: str | None = None,
+         lowercase: bool = False, **opts: Any) -> float | None:
+    """sacrebleu's corpus BLEU (0-100) of the outputs against their references."""
+    BLEU = _require("sacrebleu.metrics", "bleu", "sacrebleu").BLEU
+    _same_length("bleu", predictions, targets)
+    if not predictions:
+        return None
+    try:
+        scorer = BLEU(tokenize=tokenize, lowercase=bool(lowercase))
+    except (ValueError, RuntimeError, KeyError) as e:
+        raise ConfigError(f"bleu: bad option ({e}); tokenize must be one of sacrebleu's "
+                          "tokenizers such as 13a, intl, zh, char, none") from e
+    return float(scorer.corpus_score(_hypotheses(predictions),
+                                     _reference_streams("bleu", targets)).score)
+
+
+@metric("chrf", category="overlap", dimension="similarity", level="corpus",
+        aliases=("chrF", "chrf++"), reference="sacrebleu.corpus_chrf",
+        description="""Corpus chrF (or chrF++) from sacrebleu, on its 0-100 scale as the library
+        gives it. A character n-gram F-score (n up to 6, beta 2, whitespace ignored), with word
+        n-grams up to word_order added for chrF++ (word_order=2), computed once over the run
+        from summed statistics. Robust to morphology and needs no tokenizer, so it suits
+        languages where BLEU's word matching is too harsh.""",
+        usage="translation or generation into morphologically rich or unsegmented languages; "
+              "options char_order, word_order, beta")
+def chrf(predictions: Sequence[Any], targets: Sequence[Any], *, char_order: int = 6,
+         word_order: int = 0, beta: int = 2, **opts: Any) -> float | None:
+    """sacrebleu's corpus chrF (0-100) of the outputs against their references."""
+    CHRF = _require("sacrebleu.metrics", "chrf", "sacrebleu").CHRF
+    _same_length("chrf", predictions, targets)
+    check_number("chrf char_order", char_order, minimum=1, integer=True, optional=False)
+    check_number("chrf word_order", word_order, minimum=0, integer=True, optional=False)
+    check_number("chrf beta", beta, minimum=1, integer=True, optional=False)
+    if not predictions:
+        return None
+    scorer = CHRF(char_order=char_order, word_order=word_order, beta=beta)
+    return float(scorer.corpus_score(_hypotheses(predictions),
+                                     _reference_streams("chrf", targets)).score)
+
+
+_ROUGE: dict[bool, Any] = {}
+
+
+@metric("rouge_l", category="overlap", dimension="similarity", aliases=("rougeL", "rouge"),
+        reference="rouge_score.rouge_scorer.RougeScorer(['rougeL'])",
+        description="""ROUGE-L F-measure from Google's rouge-score package, without stemming by
+        default. The longest common subsequence of the output's and the target's tokens gives a
+        precision and a recall, combined as an F-measure. Its tokenizer lowercases and keeps only ASCII letters and digits, so text in
+        other scripts scores 0 (use chrf there). use_stemmer=True turns on the Porter
+        stemmer. With several targets the best counts. A value in [0, 1].""",
+        usage="summaries and long free-form answers against a reference text; option "
+              "use_stemmer")
+def rouge_l(prediction: str, target: Any, *, use_stemmer: bool = False, **opts: Any) -> Score:
+    """rouge-score's ROUGE-L F-measure against the best target."""
+    key = bool(use_stemmer)
+    if key not in _ROUGE:
+        scorers = _require("rouge_score.rouge_scorer", "rouge_l", "rouge-score")
+        _ROUGE[key] = scorers.RougeScorer(["rougeL"], use_stemmer=key)
+    refs = target if isinstance(target, (list, tuple)) else [target]
+    if not refs or any(not isinstance(r, str) for r in refs):
+        raise ConfigError(f"rouge_l: the target must be a reference string or a non-empty list "
+                          f"of them, got {str(target)[:60]!r}")
+    hyp = strip_reasoning(_text(prediction))
+    best = max((_ROUGE[key].score(r, hyp)["rougeL"] for r in refs), key=lambda s: s.fmeasure)
+    return Score("rouge_l", float(best.fmeasure), None,
+                 f"ROUGE-L F {best.fmeasure:.3f} (P {best.precision:.3f}, R {best.recall:.3f})",
+                 {"precision": best.precision, "recall": best.recall, "stemmer": key})
+
+
+# ------------------------------------------------------------------ code
+
+
+@metric("pass_at_k", category="code", dimension="correctness", level="group",
+        aliases=("pass@k",), reference="Chen et al. 2021 (Codex) unbiased pass@k estimator",
+        description="""The probability that at least one of k attempts passes, averaged over
+        problems. Estimated without bias from n >= k attempts per problem of which c passed:
+        1 - C(n-c, k) / C(n, k) (Chen et al. 2021). Sampling more attempts than k lowers the
+        variance; k may not exceed any problem's n.""",
+        usage="code generation with several sampled attempts per problem (HumanEval, MBPP); "
+              "groups of (n, c), option k")
+def pass_at_k_metric(groups: Iterable[Any], *, k: int = 1, **opts: Any) -> float | None:
+    """pass@k over problems given as ``(n, c)`` pairs."""
+    check_number("pass_at_k k", k, minimum=1, integer=True, optional=False)
+    pairs = []
+    for i, g in enumerate(groups):
+        try:
+            n, c = g
+        except (TypeError, ValueError):
+            raise ConfigError(f"pass_at_k: group {i} must be a pair (n attempts, c passed), "
+                              f"got {g!r}") from None
+        if isinstance(n, bool) or isinstance(c, bool) or not isinstance(n, int) \
+                or not isinstance(c, int):
+            raise ConfigError(f"pass_at_k: group {i} needs integer counts, got n={n!r}, c={c!r}")
+        if n < 1 or not 0 <= c <= n:
+            raise ConfigError(f"pass_at_k: group {i} needs n >= 1 and 0 <= c <= n, got n={n}, "
+                              f"c={c}")
+        if k > n:
+            raise ConfigError(f"pass_at_k: k={k} needs at least {k} attempts per problem but "
+                              f"group {i} has n={n}; lower k or sample more attempts")
+        pairs.append((n, c))
+    return mean_pass_at_k(pairs, k)
+
+
+# ------------------------------------------------------------------ structure
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _schema_validator(schema: Any) -> Any:
+    """A cached jsonschema validator for ``schema`` (a dict or JSON text)."""
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise ConfigError(f"json_validity: the schema is not valid JSON ({e})") from e
+    if not isinstance(schema, (dict, bool)):
+        raise ConfigError("json_validity: schema must be a JSON Schema object, "
+                          f"got {type(schema).__name__}")
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _VALIDATORS:
+        jsonschema = _require("jsonschema", "json_validity with a schema", "jsonschema")
+        cls = jsonschema.validators.validator_for(schema)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as e:
+            raise ConfigError(f"json_validity: the schema is not a valid JSON Schema: "
+                              f"{e.message}") from e
+        _VALIDATORS[key] = cls(schema)
+    return _VALIDATORS[key]
+
+
+@metric("json_validity", category="structure", dimension="validity",
+        aliases=("valid_json", "json_valid"),
+        description="""The output is JSON, optionally matching a JSON Schema. The whole output
+        (reasoning blocks removed) must parse, or else its first fenced ```json block. With
+        schema= (a JSON Schema, checked
+        with jsonschema) the parsed value must also validate against it. The target is not
+        used. 1.0 or 0.0 per sample; the explanation gives the parse or schema error.""",
+        usage="structured-output and tool-argument tasks; option schema={...} for a shape check")
+def json_validity(prediction: str, target: Any = None, *, schema: Any = None,
+                  **opts: Any) -> Score:
+    """1.0 when the output (or its first ```json block) parses, and validates if a schema
+    is given."""
+    validator = _schema_validator(schema) if schema is not None else None
+    text = strip_reasoning(_text(prediction))
+    value, where, why = _json_value(text)
+    if where is None:
+        return Score("json_validity", 0.0, None, f"not JSON: {why}"[:200], {"source": None})
+    meta = {"source": where}
+    if validator is not None:
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is not None:
+            path = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            return Score("json_validity", 0.0, None,
+                         f"JSON fails the schema at {path}: {error.message}"[:200],
+                         {**meta, "schema_error": error.message[:200]})
+    return Score("json_validity", 1.0, None,
+                 "valid JSON" + (" matching the schema" if validator else ""), meta)
+
+
+# ------------------------------------------------------------------ diagnostics
+
+
+@metric("extraction_rate", category="diagnostic", dimension="format",
+        description="""Whether the output states its final answer explicitly, after an answer
+        marker or in a \\boxed{}. The qa answer extraction must find it after 'Answer:' / 'The
+        answer is' or in a \\boxed{}, not merely take the whole output as the answer. With accept_full=True any non-empty
+        output counts. 1.0 or 0.0 per sample; a low rate explains low accuracy that is a
+        format problem rather than a knowledge problem.""",
+        usage="diagnose answer-format compliance beside an accuracy metric; option "
+              "accept_full")
+def extraction_rate(prediction: str, target: Any = None, *, accept_full: bool = False,
+                    **opts: Any) -> Score:
+    """1.0 when an answer was extracted by a marker or ``\\boxed{}`` (or at all, with
+    ``accept_full``)."""
+    answer, method = extract_answer(_text(prediction))
+    ok = answer is not None and (method in ("marker", "boxed") or bool(accept_full))
+    return Score("extraction_rate", 1.0 if ok else 0.0, answer,
+                 f"answer found by {method}" if answer is not None else "no answer",
+                 {"extraction": method})
+
+
+@metric("empty_answer_rate", category="diagnostic", dimension="diagnostic",
+        higher_is_better=False, aliases=("empty_rate",),
+        description="""Whether the output is empty once <think> reasoning blocks are removed.
+        Only whitespace left counts as empty (a model that spends its whole token budget thinking gives
+        an empty answer). 1.0 for an empty output, 0.0 otherwise; lower is better.""",
+        usage="diagnose truncated reasoning, refusals to answer and broken endpoints")
+def empty_answer_rate(prediction: str, target: Any = None, **opts: Any) -> Score:
+    """1.0 when the output is empty once reasoning blocks are removed."""
+    answer, method = extract_answer(_text(prediction))
+    empty = answer is None
+    return Score("empty_answer_rate", 1.0 if empty else 0.0, answer,
+                 "empty output" if empty else "non-empty output", {"extraction": method})
+
+
+def repeated_ngram_share(text: str, n: int = 4) -> float:
+    """rep-n: the share of the text's word n-grams that repeat an earlier one,
+    ``1 - unique / total`` (lowercased whitespace tokens); 0.0 below ``n`` tokens."""
+    tokens = text.lower().split()
+    grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return 1.0 - len(set(grams)) / len(grams) if grams else 0.0
+
+
+@metric("repetition_rate", category="diagnostic", dimension="fluency", higher_is_better=False,
+        aliases=("rep_n",),
+        description="""The share of the output's word n-grams that repeat an earlier one
+        (rep-n of Welleck et al. 2019). That is 1 - unique/total over the n-grams (n=4 by
+        default) of the lowercased whitespace tokens, reasoning removed; 0.0 for text without
+        repeats or shorter than n words; it nears 1.0 for an output stuck in a loop. Lower is
+        better.""",
+        usage="detect degenerate looping generation, especially from small or quantized "
+              "models; option n")
+def repetition_rate(prediction: str, target: Any = None, *, n: int = 4, **opts: Any) -> Score:
+    """rep-n of the output."""
+    check_number("repetition_rate n", n, minimum=1, integer=True, optional=False)
+    value = repeated_ngram_share(strip_reasoning(_text(prediction)), n)
+    return Score("repetition_rate", value, None, f"{value:.1%} of {n}-grams repeat", {"n": n})
+
+
+@metric("degenerate_repetition", category="diagnostic", dimension="fluency",
+        higher_is_better=False, aliases=("looping",),
+        description="""A 0/1 flag for an output stuck in a loop, from its repeated n-grams.
+        It is 1.0 when the output's rep-n (see repetition_rate, n=4) is at least the threshold (0.5 by default: half of its 4-grams are
+        repeats), else 0.0. Its mean is the share of samples where the model looped; lower is
+        better.""",
+        usage="count looping outputs in a run; options n, threshold")
+def degenerate_repetition(prediction: str, target: Any = None, *, n: int = 4,
+                          threshold: float = 0.5, **opts: Any) -> Score:
+    """1.0 when rep-n of the output reaches ``threshold``."""
+    check_number("degenerate_repetition n", n, minimum=1, integer=True, optional=False)
+    check_number("degenerate_repetition threshold", threshold, above=0, maximum=1,
+                 optional=False)
+    share = repeated_ngram_share(strip_reasoning(_text(prediction)), n)
+    flag = share >= threshold
+    return Score("degenerate_repetition", 1.0 if flag else 0.0, None,
+                 f"{share:.1%} of {n}-grams repeat" + (" (degenerate)" if flag else ""),
+                 {"repetition": share, "n": n, "threshold": threshold})
+
+
+# ------------------------------------------------------------------ judges
+
+
+def _stored(i: int, scores: dict[str, Any]) -> SampleResult:
+    """A minimal stored result holding one score, for the datagen metric functions."""
+    return SampleResult(run_id="", sample_id=str(i), epoch=0, input=None, target=None,
+                        output="", prediction=None, scores=scores, error=None, latency_s=0.0,
+                        input_tokens=0, output_tokens=0)
+
+
+def _reply_text(v: Any) -> str | None:
+    return v if v is None or isinstance(v, str) else json.dumps(v)
+
+
+@metric("judge_score", category="judge", dimension="correctness", level="judge",
+        aliases=("rubric_score",), reference="assay.datagen.judge (datagen_judge)",
+        description="""The mean rubric score (1-5) a judge model gives, as datagen_judge's
+        overall_mean. Each verdict {"rationale", "scores": {dimension: 1-5}} scores the mean of
+        its dimensions, and the metric is the mean over items. Verdicts are read with the datagen judge's parser (fences and prose
+        tolerated; a missing dimension or a score outside 1-5 makes a verdict invalid); invalid
+        verdicts are left out, never turned into a number.""",
+        usage="quality of open-ended or generated items graded on anchored 1-5 levels; option "
+              "rubric (a YAML path; default the AIME rubric)")
+def judge_score(verdicts: Iterable[Any], *, rubric: Any = None, **opts: Any) -> float | None:
+    """Mean rubric score over valid verdicts (judge reply texts or verdict dicts)."""
+    from assay.datagen.judge_metrics import SCORE_NAME, judge_metrics
+    from assay.datagen.rubric import check_verdict, resolve_rubric
+
+    rub = resolve_rubric(rubric)
+    results = []
+    for i, v in enumerate(verdicts):
+        verdict, why = check_verdict(_reply_text(v), rub)
+        if verdict is None:
+            score = {"value": None, "answer": None, "explanation": why,
+                     "metadata": {"invalid": True, "scores": None}}
+        else:
+            sc = verdict["scores"]
+            score = {"value": sum(sc.values()) / len(sc), "answer": json.dumps(sc),
+                     "metadata": {"invalid": False, "scores": sc}}
+        results.append(_stored(i, {SCORE_NAME: score}))
+    if not results:
+        return None
+    return judge_metrics(results)["overall_mean"]["value"]
+
+
+_WIN_RATES = ("win_rate_adjusted", "win_rate", "loss_rate", "tie_rate", "decisive_win_rate")
+
+
+def _pair_score(i: int, item: Any) -> dict[str, Any]:
+    """A pair's score as datagen_winrate stores it, from an outcome word or the two orders'
+    positional verdicts."""
+    from assay.datagen.winrate import ORDERS, VALUES, check_winner, combine, preferred_item
+
+    if item is None or isinstance(item, str):
+        outcome = "invalid" if item is None else item.strip().lower()
+        if outcome not in (*VALUES, "invalid"):
+            raise ConfigError(f"pairwise_win_rate: pair {i} is {item!r}; give win, tie, loss, "
+                              "invalid or the two orders' verdicts {'A': ..., 'B': ...}")
+        c = {"outcome": outcome, "inconsistent": False, "mixed": False}
+        judgments: dict[str, Any] = {}
+    elif isinstance(item, dict) and set(ORDERS) <= set(item):
+        judgments = {}
+        for order in ORDERS:
+            w = item[order]
+            if w is not None and not (isinstance(w, str) and w in ("1", "2", "tie")):
+                parsed = check_winner(_reply_text(w))[0]
+                w = parsed["winner"] if parsed else None
+            judgments[order] = {"winner": w}
+        c = combine(*(preferred_item(o, judgments[o]["winner"]) for o in ORDERS))
+    else:
+        raise ConfigError(f"pairwise_win_rate: pair {i} must be an outcome word or a mapping "
+                          f"with the verdicts of orders 'A' and 'B', got {str(item)[:60]!r}")
+    value = None if c["outcome"] == "invalid" else VALUES[c["outcome"]]
+    return {"value": value, "answer": None if value is None else c["outcome"],
+            "metadata": {**c, "judgments": judgments, "invalid": value is None}}
+
+
+@metric("pairwise_win_rate", category="judge", dimension="correctness", level="judge",
+        aliases=("win_rate", "winrate"), reference="assay.datagen.winrate (datagen_winrate)",
+        description="""How often a judge prefers the candidate over the reference in blind
+        pairwise comparisons, as in datagen_winrate. Each pair is judged in both orders (A:
+        candidate shown first, B: reference first): the same preference in both orders is a win
+        or loss, a preference that follows the position is a tie, a tie in either order is a
+        tie, an invalid order makes the pair invalid (left out). The default rate is the
+        adjusted win rate, ties counting 0.5; about 0.5 means parity.""",
+        usage="generated data or answers against a reference set judged by a model; option "
+              "rate (win_rate_adjusted, win_rate, loss_rate, tie_rate, decisive_win_rate)")
+def pairwise_win_rate(pairs: Iterable[Any], *, rate: str = "win_rate_adjusted",
+                      **opts: Any) -> float | None:
+    """Win rate over pairs, each an outcome word or ``{"A": winner, "B": winner}`` where a
+    winner is "1", "2", "tie", ``None`` (invalid) or the judge's reply."""
+    from assay.datagen.winrate import SCORE_NAME
+    from assay.datagen.winrate_metrics import winrate_metrics
+
+    if rate not in _WIN_RATES:
+        raise ConfigError(f"pairwise_win_rate: rate must be one of {', '.join(_WIN_RATES)}, "
+                          f"got {rate!r}")
+    results = [_stored(i, {SCORE_NAME: _pair_score(i, p)}) for i, p in enumerate(pairs)]
+    if not results:
+        return None
+    return winrate_metrics(results)[rate]["value"]
