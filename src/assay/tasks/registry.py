@@ -151,8 +151,9 @@ def available() -> dict[str, str]:
     from assay.gallery.entry import all_entries
 
     found = {name: _source_of(ep) for name, ep in _entry_points().items()}
-    for name in all_entries():
-        found.setdefault(name, "gallery")
+    for name, entry in all_entries().items():
+        if entry.readiness.status == "ready":  # a planned entry is listed, not runnable
+            found.setdefault(name, "gallery")
     return dict(sorted(found.items()))
 
 
