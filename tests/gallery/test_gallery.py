@@ -149,6 +149,7 @@ def test_wrong_and_empty_replies_are_misses_counted_apart(fake_server: Any) -> N
     result = assay.evaluate("gsm8k", model="openai/fake", base_url=srv.base_url, quiet=True)
     assert result.metrics["numeric_match"]["value"] == 0.0
     assert result.metrics["extraction_rate"]["value"] == 0.0
+    assert result.metrics["empty_answer_rate"]["value"] == 0.0  # wrong, but not empty
     again = cli("score", result.run_id)  # re-scored by name, from the stored samples
     assert again.returncode == 0 and "0 model calls" in again.stdout, again.stderr
 

@@ -211,7 +211,11 @@ class GalleryTask(Task):
             out[name] = summary["score"]
             if i == 0:
                 out.update({k: v for k, v in summary.items() if k != "score"})
+        # the parser's rate: how many replies gave an answer it could read
         out["extraction_rate"] = extraction_rate(results, entry.metrics.primary)
+        for name in entry.metrics.diagnostic:  # scored per sample, on the whole reply
+            if name != "extraction_rate":
+                out[name] = score_summary(results, name)["score"]
         # a breakdown by every extra field of the entry (MMLU's subject, MATH's level, ...)
         for key in entry.fields:
             if key in ("id", "question", "answer", "choices"):
@@ -252,6 +256,12 @@ def score_reply(entry: GalleryEntry, output: str, target: Any,
         score.name = name
         score.metadata.setdefault("parser", entry.parser.name)
         scores.append(score)
+    for name in entry.metrics.diagnostic:  # on the whole reply (the parser's rate is apart)
+        info = get_metric(name)
+        if name != "extraction_rate" and info.level == "sample":
+            diag = info.fn(output or "", target)
+            diag.name = name
+            scores.append(diag)
     return scores
 
 

@@ -499,10 +499,10 @@ def extraction_rate(prediction: str, target: Any = None, *, accept_full: bool = 
         usage="diagnose truncated reasoning, refusals to answer and broken endpoints")
 def empty_answer_rate(prediction: str, target: Any = None, **opts: Any) -> Score:
     """1.0 when the output is empty once reasoning blocks are removed."""
-    answer, method = extract_answer(_text(prediction))
-    empty = answer is None
-    return Score("empty_answer_rate", 1.0 if empty else 0.0, answer,
-                 "empty output" if empty else "non-empty output", {"extraction": method})
+    text = strip_reasoning(_text(prediction)).strip()
+    empty = not text
+    return Score("empty_answer_rate", 1.0 if empty else 0.0, text or None,
+                 "empty output" if empty else "non-empty output", {})
 
 
 def repeated_ngram_share(text: str, n: int = 4) -> float:
