@@ -1,4 +1,5 @@
-"""The metric library: every metric registered by ``assay.metrics.library`` on hand-checked
+"""The metric library: every metric registered by ``assay.metrics.library`` (and its judge
+metrics, ``assay.metrics.judges``) on hand-checked
 values, its metadata, aliases and errors."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 import pytest
 
 from assay.errors import ConfigError
-from assay.metrics import library
+from assay.metrics import judges, library
 from assay.metrics.registry import DIMENSIONS, LEVELS, MetricInfo, all_metrics, get_metric
 
 EXPECTED = {
@@ -23,7 +24,7 @@ LOWER_IS_BETTER = {"empty_answer_rate", "repetition_rate", "degenerate_repetitio
 
 
 def ours() -> list[MetricInfo]:
-    return [m for m in all_metrics() if m.fn.__module__ == library.__name__]
+    return [m for m in all_metrics() if m.fn.__module__ in (library.__name__, judges.__name__)]
 
 
 def fn(name: str):

@@ -35,6 +35,7 @@ LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge")
 #: modules that register metrics (imported by :func:`all_metrics`)
 MODULES: tuple[str, ...] = (
     "assay.metrics.library",
+    "assay.metrics.judges",
     "assay.gallery.code.metrics",
     "assay.gallery.instructions.metrics",
     "assay.gallery.mtbench.metrics",
