@@ -16,7 +16,7 @@ from assay.metrics.registry import DIMENSIONS, LEVELS, MetricInfo, all_metrics, 
 
 EXPECTED = {
     "exact_match", "normalized_match", "includes_match", "numeric_match", "choice_accuracy",
-    "math_verify", "token_f1", "set_f1", "multilabel_f1", "bleu", "chrf", "rouge_l",
+    "math_verify", "token_f1", "squad_f1", "squad_exact_match", "set_f1", "multilabel_f1", "bleu", "chrf", "rouge_l",
     "pass_at_k", "json_validity", "extraction_rate", "empty_answer_rate", "repetition_rate",
     "degenerate_repetition", "judge_score", "pairwise_win_rate",
 }

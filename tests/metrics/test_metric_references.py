@@ -223,3 +223,18 @@ def test_multilabel_f1_equals_sklearn_micro_f1() -> None:
     mlb = MultiLabelBinarizer().fit(preds + golds)
     expected = f1_score(mlb.transform(golds), mlb.transform(preds), average="micro")
     assert get_metric("multilabel_f1").fn(preds, golds) == pytest.approx(expected, abs=1e-12)
+
+
+def test_squad_f1_and_exact_match_equal_the_v1_1_definition_including_its_edges() -> None:
+    f1, em = get_metric("squad_f1").fn, get_metric("squad_exact_match").fn
+    # the two cases where token_f1 differs: ASCII symbols, and answers empty after normalizing
+    edges = [("$5 million", "5 million"), ("a + b", "a b"), ("the", "a"), ("~x|y", "xy")]
+    for pred, gold in [*F1_PAIRS, *edges]:
+        assert f1(pred, gold).value == pytest.approx(squad_f1(pred, gold), abs=1e-12), (pred,
+                                                                                       gold)
+        assert em(pred, gold).value == float(squad_normalize(pred) == squad_normalize(gold))
+    assert f1("$5 million", "5 million").value == 1.0 and f1("the", "a").value == 0.0
+    golds = ["Denver Broncos", "Broncos", "the Broncos team"]
+    assert f1("Broncos team", golds).value == pytest.approx(
+        max(squad_f1("Broncos team", g) for g in golds))
+    assert f1("I have no idea what you mean by that question at all", "x").value == 0.0

@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import string
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -161,7 +163,7 @@ def math_verify(prediction: str, target: Any, **opts: Any) -> Score:
     return _qa("math_verify", score_math, prediction, target)
 
 
-@metric("token_f1", category="overlap", dimension="similarity", aliases=("f1", "squad_f1"),
+@metric("token_f1", category="overlap", dimension="similarity", aliases=("f1",),
         reference="SQuAD evaluate-v1.1.py f1_score (empty answers as in v2.0)",
         description="""SQuAD token F1 between the extracted answer and the target. Both are
         lowercased, stripped of punctuation and of the articles a/an/the, split on whitespace,
@@ -173,6 +175,62 @@ def math_verify(prediction: str, target: Any, **opts: Any) -> Score:
 def token_f1(prediction: str, target: Any, **opts: Any) -> Score:
     """SQuAD token F1 of the extracted answer against the best target."""
     return _qa("token_f1", score_f1, prediction, target)
+
+
+_SQUAD_PUNCT = frozenset(string.punctuation)
+_SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def _squad_tokens(text: str) -> list[str]:
+    """SQuAD v1.1's answer normalization, as tokens: lowercase, every ASCII punctuation
+    character deleted, the articles a/an/the replaced by a space, split on whitespace."""
+    kept = "".join(c for c in text.lower() if c not in _SQUAD_PUNCT)
+    return _SQUAD_ARTICLES.sub(" ", kept).split()
+
+
+def _squad_pair_f1(pred: list[str], gold: list[str]) -> float:
+    shared = sum((Counter(pred) & Counter(gold)).values())
+    if not shared:
+        return 0.0  # v1.1: two empty answers score 0 too
+    p, r = shared / len(pred), shared / len(gold)
+    return 2 * p * r / (p + r)
+
+
+def _squad(name: str, prediction: Any, target: Any, pair: Callable[..., float]) -> Score:
+    answer, method = extract_answer(_text(prediction))
+    golds = [str(t) for t in (target if isinstance(target, (list, tuple)) else [target])]
+    if not golds:
+        raise ConfigError(f"{name} needs at least one target answer")
+    if answer is None:
+        return Score(name, 0.0, None, "no answer could be extracted", {"extraction": "none"})
+    tokens = _squad_tokens(answer)
+    best = max(pair(tokens, _squad_tokens(g)) for g in golds)
+    return Score(name, best, answer, f"{name} {best:.3f}", {"extraction": method})
+
+
+@metric("squad_f1", category="overlap", dimension="similarity",
+        reference="SQuAD v1.1 evaluate-v1.1.py f1_score, rule for rule",
+        description="""The official SQuAD v1.1 F1 (Rajpurkar et al. 2016), rule for rule:
+        lowercase, delete every ASCII punctuation character, drop the articles a/an/the,
+        split on whitespace, F1 on the multiset of shared tokens; 0.0 when nothing is shared
+        (two empty answers included); the best over the targets. Differs from token_f1 only
+        in those two details.""",
+        usage="primary for SQuAD v1.1 and extractive QA where the official number matters")
+def squad_f1(prediction: str, target: Any, **opts: Any) -> Score:
+    """SQuAD v1.1 F1 of the extracted answer against the best target."""
+    return _squad("squad_f1", prediction, target, _squad_pair_f1)
+
+
+@metric("squad_exact_match", category="match", dimension="correctness", aliases=("squad_em",),
+        reference="SQuAD v1.1 evaluate-v1.1.py exact_match_score",
+        description="""The official SQuAD v1.1 exact match: 1.0 when the extracted answer equals
+        a target after SQuAD's normalization. That is lowercase, every ASCII punctuation
+        character and the articles a/an/the deleted, whitespace collapsed.""",
+        usage="secondary beside squad_f1 for SQuAD v1.1")
+def squad_exact_match(prediction: str, target: Any, **opts: Any) -> Score:
+    """SQuAD v1.1 exact match of the extracted answer against any target."""
+    return _squad("squad_exact_match", prediction, target,
+                  lambda p, g: 1.0 if p == g else 0.0)
 
 
 # ------------------------------------------------------------------ item sets
