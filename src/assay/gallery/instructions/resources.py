@@ -38,6 +38,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from assay.data.files import sha256_file
 from assay.errors import DatasetError
 
 LLAMA_PACKAGE, LLAMA_VERSION = "llama-index-core", "0.14.25"
@@ -87,15 +88,6 @@ def default_root() -> Path:
     from assay.store.sqlite import workspace_dir
 
     return workspace_dir() / "data" / "nltk"
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file, hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def missing(root: Path, flavor: str) -> list[str]:
