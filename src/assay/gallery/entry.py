@@ -38,8 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.errors import ConfigError
 
@@ -217,22 +216,9 @@ def entries_dir() -> Path:
 
 def read_entry(path: Path) -> GalleryEntry:
     """A validated entry; every error is one line with the file (and line for YAML)."""
-    from assay.tasks.yaml_task import UniqueKeyLoader, yaml_error
+    from assay.tasks.yaml_task import read_yaml_model
 
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)  # noqa: S506
-    except OSError as e:
-        raise ConfigError(f"cannot read gallery entry {path}: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise yaml_error(path, e) from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a gallery entry is a mapping of keys")
-    try:
-        return GalleryEntry.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "entry"
-        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+    return read_yaml_model(path, GalleryEntry, "gallery entry", default_where="entry")
 
 
 @functools.lru_cache(maxsize=1)

@@ -88,24 +88,34 @@ def yaml_error(path: Path, e: yaml.YAMLError) -> ConfigError:
     return ConfigError(f"{path}{where}: invalid YAML: {problem}")
 
 
-def read_yaml_task(path: Path) -> YamlTaskFile:
-    """The validated contents of a YAML task file (one-line errors with the line)."""
+def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: str = "",
+                    default_where: str = "task", known_keys: bool = False) -> Any:
+    """A YAML file validated by a pydantic ``model``; every error is one line with the file
+    (and the line, for YAML syntax and a duplicated key). ``what`` names the file in
+    errors; ``known_keys`` lists the model's keys after an unknown one."""
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)  # noqa: S506
     except OSError as e:
-        raise ConfigError(f"cannot read task file {path}: {e.strerror}") from e
+        raise ConfigError(f"cannot read {what} {path}: {e.strerror}") from e
     except yaml.YAMLError as e:
         raise yaml_error(path, e) from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a task file is a mapping of keys (name, data, ...)")
+        raise ConfigError(f"{path}: a {what} is a mapping of keys{mapping_hint}")
     try:
-        return YamlTaskFile.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as e:
         first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "task"
-        known = ", ".join(YamlTaskFile.model_fields)
-        hint = f" (known keys: {known})" if first["type"] == "extra_forbidden" else ""
+        where = ".".join(str(x) for x in first["loc"]) or default_where
+        hint = ""
+        if known_keys and first["type"] == "extra_forbidden":
+            hint = f" (known keys: {', '.join(model.model_fields)})"
         raise ConfigError(f"{path}: {where}: {first['msg']}{hint}") from None
+
+
+def read_yaml_task(path: Path) -> YamlTaskFile:
+    """The validated contents of a YAML task file (one-line errors with the line)."""
+    return read_yaml_model(path, YamlTaskFile, "task file", mapping_hint=" (name, data, ...)",
+                           known_keys=True)
 
 
 def _data_path(spec: YamlTaskFile, folder: Path) -> str:
