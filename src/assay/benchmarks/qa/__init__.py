@@ -51,6 +51,15 @@ def compile_template(source: str) -> Any:
         raise ConfigError(f"invalid --template: {e}") from e
 
 
+def template_from_file(value: str | None) -> str | None:
+    """``--template FILE``: the file's text is the template (and is what is stored)."""
+    if value and "\n" not in value and len(value) < 4096:
+        path = Path(value).expanduser()
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return value
+
+
 class QAOptions(TaskOptions):
     """Options of the ``qa`` task."""
 
@@ -74,12 +83,7 @@ class QAOptions(TaskOptions):
     @field_validator("template")
     @classmethod
     def _template_file(cls, value: str | None) -> str | None:
-        """``--template FILE``: the file's text is the template (and is what is stored)."""
-        if value and "\n" not in value and len(value) < 4096:
-            path = Path(value).expanduser()
-            if path.is_file():
-                return path.read_text(encoding="utf-8")
-        return value
+        return template_from_file(value)
 
 
 @task("qa")

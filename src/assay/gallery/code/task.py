@@ -86,12 +86,9 @@ class _CommonOptions(TaskOptions):
     @field_validator("template")
     @classmethod
     def _template_file(cls, value: str | None) -> str | None:
-        """``--template FILE``: the file's text is the template (and is what is stored)."""
-        if value and "\n" not in value and len(value) < 4096:
-            path = Path(value).expanduser()
-            if path.is_file():
-                return path.read_text(encoding="utf-8")
-        return value
+        from assay.benchmarks.qa import template_from_file
+
+        return template_from_file(value)
 
 
 class HumanEvalOptions(_CommonOptions):
