@@ -43,6 +43,7 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 @click.group(
     cls=LazyGroup,
     lazy={"report": "assay.cli.main:report", "review": "assay.cli.datagen:review",
+          "plan": "assay.cli.plan:plan",
           "score": "assay.cli.main:score"},
     help="Evaluate LLM agents and LLMs honestly: official scorers, confidence intervals, "
     "runs that resume. Start with: assay run qa --data examples/qa_example.jsonl --model local",

@@ -32,6 +32,13 @@ def report(run_id: str, out: Path | None) -> None:
         raise ConfigError(f"--out {out} is a file; give a folder for the reports")
     store = Store()
     try:
+        if store.get_run(run_id)["benchmark"] == "plan":
+            from assay.plan.report import write_plan_report
+
+            for kind, path in write_plan_report(store, store.get_run(run_id)["id"],
+                                                out).items():
+                click.echo(f"{kind}: {path}")
+            return
         for kind, path in write_reports(store, run_id, out).items():
             click.echo(f"{kind}: {path}")
     finally:

@@ -166,6 +166,12 @@ class TaskGroup(LazyGroup):
         return list(available())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from assay.plan.schema import is_plan_file
+
+        if is_plan_file(cmd_name):
+            from assay.cli.plan import plan_command
+
+            return plan_command(cmd_name)
         try:
             return task_command(cmd_name)
         except ConfigError as e:

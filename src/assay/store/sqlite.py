@@ -236,6 +236,16 @@ class Store:
 
         self._write(update, f"update run {run_id}")
 
+    def set_run_dataset(self, run_id: str, dataset: dict[str, Any]) -> None:
+        """Replace a run's stored dataset record (a planning session keeps its state
+        there, checkpoint by checkpoint)."""
+
+        def update() -> None:
+            self._db.execute("UPDATE runs SET dataset=? WHERE id=?", (_dumps(dataset), run_id))
+            self._db.commit()
+
+        self._write(update, f"update run {run_id}")
+
     def set_run_status(self, run_id: str, status: str, stats: dict[str, Any] | None = None) -> None:
         """Update status (see :data:`STATUSES`) and optionally stats.
 

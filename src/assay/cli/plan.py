@@ -1,0 +1,132 @@
+"""``assay plan REQUEST`` and ``assay run PLAN.yaml``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assay.errors import ConfigError
+
+
+def _prompt(text: str) -> str | None:
+    """One answer from the terminal; ``None`` at the end of input (never an approval)."""
+    click.echo(text, nl=False)
+    line = sys.stdin.readline()
+    if not line:
+        click.echo("")
+        return None
+    return line.rstrip("\n")
+
+
+@click.command("plan")
+@click.argument("request", required=False)
+@click.option("--model", "-m", default="local", show_default=True,
+              help="The model or agent the plan will evaluate (recorded in the plan).")
+@click.option("--planner-model", default=None,
+              help="The model that structures the request and reads free-text answers "
+              "(local: the embedded model; openai/<model>). Default: rules only, no model.")
+@click.option("--judge-model", default=None, help="A judge for tasks that need one.")
+@click.option("--base-url", default=None, help="Endpoint of an openai/ planner model.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("plan.yaml"), show_default=True, help="Where to write the plan.")
+@click.option("--yes", "-y", is_flag=True, help="Approve every checkpoint (for CI).")
+@click.option("--no-hub", is_flag=True, help="Never search the Hugging Face Hub.")
+@click.option("--resume", default=None, metavar="ID",
+              help="Continue a planning session at the checkpoint where it stopped.")
+def plan(request: str | None, model: str, planner_model: str | None, judge_model: str | None,
+         base_url: str | None, output: Path, yes: bool, no_hub: bool,
+         resume: str | None) -> None:
+    """Plan an evaluation from one sentence: the request is structured, the gallery is
+    searched (and the Hub, when online), each task is resolved and given its metrics,
+    with a checkpoint after the plan, the resolution and the metrics, where you approve,
+    edit ($EDITOR), drop TASK, add TASK or go back. The plan is a YAML file; run it
+    with: assay run plan.yaml --model M."""
+    from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
+    from assay.store.sqlite import Store
+
+    store = Store()
+    try:
+        if resume:
+            if request:
+                raise ConfigError("--resume continues a session with its own request; give "
+                                  "either REQUEST or --resume ID")
+            path = resume_session(store, resume, prompt=_prompt, echo=click.echo, yes=yes)
+        else:
+            if not request:
+                raise ConfigError('say what to evaluate: assay plan "tool calling and '
+                                  'grade-school math" (or --resume ID)')
+            settings = Settings(model=model, planner=planner_model, judge=judge_model,
+                                output=str(output), hub=False if no_hub else None,
+                                base_url=base_url)
+            path = plan_request(store, request, settings, prompt=_prompt, echo=click.echo,
+                                yes=yes, on_created=lambda sid: click.echo(
+                                    f"planning session {sid}"))
+    except PlanPaused as e:
+        click.echo(f"paused: {e}", err=True)
+        raise SystemExit(3) from None
+    except KeyboardInterrupt:
+        click.echo("interrupted; the session is saved: assay plan --resume ID "
+                   "(see 'assay list runs')", err=True)
+        raise SystemExit(130) from None
+    finally:
+        store.close()
+    from assay.plan.schema import read_plan
+
+    written = read_plan(path)
+    click.echo(f"plan written to {path}: {len(written.tasks)} tasks "
+               f"({', '.join(t.label for t in written.tasks) or 'none'})")
+    click.echo(f"run it with: assay run {path} --model {written.models.model}")
+
+
+def plan_command(path: str) -> click.Command:
+    """``assay run PLAN.yaml``: the plan's tasks as child runs of one parent run."""
+    from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resume_overrides
+
+    def callback(**kwargs: Any) -> None:
+        from assay.plan.runner import resume_plan, start_plan
+        from assay.reports.render import fmt_value
+        from assay.store.sqlite import Store
+
+        ctx = click.get_current_context()
+        given_model = getattr(ctx.get_parameter_source("model"), "name", "") in (
+            "COMMANDLINE", "ENVIRONMENT")
+        store = Store()
+        try:
+            if kwargs.get("resume"):
+                overrides = resume_overrides(ctx, {k: kwargs[k] for k in SHARED_NAMES})
+                done = resume_plan(store, kwargs["resume"], path=path, overrides=overrides,
+                                   quiet=kwargs["quiet"], echo=click.echo)
+            else:
+                eng = {k: kwargs[k] for k in SHARED_NAMES
+                       if k not in ("resume", "quiet", "model")}
+                eng["param"] = list(eng["param"] or ())
+                settings = engine_options(**eng)
+                done = start_plan(store, path, model=kwargs["model"] if given_model else None,
+                                  engine=settings, quiet=kwargs["quiet"], echo=click.echo,
+                                  on_created=lambda pid: click.echo(f"plan run {pid}"))
+        except KeyboardInterrupt:
+            click.echo(f"interrupted; finished tasks are saved. Resume with: assay run {path} "
+                       "--resume <plan run id> (see 'assay list runs')", err=True)
+            raise SystemExit(130) from None
+        finally:
+            store.close()
+        click.echo(f"plan run {done.run_id}: {sum(1 for c in done.children if c)} of "
+                   f"{len(done.children)} tasks run")
+        for row in done.summary.get("tasks", []):
+            value = row.get("value")
+            shown = fmt_value(value) if value is not None else row.get("status", "not run")
+            click.echo(f"  {row.get('label')}: {row.get('primary')} {shown}")
+        for i, err in done.failures.items():
+            click.echo(f"  task {i + 1} failed: {err}", err=True)
+        for kind, p in done.reports.items():
+            click.echo(f"{kind}: {p}")
+        if done.failures:
+            raise SystemExit(1)
+
+    return click.Command(path, callback=callback, params=list(SHARED_OPTIONS),
+                         help=f"Run the plan {path}: every task as a child run of one "
+                         "parent run, then one combined report. --model overrides the "
+                         "plan's model; --limit caps every task; --resume ID continues.")

@@ -1,0 +1,78 @@
+"""The planner model: one JSON answer under a schema, recorded for the trace.
+
+``Asker(spec)`` wraps any model spec (``local`` is the embedded model, whose decoding
+is constrained to the schema; ``openai/<model>`` sends the schema as
+``response_format``). A reply that is not one JSON object is returned as ``None``
+(the caller keeps its rules' answer) and every call is kept in :attr:`Asker.calls`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from assay.core.types import Message
+
+
+class Asker:
+    """Ask the planner model for JSON; ``ask(prompt, schema) -> dict | None``."""
+
+    def __init__(self, spec: str, *, base_url: str | None = None, max_tokens: int = 200,
+                 timeout: float = 120.0) -> None:
+        self.spec = spec
+        self.base_url = base_url
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.calls: list[dict[str, Any]] = []
+        self._subject: Any = None
+        self._loop: Any = None
+
+    def _run(self, coro: Any) -> Any:
+        """Run ``coro`` on this asker's own loop (one loop for every call, so that a
+        provider's pooled connections stay valid)."""
+        import asyncio
+
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(coro)
+
+    def _model(self) -> Any:
+        if self._subject is None:
+            from assay.models.base import get_subject
+
+            self._subject = get_subject(self.spec, base_url=self.base_url,
+                                        timeout=self.timeout)
+        return self._subject.session()
+
+    def __call__(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        from assay.errors import ModelCallError
+
+        model = self._model()
+        started = time.perf_counter()
+        record: dict[str, Any] = {"model": self.spec, "prompt": prompt}
+        try:
+            reply = self._run(model.generate([Message("user", prompt)], response_schema=schema,
+                                       temperature=0, max_tokens=self.max_tokens))
+        except ModelCallError as e:
+            record.update(error=str(e), reply=None, seconds=round(time.perf_counter()
+                                                                   - started, 3))
+            self.calls.append(record)
+            return None
+        text = reply.message.content if isinstance(reply.message.content, str) else ""
+        record.update(reply=text, seconds=round(time.perf_counter() - started, 3))
+        self.calls.append(record)
+        try:
+            data = json.loads((text or "").strip(), strict=False)
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def close(self) -> None:
+        """Release the model (loaded weights, connections)."""
+        if self._subject is not None:
+            self._run(self._subject.aclose())
+            self._subject = None
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None

@@ -1,0 +1,813 @@
+"""The planner's Hugging Face Hub fallback: search datasets, resolve one, fetch a split.
+
+When the gallery has nothing for a request, the planner may look on the Hub:
+
+- :func:`search_hub` lists datasets (``HfApi.list_datasets``) and ranks them as
+  :class:`HubCandidate` (a score in [0, 1] and a one-line reason).
+- :func:`resolve_hub` reads one dataset's card and file names (``HfApi.dataset_info``)
+  and decides the config, the split, the columns and the key mapping for the generic
+  ``qa`` task, recording one reason per decision (:class:`HubResolution`). Rules come
+  first; a planner model (``ask``) is asked only for the keys the rules could not map,
+  under a JSON schema whose values are the dataset's real columns.
+- :func:`fetch_split` downloads the split (``hf_hub_download``, pinned to the revision)
+  into one JSONL file under ``$ASSAY_HOME/data/hub`` that the ``qa`` task reads.
+
+A Hub dataset is never *verified*: it runs only as generic QA. ``HF_ENDPOINT`` is read
+at call time (not at import), the token is ``token`` or ``HF_TOKEN`` (else
+huggingface_hub's stored login), ``HF_HUB_OFFLINE`` turns all of this off, and every
+failure is a one-line :class:`~assay.errors.DatasetError` that never shows the token.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import DatasetError
+from assay.store.sqlite import workspace_dir
+
+if TYPE_CHECKING:
+    from assay.plan.schema import HubRef
+
+#: a data file's name ends with one of these (``.gz`` allowed after the text formats)
+DATA_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv")
+#: split names by preference, and the words that name them in file paths
+SPLIT_WORDS = {"test": ("test", "testing"),
+               "validation": ("validation", "valid", "val", "dev"),
+               "train": ("train", "training")}
+SPLIT_ORDER = ("test", "validation", "valid", "dev", "val", "train")
+QUESTION_NAMES = ("question", "problem", "prompt", "input", "query", "instruction", "text",
+                  "question_stem", "question_text", "goal", "ctx", "sentence")
+ANSWER_NAMES = ("answer", "target", "label", "output", "solution", "final_answer",
+                "answerKey", "answer_idx", "correct_answer", "expected_answer", "gold",
+                "ground_truth", "reference", "correct")
+CHOICES_NAMES = ("choices", "options", "endings", "candidates", "choice_list", "mc_options")
+#: seconds a dataset search may take
+SEARCH_TIMEOUT_S = 20.0
+REQUIRED = {"generate": ("question_key", "answer_key"),
+            "multiple_choice": ("question_key", "answer_key", "choices_key")}
+_WHAT = {"question_key": "the question put to the model",
+         "answer_key": "the reference answer",
+         "choices_key": "the list of answer options"}
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i in is it its me my of on or "
+    "our the their this to use using we what which who with my your evaluate evaluation "
+    "eval test tests testing benchmark benchmarks dataset datasets data good bad model "
+    "models llm agent agents".split())
+
+
+# -- the connection ------------------------------------------------------------------------
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def hub_enabled() -> bool:
+    """False when ``HF_HUB_OFFLINE`` is set (huggingface_hub's constant or the env var)."""
+    if _truthy(os.environ.get("HF_HUB_OFFLINE")):
+        return False
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # pragma: no cover - huggingface_hub is a dependency
+        return False
+    return not bool(constants.HF_HUB_OFFLINE)
+
+
+def _endpoint() -> str | None:
+    """``HF_ENDPOINT`` read now (huggingface_hub reads it once, at import)."""
+    return (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None
+
+
+def _token(token: str | None) -> str | None:
+    return token or os.environ.get("HF_TOKEN") or None
+
+
+def _api() -> Any:
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=_endpoint())
+
+
+def _where() -> str:
+    return _endpoint() or "https://huggingface.co"
+
+
+def _offline(doing: str) -> DatasetError:
+    return DatasetError(f"the Hugging Face Hub is switched off (HF_HUB_OFFLINE is set), so "
+                        f"assay cannot {doing}; unset HF_HUB_OFFLINE to use the Hub, or plan "
+                        "from the gallery only (assay list tasks)")
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """Connection trouble from the stdlib, requests or httpx, anywhere in the cause chain."""
+    cur: BaseException | None = exc
+    for _ in range(10):
+        if cur is None:
+            return False
+        if isinstance(cur, (ConnectionError, TimeoutError)):
+            return True
+        names = {c.__name__ for c in type(cur).__mro__}
+        if names & {"ConnectError", "ConnectTimeout", "TimeoutException", "NetworkError",
+                    "OfflineModeIsEnabled", "LocalEntryNotFoundError", "ProxyError"}:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> DatasetError:
+    """One line for a failed Hub call: what happened and what to do (never the token)."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    page = f"https://huggingface.co/datasets/{dataset_id}" if dataset_id else ""
+    if "OfflineModeIsEnabled" in names:
+        return _offline(doing)
+    if dataset_id and ("GatedRepoError" in names or status == 403):
+        return DatasetError(f"dataset {dataset_id} is gated: request access at {page}, then "
+                            "set HF_TOKEN")
+    if dataset_id and "RepositoryNotFoundError" in names:
+        return DatasetError(f"dataset {dataset_id} was not found on the Hugging Face Hub "
+                            f"({_where()}); check the id (owner/name), or set HF_TOKEN if it "
+                            "is private")
+    if dataset_id and "RevisionNotFoundError" in names:
+        return DatasetError(f"dataset {dataset_id} has no such revision on the Hugging Face "
+                            "Hub; remove the plan's hub revision to use the latest one")
+    if _is_connection_error(exc):
+        return DatasetError(f"cannot reach the Hugging Face Hub at {_where()} to {doing} "
+                            "(offline?); check the network and HF_ENDPOINT, or set "
+                            "HF_HUB_OFFLINE=1 to plan from the gallery only")
+    if status == 401:
+        return DatasetError(f"the Hugging Face Hub refused to {doing} (HTTP 401); check "
+                            "HF_TOKEN")
+    if status is not None:
+        return DatasetError(f"the Hugging Face Hub answered HTTP {status} when asked to "
+                            f"{doing}; try again later")
+    return DatasetError(f"could not {doing} on the Hugging Face Hub ({type(exc).__name__}); "
+                        "try again later")
+
+
+# -- search --------------------------------------------------------------------------------
+
+@dataclass
+class HubCandidate:
+    """A dataset found by :func:`search_hub`.
+
+    ``score`` is in [0, 1]: 0.6 x the share of the query's words found in the id, tags or
+    description, + 0.25 x the Hub's own rank (1 for its first result, falling linearly),
+    + 0.15 x popularity (log10 of downloads, 1 from a million). ``reason`` says which
+    words matched where. Hub results are never ``verified``: they run only as generic QA.
+    """
+
+    id: str
+    score: float
+    reason: str
+    downloads: int | None
+    likes: int | None
+    tags: list[str]
+    description: str
+    verified: bool = False
+
+
+def query_words(query: str) -> list[str]:
+    """The words of ``query`` worth searching for (lowercase, no stopwords, no repeats)."""
+    words = re.findall(r"[a-z0-9][a-z0-9_.+-]*", query.lower())
+    out: list[str] = []
+    for w in words:
+        w = w.strip("._-+")
+        if len(w) >= 2 and w not in _STOPWORDS and w not in out:
+            out.append(w)
+    return out
+
+
+def _terms(query: str) -> list[str]:
+    """The Hub's search matches a substring of the dataset id, so a sentence finds
+    nothing: one search per word (at most three), or the query itself when it is one."""
+    q = query.strip()
+    if q and not re.search(r"\s", q):
+        return [q]
+    return query_words(q)[:3]
+
+
+def _found_in(word: str, item: Any) -> str | None:
+    if word in item.id.lower():
+        return "id"
+    if any(word in str(t).lower() for t in item.tags or []):
+        return "tags"
+    if word in (item.description or "").lower():
+        return "description"
+    return None
+
+
+#: what a search asks the Hub to return for each dataset
+SEARCH_EXPAND = ("downloads", "likes", "tags", "description", "sha")
+
+
+def _list_datasets(term: str, limit: int, token: str | None) -> list[Any]:
+    """``HfApi.list_datasets(search=term, limit=limit, sort="downloads", expand=...)``'s
+    request (``GET /api/datasets``), sent once: ``list_datasets`` retries a refused
+    connection five times with backoff (23 s and ten warnings before the one-line error),
+    which a planner that falls back to the gallery does not want. One page holds up to
+    1,000 results, so ``limit`` (at most 100) never needs a second page."""
+    from huggingface_hub.hf_api import DatasetInfo
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    params = {"search": term, "limit": limit, "sort": "downloads",
+              "expand": list(SEARCH_EXPAND)}
+    r = get_session().get(f"{_where()}/api/datasets", params=params,
+                          headers=build_hf_headers(token=token), timeout=SEARCH_TIMEOUT_S)
+    hf_raise_for_status(r)
+    items = r.json()
+    if not isinstance(items, list):
+        raise ValueError("the Hub's dataset search did not answer a list")
+    return [DatasetInfo(**{"siblings": None, **item}) for item in items[:limit]
+            if isinstance(item, dict) and "id" in item]
+
+
+def search_hub(query: str, *, limit: int, token: str | None = None) -> list[HubCandidate]:
+    """Datasets on the Hub for ``query``, best first, at most ``limit`` of them.
+
+    ``list_datasets``'s request to ``HF_ENDPOINT`` (see :func:`_list_datasets`), sorted by
+    downloads, once per search word (at most three; the Hub matches a substring of the
+    id, so a sentence is split into its words). ``limit=0``, or a query of stopwords only,
+    returns ``[]`` without any request (a quota of 0 is honoured exactly). Offline,
+    unreachable or an HTTP error: a one-line :class:`DatasetError`.
+    """
+    if limit <= 0:
+        return []
+    terms = _terms(query)
+    if not terms:
+        return []
+    if not hub_enabled():
+        raise _offline("search the Hub for datasets")
+    words = query_words(query) or [t.lower() for t in terms]
+    per_term = min(max(limit * 3, 10), 100)
+    best: dict[str, tuple[int, str, Any]] = {}  # id -> (rank, term, item)
+    try:
+        for term in terms:
+            for rank, item in enumerate(_list_datasets(term, per_term, _token(token))):
+                if item.id not in best or rank < best[item.id][0]:
+                    best[item.id] = (rank, term, item)
+    except Exception as e:
+        raise _failure(e, "search the Hub for datasets") from e
+    out: list[HubCandidate] = []
+    for rank, term, item in best.values():
+        where = {w: _found_in(w, item) for w in words}
+        matched = [f"{w!r} in {p}" for w, p in where.items() if p]
+        coverage = len(matched) / len(words)
+        rank_part = 1 - rank / per_term
+        downloads = item.downloads if isinstance(item.downloads, int) else None
+        popularity = min(1.0, math.log10(1 + downloads) / 6) if downloads else 0.0
+        score = round(0.6 * coverage + 0.25 * rank_part + 0.15 * popularity, 3)
+        reason = (f"matched {', '.join(matched) or 'no query word'}; #{rank + 1} in the Hub's "
+                  f"search for {term!r}"
+                  + (f"; {downloads:,} downloads" if downloads is not None else ""))
+        out.append(HubCandidate(id=item.id, score=score, reason=reason, downloads=downloads,
+                                likes=item.likes, tags=list(item.tags or []),
+                                description=" ".join((item.description or "").split())))
+    out.sort(key=lambda c: (-c.score, -(c.downloads or 0), c.id))
+    return out[:limit]
+
+
+# -- the repository's layout ---------------------------------------------------------------
+
+@dataclass
+class _Config:
+    name: str | None  # None: no configs in the card, one default config from the files
+    splits: dict[str, list[str]]
+    default: bool = False
+
+
+def _is_data_file(path: str) -> bool:
+    p = path.lower().removesuffix(".gz")
+    return p.endswith(DATA_SUFFIXES) and not path.rsplit("/", 1)[-1].startswith(".")
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A data_files pattern (fsspec glob: ``*`` within a folder, ``**`` across)."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + "$")
+
+
+def _match(patterns: Any, files: list[str]) -> list[str]:
+    pats = [patterns] if isinstance(patterns, str) else list(patterns or [])
+    regexes = [_glob_regex(str(p).lstrip("./")) for p in pats]
+    return [f for f in files if _is_data_file(f) and any(r.match(f) for r in regexes)]
+
+
+def _split_of(path: str) -> str | None:
+    tokens = set(re.split(r"[/_.\-]", path.lower()))
+    for split, words in SPLIT_WORDS.items():
+        if tokens & set(words):
+            return split
+    return None
+
+
+def _splits_by_name(files: list[str]) -> dict[str, list[str]]:
+    """Splits from file names (``data/test-00000-of-00001.parquet``, ``train.jsonl``);
+    files naming no split are one ``train`` split (as ``datasets`` does)."""
+    data = [f for f in files if _is_data_file(f)]
+    out: dict[str, list[str]] = {}
+    for f in data:
+        split = _split_of(f)
+        if split:
+            out.setdefault(split, []).append(f)
+    if not out and data:
+        out["train"] = data
+    return {s: sorted(fs) for s, fs in out.items()}
+
+
+def _info_entries(card: dict[str, Any]) -> list[dict[str, Any]]:
+    info = card.get("dataset_info")
+    entries = info if isinstance(info, list) else [info] if isinstance(info, dict) else []
+    return [e for e in entries if isinstance(e, dict)]
+
+
+def _layout(card: dict[str, Any], files: list[str]) -> tuple[list[_Config], str]:
+    """The configs and their splits' files, and where they were read from."""
+    configs = card.get("configs")
+    if isinstance(configs, list) and any(isinstance(c, dict) for c in configs):
+        out = []
+        for c in configs:
+            if not isinstance(c, dict):
+                continue
+            data_files = c.get("data_files")
+            if isinstance(data_files, list) and data_files and all(
+                    isinstance(d, dict) for d in data_files):
+                splits = {str(d.get("split", "train")): _match(d.get("path"), files)
+                          for d in data_files}
+            elif isinstance(data_files, dict):
+                splits = {str(k): _match(v, files) for k, v in data_files.items()}
+            elif data_files:
+                splits = {"train": _match(data_files, files)}
+            else:
+                folder = str(c.get("data_dir") or "").strip("/")
+                scope = [f for f in files if not folder or f.startswith(folder + "/")]
+                splits = _splits_by_name(scope)
+            out.append(_Config(str(c.get("config_name", "default")), splits,
+                               bool(c.get("default"))))
+        return out, "the card's configs"
+    entries = [e for e in _info_entries(card) if isinstance(e.get("splits"), list)]
+    if entries:
+        out = []
+        for e in entries:
+            name = str(e.get("config_name", "default"))
+            scope = files
+            if len(entries) > 1 and any(f.startswith(name + "/") for f in files):
+                scope = [f for f in files if f.startswith(name + "/")]
+            by_name = _splits_by_name(scope)
+            splits = {}
+            for s in e["splits"]:
+                split = str(s.get("name")) if isinstance(s, dict) else str(s)
+                kind = next((k for k, w in SPLIT_WORDS.items() if split in w), split)
+                splits[split] = by_name.get(kind, [])
+            out.append(_Config(name, splits))
+        return out, "the card's dataset_info"
+    splits = _splits_by_name(files)
+    return ([_Config(None, splits)] if splits else []), "the file names"
+
+
+def _choose_config(configs: list[_Config], source: str) -> tuple[_Config, str]:
+    names = [c.name for c in configs]
+    if len(configs) == 1:
+        c = configs[0]
+        if c.name is None:
+            return c, f"no configs in the card: one default config, splits from {source}"
+        return c, f"{c.name!r} is the only config ({source})"
+    listed = ", ".join(str(n) for n in names)
+    for c in configs:
+        if c.default or c.name == "default":
+            return c, f"{c.name!r} is the default config (available: {listed})"
+    return configs[0], f"no default config: took the first, {names[0]!r} (available: {listed})"
+
+
+def _choose_split(config: _Config) -> tuple[str, str]:
+    names = [s for s, fs in config.splits.items() if fs]
+    if not names:
+        return "", "no split has data files"
+    listed = ", ".join(names)
+    for s in SPLIT_ORDER:
+        if s in names:
+            return s, f"{s!r} preferred (test > validation > train; available: {listed})"
+    return names[0], f"no test, validation or train split: took the first, {names[0]!r} " \
+                     f"(available: {listed})"
+
+
+# -- columns -------------------------------------------------------------------------------
+
+def _feature_type(f: dict[str, Any]) -> tuple[str, bool]:
+    """A card feature's type name, and whether it holds a list."""
+    for key in ("sequence", "list", "large_list"):
+        if key in f:
+            return "list", True
+    if "struct" in f:
+        inner = f["struct"]
+        fields = inner if isinstance(inner, list) else []
+        has_list = any(isinstance(x, dict) and _feature_type(x)[1] for x in fields)
+        return "struct", has_list
+    dtype = f.get("dtype")
+    if isinstance(dtype, dict):
+        return ("class_label" if "class_label" in dtype else "struct"), False
+    return str(dtype or "unknown"), False
+
+
+def _card_columns(card: dict[str, Any], config: str | None) -> dict[str, tuple[str, bool]]:
+    entries = _info_entries(card)
+    want = config or "default"
+    entry = next((e for e in entries if str(e.get("config_name", "default")) == want),
+                 entries[0] if len(entries) == 1 else None)
+    feats = entry.get("features") if entry else None
+    if isinstance(feats, list):
+        return {str(f["name"]): _feature_type(f) for f in feats
+                if isinstance(f, dict) and "name" in f}
+    if isinstance(feats, dict):
+        return {str(k): _feature_type(v if isinstance(v, dict) else {"dtype": v})
+                for k, v in feats.items()}
+    return {}
+
+
+def _value_type(v: Any) -> tuple[str, bool]:
+    if isinstance(v, list):
+        return "list", True
+    if isinstance(v, dict):
+        return "struct", any(isinstance(x, list) for x in v.values())
+    return type(v).__name__ if v is not None else "null", False
+
+
+def _arrow_type(t: Any) -> tuple[str, bool]:
+    import pyarrow as pa
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return "list", True
+    if pa.types.is_struct(t):
+        return "struct", any(_arrow_type(t.field(i).type)[1] for i in range(t.num_fields))
+    return str(t), False
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.name.lower().endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _pyarrow_parquet() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise DatasetError("reading Parquet from the Hub needs pyarrow: pip install pyarrow "
+                           "(or pip install 'assay[gallery]')") from e
+    return pq
+
+
+def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a downloaded data file (Parquet, JSON Lines, JSON, CSV; ``.gz`` too)."""
+    name = path.name.lower().removesuffix(".gz")
+    try:
+        if name.endswith(".parquet"):
+            for batch in _pyarrow_parquet().ParquetFile(path).iter_batches(batch_size=1024):
+                yield from batch.to_pylist()
+        elif name.endswith(".csv"):
+            with _open_text(path) as fh:
+                yield from csv.DictReader(fh)
+        else:
+            with _open_text(path) as fh:
+                text = fh.read()
+            stripped = text.lstrip()
+            if name.endswith(".json") and stripped.startswith(("[", "{")):
+                try:
+                    data = json.loads(text)
+                except ValueError:
+                    data = None  # JSON Lines in a .json file
+                if isinstance(data, dict):  # {"data": [...]} or a single row
+                    lists = [v for v in data.values() if isinstance(v, list)]
+                    data = lists[0] if len(lists) == 1 else [data]
+                if isinstance(data, list):
+                    yield from (r for r in data if isinstance(r, dict))
+                    return
+            for line in text.splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    if isinstance(row, dict):
+                        yield row
+    except DatasetError:
+        raise
+    except Exception as e:
+        raise DatasetError(f"cannot read {path.name} from the Hub ({type(e).__name__}); the "
+                           "file may be damaged: try another dataset") from e
+
+
+def _file_columns(path: Path) -> tuple[dict[str, tuple[str, bool]], dict[str, Any]]:
+    """Columns (type, is a list) of a data file, and its first row."""
+    if path.name.lower().endswith(".parquet"):
+        pf = _pyarrow_parquet().ParquetFile(path)
+        schema = pf.schema_arrow
+        cols = {n: _arrow_type(schema.field(n).type) for n in schema.names}
+        first = next(iter(pf.iter_batches(batch_size=1)), None)
+        rows = first.to_pylist() if first is not None else []
+        return cols, (rows[0] if rows else {})
+    row = next(iter_rows(path), {})
+    return {k: _value_type(v) for k, v in row.items()}, row
+
+
+# -- resolution ----------------------------------------------------------------------------
+
+@dataclass
+class HubResolution:
+    """How a Hub dataset will run as generic QA, with one reason per decision."""
+
+    id: str
+    config: str | None
+    split: str
+    revision: str | None
+    columns: list[str]
+    eval_type: str
+    fields: dict[str, str]
+    reasons: dict[str, str]
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
+    ok: bool = False
+    problem: str | None = None
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def match_column(columns: list[str], names: tuple[str, ...],
+                 taken: Collection[str] = ()) -> str | None:
+    """The first of ``names`` among ``columns`` (exact, then ignoring case, ``_``, ``-``)."""
+    free = [c for c in columns if c not in taken]
+    for n in names:
+        if n in free:
+            return n
+    by_norm = {}
+    for c in free:
+        by_norm.setdefault(_norm(c), c)
+    for n in names:
+        if _norm(n) in by_norm:
+            return by_norm[_norm(n)]
+    return None
+
+
+def _ask_prompt(dataset_id: str, missing: list[str], types: dict[str, tuple[str, bool]],
+                example: dict[str, Any]) -> str:
+    cols = "; ".join(f"{c} ({t})" for c, (t, _) in types.items())
+    lines = [f"The Hugging Face dataset {dataset_id} will be used to evaluate a model on "
+             "question answering. Its columns are: " + cols + "."]
+    if example:
+        shown = {k: (v if len(json.dumps(v, default=str)) <= 120
+                     else str(v)[:117] + "...") for k, v in example.items()}
+        lines.append("One row: " + json.dumps(shown, ensure_ascii=False, default=str))
+    for k in missing:
+        lines.append(f"Which column holds {_WHAT[k]}? Answer it as {k}.")
+    lines.append("Reply with a JSON object whose values are column names from the list above.")
+    return "\n".join(lines)
+
+
+def _ask_schema(missing: list[str], columns: list[str]) -> dict[str, Any]:
+    return {"type": "object",
+            "properties": {k: {"type": "string", "enum": list(columns),
+                               "description": f"the column holding {_WHAT[k]}"}
+                           for k in missing},
+            "required": list(missing), "additionalProperties": False}
+
+
+def _check_reply(reply: Any, missing: list[str], columns: list[str],
+                 used: set[str]) -> str | None:
+    """Why the planner's reply cannot be accepted (None: it can)."""
+    if not isinstance(reply, dict):
+        return "the planner gave no JSON object"
+    picked: list[str] = []
+    for k in missing:
+        v = reply.get(k)
+        if not isinstance(v, str) or v not in columns:
+            return f"the planner's {k} {v!r} is not a column"
+        if v in used or v in picked:
+            return f"the planner's {k} {v!r} is already used for another key"
+        picked.append(v)
+    return None
+
+
+def _dataset_info(dataset_id: str, revision: str | None, token: str | None,
+                  doing: str) -> tuple[str | None, dict[str, Any], list[str]]:
+    """The commit sha, the card's YAML metadata and the file names."""
+    api = _api()
+    try:
+        info = api.dataset_info(dataset_id, revision=revision, token=_token(token))
+        card = info.card_data.to_dict() if info.card_data is not None else {}
+        if info.siblings is not None:
+            files = [s.rfilename for s in info.siblings]
+        else:
+            files = list(api.list_repo_files(dataset_id, repo_type="dataset",
+                                             revision=info.sha or revision,
+                                             token=_token(token)))
+    except Exception as e:
+        raise _failure(e, doing, dataset_id) from e
+    return info.sha or revision, card if isinstance(card, dict) else {}, files
+
+
+def _download(dataset_id: str, filename: str, revision: str | None,
+              token: str | None, doing: str) -> Path:
+    from huggingface_hub import hf_hub_download
+
+    cache = workspace_dir() / "data" / "hub" / ".hf-cache"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        return Path(hf_hub_download(dataset_id, filename, repo_type="dataset",
+                                    revision=revision, cache_dir=str(cache),
+                                    token=_token(token), endpoint=_endpoint()))
+    except Exception as e:
+        raise _failure(e, doing, dataset_id) from e
+
+
+def resolve_hub(dataset_id: str, *, ask: Callable[[str, dict], dict | None] | None = None,
+                token: str | None = None) -> HubResolution:
+    """Decide how ``dataset_id`` runs as generic QA: config, split, columns, key mapping.
+
+    Configs and splits come from the card (``configs``/``dataset_info``), else from the
+    file names; columns from the card's features, else from the split's first data file.
+    Keys are mapped by name rules; for required keys the rules miss, ``ask(prompt,
+    schema)`` (when given) may name a column, and its answer is accepted only when every
+    value is an existing column. Reaching the Hub fails with a one-line
+    :class:`DatasetError`; a dataset that cannot run comes back with ``ok=False`` and a
+    one-line ``problem``.
+    """
+    if not hub_enabled():
+        raise _offline(f"read dataset {dataset_id}")
+    doing = f"read dataset {dataset_id}"
+    sha, card, files = _dataset_info(dataset_id, None, token, doing)
+    reasons: dict[str, str] = {}
+    res = HubResolution(id=dataset_id, config=None, split="", revision=sha, columns=[],
+                        eval_type="generate", fields={}, reasons=reasons)
+    configs, source = _layout(card, files)
+    if not configs:
+        reasons["config"] = "no data files (.parquet, .jsonl, .json, .csv) in the repository"
+        res.problem = (f"dataset {dataset_id}: no data files (.parquet, .jsonl, .json, .csv) "
+                       "that assay can read; choose another dataset")
+        return res
+    config, reasons["config"] = _choose_config(configs, source)
+    res.config = config.name
+    res.split, reasons["split"] = _choose_split(config)
+    types = _card_columns(card, config.name)
+    example: dict[str, Any] = {}
+    if types:
+        reasons["columns"] = "from the card's dataset_info features"
+    elif res.split:
+        first = config.splits[res.split][0]
+        path = _download(dataset_id, first, sha, token, doing)
+        types, example = _file_columns(path)
+        reasons["columns"] = f"read from {first}"
+    if not res.split:
+        res.problem = (f"dataset {dataset_id}: config {config.name!r} has no split with data "
+                       "files; choose another config or dataset")
+        return res
+    res.columns = list(types)
+    _map_keys(res, types, example, ask)
+    return res
+
+
+def _map_keys(res: HubResolution, types: dict[str, tuple[str, bool]],
+              example: dict[str, Any], ask: Callable[[str, dict], dict | None] | None) -> None:
+    cols, reasons, fields = res.columns, res.reasons, res.fields
+    shown = ", ".join(cols) or "none"
+    q = match_column(cols, QUESTION_NAMES)
+    a = match_column(cols, ANSWER_NAMES, {q} if q else set())
+    c = match_column(cols, CHOICES_NAMES, {x for x in (q, a) if x})
+    for key, col in (("question_key", q), ("answer_key", a)):
+        if col:
+            fields[key] = col
+            reasons[key] = f"rule: {col!r} is a usual name for {_WHAT[key]}"
+    if c and types[c][1]:
+        res.eval_type = "multiple_choice"
+        fields["choices_key"] = c
+        reasons["choices_key"] = f"rule: {c!r} is a list column named like answer options"
+        reasons["eval_type"] = f"multiple_choice: {c!r} holds a list of options"
+    elif c:
+        reasons["choices_key"] = f"{c!r} is named like answer options but is not a list"
+        reasons["eval_type"] = f"generate: {c!r} is not a list of options"
+    else:
+        reasons["choices_key"] = ("no list column named " + ", ".join(CHOICES_NAMES[:4]) +
+                                  " or the like")
+        reasons["eval_type"] = "generate: no column of answer options"
+    missing = [k for k in REQUIRED[res.eval_type] if k not in fields]
+    problem = None
+    if missing and ask is not None and cols:
+        prompt = _ask_prompt(res.id, missing, types, example)
+        schema = _ask_schema(missing, cols)
+        try:
+            reply = ask(prompt, schema)
+            why = _check_reply(reply, missing, cols, set(fields.values()))
+        except Exception as e:  # a failed planner call leaves the keys unmapped
+            reply, why = None, f"the planner call failed ({type(e).__name__})"
+        res.model_calls.append({"prompt": prompt, "reply": reply, "accepted": why is None,
+                                "problem": why})
+        if why is None and isinstance(reply, dict):
+            for k in missing:
+                fields[k] = reply[k]
+                reasons[k] = (f"the planner chose {reply[k]!r} (no column has a usual name "
+                              f"for {_WHAT[k]})")
+        else:
+            for k in missing:
+                reasons[k] = f"not mapped: {why}"
+            problem = why
+    missing = [k for k in REQUIRED[res.eval_type] if fields.get(k) not in cols]
+    for k in missing:
+        reasons.setdefault(k, f"no column has a usual name for {_WHAT[k]}")
+    res.ok = not missing
+    if missing:
+        keys = ", ".join(missing)
+        res.problem = (f"dataset {res.id}: no column for {keys}"
+                       + (f" ({problem})" if problem else "")
+                       + f"; columns: {shown}; set {keys} in the plan's task options")
+
+
+# -- fetching ------------------------------------------------------------------------------
+
+def split_path(dataset_id: str, revision: str, config: str | None, split: str) -> Path:
+    """Where :func:`fetch_split` keeps a split:
+    ``$ASSAY_HOME/data/hub/<owner>__<name>/<revision>/<config>/<split>.jsonl``."""
+    def safe(part: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]", "_", part.replace("/", "__")).lstrip(".") or "_"
+
+    return (workspace_dir() / "data" / "hub" / safe(dataset_id) / safe(revision)
+            / safe(config or "default") / f"{safe(split)}.jsonl")
+
+
+def _json_default(v: Any) -> Any:
+    if isinstance(v, (bytes, bytearray)):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            import base64
+
+            return base64.b64encode(bytes(v)).decode("ascii")
+    return str(v)
+
+
+def fetch_split(ref: HubRef, *, token: str | None = None) -> Path:
+    """The split ``ref`` names as one local JSONL file (downloaded once per revision).
+
+    The split's data files are downloaded with ``hf_hub_download`` (pinned to
+    ``ref.revision`` when given, else to the commit the Hub reports now) and written as
+    ``$ASSAY_HOME/data/hub/<id with / as __>/<revision>/<config>/<split>.jsonl``; when
+    that file is already there it is returned without any request (for a pinned
+    revision) or after one info request (for the latest). Offline, unreachable or a
+    missing config/split: a one-line :class:`DatasetError`.
+    """
+    if ref.revision:
+        known = split_path(ref.id, ref.revision, ref.config, ref.split)
+        if known.is_file():
+            return known
+    doing = f"download dataset {ref.id}"
+    if not hub_enabled():
+        raise _offline(doing)
+    sha, card, files = _dataset_info(ref.id, ref.revision, token, doing)
+    revision = sha or ref.revision or "main"
+    out = split_path(ref.id, revision, ref.config, ref.split)
+    if out.is_file():
+        return out
+    configs, _ = _layout(card, files)
+    config = next((c for c in configs if c.name == ref.config), None)
+    if config is None and configs and (ref.config is None or len(configs) == 1
+                                       and ref.config == "default"):
+        config = _choose_config(configs, "")[0]
+    if config is None:
+        names = ", ".join(str(c.name) for c in configs) or "none"
+        raise DatasetError(f"dataset {ref.id} has no config {ref.config!r} (configs: {names}); "
+                           "fix the plan's hub config")
+    data = config.splits.get(ref.split) or []
+    if not data:
+        names = ", ".join(s for s, fs in config.splits.items() if fs) or "none"
+        raise DatasetError(f"dataset {ref.id} has no split {ref.split!r} with data files "
+                           f"(splits: {names}); fix the plan's hub split")
+    paths = [_download(ref.id, f, revision, token, doing) for f in data]
+    from assay.core.atomic import atomic_open
+
+    n = 0
+    with atomic_open(out, "w") as fh:
+        for p in paths:
+            for row in iter_rows(p):
+                fh.write(json.dumps(row, ensure_ascii=False, default=_json_default) + "\n")
+                n += 1
+    if n == 0:
+        out.unlink()
+        raise DatasetError(f"dataset {ref.id}: split {ref.split!r} has no rows; choose "
+                           "another split or dataset")
+    return out

@@ -1,0 +1,483 @@
+"""Step 1 of planning: the request, structured into an :class:`~assay.plan.schema.Intent`.
+
+Two readers, the same schema:
+
+* :func:`parse_rules` needs no model: keyword tables for domains and languages, the
+  gallery's names and aliases for named benchmarks, and exact patterns for the quotas
+  and limits a user states ("at most 3 benchmarks", "50 samples each", "nothing from
+  the Hub"). A stated ``0`` stays ``0``.
+* :func:`parse_with_model` asks the planner model for the same fields under a JSON
+  schema (constrained decoding on the embedded model), then merges with the rules:
+  named benchmarks and quotas come from the request's own words (a model may not
+  invent a benchmark the user did not name, nor a quota the user did not state); the
+  model gives the domains when the request's words give none (and no benchmark is
+  named), and may add languages and special requests, each from a closed list where
+  one exists.
+
+Every decision carries a reason (``reasons``), and the model call is returned for the
+trace.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.plan.schema import Budget, Intent
+
+#: domain -> words that signal it (lower case; matched as whole words or phrases).
+#: Domains are the gallery's categories.
+DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
+    "math": ("math", "maths", "mathematics", "mathematical", "arithmetic", "algebra",
+             "calculus", "geometry", "word problem", "word problems", "grade-school",
+             "grade school", "competition math", "olympiad", "number", "numbers",
+             "quantitative", "数学", "算术"),
+    "code": ("code", "coding", "program", "programming", "python", "software", "function "
+             "synthesis", "code generation", "unit tests", "developer", "编程", "代码"),
+    "tool_use": ("tool", "tools", "tool use", "tool calling", "tool-calling", "function call",
+                 "function calling", "function-calling", "api call", "api calls",
+                 "call apis", "calling apis", "json arguments", "工具", "函数调用"),
+    "agent": ("agent", "agents", "agentic", "assistant tasks", "web browsing", "browse",
+              "multi-step tasks", "autonomous", "general assistant", "智能体"),
+    "knowledge": ("knowledge", "facts", "factual", "trivia", "world knowledge", "exam",
+                  "exams", "academic", "subjects", "general knowledge", "closed-book",
+                  "知识"),
+    "reasoning": ("reasoning", "logic", "logical", "puzzle", "puzzles", "deduction",
+                  "inference", "think", "推理"),
+    "commonsense": ("commonsense", "common sense", "common-sense", "everyday", "physical "
+                    "intuition", "social situations", "常识"),
+    "reading": ("reading", "reading comprehension", "comprehension", "passage", "passages",
+                "documents", "extractive", "long documents", "阅读"),
+    "language": ("language understanding", "sentiment", "paraphrase", "entailment", "nli",
+                 "grammar", "language modeling", "next word", "linguistic", "glue",
+                 "superglue"),
+    "instruction_following": ("instruction", "instructions", "instruction following",
+                              "instruction-following", "follow instructions", "format "
+                              "constraints", "formatting", "constraints", "指令"),
+    "dialogue": ("chat", "chatbot", "conversation", "conversations", "conversational",
+                 "dialogue", "dialog", "multi-turn", "multi turn", "multiturn", "对话"),
+    "science": ("science", "scientific", "physics", "chemistry", "biology", "biomedical",
+                "lab", "laboratory", "protocols", "科学"),
+    "medical": ("medical", "medicine", "clinical", "health", "healthcare", "doctor",
+                "usmle", "patients", "医学", "医疗"),
+}
+
+#: language code -> words that name it
+LANGUAGE_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("english", "英文", "英语"),
+    "zh": ("chinese", "mandarin", "中文", "汉语", "普通话", "zh"),
+    "ja": ("japanese", "日本語"),
+    "ko": ("korean",),
+    "fr": ("french", "français"),
+    "de": ("german", "deutsch"),
+    "es": ("spanish", "español"),
+    "ru": ("russian",),
+    "ar": ("arabic",),
+    "hi": ("hindi",),
+    "multi": ("multilingual", "many languages", "cross-lingual", "crosslingual"),
+}
+LANGUAGES = tuple(LANGUAGE_WORDS)
+
+#: words that say the subject is (or is not) an agent
+AGENT_WORDS = ("agent", "agents", "agentic", "tool", "tools", "function calling",
+               "function call", "api calls", "multi-step", "assistant tasks")
+TEXT_ONLY_WORDS = ("text only", "text-only", "plain llm", "no tools", "without tools",
+                   "base model", "just the llm")
+
+#: benchmark names that are well known but not in the gallery (so a mention of one is
+#: reported as unknown, with the closest gallery names, rather than silently dropped)
+KNOWN_ELSEWHERE = ("truthfulqa", "cmmlu", "c-eval", "ceval", "agieval", "bbh", "big-bench",
+                   "bigbench", "swe-bench", "swebench", "aime", "hotpotqa", "webarena",
+                   "toolbench", "apibank", "api-bank", "alpacaeval", "arena-hard",
+                   "livecodebench", "gpqa", "mgsm", "xnli", "flores", "humaneval-x",
+                   "mbpp-plus", "theoremqa", "strategyqa", "musr", "longbench", "ruler",
+                   "needle", "helm", "mmmu", "mathvista", "cruxeval", "ds-1000", "spider",
+                   "bird", "tau-bench", "agentbench", "osworld", "hle", "simpleqa",
+                   "mmlu-pro", "mmlu_pro")
+
+_NUM_WORDS = {"zero": 0, "no": 0, "none": 0, "one": 1, "a single": 1, "single": 1, "two": 2,
+              "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+              "ten": 10, "twenty": 20, "fifty": 50, "hundred": 100, "a hundred": 100}
+_NUM = r"(\d[\d,]*|zero|none|no|one|a single|single|two|three|four|five|six|seven|eight|" \
+       r"nine|ten|twenty|fifty|a hundred|hundred)"
+
+#: special requests recognised in the text: phrase -> what is recorded
+SPECIAL_PHRASES: dict[str, str] = {
+    "few-shot": "few-shot prompting", "few shot": "few-shot prompting",
+    "zero-shot": "zero-shot prompting", "zero shot": "zero-shot prompting",
+    "chain of thought": "chain-of-thought answers", "chain-of-thought": "chain-of-thought "
+    "answers", "quick": "a quick, small run", "smoke": "a quick, small run",
+    "cheap": "keep the cost low", "budget": "keep the cost low",
+    "judge": "an LLM judge", "compare": "a comparison between runs",
+    "regression": "a regression check", "safety": "safety (no gallery entry yet)",
+    "only the named": "only the named benchmarks", "only named": "only the named benchmarks",
+    "nothing else": "only the named benchmarks", "no other": "only the named benchmarks",
+}
+
+
+@dataclass
+class IntentResult:
+    """An intent, the reason for each decision, and the model call it took (if any)."""
+
+    intent: Intent
+    reasons: dict[str, str] = field(default_factory=dict)
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
+    parser: str = "rules"
+
+
+# -- the rules ----------------------------------------------------------------------------
+def _norm(text: str) -> str:
+    return re.sub(r"[\s_\-]+", "", text.lower())
+
+
+def _has(text: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in ``text`` as whole words (CJK: as a substring)."""
+    if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", phrase):
+        return phrase in text
+    return re.search(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", text) is not None
+
+
+def _number(word: str) -> int:
+    word = word.strip().lower()
+    if word in _NUM_WORDS:
+        return _NUM_WORDS[word]
+    return int(word.replace(",", ""))
+
+
+def gallery_names() -> dict[str, str]:
+    """Normalised name or alias -> gallery entry name, plus the built-in tasks a plan may
+    name (``converse``)."""
+    from assay.gallery.entry import all_entries
+
+    out: dict[str, str] = {}
+    for entry in all_entries().values():
+        if entry.readiness.status != "ready":
+            continue
+        for n in entry.names:
+            out[_norm(n)] = entry.name
+    for name in BUILTIN_TASKS:
+        out[_norm(name)] = name
+    return out
+
+
+#: built-in tasks (not gallery entries) a plan may hold, with their retrieval text
+BUILTIN_TASKS: dict[str, dict[str, Any]] = {
+    "converse": {
+        "category": "dialogue",
+        "tags": ["multi-turn", "conversation", "agent", "examiner", "judge", "tools",
+                 "files", "dialogue"],
+        "description": "Multi-turn conversations: an examiner model talks to the agent "
+                       "following a task description, a judge grades each scoring point, "
+                       "eval_code checks files in a sandbox (TaskWeaver-style cases; 17 "
+                       "built-in cases).",
+        "aliases": ["conversation", "examiner", "taskweaver"],
+    },
+}
+
+
+#: gallery names that are also ordinary words: named only in capitals or as "X benchmark"
+COMMON_WORD_NAMES = frozenset({"math", "drop", "squad", "jeopardy", "lambada", "copa"})
+
+
+def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Gallery names the request mentions, and benchmark-like names it mentions that the
+    gallery does not hold (with the closest gallery names)."""
+    found: list[str] = []
+    unknown: list[dict[str, Any]] = []
+    words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*", text)
+    # multi-word aliases (e.g. "grade school math") are matched on the normalised text
+    flat = _norm(text)
+    for key, name in sorted(names.items(), key=lambda kv: -len(kv[0])):
+        if len(key) < 3:
+            continue
+        hits = [w for w in words if _norm(w) == key]
+        if key in COMMON_WORD_NAMES:
+            # "math" or "drop" in a sentence is a word (capitalised or not); MATH, SQuAD
+            # or "the math benchmark" name the benchmark
+            hits = [w for w in hits if any(c.isupper() for c in w[1:]) or re.search(
+                rf"\b{re.escape(w)}\s+(?:benchmark|dataset|set|test set|eval)\b", text,
+                re.IGNORECASE)]
+            if hits and name not in found:
+                found.append(name)
+            continue
+        if hits or (len(key) >= 8 and key in flat):
+            if name not in found:
+                found.append(name)
+    # a family name (ARC, LAB-Bench) names its one or two entries
+    for w in words:
+        key = _norm(w)
+        if len(key) < 3 or key in names or key in COMMON_WORD_NAMES:
+            continue
+        family = sorted({n for k, n in names.items() if k.startswith(key)})
+        if 1 <= len(family) <= 2 and (w.isupper() or name_like(w)):
+            for n in family:
+                if n not in found:
+                    found.append(n)
+            names = {**names, key: family[0]}
+    known_keys = set(names)
+    for w in words:
+        if _norm(w) in COMMON_WORD_NAMES:
+            continue
+        key = _norm(w)
+        if key in known_keys or name_like(w) is False:
+            continue
+        if key in {_norm(k) for k in KNOWN_ELSEWHERE} or name_like(w):
+            close = difflib.get_close_matches(key, list(known_keys), n=3, cutoff=0.5)
+            entry = {"name": w, "closest": sorted({names[c] for c in close})}
+            if all(u["name"].lower() != w.lower() for u in unknown):
+                unknown.append(entry)
+    return found, unknown
+
+
+#: acronyms and words that look like benchmark names but are not
+_NOT_NAMES = {"llm", "llms", "ai", "api", "apis", "json", "sql", "gpu", "cpu", "rag", "ci",
+              "qa", "nlp", "ok", "usa", "uk", "eu", "id", "ids", "csv", "yaml", "http",
+              "url", "pdf", "gpt", "gpt-4", "gpt-4o", "openai", "llama", "qwen", "mistral",
+              "claude", "gemini", "smollm2", "hf", "hub", "huggingface", "chatgpt", "github",
+              "pytorch", "javascript", "typescript", "openapi", "iphone", "youtube", "linkedin", "i", "a", "vs",
+              "nli", "glue", "superglue", "usmle", "zh", "en", "cot", "fc", "ast"}
+
+
+def name_like(word: str) -> bool | None:
+    """Whether ``word`` looks like a benchmark's name: ``True`` (an acronym of 3+ capitals,
+    letters with digits, or ending in bench/qa/eval), ``False`` (a word known not to be
+    one), ``None`` (an ordinary word)."""
+    low = word.lower()
+    if low in _NOT_NAMES or low.startswith(("gpt", "llama", "qwen", "claude")):
+        return False
+    if re.fullmatch(r"[A-Z][A-Z0-9\-]{2,}", word):
+        return True
+    if re.search(r"[a-z][A-Z]", word):  # CamelCase: TruthfulQA, HumanEval, OpenBookQA
+        return True
+    if re.search(r"[a-z]", low) and re.search(r"\d", low) and len(low) >= 4:
+        return True
+    if re.search(r"(bench|qa|eval|arena)$", low) and len(low) >= 5 and low not in (
+            "eval", "qa"):
+        return True
+    return None
+
+
+def _domains(text: str) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    domains: list[str] = []
+    capabilities: list[str] = []
+    hits: dict[str, list[str]] = {}
+    for domain, words in DOMAIN_WORDS.items():
+        got = [w for w in words if _has(text, w)]
+        if got:
+            domains.append(domain)
+            hits[domain] = got
+            for w in got:
+                if w not in capabilities and not re.search(r"[\u4e00-\u9fff]", w):
+                    capabilities.append(w)
+    return domains, capabilities, hits
+
+
+def _languages(text: str) -> tuple[list[str], str]:
+    low = text.lower()
+    named = [code for code, words in LANGUAGE_WORDS.items()
+             if any(_has(low, w) for w in words if w != "zh")]
+    cjk = re.search(r"[\u4e00-\u9fff]", text) is not None
+    if cjk and "zh" not in named:
+        named.append("zh")
+    if not named:
+        return ["en"], "no language named: English"
+    only = re.search(r"\bonly\b|\bjust\b|仅|只", text) is not None
+    langs = list(named)
+    if "en" not in langs and not only and not cjk:
+        langs.insert(0, "en")
+        why = f"named {', '.join(named)}; English kept (the request is in English)"
+    else:
+        why = f"named {', '.join(named)}"
+    return langs, why
+
+
+_BENCH = r"(?:benchmarks?|tasks?|datasets?|evals?|evaluations?|suites?)"
+_SAMPLES = r"(?:samples?|examples?|questions?|items?|problems?|cases?|prompts?|entries)"
+_HUB = r"(?:hugging\s*face|hf|the\s+hub|hub)"
+_GALLERY = r"(?:the\s+gallery|gallery|local|built-?in|offline)"
+#: at most one word between a number and "benchmarks" ("3 math benchmarks"), never a word
+#: of a source ("no hub datasets" is a Hub quota, not a task count)
+_ONE_WORD = r"(?:(?!hub\b|hf\b|hugging|gallery\b|local\b)\w+\s+)?"
+
+
+def _budget(text: str) -> tuple[Budget, dict[str, str]]:
+    """Quotas and limits stated in the request, taken exactly (``0`` included)."""
+    t = text.lower()
+    b: dict[str, int] = {}
+    why: dict[str, str] = {}
+
+    def take(key: str, pattern: str, value: int | None = None) -> None:
+        """The first match of ``pattern`` sets ``key``: to ``value`` when given, else to
+        the number the pattern's first group captured."""
+        if key in b:
+            return
+        m = re.search(pattern, t)
+        if m:
+            b[key] = value if value is not None else _number(m.group(1))
+            why[key] = f"stated in the request: {m.group(0).strip()!r}"
+
+    # the Hub and the gallery first: "0 datasets from the hub" is a Hub quota
+    take("hub", rf"\b(?:no|nothing|without|skip|not|never)\s+(?:use\s+)?(?:any\s+)?(?:datasets?\s+)?"
+         rf"(?:from\s+)?(?:the\s+)?{_HUB}(?:\s+(?:search|datasets?))?\b", 0)
+    take("hub", r"\boffline\s+only\b|\bno\s+internet\b|\bno\s+network\b|\bstay\s+offline\b", 0)
+    take("hub", rf"\b{_NUM}\s+(?:{_BENCH}\s+)?(?:from|off|on|via)\s+{_HUB}\b")
+    take("hub", rf"\b{_NUM}\s+{_HUB}\s+{_BENCH}")
+    take("hub", rf"\b{_HUB}(?:\s+quota)?\s*[:=]\s*{_NUM}\b")
+    take("hub", rf"\b{_HUB}\s+quota\s*(?:of\s+)?{_NUM}\b")
+    take("gallery", rf"\b{_NUM}\s+(?:{_BENCH}\s+)?from\s+{_GALLERY}\b")
+    take("gallery", rf"\b{_GALLERY}(?:\s+quota)?\s*[:=]\s*{_NUM}\b")
+    take("gallery", rf"\b{_GALLERY}\s+quota\s*(?:of\s+)?{_NUM}\b")
+    take("gallery", rf"\b(?:no|without)\s+(?:other|extra|additional|more)\s+{_BENCH}\b", 0)
+    take("gallery", r"\b(?:only|just)\s+the\s+(?:named|ones?\s+i\s+(?:named|listed))\b|"
+         r"\bnothing\s+else\b", 0)
+    take("max_tasks", rf"\b(?:at\s+most|up\s+to|no\s+more\s+than|max(?:imum)?(?:\s+of)?|"
+         rf"limit(?:ed)?\s+to)\s+{_NUM}\s+{_ONE_WORD}{_BENCH}")
+    take("max_tasks", rf"\b(?:exactly|only|just|pick|choose|use|with)\s+{_NUM}\s+{_ONE_WORD}"
+         rf"{_BENCH}")
+    take("max_tasks", rf"\b{_NUM}\s+{_BENCH}\b(?!\s+(?:from|off|on|via))")
+    take("limit", rf"\b{_NUM}\s+{_SAMPLES}\b")
+    take("limit", r"\b(?:limit|--limit|sample\s+size)\s*(?:of|=|:)?\s*(\d[\d,]*)\b")
+    return Budget(**b), why
+
+
+def _special(text: str) -> list[str]:
+    out: list[str] = []
+    low = text.lower()
+    for phrase, meaning in SPECIAL_PHRASES.items():
+        if _has(low, phrase) and meaning not in out:
+            out.append(meaning)
+    return out
+
+
+def parse_rules(request: str) -> IntentResult:
+    """The intent of ``request`` by the rules alone (no model)."""
+    text = " ".join(request.split())
+    low = text.lower()
+    names = gallery_names()
+    benchmarks, unknown = _named(text, names)
+    domains, capabilities, hits = _domains(low)
+    languages, lang_why = _languages(text)
+    agent: bool | None = None
+    if any(_has(low, w) for w in TEXT_ONLY_WORDS):
+        agent, agent_why = False, "the request asks for text only"
+    elif any(_has(low, w) for w in AGENT_WORDS) or {"tool_use", "agent"} & set(domains):
+        agent, agent_why = True, "the request names tools or agents"
+    else:
+        agent_why = "not stated"
+    budget, budget_why = _budget(text)
+    reasons = {
+        "benchmarks": (f"named in the request: {', '.join(benchmarks)}" if benchmarks
+                       else "no gallery benchmark named"),
+        "domains": ("; ".join(f"{d} ({', '.join(w)})" for d, w in hits.items())
+                    or "no domain word found"),
+        "languages": lang_why,
+        "agent": agent_why,
+        **{f"budget.{k}": v for k, v in budget_why.items()},
+    }
+    if unknown:
+        reasons["unknown_benchmarks"] = "; ".join(
+            f"{u['name']} is not in the gallery (closest: {', '.join(u['closest']) or 'none'})"
+            for u in unknown)
+    intent = Intent(domains=domains, capabilities=capabilities, benchmarks=benchmarks,
+                    unknown_benchmarks=unknown, languages=languages, agent=agent,
+                    budget=budget, special_requests=_special(text))
+    return IntentResult(intent, reasons)
+
+
+# -- the planner model --------------------------------------------------------------------
+def intent_schema() -> dict[str, Any]:
+    """The JSON schema the planner model answers under (closed lists where they exist)."""
+    domains = list(DOMAIN_WORDS)
+    return {
+        "type": "object",
+        "properties": {
+            "domains": {"type": "array", "items": {"type": "string", "enum": domains},
+                        "maxItems": 4},
+            "languages": {"type": "array", "items": {"type": "string", "enum": list(LANGUAGES)},
+                          "maxItems": 3},
+            "agent": {"type": "boolean"},
+            "special_requests": {"type": "array", "items": {"type": "string", "maxLength": 60},
+                                 "maxItems": 3},
+        },
+        "required": ["domains", "languages", "agent", "special_requests"],
+        "additionalProperties": False,
+    }
+
+
+def intent_prompt(request: str) -> str:
+    """The planner's instruction for step 1."""
+    return ("You plan evaluations of AI models. Read the user's request and fill in the JSON "
+            "fields.\n"
+            f"domains: which of these the request asks to evaluate: {', '.join(DOMAIN_WORDS)}.\n"
+            "languages: language codes the evaluation should cover (en for English, zh for "
+            "Chinese, multi for many).\n"
+            "agent: true if the thing evaluated is an agent that uses tools, false if it is "
+            "plain text generation.\n"
+            "special_requests: short phrases for any other wish (few-shot, a judge, cost).\n\n"
+            f"Request: {request}\nJSON:")
+
+
+def parse_with_model(request: str, ask: Any) -> IntentResult:
+    """The intent from the planner model (``ask(prompt, schema) -> dict | None``, which
+    records nothing itself), merged with the rules; a reply that is not valid under the
+    schema is recorded and the rules' intent is kept."""
+    rules = parse_rules(request)
+    prompt = intent_prompt(request)
+    reply = ask(prompt, intent_schema())
+    call: dict[str, Any] = {"step": "intent", "prompt": prompt, "reply": reply}
+    result = IntentResult(rules.intent.model_copy(deep=True), dict(rules.reasons),
+                          [call], parser="model+rules")
+    if not _valid_reply(reply):
+        call["accepted"] = False
+        result.reasons["model"] = "the planner's reply did not fit the schema; rules kept"
+        return result
+    call["accepted"] = True
+    intent = result.intent
+    added = [d for d in reply["domains"] if d not in intent.domains]
+    if intent.domains or intent.benchmarks:
+        # the request's own words already say what to evaluate: a small planner's extra
+        # domains would only dilute the plan, so they are kept as suggestions
+        if added:
+            result.reasons["domains"] += (f"; the planner also suggested {', '.join(added)} "
+                                          "(not taken: the request names its own)")
+    else:
+        intent.domains = added
+        result.reasons["domains"] = (f"no domain word in the request; the planner chose "
+                                     f"{', '.join(added) or 'none'}")
+    langs = [x for x in reply["languages"] if x not in intent.languages]
+    if langs:
+        intent.languages = [*intent.languages, *langs]
+        result.reasons["languages"] += f"; the planner added {', '.join(langs)}"
+    if intent.agent is None:
+        intent.agent = bool(reply["agent"])
+        result.reasons["agent"] = f"the planner judged it {'an agent' if intent.agent else 'text'}"
+    for s in reply["special_requests"]:
+        s = " ".join(str(s).split())[:60]
+        if s and s not in intent.special_requests:
+            intent.special_requests.append(s)
+    # named benchmarks and quotas are the request's own words: the rules' (never the model's)
+    result.reasons["model"] = ("named benchmarks and quotas from the request's words; "
+                               "domains, languages and wishes merged from the planner")
+    return result
+
+
+def _valid_reply(reply: Any) -> bool:
+    if not isinstance(reply, dict):
+        return False
+    try:
+        return (isinstance(reply.get("domains"), list)
+                and all(d in DOMAIN_WORDS for d in reply["domains"])
+                and isinstance(reply.get("languages"), list)
+                and all(x in LANGUAGES for x in reply["languages"])
+                and isinstance(reply.get("agent"), bool)
+                and isinstance(reply.get("special_requests"), list))
+    except TypeError:
+        return False
+
+
+def dumps(result: IntentResult) -> str:
+    """The intent as one JSON line (for logs)."""
+    return json.dumps(result.intent.model_dump(mode="json"), ensure_ascii=False)

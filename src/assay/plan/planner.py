@@ -1,0 +1,572 @@
+"""``assay plan``: from one sentence to a reviewed, traced plan file.
+
+The session is a run in the store (task ``plan_session``) whose dataset record holds
+the whole state: the request, the stage, the plan so far, the plans before each step
+(for ``back``), the trace, and the settings. It is saved after every step and every
+answer, so ``assay plan --resume ID`` continues at the checkpoint where it stopped
+(Ctrl-C, a closed terminal, kill -9).
+
+Stages: ``intent`` -> ``select`` -> checkpoint ``plan`` -> ``resolve`` -> checkpoint
+``resolution`` -> ``metrics`` -> checkpoint ``metrics`` -> ``done`` (the file is
+written). At a checkpoint the human approves, edits, drops, adds or goes back one
+step; ``--yes`` approves every checkpoint (CI); a closed input pauses the session,
+never approves it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import AssayError, ConfigError
+from assay.plan.checkpoint import PROMPT
+from assay.plan.schema import (
+    Intent,
+    Models,
+    Plan,
+    PlanTask,
+    plan_from_text,
+    plan_to_text,
+    write_plan,
+)
+
+SESSION = "plan_session"
+CHECKPOINTS = ("plan", "resolution", "metrics")
+#: the step each checkpoint reviews, and the stage that runs after it is approved
+_AFTER = {"plan": "resolve", "resolution": "metrics", "metrics": "done"}
+
+
+class PlanPaused(AssayError):
+    """The session stopped at a checkpoint with no answer (closed input); it resumes."""
+
+
+@dataclass
+class Settings:
+    """What a planning session was started with."""
+
+    model: str = "local"
+    planner: str | None = None  # None: rules only
+    judge: str | None = None
+    output: str = "plan.yaml"
+    hub: bool | None = None     # None: on unless HF_HUB_OFFLINE
+    base_url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Session:
+    """A planning session: its state, saved in the store after every change."""
+
+    def __init__(self, store: Any, session_id: str, state: dict[str, Any]) -> None:
+        self.store = store
+        self.id = session_id
+        self.state = state
+
+    # -- persistence ------------------------------------------------------------------
+    @classmethod
+    def start(cls, store: Any, request: str, settings: Settings) -> Session:
+        from assay import __version__
+
+        request = " ".join(request.split())
+        if not request:
+            raise ConfigError("the request is empty; say what to evaluate, e.g. assay plan "
+                              "\"tool calling and grade-school math\"")
+        state = {"request": request, "stage": "intent", "settings": settings.to_dict(),
+                 "plan": None, "history": [], "trace": [], "output": settings.output}
+        sid = store.create_run(benchmark=SESSION, spec={"request": request},
+                               model={"model": settings.model,
+                                      "planner": settings.planner or "rules"},
+                               dataset=state, package_version=__version__)
+        return cls(store, sid, state)
+
+    @classmethod
+    def load(cls, store: Any, session_id: str) -> Session:
+        run = store.get_run(session_id)
+        if run["benchmark"] != SESSION:
+            raise ConfigError(f"run {run['id']} is a {run['benchmark']} run, not a planning "
+                              "session; see 'assay list runs'")
+        if run["dataset"].get("stage") == "done":
+            raise ConfigError(f"planning session {run['id']} is finished; its plan is "
+                              f"{run['dataset'].get('output')}")
+        store.set_run_status(run["id"], "running")
+        return cls(store, run["id"], run["dataset"])
+
+    def save(self) -> None:
+        self.store.set_run_dataset(self.id, self.state)
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(**self.state["settings"])
+
+    @property
+    def plan(self) -> Plan:
+        return Plan.model_validate(self.state["plan"])
+
+    def set_plan(self, plan: Plan, *, remember: bool = False) -> None:
+        if remember and self.state["plan"] is not None:
+            self.state["history"].append({"stage": self.state["stage"],
+                                          "plan": self.state["plan"]})
+        self.state["plan"] = plan.model_dump(mode="json", exclude={"trace"})
+
+    def trace(self, step: str, **entry: Any) -> None:
+        self.state["trace"].append({"step": step, "at": round(time.time(), 3), **entry})
+
+
+# -- the steps --------------------------------------------------------------------------
+def _step_intent(s: Session, ask: Any) -> None:
+    from assay.plan.intent import parse_rules, parse_with_model
+
+    request = s.state["request"]
+    result = parse_with_model(request, ask) if ask is not None else parse_rules(request)
+    settings = s.settings
+    plan = Plan(request=request, intent=result.intent,
+                models=Models(model=settings.model, judge=settings.judge,
+                              planner=settings.planner or "rules"))
+    s.set_plan(plan)
+    s.trace("intent", inputs={"request": request}, outputs=result.intent.model_dump(
+        mode="json"), reasons=result.reasons, parser=result.parser,
+        model_calls=result.model_calls)
+    s.state["stage"] = "select"
+
+
+def _hub_enabled(settings: Settings) -> bool:
+    from assay.plan.hub import hub_enabled
+
+    return hub_enabled() if settings.hub is None else (settings.hub and hub_enabled())
+
+
+def _step_select(s: Session) -> None:
+    from assay.plan.retrieve import retrieve
+    from assay.plan.steps import select
+
+    plan = s.plan
+    intent = plan.intent
+    query = " ".join([plan.request, *intent.capabilities])
+    candidates = retrieve(query, intent.domains)
+    hub_on = _hub_enabled(s.settings)
+    sel = select(intent, candidates, hub_enabled=hub_on)
+    hub_found: list[dict[str, Any]] = []
+    hub_error = None
+    if sel.hub_quota and hub_on:
+        from assay.plan.hub import search_hub
+
+        seen: set[str] = set()
+        try:
+            for q in sel.hub_queries:
+                for c in search_hub(q, limit=sel.hub_quota):
+                    if c.id not in seen and len(hub_found) < sel.hub_quota:
+                        seen.add(c.id)
+                        hub_found.append({"id": c.id, "score": c.score, "reason": c.reason,
+                                          "query": q, "verified": False})
+        except AssayError as e:
+            hub_error = str(e)
+            sel.notes.append(f"the Hub search failed: {e}")
+    tasks = list(sel.tasks)
+    from assay.plan.schema import HubRef
+
+    for h in hub_found:
+        tasks.append(PlanTask(task="qa", source="hub", hub=HubRef(id=h["id"]),
+                              why={"selected": f"Hub search for {h['query']!r} (unverified: "
+                                   f"runs as generic QA): {h['reason']}"}))
+    plan.tasks = tasks
+    plan.notes = sel.notes
+    s.set_plan(plan)
+    s.trace("select", inputs={"domains": intent.domains, "benchmarks": intent.benchmarks,
+                              "budget": intent.budget.model_dump()},
+            outputs={"tasks": [t.label for t in tasks], "notes": sel.notes},
+            reasons={**sel.reasons, **{t.label: t.why.get("selected", "") for t in tasks}},
+            candidates=[c.to_dict() for c in candidates[:15]], skipped=sel.skipped,
+            hub={"quota": sel.hub_quota, "queries": sel.hub_queries, "found": hub_found,
+                 "error": hub_error})
+    s.state["stage"] = "checkpoint:plan"
+
+
+def _step_resolve(s: Session, ask: Any) -> None:
+    from assay.plan.steps import resolve_hub_task, resolve_task
+
+    plan = s.plan
+    reasons: dict[str, Any] = {}
+    calls: list[dict[str, Any]] = []
+    kept: list[PlanTask] = []
+    for task in plan.tasks:
+        if task.source == "hub" and task.hub is not None:
+            resolved, info = resolve_hub_task(task.hub.id, task.why.get("selected", ""),
+                                              ask=ask, limit=plan.intent.budget.limit)
+            calls += info.get("model_calls") or []
+            reasons[f"hub:{task.hub.id}"] = info
+            if resolved is None:
+                plan.notes.append(f"hub:{task.hub.id} dropped: {info.get('problem')}")
+                continue
+            resolved.why["selected"] = task.why.get("selected", resolved.why["selected"])
+            kept.append(resolved)
+            continue
+        reasons[task.label] = resolve_task(task, plan.intent)
+        kept.append(task)
+    plan.tasks = kept
+    s.set_plan(plan)
+    s.trace("resolve", inputs={"tasks": [t.label for t in plan.tasks]},
+            outputs={t.label: {"options": t.options, "limit": t.limit,
+                               "hub": t.hub.model_dump() if t.hub else None}
+                     for t in plan.tasks},
+            reasons=reasons, model_calls=calls)
+    s.state["stage"] = "checkpoint:resolution"
+
+
+def _step_metrics(s: Session, ask: Any) -> None:
+    from assay.plan.steps import recommend_metrics
+
+    plan = s.plan
+    reasons: dict[str, Any] = {}
+    calls: list[dict[str, Any]] = []
+    for task in plan.tasks:
+        answers = _answer_sample(task) if task.source == "hub" else None
+        out = recommend_metrics(task, ask=ask, answer_sample=answers)
+        calls += out.pop("model_calls")
+        reasons[task.label] = {"rule": out.get("rule"),
+                               "metrics": [m.model_dump() for m in task.metrics]}
+    s.set_plan(plan)
+    s.trace("metrics", inputs={"tasks": [t.label for t in plan.tasks]},
+            outputs={t.label: {"primary": t.primary,
+                               "others": [m.name for m in t.metrics if m.role != "primary"]}
+                     for t in plan.tasks},
+            reasons=reasons, model_calls=calls)
+    s.state["stage"] = "checkpoint:metrics"
+
+
+def _answer_sample(task: PlanTask) -> list[Any]:
+    """A few answers of a Hub dataset (for the metric rules)."""
+    import json
+
+    from assay.plan.hub import fetch_split
+
+    key = task.options.get("answer_key")
+    if task.hub is None or not key:
+        return []
+    try:
+        path = fetch_split(task.hub)
+    except AssayError:
+        return []
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if key in row:
+                out.append(row[key])
+            if len(out) >= 20:
+                break
+    return out
+
+
+# -- checkpoints ------------------------------------------------------------------------
+Prompt = Callable[[str], "str | None"]
+Echo = Callable[[str], None]
+
+
+def describe(plan: Plan, checkpoint: str) -> str:
+    """What the human sees at a checkpoint."""
+    lines = [f"checkpoint {CHECKPOINTS.index(checkpoint) + 1}/3: {checkpoint}",
+             f"request: {plan.request}",
+             f"intent: domains {', '.join(plan.intent.domains) or '-'}; named "
+             f"{', '.join(plan.intent.benchmarks) or '-'}; languages "
+             f"{', '.join(plan.intent.languages)}; agent {plan.intent.agent}"]
+    for i, t in enumerate(plan.tasks, 1):
+        line = f"  {i}. {t.label} ({t.source})"
+        if checkpoint in ("resolution", "metrics"):
+            extra = {k: v for k, v in t.options.items()}
+            line += f" limit={t.limit} options={extra}" if extra or t.limit is not None else \
+                f" limit={t.limit}"
+            if t.hub:
+                line += f" config={t.hub.config} split={t.hub.split}"
+        if checkpoint == "metrics":
+            line += f" primary={t.primary}"
+        line += f"\n     why: {t.why.get('selected', '')}"
+        lines.append(line)
+    if not plan.tasks:
+        lines.append("  (no tasks)")
+    lines += [f"  note: {n}" for n in plan.notes]
+    return "\n".join(lines)
+
+
+def _find_task(plan: Plan, target: str) -> int | None:
+    t = target.strip().lower()
+    if t.isdigit() and 1 <= int(t) <= len(plan.tasks):
+        return int(t) - 1
+    for i, task in enumerate(plan.tasks):
+        if t in (task.task.lower(), task.label.lower()) or (
+                task.hub and t == task.hub.id.lower()):
+            return i
+    from assay.gallery.entry import find_entry
+
+    entry = find_entry(target)
+    if entry is not None:
+        for i, task in enumerate(plan.tasks):
+            if task.task == entry.name:
+                return i
+    return None
+
+
+def _new_task(s: Session, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
+    """A task the human added, brought up to the current stage; or why it cannot be."""
+    from assay.gallery.entry import find_entry
+    from assay.plan.intent import BUILTIN_TASKS
+    from assay.plan.steps import (
+        capabilities_of,
+        recommend_metrics,
+        resolve_hub_task,
+        resolve_task,
+        source_of,
+    )
+
+    plan = s.plan
+    if target.lower().startswith("hub:"):
+        if checkpoint == "plan":
+            from assay.plan.schema import HubRef
+
+            return PlanTask(task="qa", source="hub", hub=HubRef(id=target[4:].strip()),
+                            why={"selected": "added by the human (a Hub dataset, unverified)"})
+        try:
+            task, info = resolve_hub_task(target[4:].strip(), "added by the human", ask=ask,
+                                          limit=plan.intent.budget.limit)
+        except AssayError as e:
+            return str(e)
+        if task is None:
+            return f"{target}: {info.get('problem')}"
+    else:
+        entry = find_entry(target)
+        name = entry.name if entry is not None else (target if target in BUILTIN_TASKS
+                                                    else None)
+        if name is None or (entry is not None and entry.readiness.status != "ready"):
+            import difflib
+
+            from assay.plan.intent import gallery_names
+
+            close = difflib.get_close_matches(target.lower(), sorted(set(
+                gallery_names().values())), n=3)
+            return (f"unknown task {target!r}" + (f" (closest: {', '.join(close)})" if close
+                                                  else "") + "; see 'assay list tasks'")
+        task = PlanTask(task=name, source=source_of(name),  # type: ignore[arg-type]
+                        capabilities=capabilities_of(name),
+                        why={"selected": "added by the human"})
+        if checkpoint in ("resolution", "metrics"):
+            resolve_task(task, plan.intent)
+    if checkpoint == "metrics":
+        recommend_metrics(task, ask=ask, answer_sample=_answer_sample(task)
+                          if task.source == "hub" else None)
+    return task
+
+
+def _edit(s: Session, echo: Echo) -> str:
+    """Open ``$EDITOR`` on the plan; the edited plan is validated before it is taken."""
+    from assay.plan.steps import check_metrics
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        return "no editor: set $EDITOR (or edit the plan file after it is written)"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "plan.yaml"
+        path.write_text(plan_to_text(s.plan, "plan.yaml"), encoding="utf-8")
+        try:
+            subprocess.run([*shlex.split(editor), str(path)], check=True)  # noqa: S603
+        except (OSError, subprocess.CalledProcessError) as e:
+            return f"the editor failed ({e}); the plan is unchanged"
+        text = path.read_text(encoding="utf-8")
+    try:
+        edited = plan_from_text(text, "edited plan")
+        for task in edited.tasks:
+            check_metrics(task, required=s.state["stage"] == "checkpoint:metrics")
+        _check_tasks(edited)
+    except AssayError as e:
+        return f"{e}; the plan is unchanged"
+    s.set_plan(edited, remember=True)
+    echo(f"plan edited: {len(edited.tasks)} tasks")
+    return ""
+
+
+def _check_tasks(plan: Plan) -> None:
+    """Every task of the plan can be built (names exist, options are valid)."""
+    from assay.tasks.registry import resolve
+
+    for task in plan.tasks:
+        if task.source == "hub":
+            continue
+        ref = resolve(task.task)
+        ref.Options.model_validate(task.options) if task.options else None
+
+
+def _checkpoint(s: Session, name: str, prompt: Prompt, echo: Echo, ask: Any,
+                yes: bool) -> str:
+    """Run one checkpoint to its end; returns the next stage."""
+    echo(describe(s.plan, name))
+    if yes:
+        s.trace("checkpoint", checkpoint=name, answers=[{"answer": "--yes",
+                                                         "action": "approve"}])
+        return _AFTER[name]
+    while True:
+        answer = prompt(f"[{PROMPT}] > ")
+        if answer is None:
+            s.save()
+            raise PlanPaused(f"no answer at checkpoint {name!r}; nothing was approved. "
+                             f"Continue with: assay plan --resume {s.id}")
+        action, calls = interpret(answer, ask=ask, tasks=[t.label for t in s.plan.tasks])
+        record: dict[str, Any] = {"answer": answer, "model_calls": calls}
+        if action is None:
+            record["action"] = None
+            record["result"] = "not understood; asked again"
+            s.trace("checkpoint", checkpoint=name, answers=[record])
+            s.save()
+            echo(f"not understood: {answer!r}. Answer one of: {PROMPT}")
+            continue
+        record["action"] = action.to_dict()
+        result = _apply(s, name, action, echo, ask)
+        record["result"] = result
+        s.trace("checkpoint", checkpoint=name, answers=[record])
+        s.save()
+        if result == "approved":
+            return _AFTER[name]
+        if result.startswith("back:"):
+            return result[5:]
+        echo(result)
+        echo(describe(s.plan, name))
+
+
+def interpret(answer: str, *, ask: Any, tasks: list[str]) -> Any:
+    from assay.plan.checkpoint import interpret as read
+
+    return read(answer, ask=ask, tasks=tasks)
+
+
+def _apply(s: Session, name: str, action: Any, echo: Echo, ask: Any) -> str:
+    if action.action == "approve":
+        return "approved"
+    if action.action == "back":
+        if not s.state["history"]:
+            return "nothing to go back to: this is the first checkpoint's first plan"
+        last = s.state["history"].pop()
+        s.state["plan"] = last["plan"]
+        stage = last["stage"]
+        return f"back:{stage}"
+    if action.action == "edit":
+        err = _edit(s, echo)
+        return err or "edited"
+    plan = s.plan
+    if action.action == "drop":
+        idx = [_find_task(plan, t) for t in action.targets]
+        missing = [t for t, i in zip(action.targets, idx, strict=True) if i is None]
+        if missing:
+            return (f"not in the plan: {', '.join(missing)}; the tasks are "
+                    f"{', '.join(t.label for t in plan.tasks) or 'none'}")
+        dropped = [plan.tasks[i].label for i in idx if i is not None]
+        plan.tasks = [t for i, t in enumerate(plan.tasks) if i not in set(idx)]
+        s.set_plan(plan, remember=True)
+        return f"dropped {', '.join(dropped)}"
+    added = []
+    for target in action.targets:
+        if _find_task(plan, target) is not None and not target.lower().startswith("hub:"):
+            return f"{target} is already in the plan"
+        task = _new_task(s, target, name, ask)
+        if isinstance(task, str):
+            return task
+        added.append(task)
+    s.set_plan(plan.model_copy(update={"tasks": [*plan.tasks, *added]}), remember=True)
+    return f"added {', '.join(t.label for t in added)}"
+
+
+# -- the driver ---------------------------------------------------------------------------
+def drive(s: Session, *, prompt: Prompt, echo: Echo, yes: bool = False,
+          asker: Any = None) -> Path:
+    """Run the session from its stage to the written plan; returns the plan file."""
+    ask = asker
+    while True:
+        stage = s.state["stage"]
+        before = len(asker.calls) if asker is not None else 0
+        steps_before = len(s.state["trace"])
+        if stage == "intent":
+            _step_intent(s, ask)
+        elif stage == "select":
+            _step_select(s)
+        elif stage == "resolve":
+            s.set_plan(s.plan, remember=True)
+            s.state["history"][-1]["stage"] = "checkpoint:plan"
+            _step_resolve(s, ask)
+        elif stage == "metrics":
+            s.set_plan(s.plan, remember=True)
+            s.state["history"][-1]["stage"] = "checkpoint:resolution"
+            _step_metrics(s, ask)
+        elif stage.startswith("checkpoint:"):
+            name = stage.split(":", 1)[1]
+            nxt = _checkpoint(s, name, prompt, echo, ask, yes)
+            s.state["stage"] = nxt if nxt.startswith("checkpoint:") or nxt in (
+                "resolve", "metrics", "done") else f"checkpoint:{nxt}"
+        elif stage == "done":
+            return _finish(s, asker)
+        else:  # pragma: no cover - a state written by another version
+            raise ConfigError(f"planning session {s.id} is at an unknown stage {stage!r}")
+        if asker is not None and len(asker.calls) > before and len(s.state["trace"]) > \
+                steps_before:
+            # the raw exchanges (prompt, reply text, seconds) beside the parsed ones
+            s.state["trace"][-1]["raw_model_calls"] = asker.calls[before:]
+        s.save()
+
+
+def _finish(s: Session, asker: Any) -> Path:
+    from assay.plan.steps import check_metrics
+
+    plan = s.plan
+    for task in plan.tasks:
+        check_metrics(task)
+    plan.trace = s.state["trace"]
+    out = Path(s.state["output"])
+    write_plan(plan, out)
+    s.state["stage"] = "done"
+    s.save()
+    s.store.set_run_status(s.id, "finished")
+    return out
+
+
+def plan_request(store: Any, request: str, settings: Settings, *, prompt: Prompt, echo: Echo,
+                 yes: bool = False, on_created: Callable[[str], None] | None = None) -> Path:
+    """Plan ``request`` in a new session; returns the written plan file."""
+    session = Session.start(store, request, settings)
+    if on_created is not None:
+        on_created(session.id)
+    return _run(session, prompt=prompt, echo=echo, yes=yes)
+
+
+def resume_session(store: Any, session_id: str, *, prompt: Prompt, echo: Echo,
+                   yes: bool = False) -> Path:
+    """Continue a paused or interrupted session at its stage."""
+    return _run(Session.load(store, session_id), prompt=prompt, echo=echo, yes=yes)
+
+
+def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
+    settings = session.settings
+    asker = None
+    if settings.planner:
+        from assay.plan.ask import Asker
+
+        asker = Asker(settings.planner, base_url=settings.base_url)
+    try:
+        out = drive(session, prompt=prompt, echo=echo, yes=yes, asker=asker)
+    except PlanPaused:
+        session.store.set_run_status(session.id, "interrupted")
+        raise
+    except BaseException:
+        session.save()
+        session.store.set_run_status(session.id, "interrupted")
+        raise
+    finally:
+        if asker is not None:
+            asker.close()
+    return out
+
+
+__all__ = ["Intent", "PlanPaused", "Session", "Settings", "drive", "plan_request",
+           "resume_session"]

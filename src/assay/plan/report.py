@@ -1,0 +1,643 @@
+"""The combined report of a plan run: one ``report.md``, ``report.html`` and ``summary.json``.
+
+A plan run is a parent run (``benchmark == "plan"``, the plan in its ``dataset``) whose
+children are the plan's tasks, in order. Everything here is read from the store: each
+child's stored metrics and results; nothing is re-scored. The report shows
+
+* a capability radar: one axis per capability tag of the plan's tasks, valued by the mean
+  of the tagged tasks' primary metric, normalised to [0, 1] (bars below three axes);
+* a table of the tasks: primary metric with its 95% interval, errors, run, status (a task
+  that did not run or did not finish is shown as such, never as 0);
+* failure categories (errors by message, no answer extracted, wrong answers, the weakest
+  groups of any ``by_<field>`` breakdown) and case studies (the two worst and two best
+  samples by primary score) per task;
+* the plan itself (its YAML without the trace) and the trace of how it was made.
+
+The HTML is one self-contained file rendered by Jinja2 with autoescaping on; the radar is
+inline SVG. In Markdown, ``&<>`` become entities and table pipes are escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from assay.core.atomic import atomic_write_text
+from assay.core.types import SampleResult
+from assay.errors import AssayError, ConfigError
+from assay.plan.schema import Plan, PlanTask
+from assay.reports.render import fmt_rate, headline, is_rate, md_cell, md_escape
+from assay.store.sqlite import Store
+
+#: metrics whose values are not on [0, 1], as (worst end, best end of the scale); a
+#: value on the radar is ``(v - low) / (high - low)``
+SCALES: dict[str, tuple[float, float]] = {
+    "mtbench_score": (1.0, 10.0),
+    "judge_score": (1.0, 5.0),
+    "bleu": (0.0, 100.0),
+    "chrf": (0.0, 100.0),
+}
+#: characters of a case study's input and output (its target: half of it)
+CASE_CHARS = 400
+#: the weakest groups shown per ``by_<field>`` breakdown
+WEAKEST_GROUPS = 3
+
+
+# -- reading the plan run ---------------------------------------------------------------
+def _plan(run: dict[str, Any]) -> Plan:
+    from pydantic import ValidationError
+
+    if run.get("benchmark") != "plan" or "plan" not in (run.get("dataset") or {}):
+        raise ConfigError(f"run {run['id']} is not a plan run (its benchmark is "
+                          f"{run.get('benchmark')!r}); see 'assay list runs'")
+    try:
+        return Plan.model_validate(run["dataset"]["plan"])
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ConfigError(f"run {run['id']}: its stored plan no longer validates: "
+                          f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
+
+
+def _canonical(task: str) -> str:
+    """The task's registered name (a gallery alias resolves to its entry's name)."""
+    from assay.tasks.registry import resolve
+
+    try:
+        return resolve(task).name
+    except AssayError:
+        return task
+
+
+def _fit(child: dict[str, Any], task: PlanTask) -> int:
+    """2: the child runs the task on its Hub dataset; 1: it runs the task; 0: it does not."""
+    if child["benchmark"] not in (task.task, _canonical(task.task)):
+        return 0
+    data = ((child.get("spec") or {}).get("benchmark_options") or {}).get("data")
+    return 2 if task.hub is not None and data == task.hub.id else 1
+
+
+def match_children(store: Store, plan: Plan, plan_run_id: str) -> list[dict[str, Any] | None]:
+    """The child run of each plan task (``None``: not run), matched in order: child runs are
+    made task by task, so a task's run is the next unused child that runs its task (for a
+    Hub task, one on its dataset first); a task whose run is missing shifts no other."""
+    children = [store.get_run(cid) for cid in store.children(plan_run_id)]
+    out: list[dict[str, Any] | None] = []
+    start = 0
+    for task in plan.tasks:
+        fits = [(i, _fit(children[i], task)) for i in range(start, len(children))]
+        found = next((i for i, f in fits if f == 2), None)
+        if found is None:
+            found = next((i for i, f in fits if f == 1), None)
+        out.append(None if found is None else children[found])
+        if found is not None:
+            start = found + 1
+    return out
+
+
+# -- values -------------------------------------------------------------------------------
+def task_value(metrics: dict[str, Any], primary: str,
+               benchmark: str) -> tuple[str, dict[str, Any]] | None:
+    """``(key, rate)``: the run's value of the plan's primary metric, else the task's
+    headline (a task such as BFCL, GAIA or converse names its own); ``None`` when unset
+    (no scored samples), never another metric's value."""
+    value = metrics.get(primary)
+    if is_rate(value):
+        return (primary, value) if value.get("value") is not None else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return primary, {"value": float(value), "ci_low": None, "ci_high": None}
+    from assay.tasks.registry import task_class
+
+    try:
+        name = task_class(benchmark).headline_metric
+    except AssayError:
+        name = None
+    found = headline(metrics, name)
+    return found if found is not None and found[1].get("value") is not None else None
+
+
+def _metric_info(name: str) -> tuple[bool, tuple[float, float] | None]:
+    from assay.metrics.registry import get_metric
+
+    try:
+        info = get_metric(name)
+    except ConfigError:
+        return True, SCALES.get(name)
+    return info.higher_is_better, SCALES.get(info.name) or getattr(info, "scale", None)
+
+
+def normalise(primary: str, value: float) -> tuple[float | None, str | None]:
+    """``value`` of metric ``primary`` on [0, 1] with 1 the best, and a note saying how
+    it was mapped (``None``: as is); a value off its scale gives ``(None, why)``."""
+    higher_is_better, scale = _metric_info(primary)
+    notes = []
+    low, high = scale or (0.0, 1.0)
+    v = (value - low) / (high - low)
+    if scale:
+        notes.append(f"{primary} is on a {low:g}-{high:g} scale: shown as "
+                     f"(value - {low:g}) / {high - low:g}")
+    if not -1e-9 <= v <= 1 + 1e-9:
+        return None, (f"{primary} = {value:.4g} is outside its {low:g}-{high:g} scale, so it "
+                      "is left off the radar")
+    if not higher_is_better:
+        v = 1.0 - v
+        notes.append(f"{primary} is better when lower: shown as 1 - value")
+    return min(max(v, 0.0), 1.0), "; ".join(notes) or None
+
+
+# -- per-sample views ---------------------------------------------------------------------
+def score_key(results: list[SampleResult], primary: str) -> str | None:
+    """The key of the primary metric in the samples' scores: the metric's name or one of
+    its aliases (a qa scorer's name), else the first score (the task's own)."""
+    from assay.metrics.registry import get_metric
+
+    first = next((r for r in results if r.scores), None)
+    if first is None:
+        return None
+    if primary in first.scores:
+        return primary
+    for key in first.scores:
+        try:
+            if get_metric(key).name == primary:
+                return key
+        except ConfigError:
+            continue
+    return next(iter(first.scores))
+
+
+def _sample_value(r: SampleResult, key: str | None) -> float | None:
+    if r.error is not None or key is None or key not in (r.scores or {}):
+        return None
+    v = r.scores[key].get("value")
+    return None if v is None else float(v)
+
+
+def failure_categories(results: list[SampleResult], key: str | None, primary: str,
+                       metrics: dict[str, Any]) -> dict[str, Any]:
+    """Counts of errors, unreadable answers, wrong, partly right and right answers, and the
+    error messages with their counts (``top_errors`` when the run stored them)."""
+    from assay.metrics.summary import error_messages
+
+    higher_is_better, scale = _metric_info(primary)
+    low, high = scale or (0.0, 1.0)
+    best, worst = (high, low) if higher_is_better else (low, high)
+    counts = dict.fromkeys(("errors", "no_answer", "wrong", "partial", "correct",
+                            "unscored"), 0)
+    for r in results:
+        if r.error is not None:
+            counts["errors"] += 1
+            continue
+        score = (r.scores or {}).get(key or "") or {}
+        v = score.get("value")
+        if score and score.get("answer") is None and v in (None, worst):
+            counts["no_answer"] += 1
+        elif v is None:
+            counts["unscored"] += 1
+        elif v == worst:
+            counts["wrong"] += 1
+        elif v == best:
+            counts["correct"] += 1
+        else:
+            counts["partial"] += 1
+    messages = metrics.get("top_errors")
+    if not isinstance(messages, list):
+        messages = error_messages(results)
+    return {"samples": len(results), **counts, "error_messages": messages}
+
+
+def weakest_groups(metrics: dict[str, Any], primary: str,
+                   limit: int = WEAKEST_GROUPS) -> list[dict[str, Any]]:
+    """The lowest-scoring groups of every ``by_<field>`` breakdown with two groups or more
+    (a group holding several rates is valued by the primary's, else its first)."""
+    higher_is_better, _ = _metric_info(primary)
+    out = []
+    for field, groups in metrics.items():
+        if not (field.startswith("by_") and isinstance(groups, dict)) or len(groups) < 2:
+            continue
+        rows = []
+        for group, value in groups.items():
+            if isinstance(value, dict) and not is_rate(value):
+                value = value.get(primary) if is_rate(value.get(primary)) else next(
+                    (v for v in value.values() if is_rate(v)), None)
+            if is_rate(value) and value.get("value") is not None:
+                rows.append({"field": field[3:], "group": str(group), "value": value})
+        rows.sort(key=lambda g: g["value"]["value"], reverse=not higher_is_better)
+        out.extend(rows[:limit])
+    return out
+
+
+def pick_cases(results: list[SampleResult], key: str | None, primary: str,
+               n: int = 2) -> dict[str, list[dict[str, Any]]]:
+    """The ``n`` worst and ``n`` best scored samples by primary score (dataset order breaks
+    ties; a sample is never both)."""
+    higher_is_better, _ = _metric_info(primary)
+    scored = [(r, v) for r in results if (v := _sample_value(r, key)) is not None]
+    order = sorted(range(len(scored)), key=lambda i: scored[i][1],
+                   reverse=not higher_is_better)
+    worst = order[:n]
+    best = [i for i in sorted(order, key=lambda i: scored[i][1], reverse=higher_is_better)
+            if i not in worst][:n]
+
+    def case(i: int) -> dict[str, Any]:
+        r, v = scored[i]
+        return {"sample_id": r.sample_id, "epoch": r.epoch, "score": v}
+
+    return {"worst": [case(i) for i in worst], "best": [case(i) for i in best]}
+
+
+# -- the summary ----------------------------------------------------------------------------
+def _task_summary(store: Store, index: int, task: PlanTask,
+                  child: dict[str, Any] | None) -> dict[str, Any]:
+    higher_is_better, _ = _metric_info(task.primary)
+    out: dict[str, Any] = {
+        "index": index, "task": task.task, "label": task.label, "source": task.source,
+        "verified": task.source != "hub", "capabilities": list(task.capabilities),
+        "primary": task.primary, "higher_is_better": higher_is_better, "metric_key": None,
+        "value": None, "normalised": None, "scale_note": None,
+        "run_id": child["id"] if child else None,
+        "status": child["status"] if child else "not run",
+        "n_samples": None, "n_errors": None, "failures": None, "weakest_groups": [],
+        "cases": {"worst": [], "best": []},
+    }
+    if child is None:
+        return out
+    from assay.metrics.run import run_metrics
+
+    metrics = child.get("metrics")
+    if metrics is None and child["status"] == "finished":
+        metrics = run_metrics(store, child["id"])
+    metrics = metrics or {}
+    results = store.results(child["id"], transcripts=False, texts=False)
+    key = score_key(results, task.primary)
+    out["n_samples"] = metrics.get("n_samples", len(results))
+    out["n_errors"] = metrics.get("n_errors", sum(r.error is not None for r in results))
+    out["failures"] = failure_categories(results, key, task.primary, metrics)
+    out["weakest_groups"] = weakest_groups(metrics, task.primary)
+    out["cases"] = pick_cases(results, key, task.primary)
+    found = task_value(metrics, task.primary, child["benchmark"])
+    if child["status"] == "finished" and found is not None:
+        out["metric_key"], out["value"] = found
+        out["normalised"], out["scale_note"] = normalise(task.primary, found[1]["value"])
+    return out
+
+
+def capability_axes(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One axis per capability tag (in order of first use): the mean normalised primary
+    value of the tasks tagged with it that have a value (``None`` when none has)."""
+    axes = []
+    for cap in dict.fromkeys(c for t in tasks for c in t["capabilities"]):
+        tagged = [t for t in tasks if cap in t["capabilities"]]
+        measured = [t for t in tagged if t["normalised"] is not None]
+        axes.append({
+            "capability": cap,
+            "value": (sum(t["normalised"] for t in measured) / len(measured)
+                      if measured else None),
+            "tasks": [t["label"] for t in measured],
+            "not_measured": [t["label"] for t in tagged if t["normalised"] is None],
+        })
+    return axes
+
+
+def plan_summary(store: Store, plan_run_id: str, *,
+                 children: list[str | None] | None = None) -> dict[str, Any]:
+    """The numbers the plan report shows, JSON-ready: each task's primary value, status,
+    failure counts and case ids, and the capability axes.
+
+    ``children``: the child run id of each task (``None``: not run), when the caller knows
+    them; otherwise they are matched from the store (:func:`match_children`).
+    """
+    run = store.get_run(plan_run_id)
+    plan = _plan(run)
+    if children is not None:
+        if len(children) != len(plan.tasks):
+            raise ConfigError(f"plan run {run['id']} has {len(plan.tasks)} tasks, but "
+                              f"{len(children)} child runs were given")
+        runs = [store.get_run(c) if c else None for c in children]
+    else:
+        runs = match_children(store, plan, run["id"])
+    tasks = [_task_summary(store, i, t, c)
+             for i, (t, c) in enumerate(zip(plan.tasks, runs, strict=True))]
+    labels = [t["label"] for t in tasks]
+    for t in tasks:  # two tasks with one label (two runs of qa): tell them apart
+        if labels.count(t["label"]) > 1:
+            t["label"] += f" (task {t['index'] + 1})"
+    axes = capability_axes(tasks)
+    notes = list(dict.fromkeys(t["scale_note"] for t in tasks if t["scale_note"]))
+    chart = "radar" if len(axes) >= 3 else "bars"
+    if axes and chart == "bars":
+        notes.append(f"{len(axes)} capabilit{'y' if len(axes) == 1 else 'ies'} only: a radar "
+                     "needs three axes, so the values are drawn as bars")
+    untagged = [t["label"] for t in tasks if not t["capabilities"]]
+    if untagged:
+        notes.append(f"not on the chart (no capability tag): {', '.join(untagged)}")
+    for t in tasks:
+        if t["value"] is not None and t["metric_key"] != t["primary"]:
+            notes.append(f"{t['label']}: the run has no {t['primary']}; its headline "
+                         f"{t['metric_key']} stands for it")
+    return {
+        "plan_run": run["id"], "request": plan.request, "status": run["status"],
+        "model": (run.get("model") or {}).get("model") or plan.models.model,
+        "tasks": tasks, "capabilities": axes, "chart": chart, "notes": notes,
+        "counts": {"tasks": len(tasks),
+                   "finished": sum(t["status"] == "finished" for t in tasks),
+                   "not_run": sum(t["status"] == "not run" for t in tasks)},
+    }
+
+
+# -- rendering ------------------------------------------------------------------------------
+def _short(value: Any, limit: int) -> str:
+    if isinstance(value, list):  # a message list: its last user turn
+        users = [m.get("content") for m in value if isinstance(m, dict) and m.get("role") == "user"]
+        value = users[-1] if users else value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value_text(t: dict[str, Any]) -> str:
+    if t["value"] is not None:
+        return fmt_rate(t["value"])
+    if t["status"] == "not run":
+        return "not run"
+    return "not finished" if t["status"] != "finished" else "no scored samples"
+
+
+def _sections(summary: dict[str, Any],
+              texts: dict[tuple[str, str, int], SampleResult]) -> list[dict[str, Any]]:
+    """The report's tables, as ``{title, note, headers, rows, long}`` (shared by both formats)."""
+    tasks = summary["tasks"]
+    secs: list[dict[str, Any]] = [{
+        "title": "Capabilities", "notes": ["Each capability: the mean over its tasks of the "
+                                           "primary metric on [0, 1] (1 is best).",
+                                           *summary["notes"]],
+        "headers": ["capability", "value (0-1)", "tasks measured", "not measured"],
+        "rows": [[a["capability"], "not measured" if a["value"] is None else f"{a['value']:.3f}",
+                  ", ".join(a["tasks"]) or "none", ", ".join(a["not_measured"]) or "none"]
+                 for a in summary["capabilities"]]}, {
+        "title": "Tasks", "notes": ["Values with their 95% interval; a Hub dataset is "
+                                    "unverified (run as generic question answering)."],
+        "headers": ["task", "source", "primary metric", "value [95% CI]", "errors", "run",
+                    "status"],
+        "rows": [[t["label"], "hub (unverified)" if t["source"] == "hub" else t["source"],
+                  t["primary"] + (f" (read as {t['metric_key']})"
+                                  if t["metric_key"] not in (None, t["primary"]) else ""),
+                  _value_text(t), "-" if t["n_errors"] is None
+                  else f"{t['n_errors']}/{t['n_samples']}", t["run_id"] or "-",
+                  t["status"] if t["status"] in ("finished", "not run")
+                  else f"{t['status']} (not finished)"] for t in tasks]}]
+    failed = summary.get("failures") or {}
+    if failed:
+        secs.append({"title": "Tasks that could not run", "headers": ["task", "why"],
+                     "rows": [[tasks[int(i)]["label"] if str(i).isdigit() and int(i) < len(tasks)
+                               else f"task {i}", why] for i, why in failed.items()],
+                     "long": True})
+    ran = [t for t in tasks if t["failures"]]
+    secs.append({"title": "Failure categories", "notes": [
+                 "Errors are calls that failed after retries: never counted as wrong "
+                 "answers. 'No answer' means no answer could be read from the reply."],
+                 "headers": ["task", "samples", "errors", "no answer", "wrong", "partly right",
+                             "right", "unscored"],
+                 "rows": [[t["label"], *(t["failures"][k] for k in (
+                     "samples", "errors", "no_answer", "wrong", "partial", "correct",
+                     "unscored"))] for t in ran]})
+    errors = [[t["label"], e["message"], e["count"]] for t in ran
+              for e in t["failures"]["error_messages"]]
+    if errors:
+        secs.append({"title": "Errors by message", "headers": ["task", "message", "count"],
+                     "rows": errors, "long": True})
+    weak = [[t["label"], g["field"], g["group"], fmt_rate(g["value"])]
+            for t in tasks for g in t["weakest_groups"]]
+    if weak:
+        secs.append({"title": "Weakest groups", "headers": ["task", "breakdown", "group",
+                                                             "value [95% CI]"], "rows": weak})
+    for t in tasks:
+        rows = []
+        for which in ("worst", "best"):
+            for c in t["cases"][which]:
+                r = texts.get((t["run_id"], c["sample_id"], c["epoch"]))
+                rows.append([which, c["sample_id"] if c["epoch"] == 0 else
+                             f"{c['sample_id']}#{c['epoch']}", f"{c['score']:.3g}",
+                             _short(r.input if r else "", CASE_CHARS),
+                             _short(r.error or r.output if r else "", CASE_CHARS),
+                             _short(r.target if r else "", CASE_CHARS // 2)])
+        secs.append({"title": f"Cases: {t['label']}", "long": True,
+                     "notes": [] if rows else [f"No scored samples ({_value_text(t)})."],
+                     "headers": ["case", "sample", "score", "input", "output", "target"]
+                     if rows else None, "rows": rows})
+    return secs
+
+
+def _trace(plan: Plan) -> list[dict[str, Any]]:
+    """Each planning step as ``{name, items: [(key, kind, value)]}``, whatever its keys:
+    a text as ``text``, a list of texts as ``list``, anything else as ``yaml`` text."""
+    import yaml
+
+    steps = []
+    for i, step in enumerate(plan.trace, 1):
+        items = []
+        for key, v in step.items():
+            if key == "step" or v in (None, "", [], {}):
+                continue
+            if isinstance(v, (str, int, float)):
+                items.append((key, "text", str(v)))
+            elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+                items.append((key, "list", v))
+            else:
+                items.append((key, "yaml", yaml.safe_dump(
+                    v, sort_keys=False, allow_unicode=True, width=100).rstrip()))
+        steps.append({"name": str(step.get("step") or f"step {i}"), "items": items})
+    return steps
+
+
+def radar_geometry(axes: list[dict[str, Any]], width: int = 720,
+                   height: int = 440) -> dict[str, Any]:
+    """Coordinates of the radar's rings, spokes, labels and value polygon (axis ``i`` at
+    angle ``-90° + 360° i / n``; an unmeasured axis has no point). The canvas is wider
+    than tall so that labels at the sides have room (a label is cut at 20 characters)."""
+    cx, cy, radius = width / 2, height / 2, height / 2 - 50
+    n = len(axes)
+
+    def at(i: int, r: float) -> tuple[float, float]:
+        a = -math.pi / 2 + 2 * math.pi * i / n
+        return round(cx + r * math.cos(a), 1), round(cy + r * math.sin(a), 1)
+
+    def poly(points: list[tuple[float, float]]) -> str:
+        return " ".join(f"{x},{y}" for x, y in points)
+
+    labels = []
+    for i, a in enumerate(axes):
+        x, y = at(i, radius + 14)
+        anchor = "middle" if abs(x - cx) < 2 else ("start" if x > cx else "end")
+        shown = "not measured" if a["value"] is None else f"{a['value']:.2f}"
+        labels.append({"x": x, "y": round(y + 4, 1), "anchor": anchor,
+                       "text": f"{_short(a['capability'], 20)} ({shown})"})
+    dots = [at(i, radius * a["value"]) for i, a in enumerate(axes) if a["value"] is not None]
+    return {"width": width, "height": height, "cx": cx, "cy": cy,
+            "rings": [poly([at(i, radius * f) for i in range(n)]) for f in (0.25, 0.5, 0.75, 1)],
+            "spokes": [at(i, radius) for i in range(n)], "labels": labels,
+            "polygon": poly(dots), "dots": dots}
+
+
+def _md_block(text: str) -> list[str]:
+    """A ``<pre>`` block: Markdown passes it through as HTML, so its text is escaped
+    (``&<>`` as entities, shown as the characters) and nothing in it is markup."""
+    return [f"<pre>{md_escape(text)}</pre>", ""]
+
+
+def _md_text(value: Any) -> str:
+    return md_escape(str(value))
+
+
+def _markdown(ctx: dict[str, Any]) -> str:
+    s = ctx["summary"]
+    lines = ["# Evaluation plan report", "", f"Plan run {s['plan_run']} ({s['status']}), "
+             f"{ctx['created']}", "", f"> {_md_text(s['request'])}".replace("\n", " "), "",
+             "| | |", "|---|---|"]
+    lines += [f"| {md_cell(_md_text(k))} | {md_cell(_md_text(v))} |" for k, v in ctx["facts"]]
+    for sec in ctx["sections"]:
+        lines += ["", f"## {_md_text(sec['title'])}".replace("\n", " "), ""]
+        notes = sec.get("notes") or []
+        lines += [("- " if len(notes) > 1 else "") + _md_text(n).replace("\n", " ")
+                  for n in notes] + ([""] if notes else [])
+        if sec.get("headers"):
+            lines += ["| " + " | ".join(sec["headers"]) + " |",
+                      "|" + "---|" * len(sec["headers"])]
+            lines += ["| " + " | ".join(md_cell(_md_text(c)) for c in row) + " |"
+                      for row in sec["rows"]]
+    lines += ["", "## The plan", "", *_md_block(ctx["plan_yaml"]), "## How the plan was made", ""]
+    for i, step in enumerate(ctx["trace"], 1):
+        lines += [f"### {i}. {_md_text(step['name'])}".replace("\n", " "), ""]
+        for key, kind, value in step["items"]:
+            lines += [f"**{_md_text(key)}**", ""]
+            if kind == "text":
+                lines += [_md_text(value), ""]
+            elif kind == "list":
+                lines += [f"- {_md_text(x)}".replace("\n", " ") for x in value] + [""]
+            else:
+                lines += _md_block(value)
+    if not ctx["trace"]:
+        lines += ["The plan has no trace (written by hand, or by an older assay).", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_HTML = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Evaluation plan: {{ s.request|truncate(80) }}</title>
+{% include "_style.html" %}
+<style>pre{background:#f6f8fa;padding:.5rem;white-space:pre-wrap;word-break:break-word}
+h3{font-size:1rem;margin-top:1.2rem}h4{font-size:.9rem;margin:.6rem 0 .2rem}</style>
+</head>
+<body>
+<h1>Evaluation plan report</h1>
+<div class="muted">plan run {{ s.plan_run }} ({{ s.status }}), {{ created }}</div>
+<p class="headline">{{ s.request }}</p>
+<table>{% for k, v in facts %}<tr><td>{{ k }}</td><td>{{ v }}</td></tr>{% endfor %}</table>
+<h2>Capability profile</h2>
+{% if not s.capabilities %}<p class="muted">No task has a capability tag.</p>
+{% elif s.chart == "radar" %}{% set g = radar %}
+<svg width="{{ g.width }}" height="{{ g.height }}" viewBox="0 0 {{ g.width }} {{ g.height }}"
+ role="img" aria-label="capability radar">
+{% for ring in g.rings %}<polygon points="{{ ring }}" fill="none" stroke="#dde3ea"></polygon>
+{% endfor %}{% for x, y in g.spokes %}<line x1="{{ g.cx }}" y1="{{ g.cy }}" x2="{{ x }}"
+ y2="{{ y }}" stroke="#dde3ea"></line>
+{% endfor %}{% if g.dots %}<polygon points="{{ g.polygon }}" fill="#e07a5f" fill-opacity="0.3"
+ stroke="#e07a5f" stroke-width="2"></polygon>{% endif %}
+{% for x, y in g.dots %}<circle cx="{{ x }}" cy="{{ y }}" r="3.5" fill="#e07a5f"></circle>
+{% endfor %}{% for l in g.labels %}<text x="{{ l.x }}" y="{{ l.y }}" font-size="12"
+ text-anchor="{{ l.anchor }}">{{ l.text }}</text>
+{% endfor %}</svg>
+{% else %}
+<svg width="640" height="{{ s.capabilities|length * 24 + 8 }}" role="img"
+ aria-label="capability bars">
+{% for a in s.capabilities %}{% set y = loop.index0 * 24 + 4 %}
+<text x="0" y="{{ y + 14 }}" font-size="12">{{ a.capability }}</text>
+{% if a.value is not none %}<rect x="220" y="{{ y + 3 }}" width="{{ (a.value * 340)|round(1) }}"
+ height="14" fill="#e07a5f"></rect>{% endif %}
+<text x="570" y="{{ y + 14 }}" font-size="12">{{ "not measured" if a.value is none
+ else "%.3f"|format(a.value) }}</text>
+{% endfor %}</svg>
+{% endif %}
+{% for sec in sections %}
+<h2>{{ sec.title }}</h2>
+{% for note in sec.notes %}<p class="muted">{{ note }}</p>{% endfor %}
+{% if sec.headers %}<table><tr>{% for h in sec.headers %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in sec.rows %}<tr>{% for c in row %}<td{% if sec.long %} class="q"{% endif %}>{{ c }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
+{% endfor %}
+<h2>The plan</h2>
+<pre>{{ plan_yaml }}</pre>
+<h2>How the plan was made</h2>
+{% for step in trace %}<h3>{{ loop.index }}. {{ step.name }}</h3>
+{% for key, kind, value in step["items"] %}<h4>{{ key }}</h4>
+{% if kind == "text" %}<p>{{ value }}</p>{% elif kind == "list" %}<ul>{% for x in value %}<li>{{ x }}</li>{% endfor %}</ul>
+{% else %}<pre>{{ value }}</pre>{% endif %}
+{% endfor %}{% else %}<p class="muted">The plan has no trace (written by hand, or by an older
+assay).</p>{% endfor %}
+</body>
+</html>
+"""
+
+
+def _html(ctx: dict[str, Any]) -> str:
+    """The HTML page: autoescaped Jinja2 over the shared report style (no script, no link)."""
+    from jinja2 import ChoiceLoader, DictLoader, Environment, PackageLoader
+
+    env = Environment(loader=ChoiceLoader([DictLoader({"plan_report.html": _HTML}),
+                                           PackageLoader("assay.reports", "templates")]),
+                      autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("plan_report.html").render(**ctx)
+
+
+def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *,
+                      summary: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and ``summary.json`` (the :func:`plan_summary`)
+    for a plan run; default folder ``store.runs_dir / <run id>``.
+
+    ``summary``: the :func:`plan_summary` the caller has just made, so it is not made
+    twice; its ``failures`` (``{task index: why}``, tasks that could not start) are shown.
+    Without it, the failures stored with the parent's metrics are.
+    """
+    import yaml
+
+    run = store.get_run(plan_run_id)
+    plan = _plan(run)
+    if summary is None:
+        summary = plan_summary(store, run["id"])
+        # why tasks could not start: recorded by the runner with the parent's metrics
+        stored = (run.get("metrics") or {}).get("failures")
+        if stored:
+            summary["failures"] = stored
+    texts: dict[tuple[str, str, int], SampleResult] = {}
+    for t in summary["tasks"]:
+        keys = [(c["sample_id"], c["epoch"]) for w in ("worst", "best") for c in t["cases"][w]]
+        if keys:
+            for r in store.iter_results(t["run_id"], transcripts=False, keys=keys):
+                texts[(t["run_id"], r.sample_id, r.epoch)] = r
+    dataset = run.get("dataset") or {}
+    counts = summary["counts"]
+    ctx = {
+        "s": summary, "summary": summary, "sections": _sections(summary, texts),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
+        "facts": [("request", plan.request), ("model under test", summary["model"]),
+                  ("judge", plan.models.judge or "none"), ("planner", plan.models.planner),
+                  ("plan file", dataset.get("plan_file") or "-"),
+                  ("plan hash", dataset.get("plan_hash") or "-"),
+                  ("tasks", f"{counts['tasks']} planned, {counts['finished']} finished, "
+                            f"{counts['not_run']} not run")],
+        "plan_yaml": yaml.safe_dump(plan.without_trace(), sort_keys=False, allow_unicode=True,
+                                    width=100).rstrip(),
+        "trace": _trace(plan),
+        "radar": radar_geometry(summary["capabilities"]) if summary["chart"] == "radar" else None,
+    }
+    folder = out or store.runs_dir / run["id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": folder / "report.md", "html": folder / "report.html",
+             "json": folder / "summary.json"}
+    atomic_write_text(paths["markdown"], _markdown(ctx))
+    atomic_write_text(paths["html"], _html(ctx))
+    atomic_write_text(paths["json"], json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    return paths

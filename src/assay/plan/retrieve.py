@@ -1,0 +1,235 @@
+"""Step 2 of planning: retrieval over the gallery (BM25, with ``bm25s``).
+
+Each ready gallery entry (and each built-in task a plan may hold, such as ``converse``)
+is one document: its name and aliases, description, tags, category, and the words that
+signal that category (:data:`assay.plan.intent.DOMAIN_WORDS`). A request is searched
+once as a whole and once per domain of its intent (the request plus that domain's
+words), so that "grade-school math and calling tools" finds a math entry *and* a tool
+entry instead of two math entries.
+
+Every candidate carries its BM25 score, the score normalised by the best score of its
+query (``score``, in [0, 1]), whether it clears the quality threshold, and a reason (the
+query words it matched). Optional: dense embeddings from an OpenAI-compatible
+``/embeddings`` endpoint (:func:`embedding_scores`), mixed in when a planner asks for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.plan.intent import BUILTIN_TASKS, DOMAIN_WORDS
+
+#: a candidate whose normalised score is at least this is a quality match; below it, a
+#: marginal one (taken only to fill a quota, and said so)
+QUALITY = 0.35
+#: a domain's candidate must match at least this share of its query's best score
+DOMAIN_FLOOR = 0.2
+
+_STOP = frozenset("""a an and are as at be but by for from how i in is it its me my of on or
+our so that the their this to too us was we what when which who will with you your do does
+can could would should good well better much many very also please want like know check
+test tests evaluate evaluation evaluations eval measure assess see agent's model models llm
+llms benchmark benchmarks dataset datasets task tasks run runs using use at about some any
+get give make need via them they these those there here into than then just only""".split())
+
+
+@dataclass
+class Doc:
+    """One retrievable task: a gallery entry or a built-in."""
+
+    name: str
+    category: str
+    tags: list[str]
+    text: str
+    source: str  # gallery | builtin
+    eval_type: str = ""
+
+
+@dataclass
+class Candidate:
+    """A task retrieval found, with its score and why."""
+
+    name: str
+    score: float
+    bm25: float
+    quality: bool
+    reason: str
+    domain: str | None = None
+    source: str = "gallery"
+    matched: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "score": round(self.score, 4), "bm25": round(self.bm25, 4),
+                "quality": self.quality, "reason": self.reason, "domain": self.domain,
+                "source": self.source}
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens without stop words; hyphenated words also split; CJK text
+    as single characters and bigrams (so Chinese requests match Chinese words)."""
+    low = text.lower()
+    out: list[str] = []
+    for w in re.findall(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", low):
+        parts = re.split(r"[-_]", w)
+        for t in (w.replace("_", "-"), *parts) if len(parts) > 1 else (w,):
+            if t not in _STOP and len(t) > 1:
+                out.append(_stem(t))
+    for run in re.findall(r"[\u4e00-\u9fff]+", text):
+        out.extend(run)
+        out.extend(run[i:i + 2] for i in range(len(run) - 1))
+    return out
+
+
+def _stem(word: str) -> str:
+    """A light plural stemmer (problems -> problem), enough for task descriptions."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+@functools.lru_cache(maxsize=1)
+def corpus() -> tuple[Doc, ...]:
+    """The retrievable tasks: ready gallery entries and the built-ins."""
+    from assay.gallery.entry import all_entries
+
+    docs: list[Doc] = []
+    for e in all_entries().values():
+        if e.readiness.status != "ready":
+            continue
+        words = " ".join(DOMAIN_WORDS.get(e.category, ()))
+        text = " ".join([e.name.replace("_", " "), " ".join(e.aliases), e.description,
+                         " ".join(e.tags), e.category.replace("_", " "), words])
+        docs.append(Doc(e.name, e.category, list(e.tags), text, "gallery", e.eval_type))
+    for name, info in BUILTIN_TASKS.items():
+        words = " ".join(DOMAIN_WORDS.get(info["category"], ()))
+        text = " ".join([name, " ".join(info["aliases"]), info["description"],
+                         " ".join(info["tags"]), info["category"], words])
+        docs.append(Doc(name, info["category"], list(info["tags"]), text, "builtin", "native"))
+    return tuple(docs)
+
+
+class Retriever:
+    """BM25 over :func:`corpus` (built once per process)."""
+
+    def __init__(self) -> None:
+        import bm25s
+
+        self.docs = corpus()
+        self.tokens = [tokenize(d.text) for d in self.docs]
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(self.tokens, show_progress=False)
+
+    def scores(self, query: str) -> list[tuple[Doc, float, list[str]]]:
+        """Every document with its BM25 score for ``query`` and the query words it has,
+        best first."""
+        q = tokenize(query)
+        if not q:
+            return [(d, 0.0, []) for d in self.docs]
+        raw = self._bm25.get_scores(q)
+        qs = set(q)
+        ranked = [(d, float(s), sorted(qs & set(t)))
+                  for d, s, t in zip(self.docs, raw, self.tokens, strict=True)]
+        ranked.sort(key=lambda x: (-x[1], x[0].name))
+        return ranked
+
+    def search(self, query: str, *, k: int = 10, domain: str | None = None) -> list[Candidate]:
+        """The ``k`` best candidates for ``query``; with ``domain``, only documents of that
+        category (or tagged with it), scored on the query plus the domain's words."""
+        text = query
+        if domain:
+            text = f"{query} {domain.replace('_', ' ')} {' '.join(DOMAIN_WORDS.get(domain, ()))}"
+        ranked = self.scores(text)
+        if domain:
+            ranked = [r for r in ranked if _in_domain(r[0], domain)]
+        top = ranked[0][1] if ranked and ranked[0][1] > 0 else 0.0
+        out: list[Candidate] = []
+        for doc, s, matched in ranked[:k]:
+            if s <= 0:
+                break
+            norm = s / top if top else 0.0
+            if domain and norm < DOMAIN_FLOOR:
+                break
+            where = f"in domain {domain}; " if domain else ""
+            reason = (f"{where}BM25 {s:.2f} ({norm:.2f} of the best); matched "
+                      f"{', '.join(matched[:8]) or 'nothing'}")
+            out.append(Candidate(doc.name, norm, s, norm >= QUALITY, reason, domain,
+                                 doc.source, matched))
+        return out
+
+
+def _in_domain(doc: Doc, domain: str) -> bool:
+    if doc.category == domain:
+        return True
+    # tags are words like "function-calling" or "agent"; agent tasks count for tool use
+    tags = {t.replace("-", "_") for t in doc.tags}
+    if domain in tags:
+        return True
+    return domain == "tool_use" and "tools" in tags and doc.category == "agent"
+
+
+@functools.lru_cache(maxsize=1)
+def retriever() -> Retriever:
+    """The process's retriever."""
+    return Retriever()
+
+
+def retrieve(request: str, domains: list[str], *, k: int = 10) -> list[Candidate]:
+    """Candidates for a request: per domain (round-robin, so each domain is represented
+    early), then the whole request; each name once, at its first place."""
+    r = retriever()
+    per_domain = [r.search(request, k=k, domain=d) for d in domains]
+    merged: list[Candidate] = []
+    seen: set[str] = set()
+    depth = max((len(p) for p in per_domain), default=0)
+    for i in range(depth):
+        for lst in per_domain:
+            if i < len(lst) and lst[i].name not in seen:
+                merged.append(lst[i])
+                seen.add(lst[i].name)
+    for c in r.search(request, k=k):
+        if c.name not in seen:
+            merged.append(c)
+            seen.add(c.name)
+    return merged[:max(k, len(domains) * 2)]
+
+
+def embedding_scores(request: str, *, model: str, base_url: str | None = None
+                     ) -> dict[str, float]:
+    """Optional dense retrieval: cosine similarity of the request and each document,
+    from an OpenAI-compatible ``/embeddings`` endpoint (``model``); name -> similarity."""
+    import json
+    import math
+    import os
+    import urllib.request
+
+    from assay.errors import ConfigError
+
+    url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+           ).rstrip("/") + "/embeddings"
+    docs = corpus()
+    body = json.dumps({"model": model, "input": [request, *(d.text for d in docs)]}).encode()
+    headers = {"Content-Type": "application/json"}
+    key = os.environ.get("OPENAI_API_KEY")
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(url, data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - http(s) only
+            data = json.loads(resp.read())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"embeddings from {url} failed ({e}); plan without --embeddings "
+                          "(BM25 alone)") from e
+    vectors = [item["embedding"] for item in sorted(data["data"], key=lambda x: x["index"])]
+
+    def unit(v: list[float]) -> list[float]:
+        n = math.sqrt(sum(x * x for x in v)) or 1.0
+        return [x / n for x in v]
+
+    q = unit(vectors[0])
+    return {d.name: sum(a * b for a, b in zip(q, unit(v), strict=True))
+            for d, v in zip(docs, vectors[1:], strict=True)}

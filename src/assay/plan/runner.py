@@ -1,0 +1,219 @@
+"""``assay run plan.yaml``: every task of a plan as a child run of one parent run.
+
+The parent is a run of task ``plan`` whose dataset record holds the plan (trace
+included), its file and its hash. Each task runs as an ordinary engine run with the
+parent as its parent (``parent_id``), one after another in the plan's order, so each
+child is exactly what ``assay run TASK`` would have made (options, data hash, scorer,
+metrics, report). A Hub task is downloaded first (:func:`assay.plan.hub.fetch_split`)
+and runs as ``qa`` on the local file.
+
+The store is the only state. ``assay run plan.yaml --resume ID`` (after Ctrl-C or
+kill -9) matches the parent's children to the plan's tasks (the i-th child of a task's
+kind belongs to the i-th task of that kind), keeps the finished ones, continues an
+interrupted one with the engine's own resume (no committed sample is sent again) and
+runs the rest. A task that fails (its data cannot be had, say) is recorded and the
+others still run; ``--resume`` tries it again. The combined report is written last
+(:mod:`assay.plan.report`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay import __version__
+from assay.errors import AssayError, ConfigError
+from assay.plan.schema import Plan, PlanTask, read_plan
+from assay.store.sqlite import Store, new_run_id
+
+NAME = "plan"
+
+
+def plan_hash(plan: Plan) -> str:
+    """The identity of a plan's content (its trace left out)."""
+    text = json.dumps(plan.without_trace(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class PlanRun:
+    """What ``run_plan`` did."""
+
+    run_id: str
+    children: list[str | None]
+    failures: dict[int, str] = field(default_factory=dict)
+    reports: dict[str, Path] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def task_ref(task: PlanTask) -> str:
+    """The name the task registry builds the task from."""
+    return "qa" if task.source == "hub" else task.task
+
+
+def child_options(task: PlanTask, plan: Plan) -> dict[str, Any]:
+    """The task options a child run gets (a Hub task's data fetched here first)."""
+    options = dict(task.options)
+    if task.source == "hub" and task.hub is not None:
+        from assay.plan.hub import fetch_split
+
+        options["data"] = str(fetch_split(task.hub))
+    if task.task == "converse" and plan.models.judge:
+        options.setdefault("judge_model", plan.models.judge)
+        options.setdefault("examiner_model", plan.models.judge)
+    return options
+
+
+def _match_children(store: Store, parent: str, plan: Plan) -> list[dict[str, Any] | None]:
+    """The stored child of each task (``None``: not started)."""
+    runs = [store.get_run(c) for c in store.children(parent)]
+    used: set[str] = set()
+    out: list[dict[str, Any] | None] = []
+    for task in plan.tasks:
+        ref = task_ref(task)
+        found = next((r for r in runs if r["id"] not in used
+                      and r["spec"].get("benchmark") == ref), None)
+        if found is not None:
+            used.add(found["id"])
+        out.append(found)
+    return out
+
+
+def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dict[str, Any],
+               quiet: bool = True, echo: Callable[[str], None] = print,
+               on_created: Callable[[str], None] | None = None) -> PlanRun:
+    """Run the plan in ``path`` as a new parent run. ``model`` overrides the plan's
+    model under test; ``engine`` holds the engine settings every child uses (``limit``
+    overrides each task's own limit)."""
+    path = Path(path)
+    plan = read_plan(path)
+    if not plan.tasks:
+        raise ConfigError(f"{path}: the plan has no tasks; add one (assay plan ... or edit "
+                          "tasks:) before running it")
+    _validate(plan, path)
+    subject = model or plan.models.model
+    pid = new_run_id()
+    spec = {"benchmark": NAME, "model": subject, "plan_file": str(path.resolve()),
+            "engine": {k: v for k, v in engine.items() if v is not None}}
+    store.create_run(benchmark=NAME, spec=spec, run_id=pid,
+                     model={"model": subject, "judge": plan.models.judge,
+                            "planner": plan.models.planner},
+                     dataset={"plan": plan.model_dump(mode="json"),
+                              "plan_file": str(path.resolve()), "plan_hash": plan_hash(plan)},
+                     package_version=__version__)
+    if on_created is not None:
+        on_created(pid)
+    return _drive(store, pid, plan, subject, spec["engine"], quiet=quiet, echo=echo,
+                  existing=[None] * len(plan.tasks))
+
+
+def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
+                overrides: dict[str, Any] | None = None, quiet: bool = True,
+                echo: Callable[[str], None] = print) -> PlanRun:
+    """Continue a plan run: finished children kept, an interrupted one resumed by the
+    engine, the rest run. ``path``: the plan file given on the command line, which must
+    still be the plan the run started with."""
+    record = store.get_run(run_id)
+    pid = record["id"]
+    if record["benchmark"] != NAME:
+        raise ConfigError(f"run {pid} is a {record['benchmark']} run, not a plan run; resume "
+                          f"it with 'assay run {record['benchmark']} --resume {pid}'")
+    holder = record["stats"].get("owner") or {}
+    if record["status"] == "running" and holder.get("pid") != os.getpid():
+        raise ConfigError(f"plan run {pid} is still running (process {holder.get('pid')}); "
+                          "stop it before resuming")
+    plan = Plan.model_validate(record["dataset"]["plan"])
+    if path is not None:
+        on_disk = read_plan(path)
+        if plan_hash(on_disk) != record["dataset"]["plan_hash"]:
+            raise ConfigError(f"{path} has changed since plan run {pid} started; resume "
+                              "runs the plan it started with, so start a new run for the "
+                              "edited plan")
+    engine = dict(record["spec"].get("engine") or {})
+    engine.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return _drive(store, pid, plan, record["spec"]["model"], engine, quiet=quiet, echo=echo,
+                  existing=_match_children(store, pid, plan), overrides=overrides)
+
+
+def _validate(plan: Plan, path: Path) -> None:
+    """Every task builds and names only metrics it computes (one line otherwise)."""
+    from assay.plan.steps import check_metrics
+    from assay.tasks.registry import resolve
+
+    for i, task in enumerate(plan.tasks, 1):
+        try:
+            check_metrics(task)
+            if task.source != "hub":
+                ref = resolve(task.task)
+                from assay.tasks.options import validate_options
+
+                validate_options(ref.Options, dict(task.options), task.task)
+        except AssayError as e:
+            raise ConfigError(f"{path}: task {i} ({task.label}): {e}") from None
+
+
+def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any], *,
+           quiet: bool, echo: Callable[[str], None],
+           existing: list[dict[str, Any] | None],
+           overrides: dict[str, Any] | None = None) -> PlanRun:
+    from assay.datagen.steps import resume_step, run_step
+
+    started = time.perf_counter()
+    store.set_run_status(pid, "running")
+    result = PlanRun(pid, [None] * len(plan.tasks))
+    try:
+        for i, task in enumerate(plan.tasks):
+            found = existing[i]
+            label = f"[{i + 1}/{len(plan.tasks)}] {task.label}"
+            if found is not None and found["status"] == "finished":
+                echo(f"{label}: finished before (run {found['id']}), kept")
+                result.children[i] = found["id"]
+                continue
+            try:
+                if found is not None:
+                    echo(f"{label}: resuming run {found['id']}")
+                    result.children[i] = resume_step(store, found["id"], overrides=overrides,
+                                                     parent_id=pid, quiet=quiet)
+                else:
+                    settings = dict(engine)
+                    if settings.get("limit") is None and task.limit is not None:
+                        settings["limit"] = task.limit
+                    echo(f"{label}: running" + (f" (limit {settings['limit']})"
+                                                if settings.get("limit") is not None else ""))
+                    result.children[i] = run_step(store, task_ref(task), model,
+                                                  child_options(task, plan), engine=settings,
+                                                  parent_id=pid, quiet=quiet)
+            except AssayError as e:
+                result.failures[i] = str(e)
+                echo(f"{label}: failed: {e}")
+    except (KeyboardInterrupt, SystemExit):
+        _stop(store, pid, "interrupted")
+        raise
+    except BaseException:
+        _stop(store, pid, "failed")
+        raise
+    from assay.plan.report import plan_summary, write_plan_report
+
+    summary = plan_summary(store, pid, children=result.children)
+    summary["failures"] = {str(k): v for k, v in result.failures.items()}
+    store.set_metrics(pid, summary)
+    stats = {k: v for k, v in store.get_run(pid)["stats"].items() if k != "owner"}
+    stats["elapsed_s"] = round(stats.get("elapsed_s", 0.0) + time.perf_counter() - started, 3)
+    stats["sessions"] = stats.get("sessions", 0) + 1
+    store.set_run_status(pid, "failed" if result.failures else "finished", stats)
+    result.summary = summary
+    result.reports = write_plan_report(store, pid, summary=summary)
+    return result
+
+
+def _stop(store: Store, pid: str, status: str) -> None:
+    try:
+        store.set_run_status(pid, status)
+    except AssayError:
+        pass  # the store is locked: 'assay list runs' shows the run as interrupted

