@@ -150,7 +150,9 @@ def _step_select(s: Session) -> None:
     plan = s.plan
     intent = plan.intent
     query = " ".join([plan.request, *intent.capabilities])
-    candidates = retrieve(query, intent.domains)
+    guessed = s.state["trace"][0].get("reasons", {}).get("domains", "").startswith(
+        "no domain word in the request; the planner chose")
+    candidates = retrieve(query, intent.domains, request_first=guessed)
     hub_on = _hub_enabled(s.settings)
     sel = select(intent, candidates, hub_enabled=hub_on)
     hub_found: list[dict[str, Any]] = []

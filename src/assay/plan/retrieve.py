@@ -178,13 +178,20 @@ def retriever() -> Retriever:
     return Retriever()
 
 
-def retrieve(request: str, domains: list[str], *, k: int = 10) -> list[Candidate]:
+def retrieve(request: str, domains: list[str], *, k: int = 10,
+             request_first: bool = False) -> list[Candidate]:
     """Candidates for a request: per domain (round-robin, so each domain is represented
-    early), then the whole request; each name once, at its first place."""
+    early), then the whole request; each name once, at its first place. With
+    ``request_first`` (the domains are a planner model's guess, not the request's words)
+    the whole request's best two lead."""
     r = retriever()
     per_domain = [r.search(request, k=k, domain=d) for d in domains]
     merged: list[Candidate] = []
     seen: set[str] = set()
+    if request_first:
+        for c in r.search(request, k=2):
+            merged.append(c)
+            seen.add(c.name)
     depth = max((len(p) for p in per_domain), default=0)
     for i in range(depth):
         for lst in per_domain:

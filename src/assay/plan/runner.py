@@ -57,9 +57,14 @@ def task_ref(task: PlanTask) -> str:
     return "qa" if task.source == "hub" else task.task
 
 
-def child_options(task: PlanTask, plan: Plan) -> dict[str, Any]:
-    """The task options a child run gets (a Hub task's data fetched here first)."""
+def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[str, Any]:
+    """The task options a child run gets: a Hub task's data fetched here first, a
+    relative ``data`` path read from the plan file's folder ``base``."""
     options = dict(task.options)
+    data = options.get("data")
+    if base is not None and isinstance(data, str) and not Path(data).expanduser().is_absolute() \
+            and (base / data).exists():
+        options["data"] = str((base / data).resolve())
     if task.source == "hub" and task.hub is not None:
         from assay.plan.hub import fetch_split
 
@@ -110,7 +115,7 @@ def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dic
     if on_created is not None:
         on_created(pid)
     return _drive(store, pid, plan, subject, spec["engine"], quiet=quiet, echo=echo,
-                  existing=[None] * len(plan.tasks))
+                  existing=[None] * len(plan.tasks), base=path.resolve().parent)
 
 
 def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
@@ -138,7 +143,8 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
     engine = dict(record["spec"].get("engine") or {})
     engine.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return _drive(store, pid, plan, record["spec"]["model"], engine, quiet=quiet, echo=echo,
-                  existing=_match_children(store, pid, plan), overrides=overrides)
+                  existing=_match_children(store, pid, plan), overrides=overrides,
+                  base=Path(record["spec"]["plan_file"]).parent)
 
 
 def _validate(plan: Plan, path: Path) -> None:
@@ -161,7 +167,7 @@ def _validate(plan: Plan, path: Path) -> None:
 def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any], *,
            quiet: bool, echo: Callable[[str], None],
            existing: list[dict[str, Any] | None],
-           overrides: dict[str, Any] | None = None) -> PlanRun:
+           overrides: dict[str, Any] | None = None, base: Path | None = None) -> PlanRun:
     from assay.datagen.steps import resume_step, run_step
 
     started = time.perf_counter()
@@ -187,7 +193,7 @@ def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any
                     echo(f"{label}: running" + (f" (limit {settings['limit']})"
                                                 if settings.get("limit") is not None else ""))
                     result.children[i] = run_step(store, task_ref(task), model,
-                                                  child_options(task, plan), engine=settings,
+                                                  child_options(task, plan, base), engine=settings,
                                                   parent_id=pid, quiet=quiet)
             except AssayError as e:
                 result.failures[i] = str(e)

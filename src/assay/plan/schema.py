@@ -178,11 +178,13 @@ def is_plan_file(path: str | Path) -> bool:
     if p.suffix not in (".yaml", ".yml") or not p.is_file():
         return False
     try:
-        with p.open(encoding="utf-8") as f:
-            head = f.read(4096)
-    except OSError:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
         return False
-    return any(line.startswith("assay_plan:") for line in head.splitlines())
+    except yaml.YAMLError:
+        # a broken file that means to be a plan is read as one (its error names the line)
+        return "assay_plan" in p.read_text(encoding="utf-8", errors="replace")[:4096]
+    return isinstance(raw, dict) and "assay_plan" in raw
 
 
 def read_plan(path: str | Path) -> Plan:

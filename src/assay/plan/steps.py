@@ -174,7 +174,8 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool) ->
     sel.hub_quota = min(sel.hub_quota, max(0, max_tasks - len(chosen)))
     for lang in gaps:
         word = LANGUAGE_WORDS.get(lang, (lang,))[0]
-        sel.notes.append(f"the gallery has no {word} benchmark (its entries are English)"
+        sel.notes.append(f"the gallery has no {word.title()} benchmark (its entries are "
+                         "English)"
                          + ("; searching the Hub" if sel.hub_quota and hub_enabled else
                             "; allow the Hub (online, quota > 0) or add a task file"))
         for d in (intent.domains or ["benchmark"]):
@@ -248,7 +249,8 @@ def computable(task: PlanTask) -> list[str]:
     from assay.gallery.entry import find_entry
 
     if task.source == "hub" or task.task == "qa":
-        return list(QA_SCORERS)
+        # qa reports its scorer's verdicts as "accuracy", and the extraction rate
+        return [*QA_SCORERS, "extraction_rate"]
     if task.task in BUILTIN_METRICS:
         primary, rest = BUILTIN_METRICS[task.task]
         return [*primary, *rest]

@@ -1,0 +1,206 @@
+"""``assay run plan.yaml``: child runs under one parent, resume after kill -9, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.store.sqlite import Store
+from tests.runwatch import kill9, wait_for
+
+HERE = Path(__file__).resolve().parent
+
+
+def cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=600, env=dict(os.environ))
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def qa_file(folder: Path, name: str, n: int = 4) -> Path:
+    path = folder / f"{name}.jsonl"
+    path.write_text("".join(json.dumps({"id": f"{name}{i}", "question": f"{name} q{i}?",
+                                        "answer": f"a{i}"}) + "\n" for i in range(n)))
+    return path
+
+
+def qa_plan(folder: Path, names: list[str], **extra: Any) -> Path:
+    """A hand-written plan of qa tasks over local files (relative to the plan)."""
+    tasks = [{"task": "qa", "source": "builtin", "options": {"data": f"{n}.jsonl"},
+              "metrics": [{"name": "exact_match", "role": "primary"}]} for n in names]
+    for n in names:
+        qa_file(folder, n)
+    plan = {"assay_plan": 1, "request": "three small qa sets", "tasks": tasks, **extra}
+    path = folder / "plan.yaml"
+    path.write_text(json.dumps(plan))  # JSON is YAML
+    return path
+
+
+def test_a_plan_runs_every_task_as_a_child_of_one_parent(tmp_path: Path, fake_server: Any,
+                                                        workspace: Path) -> None:
+    server = fake_server(rules=[], default_reply=None)  # echoes: never the answer
+    plan = qa_plan(tmp_path, ["alpha", "beta"])
+    done = cli("run", str(plan), "--model", "openai/fake", "--base-url", server.base_url,
+               "--limit", "3", "-q", cwd=tmp_path)
+    assert "[1/2] qa: running (limit 3)" in done.stdout
+    store = Store()
+    try:
+        parent = next(r for r in store.list_runs() if r["benchmark"] == "plan")
+        assert parent["status"] == "finished"
+        children = [store.get_run(c) for c in store.children(parent["id"])]
+        assert [c["status"] for c in children] == ["finished", "finished"]
+        assert [c["metrics"]["n_samples"] for c in children] == [3, 3]
+        # the data paths were read relative to the plan file
+        assert [Path(c["spec"]["benchmark_options"]["data"]).name for c in children] == [
+            "alpha.jsonl", "beta.jsonl"]
+        summary = store.get_run(parent["id"])["metrics"]
+        assert [t["primary"] for t in summary["tasks"]] == ["exact_match", "exact_match"]
+    finally:
+        store.close()
+    assert len(server.requests) == 6
+    report = workspace / "runs" / parent["id"] / "report.html"
+    assert report.is_file() and "three small qa sets" in report.read_text()
+
+
+def test_kill_minus_nine_then_resume_redoes_no_finished_task(tmp_path: Path, fake_server: Any,
+                                                            workspace: Path) -> None:
+    plan = qa_plan(tmp_path, ["one", "two", "three"])
+    # the first task's 4 requests and 2 of the second's are answered; the rest hang
+    first = fake_server(hold_after=6)
+    proc = subprocess.Popen([sys.executable, "-m", "assay", "run", str(plan), "--model",
+                             "openai/fake", "--base-url", first.base_url, "-q",
+                             "--max-connections", "1"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    db = workspace / "assay.db"
+
+    def second_task_has_two() -> bool:
+        if not db.exists():
+            return False
+        con = sqlite3.connect(db)
+        try:
+            rows = con.execute(
+                "SELECT s.sample_id FROM samples s JOIN runs r ON r.id = s.run_id "
+                "WHERE json_extract(r.spec, '$.benchmark_options.data') LIKE '%two.jsonl' "
+                "AND s.error IS NULL").fetchall()
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            con.close()
+        return len(rows) == 2
+
+    wait_for("the second task committed 2 samples", second_task_has_two, proc)
+    kill9(proc)
+    store = Store()
+    try:
+        parent = next(r for r in store.list_runs() if r["benchmark"] == "plan")
+        assert parent["status"] == "interrupted"
+        before = [store.get_run(c) for c in store.children(parent["id"])]
+        kept = {sid for sid, _ in store.completed_keys(before[1]["id"])}
+    finally:
+        store.close()
+    assert [c["status"] for c in before] == ["finished", "interrupted"]
+    assert len(kept) == 2
+
+    second = fake_server()
+    done = cli("run", str(plan), "--resume", parent["id"], "--base-url", second.base_url,
+               "-q", cwd=tmp_path)
+    assert f"finished before (run {before[0]['id']}), kept" in done.stdout
+    sent = [b["messages"][-1]["content"].splitlines()[0] for b in second.requests]
+    assert not any(s.startswith("one q") for s in sent), "a finished task was sent again"
+    # only the second task's two uncommitted samples, then the whole third task
+    assert sorted(s for s in sent if s.startswith("two q")) == sorted(
+        f"two q{i}?" for i in range(4) if f"two{i}" not in kept)
+    assert sum(s.startswith("three q") for s in sent) == 4
+    store = Store()
+    try:
+        after = [store.get_run(c) for c in store.children(parent["id"])]
+        assert store.get_run(parent["id"])["status"] == "finished"
+    finally:
+        store.close()
+    assert [c["id"] for c in after[:2]] == [c["id"] for c in before]
+    assert [c["status"] for c in after] == ["finished"] * 3
+    assert [c["metrics"]["n_samples"] for c in after] == [4, 4, 4]
+
+
+def test_resume_refuses_a_plan_file_that_changed(tmp_path: Path, fake_server: Any) -> None:
+    server = fake_server()
+    plan = qa_plan(tmp_path, ["one"])
+    cli("run", str(plan), "--model", "openai/fake", "--base-url", server.base_url, "-q",
+        cwd=tmp_path)
+    store = Store()
+    try:
+        pid = next(r["id"] for r in store.list_runs() if r["benchmark"] == "plan")
+    finally:
+        store.close()
+    plan.write_text(plan.read_text().replace("three small qa sets", "changed"))
+    done = cli("run", str(plan), "--resume", pid, cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert "has changed since plan run" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("tasks", "message"), [
+    ([{"task": "qa", "options": {"data": "x.jsonl"},
+       "metrics": [{"name": "exact_match", "role": "primary"},
+                   {"name": "token_f1", "role": "primary"}]}],
+     "exactly one metric has role primary (found 2: exact_match, token_f1)"),
+    ([{"task": "qa", "options": {"data": "x.jsonl"},
+       "metrics": [{"name": "vibes", "role": "primary"}]}], "unknown metric 'vibes'"),
+    ([{"task": "gsm8k", "metrics": [{"name": "bleu", "role": "primary"}]}],
+     "metric bleu is not computed by this task; choose from numeric_match"),
+    ([{"task": "gsm8k", "metrics": []}], "no metrics; give it exactly one with role primary"),
+    ([{"task": "gsm9k", "metrics": [{"name": "exact_match", "role": "primary"}]}],
+     "gsm9k"),
+    ([{"task": "gsm8k", "options": {"fewshots": 3},
+       "metrics": [{"name": "numeric_match", "role": "primary"}]}], "fewshots"),
+    ([], "the plan has no tasks"),
+])
+def test_a_bad_plan_is_one_line_that_says_what_to_fix(tasks: list[dict[str, Any]],
+                                                      message: str, tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(json.dumps({"assay_plan": 1, "request": "r", "tasks": tasks}))
+    done = cli("run", str(path), "--model", "openai/fake", cwd=tmp_path, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_unknown_key_or_a_duplicated_key_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text("assay_plan: 1\nrequest: r\ntasks:\n- task: gsm8k\n  limt: 3\n")
+    done = cli("run", str(path), cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert "tasks.0.limt: Extra inputs are not permitted" in done.stderr
+    path.write_text("assay_plan: 1\nrequest: r\nrequest: s\ntasks: []\n")
+    done = cli("run", str(path), cwd=tmp_path, check=False)
+    assert done.returncode == 2 and "plan.yaml:3: invalid YAML: key 'request' is given twice" \
+        in done.stderr
+
+
+def test_a_task_that_fails_is_recorded_and_the_others_still_run(
+        tmp_path: Path, fake_server: Any, workspace: Path) -> None:
+    server = fake_server()
+    plan = qa_plan(tmp_path, ["one", "two"])
+    (tmp_path / "one.jsonl").write_text('{"id": "x", "question": "q"}\n')  # no answer
+    done = cli("run", str(plan), "--model", "openai/fake", "--base-url", server.base_url, "-q",
+               cwd=tmp_path, check=False)
+    assert done.returncode == 1
+    assert "task 1 failed" in done.stderr
+    store = Store()
+    try:
+        parent = next(r for r in store.list_runs() if r["benchmark"] == "plan")
+        assert parent["status"] == "failed"
+        failures = store.get_run(parent["id"])["metrics"]["failures"]
+        assert list(failures) == ["0"] and "answer" in failures["0"]
+        kids = [store.get_run(c) for c in store.children(parent["id"])]
+    finally:
+        store.close()
+    assert [k["metrics"]["n_samples"] for k in kids if k["status"] == "finished"] == [4]
