@@ -6,7 +6,9 @@ three rates are reported:
 * **executable**: every task of the plan resolves (its data is there) and smoke-runs
   (one sample through the real engine against the fake server finishes with no error);
   a request whose stated quotas allow no task must give an empty plan;
-* **named recall**: of the benchmarks the requests name, the share in their plans;
+* **named recall**: of the benchmarks the requests name, the share in their plans (a
+  gallery entry that is only planned, such as tau2_bench, counts when the plan reports
+  it as not runnable yet);
 * **domain recall@5**: of the domains the requests ask for, the share met by one of
   the domain's tasks (:data:`DOMAIN_TASKS`) among the first five candidates (the
   plan's tasks first, then the retrieval's ranking).
@@ -49,9 +51,13 @@ DOMAIN_TASKS: dict[str, set[str]] = {
 }
 
 
-def load_requests() -> list[dict[str, Any]]:
-    """The hand-written requests."""
-    return yaml.safe_load(REQUESTS.read_text(encoding="utf-8"))
+#: requests written by someone who had not read the planner's rules
+HELDOUT = HERE / "requests_heldout.yaml"
+
+
+def load_requests(path: Path = REQUESTS) -> list[dict[str, Any]]:
+    """The hand-written requests (``HELDOUT`` for the held-out ones)."""
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def make_plans(requests: list[dict[str, Any]], folder: Path, *, planner: str | None = None
@@ -176,6 +182,8 @@ def rates(plans: list[dict[str, Any]], smoked: dict[str, dict[str, Any]]) -> dic
         if not ok:
             failures.append(f"{req['request']!r}: not executable: {why}")
         names = {t.task for t in tasks}
+        # a named entry that is planned (not runnable yet) is honoured by being reported
+        names |= {u["planned"] for u in plan.intent.unknown_benchmarks if u.get("planned")}
         for n in req.get("named", []):
             named_all += 1
             named_hit += n in names

@@ -204,3 +204,30 @@ def test_a_task_that_fails_is_recorded_and_the_others_still_run(
     finally:
         store.close()
     assert [k["metrics"]["n_samples"] for k in kids if k["status"] == "finished"] == [4]
+
+
+def test_bfcl_data_is_pulled_before_its_run_when_none_is_here(
+        monkeypatch: pytest.MonkeyPatch, real_wheel: Any, workspace: Path) -> None:
+    from assay.benchmarks.bfcl import data as bfcl_data
+    from assay.plan.runner import prepare
+    from assay.plan.schema import PlanTask
+
+    wheel = real_wheel("bfcl-eval", bfcl_data.BFCL_EVAL_VERSION)
+    monkeypatch.setattr(bfcl_data, "installed_package_dir", lambda: None)
+    downloads: list[str] = []
+
+    def download(version: str) -> Path:  # PyPI's wheel, fetched once per test session
+        downloads.append(version)
+        return wheel
+
+    monkeypatch.setattr(bfcl_data, "_download_wheel", download)
+    with pytest.raises(Exception, match="BFCL data not found"):
+        bfcl_data.locate()
+    said: list[str] = []
+    task = PlanTask(task="bfcl", metrics=[{"name": "exact_match", "role": "primary"}])
+    prepare(task, said.append)
+    assert downloads == [bfcl_data.BFCL_EVAL_VERSION]
+    assert bfcl_data.locate().kind == "cache"
+    assert said == ["BFCL data not found here: pulling it from PyPI (assay data pull bfcl)"]
+    prepare(task, said.append)  # now it is here: nothing more
+    assert downloads == [bfcl_data.BFCL_EVAL_VERSION] and len(said) == 1

@@ -163,6 +163,14 @@ def gallery_names() -> dict[str, str]:
     return out
 
 
+def planned_names() -> dict[str, Any]:
+    """Normalised name or alias -> gallery entry, for the entries not ready yet."""
+    from assay.gallery.entry import all_entries
+
+    return {_norm(n): e for e in all_entries().values() if e.readiness.status != "ready"
+            for n in e.names}
+
+
 #: built-in tasks (not gallery entries) a plan may hold, with their retrieval text
 BUILTIN_TASKS: dict[str, dict[str, Any]] = {
     "converse": {
@@ -218,8 +226,15 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
                     found.append(n)
             names = {**names, key: family[0]}
     known_keys = set(names)
+    planned = planned_names()
     for w in words:
         if _norm(w) in COMMON_WORD_NAMES:
+            continue
+        if _norm(w) in planned and _norm(w) not in known_keys:
+            entry = planned[_norm(w)]
+            if all(u["name"].lower() != w.lower() for u in unknown):
+                unknown.append({"name": w, "closest": [], "planned": entry.name,
+                                "why": entry.readiness.note})
             continue
         key = _norm(w)
         if key in known_keys or name_like(w) is False:
@@ -322,6 +337,9 @@ def _budget(text: str) -> tuple[Budget, dict[str, str]]:
     # the Hub and the gallery first: "0 datasets from the hub" is a Hub quota
     take("hub", rf"\b(?:no|nothing|without|skip|not|never)\s+(?:use\s+)?(?:any\s+)?(?:datasets?\s+)?"
          rf"(?:from\s+)?(?:the\s+)?{_HUB}(?:\s+(?:search|datasets?))?\b", 0)
+    take("hub", rf"\b(?:don'?t|do\s+not|never|without)\s+(?:use|pull|download|fetch|search|"
+         rf"take|get|touch|query)(?:ing)?\s+(?:anything|any\s+datasets?|datasets?|any)?\s*"
+         rf"(?:from\s+|on\s+|in\s+)?(?:the\s+)?{_HUB}", 0)
     take("hub", r"\boffline\s+only\b|\bno\s+internet\b|\bno\s+network\b|\bstay\s+offline\b", 0)
     take("hub", rf"\b{_NUM}\s+(?:{_BENCH}\s+)?(?:from|off|on|via)\s+{_HUB}\b")
     take("hub", rf"\b{_NUM}\s+{_HUB}\s+{_BENCH}")

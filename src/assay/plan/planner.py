@@ -15,10 +15,6 @@ never approves it.
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,25 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError, ConfigError
-from assay.plan.checkpoint import PROMPT
+from assay.plan.review import Echo, PlanPaused, Prompt, checkpoint
 from assay.plan.schema import (
     Intent,
     Models,
     Plan,
     PlanTask,
-    plan_from_text,
-    plan_to_text,
     write_plan,
 )
+from assay.plan.steps import answer_sample
 
 SESSION = "plan_session"
-CHECKPOINTS = ("plan", "resolution", "metrics")
-#: the step each checkpoint reviews, and the stage that runs after it is approved
-_AFTER = {"plan": "resolve", "resolution": "metrics", "metrics": "done"}
-
-
-class PlanPaused(AssayError):
-    """The session stopped at a checkpoint with no answer (closed input); it resumes."""
 
 
 @dataclass
@@ -229,7 +217,7 @@ def _step_metrics(s: Session, ask: Any) -> None:
     reasons: dict[str, Any] = {}
     calls: list[dict[str, Any]] = []
     for task in plan.tasks:
-        answers = _answer_sample(task) if task.source == "hub" else None
+        answers = answer_sample(task) if task.source == "hub" else None
         out = recommend_metrics(task, ask=ask, answer_sample=answers)
         calls += out.pop("model_calls")
         reasons[task.label] = {"rule": out.get("rule"),
@@ -241,244 +229,6 @@ def _step_metrics(s: Session, ask: Any) -> None:
                      for t in plan.tasks},
             reasons=reasons, model_calls=calls)
     s.state["stage"] = "checkpoint:metrics"
-
-
-def _answer_sample(task: PlanTask) -> list[Any]:
-    """A few answers of a Hub dataset (for the metric rules)."""
-    import json
-
-    from assay.plan.hub import fetch_split
-
-    key = task.options.get("answer_key")
-    if task.hub is None or not key:
-        return []
-    try:
-        path = fetch_split(task.hub)
-    except AssayError:
-        return []
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            if key in row:
-                out.append(row[key])
-            if len(out) >= 20:
-                break
-    return out
-
-
-# -- checkpoints ------------------------------------------------------------------------
-Prompt = Callable[[str], "str | None"]
-Echo = Callable[[str], None]
-
-
-def describe(plan: Plan, checkpoint: str) -> str:
-    """What the human sees at a checkpoint."""
-    lines = [f"checkpoint {CHECKPOINTS.index(checkpoint) + 1}/3: {checkpoint}",
-             f"request: {plan.request}",
-             f"intent: domains {', '.join(plan.intent.domains) or '-'}; named "
-             f"{', '.join(plan.intent.benchmarks) or '-'}; languages "
-             f"{', '.join(plan.intent.languages)}; agent {plan.intent.agent}"]
-    for i, t in enumerate(plan.tasks, 1):
-        line = f"  {i}. {t.label} ({t.source})"
-        if checkpoint in ("resolution", "metrics"):
-            extra = {k: v for k, v in t.options.items()}
-            line += f" limit={t.limit} options={extra}" if extra or t.limit is not None else \
-                f" limit={t.limit}"
-            if t.hub:
-                line += f" config={t.hub.config} split={t.hub.split}"
-        if checkpoint == "metrics":
-            line += f" primary={t.primary}"
-        line += f"\n     why: {t.why.get('selected', '')}"
-        lines.append(line)
-    if not plan.tasks:
-        lines.append("  (no tasks)")
-    lines += [f"  note: {n}" for n in plan.notes]
-    return "\n".join(lines)
-
-
-def _find_task(plan: Plan, target: str) -> int | None:
-    t = target.strip().lower()
-    if t.isdigit() and 1 <= int(t) <= len(plan.tasks):
-        return int(t) - 1
-    for i, task in enumerate(plan.tasks):
-        if t in (task.task.lower(), task.label.lower()) or (
-                task.hub and t == task.hub.id.lower()):
-            return i
-    from assay.gallery.entry import find_entry
-
-    entry = find_entry(target)
-    if entry is not None:
-        for i, task in enumerate(plan.tasks):
-            if task.task == entry.name:
-                return i
-    return None
-
-
-def _new_task(s: Session, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
-    """A task the human added, brought up to the current stage; or why it cannot be."""
-    from assay.gallery.entry import find_entry
-    from assay.plan.intent import BUILTIN_TASKS
-    from assay.plan.steps import (
-        capabilities_of,
-        recommend_metrics,
-        resolve_hub_task,
-        resolve_task,
-        source_of,
-    )
-
-    plan = s.plan
-    if target.lower().startswith("hub:"):
-        if checkpoint == "plan":
-            from assay.plan.schema import HubRef
-
-            return PlanTask(task="qa", source="hub", hub=HubRef(id=target[4:].strip()),
-                            why={"selected": "added by the human (a Hub dataset, unverified)"})
-        try:
-            task, info = resolve_hub_task(target[4:].strip(), "added by the human", ask=ask,
-                                          limit=plan.intent.budget.limit)
-        except AssayError as e:
-            return str(e)
-        if task is None:
-            return f"{target}: {info.get('problem')}"
-    else:
-        entry = find_entry(target)
-        name = entry.name if entry is not None else (target if target in BUILTIN_TASKS
-                                                    else None)
-        if name is None or (entry is not None and entry.readiness.status != "ready"):
-            import difflib
-
-            from assay.plan.intent import gallery_names
-
-            close = difflib.get_close_matches(target.lower(), sorted(set(
-                gallery_names().values())), n=3)
-            return (f"unknown task {target!r}" + (f" (closest: {', '.join(close)})" if close
-                                                  else "") + "; see 'assay list tasks'")
-        task = PlanTask(task=name, source=source_of(name),  # type: ignore[arg-type]
-                        capabilities=capabilities_of(name),
-                        why={"selected": "added by the human"})
-        if checkpoint in ("resolution", "metrics"):
-            resolve_task(task, plan.intent)
-    if checkpoint == "metrics":
-        recommend_metrics(task, ask=ask, answer_sample=_answer_sample(task)
-                          if task.source == "hub" else None)
-    return task
-
-
-def _edit(s: Session, echo: Echo) -> str:
-    """Open ``$EDITOR`` on the plan; the edited plan is validated before it is taken."""
-    from assay.plan.steps import check_metrics
-
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if not editor:
-        return "no editor: set $EDITOR (or edit the plan file after it is written)"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "plan.yaml"
-        path.write_text(plan_to_text(s.plan, "plan.yaml"), encoding="utf-8")
-        try:
-            subprocess.run([*shlex.split(editor), str(path)], check=True)  # noqa: S603
-        except (OSError, subprocess.CalledProcessError) as e:
-            return f"the editor failed ({e}); the plan is unchanged"
-        text = path.read_text(encoding="utf-8")
-    try:
-        edited = plan_from_text(text, "edited plan")
-        for task in edited.tasks:
-            check_metrics(task, required=s.state["stage"] == "checkpoint:metrics")
-        _check_tasks(edited)
-    except AssayError as e:
-        return f"{e}; the plan is unchanged"
-    s.set_plan(edited, remember=True)
-    echo(f"plan edited: {len(edited.tasks)} tasks")
-    return ""
-
-
-def _check_tasks(plan: Plan) -> None:
-    """Every task of the plan can be built (names exist, options are valid)."""
-    from assay.tasks.registry import resolve
-
-    for task in plan.tasks:
-        if task.source == "hub":
-            continue
-        ref = resolve(task.task)
-        ref.Options.model_validate(task.options) if task.options else None
-
-
-def _checkpoint(s: Session, name: str, prompt: Prompt, echo: Echo, ask: Any,
-                yes: bool) -> str:
-    """Run one checkpoint to its end; returns the next stage."""
-    echo(describe(s.plan, name))
-    if yes:
-        s.trace("checkpoint", checkpoint=name, answers=[{"answer": "--yes",
-                                                         "action": "approve"}])
-        return _AFTER[name]
-    while True:
-        answer = prompt(f"[{PROMPT}] > ")
-        if answer is None:
-            s.save()
-            raise PlanPaused(f"no answer at checkpoint {name!r}; nothing was approved. "
-                             f"Continue with: assay plan --resume {s.id}")
-        action, calls = interpret(answer, ask=ask, tasks=[t.label for t in s.plan.tasks])
-        record: dict[str, Any] = {"answer": answer, "model_calls": calls}
-        if action is None:
-            record["action"] = None
-            record["result"] = "not understood; asked again"
-            s.trace("checkpoint", checkpoint=name, answers=[record])
-            s.save()
-            echo(f"not understood: {answer!r}. Answer one of: {PROMPT}")
-            continue
-        record["action"] = action.to_dict()
-        result = _apply(s, name, action, echo, ask)
-        record["result"] = result
-        s.trace("checkpoint", checkpoint=name, answers=[record])
-        s.save()
-        if result == "approved":
-            return _AFTER[name]
-        if result.startswith("back:"):
-            return result[5:]
-        echo(result)
-        echo(describe(s.plan, name))
-
-
-def interpret(answer: str, *, ask: Any, tasks: list[str]) -> Any:
-    from assay.plan.checkpoint import interpret as read
-
-    return read(answer, ask=ask, tasks=tasks)
-
-
-def _apply(s: Session, name: str, action: Any, echo: Echo, ask: Any) -> str:
-    if action.action == "approve":
-        return "approved"
-    if action.action == "back":
-        if not s.state["history"]:
-            return "nothing to go back to: this is the first checkpoint's first plan"
-        last = s.state["history"].pop()
-        s.state["plan"] = last["plan"]
-        stage = last["stage"]
-        return f"back:{stage}"
-    if action.action == "edit":
-        err = _edit(s, echo)
-        return err or "edited"
-    plan = s.plan
-    if action.action == "drop":
-        idx = [_find_task(plan, t) for t in action.targets]
-        missing = [t for t, i in zip(action.targets, idx, strict=True) if i is None]
-        if missing:
-            return (f"not in the plan: {', '.join(missing)}; the tasks are "
-                    f"{', '.join(t.label for t in plan.tasks) or 'none'}")
-        dropped = [plan.tasks[i].label for i in idx if i is not None]
-        plan.tasks = [t for i, t in enumerate(plan.tasks) if i not in set(idx)]
-        s.set_plan(plan, remember=True)
-        return f"dropped {', '.join(dropped)}"
-    added = []
-    for target in action.targets:
-        if _find_task(plan, target) is not None and not target.lower().startswith("hub:"):
-            return f"{target} is already in the plan"
-        task = _new_task(s, target, name, ask)
-        if isinstance(task, str):
-            return task
-        added.append(task)
-    s.set_plan(plan.model_copy(update={"tasks": [*plan.tasks, *added]}), remember=True)
-    return f"added {', '.join(t.label for t in added)}"
 
 
 # -- the driver ---------------------------------------------------------------------------
@@ -504,7 +254,7 @@ def drive(s: Session, *, prompt: Prompt, echo: Echo, yes: bool = False,
             _step_metrics(s, ask)
         elif stage.startswith("checkpoint:"):
             name = stage.split(":", 1)[1]
-            nxt = _checkpoint(s, name, prompt, echo, ask, yes)
+            nxt = checkpoint(s, name, prompt, echo, ask, yes)
             s.state["stage"] = nxt if nxt.startswith("checkpoint:") or nxt in (
                 "resolve", "metrics", "done") else f"checkpoint:{nxt}"
         elif stage == "done":

@@ -75,6 +75,22 @@ def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[
     return options
 
 
+def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
+    """Fetch what a task needs before its run, as ``assay data pull`` would: BFCL's data
+    from the bfcl-eval wheel on PyPI when no copy is installed or cached (gallery
+    entries pull their own data when they start)."""
+    if task.task != "bfcl" or task.options.get("bfcl_data_dir"):
+        return
+    from assay.benchmarks.bfcl import data as bfcl_data
+    from assay.errors import DatasetError
+
+    try:
+        bfcl_data.locate()
+    except DatasetError:
+        echo("BFCL data not found here: pulling it from PyPI (assay data pull bfcl)")
+        bfcl_data.pull()
+
+
 def _match_children(store: Store, parent: str, plan: Plan) -> list[dict[str, Any] | None]:
     """The stored child of each task (``None``: not started)."""
     runs = [store.get_run(c) for c in store.children(parent)]
@@ -192,6 +208,7 @@ def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any
                         settings["limit"] = task.limit
                     echo(f"{label}: running" + (f" (limit {settings['limit']})"
                                                 if settings.get("limit") is not None else ""))
+                    prepare(task, echo)
                     result.children[i] = run_step(store, task_ref(task), model,
                                                   child_options(task, plan, base), engine=settings,
                                                   parent_id=pid, quiet=quiet)

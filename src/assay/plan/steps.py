@@ -112,6 +112,10 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool) ->
                          f"{max_tasks} tasks; every named benchmark is kept")
     for u in intent.unknown_benchmarks:
         close = ", ".join(u.get("closest") or []) or "none close"
+        if u.get("planned"):
+            sel.notes.append(f"{u['name']} is the gallery's {u['planned']}, which is planned, "
+                             f"not runnable yet: {u.get('why') or 'see assay list tasks'}")
+            continue
         sel.notes.append(f"{u['name']} was named but is not in the gallery (closest: {close}); "
                          "add it as a task file or a Hub dataset if you need it")
 
@@ -144,13 +148,19 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool) ->
     for domain in wanted:
         if taken >= room:
             break
-        for c in candidates:
-            if c.domain == domain and c.quality and usable(c):
-                add(c.name, f"best match for {domain}: {c.reason}")
-                taken += 1
-                break
+        mine = [c for c in candidates if c.domain == domain]
+        best = next((c for c in mine if c.quality and usable(c)), None)
+        why = "best match for"
+        if best is None:
+            # the best ones cannot run here (GAIA offline, say): the best one that can,
+            # said to be below the threshold rather than leaving the domain out
+            best = next((c for c in mine if not c.quality and usable(c)), None)
+            why = "best available match (below the quality threshold) for"
+        if best is not None:
+            add(best.name, f"{why} {domain}: {best.reason}")
+            taken += 1
         else:
-            sel.notes.append(f"no gallery task for {domain} cleared the threshold")
+            sel.notes.append(f"no gallery task for {domain} can run here")
     if not wanted and not chosen:
         for c in candidates:
             if taken >= room:
@@ -351,3 +361,28 @@ def check_metrics(task: PlanTask, *, required: bool = True) -> None:
         if m.name not in can:
             raise ConfigError(f"task {task.label}: metric {m.name} is not computed by this "
                               f"task; choose from {', '.join(can)}")
+
+
+def answer_sample(task: PlanTask) -> list[Any]:
+    """A few answers of a Hub dataset (for the metric rules)."""
+    import json
+
+    from assay.errors import AssayError
+    from assay.plan.hub import fetch_split
+
+    key = task.options.get("answer_key")
+    if task.hub is None or not key:
+        return []
+    try:
+        path = fetch_split(task.hub)
+    except AssayError:
+        return []
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if key in row:
+                out.append(row[key])
+            if len(out) >= 20:
+                break
+    return out

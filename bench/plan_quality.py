@@ -1,0 +1,54 @@
+"""The planner on the hand-written requests of ``tests/plan/requests.yaml``, both ways.
+
+For the rules-and-BM25 planner (no model) and the embedded model as planner
+(``--planner local``, or any model spec), every request is planned offline with every
+checkpoint approved, every distinct task of the plans is smoke-run once (one sample
+through the real engine against the fake OpenAI-compatible server; gallery data from
+the tests' fixture wheels), and the three rates of One-Eval's Table 1 are printed as
+JSON: plans that execute, named-benchmark recall, domain recall@5, with the seconds
+per plan and every miss. The rules path is the baseline measured in the same run.
+
+Usage: python bench/plan_quality.py [--planner local] [--rules-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--planner", default="local", help="The planner model to compare.")
+    parser.add_argument("--rules-only", action="store_true", help="Only the rules path.")
+    args = parser.parse_args()
+    home = tempfile.mkdtemp(prefix="assay-plan-bench-")
+    os.environ["ASSAY_HOME"] = home
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.pop("OPENAI_API_KEY", None)
+    sys.path.insert(0, str(REPO))
+    from assay.testing.fake_server import FakeServer
+    from tests.plan import quality
+
+    server = FakeServer().start()
+    smoked: dict[str, dict[str, object]] = {}
+    out = []
+    try:
+        for planner in [None] if args.rules_only else [None, args.planner]:
+            folder = Path(tempfile.mkdtemp(dir=home))
+            plans = quality.make_plans(quality.load_requests(), folder, planner=planner)
+            quality.smoke(plans, server.base_url, smoked)
+            out.append({"planner": planner or "rules", **quality.rates(plans, smoked)})
+    finally:
+        server.stop()
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
