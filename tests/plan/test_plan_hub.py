@@ -116,3 +116,15 @@ def test_offline_the_hub_is_never_asked(tmp_path: Path) -> None:
     select = next(s for s in plan.trace if s["step"] == "select")
     assert select["hub"]["quota"] == 0 and "offline" in select["reasons"]["hub"]
     assert any("no Chinese benchmark" in n for n in plan.notes)
+
+
+def test_a_named_benchmark_whose_data_is_not_here_is_kept_and_says_so(tmp_path: Path) -> None:
+    plan = make("run GAIA and GSM8K", tmp_path)
+    assert [t.task for t in plan.tasks] == ["gaia", "gsm8k"]
+    assert plan.tasks[0].why["resolve.available"].startswith("NOT AVAILABLE: GAIA is not in "
+                                                             "the local Hugging Face cache")
+    # retrieved (not named), GAIA is passed over for a task that can run here
+    agent = make("general assistant tasks with web browsing", tmp_path)
+    assert "gaia" not in [t.task for t in agent.tasks] and agent.tasks
+    select = next(s for s in agent.trace if s["step"] == "select")
+    assert any(x["name"] == "gaia" for x in select["skipped"])

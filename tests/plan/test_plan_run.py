@@ -231,3 +231,29 @@ def test_bfcl_data_is_pulled_before_its_run_when_none_is_here(
     assert said == ["BFCL data not found here: pulling it from PyPI (assay data pull bfcl)"]
     prepare(task, said.append)  # now it is here: nothing more
     assert downloads == [bfcl_data.BFCL_EVAL_VERSION] and len(said) == 1
+
+
+def test_running_a_plan_again_reuses_the_cache_and_report_regenerates(
+        tmp_path: Path, fake_server: Any, workspace: Path) -> None:
+    server = fake_server()
+    plan = qa_plan(tmp_path, ["one", "two"])
+    args = ("run", str(plan), "--model", "openai/fake", "--base-url", server.base_url, "-q")
+    cli(*args, cwd=tmp_path)
+    assert len(server.requests) == 8
+    cli(*args, cwd=tmp_path)  # a new plan run: every reply comes from the response cache
+    assert len(server.requests) == 8
+    store = Store()
+    try:
+        runs = [r for r in store.list_runs() if r["benchmark"] == "plan"]
+        assert len(runs) == 2
+        latest = runs[0]["id"]
+        kids = [store.get_run(c) for c in store.children(latest)]
+    finally:
+        store.close()
+    assert [k["stats"]["cache_hits"] for k in kids] == [4, 4]
+    folder = workspace / "runs" / latest
+    for name in ("report.md", "report.html", "summary.json"):
+        (folder / name).unlink()
+    done = cli("report", latest, cwd=tmp_path)
+    assert all((folder / name).is_file() for name in ("report.md", "report.html",
+                                                      "summary.json")), done.stdout

@@ -29,16 +29,20 @@ def _prompt(text: str) -> str | None:
               help="The model that structures the request and reads free-text answers "
               "(local: the embedded model; openai/<model>). Default: rules only, no model.")
 @click.option("--judge-model", default=None, help="A judge for tasks that need one.")
-@click.option("--base-url", default=None, help="Endpoint of an openai/ planner model.")
+@click.option("--base-url", default=None, help="Endpoint of an openai/ planner model (and "
+              "of --embeddings).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("plan.yaml"), show_default=True, help="Where to write the plan.")
 @click.option("--yes", "-y", is_flag=True, help="Approve every checkpoint (for CI).")
 @click.option("--no-hub", is_flag=True, help="Never search the Hugging Face Hub.")
+@click.option("--embeddings", default=None, metavar="MODEL",
+              help="Mix dense retrieval into BM25: an embedding model at an "
+              "OpenAI-compatible /embeddings endpoint (--base-url).")
 @click.option("--resume", default=None, metavar="ID",
               help="Continue a planning session at the checkpoint where it stopped.")
 def plan(request: str | None, model: str, planner_model: str | None, judge_model: str | None,
          base_url: str | None, output: Path, yes: bool, no_hub: bool,
-         resume: str | None) -> None:
+         embeddings: str | None, resume: str | None) -> None:
     """Plan an evaluation from one sentence: the request is structured, the gallery is
     searched (and the Hub, when online), each task is resolved and given its metrics,
     with a checkpoint after the plan, the resolution and the metrics, where you approve,
@@ -60,7 +64,7 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
                                   'grade-school math" (or --resume ID)')
             settings = Settings(model=model, planner=planner_model, judge=judge_model,
                                 output=str(output), hub=False if no_hub else None,
-                                base_url=base_url)
+                                base_url=base_url, embeddings=embeddings)
             path = plan_request(store, request, settings, prompt=_prompt, echo=click.echo,
                                 yes=yes, on_created=lambda sid: click.echo(
                                     f"planning session {sid}"))

@@ -214,6 +214,15 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
         if hits or (len(key) >= 8 and key in flat):
             if name not in found:
                 found.append(name)
+    # in the order the request names them
+    low = text.lower()
+
+    def first_mention(name: str) -> int:
+        keys = [k for k, n in names.items() if n == name]
+        spots = [i for w in words if _norm(w) in keys for i in [low.find(w.lower())] if i >= 0]
+        return min(spots) if spots else len(low)
+
+    found.sort(key=first_mention)
     # a family name (ARC, LAB-Bench) names its one or two entries
     for w in words:
         key = _norm(w)

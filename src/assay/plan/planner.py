@@ -45,6 +45,8 @@ class Settings:
     output: str = "plan.yaml"
     hub: bool | None = None     # None: on unless HF_HUB_OFFLINE
     base_url: str | None = None
+    #: an embedding model at an OpenAI-compatible endpoint (``base_url``), mixed with BM25
+    embeddings: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -140,9 +142,25 @@ def _step_select(s: Session) -> None:
     query = " ".join([plan.request, *intent.capabilities])
     guessed = s.state["trace"][0].get("reasons", {}).get("domains", "").startswith(
         "no domain word in the request; the planner chose")
-    candidates = retrieve(query, intent.domains, request_first=guessed)
+    embed = None
+    retrieval = {"method": "bm25"}
+    settings = s.settings
+    if settings.embeddings:
+        from assay.plan.retrieve import embedding_scores
+
+        try:
+            embed = embedding_scores(plan.request, model=settings.embeddings,
+                                     base_url=settings.base_url)
+            retrieval = {"method": "bm25+embeddings", "model": settings.embeddings}
+        except AssayError as e:
+            plan.notes.append(f"{e}: retrieval used BM25 alone")
+            retrieval = {"method": "bm25", "embeddings_error": str(e)}
+    candidates = retrieve(query, intent.domains, request_first=guessed, embed=embed)
     hub_on = _hub_enabled(s.settings)
-    sel = select(intent, candidates, hub_enabled=hub_on)
+    from assay.plan.retrieve import retriever
+
+    sel = select(intent, candidates, hub_enabled=hub_on,
+                 more=lambda d: retriever().search(query, domain=d, embed=embed, floor=0.0))
     hub_found: list[dict[str, Any]] = []
     hub_error = None
     if sel.hub_quota and hub_on:
@@ -167,13 +185,14 @@ def _step_select(s: Session) -> None:
                               why={"selected": f"Hub search for {h['query']!r} (unverified: "
                                    f"runs as generic QA): {h['reason']}"}))
     plan.tasks = tasks
-    plan.notes = sel.notes
+    plan.notes = [*plan.notes, *sel.notes]
     s.set_plan(plan)
     s.trace("select", inputs={"domains": intent.domains, "benchmarks": intent.benchmarks,
                               "budget": intent.budget.model_dump()},
             outputs={"tasks": [t.label for t in tasks], "notes": sel.notes},
             reasons={**sel.reasons, **{t.label: t.why.get("selected", "") for t in tasks}},
             candidates=[c.to_dict() for c in candidates[:15]], skipped=sel.skipped,
+            retrieval=retrieval,
             hub={"quota": sel.hub_quota, "queries": sel.hub_queries, "found": hub_found,
                  "error": hub_error})
     s.state["stage"] = "checkpoint:plan"

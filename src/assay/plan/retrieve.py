@@ -137,9 +137,14 @@ class Retriever:
         ranked.sort(key=lambda x: (-x[1], x[0].name))
         return ranked
 
-    def search(self, query: str, *, k: int = 10, domain: str | None = None) -> list[Candidate]:
+    def search(self, query: str, *, k: int = 10, domain: str | None = None,
+               embed: dict[str, float] | None = None,
+               floor: float = DOMAIN_FLOOR) -> list[Candidate]:
         """The ``k`` best candidates for ``query``; with ``domain``, only documents of that
-        category (or tagged with it), scored on the query plus the domain's words."""
+        category (or tagged with it), scored on the query plus the domain's words. With
+        ``embed`` (name -> cosine similarity to the request), the score is the mean of the
+        normalised BM25 score and the similarity. A domain's candidates below ``floor`` of
+        its best are left out (``floor=0`` keeps every one with a score)."""
         text = query
         if domain:
             text = f"{query} {domain.replace('_', ' ')} {' '.join(DOMAIN_WORDS.get(domain, ()))}"
@@ -148,18 +153,24 @@ class Retriever:
             ranked = [r for r in ranked if _in_domain(r[0], domain)]
         top = ranked[0][1] if ranked and ranked[0][1] > 0 else 0.0
         out: list[Candidate] = []
-        for doc, s, matched in ranked[:k]:
-            if s <= 0:
-                break
+        for doc, s, matched in ranked:
             norm = s / top if top else 0.0
-            if domain and norm < DOMAIN_FLOOR:
-                break
             where = f"in domain {domain}; " if domain else ""
             reason = (f"{where}BM25 {s:.2f} ({norm:.2f} of the best); matched "
                       f"{', '.join(matched[:8]) or 'nothing'}")
-            out.append(Candidate(doc.name, norm, s, norm >= QUALITY, reason, domain,
+            score = norm
+            if embed is not None:
+                cos = max(0.0, embed.get(doc.name, 0.0))
+                score = (norm + cos) / 2
+                reason += f"; embedding cosine {cos:.2f}"
+            elif s <= 0 or (domain and norm < floor):
+                continue
+            if score <= 0:
+                continue
+            out.append(Candidate(doc.name, score, s, score >= QUALITY, reason, domain,
                                  doc.source, matched))
-        return out
+        out.sort(key=lambda c: (-c.score, c.name))
+        return out[:k]
 
 
 def _in_domain(doc: Doc, domain: str) -> bool:
@@ -179,17 +190,18 @@ def retriever() -> Retriever:
 
 
 def retrieve(request: str, domains: list[str], *, k: int = 10,
-             request_first: bool = False) -> list[Candidate]:
+             request_first: bool = False, embed: dict[str, float] | None = None
+             ) -> list[Candidate]:
     """Candidates for a request: per domain (round-robin, so each domain is represented
     early), then the whole request; each name once, at its first place. With
     ``request_first`` (the domains are a planner model's guess, not the request's words)
     the whole request's best two lead."""
     r = retriever()
-    per_domain = [r.search(request, k=k, domain=d) for d in domains]
+    per_domain = [r.search(request, k=k, domain=d, embed=embed) for d in domains]
     merged: list[Candidate] = []
     seen: set[str] = set()
     if request_first:
-        for c in r.search(request, k=2):
+        for c in r.search(request, k=2, embed=embed):
             merged.append(c)
             seen.add(c.name)
     depth = max((len(p) for p in per_domain), default=0)
@@ -198,7 +210,7 @@ def retrieve(request: str, domains: list[str], *, k: int = 10,
             if i < len(lst) and lst[i].name not in seen:
                 merged.append(lst[i])
                 seen.add(lst[i].name)
-    for c in r.search(request, k=k):
+    for c in r.search(request, k=k, embed=embed):
         if c.name not in seen:
             merged.append(c)
             seen.add(c.name)
@@ -228,10 +240,13 @@ def embedding_scores(request: str, *, model: str, base_url: str | None = None
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - http(s) only
             data = json.loads(resp.read())
-    except (OSError, ValueError) as e:
+        vectors = [item["embedding"] for item in sorted(data["data"],
+                                                         key=lambda x: x["index"])]
+        if len(vectors) != len(docs) + 1:
+            raise ValueError(f"{len(vectors)} vectors for {len(docs) + 1} inputs")
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise ConfigError(f"embeddings from {url} failed ({e}); plan without --embeddings "
                           "(BM25 alone)") from e
-    vectors = [item["embedding"] for item in sorted(data["data"], key=lambda x: x["index"])]
 
     def unit(v: list[float]) -> list[float]:
         n = math.sqrt(sum(x * x for x in v)) or 1.0

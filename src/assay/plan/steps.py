@@ -89,9 +89,11 @@ def _gap_languages(intent: Intent) -> list[str]:
     return [x for x in intent.languages if x not in ("en",)]
 
 
-def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool) -> Selection:
+def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
+           more: Any = None) -> Selection:
     """The plan's tasks: every named benchmark, then the best candidate of each domain the
-    named ones do not cover, within the stated (or default) quotas."""
+    named ones do not cover, within the stated (or default) quotas. ``more(domain)``
+    gives a domain's every candidate, for when none of the retrieved ones can run here."""
     budget = intent.budget
     max_tasks = budget.max_tasks if budget.max_tasks is not None else DEFAULT_MAX_TASKS
     sel = Selection(tasks=[])
@@ -155,6 +157,9 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool) ->
             # the best ones cannot run here (GAIA offline, say): the best one that can,
             # said to be below the threshold rather than leaving the domain out
             best = next((c for c in mine if not c.quality and usable(c)), None)
+            if best is None and more is not None:
+                best = next((c for c in more(domain) if c.name not in {x.name for x in mine}
+                             and usable(c)), None)
             why = "best available match (below the quality threshold) for"
         if best is not None:
             add(best.name, f"{why} {domain}: {best.reason}")

@@ -115,6 +115,8 @@ class FakeServer:
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
+        #: the body of every ``/v1/embeddings`` request, in arrival order
+        self.embedding_requests: list[dict[str, Any]] = []
         self.stats: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -259,6 +261,27 @@ class FakeServer:
         }
         return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
 
+    async def _handle_embeddings(self, request: web.Request) -> web.Response:
+        """``/v1/embeddings``: a deterministic bag-of-words vector per input (each lower-case
+        word hashed into one of 64 dimensions), so texts that share words are close."""
+        import hashlib
+        import re
+
+        body = await request.json()
+        with self._lock:
+            self.embedding_requests.append(body)
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        data = []
+        for i, text in enumerate(inputs):
+            vec = [0.0] * 64
+            for word in re.findall(r"[a-z0-9]+", str(text).lower()):
+                vec[hashlib.sha256(word.encode()).digest()[0] % 64] += 1.0
+            data.append({"object": "embedding", "index": i, "embedding": vec})
+        payload = {"object": "list", "data": data, "model": body.get("model"),
+                   "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+        return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
+
     # ------------------------------------------------------------- lifecycle
     async def start_async(self) -> FakeServer:
         """Start serving on the running event loop; returns once the socket is listening."""
@@ -267,6 +290,7 @@ class FakeServer:
         app = web.Application(client_max_size=64 * 1024**2)
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_get("/v1/models", self._handle_models)
+        app.router.add_post("/v1/embeddings", self._handle_embeddings)
         runner = web.AppRunner(
             app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
         )
