@@ -257,3 +257,36 @@ def test_running_a_plan_again_reuses_the_cache_and_report_regenerates(
     done = cli("report", latest, cwd=tmp_path)
     assert all((folder / name).is_file() for name in ("report.md", "report.html",
                                                       "summary.json")), done.stdout
+
+
+def test_endpoint_credentials_never_reach_the_store(tmp_path: Path, fake_server: Any,
+                                                    workspace: Path) -> None:
+    from assay.plan.planner import Settings, plan_request
+    from assay.plan.runner import resume_plan, start_plan
+
+    server = fake_server()
+    port = server.base_url.split(":")[2].split("/")[0]
+    secret_url = f"http://user:hunter2secret@127.0.0.1:{port}/v1"
+    plan = qa_plan(tmp_path, ["one"])
+    store = Store()
+    try:
+        done = start_plan(store, plan, model="openai/fake",
+                          engine={"base_url": secret_url}, echo=lambda _t: None)
+        plan_request(store, "grade-school math", Settings(output=str(tmp_path / "p.yaml"),
+                                                          embeddings="emb",
+                                                          base_url=secret_url),
+                     prompt=lambda _t: None, echo=lambda _t: None, yes=True)
+        store.set_run_status(done.run_id, "interrupted")
+        with pytest.raises(Exception, match="give it again with --base-url"):
+            resume_plan(store, done.run_id, echo=lambda _t: None)
+        again = resume_plan(store, done.run_id, overrides={"base_url": secret_url},
+                            echo=lambda _t: None)
+    finally:
+        store.close()
+    assert again.children == done.children
+    assert server.embedding_requests, "the embeddings were asked with the credentials"
+    raw = (workspace / "assay.db").read_bytes()
+    for wal in workspace.glob("assay.db-wal"):
+        raw += wal.read_bytes()
+    assert b"hunter2secret" not in raw
+    assert b"hunter2secret" not in (tmp_path / "p.yaml").read_bytes()

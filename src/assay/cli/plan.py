@@ -57,7 +57,8 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
             if request:
                 raise ConfigError("--resume continues a session with its own request; give "
                                   "either REQUEST or --resume ID")
-            path = resume_session(store, resume, prompt=_prompt, echo=click.echo, yes=yes)
+            path = resume_session(store, resume, prompt=_prompt, echo=click.echo, yes=yes,
+                                  base_url=base_url)
         else:
             if not request:
                 raise ConfigError('say what to evaluate: assay plan "tool calling and '

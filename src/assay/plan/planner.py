@@ -49,16 +49,24 @@ class Settings:
     embeddings: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """As stored: credentials in ``base_url`` are removed (a resume asks for them)."""
+        from assay.core.redact import redact_url
+
+        out = dict(self.__dict__)
+        out["base_url"] = redact_url(self.base_url)
+        return out
 
 
 class Session:
     """A planning session: its state, saved in the store after every change."""
 
-    def __init__(self, store: Any, session_id: str, state: dict[str, Any]) -> None:
+    def __init__(self, store: Any, session_id: str, state: dict[str, Any],
+                 base_url: str | None = None) -> None:
         self.store = store
         self.id = session_id
         self.state = state
+        #: the endpoint as given (the stored one has its credentials removed)
+        self.base_url = base_url or state["settings"].get("base_url")
 
     # -- persistence ------------------------------------------------------------------
     @classmethod
@@ -75,10 +83,10 @@ class Session:
                                model={"model": settings.model,
                                       "planner": settings.planner or "rules"},
                                dataset=state, package_version=__version__)
-        return cls(store, sid, state)
+        return cls(store, sid, state, settings.base_url)
 
     @classmethod
-    def load(cls, store: Any, session_id: str) -> Session:
+    def load(cls, store: Any, session_id: str, base_url: str | None = None) -> Session:
         run = store.get_run(session_id)
         if run["benchmark"] != SESSION:
             raise ConfigError(f"run {run['id']} is a {run['benchmark']} run, not a planning "
@@ -87,7 +95,7 @@ class Session:
             raise ConfigError(f"planning session {run['id']} is finished; its plan is "
                               f"{run['dataset'].get('output')}")
         store.set_run_status(run["id"], "running")
-        return cls(store, run["id"], run["dataset"])
+        return cls(store, run["id"], run["dataset"], base_url)
 
     def save(self) -> None:
         self.store.set_run_dataset(self.id, self.state)
@@ -150,7 +158,7 @@ def _step_select(s: Session) -> None:
 
         try:
             embed = embedding_scores(plan.request, model=settings.embeddings,
-                                     base_url=settings.base_url)
+                                     base_url=s.base_url)
             retrieval = {"method": "bm25+embeddings", "model": settings.embeddings}
         except AssayError as e:
             plan.notes.append(f"{e}: retrieval used BM25 alone")
@@ -312,9 +320,10 @@ def plan_request(store: Any, request: str, settings: Settings, *, prompt: Prompt
 
 
 def resume_session(store: Any, session_id: str, *, prompt: Prompt, echo: Echo,
-                   yes: bool = False) -> Path:
-    """Continue a paused or interrupted session at its stage."""
-    return _run(Session.load(store, session_id), prompt=prompt, echo=echo, yes=yes)
+                   yes: bool = False, base_url: str | None = None) -> Path:
+    """Continue a paused or interrupted session at its stage (``base_url``: the planner's
+    endpoint again, when it held credentials, which are never stored)."""
+    return _run(Session.load(store, session_id, base_url), prompt=prompt, echo=echo, yes=yes)
 
 
 def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
@@ -323,7 +332,7 @@ def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
     if settings.planner:
         from assay.plan.ask import Asker
 
-        asker = Asker(settings.planner, base_url=settings.base_url)
+        asker = Asker(settings.planner, base_url=session.base_url)
     try:
         out = drive(session, prompt=prompt, echo=echo, yes=yes, asker=asker)
     except PlanPaused:

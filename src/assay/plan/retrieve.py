@@ -220,22 +220,36 @@ def retrieve(request: str, domains: list[str], *, k: int = 10,
 def embedding_scores(request: str, *, model: str, base_url: str | None = None
                      ) -> dict[str, float]:
     """Optional dense retrieval: cosine similarity of the request and each document,
-    from an OpenAI-compatible ``/embeddings`` endpoint (``model``); name -> similarity."""
+    from an OpenAI-compatible ``/embeddings`` endpoint (``model``); name -> similarity.
+    Credentials in ``base_url`` are sent as basic auth and never shown."""
+    import base64
     import json
     import math
     import os
     import urllib.request
+    from urllib.parse import unquote, urlsplit, urlunsplit
 
+    from assay.core.redact import parse_endpoint, scrub
     from assay.errors import ConfigError
 
-    url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-           ).rstrip("/") + "/embeddings"
+    endpoint = parse_endpoint(base_url or os.environ.get("OPENAI_BASE_URL")
+                              or "https://api.openai.com/v1")
+    parts = urlsplit(endpoint.raw)
+    netloc = parts.hostname or ""
+    netloc = f"[{netloc}]" if ":" in netloc else netloc
+    if parts.port:
+        netloc += f":{parts.port}"
+    url = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/embeddings",
+                      parts.query, ""))
     docs = corpus()
     body = json.dumps({"model": model, "input": [request, *(d.text for d in docs)]}).encode()
     headers = {"Content-Type": "application/json"}
     key = os.environ.get("OPENAI_API_KEY")
     if key:
         headers["Authorization"] = f"Bearer {key}"
+    elif endpoint.has_userinfo:
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
     req = urllib.request.Request(url, data=body, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - http(s) only
@@ -245,8 +259,9 @@ def embedding_scores(request: str, *, model: str, base_url: str | None = None
         if len(vectors) != len(docs) + 1:
             raise ValueError(f"{len(vectors)} vectors for {len(docs) + 1} inputs")
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ConfigError(f"embeddings from {url} failed ({e}); plan without --embeddings "
-                          "(BM25 alone)") from e
+        why = scrub(str(e), [*endpoint.secrets, *([key] if key else [])])
+        raise ConfigError(f"embeddings from {endpoint.display}/embeddings failed ({why}); "
+                          "plan without --embeddings (BM25 alone)") from e
 
     def unit(v: list[float]) -> list[float]:
         n = math.sqrt(sum(x * x for x in v)) or 1.0

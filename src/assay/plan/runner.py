@@ -120,8 +120,16 @@ def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dic
     _validate(plan, path)
     subject = model or plan.models.model
     pid = new_run_id()
+    stored = {k: v for k, v in engine.items() if v is not None}
+    if stored.get("base_url"):
+        from assay.core.redact import redact_url
+
+        # credentials in an endpoint are never stored: a resume gets them again
+        stored["base_url"] = redact_url(engine["base_url"])
+        if stored["base_url"] != engine["base_url"]:
+            stored["base_url_has_secrets"] = True
     spec = {"benchmark": NAME, "model": subject, "plan_file": str(path.resolve()),
-            "engine": {k: v for k, v in engine.items() if v is not None}}
+            "engine": stored}
     store.create_run(benchmark=NAME, spec=spec, run_id=pid,
                      model={"model": subject, "judge": plan.models.judge,
                             "planner": plan.models.planner},
@@ -130,7 +138,7 @@ def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dic
                      package_version=__version__)
     if on_created is not None:
         on_created(pid)
-    return _drive(store, pid, plan, subject, spec["engine"], quiet=quiet, echo=echo,
+    return _drive(store, pid, plan, subject, dict(engine), quiet=quiet, echo=echo,
                   existing=[None] * len(plan.tasks), base=path.resolve().parent)
 
 
@@ -158,6 +166,14 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
                               "edited plan")
     engine = dict(record["spec"].get("engine") or {})
     engine.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if engine.pop("base_url_has_secrets", False) and not (overrides or {}).get("base_url"):
+        from assay.core.redact import redact_url
+
+        env = os.environ.get("OPENAI_BASE_URL")
+        if not (env and redact_url(env) == engine.get("base_url")):
+            raise ConfigError(f"plan run {pid} used an endpoint with credentials, which are "
+                              "never stored; give it again with --base-url")
+        engine["base_url"] = env
     return _drive(store, pid, plan, record["spec"]["model"], engine, quiet=quiet, echo=echo,
                   existing=_match_children(store, pid, plan), overrides=overrides,
                   base=Path(record["spec"]["plan_file"]).parent)
