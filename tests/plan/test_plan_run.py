@@ -64,6 +64,7 @@ def test_a_plan_runs_every_task_as_a_child_of_one_parent(tmp_path: Path, fake_se
             "alpha.jsonl", "beta.jsonl"]
         summary = store.get_run(parent["id"])["metrics"]
         assert [t["primary"] for t in summary["tasks"]] == ["exact_match", "exact_match"]
+        assert summary["status"] == "finished"
     finally:
         store.close()
     assert len(server.requests) == 6

@@ -239,13 +239,13 @@ def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any
         raise
     from assay.plan.report import plan_summary, write_plan_report
 
-    summary = plan_summary(store, pid, children=result.children)
-    summary["failures"] = {str(k): v for k, v in result.failures.items()}
-    store.set_metrics(pid, summary)
     stats = {k: v for k, v in store.get_run(pid)["stats"].items() if k != "owner"}
     stats["elapsed_s"] = round(stats.get("elapsed_s", 0.0) + time.perf_counter() - started, 3)
     stats["sessions"] = stats.get("sessions", 0) + 1
     store.set_run_status(pid, "failed" if result.failures else "finished", stats)
+    summary = plan_summary(store, pid, children=result.children)
+    summary["failures"] = {str(k): v for k, v in result.failures.items()}
+    store.set_metrics(pid, summary)
     result.summary = summary
     result.reports = write_plan_report(store, pid, summary=summary)
     return result
