@@ -75,7 +75,7 @@ def test_agent_or_text(text: str, agent: bool | None) -> None:
     assert parse_rules(text).intent.agent is agent
 
 
-def test_a_planner_reply_adds_domains_but_never_names_or_quotas() -> None:
+def test_a_planner_reply_adds_domains_but_never_names_quotas_or_languages() -> None:
     calls: list[tuple[str, dict[str, Any]]] = []
 
     def ask(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +87,8 @@ def test_a_planner_reply_adds_domains_but_never_names_or_quotas() -> None:
     assert calls and calls[0][1] == intent_schema()
     intent = result.intent
     assert intent.domains == ["math", "reasoning"]  # the request's words gave none
-    assert intent.languages == ["en", "zh"]
+    assert intent.languages == ["en"]  # the request names no language: a guess is not taken
+    assert "also suggested zh (not taken" in result.reasons["languages"]
     assert intent.budget.hub == 0 and intent.budget.max_tasks is None
     assert intent.special_requests == ["use a judge"]
     assert result.model_calls[0]["accepted"] is True

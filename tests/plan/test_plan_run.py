@@ -291,3 +291,20 @@ def test_endpoint_credentials_never_reach_the_store(tmp_path: Path, fake_server:
         raw += wal.read_bytes()
     assert b"hunter2secret" not in raw
     assert b"hunter2secret" not in (tmp_path / "p.yaml").read_bytes()
+
+
+def test_the_plans_judge_goes_to_every_task_with_a_judge_role() -> None:
+    from assay.plan.runner import child_options
+    from assay.plan.schema import Models, Plan, PlanTask
+
+    def task(name: str, **options: Any) -> PlanTask:
+        return PlanTask(task=name, options=options)
+
+    plan = Plan(request="r", models=Models(judge="openai/judge"))
+    assert child_options(task("mtbench"), plan)["judge_model"] == "openai/judge"
+    conv = child_options(task("converse"), plan)
+    assert conv["judge_model"] == conv["examiner_model"] == "openai/judge"
+    assert child_options(task("mtbench", judge_model="openai/mine"), plan)["judge_model"] == \
+        "openai/mine"
+    assert "judge_model" not in child_options(task("gsm8k"), plan)
+    assert "judge_model" not in child_options(task("mtbench"), Plan(request="r"))

@@ -11,8 +11,8 @@ Two readers, the same schema:
   named benchmarks and quotas come from the request's own words (a model may not
   invent a benchmark the user did not name, nor a quota the user did not state); the
   model gives the domains when the request's words give none (and no benchmark is
-  named), and may add languages and special requests, each from a closed list where
-  one exists.
+  named), decides agent or text where the words do not, and may add special requests;
+  languages are the request's words (a model's guess is recorded, not taken).
 
 Every decision carries a reason (``reasons``), and the model call is returned for the
 trace.
@@ -475,9 +475,9 @@ def parse_with_model(request: str, ask: Any) -> IntentResult:
         result.reasons["domains"] = (f"no domain word in the request; the planner chose "
                                      f"{', '.join(added) or 'none'}")
     langs = [x for x in reply["languages"] if x not in intent.languages]
-    if langs:
-        intent.languages = [*intent.languages, *langs]
-        result.reasons["languages"] += f"; the planner added {', '.join(langs)}"
+    if langs:  # a language is the request's words too: a guess would add a false gap
+        result.reasons["languages"] += (f"; the planner also suggested {', '.join(langs)} "
+                                        "(not taken: no word of the request names it)")
     if intent.agent is None:
         intent.agent = bool(reply["agent"])
         result.reasons["agent"] = f"the planner judged it {'an agent' if intent.agent else 'text'}"
@@ -485,9 +485,10 @@ def parse_with_model(request: str, ask: Any) -> IntentResult:
         s = " ".join(str(s).split())[:60]
         if s and s not in intent.special_requests:
             intent.special_requests.append(s)
-    # named benchmarks and quotas are the request's own words: the rules' (never the model's)
-    result.reasons["model"] = ("named benchmarks and quotas from the request's words; "
-                               "domains, languages and wishes merged from the planner")
+    # named benchmarks, quotas and languages are the request's own words (never the model's)
+    result.reasons["model"] = ("named benchmarks, quotas and languages from the request's "
+                               "words; domains (where the words give none), agent or text "
+                               "(where unstated) and wishes from the planner")
     return result
 
 

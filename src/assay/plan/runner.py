@@ -69,9 +69,15 @@ def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[
         from assay.plan.hub import fetch_split
 
         options["data"] = str(fetch_split(task.hub))
-    if task.task == "converse" and plan.models.judge:
-        options.setdefault("judge_model", plan.models.judge)
-        options.setdefault("examiner_model", plan.models.judge)
+    if plan.models.judge and task.source != "hub":
+        # the plan's judge for every task with a judge role (MT-Bench, converse's judge
+        # and examiner), unless the task names its own
+        from assay.tasks.registry import resolve
+
+        fields = resolve(task.task).Options.model_fields
+        for role in ("judge_model", "examiner_model"):
+            if role in fields:
+                options.setdefault(role, plan.models.judge)
     return options
 
 
