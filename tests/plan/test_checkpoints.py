@@ -172,3 +172,42 @@ def test_a_model_never_approves_and_reads_only_drops_and_adds_the_answer_names()
                               tasks=["gsm8k", "bfcl"])
     assert action is not None and action.action == "drop" and action.targets == ["gsm8k"]
     assert action.by == "model" and calls[0]["accepted"] is True
+
+
+def test_a_plan_file_that_is_there_is_kept_not_lost(tmp_path: Path) -> None:
+    out = tmp_path / "p.yaml"
+    out.write_text("# my edited plan\n")
+    done = plan_cli(REQUEST, "--yes", "-o", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "p.yaml.bak").read_text() == "# my edited plan\n"
+    assert f"the plan that was at {out} is kept as {out}.bak" in done.stdout
+    assert read_plan(out).tasks
+
+
+def test_kill_minus_nine_at_a_checkpoint_then_resume(tmp_path: Path, workspace: Path) -> None:
+    import os
+
+    from tests.runwatch import kill9
+
+    out = tmp_path / "p.yaml"
+    proc = subprocess.Popen([sys.executable, "-m", "assay", "plan", REQUEST, "-o", str(out)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=dict(os.environ))
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("drop bfcl\napprove\n")
+    proc.stdin.flush()
+    seen = ""
+    while "checkpoint 2/3: resolution" not in seen:
+        line = proc.stdout.readline()
+        assert line, "the planner exited early"
+        seen += line
+    sid = session_id(seen)
+    kill9(proc)
+    state = session_state(workspace)
+    assert state["stage"] == "checkpoint:resolution" and state["_status"] == "running"
+    done = plan_cli("--resume", sid, stdin="approve\napprove\n", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "checkpoint 1/3" not in done.stdout
+    plan = read_plan(out)
+    assert [t.task for t in plan.tasks] == ["gsm8k"]  # the drop before the kill is kept

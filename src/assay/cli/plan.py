@@ -81,6 +81,9 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
     from assay.plan.schema import read_plan
 
     written = read_plan(path)
+    kept = [s for s in written.trace if s.get("step") == "write"]
+    if kept:
+        click.echo(f"the plan that was at {path} is kept as {kept[-1]['outputs']['kept_as']}")
     click.echo(f"plan written to {path}: {len(written.tasks)} tasks "
                f"({', '.join(t.label for t in written.tasks) or 'none'})")
     click.echo(f"run it with: assay run {path} --model {written.models.model}")

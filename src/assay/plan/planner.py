@@ -301,8 +301,13 @@ def _finish(s: Session, asker: Any) -> Path:
     plan = s.plan
     for task in plan.tasks:
         check_metrics(task)
-    plan.trace = s.state["trace"]
     out = Path(s.state["output"])
+    if out.exists():
+        # an edited plan is work: the one replaced is kept beside the new one
+        backup = out.with_name(out.name + ".bak")
+        out.replace(backup)
+        s.trace("write", outputs={"replaced": str(out), "kept_as": str(backup)})
+    plan.trace = s.state["trace"]
     write_plan(plan, out)
     s.state["stage"] = "done"
     s.save()
