@@ -128,3 +128,26 @@ def test_a_named_benchmark_whose_data_is_not_here_is_kept_and_says_so(tmp_path: 
     assert "gaia" not in [t.task for t in agent.tasks] and agent.tasks
     select = next(s for s in agent.trace if s["step"] == "select")
     assert any(x["name"] == "gaia" for x in select["skipped"])
+
+
+def test_a_hub_dataset_that_cannot_be_resolved_is_dropped_with_a_note(
+        hub: FakeHub, tmp_path: Path) -> None:
+    add_chinese_math(hub)
+    hub.fail["info"] = 500
+    plan = make("grade-school math in Chinese too", tmp_path)
+    assert [t.label for t in plan.tasks] == ["gsm8k"]
+    assert any(n.startswith("hub:org/chinese-math-problems dropped:") and "500" in n
+               for n in plan.notes)
+
+
+def test_code_benchmarks_need_the_sandbox(monkeypatch: Any, tmp_path: Path) -> None:
+    from assay import sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_problem",
+                        lambda: "bwrap is not installed (apt-get install bubblewrap)")
+    plan = make("Compare on HumanEval, and Python coding in general", tmp_path)
+    humaneval = next(t for t in plan.tasks if t.task == "humaneval")  # named: kept, flagged
+    assert humaneval.why["resolve.available"] == (
+        "NOT AVAILABLE: humaneval runs model-written code only inside the bubblewrap "
+        "sandbox, and bwrap is not installed (apt-get install bubblewrap)")
+    assert "mbpp" not in [t.task for t in plan.tasks]  # retrieved: passed over

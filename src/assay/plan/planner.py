@@ -215,8 +215,11 @@ def _step_resolve(s: Session, ask: Any) -> None:
     kept: list[PlanTask] = []
     for task in plan.tasks:
         if task.source == "hub" and task.hub is not None:
-            resolved, info = resolve_hub_task(task.hub.id, task.why.get("selected", ""),
-                                              ask=ask, limit=plan.intent.budget.limit)
+            try:
+                resolved, info = resolve_hub_task(task.hub.id, task.why.get("selected", ""),
+                                                  ask=ask, limit=plan.intent.budget.limit)
+            except AssayError as e:  # the Hub went away between search and resolution
+                resolved, info = None, {"id": task.hub.id, "problem": str(e)}
             calls += info.get("model_calls") or []
             reasons[f"hub:{task.hub.id}"] = info
             if resolved is None:

@@ -59,11 +59,12 @@ def available(name: str) -> tuple[bool, str]:
 
     entry = find_entry(name)
     if entry is not None and entry.eval_type == "code":
-        import shutil
+        from assay.sandbox import bwrap_problem
 
-        if shutil.which("bwrap") is None:
+        problem = bwrap_problem()
+        if problem:
             return False, (f"{name} runs model-written code only inside the bubblewrap "
-                           "sandbox, and bwrap is not installed (apt-get install bubblewrap)")
+                           f"sandbox, and {problem}")
         return True, "data from PyPI; tests run in the bubblewrap sandbox"
     if name != "gaia":
         return True, "data from the gallery's source (PyPI wheel or the package)"
