@@ -1,4 +1,6 @@
-"""The planner on the hand-written requests of ``tests/plan/requests.yaml``, both ways.
+"""The planner on the hand-written requests of ``tests/plan/requests.yaml`` (45, written
+with the planner) and ``tests/plan/requests_heldout.yaml`` (25, written by someone who had
+not read its rules), both ways.
 
 For the rules-and-BM25 planner (no model) and the embedded model as planner
 (``--planner local``, or any model spec), every request is planned offline with every
@@ -40,11 +42,14 @@ def main() -> None:
     smoked: dict[str, dict[str, object]] = {}
     out = []
     try:
-        for planner in [None] if args.rules_only else [None, args.planner]:
-            folder = Path(tempfile.mkdtemp(dir=home))
-            plans = quality.make_plans(quality.load_requests(), folder, planner=planner)
-            quality.smoke(plans, server.base_url, smoked)
-            out.append({"planner": planner or "rules", **quality.rates(plans, smoked)})
+        for path in (quality.REQUESTS, quality.HELDOUT):
+            for planner in [None] if args.rules_only else [None, args.planner]:
+                folder = Path(tempfile.mkdtemp(dir=home))
+                plans = quality.make_plans(quality.load_requests(path), folder,
+                                           planner=planner)
+                quality.smoke(plans, server.base_url, smoked)
+                out.append({"set": path.name, "planner": planner or "rules",
+                            **quality.rates(plans, smoked)})
     finally:
         server.stop()
     print(json.dumps(out, indent=1))
