@@ -2,7 +2,9 @@
 
 When the gallery has nothing for a request, the planner may look on the Hub:
 
-- :func:`search_hub` lists datasets (``HfApi.list_datasets``) and ranks them as
+- :func:`search_hub` asks the Hub's dataset search (``GET /api/datasets``, the request
+  ``HfApi.list_datasets`` sends, made once through huggingface_hub's own session so that
+  an unreachable Hub fails at once instead of after five retries) and ranks them as
   :class:`HubCandidate` (a score in [0, 1] and a one-line reason).
 - :func:`resolve_hub` reads one dataset's card and file names (``HfApi.dataset_info``)
   and decides the config, the split, the columns and the key mapping for the generic
@@ -18,7 +20,8 @@ huggingface_hub's stored login), ``HF_HUB_OFFLINE`` turns all of this off, and e
 failure is a one-line :class:`~assay.errors.DatasetError` that never shows the token.
 
 How a dataset's configs, splits and columns are read from its card and file names, and
-how a downloaded data file's rows are read, is in :mod:`assay.plan.hub_layout`.
+how a downloaded data file's rows are read, is in :mod:`assay.plan.hub_layout`; which
+columns are the question, answer and choices, in :mod:`assay.plan.hub_keys`.
 """
 
 from __future__ import annotations
@@ -27,12 +30,18 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import DatasetError
+from assay.plan.hub_keys import ANSWER_NAMES as ANSWER_NAMES
+from assay.plan.hub_keys import CHOICES_NAMES as CHOICES_NAMES
+from assay.plan.hub_keys import QUESTION_NAMES as QUESTION_NAMES
+from assay.plan.hub_keys import REQUIRED as REQUIRED
+from assay.plan.hub_keys import map_keys
+from assay.plan.hub_keys import match_column as match_column
 from assay.plan.hub_layout import DATA_SUFFIXES as DATA_SUFFIXES
 from assay.plan.hub_layout import SPLIT_ORDER as SPLIT_ORDER
 from assay.plan.hub_layout import SPLIT_WORDS as SPLIT_WORDS
@@ -49,19 +58,8 @@ from assay.store.sqlite import workspace_dir
 if TYPE_CHECKING:
     from assay.plan.schema import HubRef
 
-QUESTION_NAMES = ("question", "problem", "prompt", "input", "query", "instruction", "text",
-                  "question_stem", "question_text", "goal", "ctx", "sentence")
-ANSWER_NAMES = ("answer", "target", "label", "output", "solution", "final_answer",
-                "answerKey", "answer_idx", "correct_answer", "expected_answer", "gold",
-                "ground_truth", "reference", "correct")
-CHOICES_NAMES = ("choices", "options", "endings", "candidates", "choice_list", "mc_options")
 #: seconds a dataset search may take
 SEARCH_TIMEOUT_S = 20.0
-REQUIRED = {"generate": ("question_key", "answer_key"),
-            "multiple_choice": ("question_key", "answer_key", "choices_key")}
-_WHAT = {"question_key": "the question put to the model",
-         "answer_key": "the reference answer",
-         "choices_key": "the list of answer options"}
 _STOPWORDS = frozenset(
     "a an and are as at be by can do does for from how i in is it its me my of on or "
     "our the their this to use using we what which who with my your evaluate evaluation "
@@ -299,65 +297,6 @@ class HubResolution:
     problem: str | None = None
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
-def match_column(columns: list[str], names: tuple[str, ...],
-                 taken: Collection[str] = ()) -> str | None:
-    """The first of ``names`` among ``columns`` (exact, then ignoring case, ``_``, ``-``)."""
-    free = [c for c in columns if c not in taken]
-    for n in names:
-        if n in free:
-            return n
-    by_norm = {}
-    for c in free:
-        by_norm.setdefault(_norm(c), c)
-    for n in names:
-        if _norm(n) in by_norm:
-            return by_norm[_norm(n)]
-    return None
-
-
-def _ask_prompt(dataset_id: str, missing: list[str], types: dict[str, tuple[str, bool]],
-                example: dict[str, Any]) -> str:
-    cols = "; ".join(f"{c} ({t})" for c, (t, _) in types.items())
-    lines = [f"The Hugging Face dataset {dataset_id} will be used to evaluate a model on "
-             "question answering. Its columns are: " + cols + "."]
-    if example:
-        shown = {k: (v if len(json.dumps(v, default=str)) <= 120
-                     else str(v)[:117] + "...") for k, v in example.items()}
-        lines.append("One row: " + json.dumps(shown, ensure_ascii=False, default=str))
-    for k in missing:
-        lines.append(f"Which column holds {_WHAT[k]}? Answer it as {k}.")
-    lines.append("Reply with a JSON object whose values are column names from the list above.")
-    return "\n".join(lines)
-
-
-def _ask_schema(missing: list[str], columns: list[str]) -> dict[str, Any]:
-    return {"type": "object",
-            "properties": {k: {"type": "string", "enum": list(columns),
-                               "description": f"the column holding {_WHAT[k]}"}
-                           for k in missing},
-            "required": list(missing), "additionalProperties": False}
-
-
-def _check_reply(reply: Any, missing: list[str], columns: list[str],
-                 used: set[str]) -> str | None:
-    """Why the planner's reply cannot be accepted (None: it can)."""
-    if not isinstance(reply, dict):
-        return "the planner gave no JSON object"
-    picked: list[str] = []
-    for k in missing:
-        v = reply.get(k)
-        if not isinstance(v, str) or v not in columns:
-            return f"the planner's {k} {v!r} is not a column"
-        if v in used or v in picked:
-            return f"the planner's {k} {v!r} is already used for another key"
-        picked.append(v)
-    return None
-
-
 def _dataset_info(dataset_id: str, revision: str | None, token: str | None,
                   doing: str) -> tuple[str | None, dict[str, Any], list[str]]:
     """The commit sha, the card's YAML metadata and the file names."""
@@ -432,63 +371,8 @@ def resolve_hub(dataset_id: str, *, ask: Callable[[str, dict], dict | None] | No
                        "files; choose another config or dataset")
         return res
     res.columns = list(types)
-    _map_keys(res, types, example, ask)
+    map_keys(res, types, example, ask)
     return res
-
-
-def _map_keys(res: HubResolution, types: dict[str, tuple[str, bool]],
-              example: dict[str, Any], ask: Callable[[str, dict], dict | None] | None) -> None:
-    cols, reasons, fields = res.columns, res.reasons, res.fields
-    shown = ", ".join(cols) or "none"
-    q = match_column(cols, QUESTION_NAMES)
-    a = match_column(cols, ANSWER_NAMES, {q} if q else set())
-    c = match_column(cols, CHOICES_NAMES, {x for x in (q, a) if x})
-    for key, col in (("question_key", q), ("answer_key", a)):
-        if col:
-            fields[key] = col
-            reasons[key] = f"rule: {col!r} is a usual name for {_WHAT[key]}"
-    if c and types[c][1]:
-        res.eval_type = "multiple_choice"
-        fields["choices_key"] = c
-        reasons["choices_key"] = f"rule: {c!r} is a list column named like answer options"
-        reasons["eval_type"] = f"multiple_choice: {c!r} holds a list of options"
-    elif c:
-        reasons["choices_key"] = f"{c!r} is named like answer options but is not a list"
-        reasons["eval_type"] = f"generate: {c!r} is not a list of options"
-    else:
-        reasons["choices_key"] = ("no list column named " + ", ".join(CHOICES_NAMES[:4]) +
-                                  " or the like")
-        reasons["eval_type"] = "generate: no column of answer options"
-    missing = [k for k in REQUIRED[res.eval_type] if k not in fields]
-    problem = None
-    if missing and ask is not None and cols:
-        prompt = _ask_prompt(res.id, missing, types, example)
-        schema = _ask_schema(missing, cols)
-        try:
-            reply = ask(prompt, schema)
-            why = _check_reply(reply, missing, cols, set(fields.values()))
-        except Exception as e:  # a failed planner call leaves the keys unmapped
-            reply, why = None, f"the planner call failed ({type(e).__name__})"
-        res.model_calls.append({"prompt": prompt, "reply": reply, "accepted": why is None,
-                                "problem": why})
-        if why is None and isinstance(reply, dict):
-            for k in missing:
-                fields[k] = reply[k]
-                reasons[k] = (f"the planner chose {reply[k]!r} (no column has a usual name "
-                              f"for {_WHAT[k]})")
-        else:
-            for k in missing:
-                reasons[k] = f"not mapped: {why}"
-            problem = why
-    missing = [k for k in REQUIRED[res.eval_type] if fields.get(k) not in cols]
-    for k in missing:
-        reasons.setdefault(k, f"no column has a usual name for {_WHAT[k]}")
-    res.ok = not missing
-    if missing:
-        keys = ", ".join(missing)
-        res.problem = (f"dataset {res.id}: no column for {keys}"
-                       + (f" ({problem})" if problem else "")
-                       + f"; columns: {shown}; set {keys} in the plan's task options")
 
 
 # -- fetching ------------------------------------------------------------------------------
