@@ -151,3 +151,18 @@ def test_code_benchmarks_need_the_sandbox(monkeypatch: Any, tmp_path: Path) -> N
         "NOT AVAILABLE: humaneval runs model-written code only inside the bubblewrap "
         "sandbox, and bwrap is not installed (apt-get install bubblewrap)")
     assert "mbpp" not in [t.task for t in plan.tasks]  # retrieved: passed over
+
+
+def test_a_named_benchmark_the_gallery_lacks_is_looked_for_on_the_hub(
+        hub: FakeHub, tmp_path: Path) -> None:
+    rows = [{"question": f"Is claim {i} true?", "answer": "no"} for i in range(4)]
+    hub.add_dataset("org/truthfulqa-gen", files={"validation.jsonl": jsonl_bytes(rows)},
+                    sha=SHA, downloads=900, tags=["truthfulness"])
+    plan = make("evaluate on TruthfulQA and GSM8K", tmp_path)
+    assert [t.label for t in plan.tasks] == ["gsm8k", "hub:org/truthfulqa-gen"]
+    assert plan.tasks[1].hub.split == "validation"
+    assert plan.tasks[1].primary == "normalized_match"  # short text answers
+    searched = [r.query.get("search") for r in hub.requests_of("search")]
+    assert searched and searched[0] == ["TruthfulQA"]
+    select = next(s for s in plan.trace if s["step"] == "select")
+    assert "a named benchmark it does not hold" in select["reasons"]["hub"]

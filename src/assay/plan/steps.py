@@ -176,13 +176,15 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
                 taken += 1
     # the Hub: a quota the user stated, else a default when the gallery has a gap
     gaps = _gap_languages(intent)
+    unknown = [u for u in intent.unknown_benchmarks if not u.get("planned")]
     missing = [d for d in wanted if not any(capabilities_of(n) == [d] for n in chosen)]
     if budget.hub is not None:
         sel.hub_quota = budget.hub
         sel.reasons["hub"] = f"{budget.hub}, stated"
-    elif hub_enabled and (gaps or missing):
+    elif hub_enabled and (gaps or missing or unknown):
         sel.hub_quota = DEFAULT_HUB
-        sel.reasons["hub"] = f"{DEFAULT_HUB}, the default (the gallery has a gap)"
+        sel.reasons["hub"] = (f"{DEFAULT_HUB}, the default (the gallery has a gap"
+                              + (": a named benchmark it does not hold)" if unknown else ")"))
     else:
         sel.hub_quota = 0
         sel.reasons["hub"] = ("0: the Hub is offline (HF_HUB_OFFLINE)" if not hub_enabled
@@ -198,7 +200,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
             sel.hub_queries.append(f"{word} {d.replace('_', ' ')}")
     for d in missing:
         sel.hub_queries.append(d.replace("_", " "))
-    for u in intent.unknown_benchmarks:
+    for u in reversed(unknown):
         sel.hub_queries.insert(0, u["name"])
     return sel
 
