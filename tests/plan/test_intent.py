@@ -106,3 +106,40 @@ def test_a_planner_reply_outside_the_schema_keeps_the_rules(reply: Any) -> None:
     assert result.intent == parse_rules("tool calling").intent
     assert result.model_calls[0]["accepted"] is False
     assert "rules kept" in result.reasons["model"]
+
+
+def test_a_planner_model_over_http_is_asked_once_per_request_then_cached(
+        fake_server: Any, tmp_path: Any) -> None:
+    import json
+
+    from assay.plan.planner import Settings, plan_request
+    from assay.plan.schema import read_plan
+    from assay.store.sqlite import Store
+
+    reply = {"domains": ["reasoning"], "languages": ["en"], "agent": False,
+             "special_requests": ["a judge"]}
+    server = fake_server(default_reply=json.dumps(reply))
+    store = Store()
+    try:
+        def make(name: str) -> Any:
+            return read_plan(plan_request(
+                store, "how good is it at the things I care about",
+                Settings(output=str(tmp_path / name), planner="openai/planner",
+                         base_url=server.base_url),
+                prompt=lambda _t: None, echo=lambda _t: None, yes=True))
+
+        first = make("a.yaml")
+        assert len(server.requests) == 1
+        body = server.requests[0]
+        assert body["model"] == "planner"
+        assert body["response_format"]["json_schema"]["schema"] == intent_schema()
+        second = make("b.yaml")
+    finally:
+        store.close()
+    assert len(server.requests) == 1, "the same request is answered from the cache"
+    for plan in (first, second):
+        assert plan.intent.domains == ["reasoning"] and plan.intent.agent is False
+        step = plan.trace[0]
+        assert step["model_calls"][0]["accepted"] is True
+    assert "cached" not in first.trace[0]["raw_model_calls"][0]
+    assert second.trace[0]["raw_model_calls"][0]["cached"] is True

@@ -4,6 +4,9 @@
 is constrained to the schema; ``openai/<model>`` sends the schema as
 ``response_format``). A reply that is not one JSON object is returned as ``None``
 (the caller keeps its rules' answer) and every call is kept in :attr:`Asker.calls`.
+With a ``store``, answers are kept in the workspace's response cache under the engine's
+key (model identity, messages, schema, parameters), so planning the same request again
+costs no model call.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ class Asker:
     """Ask the planner model for JSON; ``ask(prompt, schema) -> dict | None``."""
 
     def __init__(self, spec: str, *, base_url: str | None = None, max_tokens: int = 200,
-                 timeout: float = 120.0) -> None:
+                 timeout: float = 120.0, store: Any = None) -> None:
         self.spec = spec
+        #: the workspace store whose response cache keeps the answers (``None``: none)
+        self.store = store
         self.base_url = base_url
         self.max_tokens = max_tokens
         self.timeout = timeout
@@ -46,19 +51,35 @@ class Asker:
         return self._subject.session()
 
     def __call__(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        from assay.core.types import Reply
+        from assay.engine.calls import cache_key
         from assay.errors import ModelCallError
 
         model = self._model()
         started = time.perf_counter()
         record: dict[str, Any] = {"model": self.spec, "prompt": prompt}
-        try:
-            reply = self._run(model.generate([Message("user", prompt)], response_schema=schema,
-                                       temperature=0, max_tokens=self.max_tokens))
-        except ModelCallError as e:
-            record.update(error=str(e), reply=None, seconds=round(time.perf_counter()
-                                                                   - started, 3))
-            self.calls.append(record)
-            return None
+        messages = [Message("user", prompt)]
+        params = {"temperature": 0, "max_tokens": self.max_tokens}
+        key = hit = None
+        if self.store is not None and getattr(model, "cacheable", False):
+            # the engine's response cache: planning the same request again asks nothing
+            identity = json.dumps(self._subject.describe(), sort_keys=True)
+            key = cache_key(identity, messages, None, schema, params, 0)
+            hit = self.store.cache_get(key)
+        if hit is not None:
+            reply = Reply.from_dict(json.loads(hit))
+            record["cached"] = True
+        else:
+            try:
+                reply = self._run(model.generate(messages, response_schema=schema, **params))
+            except ModelCallError as e:
+                record.update(error=str(e), reply=None,
+                              seconds=round(time.perf_counter() - started, 3))
+                self.calls.append(record)
+                return None
+            if key is not None:
+                self.store.cache_put(key, model.model_id, json.dumps(reply.to_dict()))
+                self.store.commit()
         text = reply.message.content if isinstance(reply.message.content, str) else ""
         record.update(reply=text, seconds=round(time.perf_counter() - started, 3))
         self.calls.append(record)

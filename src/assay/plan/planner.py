@@ -340,7 +340,7 @@ def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
     if settings.planner:
         from assay.plan.ask import Asker
 
-        asker = Asker(settings.planner, base_url=session.base_url)
+        asker = Asker(settings.planner, base_url=session.base_url, store=session.store)
     try:
         out = drive(session, prompt=prompt, echo=echo, yes=yes, asker=asker)
     except PlanPaused:
