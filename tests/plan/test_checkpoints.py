@@ -73,6 +73,11 @@ def test_resume_continues_at_the_checkpoint_where_it_stopped(tmp_path: Path,
     assert "checkpoint 2/3: resolution" in first.stdout
     assert session_state(workspace)["stage"] == "checkpoint:resolution"
     sid = session_id(first.stdout)
+    import os
+
+    listed = subprocess.run([sys.executable, "-m", "assay", "list", "runs"], text=True,
+                            capture_output=True, cwd=tmp_path, env=dict(os.environ))
+    assert "continue a planning session with: assay plan --resume <run>" in listed.stdout
     again = plan_cli("--resume", sid, stdin="ok\nlgtm\n", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     # the first checkpoint is not asked again; the next two are

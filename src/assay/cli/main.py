@@ -113,8 +113,13 @@ def list_runs(limit: int, as_json: bool) -> None:
                       str(r["samples"]), str(r["errors"]), "yes" if r["resumable"] else "",
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])))
     Console().print(table)
-    if any(r["resumable"] for r in runs):
+    kinds = {r["benchmark"] for r in runs if r["resumable"]}
+    if kinds - {"plan", "plan_session"}:
         click.echo("resume a run with: assay run <task> --resume <run>")
+    if "plan" in kinds:
+        click.echo("resume a plan run with: assay run <plan.yaml> --resume <run>")
+    if "plan_session" in kinds:
+        click.echo("continue a planning session with: assay plan --resume <run>")
 
 
 @click.command("tasks")
