@@ -122,6 +122,15 @@ def test_edit_opens_the_editor_and_validates_what_comes_back(tmp_path: Path) -> 
                    "t = p.read_text().replace('role: primary', 'role: secondary')\n"
                    "p.write_text(t)\n")
     out = tmp_path / "p.yaml"
+    typo = tmp_path / "typo_editor.py"
+    typo.write_text("import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+                    "t = p.read_text().replace('options: {}', 'options: {fewshots: 3}', 1)\n"
+                    "p.write_text(t)\n")
+    done = plan_cli(REQUEST, "-o", str(out), stdin="edit\napprove\napprove\napprove\n",
+                    cwd=tmp_path, env={"EDITOR": f"{sys.executable} {typo}"})
+    assert done.returncode == 0, done.stderr
+    assert "fewshots" in done.stdout and "the plan is unchanged" in done.stdout
+    assert read_plan(out).tasks[0].options == {}
     done = plan_cli(REQUEST, "-o", str(out), stdin="approve\napprove\nedit\napprove\n",
                     cwd=tmp_path, env={"EDITOR": f"{sys.executable} {bad}"})
     assert done.returncode == 0, done.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError
-from assay.plan.checkpoint import PROMPT
+from assay.plan.checkpoint import PROMPT, interpret
 from assay.plan.schema import Plan, PlanTask, plan_from_text, plan_to_text
 from assay.plan.steps import answer_sample
 
@@ -158,13 +158,12 @@ def _edit(s: Any, echo: Echo) -> str:
 
 def _check_tasks(plan: Plan) -> None:
     """Every task of the plan can be built (names exist, options are valid)."""
+    from assay.tasks.options import validate_options
     from assay.tasks.registry import resolve
 
     for task in plan.tasks:
-        if task.source == "hub":
-            continue
-        ref = resolve(task.task)
-        ref.Options.model_validate(task.options) if task.options else None
+        if task.source != "hub":
+            validate_options(resolve(task.task).Options, dict(task.options), task.task)
 
 
 def checkpoint(s: Any, name: str, prompt: Prompt, echo: Echo, ask: Any,
@@ -201,12 +200,6 @@ def checkpoint(s: Any, name: str, prompt: Prompt, echo: Echo, ask: Any,
             return result[5:]
         echo(result)
         echo(describe(s.plan, name))
-
-
-def interpret(answer: str, *, ask: Any, tasks: list[str]) -> Any:
-    from assay.plan.checkpoint import interpret as read
-
-    return read(answer, ask=ask, tasks=tasks)
 
 
 def _apply(s: Any, name: str, action: Any, echo: Echo, ask: Any) -> str:
