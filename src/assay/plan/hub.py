@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.data.hf import hub_endpoint, hub_offline, is_connection_error
 from assay.errors import DatasetError
 from assay.plan.hub_keys import ANSWER_NAMES as ANSWER_NAMES
 from assay.plan.hub_keys import CHOICES_NAMES as CHOICES_NAMES
@@ -69,24 +70,9 @@ _STOPWORDS = frozenset(
 
 # -- the connection ------------------------------------------------------------------------
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
-
-
 def hub_enabled() -> bool:
     """False when ``HF_HUB_OFFLINE`` is set (huggingface_hub's constant or the env var)."""
-    if _truthy(os.environ.get("HF_HUB_OFFLINE")):
-        return False
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - huggingface_hub is a dependency
-        return False
-    return not bool(constants.HF_HUB_OFFLINE)
-
-
-def _endpoint() -> str | None:
-    """``HF_ENDPOINT`` read now (huggingface_hub reads it once, at import)."""
-    return (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None
+    return not hub_offline()
 
 
 def _token(token: str | None) -> str | None:
@@ -96,33 +82,17 @@ def _token(token: str | None) -> str | None:
 def _api() -> Any:
     from huggingface_hub import HfApi
 
-    return HfApi(endpoint=_endpoint())
+    return HfApi(endpoint=hub_endpoint())
 
 
 def _where() -> str:
-    return _endpoint() or "https://huggingface.co"
+    return hub_endpoint() or "https://huggingface.co"
 
 
 def _offline(doing: str) -> DatasetError:
     return DatasetError(f"the Hugging Face Hub is switched off (HF_HUB_OFFLINE is set), so "
                         f"assay cannot {doing}; unset HF_HUB_OFFLINE to use the Hub, or plan "
                         "from the gallery only (assay list tasks)")
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    """Connection trouble from the stdlib, requests or httpx, anywhere in the cause chain."""
-    cur: BaseException | None = exc
-    for _ in range(10):
-        if cur is None:
-            return False
-        if isinstance(cur, (ConnectionError, TimeoutError)):
-            return True
-        names = {c.__name__ for c in type(cur).__mro__}
-        if names & {"ConnectError", "ConnectTimeout", "TimeoutException", "NetworkError",
-                    "OfflineModeIsEnabled", "LocalEntryNotFoundError", "ProxyError"}:
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
 
 
 def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> DatasetError:
@@ -142,7 +112,7 @@ def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> D
     if dataset_id and "RevisionNotFoundError" in names:
         return DatasetError(f"dataset {dataset_id} has no such revision on the Hugging Face "
                             "Hub; remove the plan's hub revision to use the latest one")
-    if _is_connection_error(exc):
+    if is_connection_error(exc):
         return DatasetError(f"cannot reach the Hugging Face Hub at {_where()} to {doing} "
                             "(offline?); check the network and HF_ENDPOINT, or set "
                             "HF_HUB_OFFLINE=1 to plan from the gallery only")
@@ -324,7 +294,7 @@ def _download(dataset_id: str, filename: str, revision: str | None,
         cache.mkdir(parents=True, exist_ok=True)
         return Path(hf_hub_download(dataset_id, filename, repo_type="dataset",
                                     revision=revision, cache_dir=str(cache),
-                                    token=_token(token), endpoint=_endpoint()))
+                                    token=_token(token), endpoint=hub_endpoint()))
     except Exception as e:
         raise _failure(e, doing, dataset_id) from e
 

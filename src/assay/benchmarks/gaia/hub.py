@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from assay.benchmarks.gaia.layouts import GAIA_REPO
+from assay.data.hf import hub_endpoint, hub_offline, is_connection_error
 from assay.errors import DatasetError
 from assay.store.sqlite import workspace_dir
 
@@ -20,10 +21,6 @@ from assay.store.sqlite import workspace_dir
 def cache_root() -> Path:
     """Where downloaded GAIA snapshots live: ``$ASSAY_HOME/data/gaia``."""
     return workspace_dir() / "data" / "gaia"
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def _has_implicit_token() -> bool:
@@ -35,22 +32,6 @@ def _has_implicit_token() -> bool:
         return False
 
 
-def _is_connection_error(exc: BaseException) -> bool:
-    """Connection trouble from the stdlib, requests or httpx, anywhere in the cause chain."""
-    seen = 0
-    cur: BaseException | None = exc
-    while cur is not None and seen < 10:
-        if isinstance(cur, (ConnectionError, TimeoutError)):
-            return True
-        names = {c.__name__ for c in type(cur).__mro__}
-        if names & {"ConnectError", "ConnectTimeout", "TimeoutException", "NetworkError",
-                    "OfflineModeIsEnabled", "LocalEntryNotFoundError", "ProxyError"}:
-            return True
-        cur = cur.__cause__ or cur.__context__
-        seen += 1
-    return False
-
-
 def download(dataset_name: str = GAIA_REPO, token: str | None = None,
              cache_dir: Path | None = None) -> Path:
     """Snapshot ``dataset_name`` from the Hub (cached); returns the snapshot folder.
@@ -60,15 +41,15 @@ def download(dataset_name: str = GAIA_REPO, token: str | None = None,
     :class:`DatasetError`; the token is never part of a message.
     """
     try:
-        from huggingface_hub import constants, snapshot_download
+        from huggingface_hub import snapshot_download
         from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
     except ImportError as e:  # pragma: no cover - huggingface_hub is a dependency
         raise DatasetError("downloading GAIA needs huggingface_hub: pip install huggingface_hub"
                            ) from e
     token = token or os.environ.get("HF_TOKEN") or None
     cache = Path(cache_dir) if cache_dir is not None else cache_root()
-    offline = _truthy(os.environ.get("HF_HUB_OFFLINE")) or bool(constants.HF_HUB_OFFLINE)
-    endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None  # read now, not at import
+    offline = hub_offline()
+    endpoint = hub_endpoint()
     page = f"https://huggingface.co/datasets/{dataset_name}"
     offline_msg = (
         "cannot reach the Hugging Face Hub to download GAIA (offline?); download it elsewhere "
@@ -92,13 +73,13 @@ def download(dataset_name: str = GAIA_REPO, token: str | None = None,
         if isinstance(e, RepositoryNotFoundError) or status == 404:
             raise DatasetError(f"dataset {dataset_name} was not found on the Hugging Face Hub; "
                                "check the name or pass --data-dir to a local copy") from e
-        if _is_connection_error(e):
+        if is_connection_error(e):
             raise DatasetError(offline_msg) from e
         raise DatasetError(f"could not download {dataset_name} from the Hugging Face Hub "
                            f"(HTTP {status}); try again later or pass --data-dir to a local "
                            "copy") from e
     except Exception as e:
-        if _is_connection_error(e):
+        if is_connection_error(e):
             raise DatasetError(offline_msg) from e
         raise DatasetError(f"could not download {dataset_name} from the Hugging Face Hub "
                            f"({type(e).__name__}); pass --data-dir to a local copy") from e
