@@ -18,7 +18,6 @@ readers, never read back).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from assay.datagen.problem import load_problems, save_problems
 from assay.datagen.steps import engine_settings, metrics_of, resume_step, run_step
 from assay.engine.runner import RunSpec
 from assay.errors import AssayError, ConfigError
+from assay.store.owner import check_resumable
 from assay.store.sqlite import Store, new_run_id
 
 __all__ = ["metrics_of", "pipeline_dir", "pipeline_record", "resume_pipeline", "run_pipeline",
@@ -157,13 +157,7 @@ def resume_pipeline(store: Store, pipeline_id: str, *, overrides: dict[str, Any]
 
     record = store.get_run(pipeline_id)
     pid = record["id"]
-    if record["benchmark"] != NAME:
-        raise ConfigError(f"run {pid} is a {record['benchmark']} run, not a pipeline; resume "
-                          f"it with 'assay run {record['benchmark']} --resume {pid}'")
-    holder = record["stats"].get("owner") or {}
-    if record["status"] == "running" and holder.get("pid") != os.getpid():
-        raise ConfigError(f"pipeline {pid} is still running (process {holder.get('pid')}); "
-                          "stop it before resuming")
+    check_resumable(record, NAME, "pipeline")
     spec = resume_spec(store, pid, None, overrides)
     if spec.to_dict() != record["spec"]:  # a new endpoint, connections, ...: recorded
         store.update_run(pid, spec=spec.to_dict(), model=record["model"])

@@ -30,6 +30,7 @@ from typing import Any
 from assay import __version__
 from assay.errors import AssayError, ConfigError
 from assay.plan.schema import Plan, PlanTask, read_plan
+from assay.store.owner import check_resumable
 from assay.store.sqlite import Store, new_run_id
 
 NAME = "plan"
@@ -156,13 +157,7 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
     still be the plan the run started with."""
     record = store.get_run(run_id)
     pid = record["id"]
-    if record["benchmark"] != NAME:
-        raise ConfigError(f"run {pid} is a {record['benchmark']} run, not a plan run; resume "
-                          f"it with 'assay run {record['benchmark']} --resume {pid}'")
-    holder = record["stats"].get("owner") or {}
-    if record["status"] == "running" and holder.get("pid") != os.getpid():
-        raise ConfigError(f"plan run {pid} is still running (process {holder.get('pid')}); "
-                          "stop it before resuming")
+    check_resumable(record, NAME, "plan run")
     plan = Plan.model_validate(record["dataset"]["plan"])
     if path is not None:
         on_disk = read_plan(path)

@@ -54,3 +54,18 @@ def effective_status(status: str, stats: dict[str, Any]) -> str:
     if status == "running" and owner_alive(stats.get("owner")) is False:
         return "interrupted"
     return status
+
+
+def check_resumable(record: dict[str, Any], task: str, what: str) -> None:
+    """Refuse to resume ``record`` as a ``task`` run (called ``what`` in messages) when it
+    is a run of another task, or when another live process still runs it."""
+    from assay.errors import ConfigError
+
+    rid = record["id"]
+    if record["benchmark"] != task:
+        raise ConfigError(f"run {rid} is a {record['benchmark']} run, not a {what}; resume "
+                          f"it with 'assay run {record['benchmark']} --resume {rid}'")
+    holder = record["stats"].get("owner") or {}
+    if record["status"] == "running" and holder.get("pid") != os.getpid():
+        raise ConfigError(f"{what} {rid} is still running (process {holder.get('pid')}); "
+                          "stop it before resuming")
