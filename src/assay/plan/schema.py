@@ -197,22 +197,11 @@ def read_plan(path: str | Path) -> Plan:
 
 def plan_from_text(text: str, where: str = "plan") -> Plan:
     """A validated plan from YAML text (an edited plan); one-line errors."""
-    from pydantic import ValidationError
+    from assay.tasks.yaml_task import yaml_model_from_text
 
-    from assay.tasks.yaml_task import UniqueKeyLoader, yaml_error
-
-    try:
-        raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as e:
-        raise yaml_error(Path(where), e) from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: a plan is a mapping of keys (assay_plan, request, tasks)")
-    try:
-        return Plan.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"]) or "plan"
-        raise ConfigError(f"{where}: {loc}: {first['msg']}") from None
+    return yaml_model_from_text(text, Path(where), Plan, "plan",
+                                mapping_hint=" (assay_plan, request, tasks)",
+                                default_where="plan")
 
 
 class _Dumper(yaml.SafeDumper):

@@ -94,22 +94,33 @@ def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: st
     (and the line, for YAML syntax and a duplicated key). ``what`` names the file in
     errors; ``known_keys`` lists the model's keys after an unknown one."""
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)  # noqa: S506
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read {what} {path}: {e.strerror}") from e
+    return yaml_model_from_text(text, path, model, what, mapping_hint=mapping_hint,
+                                default_where=default_where, known_keys=known_keys)
+
+
+def yaml_model_from_text(text: str, where: Path, model: type[Any], what: str, *,
+                         mapping_hint: str = "", default_where: str = "task",
+                         known_keys: bool = False) -> Any:
+    """YAML ``text`` validated by ``model``, with :func:`read_yaml_model`'s one-line errors
+    naming ``where`` (a file, or what the text is, such as an edited plan)."""
+    try:
+        raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
-        raise yaml_error(path, e) from None
+        raise yaml_error(where, e) from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a {what} is a mapping of keys{mapping_hint}")
+        raise ConfigError(f"{where}: a {what} is a mapping of keys{mapping_hint}")
     try:
         return model.model_validate(raw)
     except ValidationError as e:
         first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or default_where
+        loc = ".".join(str(x) for x in first["loc"]) or default_where
         hint = ""
         if known_keys and first["type"] == "extra_forbidden":
             hint = f" (known keys: {', '.join(model.model_fields)})"
-        raise ConfigError(f"{path}: {where}: {first['msg']}{hint}") from None
+        raise ConfigError(f"{where}: {loc}: {first['msg']}{hint}") from None
 
 
 def read_yaml_task(path: Path) -> YamlTaskFile:
