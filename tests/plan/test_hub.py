@@ -17,6 +17,12 @@ from assay.testing.fake_hub import FakeHub, jsonl_bytes, parquet_bytes
 SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 
 
+#: a search, a resolution and a fetch: the three ways the planner reaches the Hub
+HUB_CALLS = (lambda: search_hub("math", limit=3),
+             lambda: resolve_hub("someone/math-qa"),
+             lambda: fetch_split(HubRef(id="someone/math-qa", split="train")))
+
+
 def one_line(e: pytest.ExceptionInfo[DatasetError]) -> str:
     msg = str(e.value)
     assert "\n" not in msg and msg.strip() == msg and msg
@@ -106,9 +112,7 @@ def test_offline_is_one_line_and_sends_nothing(online, monkeypatch,
         add_search_datasets(fake)
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
         assert hub_enabled() is False
-        for call in (lambda: search_hub("math", limit=3),
-                     lambda: resolve_hub("someone/math-qa"),
-                     lambda: fetch_split(HubRef(id="someone/math-qa", split="train"))):
+        for call in HUB_CALLS:
             with pytest.raises(DatasetError) as e:
                 call()
             msg = one_line(e)
@@ -127,9 +131,7 @@ def test_refused_connection_is_one_line(online) -> None:
     with FakeHub() as fake:
         url = fake.url
     online(url)  # nothing listens there any more
-    for call in (lambda: search_hub("math", limit=3),
-                 lambda: resolve_hub("someone/math-qa"),
-                 lambda: fetch_split(HubRef(id="someone/math-qa", split="train"))):
+    for call in HUB_CALLS:
         with pytest.raises(DatasetError) as e:
             call()
         msg = one_line(e)
