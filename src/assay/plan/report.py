@@ -33,6 +33,7 @@ from assay.core.types import SampleResult
 from assay.errors import AssayError, ConfigError
 from assay.plan.report_render import CASE_CHARS as CASE_CHARS
 from assay.plan.report_render import _html, _markdown, _sections, _short, _trace
+from assay.plan.runner import match_children as match_children
 from assay.plan.schema import Plan, PlanTask
 from assay.reports.render import headline, is_rate
 from assay.store.sqlite import Store
@@ -62,42 +63,6 @@ def _plan(run: dict[str, Any]) -> Plan:
         first = e.errors()[0]
         raise ConfigError(f"run {run['id']}: its stored plan no longer validates: "
                           f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
-
-
-def _canonical(task: str) -> str:
-    """The task's registered name (a gallery alias resolves to its entry's name)."""
-    from assay.tasks.registry import resolve
-
-    try:
-        return resolve(task).name
-    except AssayError:
-        return task
-
-
-def _fit(child: dict[str, Any], task: PlanTask) -> int:
-    """2: the child runs the task on its Hub dataset; 1: it runs the task; 0: it does not."""
-    if child["benchmark"] not in (task.task, _canonical(task.task)):
-        return 0
-    data = ((child.get("spec") or {}).get("benchmark_options") or {}).get("data")
-    return 2 if task.hub is not None and data == task.hub.id else 1
-
-
-def match_children(store: Store, plan: Plan, plan_run_id: str) -> list[dict[str, Any] | None]:
-    """The child run of each plan task (``None``: not run), matched in order: child runs are
-    made task by task, so a task's run is the next unused child that runs its task (for a
-    Hub task, one on its dataset first); a task whose run is missing shifts no other."""
-    children = [store.get_run(cid) for cid in store.children(plan_run_id)]
-    out: list[dict[str, Any] | None] = []
-    start = 0
-    for task in plan.tasks:
-        fits = [(i, _fit(children[i], task)) for i in range(start, len(children))]
-        found = next((i for i, f in fits if f == 2), None)
-        if found is None:
-            found = next((i for i, f in fits if f == 1), None)
-        out.append(None if found is None else children[found])
-        if found is not None:
-            start = found + 1
-    return out
 
 
 # -- values -------------------------------------------------------------------------------
@@ -319,7 +284,7 @@ def plan_summary(store: Store, plan_run_id: str, *,
                               f"{len(children)} child runs were given")
         runs = [store.get_run(c) if c else None for c in children]
     else:
-        runs = match_children(store, plan, run["id"])
+        runs = match_children(store, run["id"], plan)
     tasks = [_task_summary(store, i, t, c)
              for i, (t, c) in enumerate(zip(plan.tasks, runs, strict=True))]
     labels = [t["label"] for t in tasks]

@@ -98,19 +98,32 @@ def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
         bfcl_data.pull()
 
 
-def _match_children(store: Store, parent: str, plan: Plan) -> list[dict[str, Any] | None]:
-    """The stored child of each task (``None``: not started)."""
-    runs = [store.get_run(c) for c in store.children(parent)]
+def match_children(store: Store, plan_run_id: str, plan: Plan) -> list[dict[str, Any] | None]:
+    """The stored child run of each task (``None``: not started): the first unused child
+    that runs the task's kind (its name or, for an alias, the entry's name). Children are
+    made in plan order, but a task that failed before its run began makes its child later
+    (on resume), so a child is matched by kind, not by position."""
+    runs = [store.get_run(c) for c in store.children(plan_run_id)]
     used: set[str] = set()
     out: list[dict[str, Any] | None] = []
     for task in plan.tasks:
-        ref = task_ref(task)
-        found = next((r for r in runs if r["id"] not in used
-                      and r["spec"].get("benchmark") == ref), None)
+        names = {task_ref(task), _canonical(task_ref(task))}
+        found = next((r for r in runs if r["id"] not in used and r["benchmark"] in names),
+                     None)
         if found is not None:
             used.add(found["id"])
         out.append(found)
     return out
+
+
+def _canonical(task: str) -> str:
+    """The task's registered name (a gallery alias resolves to its entry's name)."""
+    from assay.tasks.registry import resolve
+
+    try:
+        return resolve(task).name
+    except AssayError:
+        return task
 
 
 def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dict[str, Any],
@@ -176,7 +189,7 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
                               "never stored; give it again with --base-url")
         engine["base_url"] = env
     return _drive(store, pid, plan, record["spec"]["model"], engine, quiet=quiet, echo=echo,
-                  existing=_match_children(store, pid, plan), overrides=overrides,
+                  existing=match_children(store, pid, plan), overrides=overrides,
                   base=Path(record["spec"]["plan_file"]).parent)
 
 
