@@ -143,3 +143,27 @@ def test_a_planner_model_over_http_is_asked_once_per_request_then_cached(
         assert step["model_calls"][0]["accepted"] is True
     assert "cached" not in first.trace[0]["raw_model_calls"][0]
     assert second.trace[0]["raw_model_calls"][0]["cached"] is True
+
+
+def test_domains_the_planner_guessed_let_the_request_lead_retrieval(
+        fake_server: Any, tmp_path: Any) -> None:
+    import json
+
+    from assay.plan.planner import Settings, plan_request
+    from assay.plan.schema import read_plan
+    from assay.store.sqlite import Store
+
+    reply = {"domains": ["math"], "languages": ["en"], "agent": False, "special_requests": []}
+    server = fake_server(default_reply=json.dumps(reply))
+    store = Store()
+    try:
+        plan = read_plan(plan_request(
+            store, "social intelligence and emotional understanding",
+            Settings(output=str(tmp_path / "p.yaml"), planner="openai/planner",
+                     base_url=server.base_url),
+            prompt=lambda _t: None, echo=lambda _t: None, yes=True))
+    finally:
+        store.close()
+    assert plan.trace[0]["domains_from"] == "planner" and plan.intent.domains == ["math"]
+    select = next(s for s in plan.trace if s["step"] == "select")
+    assert select["candidates"][0]["name"] == "social_iqa"

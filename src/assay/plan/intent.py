@@ -126,6 +126,9 @@ class IntentResult:
     reasons: dict[str, str] = field(default_factory=dict)
     model_calls: list[dict[str, Any]] = field(default_factory=list)
     parser: str = "rules"
+    #: ``words`` when the domains come from the request's words, ``planner`` when the
+    #: planner model chose them (the words gave none)
+    domains_from: str = "words"
 
 
 # -- the rules ----------------------------------------------------------------------------
@@ -472,6 +475,7 @@ def parse_with_model(request: str, ask: Any) -> IntentResult:
                                           "(not taken: the request names its own)")
     else:
         intent.domains = added
+        result.domains_from = "planner"
         result.reasons["domains"] = (f"no domain word in the request; the planner chose "
                                      f"{', '.join(added) or 'none'}")
     langs = [x for x in reply["languages"] if x not in intent.languages]

@@ -131,6 +131,7 @@ def _step_intent(s: Session, ask: Any) -> None:
     s.set_plan(plan)
     s.trace("intent", inputs={"request": request}, outputs=result.intent.model_dump(
         mode="json"), reasons=result.reasons, parser=result.parser,
+        domains_from=result.domains_from,
         model_calls=result.model_calls)
     s.state["stage"] = "select"
 
@@ -148,8 +149,7 @@ def _step_select(s: Session) -> None:
     plan = s.plan
     intent = plan.intent
     query = " ".join([plan.request, *intent.capabilities])
-    guessed = s.state["trace"][0].get("reasons", {}).get("domains", "").startswith(
-        "no domain word in the request; the planner chose")
+    guessed = s.state["trace"][0].get("domains_from") == "planner"
     embed = None
     retrieval = {"method": "bm25"}
     settings = s.settings
