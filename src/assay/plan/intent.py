@@ -21,7 +21,6 @@ trace.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -508,8 +507,3 @@ def _valid_reply(reply: Any) -> bool:
                 and isinstance(reply.get("special_requests"), list))
     except TypeError:
         return False
-
-
-def dumps(result: IntentResult) -> str:
-    """The intent as one JSON line (for logs)."""
-    return json.dumps(result.intent.model_dump(mode="json"), ensure_ascii=False)
