@@ -42,7 +42,8 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 
 @click.group(
     cls=LazyGroup,
-    lazy={"report": "assay.cli.main:report", "review": "assay.cli.datagen:review",
+    lazy={"report": "assay.cli.main:report", "compare": "assay.cli.compare:compare",
+          "history": "assay.cli.compare:history", "review": "assay.cli.datagen:review",
           "plan": "assay.cli.plan:plan",
           "score": "assay.cli.main:score"},
     help="Evaluate LLM agents and LLMs honestly: official scorers, confidence intervals, "

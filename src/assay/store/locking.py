@@ -75,6 +75,24 @@ def write_retrying(db: sqlite3.Connection, fn: Any, path: Path, what: str) -> An
     return retry_locked(attempt, path, what=what)
 
 
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open the store so that nothing can be written through this connection (``mode=ro``).
+
+    Readers never block the runs writing beside them (WAL). A missing file is a one-line
+    :class:`StoreError` rather than an empty database created as a side effect.
+    """
+    if not path.is_file():
+        raise StoreError(f"no store at {path}: run something first ('assay run ...'), or set "
+                         "ASSAY_HOME to the workspace that holds assay.db")
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                             timeout=min(1.0, lock_timeout()), check_same_thread=False)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.Error as e:
+        raise StoreError(f"the store {path} cannot be read ({e}); check the file") from e
+    return db
+
+
 def connect(path: Path) -> sqlite3.Connection:
     # SQLite's own busy wait covers short locks; retry_locked covers long ones
     db = sqlite3.connect(path, timeout=min(1.0, lock_timeout()), check_same_thread=False)

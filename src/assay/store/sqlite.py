@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.types import SampleResult
-from assay.errors import RunNotFoundError
-from assay.store.locking import connect, write_retrying
+from assay.errors import RunNotFoundError, StoreError
+from assay.store.locking import connect, connect_readonly, write_retrying
 from assay.store.owner import effective_status, owner
 from assay.store.schema import (
     ADDED_RUN_COLUMNS,
@@ -55,11 +55,16 @@ STATUSES = ("running", "finished", "interrupted", "failed")
 class Store:
     """A handle on the workspace database. Use one per process."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
         self.path = Path(path) if path else workspace_dir() / "assay.db"
+        #: opened with ``mode=ro``: every write raises :class:`StoreError` (``assay view``)
+        self.readonly = readonly
+        self._writer: Writer | None = None
+        if readonly:
+            self._db = connect_readonly(self.path)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = connect(self.path)
-        self._writer: Writer | None = None
 
         def init() -> None:
             if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'samples'"
@@ -88,6 +93,8 @@ class Store:
 
     def _write(self, fn: Any, what: str) -> Any:
         """Run a write on the main connection, retrying while another process holds the lock."""
+        if self.readonly:
+            raise StoreError(f"the store {self.path} is open read-only; cannot {what}")
         return write_retrying(self._db, fn, self.path, what)
 
     @property
@@ -336,6 +343,26 @@ class Store:
                 metadata=loads(r[13]) if r[13] else {},
                 model_s=r[14], wait_s=r[15], outcome=loads(r[16]) if r[16] else {},
             )
+
+    def iter_score_rows(self, run_id: str) -> Iterator[tuple[str, int, bool, dict[str, Any],
+                                                              dict[str, Any]]]:
+        """``(sample_id, epoch, errored, scores, fields)`` per stored result, in dataset order.
+
+        ``fields``: the sample's metadata over its dataset row's fields (a qa row's
+        ``category``), which is what a comparison groups by. Reads only those columns.
+        """
+        cur = self._db.execute(
+            "SELECT sample_id, epoch, error IS NOT NULL, scores, metadata,"
+            " json_extract(sample, '$.row') FROM samples WHERE run_id = ? ORDER BY seq, epoch",
+            (run_id,))
+        loads = json.loads
+        for sid, epoch, errored, scores, meta, row in cur:
+            fields = loads(row) if row else {}
+            if not isinstance(fields, dict):
+                fields = {}
+            if meta:
+                fields.update(loads(meta))
+            yield sid, epoch, bool(errored), loads(scores or "{}"), fields
 
     def iter_result_lines(self, run_id: str) -> Iterator[str]:
         """A run's sample results as JSON lines (``results.jsonl``), in dataset order.

@@ -1,0 +1,73 @@
+"""``assay compare RUN_A RUN_B`` and ``assay history TASK``: is B better than A, and how has
+a task's score moved over time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from assay.errors import ConfigError
+
+
+def _out_dir(out: Path | None, default: Path) -> Path:
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the comparison")
+    return out or default
+
+
+@click.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--fail-if-worse", is_flag=True,
+              help="Exit with status 1 when B is significantly worse than A on the compared "
+              "score (for CI gates).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True,
+              help="Significance level; intervals are at 1 - alpha.")
+@click.option("--score", default=None,
+              help="The score to compare (default: the primary score, each sample's first).")
+@click.option("--by", default=None,
+              help="Sample metadata field for per-category rows (default: category, level, "
+              "subject, ... whichever splits the samples).")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for compare.md, compare.html and compare.json (default: "
+              "assay-runs/runs/compare/A_vs_B).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the comparison as JSON instead of text.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the paired bootstrap (continuous scores).")
+def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: str | None,
+            by: str | None, out: Path | None, as_json: bool, seed: int) -> None:
+    """Compare run B against run A on the samples they share (ids or unique prefixes).
+
+    Pass/fail scores get McNemar's exact test; continuous scores a paired bootstrap of
+    the mean difference. Samples that errored in either run are left out and counted.
+    Prints the verdict, per-category differences with intervals and the samples that
+    flipped each way; writes Markdown, HTML and JSON.
+    """
+    import json
+
+    from assay.compare import compare_runs
+    from assay.compare.render import summary_lines, write_comparison
+    from assay.store.sqlite import Store
+
+    store = Store(readonly=True)
+    try:
+        result = compare_runs(store, run_a, run_b, score=score, by=by, alpha=alpha, seed=seed)
+        folder = _out_dir(out, store.runs_dir / "compare"
+                          / f"{result['a']['id']}_vs_{result['b']['id']}")
+    finally:
+        store.close()
+    paths = write_comparison(result, folder)
+    if as_json:
+        click.echo(json.dumps(result, ensure_ascii=False))
+    else:
+        for line in summary_lines(result):
+            click.echo(line)
+        for kind, path in paths.items():
+            click.echo(f"{kind}: {path}")
+    if fail_if_worse and result["primary"]["verdict"] == "B worse":
+        click.echo(f"B is significantly worse than A (p={result['primary']['p_value']:.4g} < "
+                   f"{alpha:g}): failing", err=True)
+        raise click.exceptions.Exit(1)

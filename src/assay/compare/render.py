@@ -1,0 +1,102 @@
+"""A comparison as text: the terminal lines, ``compare.md``, ``compare.html``, ``compare.json``.
+
+Every run name, sample id and category comes from data and is escaped: HTML by Jinja's
+autoescape, Markdown by the reports' ``md_escape`` finalizer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.core.atomic import atomic_write_text
+
+__all__ = ["fmt_delta", "fmt_p", "summary_lines", "write_comparison"]
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value as reports show it: four places, or three significant digits below 0.001."""
+    if p is None:
+        return "n/a"
+    return f"{p:.2e}" if p < 1e-3 else f"{p:.4f}"
+
+
+def _num(v: float | None, kind: str) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:.3f}" if kind == "binary" or abs(v) < 10 else f"{v:.2f}"
+
+
+def fmt_delta(row: dict[str, Any], kind: str = "binary") -> str:
+    """``+0.125 [+0.071, +0.176]``: the difference B - A with its interval."""
+    s = f"{row['delta']:+.3f}"
+    if row.get("ci_low") is not None:
+        s += f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    return s
+
+
+def _test_name(result: dict[str, Any]) -> str:
+    return ("McNemar exact test" if result["primary"]["test"] == "mcnemar_exact"
+            else "paired bootstrap")
+
+
+def summary_lines(result: dict[str, Any], flips_shown: int = 10) -> list[str]:
+    """The comparison in a few plain lines (the terminal's output)."""
+    a, b, p = result["a"], result["b"], result["primary"]
+    kind = result["kind"]
+    lines = [f"A: {a['id']}  {a['benchmark']}  {a['model']}  ({a['created']}, {a['status']})",
+             f"B: {b['id']}  {b['benchmark']}  {b['model']}  ({b['created']}, {b['status']})"]
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    lines.append(f"{result['shared']} shared samples ({result['only_a']} only in A, "
+                 f"{result['only_b']} only in B); {result['excluded']} of them left out "
+                 "(errored or unscored in either run)")
+    lines.append(f"{result['score']}: A {_num(p['a'], kind)}  B {_num(p['b'], kind)}  "
+                 f"B-A {fmt_delta(p, kind)}  p={fmt_p(p['p_value'])} ({_test_name(result)}, "
+                 f"n={p['n']})")
+    if result.get("contingency"):
+        c = result["contingency"]
+        lines.append(f"fixed by B: {c['b_only_pass']}  broken by B: {c['a_only_pass']}  "
+                     f"both pass: {c['both_pass']}  both fail: {c['both_fail']}")
+    lines.append(f"verdict at alpha={p['alpha']:g}: {p['verdict']}")
+    cats = result["categories"]
+    if cats["rows"]:
+        lines.append(f"by {cats['field']}:")
+        for row in cats["rows"]:
+            flag = "  *" if row["p_holm"] is not None and row["p_holm"] < p["alpha"] else ""
+            lines.append(f"  {row['name']}: n={row['n']}  A {_num(row['a'], kind)}  "
+                         f"B {_num(row['b'], kind)}  B-A {fmt_delta(row, kind)}  "
+                         f"p={fmt_p(row['p_value'])} (Holm {fmt_p(row['p_holm'])}){flag}")
+    for key, label in (("fixed", "better in B" if kind != "binary" else "fixed by B"),
+                       ("broken", "worse in B" if kind != "binary" else "broken by B")):
+        flips = result["flips"][key]
+        if flips:
+            shown = ", ".join(f["sample_id"] for f in flips[:flips_shown])
+            more = f" (+{len(flips) - flips_shown} more)" if len(flips) > flips_shown else ""
+            lines.append(f"{label} ({len(flips)}): {shown}{more}")
+    return lines
+
+
+def _env(markdown: bool) -> Any:
+    from assay.reports.render import _env as report_env
+
+    env = report_env(markdown=markdown)
+    env.filters["p"] = fmt_p
+    env.filters["delta"] = fmt_delta
+    env.filters["num"] = _num
+    return env
+
+
+def write_comparison(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Write ``compare.md``, ``compare.html`` and ``compare.json`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = {"r": result, "test_name": _test_name(result), "lines": summary_lines(result)}
+    paths = {"markdown": out_dir / "compare.md", "html": out_dir / "compare.html",
+             "json": out_dir / "compare.json"}
+    atomic_write_text(paths["markdown"],
+                      _env(True).get_template("compare.md.j2").render(**ctx), encoding="utf-8")
+    atomic_write_text(paths["html"],
+                      _env(False).get_template("compare.html").render(**ctx), encoding="utf-8")
+    atomic_write_text(paths["json"], json.dumps(result, indent=1, ensure_ascii=False) + "\n",
+                      encoding="utf-8")
+    return paths

@@ -1,0 +1,207 @@
+"""Compare two stored runs on the samples they share (``assay compare``, the viewer's page).
+
+Per sample, the compared score is the mean of its scored epochs; a sample that errored
+(or went unscored) in either run is left out of the test and counted as ``excluded``,
+never as a failure. Pass/fail scores (every value 0 or 1) get McNemar's exact test;
+anything else a paired bootstrap (see :mod:`assay.compare.paired`). Differences in task,
+data hash or scorer between the runs are one warning line; only shared sample ids are
+compared either way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from assay.compare.paired import holm, paired_binary, paired_continuous
+from assay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assay.store.sqlite import Store
+
+__all__ = ["CATEGORY_FIELDS", "RunScores", "compare_runs", "load_scores"]
+
+#: metadata fields tried, in order, when no ``by`` is given (BFCL, GAIA, gallery entries)
+CATEGORY_FIELDS = ("category", "level", "subject", "subcategory", "difficulty", "type", "task")
+
+
+class RunScores:
+    """One run's per-sample values of one score, with what identifies the run."""
+
+    def __init__(self, run: dict[str, Any], score: str | None) -> None:
+        self.run = run
+        self.requested = score
+        #: sample id -> mean of its scored epochs
+        self.values: dict[str, float] = {}
+        #: sample id -> its first epoch's metadata over its dataset row (categories)
+        self.metadata: dict[str, dict[str, Any]] = {}
+        #: sample ids whose every epoch errored or went unscored
+        self.unscored: set[str] = set()
+        #: the score names the run's samples carry, in first-seen order
+        self.score_names: list[str] = []
+        self.score: str | None = score
+
+    def info(self) -> dict[str, Any]:
+        """What the comparison shows about this run."""
+        r = self.run
+        return {"id": r["id"], "benchmark": r["benchmark"], "model": model_name(r),
+                "created_at": r["created_at"],
+                "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
+                "status": r["status"], "n_samples": len(self.values) + len(self.unscored),
+                "data_hash": data_hash(r), "scorer": self.score}
+
+
+def model_name(run: dict[str, Any]) -> str:
+    """The model a run evaluated, as ``assay list runs`` names it."""
+    model = run.get("model") or {}
+    return str(model.get("model") if isinstance(model, dict) else model)
+
+
+def data_hash(run: dict[str, Any]) -> str | None:
+    """The content hash of the data a run evaluated, where its task records one."""
+    ds = run.get("dataset") or {}
+    value = ds.get("content_hash") or ds.get("sha256") or ds.get("hash")
+    if isinstance(value, dict):  # per-file hashes
+        value = ",".join(f"{k}:{v}" for k, v in sorted(value.items()))
+    return str(value) if value else None
+
+
+def load_scores(store: Store, run_id: str, score: str | None = None) -> RunScores:
+    """A run's per-sample values of ``score`` (the primary, i.e. first, score when ``None``)."""
+    run = store.get_run(run_id)
+    out = RunScores(run, score)
+    per: dict[str, list[float]] = defaultdict(list)
+    seen: list[str] = []
+    names: dict[str, None] = {}
+    for sid, _epoch, errored, scores, fields in store.iter_score_rows(run["id"]):
+        if sid not in out.metadata:
+            out.metadata[sid] = fields
+            seen.append(sid)
+        if errored or not scores:
+            continue
+        for name in scores:
+            names.setdefault(name)
+        entry = scores.get(score or next(iter(scores)))
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if isinstance(value, bool):
+            value = float(value)
+        if isinstance(value, (int, float)) and value == value:  # NaN: unscored
+            per[sid].append(float(value))
+    out.score_names = list(names)
+    if score is None and out.score_names:
+        out.score = out.score_names[0]
+    elif score is not None and score not in names and names:
+        raise ConfigError(f"run {run['id']} has no score {score!r}; its scores are "
+                          f"{', '.join(out.score_names)}")
+    for sid in seen:
+        if per.get(sid):
+            out.values[sid] = sum(per[sid]) / len(per[sid])
+        else:
+            out.unscored.add(sid)
+    return out
+
+
+def _differences(a: RunScores, b: RunScores, shared: int, only_a: int, only_b: int
+                 ) -> str | None:
+    """One warning line naming every way the two runs are not like for like."""
+    parts = []
+    ta, tb = a.run["benchmark"], b.run["benchmark"]
+    if ta != tb:
+        parts.append(f"tasks ({ta} vs {tb})")
+    ha, hb = data_hash(a.run), data_hash(b.run)
+    if ha and hb and ha != hb:
+        parts.append(f"data hashes ({ha[:12]} vs {hb[:12]})")
+    sa = (a.run["spec"].get("benchmark_options") or {}).get("scorer")
+    sb = (b.run["spec"].get("benchmark_options") or {}).get("scorer")
+    if a.score != b.score or sa != sb:
+        parts.append(f"scorers ({a.score}{'/' + str(sa) if sa else ''} vs "
+                     f"{b.score}{'/' + str(sb) if sb else ''})")
+    if not parts and not (only_a or only_b):
+        return None
+    what = f"the runs differ in {', '.join(parts)}; " if parts else ""
+    return (f"{what}comparing only the {shared} shared sample ids "
+            f"({only_a} only in A, {only_b} only in B)")
+
+
+def _category_field(by: str | None, metas: list[dict[str, Any]]) -> str | None:
+    if by:
+        return by
+    for field in CATEGORY_FIELDS:
+        have = sum(1 for m in metas if m.get(field) not in (None, ""))
+        if metas and have * 2 >= len(metas):
+            values = {str(m.get(field)) for m in metas}
+            if 1 < len(values) < len(metas) or len(metas) < 4 and len(values) > 1:
+                return field
+    return None
+
+
+def compare_runs(store: Store, a: str, b: str, *, score: str | None = None,
+                 by: str | None = None, alpha: float = 0.05, resamples: int = 10000,
+                 seed: int = 0) -> dict[str, Any]:
+    """The paired comparison of run ``b`` against run ``a``, JSON-ready.
+
+    ``score``: the score to compare (default: each run's primary, its first score).
+    ``by``: the metadata field for per-category rows (default: the first of
+    :data:`CATEGORY_FIELDS` that splits the samples). ``alpha``: the significance level
+    (the intervals are ``1 - alpha``). Raises :class:`ConfigError` when the runs share
+    no scored sample.
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
+    ra, rb = load_scores(store, a, score), load_scores(store, b, score)
+    ids_a = set(ra.values) | ra.unscored
+    ids_b = set(rb.values) | rb.unscored
+    shared_ids = [sid for sid in ra.metadata if sid in ids_b]
+    only_a, only_b = len(ids_a - ids_b), len(ids_b - ids_a)
+    paired = [sid for sid in shared_ids if sid in ra.values and sid in rb.values]
+    excluded = len(shared_ids) - len(paired)
+    warning = _differences(ra, rb, len(shared_ids), only_a, only_b)
+    if not paired:
+        raise ConfigError(
+            f"runs {ra.run['id']} and {rb.run['id']} share no scored sample "
+            f"({len(shared_ids)} shared ids, {excluded} errored or unscored in either run); "
+            "compare runs of the same data")
+    va = [ra.values[s] for s in paired]
+    vb = [rb.values[s] for s in paired]
+    binary = all(v in (0.0, 1.0) for v in (*va, *vb))
+
+    def test(x: list[float], y: list[float]) -> dict[str, Any]:
+        if binary:
+            return paired_binary(x, y, alpha=alpha)
+        return paired_continuous(x, y, alpha=alpha, resamples=resamples, seed=seed)
+
+    primary = test(va, vb)
+    contingency = primary.pop("contingency", None)
+    field = _category_field(by, [ra.metadata[s] for s in paired])
+    rows = []
+    if field:
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, sid in enumerate(paired):
+            meta = ra.metadata[sid] or rb.metadata.get(sid) or {}
+            groups[str(meta.get(field, "(none)"))].append(i)
+        for name, idx in sorted(groups.items()):
+            res = test([va[i] for i in idx], [vb[i] for i in idx])
+            res.pop("contingency", None)
+            rows.append({"name": name, **res})
+        for row, adj in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
+            row["p_holm"] = adj
+    fixed, broken = [], []
+    for sid, x, y in zip(paired, va, vb, strict=True):
+        if y > x:
+            fixed.append({"sample_id": sid, "a": x, "b": y})
+        elif y < x:
+            broken.append({"sample_id": sid, "a": x, "b": y})
+    if not binary:  # the largest changes first
+        fixed.sort(key=lambda f: f["a"] - f["b"])
+        broken.sort(key=lambda f: f["b"] - f["a"])
+    return {
+        "a": ra.info(), "b": rb.info(), "score": ra.score if ra.score == rb.score else
+        f"{ra.score} / {rb.score}",
+        "kind": "binary" if binary else "continuous",
+        "shared": len(shared_ids), "only_a": only_a, "only_b": only_b, "excluded": excluded,
+        "warnings": [warning] if warning else [],
+        "primary": primary, "contingency": contingency,
+        "categories": {"field": field, "rows": rows},
+        "flips": {"fixed": fixed, "broken": broken},
+    }
