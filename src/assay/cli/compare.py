@@ -71,3 +71,51 @@ def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: st
         click.echo(f"B is significantly worse than A (p={result['primary']['p_value']:.4g} < "
                    f"{alpha:g}): failing", err=True)
         raise click.exceptions.Exit(1)
+
+
+@click.command("history")
+@click.argument("task")
+@click.option("--model", default=None,
+              help="Only runs of this model (its exact name, else a part of it).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True, help="Significance level of the drop tests.")
+@click.option("--score", default=None,
+              help="The score the drop tests compare (default: the primary score).")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Only the most recent N runs.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for history.md, history.html and history.json (default: "
+              "assay-runs/runs/history/TASK).")
+@click.option("--json", "as_json", is_flag=True, help="Print the history as JSON.")
+@click.option("--fail-on-drop", is_flag=True,
+              help="Exit with status 1 when the latest run is a significant drop.")
+def history(task: str, model: str | None, alpha: float, score: str | None, limit: int | None,
+            out: Path | None, as_json: bool, fail_on_drop: bool) -> None:
+    """The primary metric of every run of TASK over time, with 95% intervals; flags
+    significant drops between a model's consecutive runs."""
+    import json
+    import re
+
+    from assay.compare.history import task_history
+    from assay.compare.history_render import history_lines, write_history
+    from assay.store.sqlite import Store
+
+    store = Store(readonly=True)
+    try:
+        hist = task_history(store, task, model=model, score=score, alpha=alpha, limit=limit)
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", task + (f"_{model}" if model else ""))
+        folder = _out_dir(out, store.runs_dir / "history" / stem.strip("._"))
+    finally:
+        store.close()
+    paths = write_history(hist, folder)
+    if as_json:
+        click.echo(json.dumps(hist, ensure_ascii=False))
+    else:
+        for line in history_lines(hist):
+            click.echo(line)
+        for kind, path in paths.items():
+            click.echo(f"{kind}: {path}")
+    if fail_on_drop and hist["points"] and hist["points"][-1]["drop"]:
+        click.echo(f"the latest run {hist['points'][-1]['id']} is a significant drop: failing",
+                   err=True)
+        raise click.exceptions.Exit(1)

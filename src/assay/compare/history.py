@@ -1,0 +1,115 @@
+"""A task's primary metric over time (``assay history TASK``), with drops flagged.
+
+Every run of the task (optionally of one model) in the store, oldest first, with its
+headline metric and interval as stored with the run. Within each model's series, each run
+is tested against the one before it: paired on their shared samples (McNemar or the
+paired bootstrap, as ``assay compare`` does), or, when they share none, Fisher's exact
+test on the two pass counts. A significant decrease is a drop. Only finished runs are
+tested; a partial run is shown and marked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from assay.compare.runs import compare_runs, model_name
+from assay.errors import AssayError, ConfigError
+
+if TYPE_CHECKING:
+    from assay.store.sqlite import Store
+
+__all__ = ["task_history"]
+
+
+def _headline(store: Store, run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    from assay.metrics.run import run_metrics
+    from assay.reports.render import headline
+
+    try:
+        from assay.tasks.registry import task_class
+
+        name = task_class(run["benchmark"]).headline_metric
+    except Exception:  # noqa: BLE001 - a task file that moved: the first rate will do
+        name = None
+    try:
+        metrics = run_metrics(store, run["id"])
+    except AssayError:
+        return None
+    return headline(metrics, name) or headline(metrics)
+
+
+def _unpaired(prev: dict[str, Any], cur: dict[str, Any], alpha: float) -> dict[str, Any] | None:
+    """Fisher's exact test on two pass counts (runs that share no sample)."""
+    if "successes" not in prev or "successes" not in cur:
+        return None
+    from scipy.stats import fisher_exact
+
+    table = [[cur["successes"], cur["n"] - cur["successes"]],
+             [prev["successes"], prev["n"] - prev["successes"]]]
+    p = float(fisher_exact(table).pvalue)
+    delta = cur["value"] - prev["value"]
+    return {"test": "fisher_exact", "p_value": p, "delta": delta, "shared": 0,
+            "significant": p < alpha and delta != 0}
+
+
+def _change(store: Store, prev: dict[str, Any], cur: dict[str, Any], score: str | None,
+            alpha: float) -> dict[str, Any] | None:
+    try:
+        res = compare_runs(store, prev["id"], cur["id"], score=score, alpha=alpha)
+    except ConfigError:  # no shared scored sample
+        return _unpaired(prev["metric"], cur["metric"], alpha)
+    p = res["primary"]
+    return {"test": p["test"], "p_value": p["p_value"], "delta": p["delta"],
+            "ci_low": p["ci_low"], "ci_high": p["ci_high"], "shared": p["n"],
+            "significant": p["significant"], "warnings": res["warnings"]}
+
+
+def task_history(store: Store, task: str, *, model: str | None = None,
+                 score: str | None = None, alpha: float = 0.05,
+                 limit: int | None = None) -> dict[str, Any]:
+    """Every run of ``task`` (of ``model``: an exact name, else a substring), oldest first,
+    with its headline metric, and each change from the model's previous finished run."""
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
+    rows = store._db.execute(
+        "SELECT id FROM runs WHERE benchmark = ? ORDER BY created_at, id", (task,)).fetchall()
+    runs = [store.get_run(r[0]) for r in rows]
+    if not runs:
+        known = sorted({r[0] for r in store._db.execute("SELECT DISTINCT benchmark FROM runs")})
+        raise ConfigError(f"no runs of task {task!r} in {store.path}; tasks with runs: "
+                          f"{', '.join(known) or 'none'}")
+    if model:
+        exact = [r for r in runs if model_name(r) == model]
+        runs = exact or [r for r in runs if model in model_name(r)]
+        if not runs:
+            raise ConfigError(f"no runs of task {task!r} with model {model!r}; see "
+                              "'assay list runs'")
+    if limit:
+        runs = runs[-limit:]
+    points: list[dict[str, Any]] = []
+    last: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        head = _headline(store, run)
+        point = {"id": run["id"], "model": model_name(run), "status": run["status"],
+                 "created_at": run["created_at"],
+                 "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),
+                 "metric_name": head[0] if head else None,
+                 "metric": head[1] if head else None, "change": None, "drop": False,
+                 "previous": None}
+        points.append(point)
+        if point["metric"] is None or run["status"] != "finished":
+            continue
+        prev = last.get(point["model"])
+        if prev is not None:
+            change = _change(store, prev, point, score, alpha)
+            point["previous"] = prev["id"]
+            point["change"] = change
+            point["drop"] = bool(change and change["significant"] and change["delta"] < 0)
+        last[point["model"]] = point
+    series: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(points):
+        series[p["model"]].append(i)
+    return {"task": task, "model": model, "alpha": alpha, "points": points,
+            "series": dict(series), "drops": [p["id"] for p in points if p["drop"]]}

@@ -1,0 +1,119 @@
+"""A task's history as text: terminal lines, ``history.md``, ``history.html`` (an inline SVG
+chart of the metric with its intervals, drops in red) and ``history.json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.compare.render import _env, fmt_p
+from assay.core.atomic import atomic_write_text
+
+__all__ = ["history_lines", "history_svg", "write_history"]
+
+PALETTE = ("#1f6feb", "#8250df", "#bf8700", "#1a7f37", "#cf222e", "#57606a")
+
+
+def _value(point: dict[str, Any]) -> str:
+    m = point["metric"]
+    if m is None or m.get("value") is None:
+        return "n/a"
+    from assay.reports.render import fmt_rate
+
+    return fmt_rate(m)
+
+
+def _change_text(point: dict[str, Any]) -> str:
+    c = point["change"]
+    if c is None:
+        return ""
+    test = {"mcnemar_exact": "McNemar", "paired_bootstrap": "paired bootstrap",
+            "fisher_exact": "Fisher, unpaired"}[c["test"]]
+    text = f"{c['delta']:+.3f} (p={fmt_p(c['p_value'])}, {test}, n={c['shared'] or 'all'})"
+    return ("DROP " if point["drop"] else "") + text
+
+
+def history_lines(hist: dict[str, Any]) -> list[str]:
+    """One line per run, oldest first, then the drops."""
+    lines = [f"history of {hist['task']}" + (f" (model {hist['model']})" if hist["model"]
+                                             else "")]
+    for p in hist["points"]:
+        status = "" if p["status"] == "finished" else f" [{p['status']}: partial]"
+        name = f"{p['metric_name']} " if p["metric_name"] else ""
+        change = _change_text(p)
+        lines.append(f"{p['created']}  {p['id']}  {p['model']}  {name}{_value(p)}{status}"
+                     + (f"  vs previous {change}" if change else ""))
+    if hist["drops"]:
+        lines.append(f"significant drops at alpha={hist['alpha']:g}: {', '.join(hist['drops'])}")
+    else:
+        lines.append(f"no significant drop at alpha={hist['alpha']:g}")
+    return lines
+
+
+def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> Any:
+    """The chart: one point per run with its interval bar, one line per model; drops red."""
+    from markupsafe import Markup, escape
+
+    pts = [p for p in hist["points"] if p["metric"] and p["metric"].get("value") is not None]
+    if not pts:
+        return Markup("")
+    highs = [p["metric"].get("ci_high") or p["metric"]["value"] for p in pts]
+    lows = [p["metric"].get("ci_low") or p["metric"]["value"] for p in pts]
+    top, bottom = max(highs), min(lows)
+    if all(0.0 <= v <= 1.0 for v in (*highs, *lows)):
+        top, bottom = 1.0, 0.0
+    span = (top - bottom) or 1.0
+    left, right, pad = 50, 20, 20
+    n = len(hist["points"])
+
+    def x(i: int) -> float:
+        return left + (width - left - right) * (i + 0.5) / n
+
+    def y(v: float) -> float:
+        return pad + (height - 2 * pad) * (top - v) / span
+
+    out = [f'<svg class="history" viewBox="0 0 {width} {height}" width="{width}" '
+           f'height="{height}" role="img" aria-label="metric over time">',
+           f'<line x1="{left}" y1="{y(bottom):.1f}" x2="{width - right}" y2="{y(bottom):.1f}" '
+           'stroke="#99a"/>']
+    for v in (bottom, (bottom + top) / 2, top):
+        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" '
+                   f'text-anchor="end">{v:.2f}</text>')
+    index = {p["id"]: i for i, p in enumerate(hist["points"])}
+    for k, (model, members) in enumerate(hist["series"].items()):
+        color = PALETTE[k % len(PALETTE)]
+        seq = [hist["points"][i] for i in members if hist["points"][i] in pts]
+        path = " ".join(f"{x(index[p['id']]):.1f},{y(p['metric']['value']):.1f}" for p in seq)
+        if len(seq) > 1:
+            out.append(f'<polyline points="{path}" fill="none" stroke="{color}"/>')
+        for p in seq:
+            i, m = index[p["id"]], p["metric"]
+            if m.get("ci_low") is not None:
+                out.append(f'<line x1="{x(i):.1f}" y1="{y(m["ci_low"]):.1f}" x2="{x(i):.1f}" '
+                           f'y2="{y(m["ci_high"]):.1f}" stroke="{color}" stroke-width="2"/>')
+            fill = "#cf222e" if p["drop"] else color
+            out.append(f'<circle cx="{x(i):.1f}" cy="{y(m["value"]):.1f}" r="{6 if p["drop"] else 4}" '
+                       f'fill="{fill}"><title>{escape(p["id"])} {escape(model)}: '
+                       f'{escape(_value(p))}</title></circle>')
+        out.append(f'<text x="{left + 8}" y="{pad + 14 * (k + 1)}" font-size="11" '
+                   f'fill="{color}">{escape(model)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def write_history(hist: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Write ``history.md``, ``history.html`` and ``history.json`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [{**p, "value_text": _value(p), "change_text": _change_text(p)}
+            for p in hist["points"]]
+    ctx = {"h": hist, "rows": rows, "chart": history_svg(hist)}
+    paths = {"markdown": out_dir / "history.md", "html": out_dir / "history.html",
+             "json": out_dir / "history.json"}
+    atomic_write_text(paths["markdown"],
+                      _env(True).get_template("history.md.j2").render(**ctx), encoding="utf-8")
+    atomic_write_text(paths["html"],
+                      _env(False).get_template("history.html").render(**ctx), encoding="utf-8")
+    atomic_write_text(paths["json"], json.dumps(hist, indent=1, ensure_ascii=False) + "\n",
+                      encoding="utf-8")
+    return paths
