@@ -22,9 +22,12 @@ from assay.errors import AssayError, ConfigError
 @click.argument("run_id")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Folder for the reports.")
-def report(run_id: str, out: Path | None) -> None:
+@click.option("--summary", is_flag=True,
+              help="Write only the one-page summary (summary.md, summary.html) for a product "
+              "owner; the full report stays for engineers.")
+def report(run_id: str, out: Path | None, summary: bool) -> None:
     """Regenerate report.md, report.html and results.jsonl for a run (RUN_ID: its id or a
-    unique prefix) from the store."""
+    unique prefix) from the store; with --summary, the one-page summary instead."""
     from assay.reports.render import write_reports
     from assay.store.sqlite import Store
 
@@ -32,6 +35,17 @@ def report(run_id: str, out: Path | None) -> None:
         raise ConfigError(f"--out {out} is a file; give a folder for the reports")
     store = Store()
     try:
+        if summary:
+            from assay.reports.summary import write_summary
+
+            record = store.get_run(run_id)
+            if record["benchmark"] == "plan":
+                raise ConfigError(f"run {record['id']} is a plan run: its report (assay report "
+                                  f"{record['id']}) is already a summary across its tasks; "
+                                  "give --summary one of its task runs")
+            for kind, path in write_summary(store, record["id"], out).items():
+                click.echo(f"{kind}: {path}")
+            return
         if store.get_run(run_id)["benchmark"] == "plan":
             from assay.plan.report import write_plan_report
 

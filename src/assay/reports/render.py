@@ -263,7 +263,9 @@ def _env(markdown: bool = False) -> Any:
     from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
 
     try:
-        cache_dir = template_cache_dir()
+        # one folder per flavour: ``finalize`` is compiled into the template code, so a
+        # Markdown template's bytecode must never be loaded by the HTML environment
+        cache_dir = template_cache_dir() / ("markdown" if markdown else "html")
         cache_dir.mkdir(parents=True, exist_ok=True)
         cache = FileSystemBytecodeCache(str(cache_dir))
     except (OSError, RuntimeError):  # RuntimeError: no home directory to find
