@@ -45,7 +45,8 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     lazy={"report": "assay.cli.main:report", "compare": "assay.cli.compare:compare",
           "history": "assay.cli.compare:history", "review": "assay.cli.datagen:review",
           "plan": "assay.cli.plan:plan",
-          "score": "assay.cli.main:score"},
+          "score": "assay.cli.main:score",
+          "view": "assay.cli.view:view"},
     help="Evaluate LLM agents and LLMs honestly: official scorers, confidence intervals, "
     "runs that resume. Start with: assay run qa --data examples/qa_example.jsonl --model local",
     context_settings={"help_option_names": ["--help"]},

@@ -64,11 +64,11 @@ def _write_ok(request: web.Request) -> None:
 @web.middleware
 async def guard(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
     """Middleware: loopback hosts only, same-origin JSON writes, security headers."""
-    if not host_ok(request.host):
-        raise web.HTTPForbidden(text="the review page answers on loopback names only")
-    if request.method not in SAFE_METHODS:
-        _write_ok(request)
     try:
+        if not host_ok(request.host):
+            raise web.HTTPForbidden(text="this local page answers on loopback names only")
+        if request.method not in SAFE_METHODS:
+            _write_ok(request)
         response = await handler(request)
     except web.HTTPException as e:
         e.headers.update(SECURITY_HEADERS)
@@ -81,4 +81,4 @@ async def guard(request: web.Request, handler: Callable[..., Any]) -> web.Stream
 def check_loopback(host: str) -> None:
     """Refuse (``ValueError``) to bind the review page anywhere but loopback."""
     if not host_ok(host):
-        raise ValueError(f"the review page binds to loopback only (127.0.0.1), not {host!r}")
+        raise ValueError(f"this local page binds to loopback only (127.0.0.1), not {host!r}")

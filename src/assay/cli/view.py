@@ -1,0 +1,24 @@
+"""``assay view``: browse the workspace's runs in a local, read-only web page."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("view")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port on 127.0.0.1 to serve on; 0 picks a free one.")
+@click.option("--no-browser", is_flag=True, help="Print the address without opening a browser.")
+def view(port: int, no_browser: bool) -> None:
+    """Browse runs, metrics and every sample's transcript in a local web page.
+
+    Serves the workspace store (./assay-runs/assay.db, or $ASSAY_HOME/assay.db) on
+    127.0.0.1 only, read-only: nothing you do in the page changes the store, so it is
+    safe to open while runs are going (a running run's page updates itself). Pages:
+    the runs list with filters, a run's metrics with intervals and its samples (filter
+    by verdict, category, score or id), one sample's full transcript, and the paired
+    comparison of two runs. Ctrl-C stops the server.
+    """
+    from assay.view.app import launch
+
+    launch(port=port, open_browser=not no_browser, echo=click.echo)

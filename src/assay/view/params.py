@@ -1,0 +1,197 @@
+"""The query-string parameters of ``assay view``'s pages, parsed and checked.
+
+Filters live in the query string (so they survive a reload and can be shared as a
+link). A value that cannot mean anything (``page=abc``, ``score_min=foo``, a date
+that is no date) is a :class:`BadParam`, shown as a 400 page that names the
+parameter; a value that is merely out of range (``page=-1``, a page past the last)
+is clamped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from multidict import MultiMapping
+
+__all__ = ["FIELD_PATTERN", "PAGE_SIZE", "RUN_STATUSES", "VERDICTS", "BadParam", "RunFilters", "SampleFilters",
+           "page_number"]
+
+PAGE_SIZE = 50
+"""Rows per page, on the runs list and in a run's sample table."""
+
+RUN_STATUSES = ("running", "finished", "interrupted", "failed")
+VERDICTS = ("all", "correct", "wrong", "error", "unscored")
+"""Sample filters by verdict: ``correct`` = primary score 1 (a pass, full marks);
+``wrong`` = scored below 1; ``error`` = the sample failed (never counted as wrong);
+``unscored`` = no error and no primary score."""
+
+FIELD_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .-]{0,63}$")
+_MAX_TEXT = 200
+
+
+class BadParam(ValueError):
+    """A query parameter that cannot be understood (answered with a 400 page)."""
+
+    def __init__(self, name: str, value: str, expected: str) -> None:
+        shown = value if len(value) <= 60 else value[:59] + "…"
+        super().__init__(f"the parameter {name}={shown!r} is not usable: {expected}")
+        self.name = name
+
+
+def _text(query: MultiMapping[str], name: str) -> str:
+    return query.get(name, "").strip()[:_MAX_TEXT]
+
+
+def page_number(query: MultiMapping[str]) -> int:
+    """The 1-based ``page``; below 1 is clamped to 1, non-numbers are a :class:`BadParam`."""
+    raw = query.get("page", "").strip()
+    if not raw:
+        return 1
+    try:
+        n = int(raw)
+    except ValueError:
+        raise BadParam("page", raw, "give a page number such as 2") from None
+    return max(1, min(n, 10_000_000))
+
+
+def _float(query: MultiMapping[str], name: str) -> float | None:
+    raw = query.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadParam(name, raw, "give a number such as 0.5") from None
+    if not math.isfinite(value):
+        raise BadParam(name, raw, "give a finite number such as 0.5")
+    return value
+
+
+def _date(query: MultiMapping[str], name: str) -> tuple[str, float | None]:
+    """``(text, epoch seconds of that local midnight)`` for a ``YYYY-MM-DD`` parameter."""
+    raw = query.get(name, "").strip()
+    if not raw:
+        return "", None
+    try:
+        parsed = time.strptime(raw, "%Y-%m-%d")
+    except ValueError:
+        raise BadParam(name, raw, "give a date as YYYY-MM-DD") from None
+    return raw, time.mktime(parsed)
+
+
+def _choice(query: MultiMapping[str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = query.get(name, "").strip()
+    if not raw:
+        return default
+    if raw not in choices:
+        raise BadParam(name, raw, f"choose one of {', '.join(choices)}")
+    return raw
+
+
+def _link(params: dict[str, Any]) -> str:
+    return urlencode({k: v for k, v in params.items() if v is not None and v != ""})
+
+
+@dataclass
+class RunFilters:
+    """Filters of the runs list: task, model, status, a date range and free text."""
+
+    task: str = ""
+    model: str = ""
+    status: str = "all"
+    date_from: str = ""
+    date_to: str = ""
+    q: str = ""
+    page: int = 1
+    ts_from: float | None = None
+    ts_to: float | None = None  # exclusive: the midnight after ``date_to``
+
+    @classmethod
+    def parse(cls, query: MultiMapping[str]) -> RunFilters:
+        """Read the filters from a request's query (see :class:`BadParam`)."""
+        date_from, ts_from = _date(query, "from")
+        date_to, ts_to = _date(query, "to")
+        if ts_to is not None:
+            ts_to += 86_400
+        return cls(task=_text(query, "task"), model=_text(query, "model"),
+                   status=_choice(query, "status", ("all", *RUN_STATUSES), "all"),
+                   date_from=date_from, date_to=date_to, q=_text(query, "q"),
+                   page=page_number(query), ts_from=ts_from, ts_to=ts_to)
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter narrows the list."""
+        return bool(self.task or self.model or self.status != "all" or self.date_from
+                    or self.date_to or self.q)
+
+    def query(self, **change: Any) -> str:
+        """The query string of these filters (with ``change`` applied), for links."""
+        params = {"task": self.task, "model": self.model,
+                  "status": None if self.status == "all" else self.status,
+                  "from": self.date_from, "to": self.date_to, "q": self.q,
+                  "page": self.page if self.page > 1 else None}
+        params.update(change)
+        if params.get("page") == 1:
+            params["page"] = None
+        return _link(params)
+
+
+@dataclass
+class SampleFilters:
+    """Filters of a run's sample table: verdict, a metadata field's value, a range of
+    the primary score, and text in the sample id."""
+
+    verdict: str = "all"
+    field: str = ""       # the metadata key the category filter reads ("" = the run's default)
+    category: str = ""    # its value, as text ("" = any)
+    score_min: float | None = None
+    score_max: float | None = None
+    q: str = ""
+    page: int = 1
+
+    @classmethod
+    def parse(cls, query: MultiMapping[str]) -> SampleFilters:
+        """Read the filters from a request's query (see :class:`BadParam`)."""
+        fld = _text(query, "field")
+        if fld and not FIELD_PATTERN.match(fld):
+            raise BadParam("field", fld, "give a metadata key made of letters, digits, "
+                           "'_', '-', '.' or spaces")
+        lo, hi = _float(query, "score_min"), _float(query, "score_max")
+        if lo is not None and hi is not None and lo > hi:
+            raise BadParam("score_min", str(lo), f"it is above score_max={hi}")
+        return cls(verdict=_choice(query, "verdict", VERDICTS, "all"), field=fld,
+                   category=query.get("category", "")[:_MAX_TEXT], score_min=lo,
+                   score_max=hi, q=_text(query, "q"), page=page_number(query))
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter narrows the table."""
+        return bool(self.verdict != "all" or self.category or self.score_min is not None
+                    or self.score_max is not None or self.q)
+
+    def params(self, **change: Any) -> dict[str, Any]:
+        """The filters as query parameters (with ``change`` applied)."""
+        params: dict[str, Any] = {
+            "verdict": None if self.verdict == "all" else self.verdict,
+            "field": self.field, "category": self.category,
+            "score_min": _num(self.score_min), "score_max": _num(self.score_max),
+            "q": self.q, "page": self.page if self.page > 1 else None}
+        params.update(change)
+        if params.get("page") == 1:
+            params["page"] = None
+        return params
+
+    def query(self, **change: Any) -> str:
+        """The query string of these filters (with ``change`` applied), for links."""
+        return _link(self.params(**change))
+
+
+def _num(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return str(int(value)) if value == int(value) else repr(value)

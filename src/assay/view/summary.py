@@ -1,0 +1,154 @@
+"""A run's stored metrics laid out for the page: the headline, every rate with its
+interval, per-category tables, other figures, and errors kept apart.
+
+Nothing here knows a task: a *rate entry* is any dict with ``value`` and ``ci_low``
+(:func:`assay.reports.render.is_rate`), and a dict whose values are rate entries
+(BFCL ``categories``, GAIA ``level_accuracy``, a gallery entry's ``by_<field>``) is
+a per-category table, whatever its name.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from assay.reports.render import fmt_rate, fmt_value, headline, is_rate
+
+__all__ = ["ERROR_KEYS", "headline_for", "headline_metric", "metric_sections", "rate_cells"]
+
+ERROR_KEYS = ("n_errors", "error_rate", "top_errors")
+"""Metrics shown in the errors box rather than among the scores."""
+
+_RATE_KEYS = {"value", "ci_low", "ci_high", "successes", "n", "method"}
+
+
+def headline_for(benchmark: str, metrics: dict[str, Any] | None) -> tuple[str, str] | None:
+    """``(metric name, "0.650 [0.433, 0.819] (13/20)")`` for a run's headline, or None.
+
+    The task's ``headline_metric`` when the task resolves, else the first rate.
+    """
+    if not isinstance(metrics, dict) or not metrics:
+        return None
+    head = headline(metrics, headline_metric(benchmark))
+    return (head[0], fmt_rate(head[1])) if head else None
+
+
+@functools.lru_cache(maxsize=256)
+def headline_metric(benchmark: str) -> str | None:
+    """The task's ``headline_metric``; None when unset or the task does not resolve (then
+    the first rate is the headline)."""
+    try:
+        from assay.tasks.registry import task_class
+
+        return task_class(benchmark).headline_metric
+    except Exception:  # noqa: BLE001 - a plugin that is gone, a plan, a file task moved
+        return None
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def rate_cells(entry: dict[str, Any] | None) -> dict[str, str]:
+    """A rate entry as table cells: value, interval, n (``13/20`` or ``n=20``), method."""
+    if not is_rate(entry):
+        return {"value": "n/a", "interval": "", "n": "", "method": ""}
+    assert entry is not None
+    lo, hi = entry.get("ci_low"), entry.get("ci_high")
+    interval = f"[{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else ""
+    if "successes" in entry:
+        n = f"{entry['successes']}/{entry.get('n')}"
+    elif entry.get("n") is not None:
+        n = f"n={entry['n']}"
+    else:
+        n = ""
+    return {"value": _num(entry.get("value")), "interval": interval, "n": n,
+            "method": str(entry.get("method") or "")}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return fmt_value(value)
+
+
+def _rate_table(title: str, entries: dict[str, Any]) -> dict[str, Any]:
+    extra: list[str] = []
+    for e in entries.values():
+        for k in (e or {}):
+            if k not in _RATE_KEYS and k not in extra:
+                extra.append(k)
+    rows = []
+    for name, e in entries.items():
+        cells = rate_cells(e)
+        rows.append([str(name), cells["value"], cells["interval"], cells["n"], cells["method"],
+                     *(_text((e or {}).get(k)) if e else "" for k in extra)])
+    return {"title": title, "kind": "rates",
+            "columns": ["name", "value", "95% interval", "n", "method", *extra], "rows": rows}
+
+
+def _records_table(title: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    columns: list[str] = []
+    for r in records:
+        for k in r:
+            if k not in columns:
+                columns.append(str(k))
+    rows = [[_text(r.get(c)) if not is_rate(r.get(c)) else fmt_rate(r[c]) for c in columns]
+            for r in records]
+    return {"title": title, "kind": "records", "columns": columns, "rows": rows}
+
+
+def _dict_table(title: str, value: dict[str, Any]) -> dict[str, Any]:
+    if value and all(isinstance(v, dict) and not is_rate(v) for v in value.values()):
+        records = [{"name": k, **v} for k, v in value.items()]
+        return _records_table(title, records)
+    return {"title": title, "kind": "pairs", "columns": ["name", "value"],
+            "rows": [[str(k), _text(v)] for k, v in value.items()]}
+
+
+def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
+    """The metrics split for display.
+
+    ``rates``: ``[(name, cells)]`` of top-level rate entries; ``figures``:
+    ``[(name, text)]`` of other scalars; ``tables``: per-category and other structured
+    metrics (``{"title", "kind", "columns", "rows"}``, every cell text); ``errors``:
+    ``{"n_errors", "error_rate", "top_errors"}``.
+    """
+    rates: list[tuple[str, dict[str, str]]] = []
+    figures: list[tuple[str, str]] = []
+    tables: list[dict[str, Any]] = []
+    errors: dict[str, Any] = {"n_errors": None, "error_rate": None, "top_errors": []}
+    for name, value in (metrics or {}).items():
+        if name in ERROR_KEYS:
+            if name == "error_rate" and is_rate(value):
+                errors[name] = fmt_rate(value)
+            elif name == "top_errors" and isinstance(value, list):
+                errors[name] = [(str(e.get("message", e)) if isinstance(e, dict) else str(e),
+                                 e.get("count") if isinstance(e, dict) else None)
+                                for e in value]
+            else:
+                errors[name] = value
+            continue
+        if is_rate(value):
+            rates.append((name, rate_cells(value)))
+        elif isinstance(value, dict):
+            if not value:
+                continue
+            if all(v is None or is_rate(v) for v in value.values()) and any(
+                    is_rate(v) for v in value.values()):
+                tables.append(_rate_table(name, value))
+            else:
+                tables.append(_dict_table(name, value))
+        elif isinstance(value, list):
+            if value and all(isinstance(v, dict) for v in value):
+                tables.append(_records_table(name, value))
+            elif value:
+                figures.append((name, _text(value)))
+        elif value is not None:
+            figures.append((name, _text(value)))
+    return {"rates": rates, "figures": figures, "tables": tables, "errors": errors}

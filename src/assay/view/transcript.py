@@ -1,0 +1,210 @@
+"""A stored sample result made readable: its input, transcript, conversation, target,
+output, scores and the rest, as plain values the sample template shows.
+
+Transcripts come in a few shapes, all handled here without knowing the task:
+
+- a list of chat messages (``role``, ``content``, assistant ``tool_calls`` with a name
+  and JSON arguments, ``tool`` results with ``tool_call_id``): qa, BFCL, GAIA, gallery
+  tasks, a converse agent's own view;
+- a converse run's examiner/agent conversation in ``outcome.metadata.conversation``
+  (turns with a round, the examiner's final turn marked);
+- GAIA's annotator steps (the reference solution) in the sample's ``row``;
+- anything else (a dict, strings, an unknown message shape): pretty JSON.
+
+Every value is returned as text; the template escapes it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["message_turns", "pretty", "sample_view"]
+
+_ROLE_LABELS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool result",
+                "examiner": "Examiner", "agent": "Agent", "developer": "Developer"}
+_MESSAGE_KEYS = {"role", "content", "tool_calls", "tool_call_id"}
+
+
+def pretty(value: Any) -> str:
+    """``value`` as text: strings as they are, anything else as indented JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    args = call.get("arguments")
+    if args is None and isinstance(call.get("function"), dict):
+        args = call["function"].get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return args
+    return json.dumps(args, indent=2, ensure_ascii=False, default=str)
+
+
+def _tool_calls(calls: Any) -> list[dict[str, str]]:
+    out = []
+    for c in calls if isinstance(calls, list) else []:
+        if not isinstance(c, dict):
+            out.append({"name": "?", "id": "", "arguments": pretty(c)})
+            continue
+        name = c.get("name")
+        if name is None and isinstance(c.get("function"), dict):
+            name = c["function"].get("name")
+        out.append({"name": str(name) if name is not None else "?",
+                    "id": str(c.get("id") or ""), "arguments": _arguments(c)})
+    return out
+
+
+def message_turns(items: Any) -> list[dict[str, Any]] | None:
+    """Chat messages as display turns; None when ``items`` is not a list of messages.
+
+    A turn: ``role``, ``label``, ``content`` (text or None), ``content_json`` (for a
+    non-text content such as a list of parts), ``tool_calls`` (name, id, arguments as
+    JSON), ``tool_call_id``, ``round``/``final`` (conversations) and ``extra`` (any
+    other keys, as JSON).
+    """
+    if not isinstance(items, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in items):
+        return None
+    turns = []
+    for m in items:
+        content = m.get("content")
+        role = m["role"]
+        extra = {k: v for k, v in m.items()
+                 if k not in _MESSAGE_KEYS and k not in ("round", "final")}
+        turns.append({
+            "role": role, "label": _ROLE_LABELS.get(role, role),
+            "content": content if isinstance(content, str) else None,
+            "content_json": None if content is None or isinstance(content, str)
+            else pretty(content),
+            "tool_calls": _tool_calls(m.get("tool_calls")),
+            "tool_call_id": str(m["tool_call_id"]) if m.get("tool_call_id") is not None else "",
+            "round": m.get("round"), "final": bool(m.get("final")),
+            "extra": pretty(extra) if extra else "",
+        })
+    return turns
+
+
+def _block(value: Any) -> dict[str, Any] | None:
+    """Input or target: ``{"text"}``, ``{"turns"}`` (messages) or ``{"json"}``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {"text": value}
+    turns = message_turns(value)
+    if turns is not None:
+        return {"turns": turns}
+    return {"json": pretty(value)}
+
+
+def _conversation(outcome: Any) -> dict[str, Any] | None:
+    meta = outcome.get("metadata") if isinstance(outcome, dict) else None
+    conv = meta.get("conversation") if isinstance(meta, dict) else None
+    if not isinstance(conv, dict):
+        return None
+    turns = message_turns(conv.get("chat"))
+    facts = [(k, pretty(v)) for k, v in conv.items() if k != "chat" and v not in (None, [], {})]
+    return {"turns": turns, "json": None if turns is not None else pretty(conv.get("chat")),
+            "facts": facts}
+
+
+def _reference_steps(sample: Any) -> str | None:
+    row = sample.get("row") if isinstance(sample, dict) else None
+    notes = row.get("Annotator Metadata") if isinstance(row, dict) else None
+    if isinstance(notes, dict) and notes.get("Steps"):
+        return str(notes["Steps"])
+    return None
+
+
+def _scores(scores: Any) -> tuple[list[dict[str, Any]], str | None]:
+    if not isinstance(scores, dict):
+        return [], None if scores in (None, {}) else pretty(scores)
+    out = []
+    for i, (name, s) in enumerate(scores.items()):
+        if not isinstance(s, dict):
+            out.append({"name": str(name), "value": pretty(s), "answer": "", "explanation": "",
+                        "metadata": "", "primary": i == 0})
+            continue
+        value = s.get("value")
+        tables, meta = _record_tables(s.get("metadata"))
+        out.append({
+            "name": str(name), "primary": i == 0,
+            "value": "none" if value is None else
+            (f"{value:.4g}" if isinstance(value, float) else pretty(value)),
+            "answer": "" if s.get("answer") is None else pretty(s["answer"]),
+            "explanation": "" if s.get("explanation") is None else pretty(s["explanation"]),
+            "tables": tables, "metadata": pretty(meta) if meta not in (None, {}, []) else "",
+        })
+    return out, None
+
+
+def _record_tables(meta: Any) -> tuple[list[dict[str, Any]], Any]:
+    """Lists of records in a score's metadata (a converse run's judged points, say) as
+    tables; the rest of the metadata as it was."""
+    if not isinstance(meta, dict):
+        return [], meta
+    tables, rest = [], {}
+    for key, value in meta.items():
+        if (isinstance(value, list) and value and len(value) <= 200
+                and all(isinstance(v, dict) for v in value)):
+            columns: list[str] = []
+            for record in value:
+                columns += [str(c) for c in record if str(c) not in columns]
+            rows = [["" if r.get(c) is None else pretty(r.get(c)) for c in columns]
+                    for r in value]
+            tables.append({"title": str(key), "columns": columns, "rows": rows})
+        else:
+            rest[key] = value
+    return tables, rest
+
+
+def sample_view(row: dict[str, Any]) -> dict[str, Any]:
+    """Everything the sample page shows, from :func:`assay.view.queries.sample_row`."""
+    transcript = row.get("transcript")
+    turns = message_turns(transcript)
+    outcome = row.get("outcome")
+    conversation = _conversation(outcome)
+    outcome_rest: Any = None
+    if isinstance(outcome, dict):
+        rest = dict(outcome)
+        if conversation is not None:
+            meta = {k: v for k, v in rest.get("metadata", {}).items() if k != "conversation"}
+            rest["metadata"] = meta
+        rest = {k: v for k, v in rest.items() if v not in (None, {}, [])}
+        outcome_rest = pretty(rest) if rest else None
+    elif outcome is not None:
+        outcome_rest = pretty(outcome)
+    sample = row.get("sample")
+    tools = sample.get("tools") if isinstance(sample, dict) else None
+    files = sample.get("files") if isinstance(sample, dict) else None
+    scores, scores_json = _scores(row.get("scores"))
+    meta = row.get("metadata")
+    return {
+        "input": _block(row.get("input")),
+        "target": _block(row.get("target")),
+        "turns": turns,
+        "transcript_json": None if turns is not None or transcript in (None, [])
+        else pretty(transcript),
+        "conversation": conversation,
+        "reference_steps": _reference_steps(sample),
+        "output": row.get("output") or "",
+        "prediction": "" if row.get("prediction") is None else str(row["prediction"]),
+        "scores": scores, "scores_json": scores_json,
+        "error": row.get("error"),
+        "tools": pretty(tools) if tools else None,
+        "row": pretty(sample["row"]) if isinstance(sample, dict) and sample.get("row") else None,
+        "files": [str(f) for f in files] if isinstance(files, list) else [],
+        "metadata": [(str(k), pretty(v)) for k, v in meta.items()] if isinstance(meta, dict)
+        else [], "metadata_json": None if isinstance(meta, dict) or meta is None
+        else pretty(meta),
+        "outcome": outcome_rest,
+        "facts": [(label, row.get(key)) for key, label in (
+            ("latency_s", "latency (s)"), ("model_s", "model time (s)"),
+            ("wait_s", "waiting (s)"), ("input_tokens", "input tokens"),
+            ("output_tokens", "output tokens"), ("model_calls", "model calls"),
+            ("cache_hits", "cache hits")) if row.get(key) is not None],
+    }
