@@ -226,3 +226,14 @@ def test_continuous_scores_use_the_paired_bootstrap(fake_server, tmp_path):
     assert res["primary"]["ci_low"] > 0 and res["primary"]["verdict"] == "B better"
     assert len(res["flips"]["fixed"]) == 30 and res["flips"]["broken"] == []
     assert assay("compare", ids[1], ids[0], "--fail-if-worse").returncode == 1
+
+
+def test_a_rescored_run_with_another_scorer_warns(two_runs):
+    a, _, _, _ = two_runs
+    p = assay("score", a, "--scorer", "includes", "--no-report")
+    assert p.returncode == 0, p.stderr
+    rescored = re.search(r"^run (\S+) scores run", p.stdout, re.M).group(1)
+    p, res = compare_json(a, rescored)
+    assert p.returncode == 0, p.stderr
+    assert len(res["warnings"]) == 1 and "scorers (exact" in res["warnings"][0]
+    assert "includes" in res["warnings"][0]
