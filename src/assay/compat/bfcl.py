@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.bfcl.categories import SUPPORTED, expand
+from assay.benchmarks.bfcl.categories import SINGLE_TURN, expand
 from assay.benchmarks.bfcl.data import load_category, locate
 from assay.compat.runs import agent_name, run_metrics, run_task
 from assay.core.atomic import atomic_open, atomic_write_text
@@ -62,7 +62,7 @@ class BFCLDataset:
 
     def get_available_categories(self) -> list[str]:
         """Supported categories whose files exist in the data folder."""
-        return [c for c in SUPPORTED if (self.source.path / f"BFCL_v4_{c}.json").is_file()]
+        return [c for c in SINGLE_TURN if (self.source.path / f"BFCL_v4_{c}.json").is_file()]
 
     def get_ground_truth(self, sample_id: str) -> list[dict[str, Any]]:
         """Ground truth of one entry (empty for relevance categories)."""

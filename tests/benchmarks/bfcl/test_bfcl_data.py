@@ -13,7 +13,14 @@ import official_oracle as oracle
 import pytest
 
 from assay.benchmarks.bfcl import data as bfcl_data
-from assay.benchmarks.bfcl.categories import AST, RELEVANCE, SUPPORTED, expand
+from assay.benchmarks.bfcl.categories import (
+    AST,
+    MULTI_TURN,
+    RELEVANCE,
+    SINGLE_TURN,
+    SUPPORTED,
+    expand,
+)
 from assay.compat import BFCLDataset
 from assay.errors import ConfigError, DatasetError
 
@@ -26,6 +33,8 @@ def make_wheel(dest: Path, version: str = "2099.1.1", categories=("simple_python
     wheel = dest / f"bfcl_eval-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("bfcl_eval/__init__.py", "")
+        zf.writestr(f"{bfcl_data.SIM_DIR}math_api.py", "SIMULATOR = 1\n")
+        zf.writestr("bfcl_eval/model_handler/base_handler.py", "import torch\n")
         for cat in categories:
             zf.write(src / f"BFCL_v4_{cat}.json", f"bfcl_eval/data/BFCL_v4_{cat}.json")
             ans = src / "possible_answer" / f"BFCL_v4_{cat}.json"
@@ -48,13 +57,16 @@ def test_installed_package_is_found_without_importing_it() -> None:
     assert "bfcl_eval" not in sys.modules
 
 
-def test_pull_from_a_wheel_file_extracts_only_data(tmp_path: Path, workspace: Path) -> None:
+def test_pull_from_a_wheel_file_extracts_only_data_and_simulators(tmp_path: Path,
+                                                                 workspace: Path) -> None:
     wheel = make_wheel(tmp_path, categories=("simple_python", "irrelevance"))
     src = bfcl_data.pull("2099.1.1", wheel=wheel)
     assert src.path == workspace / "data" / "bfcl" / "2099.1.1"
     assert sorted(p.name for p in src.path.glob("*.json")) == [
         "BFCL_v4_irrelevance.json", "BFCL_v4_simple_python.json"]
-    assert not list(src.path.rglob("*.py"))
+    # the multi-turn simulators' sources go beside the data, and no other code
+    assert sorted(str(p.relative_to(src.path)) for p in src.path.rglob("*.py")) == [
+        "_code/bfcl_eval/__init__.py", f"_code/{bfcl_data.SIM_DIR}math_api.py"]
     # a second pull is served from the cache
     assert bfcl_data.pull("2099.1.1").path == src.path
 
@@ -108,14 +120,14 @@ def test_book_dataset_api() -> None:
     assert first["id"] == "simple_python_0" and first["category"] == "simple_python"
     assert first["ground_truth"] == ds.ground_truth["simple_python_0"]
     assert "calculate_triangle_area" in first["ground_truth"][0]
-    assert set(ds.get_available_categories()) == set(SUPPORTED)
+    assert set(ds.get_available_categories()) == set(SINGLE_TURN)
     assert BFCLDataset(category="irrelevance").get_ground_truth("irrelevance_0") == []
 
 
 def test_corpus_sizes_are_pinned_for_every_category() -> None:
     """Exact entry counts for bfcl-eval 2026.3.23: a shrunk or missing file fails here (and
     in every oracle test, through ``oracle.entries``) instead of quietly testing less."""
-    assert set(oracle.CORPUS_SIZES) == set(SUPPORTED)
+    assert set(oracle.CORPUS_SIZES) == set(SINGLE_TURN)
     assert oracle.NO_GROUND_TRUTH == set(RELEVANCE)
     source = bfcl_data.locate()
     for category, size in oracle.CORPUS_SIZES.items():
@@ -140,10 +152,11 @@ def test_loading_is_robust_to_missing_trailing_newline(tmp_path: Path) -> None:
 
 def test_category_groups_and_unsupported() -> None:
     assert expand("non_live")[:2] == ["simple_python", "simple_java"]
-    assert set(expand("all_single_turn")) == set(SUPPORTED)
+    assert set(expand("all_single_turn")) == set(SINGLE_TURN)
+    assert expand("multi_turn") == list(MULTI_TURN) and set(MULTI_TURN) < set(SUPPORTED)
     assert set(expand("ast")) == set(AST) and not set(AST) & set(RELEVANCE)
     assert expand("simple_python,multiple,simple_python") == ["simple_python", "multiple"]
     with pytest.raises(ConfigError, match="not supported yet"):
-        expand("multi_turn_base")
+        expand("memory_kv")
     with pytest.raises(ConfigError, match="unknown BFCL category 'nope'"):
         expand("nope")

@@ -47,7 +47,8 @@ def test_non_live_is_an_unweighted_mean_with_simple_averaged_first() -> None:
     assert agg["non_live_overall"]["value"] == pytest.approx(((2 / 3) + 0.5 + 1 + 0) / 4)
     assert agg["non_live_overall"]["partial"] == []
     assert agg["irrelevance"] is None  # live_irrelevance was not run
-    assert agg["overall"] is None and "multi-turn" in m["overall_note"]
+    assert agg["overall"] is None and "agentic" in m["overall_note"]
+    assert agg["multi_turn"] is None  # no multi-turn category was run
 
 
 def test_live_is_entry_weighted() -> None:

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from assay.benchmarks.bfcl.categories import expand, language_of
+from assay.benchmarks.bfcl.categories import expand, is_multi_turn, language_of
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
 from assay.errors import ConfigError
@@ -120,6 +120,9 @@ class BFCLBenchmark(Task):
         files = []
         counts: dict[str, int] = {}
         for cat in self.categories:
+            if is_multi_turn(cat):
+                samples.extend(self._multi_turn_samples(source, cat, files, counts))
+                continue
             cd = load_category(source, cat)
             files.extend(cd.files)
             counts[cat] = len(cd.entries)
@@ -141,6 +144,32 @@ class BFCLBenchmark(Task):
                       "underscore_to_dot": self.underscore_to_dot}
         self._samples = samples
         return samples
+
+    @staticmethod
+    def _multi_turn_samples(source: Any, cat: str, files: list[Any],
+                            counts: dict[str, int]) -> list[Sample]:
+        """A multi-turn category's entries: everything the loop and the checker need (the
+        questions of every turn, the classes and their initial state, the visible and the
+        withheld function docs) travels in the sample, so a stored run scores again."""
+        from assay.benchmarks.bfcl.multiturn.data import load_multi_turn
+        from assay.benchmarks.bfcl.prompts import official_sort_key
+
+        cd = load_multi_turn(source, cat)
+        files.extend(cd.files)
+        counts[cat] = len(cd.entries)
+        out = []
+        for e in sorted(cd.entries, key=lambda e: official_sort_key(e["id"])):
+            first = e["question"][0] if e["question"] else []
+            out.append(Sample(
+                id=e["id"], input=[Message(m["role"], m["content"]) for m in first],
+                target=cd.ground_truth[e["id"]],
+                metadata={"category": cat, "language": "python", "functions": e["function"],
+                          "questions": e["question"],
+                          "involved_classes": e["involved_classes"],
+                          "initial_config": e["initial_config"],
+                          "missed_function": e["missed_function"],
+                          "turns": len(e["question"])}))
+        return out
 
     def generation_params(self) -> dict[str, Any]:
         """Deterministic, room for several calls."""
@@ -164,6 +193,11 @@ class BFCLBenchmark(Task):
 
         params = self.generation_params()
         text_only = getattr(agent, "text_only", False)
+        if is_multi_turn(sample.metadata["category"]):
+            from assay.benchmarks.bfcl.multiturn.loop import run_entry
+
+            mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
+            return await run_entry(sample.metadata, agent, mode=mode, params=params)
         functions = sample.metadata["functions"]
         if self.mode == "fc" and not text_only:
             messages = list(sample.input) if isinstance(sample.input, list) else []
@@ -197,6 +231,10 @@ class BFCLBenchmark(Task):
         from assay.benchmarks.bfcl.scoring import score_entry
 
         mode = outcome.metadata.get("mode", self.mode)
+        if is_multi_turn(sample.metadata["category"]):
+            from assay.benchmarks.bfcl.multiturn.scoring import score_multi_turn
+
+            return score_multi_turn(sample, outcome.metadata.get("multi_turn"), mode)
         # A text-only agent is driven in prompt mode, where the official handlers keep
         # dots in names; an explicit --underscore-to-dot still wins.
         utd = self.underscore_to_dot if self._utd_given else mode == "fc"

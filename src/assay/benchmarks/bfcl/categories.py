@@ -16,23 +16,26 @@ NON_LIVE = ("simple_python", "simple_java", "simple_javascript", "multiple", "pa
             "parallel_multiple", "irrelevance")
 LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
         "live_irrelevance", "live_relevance")
-SUPPORTED = NON_LIVE + LIVE
+SINGLE_TURN = NON_LIVE + LIVE
+MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
+              "multi_turn_long_context")
+SUPPORTED = SINGLE_TURN + MULTI_TURN
 RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
-AST = tuple(c for c in SUPPORTED if c not in RELEVANCE)
+AST = tuple(c for c in SINGLE_TURN if c not in RELEVANCE)
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "non_live": NON_LIVE,
     "live": LIVE,
     "ast": AST,
-    "all_single_turn": SUPPORTED,
+    "all_single_turn": SINGLE_TURN,
+    "multi_turn": MULTI_TURN,
     # alias used by the book
-    "all": SUPPORTED,
+    "all": SINGLE_TURN,
 }
 
-NOT_YET_SUPPORTED = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
-                     "multi_turn_long_context", "memory_kv", "memory_vector", "memory_rec_sum",
+NOT_YET_SUPPORTED = ("memory_kv", "memory_vector", "memory_rec_sum",
                      "web_search_base", "web_search_no_snippet", "format_sensitivity",
-                     "multi_turn", "agentic", "memory", "web_search")
+                     "agentic", "memory", "web_search")
 
 # Legacy (v1-v3) names the HelloAgents book uses, mapped to v4 categories.
 ALIASES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript",
@@ -50,7 +53,14 @@ def language_of(category: str) -> Language:
 
 def result_group(category: str) -> str:
     """Folder of the official result layout (``result/<model>/<group>/``)."""
+    if category in MULTI_TURN:
+        return "multi_turn"
     return "live" if category.startswith("live_") else "non_live"
+
+
+def is_multi_turn(category: str) -> bool:
+    """A multi-turn category (simulated APIs, several user turns, state checked)."""
+    return category in MULTI_TURN
 
 
 def is_relevance(category: str) -> bool:
@@ -72,9 +82,9 @@ def expand(selection: str | list[str] | tuple[str, ...]) -> list[str]:
             out.append(name)
         elif name in NOT_YET_SUPPORTED:
             raise ConfigError(
-                f"BFCL category {name!r} (multi-turn/agentic) is not supported yet; supported: "
-                "the AST and relevance categories, or the groups non_live, live, ast, "
-                "all_single_turn"
+                f"BFCL category {name!r} (agentic) is not supported yet; supported: "
+                "the AST, relevance and multi-turn categories, or the groups non_live, live, "
+                "ast, all_single_turn, multi_turn"
             )
         else:
             raise ConfigError(
@@ -91,4 +101,6 @@ OFFICIAL_SIZES = {
     "parallel": 200, "parallel_multiple": 200, "irrelevance": 240, "live_simple": 258,
     "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24,
     "live_irrelevance": 884, "live_relevance": 16,
+    "multi_turn_base": 200, "multi_turn_miss_func": 200, "multi_turn_miss_param": 200,
+    "multi_turn_long_context": 200,
 }

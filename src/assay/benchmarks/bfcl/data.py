@@ -111,18 +111,49 @@ def locate(data_dir: str | Path | None = None) -> DataSource:
     )
 
 
+#: the package files the multi-turn simulators import (all ``__init__`` files are empty)
+SIM_FILES = ("bfcl_eval/__init__.py", "bfcl_eval/eval_checker/__init__.py",
+             "bfcl_eval/eval_checker/multi_turn_eval/__init__.py")
+SIM_DIR = "bfcl_eval/eval_checker/multi_turn_eval/func_source_code/"
+#: where, beside the data, the simulators' sources are kept
+CODE_DIR = "_code"
+
+
+def _wheel_target(name: str, dest: Path) -> Path | None:
+    """Where a wheel member goes: the data, or a simulator source under ``_code``."""
+    if name.endswith("/"):
+        return None
+    if name.startswith("bfcl_eval/data/"):
+        rel = Path(name).relative_to("bfcl_eval/data")
+        base = dest
+    elif name in SIM_FILES or (name.startswith(SIM_DIR) and name.endswith(".py")):
+        rel, base = Path(name), dest / CODE_DIR
+    else:
+        return None
+    return None if ".." in rel.parts else base / rel
+
+
+def copy_simulators(package_dir: Path, dest: Path) -> None:
+    """The simulators' sources of an installed ``bfcl_eval`` into ``dest/_code``."""
+    for rel in (*SIM_FILES, *(f"{SIM_DIR}{p.name}" for p in
+                              (package_dir / SIM_DIR.removeprefix("bfcl_eval/")).glob("*.py"))):
+        src = package_dir.parent / rel
+        if src.is_file():
+            target = dest / CODE_DIR / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+
+
 def extract_wheel(wheel: Path, dest: Path) -> int:
-    """Extract ``bfcl_eval/data/`` from a wheel into ``dest``; returns the file count."""
+    """Extract ``bfcl_eval/data/`` (and the multi-turn simulators' sources, into
+    ``dest/_code``) from a wheel; returns the file count."""
     n = 0
     try:
         with zipfile.ZipFile(wheel) as zf:
             for name in zf.namelist():
-                if not name.startswith("bfcl_eval/data/") or name.endswith("/"):
+                target = _wheel_target(name, dest)
+                if target is None:
                     continue
-                rel = Path(name).relative_to("bfcl_eval/data")
-                if ".." in rel.parts:
-                    continue
-                target = dest / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(name) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out)
@@ -140,10 +171,11 @@ def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
 
     Uses an installed ``bfcl_eval`` of that version when present, else
     ``pip download --no-deps`` (or the ``wheel`` file given) and extracts only
-    ``bfcl_eval/data/``; the package and its dependencies are never installed.
+    ``bfcl_eval/data/`` and the multi-turn simulators' sources; the package and its
+    dependencies are never installed.
     """
     dest = cache_root() / version
-    if (dest / _PROBE).is_file() and not force:
+    if (dest / _PROBE).is_file() and (dest / CODE_DIR).is_dir() and not force:
         return DataSource(dest, "cache", version)
     cache_root().mkdir(parents=True, exist_ok=True)
     tmp_dest = Path(tempfile.mkdtemp(prefix=".pull-", dir=cache_root()))
@@ -152,6 +184,7 @@ def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
         if wheel is None and pkg is not None and _installed_version() == version \
                 and (pkg / "data" / _PROBE).is_file():
             shutil.copytree(pkg / "data", tmp_dest, dirs_exist_ok=True)
+            copy_simulators(pkg, tmp_dest)
         else:
             wheel_path = Path(wheel) if wheel else _download_wheel(version)
             extract_wheel(wheel_path, tmp_dest)

@@ -6,12 +6,13 @@ Aggregates follow the official ``generate_leaderboard_csv`` (reference/bfcl.md Â
 - non-live overall = unweighted mean of simple, multiple, parallel, parallel_multiple
   (irrelevance is not part of it);
 - live overall = entry-weighted mean of the four live AST categories;
-- irrelevance = unweighted mean of irrelevance and live_irrelevance.
+- irrelevance = unweighted mean of irrelevance and live_irrelevance;
+- multi-turn = unweighted mean of multi_turn_base, _miss_func, _miss_param, _long_context.
 
 An aggregate is reported only when every category it needs was run (the
 official tool counts a missing category as 0 instead); it is marked
 ``partial`` when some of those categories were run on a subset. The
-leaderboard's overall score also needs the multi-turn and agentic categories,
+leaderboard's overall score also needs the agentic categories (memory, web search),
 which assay does not run yet, so it is never reported.
 """
 
@@ -21,7 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from assay.benchmarks.bfcl.categories import OFFICIAL_SIZES
+from assay.benchmarks.bfcl.categories import MULTI_TURN, OFFICIAL_SIZES
 from assay.core.types import SampleResult
 from assay.metrics.stats import bootstrap_interval, proportion
 from assay.metrics.summary import (
@@ -82,6 +83,7 @@ def bfcl_metrics(results: list[SampleResult],
                                        weighted=False),
         "live_overall": _aggregate(LIVE_AST, per, weighted=True),
         "irrelevance": _aggregate(("irrelevance", "live_irrelevance"), per, weighted=False),
+        "multi_turn": _aggregate(MULTI_TURN, per, weighted=False),
         "overall": None,
     }
     _add_intervals(aggregates, values)
@@ -90,6 +92,9 @@ def bfcl_metrics(results: list[SampleResult],
         _score_meta(r).get("error_type") or "unknown" for r in scored
         if r.score_value("bfcl") == 0.0
     )
+    first_failing = Counter(
+        _score_meta(r).get("first_failing_turn") for r in scored
+        if r.score_value("bfcl") == 0.0 and "turn_verdicts" in _score_meta(r))
     out: dict[str, Any] = {
         "accuracy": clustered_rate(scored, _correct("bfcl")),
         "n_samples": len(results),
@@ -98,10 +103,16 @@ def bfcl_metrics(results: list[SampleResult],
         "error_rate": proportion(len(results) - len(scored), len(results)),
         "categories": dict(sorted(per.items())),
         "aggregates": aggregates,
-        "overall_note": "the leaderboard's overall score also weighs multi-turn (30%) and "
-                        "agentic (40%) categories, which assay does not run yet",
+        "overall_note": "the leaderboard's overall score also weighs the agentic categories "
+                        "(memory and web search, 40%), which assay does not run yet",
         "error_types": dict(error_types.most_common()),
     }
+    if first_failing:
+        # multi-turn failures by the turn where they first failed (None: a runner-level
+        # failure such as force_terminated, before any turn was checked)
+        out["multi_turn_first_failing_turn"] = {
+            str(k): v for k, v in sorted(first_failing.items(), key=lambda kv: (
+                kv[0] is None, kv[0] if kv[0] is not None else 0))}
     if tolerant:
         out["tolerant_accuracy"] = clustered_rate(tolerant, _correct("bfcl_tolerant"))
     if weights:
@@ -135,6 +146,8 @@ def _aggregate_of(name: str, means: dict[str, float],
                 + means["parallel_multiple"]) / 4
     if name == "live_overall":
         return sum(means[c] * sizes[c] for c in LIVE_AST) / sum(sizes[c] for c in LIVE_AST)
+    if name == "multi_turn":
+        return sum(means[c] for c in MULTI_TURN) / len(MULTI_TURN)
     return (means["irrelevance"] + means["live_irrelevance"]) / 2
 
 
@@ -142,7 +155,8 @@ def _add_intervals(aggregates: dict[str, Any], values: dict[str, list[float]]) -
     """A stratified bootstrap interval (categories resampled apart) on every aggregate."""
     parts = {"simple": SIMPLE, "non_live_overall": (*SIMPLE, "multiple", "parallel",
                                                    "parallel_multiple"),
-             "live_overall": LIVE_AST, "irrelevance": ("irrelevance", "live_irrelevance")}
+             "live_overall": LIVE_AST, "irrelevance": ("irrelevance", "live_irrelevance"),
+             "multi_turn": MULTI_TURN}
     sizes = {c: len(v) for c, v in values.items()}
     for name, cats in parts.items():
         agg = aggregates.get(name)

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.bfcl.categories import OFFICIAL_SIZES, SUPPORTED, language_of
+from assay.benchmarks.bfcl.categories import (
+    OFFICIAL_SIZES,
+    SUPPORTED,
+    is_multi_turn,
+    language_of,
+)
 from assay.benchmarks.bfcl.data import CategoryData, load_category, locate
 from assay.data.files import parse_json, read_text
 from assay.errors import DatasetError
@@ -78,7 +83,7 @@ def category_of(path: Path) -> str:
     cat = m.group("cat")
     if cat not in SUPPORTED:
         raise DatasetError(
-            f"{path}: category {cat!r} is not a supported single-turn BFCL category "
+            f"{path}: category {cat!r} is not a supported BFCL category "
             f"({', '.join(SUPPORTED)})"
         )
     return cat
@@ -94,7 +99,14 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
     cache: dict[str, CategoryData] = {}
     for f in result_files(Path(path)):
         cat = category_of(f)
-        data = cache.get(cat) or cache.setdefault(cat, load_category(source, cat))
+        if cat not in cache:
+            if is_multi_turn(cat):
+                from assay.benchmarks.bfcl.multiturn.data import load_multi_turn
+
+                cache[cat] = load_multi_turn(source, cat)
+            else:
+                cache[cat] = load_category(source, cat)
+        data = cache[cat]
         by_id = {e["id"]: e for e in data.entries}
         lang = language_of(cat)
         seen: set[str] = set()
@@ -118,6 +130,9 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
                 raise DatasetError(f"{where}: duplicate id {eid!r}")
             seen.add(eid)
             raw = row["result"]
+            if is_multi_turn(cat):
+                report.verdicts.append(_multi_turn_verdict(by_id[eid], data, cat, raw))
+                continue
             mode = "prompt" if isinstance(raw, str) else "fc"
             utd = (mode == "fc") if underscore_to_dot is None else underscore_to_dot
             official = score_entry(
@@ -131,6 +146,32 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
                 "error_type": official.metadata["error_type"],
             })
     return report
+
+
+def multi_turn_mode(raw: Any) -> str:
+    """How a multi-turn result was produced: FC when any step holds calls as a list
+    (``[{name: json_args}]``), else prompt mode (every step is text)."""
+    if isinstance(raw, list):
+        for turn in raw:
+            for step in turn if isinstance(turn, list) else []:
+                if isinstance(step, (list, dict)):
+                    return "fc"
+    return "prompt"
+
+
+def _multi_turn_verdict(entry: dict[str, Any], data: CategoryData, cat: str,
+                        raw: Any) -> dict[str, Any]:
+    """One multi-turn result line scored by the multi-turn checker (the official rules)."""
+    from assay.benchmarks.bfcl.multiturn.scoring import score_multi_turn
+    from assay.core.types import Sample
+
+    sample = Sample(id=entry["id"], input="", target=data.ground_truth[entry["id"]],
+                    metadata={"category": cat, "involved_classes": entry["involved_classes"],
+                              "initial_config": entry["initial_config"]})
+    score = score_multi_turn(sample, raw, multi_turn_mode(raw))[0]
+    return {"id": entry["id"], "category": cat, "valid": score.value == 1.0,
+            "error_type": score.metadata["error_type"],
+            "first_failing_turn": score.metadata["first_failing_turn"]}
 
 
 def _id_category(entry_id: str) -> str:

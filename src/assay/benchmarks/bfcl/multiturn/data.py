@@ -1,0 +1,76 @@
+"""Multi-turn entries as the official harness loads them (``bfcl_eval/utils.py``,
+``populate_test_cases_with_predefined_functions``).
+
+An entry's function docs are the docs of its involved classes, in ``involved_classes``
+order and each file's line order (``data/multi_turn_func_doc/``). For ``miss_func``
+entries the withheld docs are taken out and kept per turn (``missed_function``:
+turn index -> docs), to be offered at that turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.benchmarks.bfcl.data import CategoryData, DataSource, read_jsonl
+from assay.errors import DatasetError
+
+__all__ = ["FUNC_DOC_FILES", "load_multi_turn"]
+
+#: class -> its doc file (``MULTI_TURN_FUNC_DOC_FILE_MAPPING``)
+FUNC_DOC_FILES = {
+    "GorillaFileSystem": "gorilla_file_system.json", "MathAPI": "math_api.json",
+    "MessageAPI": "message_api.json", "TwitterAPI": "posting_api.json",
+    "TicketAPI": "ticket_api.json", "TradingBot": "trading_bot.json",
+    "TravelAPI": "travel_booking.json", "VehicleControlAPI": "vehicle_control.json",
+    "WebSearchAPI": "web_search.json", "MemoryAPI_kv": "memory_kv.json",
+    "MemoryAPI_vector": "memory_vector.json", "MemoryAPI_rec_sum": "memory_rec_sum.json",
+}
+
+
+def _docs(folder: Path, cls: str, cache: dict[str, list[dict[str, Any]]],
+          files: list[Path]) -> list[dict[str, Any]]:
+    if cls not in cache:
+        name = FUNC_DOC_FILES.get(cls)
+        if name is None:
+            raise DatasetError(f"unknown BFCL class {cls!r} in the data")
+        path = folder / name
+        if not path.is_file():
+            raise DatasetError(f"{path} is missing; is {folder.parent} a complete BFCL v4 "
+                               "data folder? ('assay data pull bfcl --force')")
+        cache[cls] = read_jsonl(path)
+        files.append(path)
+    return cache[cls]
+
+
+def load_multi_turn(source: DataSource, category: str) -> CategoryData:
+    """One multi-turn category: entries with ``function`` filled in (and ``missed_function``
+    holding docs), ground truth by id."""
+    qpath = source.path / f"BFCL_v4_{category}.json"
+    apath = source.path / "possible_answer" / f"BFCL_v4_{category}.json"
+    for p in (qpath, apath):
+        if not p.is_file():
+            raise DatasetError(f"{p} is missing; is {source.path} a complete BFCL v4 data "
+                               "folder?")
+    entries = read_jsonl(qpath)
+    gt = {a["id"]: a["ground_truth"] for a in read_jsonl(apath)}
+    files = [qpath, apath]
+    cache: dict[str, list[dict[str, Any]]] = {}
+    folder = source.path / "multi_turn_func_doc"
+    for e in entries:
+        if e["id"] not in gt:
+            raise DatasetError(f"{apath}: no ground truth for {e['id']}")
+        functions = [dict(d) for cls in e["involved_classes"]
+                     for d in _docs(folder, cls, cache, files)]
+        missed: dict[str, list[dict[str, Any]]] = {}
+        for turn, names in (e.get("missed_function") or {}).items():
+            missed[str(turn)] = []
+            for name in names:
+                i = next((k for k, d in enumerate(functions) if d["name"] == name), None)
+                if i is None:
+                    raise DatasetError(f"{qpath}: {e['id']} withholds {name!r}, which none of "
+                                       "its classes has")
+                missed[str(turn)].append(functions.pop(i))
+        e["function"] = functions
+        e["missed_function"] = missed
+    return CategoryData(category, entries, gt, files)

@@ -1,0 +1,151 @@
+"""The multi-turn conversation loop, as the official harness drives a model
+(``base_handler.inference_multi_turn_FC`` / ``_prompting``).
+
+Per entry: fresh simulator instances loaded with the entry's ``initial_config``; the user
+turns fed in order; within a turn the model takes steps: each reply is decoded, its calls
+run by the safe executor, and the results sent back (FC: one ``tool`` message per call;
+prompt mode: one ``user`` message holding the ``repr`` of the results, as officially). A
+turn ends when a reply decodes to no call (or does not decode), or after the official
+step limit (``MAXIMUM_STEP_LIMIT = 20``, checked after each step with ``count > 20``, so
+at most 21 steps), which also ends the entry (force quit). ``miss_func`` entries get the
+withheld functions at the turn the data names, with the official message.
+
+The outcome keeps, per turn, every step's raw reply in the official result-file form
+(what the checker decodes and scores again, so a stored run can be re-scored) and a
+readable log: the decoded calls and their results.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from assay.benchmarks.bfcl.decode_error import DecodeError
+from assay.benchmarks.bfcl.multiturn.decode import decode_execute, is_empty_execute_response
+from assay.benchmarks.bfcl.multiturn.executor import execute_calls
+from assay.benchmarks.bfcl.multiturn.sim import (
+    involved_methods,
+    make_instances,
+    pristine_long_context,
+)
+from assay.core.types import Message, Outcome, ToolCall, ToolSpec
+
+__all__ = ["MAXIMUM_STEP_LIMIT", "MORE_FUNCTIONS_FC", "MORE_FUNCTIONS_PROMPT", "run_entry"]
+
+MAXIMUM_STEP_LIMIT = 20
+MORE_FUNCTIONS_FC = "I have updated some more functions you can choose from. What about now?"
+MORE_FUNCTIONS_PROMPT = "{functions}\n" + MORE_FUNCTIONS_FC
+
+
+def is_long_context(category: str) -> bool:
+    """The official flag: from the category name alone."""
+    return "long_context" in category or "composite" in category
+
+
+def _tools(functions: list[dict[str, Any]]) -> list[ToolSpec]:
+    from assay.benchmarks.bfcl.prompts import to_openai_tools
+
+    return [ToolSpec(t["function"]["name"], t["function"].get("description", ""),
+                     t["function"].get("parameters") or {"type": "object", "properties": {}})
+            for t in to_openai_tools(functions, underscore_to_dot=True)]
+
+
+def _raw_fc(message: Message) -> Any:
+    """An FC reply in the official result form: ``[{name: json_args}]``, else its text."""
+    if message.tool_calls:
+        return [{c.name: c.arguments.get("__unparsed_arguments__")
+                 if "__unparsed_arguments__" in c.arguments else json.dumps(c.arguments)}
+                for c in message.tool_calls]
+    return message.content or ""
+
+
+async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
+                    params: dict[str, Any]) -> Outcome:
+    """Drive ``agent`` through one multi-turn entry (``meta``: the sample's metadata)."""
+    from assay.benchmarks.bfcl.prompts import add_language_hints, system_prompt
+
+    category = meta["category"]
+    with pristine_long_context():
+        instances = make_instances(meta["involved_classes"], meta["initial_config"],
+                                   long_context=is_long_context(category))
+    methods = involved_methods(instances)
+    functions = add_language_hints(meta["functions"], "python")
+    holdout: dict[str, list[dict[str, Any]]] = meta.get("missed_function") or {}
+    tools = _tools(functions) if mode == "fc" else None
+    messages: list[Message] = []
+    raw_turns: list[list[Any]] = []
+    log: list[dict[str, Any]] = []
+    force_quit = False
+    for turn_idx, question in enumerate(meta["questions"]):
+        turn = [dict(m) for m in question]
+        if str(turn_idx) in holdout:
+            docs = copy.deepcopy(holdout[str(turn_idx)])  # no language hint, as officially
+            functions = functions + docs
+            if mode == "fc":
+                tools = _tools(functions)
+                turn = [{"role": "user", "content": MORE_FUNCTIONS_FC}]
+            else:  # the system prompt is not rebuilt; the docs go in the message
+                turn = [{"role": "user", "content": MORE_FUNCTIONS_PROMPT.format(
+                    functions=str(docs))}]
+        if mode == "prompt" and turn_idx == 0:
+            from assay.benchmarks.bfcl.prompts import prompt_messages
+
+            turn = prompt_messages(turn, functions) if turn else [
+                {"role": "system", "content": system_prompt(functions)}]
+        messages.extend(Message(m["role"], m["content"]) for m in turn)
+        steps: list[Any] = []
+        turn_log: dict[str, Any] = {"turn": turn_idx, "query": turn, "steps": []}
+        count = 0
+        while True:
+            reply = await agent.generate(list(messages), tools=tools, **(
+                {"tool_choice": "auto"} if mode == "fc" else {}), **params)
+            message = reply.message
+            if mode == "fc" and message.tool_calls:
+                message = _with_ids(message, turn_idx, count)
+            messages.append(message)
+            raw = _raw_fc(message) if mode == "fc" else (message.content or "")
+            steps.append(raw)
+            step: dict[str, Any] = {"reply": raw}
+            turn_log["steps"].append(step)
+            try:
+                decoded = decode_execute(raw, mode)
+            except DecodeError as e:
+                step["decode_error"] = str(e)
+                break
+            step["calls"] = decoded
+            if is_empty_execute_response(decoded):
+                break
+            results = execute_calls(decoded, methods)
+            step["results"] = results
+            if mode == "fc":
+                ids = [c.id for c in message.tool_calls or []]
+                messages.extend(Message("tool", r, tool_call_id=i) for r, i in zip(results, ids))
+            else:
+                messages.append(Message("user", repr([
+                    {"role": "tool", "name": c, "content": r}
+                    for r, c in zip(results, decoded)])))
+            count += 1
+            if count > MAXIMUM_STEP_LIMIT:
+                force_quit = True
+                turn_log["force_quit"] = (f"Model has been forced to quit after "
+                                          f"{MAXIMUM_STEP_LIMIT} steps.")
+                break
+        raw_turns.append(steps)
+        log.append(turn_log)
+        if force_quit:
+            break
+    last = messages[-1].content if messages and messages[-1].role == "assistant" else ""
+    return Outcome(transcript=messages, output=last or "",
+                   metadata={"mode": mode, "multi_turn": raw_turns, "turn_log": log,
+                             "force_quit": force_quit})
+
+
+def _with_ids(message: Message, turn: int, step: int) -> Message:
+    """Tool calls without ids (the embedded model, some servers) get stable ones, so each
+    result can name the call it answers."""
+    if all(c.id for c in message.tool_calls or []):
+        return message
+    calls = [c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{step}_{i}")
+             for i, c in enumerate(message.tool_calls or [])]
+    return Message(message.role, message.content, calls, message.tool_call_id)
