@@ -126,7 +126,7 @@ class LocalModel:
 
     cacheable = True
 
-    def __init__(self, path: Path, *, n_ctx: int = 4096, seed: int = 0) -> None:
+    def __init__(self, path: Path, *, n_ctx: int = 8192, seed: int = 0) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as e:  # pragma: no cover - depends on the install
