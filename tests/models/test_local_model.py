@@ -311,5 +311,5 @@ async def test_prompt_over_the_context_window_is_a_model_error(model: LocalModel
     from assay.errors import ModelCallError
 
     with pytest.raises(ModelCallError, match="context window"):
-        await model.generate([Message("user", "word " * 5000)],
+        await model.generate([Message("user", "word " * 9000)],
                              response_schema={"type": "object"}, max_tokens=8)
