@@ -260,7 +260,7 @@ class BFCLBenchmark(Task):
         """Category table, aggregates, error-type chart and recommendations."""
         from assay.benchmarks.bfcl.report import report_extra
 
-        return report_extra(metrics)
+        return report_extra(metrics, results)
 
     @classmethod
     def after_run(cls, result: Any, options: dict[str, Any]) -> None:

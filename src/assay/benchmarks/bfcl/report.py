@@ -39,10 +39,70 @@ _ADVICE = {
     "irrelevance_error:decoder_success": "The agent calls a function when none applies: "
     "teach it to answer in text when no tool fits.",
     "relevance_error:decoder_failed": "The agent answers in text when a call is expected.",
+    "multi_turn:force_terminated": "The agent kept calling functions until the step limit "
+    "(21 steps in a turn) and the conversation was stopped: it must answer in text once the "
+    "task is done.",
+    "multi_turn:instance_state_mismatch": "After a turn, the simulated system's state differs "
+    "from the ground truth's: see the state differences below (wrong or missing actions).",
+    "multi_turn:execution_response_mismatch": "The agent's calls did not produce every result "
+    "the ground truth's calls produce (a missing lookup or action).",
+    "multi_turn:empty_turn_model_response": "The agent made no call in a turn that needed one.",
 }
 
+_MARK = {True: "pass", False: "FAIL", None: "-"}
 
-def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
+
+def _short(value: object, limit: int = 240) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def multi_turn_sections(metrics: dict[str, Any], results: list[Any],
+                        limit: int = 50) -> list[dict[str, Any]]:
+    """Per-turn verdicts and first failing turns of failed multi-turn entries, and the state
+    differences that failed them (model's value against the ground truth's)."""
+    failed = []
+    for r in results:
+        meta = ((r.scores or {}).get("bfcl") or {}).get("metadata") or {}
+        if "turn_verdicts" in meta and r.score_value("bfcl") == 0.0:
+            failed.append((r, meta))
+    sections: list[dict[str, Any]] = []
+    first = metrics.get("multi_turn_first_failing_turn") or {}
+    if first:
+        sections.append({
+            "title": "Multi-turn: where entries first failed",
+            "headers": ["first failing turn", "entries"],
+            "rows": [["before any turn (runner)" if k == "None" else f"turn {k}", v]
+                     for k, v in first.items()],
+            "note": "A runner-level failure (force-terminated after the step limit, a result "
+                    "that is not a list) is found before any turn is checked."})
+    if failed:
+        sections.append({
+            "title": "Multi-turn: per-turn verdicts of failed entries",
+            "headers": ["entry", "category", "turns", "first failing", "error type"],
+            "rows": [[r.sample_id, m.get("category"),
+                      " ".join(_MARK.get(v, "-") for v in m["turn_verdicts"]),
+                      m.get("first_failing_turn"), m.get("error_type")]
+                     for r, m in failed[:limit]],
+            "note": f"{len(failed)} failed entries" + (f"; the first {limit} shown"
+                                                      if len(failed) > limit else "")})
+    diffs = [[r.sample_id, f"{d.get('class')}.{d.get('attribute')}",
+              f"- model: {_short(d.get('model'))}\n+ ground truth: "
+              f"{_short(d.get('ground_truth'))}"]
+             for r, m in failed for d in (m.get("state_diff") or [])[:3]]
+    if diffs:
+        sections.append({
+            "title": "Multi-turn: state differences",
+            "headers": ["entry", "attribute", "diff"], "rows": diffs[:limit],
+            "note": "After the failing turn, the simulator attribute held the model's value "
+                    "(-) where the ground truth's run held another (+)."})
+    return sections
+
+
+def report_extra(metrics: dict[str, Any], results: list[Any] | None = None) -> dict[str, Any]:
     """Sections for the generic report templates."""
     cats = metrics.get("categories") or {}
     cat_rows = [
@@ -88,6 +148,7 @@ def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
             "rows": [[k, v, f"{v / n_scored:.1%}"] for k, v in errors.items()],
             "bars": [(k, v / n_scored) for k, v in errors.items()],
         })
+    sections.extend(multi_turn_sections(metrics, results or []))
     recs = [_ADVICE[k] for k in list(errors)[:4] if k in _ADVICE]
     if metrics.get("n_errors"):
         recs.append(f"{metrics['n_errors']} samples ended in errors (not wrong answers); see "
