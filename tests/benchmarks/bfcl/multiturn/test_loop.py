@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
-import json
 from pathlib import Path
 from typing import Any
 

@@ -300,13 +300,14 @@ def check_entry(model_result: Any, entry: dict[str, Any], ground_truth: list[lis
             failure = record.pop("failure", None)
             if failure is not None:
                 break
+    failing_turn = len(records) - 1 if failure is not None else None
     records.extend(_turn_record(t) for t in range(len(records), n))
     if failure is None:
         return {"valid": True, "error_type": "", "error_message": "", "details": {},
                 "turns": records, "first_failing_turn": None}
     out = {"valid": False, "error_type": failure["error_type"],
            "error_message": failure["error_message"], "details": failure["details"],
-           "turns": records, "first_failing_turn": len(records) - 1}
+           "turns": records, "first_failing_turn": failing_turn}
     if failure["state_diff"] is not None:
         out["state_diff"] = failure["state_diff"]
     return out

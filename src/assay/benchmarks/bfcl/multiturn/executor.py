@@ -14,11 +14,22 @@ the interpreter themselves, and is formatted by the official rule:
 - the official blacklist first (``exit``, ``kill``, ``remove``, ...: "Function call X is
   not allowed."), then syntax errors exactly as ``eval`` words them.
 
-Anything else is refused without running, with the text the official code gives where it
-fails too (``name 'X' is not defined`` for an unknown name, the root of an attribute
-chain, or a bare name as an argument). Where the official ``eval`` would *run* the code
-(builtins, ``json.dumps``, nested calls, list literals), no official error exists and the
-refusal says what is allowed instead.
+Anything else is refused without running. Where the official ``eval`` fails before it
+runs anything, the refusal has its text: the expression is walked in ``eval``'s order
+(function, then arguments) and the first name ``eval`` could not resolve gives ``name 'X'
+is not defined`` (an unknown function, the root of an attribute chain such as
+``os.system`` or ``ls.__class__``, a bare name as an argument such as ``inf`` or ``ls``,
+the function of a nested call such as ``a(b=1)``). A method name is resolvable only
+where a ``(`` follows it (the official rewrite); builtins and ``multi_turn_utils``'
+globals always are. Where the official ``eval`` would *run* code first (builtins,
+``json.dumps``, ``__import__``, nested method calls, list literals, ``*``/``**``
+unpacking, f-strings, arithmetic), no official error exists and the refusal says what is
+allowed instead (:data:`REFUSAL`).
+
+Known divergence besides those: the official rewrite also touches method names inside
+string literals (``echo(content='run ls() now')`` stores ``run
+<model>_eval_<id>_GorillaFileSystem_instance.ls() now``); here the string is kept as
+written. No ground-truth string has ``<method>(`` in it.
 """
 
 from __future__ import annotations
@@ -111,7 +122,7 @@ def _probe(node: ast.AST, methods: Mapping[str, Any]) -> None:
         _probe(node.value, methods)
         raise _Refused(REFUSAL)  # attribute access (dunders, module functions)
     if isinstance(node, ast.Dict):  # evaluated key, value, key, value, ...
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):
             if key is not None:
                 _probe(key, methods)
             _probe(value, methods)

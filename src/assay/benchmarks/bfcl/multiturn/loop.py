@@ -120,11 +120,11 @@ async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
             step["results"] = results
             if mode == "fc":
                 ids = [c.id for c in message.tool_calls or []]
-                messages.extend(Message("tool", r, tool_call_id=i) for r, i in zip(results, ids))
+                messages.extend(Message("tool", r, tool_call_id=i) for r, i in zip(results, ids, strict=False))
             else:
                 messages.append(Message("user", repr([
                     {"role": "tool", "name": c, "content": r}
-                    for r, c in zip(results, decoded)])))
+                    for r, c in zip(results, decoded, strict=True)])))
             count += 1
             if count > MAXIMUM_STEP_LIMIT:
                 force_quit = True
