@@ -37,8 +37,16 @@ def raw_step(calls: list[str], involved: list[str], mode: str) -> Any:
 
 
 def raw_result(traj: Any, involved: list[str], mode: str) -> Any:
-    """A decoded trajectory as a result line's raw replies, each turn closed by text."""
-    return [[*(raw_step(step, involved, mode) for step in turn), "Done."] for turn in traj]
+    """A decoded trajectory as a result line's raw replies, each turn closed by text. Every
+    other turn opens with a chatty step and an empty one, which the official runner skips
+    (they do not end the turn there: only inference does)."""
+    out = []
+    for t, turn in enumerate(traj):
+        steps = [raw_step(step, involved, mode) for step in turn]
+        if t % 2 == 0:
+            steps = ["Let me look at that first.", [] if mode == "fc" else "[]", *steps]
+        out.append([*steps, "Done."])
+    return out
 
 
 def official(raw: Any, entry: dict[str, Any], gt: list[list[str]], category: str,
