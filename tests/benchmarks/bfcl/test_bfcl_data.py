@@ -157,6 +157,6 @@ def test_category_groups_and_unsupported() -> None:
     assert set(expand("ast")) == set(AST) and not set(AST) & set(RELEVANCE)
     assert expand("simple_python,multiple,simple_python") == ["simple_python", "multiple"]
     with pytest.raises(ConfigError, match="not supported yet"):
-        expand("memory_kv")
+        expand("format_sensitivity")
     with pytest.raises(ConfigError, match="unknown BFCL category 'nope'"):
         expand("nope")

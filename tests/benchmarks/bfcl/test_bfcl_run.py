@@ -200,7 +200,7 @@ def _write(path: Path, lines: list[Any]) -> Path:
      r":2: duplicate id"),
     ("BFCL_v4_simple_python_result.json", [{"id": "simple_python_0"}],
      r":1: each line needs an object with 'id' and 'result'"),
-    ("BFCL_v4_memory_kv_result.json", [], r"not a supported BFCL category"),
+    ("BFCL_v4_format_sensitivity_result.json", [], r"not a supported BFCL category"),
     ("results.json", [], r"must be named BFCL_v4_<category>_result\.json"),
 ])
 def test_bad_result_files_name_the_line(tmp_path: Path, name: str, lines: list[Any],
@@ -247,7 +247,7 @@ def test_python_agent_gets_prompt_text(fake_server, store, tmp_path, monkeypatch
 
 def test_unsupported_category_is_a_one_line_cli_error(workspace: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "assay", "run", "bfcl", "--category",
-                          "memory_kv", "--model", "openai/x", "-q"],
+                          "format_sensitivity", "--model", "openai/x", "-q"],
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "not supported yet" in out.stderr

@@ -19,7 +19,10 @@ LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple
 SINGLE_TURN = NON_LIVE + LIVE
 MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
               "multi_turn_long_context")
-SUPPORTED = SINGLE_TURN + MULTI_TURN
+MEMORY = ("memory_kv", "memory_vector", "memory_rec_sum")
+WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
+AGENTIC = MEMORY + WEB_SEARCH
+SUPPORTED = SINGLE_TURN + MULTI_TURN + AGENTIC
 RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
 AST = tuple(c for c in SINGLE_TURN if c not in RELEVANCE)
 
@@ -29,13 +32,15 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "ast": AST,
     "all_single_turn": SINGLE_TURN,
     "multi_turn": MULTI_TURN,
-    # alias used by the book
-    "all": SINGLE_TURN,
+    "memory": MEMORY,
+    "web_search": WEB_SEARCH,
+    "agentic": AGENTIC,
+    # every category the leaderboard's overall score weighs (the official "all_scoring")
+    "all": SUPPORTED,
+    "all_scoring": SUPPORTED,
 }
 
-NOT_YET_SUPPORTED = ("memory_kv", "memory_vector", "memory_rec_sum",
-                     "web_search_base", "web_search_no_snippet", "format_sensitivity",
-                     "agentic", "memory", "web_search")
+NOT_YET_SUPPORTED = ("format_sensitivity",)
 
 # Legacy (v1-v3) names the HelloAgents book uses, mapped to v4 categories.
 ALIASES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript",
@@ -55,7 +60,16 @@ def result_group(category: str) -> str:
     """Folder of the official result layout (``result/<model>/<group>/``)."""
     if category in MULTI_TURN:
         return "multi_turn"
+    if category in MEMORY:
+        return f"agentic/memory/{category.removeprefix('memory_')}"
+    if category in WEB_SEARCH:
+        return "agentic"
     return "live" if category.startswith("live_") else "non_live"
+
+
+def is_agentic(category: str) -> bool:
+    """A memory or web-search category (scored on the final answer's text)."""
+    return category in AGENTIC
 
 
 def is_multi_turn(category: str) -> bool:
@@ -82,9 +96,10 @@ def expand(selection: str | list[str] | tuple[str, ...]) -> list[str]:
             out.append(name)
         elif name in NOT_YET_SUPPORTED:
             raise ConfigError(
-                f"BFCL category {name!r} (agentic) is not supported yet; supported: "
-                "the AST, relevance and multi-turn categories, or the groups non_live, live, "
-                "ast, all_single_turn, multi_turn"
+                f"BFCL category {name!r} is not supported yet (it is not part of the "
+                "leaderboard's overall score); supported: every scoring category, or the "
+                "groups non_live, live, ast, all_single_turn, multi_turn, memory, web_search, "
+                "agentic, all"
             )
         else:
             raise ConfigError(
@@ -102,5 +117,6 @@ OFFICIAL_SIZES = {
     "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24,
     "live_irrelevance": 884, "live_relevance": 16,
     "multi_turn_base": 200, "multi_turn_miss_func": 200, "multi_turn_miss_param": 200,
-    "multi_turn_long_context": 200,
+    "multi_turn_long_context": 200, "memory_kv": 155, "memory_vector": 155,
+    "memory_rec_sum": 155, "web_search_base": 100, "web_search_no_snippet": 100,
 }
