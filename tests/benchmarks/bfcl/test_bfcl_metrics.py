@@ -47,7 +47,7 @@ def test_non_live_is_an_unweighted_mean_with_simple_averaged_first() -> None:
     assert agg["non_live_overall"]["value"] == pytest.approx(((2 / 3) + 0.5 + 1 + 0) / 4)
     assert agg["non_live_overall"]["partial"] == []
     assert agg["irrelevance"] is None  # live_irrelevance was not run
-    assert agg["overall"] is None and "agentic" in m["overall_note"]
+    assert agg["overall"] is None and "live_irrelevance" in m["overall_note"]
     assert agg["multi_turn"] is None  # no multi-turn category was run
 
 
@@ -79,3 +79,53 @@ def test_weighted_accuracy_uses_user_weights() -> None:
     assert m["weighted_accuracy"]["weights"] == {"simple_python": 3.0, "multiple": 1.0}
     lo, hi = m["categories"]["simple_python"]["ci_low"], m["categories"]["simple_python"]["ci_high"]
     assert lo < 0.8 < hi
+
+
+# correct entries per category for a whole-leaderboard run (sizes are the official ones)
+EVERYTHING = {
+    "simple_python": 300, "simple_java": 60, "simple_javascript": 25, "multiple": 150,
+    "parallel": 120, "parallel_multiple": 100, "irrelevance": 200, "live_simple": 200,
+    "live_multiple": 700, "live_parallel": 8, "live_parallel_multiple": 12,
+    "live_irrelevance": 600, "live_relevance": 10, "multi_turn_base": 90,
+    "multi_turn_miss_func": 60, "multi_turn_miss_param": 70, "multi_turn_long_context": 50,
+    "memory_kv": 60, "memory_vector": 40, "memory_rec_sum": 50, "web_search_base": 55,
+    "web_search_no_snippet": 45,
+}
+
+
+def test_overall_uses_the_official_weights_when_every_part_ran() -> None:
+    m = bfcl_metrics(results_for({c: full(c, ok) for c, ok in EVERYTHING.items()}))
+    rate = {c: ok / OFFICIAL_SIZES[c] for c, ok in EVERYTHING.items()}
+    # generate_leaderboard_csv, by hand
+    simple = (rate["simple_python"] + rate["simple_java"] + rate["simple_javascript"]) / 3
+    non_live = (simple + rate["multiple"] + rate["parallel"] + rate["parallel_multiple"]) / 4
+    live_cats = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
+    live = sum(EVERYTHING[c] for c in live_cats) / sum(OFFICIAL_SIZES[c] for c in live_cats)
+    irrelevance = (rate["irrelevance"] + rate["live_irrelevance"]) / 2
+    multi_turn = sum(rate[c] for c in ("multi_turn_base", "multi_turn_miss_func",
+                                       "multi_turn_miss_param", "multi_turn_long_context")) / 4
+    web = (rate["web_search_base"] + rate["web_search_no_snippet"]) / 2
+    memory = (rate["memory_kv"] + rate["memory_vector"] + rate["memory_rec_sum"]) / 3
+    agentic = (web + memory) / 2
+    want = (10 * non_live + 10 * live + 10 * irrelevance + 30 * multi_turn + 40 * agentic) / 100
+    overall = m["aggregates"]["overall"]
+    assert overall["value"] == pytest.approx(want)
+    assert overall["partial"] == [] and overall["ci_low"] < want < overall["ci_high"]
+    assert m["aggregates"]["agentic"]["value"] == pytest.approx(agentic)
+    assert "0.4 agentic" in m["overall_note"]
+
+
+def test_overall_names_exactly_what_is_missing() -> None:
+    counts = {c: full(c, ok) for c, ok in EVERYTHING.items()
+              if c not in ("memory_vector", "web_search_base", "web_search_no_snippet")}
+    m = bfcl_metrics(results_for(counts))
+    assert m["aggregates"]["overall"] is None and m["aggregates"]["agentic"] is None
+    assert m["aggregates"]["multi_turn"] is not None
+    note = m["overall_note"]
+    assert "memory_vector (needs pip install 'assay[bfcl-vector]')" in note
+    assert "web_search_base (needs SERPAPI_API_KEY)" in note and "multi_turn" not in note
+    # a part run on a subset makes the overall partial, never silently complete
+    counts = {c: full(c, ok) for c, ok in EVERYTHING.items()}
+    counts["memory_kv"] = (10, 20)
+    m = bfcl_metrics(results_for(counts))
+    assert m["aggregates"]["overall"]["partial"] == ["memory_kv"]

@@ -22,7 +22,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from assay.benchmarks.bfcl.categories import MULTI_TURN, OFFICIAL_SIZES
+from assay.benchmarks.bfcl.categories import (
+    MEMORY,
+    MULTI_TURN,
+    OFFICIAL_SIZES,
+    SUPPORTED,
+    WEB_SEARCH,
+)
 from assay.core.types import SampleResult
 from assay.metrics.stats import bootstrap_interval, proportion
 from assay.metrics.summary import (
@@ -84,8 +90,12 @@ def bfcl_metrics(results: list[SampleResult],
         "live_overall": _aggregate(LIVE_AST, per, weighted=True),
         "irrelevance": _aggregate(("irrelevance", "live_irrelevance"), per, weighted=False),
         "multi_turn": _aggregate(MULTI_TURN, per, weighted=False),
-        "overall": None,
+        "web_search": _aggregate(WEB_SEARCH, per, weighted=False),
+        "memory": _aggregate(MEMORY, per, weighted=False),
     }
+    aggregates["agentic"] = _aggregate(("web_search", "memory"), {**per, **{
+        k: v for k, v in aggregates.items() if v is not None}}, weighted=False)
+    aggregates["overall"] = _overall(aggregates)
     _add_intervals(aggregates, values)
     tolerant = [r for r in scored if "bfcl_tolerant" in r.scores]
     error_types = Counter(
@@ -103,8 +113,7 @@ def bfcl_metrics(results: list[SampleResult],
         "error_rate": proportion(len(results) - len(scored), len(results)),
         "categories": dict(sorted(per.items())),
         "aggregates": aggregates,
-        "overall_note": "the leaderboard's overall score also weighs the agentic categories "
-                        "(memory and web search, 40%), which assay does not run yet",
+        "overall_note": _overall_note(aggregates["overall"], per),
         "error_types": dict(error_types.most_common()),
     }
     if first_failing:
@@ -131,6 +140,40 @@ def bfcl_metrics(results: list[SampleResult],
     return out
 
 
+#: the leaderboard's weights of its five groups (``generate_leaderboard_csv``)
+OVERALL_WEIGHTS = {"non_live_overall": 10, "live_overall": 10, "irrelevance": 10,
+                   "multi_turn": 30, "agentic": 40}
+#: why a category may be missing from a run, for the overall note
+_MISSING_HINT = {"memory_vector": "needs pip install 'assay[bfcl-vector]'",
+                 "web_search_base": "needs SERPAPI_API_KEY",
+                 "web_search_no_snippet": "needs SERPAPI_API_KEY"}
+
+
+def _overall(aggregates: dict[str, Any]) -> dict[str, Any] | None:
+    """The leaderboard's overall score: its five groups with the official weights, only
+    when every group (so every scoring category) was run."""
+    parts = [aggregates.get(k) for k in OVERALL_WEIGHTS]
+    if any(p is None for p in parts):
+        return None
+    total = sum(OVERALL_WEIGHTS.values())
+    value = sum(w * aggregates[k]["value"] for k, w in OVERALL_WEIGHTS.items()) / total
+    partial = sorted({c for k in OVERALL_WEIGHTS for c in aggregates[k]["partial"]})
+    return {"value": value, "parts": list(OVERALL_WEIGHTS),
+            "weighting": "official weights 10/10/10/30/40", "partial": partial}
+
+
+def _overall_note(overall: dict[str, Any] | None, per: dict[str, Any]) -> str:
+    """Why the overall score is not shown (the categories it still needs), or how it is made."""
+    if overall is not None:
+        return ("0.1 non-live + 0.1 live + 0.1 irrelevance + 0.3 multi-turn + 0.4 agentic, "
+                "as the official generate_leaderboard_csv")
+    missing = [c for c in SUPPORTED if c != "live_relevance"
+               and (c not in per or per[c].get("value") is None)]
+    shown = [f"{c} ({_MISSING_HINT[c]})" if c in _MISSING_HINT else c for c in missing]
+    return ("not computed: the leaderboard's overall score weighs every scoring category; "
+            f"this run lacks {', '.join(shown)}")
+
+
 def _interval(ci: tuple[float, float] | None) -> dict[str, Any]:
     return {"ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
             "method": "bootstrap"}
@@ -148,6 +191,16 @@ def _aggregate_of(name: str, means: dict[str, float],
         return sum(means[c] * sizes[c] for c in LIVE_AST) / sum(sizes[c] for c in LIVE_AST)
     if name == "multi_turn":
         return sum(means[c] for c in MULTI_TURN) / len(MULTI_TURN)
+    if name == "web_search":
+        return sum(means[c] for c in WEB_SEARCH) / len(WEB_SEARCH)
+    if name == "memory":
+        return sum(means[c] for c in MEMORY) / len(MEMORY)
+    if name == "agentic":
+        return (_aggregate_of("web_search", means, sizes)
+                + _aggregate_of("memory", means, sizes)) / 2
+    if name == "overall":
+        return sum(w * _aggregate_of(k, means, sizes)
+                   for k, w in OVERALL_WEIGHTS.items()) / sum(OVERALL_WEIGHTS.values())
     return (means["irrelevance"] + means["live_irrelevance"]) / 2
 
 
@@ -156,7 +209,9 @@ def _add_intervals(aggregates: dict[str, Any], values: dict[str, list[float]]) -
     parts = {"simple": SIMPLE, "non_live_overall": (*SIMPLE, "multiple", "parallel",
                                                    "parallel_multiple"),
              "live_overall": LIVE_AST, "irrelevance": ("irrelevance", "live_irrelevance"),
-             "multi_turn": MULTI_TURN}
+             "multi_turn": MULTI_TURN, "web_search": WEB_SEARCH, "memory": MEMORY,
+             "agentic": WEB_SEARCH + MEMORY}
+    parts["overall"] = tuple(dict.fromkeys(c for k in OVERALL_WEIGHTS for c in parts[k]))
     sizes = {c: len(v) for c, v in values.items()}
     for name, cats in parts.items():
         agg = aggregates.get(name)

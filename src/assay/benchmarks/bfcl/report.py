@@ -112,7 +112,7 @@ def report_extra(metrics: dict[str, Any], results: list[Any] | None = None) -> d
     ]
     agg_rows = []
     for name, agg in (metrics.get("aggregates") or {}).items():
-        if name == "overall":
+        if name == "overall" and agg is None:
             agg_rows.append([name, "not reported", metrics.get("overall_note", "")])
         elif agg is None:
             agg_rows.append([name, "not reported", "not all of its categories were run"])
