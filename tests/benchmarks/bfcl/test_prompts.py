@@ -12,7 +12,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import official_oracle as oracle  # noqa: E402
 
-from assay.benchmarks.bfcl.categories import MULTI_TURN, SUPPORTED, language_of  # noqa: E402
+from assay.benchmarks.bfcl.categories import (  # noqa: E402
+    AGENTIC,
+    MULTI_TURN,
+    SUPPORTED,
+    language_of,
+)
 from assay.benchmarks.bfcl.prompts import (  # noqa: E402
     add_language_hints,
     official_sort_key,
@@ -74,7 +79,7 @@ the provided function is in Python 3 syntax.",
 
 
 def test_single_turn_list_matches_supported() -> None:
-    assert set(SINGLE_TURN) == set(SUPPORTED) - set(MULTI_TURN)
+    assert set(SINGLE_TURN) == set(SUPPORTED) - set(MULTI_TURN) - set(AGENTIC)
 
 
 @needs_oracle
