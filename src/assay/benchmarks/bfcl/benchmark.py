@@ -22,7 +22,13 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from assay.benchmarks.bfcl.categories import expand, is_multi_turn, language_of
+from assay.benchmarks.bfcl.categories import (
+    GROUPS,
+    expand,
+    is_agentic,
+    is_multi_turn,
+    language_of,
+)
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
 from assay.errors import ConfigError
@@ -93,7 +99,13 @@ class BFCLBenchmark(Task):
         self.mode = options.get("mode") or "fc"
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be 'fc' or 'prompt', got {self.mode!r}")
-        self.categories = expand(options.get("category") or "simple_python")
+        selection = options.get("category") or "simple_python"
+        self.categories = expand(selection)
+        #: categories named one by one (a group's members may be skipped, these may not)
+        self._named = set(expand([c for c in str(selection).split(",")
+                                  if c.strip() and c.strip() not in GROUPS]))
+        #: category -> why it was left out of a group (a missing key or package)
+        self.skipped: dict[str, str] = {}
         check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
         utd = options.get("underscore_to_dot")
         self._utd_given = utd is not None
@@ -101,6 +113,8 @@ class BFCLBenchmark(Task):
         self.tolerant = options.get("tolerant", True)
         self._samples: list[Sample] | None = None
         self._info: dict[str, Any] = {}
+        #: memory prerequisite chains and their run state (agentic categories only)
+        self._agentic: Any = None
 
     # -- data ---------------------------------------------------------------------------
     def samples(self) -> list[Sample]:
@@ -123,6 +137,11 @@ class BFCLBenchmark(Task):
             if is_multi_turn(cat):
                 samples.extend(self._multi_turn_samples(source, cat, files, counts))
                 continue
+            if is_agentic(cat):
+                if not self._runnable(cat):
+                    continue
+                samples.extend(self._agentic_samples(source, cat, files, counts))
+                continue
             cd = load_category(source, cat)
             files.extend(cd.files)
             counts[cat] = len(cd.entries)
@@ -139,8 +158,10 @@ class BFCLBenchmark(Task):
                     tools=tools,
                     metadata={"category": cat, "language": lang, "functions": e["function"]},
                 ))
+        self._report_skipped(samples)
         self._info = {**source.describe(), "content_hash": content_hash(files),
                       "categories": counts, "mode": self.mode,
+                      **({"skipped_categories": self.skipped} if self.skipped else {}),
                       "underscore_to_dot": self.underscore_to_dot}
         self._samples = samples
         return samples
@@ -171,6 +192,67 @@ class BFCLBenchmark(Task):
                           "turns": len(e["question"])}))
         return out
 
+    def _runnable(self, cat: str) -> bool:
+        """Whether an agentic category can run here. One named by itself that cannot is a
+        one-line error; one that came with a group (``all``, ``agentic``, ...) is left out
+        with a note saying what it needs, and the overall score then names it as missing."""
+        from assay.benchmarks.bfcl.agentic.backends import check_requirements
+
+        try:
+            check_requirements(cat)
+        except ConfigError as e:
+            if cat in self._named:
+                raise
+            self.skipped[cat] = str(e)
+            return False
+        return True
+
+    def _report_skipped(self, samples: list[Sample]) -> None:
+        """One note per category a group left out; when nothing is left, one error line."""
+        import sys
+
+        if not self.skipped:
+            return
+        if not samples:
+            cats = ", ".join(self.skipped)
+            raise ConfigError(f"{cats} cannot run here: {next(iter(self.skipped.values()))}")
+        for cat, why in self.skipped.items():
+            print(f"note: BFCL {cat} left out: {why}", file=sys.stderr)
+
+    def _agentic_samples(self, source: Any, cat: str, files: list[Any],
+                         counts: dict[str, int]) -> list[Sample]:
+        """A memory or web-search category's scored entries (what the loop and the checker
+        need travels in the sample; the memory prerequisite chains, shared by the samples
+        of a scenario, stay with the task). What the backend needs (packages, a SerpAPI
+        key) is checked here, before any model call."""
+        from assay.benchmarks.bfcl.agentic.backends import check_requirements
+        from assay.benchmarks.bfcl.agentic.data import load_agentic
+        from assay.benchmarks.bfcl.agentic.solve import AgenticRuntime
+        from assay.benchmarks.bfcl.prompts import official_sort_key
+
+        check_requirements(cat)
+        data = load_agentic(source, cat)
+        files.extend(data.files)
+        counts[cat] = len(data.entries)
+        if self._agentic is None:
+            self._agentic = AgenticRuntime()
+        if data.prereqs:
+            self._agentic.prereqs[cat] = data.prereqs
+        out = []
+        for e in sorted(data.entries, key=lambda e: official_sort_key(e["id"])):
+            meta: dict[str, Any] = {
+                "category": cat, "language": "python", "functions": e["function"],
+                "questions": e["question"], "involved_classes": e["involved_classes"]}
+            if "scenario" in e:
+                meta["scenario"] = e["scenario"]
+                meta["prereq_ids"] = e["depends_on"]
+            if "initial_config" in e:
+                meta["initial_config"] = e["initial_config"]
+            out.append(Sample(
+                id=e["id"], input=[Message(m["role"], m["content"]) for m in e["question"][0]],
+                target=data.ground_truth[e["id"]], metadata=meta))
+        return out
+
     def generation_params(self) -> dict[str, Any]:
         """Deterministic, room for several calls."""
         return {"max_tokens": int(self.options.get("max_tokens") or 512), "temperature": 0.0,
@@ -198,6 +280,13 @@ class BFCLBenchmark(Task):
 
             mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
             return await run_entry(sample.metadata, agent, mode=mode, params=params)
+        if is_agentic(sample.metadata["category"]):
+            from assay.benchmarks.bfcl.agentic.solve import solve_agentic
+
+            if self._agentic is None:  # the prerequisite chains come with the data
+                self.samples()
+            mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
+            return await solve_agentic(self._agentic, sample, agent, mode=mode, params=params)
         functions = sample.metadata["functions"]
         if self.mode == "fc" and not text_only:
             messages = list(sample.input) if isinstance(sample.input, list) else []
@@ -235,6 +324,10 @@ class BFCLBenchmark(Task):
             from assay.benchmarks.bfcl.multiturn.scoring import score_multi_turn
 
             return score_multi_turn(sample, outcome.metadata.get("multi_turn"), mode)
+        if is_agentic(sample.metadata["category"]):
+            from assay.benchmarks.bfcl.agentic.scoring import score_agentic
+
+            return score_agentic(sample, outcome.metadata.get("agentic"), mode)
         # A text-only agent is driven in prompt mode, where the official handlers keep
         # dots in names; an explicit --underscore-to-dot still wins.
         utd = self.underscore_to_dot if self._utd_given else mode == "fc"

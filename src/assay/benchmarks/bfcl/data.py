@@ -111,9 +111,14 @@ def locate(data_dir: str | Path | None = None) -> DataSource:
     )
 
 
-#: the package files the multi-turn simulators import (all ``__init__`` files are empty)
+#: the package files the simulators import (all ``__init__`` files are empty): the memory
+#: backends' base class also imports ``bfcl_eval.utils`` and, through it, these constants
+#: (``model_config``, which imports every model handler, is not among them)
 SIM_FILES = ("bfcl_eval/__init__.py", "bfcl_eval/eval_checker/__init__.py",
-             "bfcl_eval/eval_checker/multi_turn_eval/__init__.py")
+             "bfcl_eval/eval_checker/multi_turn_eval/__init__.py", "bfcl_eval/utils.py",
+             "bfcl_eval/constants/__init__.py", "bfcl_eval/constants/category_mapping.py",
+             "bfcl_eval/constants/default_prompts.py", "bfcl_eval/constants/eval_config.py",
+             "bfcl_eval/constants/executable_backend_config.py")
 SIM_DIR = "bfcl_eval/eval_checker/multi_turn_eval/func_source_code/"
 #: where, beside the data, the simulators' sources are kept
 CODE_DIR = "_code"

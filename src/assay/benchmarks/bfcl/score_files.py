@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from assay.benchmarks.bfcl.categories import (
+    MEMORY,
     OFFICIAL_SIZES,
     SUPPORTED,
+    is_agentic,
     is_multi_turn,
     language_of,
 )
@@ -26,6 +28,9 @@ from assay.data.files import parse_json, read_text
 from assay.errors import DatasetError
 
 _NAME = re.compile(r"^BFCL_v4_(?P<cat>.+)_result\.json$")
+#: memory prerequisite results (``BFCL_v4_memory_<backend>_prereq_result.json``): written
+#: beside the memory results, never scored (``eval_runner.py:795-801`` skips them)
+_PREREQ = tuple(f"BFCL_v4_{c}_prereq_result.json" for c in MEMORY)
 
 
 @dataclass
@@ -66,7 +71,7 @@ def result_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if path.is_dir():
-        files = sorted(path.rglob("BFCL_v4_*_result.json"))
+        files = sorted(p for p in path.rglob("BFCL_v4_*_result.json") if p.name not in _PREREQ)
         if not files:
             raise DatasetError(f"no BFCL_v4_<category>_result.json files under {path}")
         return files
@@ -81,6 +86,9 @@ def category_of(path: Path) -> str:
             f"{path}: result files must be named BFCL_v4_<category>_result.json"
         )
     cat = m.group("cat")
+    if path.name in _PREREQ:
+        raise DatasetError(f"{path}: memory prerequisite results are not scored (as "
+                           "officially); give the memory result file or the folder")
     if cat not in SUPPORTED:
         raise DatasetError(
             f"{path}: category {cat!r} is not a supported BFCL category "
@@ -104,6 +112,12 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
                 from assay.benchmarks.bfcl.multiturn.data import load_multi_turn
 
                 cache[cat] = load_multi_turn(source, cat)
+            elif is_agentic(cat):
+                from assay.benchmarks.bfcl.agentic.data import load_agentic
+
+                agentic = load_agentic(source, cat)
+                cache[cat] = CategoryData(cat, agentic.entries, agentic.ground_truth,
+                                          agentic.files)
             else:
                 cache[cat] = load_category(source, cat)
         data = cache[cat]
@@ -133,6 +147,9 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
             if is_multi_turn(cat):
                 report.verdicts.append(_multi_turn_verdict(by_id[eid], data, cat, raw))
                 continue
+            if is_agentic(cat):
+                report.verdicts.append(_agentic_verdict(eid, data, cat, raw))
+                continue
             mode = "prompt" if isinstance(raw, str) else "fc"
             utd = (mode == "fc") if underscore_to_dot is None else underscore_to_dot
             official = score_entry(
@@ -149,8 +166,8 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
 
 
 def multi_turn_mode(raw: Any) -> str:
-    """How a multi-turn result was produced: FC when any step holds calls as a list
-    (``[{name: json_args}]``), else prompt mode (every step is text)."""
+    """How a multi-turn or agentic result was produced: FC when any step holds calls as a
+    list (``[{name: json_args}]``), else prompt mode (every step is text)."""
     if isinstance(raw, list):
         for turn in raw:
             for step in turn if isinstance(turn, list) else []:
@@ -172,6 +189,15 @@ def _multi_turn_verdict(entry: dict[str, Any], data: CategoryData, cat: str,
     return {"id": entry["id"], "category": cat, "valid": score.value == 1.0,
             "error_type": score.metadata["error_type"],
             "first_failing_turn": score.metadata["first_failing_turn"]}
+
+
+def _agentic_verdict(eid: str, data: CategoryData, cat: str, raw: Any) -> dict[str, Any]:
+    """One memory or web-search result line scored as the official agentic runner does."""
+    from assay.benchmarks.bfcl.agentic.answer import check_agentic
+
+    verdict = check_agentic(raw, data.ground_truth[eid], multi_turn_mode(raw))
+    return {"id": eid, "category": cat, "valid": bool(verdict["valid"]),
+            "error_type": verdict.get("error_type")}
 
 
 def _id_category(entry_id: str) -> str:

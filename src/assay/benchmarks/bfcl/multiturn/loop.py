@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from assay.benchmarks.bfcl.decode_error import DecodeError
@@ -31,7 +33,8 @@ from assay.benchmarks.bfcl.multiturn.sim import (
 )
 from assay.core.types import Message, Outcome, ToolCall, ToolSpec
 
-__all__ = ["MAXIMUM_STEP_LIMIT", "MORE_FUNCTIONS_FC", "MORE_FUNCTIONS_PROMPT", "run_entry"]
+__all__ = ["MAXIMUM_STEP_LIMIT", "MORE_FUNCTIONS_FC", "MORE_FUNCTIONS_PROMPT", "Conversation",
+           "converse", "run_entry"]
 
 MAXIMUM_STEP_LIMIT = 20
 MORE_FUNCTIONS_FC = "I have updated some more functions you can choose from. What about now?"
@@ -60,26 +63,44 @@ def _raw_fc(message: Message) -> Any:
     return message.content or ""
 
 
-async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
-                    params: dict[str, Any]) -> Outcome:
-    """Drive ``agent`` through one multi-turn entry (``meta``: the sample's metadata)."""
-    from assay.benchmarks.bfcl.prompts import add_language_hints, system_prompt
+@dataclass
+class Conversation:
+    """What a conversation left: the messages, each turn's raw replies in the official
+    result-file form, a readable per-turn log (calls and results) and the force-quit flag."""
 
-    category = meta["category"]
-    with pristine_long_context():
-        instances = make_instances(meta["involved_classes"], meta["initial_config"],
-                                   long_context=is_long_context(category))
-    methods = involved_methods(instances)
-    functions = add_language_hints(meta["functions"], "python")
-    holdout: dict[str, list[dict[str, Any]]] = meta.get("missed_function") or {}
+    messages: list[Message] = field(default_factory=list)
+    turns: list[list[Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    force_quit: bool = False
+
+    @property
+    def last_text(self) -> str:
+        """The final assistant message's text ("" when the last message is not one)."""
+        m = self.messages[-1] if self.messages else None
+        return (m.content or "") if m is not None and m.role == "assistant" else ""
+
+
+#: runs one step's decoded calls, in order, and returns their result strings
+Executor = Callable[[list[str]], Awaitable[list[str]]]
+
+
+async def converse(agent: Any, questions: list[list[dict[str, Any]]],
+                   functions: list[dict[str, Any]], execute: Executor, *, mode: str,
+                   params: dict[str, Any],
+                   holdout: dict[str, list[dict[str, Any]]] | None = None) -> Conversation:
+    """Drive ``agent`` through ``questions`` (turns of messages) with the tools
+    ``functions`` (hinted docs); ``execute`` runs the decoded calls of a step;
+    ``holdout`` (turn index -> docs) adds withheld functions at their turn (``miss_func``).
+    Multi-turn entries, memory prerequisites and agentic questions all go through here,
+    as the official harness drives all of them with one loop."""
+    from assay.benchmarks.bfcl.prompts import prompt_messages
+
     tools = _tools(functions) if mode == "fc" else None
-    messages: list[Message] = []
-    raw_turns: list[list[Any]] = []
-    log: list[dict[str, Any]] = []
-    force_quit = False
-    for turn_idx, question in enumerate(meta["questions"]):
+    conv = Conversation()
+    messages = conv.messages
+    for turn_idx, question in enumerate(questions):
         turn = [dict(m) for m in question]
-        if str(turn_idx) in holdout:
+        if holdout and str(turn_idx) in holdout:
             docs = copy.deepcopy(holdout[str(turn_idx)])  # no language hint, as officially
             functions = functions + docs
             if mode == "fc":
@@ -89,10 +110,8 @@ async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
                 turn = [{"role": "user", "content": MORE_FUNCTIONS_PROMPT.format(
                     functions=str(docs))}]
         if mode == "prompt" and turn_idx == 0:
-            from assay.benchmarks.bfcl.prompts import prompt_messages
-
             turn = prompt_messages(turn, functions) if turn else [
-                {"role": "system", "content": system_prompt(functions)}]
+                {"role": "system", "content": _system_prompt(functions)}]
         messages.extend(Message(m["role"], m["content"]) for m in turn)
         steps: list[Any] = []
         turn_log: dict[str, Any] = {"turn": turn_idx, "query": turn, "steps": []}
@@ -116,29 +135,55 @@ async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
             step["calls"] = decoded
             if is_empty_execute_response(decoded):
                 break
-            results = execute_calls(decoded, methods)
+            results = await execute(decoded)
             step["results"] = results
             if mode == "fc":
                 ids = [c.id for c in message.tool_calls or []]
-                messages.extend(Message("tool", r, tool_call_id=i) for r, i in zip(results, ids, strict=False))
+                messages.extend(Message("tool", r, tool_call_id=i)
+                                for r, i in zip(results, ids, strict=False))
             else:
                 messages.append(Message("user", repr([
                     {"role": "tool", "name": c, "content": r}
                     for r, c in zip(results, decoded, strict=True)])))
             count += 1
             if count > MAXIMUM_STEP_LIMIT:
-                force_quit = True
+                conv.force_quit = True
                 turn_log["force_quit"] = (f"Model has been forced to quit after "
                                           f"{MAXIMUM_STEP_LIMIT} steps.")
                 break
-        raw_turns.append(steps)
-        log.append(turn_log)
-        if force_quit:
+        conv.turns.append(steps)
+        conv.log.append(turn_log)
+        if conv.force_quit:
             break
-    last = messages[-1].content if messages and messages[-1].role == "assistant" else ""
-    return Outcome(transcript=messages, output=last or "",
-                   metadata={"mode": mode, "multi_turn": raw_turns, "turn_log": log,
-                             "force_quit": force_quit})
+    return conv
+
+
+def _system_prompt(functions: list[dict[str, Any]]) -> str:
+    from assay.benchmarks.bfcl.prompts import system_prompt
+
+    return system_prompt(functions)
+
+
+async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
+                    params: dict[str, Any]) -> Outcome:
+    """Drive ``agent`` through one multi-turn entry (``meta``: the sample's metadata)."""
+    from assay.benchmarks.bfcl.prompts import add_language_hints
+
+    with pristine_long_context():
+        instances = make_instances(meta["involved_classes"], meta["initial_config"],
+                                   long_context=is_long_context(meta["category"]))
+    methods = involved_methods(instances)
+
+    async def execute(calls: list[str]) -> list[str]:
+        return execute_calls(calls, methods)
+
+    conv = await converse(agent, meta["questions"], add_language_hints(meta["functions"],
+                                                                       "python"),
+                          execute, mode=mode, params=params,
+                          holdout=meta.get("missed_function") or {})
+    return Outcome(transcript=conv.messages, output=conv.last_text,
+                   metadata={"mode": mode, "multi_turn": conv.turns, "turn_log": conv.log,
+                             "force_quit": conv.force_quit})
 
 
 def _with_ids(message: Message, turn: int, step: int) -> Message:

@@ -1,0 +1,1 @@
+"""BFCL v4 agentic categories: memory (kv, vector, rec_sum) and web search (base, no_snippet)."""
