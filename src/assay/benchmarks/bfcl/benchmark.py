@@ -61,7 +61,8 @@ class BFCLOptions(TaskOptions):
     """Options of the ``bfcl`` task."""
 
     category: str = Field("simple_python", description="Category, group (non_live, live, ast, "
-                          "all_single_turn) or comma list.")
+                          "all_single_turn, multi_turn, memory, web_search, agentic, all) or "
+                          "comma list.")
     mode: str = Field("fc", description="fc: native tool calls; prompt: the official prompt "
                       "and text decoding.")
     bfcl_data_dir: str | None = Field(None, description="A gorilla clone or its bfcl_eval/data "
@@ -81,7 +82,8 @@ class BFCLOptions(TaskOptions):
 
 @task("bfcl")
 class BFCLBenchmark(Task):
-    """BFCL v4 single-turn categories (AST and relevance).
+    """BFCL v4: the single-turn (AST and relevance), multi-turn and agentic (memory, web
+    search) categories, each scored by the official rules.
 
     Options: ``category`` (name, group or comma list; default ``simple_python``),
     ``mode`` (``fc`` | ``prompt``), ``bfcl_data_dir``, ``underscore_to_dot``
@@ -91,7 +93,8 @@ class BFCLBenchmark(Task):
     """
 
     Options = BFCLOptions
-    description = "Berkeley Function Calling Leaderboard v4 (AST + relevance), official verdicts, fc or prompt mode."
+    description = ("Berkeley Function Calling Leaderboard v4 (single-turn, multi-turn, agentic), "
+                   "official verdicts, fc or prompt mode.")
 
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})

@@ -47,6 +47,10 @@ _ADVICE = {
     "multi_turn:execution_response_mismatch": "The agent's calls did not produce every result "
     "the ground truth's calls produce (a missing lookup or action).",
     "multi_turn:empty_turn_model_response": "The agent made no call in a turn that needed one.",
+    "agentic:answer_not_found": "The final answer does not contain any accepted answer (after "
+    "the official normalisation): check the memory it built or the pages it read.",
+    "agentic:no_last_message": "The agent ended with function calls and never answered in "
+    "text; its last non-call message is the answer.",
 }
 
 _MARK = {True: "pass", False: "FAIL", None: "-"}
