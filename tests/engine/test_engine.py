@@ -273,3 +273,27 @@ def test_unreachable_endpoint_fails_fast_with_one_line(store, tmp_path, monkeypa
     msg = str(info.value)
     assert "cannot reach model endpoint http://127.0.0.1:9/v1" in msg and "\n" not in msg
     assert store.list_runs() == []  # no half-made run left behind
+
+
+def test_a_serial_model_runs_one_sample_at_a_time(fake_server, store, tmp_path) -> None:
+    """A model that answers one call at a time (the embedded one) gets one sample at a time,
+    so a multi-step sample keeps its prompt cache; --max-connections does not change that."""
+    from assay.models.base import Subject
+
+    state = {"now": 0, "peak": 0}
+
+    async def responder(body: dict[str, Any]) -> str:
+        state["now"] += 1
+        state["peak"] = max(state["peak"], state["now"])
+        await asyncio.sleep(0.02)
+        state["now"] -= 1
+        return "Answer: x"
+
+    class Serial(OpenAIModel):
+        serial = True
+
+    srv = fake_server(responder=responder)
+    data = write_repeat_data(tmp_path / "d.jsonl", 12)
+    rid = run(store, spec_for(data, srv.base_url, max_connections=4),
+              subject=Subject(Serial("fake", base_url=srv.base_url)))
+    assert state["peak"] == 1 and len(store.results(rid)) == 12

@@ -358,6 +358,9 @@ class Engine:
 
         with self.store.background_writes(), progress if not self.quiet else nullcontext():
             n_workers = max(1, min(spec.max_connections, len(todo)))
+            if all(getattr(getattr(m, "model", m), "serial", False)
+                   for m in (subj, *(r for r, _, _ in role_calls.values()))):
+                n_workers = 1  # every model answers one call at a time (see LocalModel)
             tasks = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
             try:
                 await asyncio.gather(*tasks)
