@@ -51,4 +51,24 @@ def export_results(results: list[SampleResult], result_dir: Path, model_name: st
                 f.write(json.dumps({"id": r.sample_id, "result": raw_output(r)},
                                    ensure_ascii=False) + "\n")
         paths.append(path)
+        prereqs = memory_prereqs(rs)
+        if prereqs:  # the official harness writes them beside the memory results
+            pre = path.with_name(f"BFCL_v4_{cat}_prereq_result.json")
+            with atomic_open(pre) as f:
+                for eid in sorted(prereqs, key=official_sort_key):
+                    f.write(json.dumps({"id": eid, "result": prereqs[eid]},
+                                       ensure_ascii=False) + "\n")
+            paths.append(pre)
     return paths
+
+
+def memory_prereqs(results: list[SampleResult]) -> dict[str, Any]:
+    """The memory prerequisite conversations a run held (each kept by the question whose
+    solve ran its scenario's chain): prerequisite id -> its raw replies per turn."""
+    out: dict[str, Any] = {}
+    for r in results:
+        memory = ((r.outcome or {}).get("metadata") or {}).get("memory") or {}
+        for p in memory.get("prereqs") or []:
+            if isinstance(p, dict) and "id" in p:
+                out.setdefault(p["id"], p.get("result"))
+    return out

@@ -242,3 +242,23 @@ def test_a_failed_chain_fails_its_questions_once(fake_server, store) -> None:
     opened = [c[2] for c in (classify(model, b) for b in srv.requests)
               if c[1] == "notetaker" and c[3]]
     assert opened == [0, 1]  # prerequisite 1 failed once; nothing after it, no retry
+
+
+def test_the_prerequisite_conversations_are_exported_as_officially(fake_server, store,
+                                                                   workspace) -> None:
+    """The official harness writes each backend's prerequisite results beside its memory
+    results (``BFCL_v4_memory_<backend>_prereq_result.json``); so does the export, from the
+    question that ran each chain."""
+    from assay.reports.render import write_reports
+
+    srv = fake_server(responder=MemoryModel("memory_kv", "fc"))
+    ids = picked("memory_kv", {"notetaker": 2})
+    rid = run(store, spec(srv.base_url, "memory_kv", "fc", ids))
+    paths = write_reports(store, rid)
+    pre = Path(paths["bfcl_result:BFCL_v4_memory_kv_prereq_result.json"])
+    assert pre.parent == Path(paths["bfcl_result:BFCL_v4_memory_kv_result.json"]).parent
+    assert pre.parent.parts[-3:] == ("agentic", "memory", "kv")
+    rows = [json.loads(x) for x in pre.read_text().splitlines()]
+    chain = load_agentic(locate(), "memory_kv").prereqs["notetaker"]
+    assert [r["id"] for r in rows] == [e["id"] for e in chain]
+    assert all(isinstance(r["result"], list) and r["result"] for r in rows)
