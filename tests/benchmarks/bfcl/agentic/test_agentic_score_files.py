@@ -99,9 +99,12 @@ def test_a_runs_exported_memory_results_score_the_same(fake_server, workspace,
                                                           for r in results}
     finally:
         store.close()
-    (path,) = export_results(results, tmp_path / "result", "openai/fake")
+    path, prereqs = export_results(results, tmp_path / "result", "openai/fake")
     assert path.relative_to(tmp_path) == Path(
         "result/openai_fake/agentic/memory/kv/BFCL_v4_memory_kv_result.json")
+    assert prereqs.name == "BFCL_v4_memory_kv_prereq_result.json"
+    # a folder holding both is scored on the questions alone (prerequisites are not scored)
+    assert {v["id"] for v in score_results(path.parent).verdicts} == set(ids)
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert [x["id"] for x in lines] == ids
     ours = {r.sample_id: r.score_value("bfcl") == 1.0 for r in results}
