@@ -15,9 +15,7 @@ carries a Content-Security-Policy that allows only the app's own CSS and JS.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
-import signal
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from assay.core.local_server import run_until_stopped, start_site
 from assay.datagen.review.security import SECURITY_HEADERS, check_loopback, guard, host_ok
 from assay.errors import ConfigError, StoreError
 from assay.store.sqlite import workspace_dir
@@ -126,26 +125,7 @@ async def serve(host: str = "127.0.0.1", port: int = 0, *, store_path: str | Pat
         check_loopback(host)
     except ValueError as e:
         raise ConfigError(f"assay view binds to loopback only (127.0.0.1), not {host!r}") from e
-    app = create_app(store_path)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    try:
-        await site.start()
-    except OSError as e:
-        await runner.cleanup()
-        if e.errno == errno.EADDRINUSE:
-            raise ConfigError(f"port {port} on {host} is in use; choose another with --port "
-                              "(0 picks a free one)") from e
-        raise ConfigError(f"cannot listen on {host} port {port}: "
-                          f"{e.strerror or type(e).__name__}; choose another with --port") from e
-    except BaseException:
-        await runner.cleanup()
-        raise
-    bound = runner.addresses[0][1]
-    shown = "127.0.0.1" if host in ("localhost", "127.0.0.1") else host
-    shown = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
-    url = f"http://{shown}:{bound}/"
+    url, runner = await start_site(create_app(store_path), host, port)
     if open_browser:
         webbrowser.open(url)
     return url, runner
@@ -156,26 +136,13 @@ def launch(*, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,
            echo: Callable[[str], Any] = print) -> None:
     """Serve until Ctrl-C (what ``assay view`` runs)."""
 
-    async def main() -> None:
+    async def start() -> web.AppRunner:
         url, runner = await serve(host, port, store_path=store_path, open_browser=open_browser)
         echo(f"assay view: {url}")
         echo(f"Reading {state_path(runner)} (read-only); Ctrl-C stops.")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-            except (NotImplementedError, RuntimeError, ValueError):  # Windows, not main thread
-                pass
-        try:
-            await stop.wait()
-        finally:
-            await runner.cleanup()
+        return runner
 
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
+    run_until_stopped(start)
 
 
 def state_path(runner: web.AppRunner) -> Path:

@@ -22,9 +22,6 @@ same-origin checks), :mod:`.state` (what the handlers share), :mod:`.mathml` (La
 
 from __future__ import annotations
 
-import asyncio
-import errno
-import signal
 import webbrowser
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +30,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from assay.core.local_server import run_until_stopped, start_site
 from assay.datagen.problem import Problem, load_problems
 from assay.datagen.review.api import (
     api_export,
@@ -48,7 +46,7 @@ from assay.datagen.review.records import DIMENSIONS, normalize_reviewer
 from assay.datagen.review.security import check_loopback, guard
 from assay.datagen.review.state import STATE_KEY, STATIC, STORE_KEY, ReviewState
 from assay.datagen.review.store import ReviewStore, dataset_id
-from assay.errors import ConfigError, DatasetError
+from assay.errors import DatasetError
 from assay.store.sqlite import workspace_dir
 
 __all__ = ["create_app", "default_export_path", "launch", "serve"]
@@ -132,30 +130,13 @@ async def serve(data_path: str | Path, reviewer: str | None, host: str = "127.0.
                      reviewer=reviewer,
                      export_path=export_path or default_export_path(data_path, did),
                      title=Path(str(data_path)).name)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    try:
-        await site.start()
-    except OSError as e:
-        await runner.cleanup()
-        if e.errno == errno.EADDRINUSE:
-            raise ConfigError(f"port {port} on {host} is in use; choose another with --port "
-                              "(0 picks a free one)") from e
-        raise ConfigError(f"cannot listen on {host} port {port}: "
-                          f"{e.strerror or type(e).__name__}; choose another with --port") from e
-    except BaseException:
-        await runner.cleanup()
-        raise
-    bound = runner.addresses[0][1]
-    shown = "127.0.0.1" if host in ("localhost", "127.0.0.1") else host
-    shown = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
+    url, runner = await start_site(app, host, port)
     q: dict[str, str] = {}
     if reviewer:
         q["reviewer"] = reviewer
     if blind:
         q["blind"] = "1"
-    url = f"http://{shown}:{bound}/" + (f"?{urlencode(q)}" if q else "")
+    url += f"?{urlencode(q)}" if q else ""
     if open_browser:
         webbrowser.open(url)
     return url, runner
@@ -167,24 +148,11 @@ def launch(data_path: str | Path, reviewer: str | None = None, *, host: str = "1
            echo: Callable[[str], Any] = print) -> None:
     """Serve the review page until Ctrl-C (what ``assay review DATA --reviewer NAME`` runs)."""
 
-    async def main() -> None:
+    async def start() -> web.AppRunner:
         url, runner = await serve(data_path, reviewer, host, port, open_browser,
                                   judge_scores=judge_scores, blind=blind)
         echo(f"Review page: {url}")
         echo("Every submission is saved at once in the workspace store; Ctrl-C stops.")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-            except (NotImplementedError, RuntimeError, ValueError):  # Windows, not main thread
-                pass
-        try:
-            await stop.wait()
-        finally:
-            await runner.cleanup()
+        return runner
 
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
+    run_until_stopped(start)
