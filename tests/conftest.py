@@ -144,3 +144,12 @@ def real_wheel() -> Any:
         return download_wheel(package, version, WHEEL_CACHE, hint="the tests need PyPI")
 
     return get
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    """One headless chromium per test module (see tests/browser.py, which a browser test
+    module imports first: it skips the module, naming the install, without chromium)."""
+    from tests.browser import launched_browser
+
+    yield from launched_browser()

@@ -7,34 +7,19 @@ is not used (it downloads browsers, which CI cannot). Skipped when either is mis
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import re
-import shutil
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sync_api = pytest.importorskip(
-    "playwright.sync_api",
-    reason="browser tests need the 'playwright' Python package (pip install playwright)")
+from assay.datagen.problem import Problem, save_problems
+from assay.datagen.review.app import serve
+from assay.datagen.review.store import ReviewStore, dataset_id
+from tests.browser import ServedInThread, expect
 
-CHROMIUM = os.environ.get("ASSAY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"browser tests need chromium at {CHROMIUM} (apt-get install chromium)",
-                allow_module_level=True)
-
-from assay.datagen.problem import Problem, save_problems  # noqa: E402
-from assay.datagen.review.app import serve  # noqa: E402
-from assay.datagen.review.store import ReviewStore, dataset_id  # noqa: E402
-
-expect = sync_api.expect
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage"]
 JUDGE = {"b1": {"correctness": 2, "clarity": 3, "difficulty_match": 4, "completeness": 1}}
 
 
@@ -50,30 +35,10 @@ def _problems() -> list[Problem]:
     ]
 
 
-class _Server:
-    """The review page served from a background thread with its own event loop."""
+def _server(data: Path, reviewer: str | None, **kw: Any) -> ServedInThread:
+    """The review page served from a background thread."""
+    return ServedInThread(serve(data, reviewer, **kw))
 
-    def __init__(self, data: Path, reviewer: str | None, **kw: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        fut = asyncio.run_coroutine_threadsafe(serve(data, reviewer, **kw), self.loop)
-        self.url, self.runner = fut.result(15)
-        self.base = self.url.split("?")[0].rstrip("/")
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(15)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
@@ -83,7 +48,7 @@ def data_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(workspace: Path, data_file: Path):
-    s = _Server(data_file, "alice", judge_scores=JUDGE)
+    s = _server(data_file, "alice", judge_scores=JUDGE)
     yield s
     s.close()
 
@@ -119,7 +84,7 @@ def _expect_state(page, scores: dict[str, int], status: str, comment: str) -> No
 
 
 def test_score_with_keys_and_clicks_approve_navigate_back_and_reload(
-        server: _Server, page, workspace: Path) -> None:
+        server: ServedInThread, page, workspace: Path) -> None:
     page.goto(server.url)
     expect(page).to_have_url(re.compile(r"/item/1\?reviewer=alice$"))
     expect(page.locator("#progress")).to_have_text("0 / 3 reviewed")
@@ -183,7 +148,7 @@ def test_score_with_keys_and_clicks_approve_navigate_back_and_reload(
     assert _review(workspace, "b1", "alice").status == "needs_revision"
 
 
-def test_two_reviewers_at_once_are_both_saved(server: _Server, browser,
+def test_two_reviewers_at_once_are_both_saved(server: ServedInThread, browser,
                                               workspace: Path) -> None:
     contexts = [browser.new_context(), browser.new_context()]
     try:
@@ -218,7 +183,7 @@ def test_two_reviewers_at_once_are_both_saved(server: _Server, browser,
             c.close()
 
 
-def test_blind_mode_hides_judge_scores_until_submit(server: _Server, page) -> None:
+def test_blind_mode_hides_judge_scores_until_submit(server: ServedInThread, page) -> None:
     page.goto(f"{server.base}/item/1?reviewer=alice&blind=1")
     expect(page.locator("#blind-badge")).to_be_visible()
     expect(page.locator("#judge-hidden")).to_be_visible()
@@ -241,7 +206,7 @@ def test_blind_mode_hides_judge_scores_until_submit(server: _Server, page) -> No
     expect(page.locator("#judge-hidden")).to_be_visible()
 
 
-def test_help_panel_filter_and_submit_and_next(server: _Server, page,
+def test_help_panel_filter_and_submit_and_next(server: ServedInThread, page,
                                                workspace: Path) -> None:
     page.goto(f"{server.base}/item/1?reviewer=alice")
     expect(page.locator("#help")).to_be_hidden()
@@ -268,7 +233,7 @@ def test_help_panel_filter_and_submit_and_next(server: _Server, page,
     expect(page).to_have_url(re.compile(r"/item/2\?.*status=pending"))
 
 
-def test_export_button_posts_and_downloads(server: _Server, page, data_file: Path) -> None:
+def test_export_button_posts_and_downloads(server: ServedInThread, page, data_file: Path) -> None:
     page.goto(f"{server.base}/item/1?reviewer=alice")
     for key in ("5", "4", "4", "5", "a", "s"):
         page.keyboard.press(key)
@@ -312,7 +277,7 @@ window.results = [];
 </script></body></html>"""
 
 
-def test_a_cross_site_page_can_neither_export_nor_save(server: _Server, browser,
+def test_a_cross_site_page_can_neither_export_nor_save(server: ServedInThread, browser,
                                                         data_file: Path, workspace: Path,
                                                         tmp_path: Path) -> None:
     import functools

@@ -8,39 +8,16 @@ is not used (it downloads browsers, which CI cannot). Skipped when either is mis
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
+import viewhelpers as vh
 
-sync_api = pytest.importorskip(
-    "playwright.sync_api",
-    reason="browser tests need the 'playwright' Python package (pip install playwright)")
-
-CHROMIUM = os.environ.get("ASSAY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"browser tests need chromium at {CHROMIUM} (apt-get install chromium)",
-                allow_module_level=True)
-
-import viewhelpers as vh  # noqa: E402
-
-from assay.store.sqlite import Store  # noqa: E402
-
-expect = sync_api.expect
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+from assay.store.sqlite import Store
+from assay.view.app import serve
+from tests.browser import ServedInThread, expect
 
 
 @pytest.fixture
@@ -59,7 +36,7 @@ def page(browser):
 
 @pytest.fixture(scope="module")
 def real_server(real_runs):
-    s = vh.ServerThread(real_runs[0])
+    s = ServedInThread(serve(store_path=real_runs[0]))
     yield s, real_runs[1]
     s.close()
 
@@ -73,7 +50,7 @@ def store(workspace: Path):
 
 @pytest.fixture
 def server(store: Store):
-    s = vh.ServerThread(store.path)
+    s = ServedInThread(serve(store_path=store.path))
     yield s
     s.close()
 

@@ -4,10 +4,8 @@ text), and the app served from a background thread."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,6 @@ from assay.api import make_spec, run_async  # noqa: E402
 from assay.engine.loop import run as run_coro  # noqa: E402
 from assay.store.sqlite import Store  # noqa: E402
 from assay.testing import FakeServer, Rule  # noqa: E402
-from assay.view.app import serve  # noqa: E402
 
 EXAMPLE_QA = REPO / "examples" / "qa_example.jsonl"
 GAIA_ANSWER = "17"  # the fake agent answers 17 to every GAIA question: 1 of the 11 is right
@@ -125,21 +122,3 @@ def synthetic_run(store: Store, n: int, *, benchmark: str = "qa", model: str = "
 
         compute_metrics(store, store.get_run(rid))
     return rid
-
-
-class ServerThread:
-    """``assay view`` served from a background thread with its own event loop."""
-
-    def __init__(self, store_path: Path) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        fut = asyncio.run_coroutine_threadsafe(serve(store_path=store_path), self.loop)
-        self.url, self.runner = fut.result(15)
-        self.base = self.url.rstrip("/")
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(15)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
