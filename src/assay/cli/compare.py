@@ -3,7 +3,9 @@ a task's score moved over time."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,6 +16,17 @@ def _out_dir(out: Path | None, default: Path) -> Path:
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the comparison")
     return out or default
+
+
+def _emit(data: dict[str, Any], lines: list[str], paths: dict[str, Path], as_json: bool) -> None:
+    """Print ``data`` as JSON, or its text lines and the files written."""
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    for line in lines:
+        click.echo(line)
+    for kind, path in paths.items():
+        click.echo(f"{kind}: {path}")
 
 
 @click.command("compare")
@@ -46,7 +59,6 @@ def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: st
     Prints the verdict, per-category differences with intervals and the samples that
     flipped each way; writes Markdown, HTML and JSON.
     """
-    import json
 
     from assay.compare import compare_runs
     from assay.compare.render import summary_lines, write_comparison
@@ -59,14 +71,7 @@ def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: st
                           / f"{result['a']['id']}_vs_{result['b']['id']}")
     finally:
         store.close()
-    paths = write_comparison(result, folder)
-    if as_json:
-        click.echo(json.dumps(result, ensure_ascii=False))
-    else:
-        for line in summary_lines(result):
-            click.echo(line)
-        for kind, path in paths.items():
-            click.echo(f"{kind}: {path}")
+    _emit(result, summary_lines(result), write_comparison(result, folder), as_json)
     if fail_if_worse and result["primary"]["verdict"] == "B worse":
         click.echo(f"B is significantly worse than A (p={result['primary']['p_value']:.4g} < "
                    f"{alpha:g}): failing", err=True)
@@ -93,7 +98,6 @@ def history(task: str, model: str | None, alpha: float, score: str | None, limit
             out: Path | None, as_json: bool, fail_on_drop: bool) -> None:
     """The primary metric of every run of TASK over time, with 95% intervals; flags
     significant drops between a model's consecutive runs."""
-    import json
     import re
 
     from assay.compare.history import task_history
@@ -107,14 +111,7 @@ def history(task: str, model: str | None, alpha: float, score: str | None, limit
         folder = _out_dir(out, store.runs_dir / "history" / stem.strip("._"))
     finally:
         store.close()
-    paths = write_history(hist, folder)
-    if as_json:
-        click.echo(json.dumps(hist, ensure_ascii=False))
-    else:
-        for line in history_lines(hist):
-            click.echo(line)
-        for kind, path in paths.items():
-            click.echo(f"{kind}: {path}")
+    _emit(hist, history_lines(hist), write_history(hist, folder), as_json)
     if fail_on_drop and hist["points"] and hist["points"][-1]["drop"]:
         click.echo(f"the latest run {hist['points'][-1]['id']} is a significant drop: failing",
                    err=True)

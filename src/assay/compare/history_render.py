@@ -3,12 +3,10 @@ chart of the metric with its intervals, drops in red) and ``history.json``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from assay.compare.render import _env, fmt_p
-from assay.core.atomic import atomic_write_text
+from assay.compare.render import fmt_p, write_page_set
 
 __all__ = ["history_lines", "history_svg", "write_history"]
 
@@ -104,16 +102,7 @@ def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> An
 
 def write_history(hist: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Write ``history.md``, ``history.html`` and ``history.json`` into ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     rows = [{**p, "value_text": _value(p), "change_text": _change_text(p)}
             for p in hist["points"]]
     ctx = {"h": hist, "rows": rows, "chart": history_svg(hist)}
-    paths = {"markdown": out_dir / "history.md", "html": out_dir / "history.html",
-             "json": out_dir / "history.json"}
-    atomic_write_text(paths["markdown"],
-                      _env(True).get_template("history.md.j2").render(**ctx), encoding="utf-8")
-    atomic_write_text(paths["html"],
-                      _env(False).get_template("history.html").render(**ctx), encoding="utf-8")
-    atomic_write_text(paths["json"], json.dumps(hist, indent=1, ensure_ascii=False) + "\n",
-                      encoding="utf-8")
-    return paths
+    return write_page_set(out_dir, "history", ctx, hist)

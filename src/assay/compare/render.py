@@ -87,16 +87,23 @@ def _env(markdown: bool) -> Any:
     return env
 
 
-def write_comparison(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Write ``compare.md``, ``compare.html`` and ``compare.json`` into ``out_dir``."""
+def write_page_set(out_dir: Path, stem: str, ctx: dict[str, Any],
+                   data: dict[str, Any]) -> dict[str, Path]:
+    """``<stem>.md`` and ``<stem>.html`` from the ``<stem>.md.j2``/``<stem>.html``
+    templates over ``ctx``, and ``<stem>.json`` holding ``data``, in ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = {"r": result, "test_name": _test_name(result), "lines": summary_lines(result)}
-    paths = {"markdown": out_dir / "compare.md", "html": out_dir / "compare.html",
-             "json": out_dir / "compare.json"}
+    paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html",
+             "json": out_dir / f"{stem}.json"}
     atomic_write_text(paths["markdown"],
-                      _env(True).get_template("compare.md.j2").render(**ctx), encoding="utf-8")
+                      _env(True).get_template(f"{stem}.md.j2").render(**ctx), encoding="utf-8")
     atomic_write_text(paths["html"],
-                      _env(False).get_template("compare.html").render(**ctx), encoding="utf-8")
-    atomic_write_text(paths["json"], json.dumps(result, indent=1, ensure_ascii=False) + "\n",
+                      _env(False).get_template(f"{stem}.html").render(**ctx), encoding="utf-8")
+    atomic_write_text(paths["json"], json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                       encoding="utf-8")
     return paths
+
+
+def write_comparison(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Write ``compare.md``, ``compare.html`` and ``compare.json`` into ``out_dir``."""
+    ctx = {"r": result, "test_name": _test_name(result), "lines": summary_lines(result)}
+    return write_page_set(out_dir, "compare", ctx, result)
