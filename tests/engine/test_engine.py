@@ -184,7 +184,8 @@ def test_cache_key_separates_params_and_epochs(fake_server, store, tmp_path) -> 
     assert srv.requests[-1]["temperature"] == 0.5
 
 
-def test_concurrency_is_bounded(fake_server, store, tmp_path) -> None:
+def peak_tracker() -> tuple[dict[str, int], Any]:
+    """A responder that holds each request briefly, and the most requests it held at once."""
     state = {"now": 0, "peak": 0}
 
     async def responder(body: dict[str, Any]) -> str:
@@ -193,6 +194,12 @@ def test_concurrency_is_bounded(fake_server, store, tmp_path) -> None:
         await asyncio.sleep(0.02)
         state["now"] -= 1
         return "Answer: x"
+
+    return state, responder
+
+
+def test_concurrency_is_bounded(fake_server, store, tmp_path) -> None:
+    state, responder = peak_tracker()
 
     srv = fake_server(responder=responder)
     data = write_repeat_data(tmp_path / "d.jsonl", 30)
@@ -280,14 +287,7 @@ def test_a_serial_model_runs_one_sample_at_a_time(fake_server, store, tmp_path) 
     so a multi-step sample keeps its prompt cache; --max-connections does not change that."""
     from assay.models.base import Subject
 
-    state = {"now": 0, "peak": 0}
-
-    async def responder(body: dict[str, Any]) -> str:
-        state["now"] += 1
-        state["peak"] = max(state["peak"], state["now"])
-        await asyncio.sleep(0.02)
-        state["now"] -= 1
-        return "Answer: x"
+    state, responder = peak_tracker()
 
     class Serial(OpenAIModel):
         serial = True
