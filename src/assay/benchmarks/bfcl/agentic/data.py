@@ -30,7 +30,7 @@ from typing import Any
 from assay.benchmarks.bfcl.agentic.prompts import AGENTIC_FORMAT_PROMPT
 from assay.benchmarks.bfcl.categories import MEMORY, WEB_SEARCH
 from assay.benchmarks.bfcl.data import DataSource, read_jsonl
-from assay.benchmarks.bfcl.multiturn.data import FUNC_DOC_FILES
+from assay.benchmarks.bfcl.multiturn.data import function_docs, require_file
 from assay.errors import DatasetError
 
 __all__ = ["MEMORY_SCENARIOS", "AgenticData", "backend_class", "load_agentic"]
@@ -60,19 +60,6 @@ def backend_class(category: str) -> str:
     raise DatasetError(f"{category!r} is not a BFCL agentic category")
 
 
-def _need(path: Path, source: DataSource) -> Path:
-    if not path.is_file():
-        raise DatasetError(f"{path} is missing; is {source.path} a complete BFCL v4 data "
-                           "folder? ('assay data pull bfcl --force')")
-    return path
-
-
-def _functions(source: DataSource, cls: str, files: list[Path]) -> list[dict[str, Any]]:
-    path = _need(source.path / "multi_turn_func_doc" / FUNC_DOC_FILES[cls], source)
-    files.append(path)
-    return read_jsonl(path)
-
-
 def _with_format_prompt(question: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
     out = copy.deepcopy(question)
     out[0].insert(0, {"role": "system", "content": AGENTIC_FORMAT_PROMPT})
@@ -82,7 +69,7 @@ def _with_format_prompt(question: list[list[dict[str, Any]]]) -> list[list[dict[
 def _answers(source: DataSource, name: str, raw: list[dict[str, Any]], ids: list[str],
              files: list[Path]) -> dict[str, list[str]]:
     """Ground truth by (rewritten) id, aligned by index as the official runner aligns it."""
-    apath = _need(source.path / "possible_answer" / name, source)
+    apath = require_file(source.path / "possible_answer" / name, source)
     files.append(apath)
     answers = read_jsonl(apath)
     if len(answers) != len(raw):
@@ -94,14 +81,14 @@ def _answers(source: DataSource, name: str, raw: list[dict[str, Any]], ids: list
 
 
 def _load_memory(source: DataSource, category: str) -> AgenticData:
-    qpath = _need(source.path / "BFCL_v4_memory.json", source)
+    qpath = require_file(source.path / "BFCL_v4_memory.json", source)
     raw = read_jsonl(qpath)
     files = [qpath]
     cls = backend_class(category)
-    functions = _functions(source, cls, files)
+    functions = function_docs(source, cls, files)
     prereqs: dict[str, list[dict[str, Any]]] = {}
     for scenario in MEMORY_SCENARIOS:
-        ppath = _need(source.path / "memory_prereq_conversation" / f"memory_{scenario}.json",
+        ppath = require_file(source.path / "memory_prereq_conversation" / f"memory_{scenario}.json",
                       source)
         files.append(ppath)
         chain: list[dict[str, Any]] = []
@@ -128,11 +115,11 @@ def _load_memory(source: DataSource, category: str) -> AgenticData:
 
 
 def _load_web_search(source: DataSource, category: str) -> AgenticData:
-    qpath = _need(source.path / "BFCL_v4_web_search.json", source)
+    qpath = require_file(source.path / "BFCL_v4_web_search.json", source)
     raw = read_jsonl(qpath)
     files = [qpath]
     cls = backend_class(category)
-    functions = _functions(source, cls, files)
+    functions = function_docs(source, cls, files)
     entries = []
     for e in raw:
         eid = e["id"].replace("web_search", category)

@@ -15,7 +15,7 @@ from typing import Any
 from assay.benchmarks.bfcl.data import CategoryData, DataSource, read_jsonl
 from assay.errors import DatasetError
 
-__all__ = ["FUNC_DOC_FILES", "load_multi_turn"]
+__all__ = ["FUNC_DOC_FILES", "function_docs", "load_multi_turn", "require_file"]
 
 #: class -> its doc file (``MULTI_TURN_FUNC_DOC_FILE_MAPPING``)
 FUNC_DOC_FILES = {
@@ -28,16 +28,25 @@ FUNC_DOC_FILES = {
 }
 
 
-def _docs(folder: Path, cls: str, cache: dict[str, list[dict[str, Any]]],
-          files: list[Path]) -> list[dict[str, Any]]:
+def require_file(path: Path, source: DataSource) -> Path:
+    """``path``, or a one-line error naming it and how to get a complete data folder."""
+    if not path.is_file():
+        raise DatasetError(f"{path} is missing; is {source.path} a complete BFCL v4 data "
+                           "folder? ('assay data pull bfcl --force')")
+    return path
+
+
+def function_docs(source: DataSource, cls: str, files: list[Path],
+                  cache: dict[str, list[dict[str, Any]]] | None = None
+                  ) -> list[dict[str, Any]]:
+    """The function docs of simulator class ``cls`` (``data/multi_turn_func_doc/``), in file
+    order; the file read is added to ``files`` once (``cache`` keeps what was read)."""
+    cache = {} if cache is None else cache
     if cls not in cache:
         name = FUNC_DOC_FILES.get(cls)
         if name is None:
             raise DatasetError(f"unknown BFCL class {cls!r} in the data")
-        path = folder / name
-        if not path.is_file():
-            raise DatasetError(f"{path} is missing; is {folder.parent} a complete BFCL v4 "
-                               "data folder? ('assay data pull bfcl --force')")
+        path = require_file(source.path / "multi_turn_func_doc" / name, source)
         cache[cls] = read_jsonl(path)
         files.append(path)
     return cache[cls]
@@ -46,22 +55,17 @@ def _docs(folder: Path, cls: str, cache: dict[str, list[dict[str, Any]]],
 def load_multi_turn(source: DataSource, category: str) -> CategoryData:
     """One multi-turn category: entries with ``function`` filled in (and ``missed_function``
     holding docs), ground truth by id."""
-    qpath = source.path / f"BFCL_v4_{category}.json"
-    apath = source.path / "possible_answer" / f"BFCL_v4_{category}.json"
-    for p in (qpath, apath):
-        if not p.is_file():
-            raise DatasetError(f"{p} is missing; is {source.path} a complete BFCL v4 data "
-                               "folder?")
+    qpath = require_file(source.path / f"BFCL_v4_{category}.json", source)
+    apath = require_file(source.path / "possible_answer" / f"BFCL_v4_{category}.json", source)
     entries = read_jsonl(qpath)
     gt = {a["id"]: a["ground_truth"] for a in read_jsonl(apath)}
     files = [qpath, apath]
     cache: dict[str, list[dict[str, Any]]] = {}
-    folder = source.path / "multi_turn_func_doc"
     for e in entries:
         if e["id"] not in gt:
             raise DatasetError(f"{apath}: no ground truth for {e['id']}")
         functions = [dict(d) for cls in e["involved_classes"]
-                     for d in _docs(folder, cls, cache, files)]
+                     for d in function_docs(source, cls, files, cache)]
         missed: dict[str, list[dict[str, Any]]] = {}
         for turn, names in (e.get("missed_function") or {}).items():
             missed[str(turn)] = []
