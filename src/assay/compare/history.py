@@ -73,11 +73,9 @@ def task_history(store: Store, task: str, *, model: str | None = None,
     with its headline metric, and each change from the model's previous finished run."""
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
-    rows = store._db.execute(
-        "SELECT id FROM runs WHERE benchmark = ? ORDER BY created_at, id", (task,)).fetchall()
-    runs = [store.get_run(r[0]) for r in rows]
+    runs = [store.get_run(rid) for rid in store.runs_of(task)]
     if not runs:
-        known = sorted({r[0] for r in store._db.execute("SELECT DISTINCT benchmark FROM runs")})
+        known = store.benchmarks()
         raise ConfigError(f"no runs of task {task!r} in {store.path}; tasks with runs: "
                           f"{', '.join(known) or 'none'}")
     if model:

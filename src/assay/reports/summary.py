@@ -295,11 +295,12 @@ def previous_run(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
     from assay.compare.runs import data_hash, model_name
 
     model, digest = model_name(run), data_hash(run)
-    rows = store._db.execute(
-        "SELECT id FROM runs WHERE benchmark = ? AND created_at < ? AND id != ?"
-        " ORDER BY created_at DESC", (run["benchmark"], run["created_at"], run["id"]))
-    for (rid,) in rows:
+    for rid in reversed(store.runs_of(run["benchmark"])):
+        if rid == run["id"]:
+            continue
         other = store.get_run(rid)  # the status a dead process left is read here
+        if other["created_at"] >= run["created_at"]:
+            continue
         if other["status"] != "finished" or model_name(other) != model:
             continue
         other_hash = data_hash(other)

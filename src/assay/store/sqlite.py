@@ -228,6 +228,16 @@ class Store:
 
         self._write(update, f"save the metrics of run {run_id}")
 
+    def runs_of(self, benchmark: str) -> list[str]:
+        """Ids of every run of ``benchmark`` (a task name), oldest first."""
+        return [r[0] for r in self._db.execute(
+            "SELECT id FROM runs WHERE benchmark = ? ORDER BY created_at, id", (benchmark,))]
+
+    def benchmarks(self) -> list[str]:
+        """The task names that have runs, sorted."""
+        return [r[0] for r in self._db.execute(
+            "SELECT DISTINCT benchmark FROM runs ORDER BY benchmark")]
+
     def children(self, run_id: str) -> list[str]:
         """Ids of the runs whose parent is ``run_id``, oldest first."""
         return [r[0] for r in self._db.execute(
