@@ -16,6 +16,21 @@ from typing import Any
 DEADLINE_S = 120.0  # a guard against a hang only: a passing run never comes close
 
 
+def dispositions(*, sigint_ignored: bool = False,
+                 sigterm_ignored: bool = False) -> Callable[[], None]:
+    """A ``preexec_fn`` that sets the signal dispositions a CLI under test starts with, instead
+    of inheriting the caller's (a background job of a non-interactive shell, some CI runners
+    and service managers start pytest with SIGINT ignored): SIGINT and SIGTERM at their
+    defaults, as in a terminal; with ``sigint_ignored``, SIGINT ignored, as such a job has it
+    (``sigterm_ignored``: SIGTERM too, as a parent that ignores it passes it on)."""
+
+    def apply() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if sigterm_ignored else signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if sigint_ignored else signal.SIG_DFL)
+
+    return apply
+
+
 def wait_for(what: str, ok: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
     """Poll until ``ok()``; fail (not hang) if the CLI exits first or the guard runs out."""
     deadline = time.monotonic() + DEADLINE_S

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from runwatch import dispositions
 
 from assay.store.sqlite import Store
 from assay.testing import FakeServer, Rule
@@ -33,7 +34,7 @@ TOKEN_RULE = Rule(r"token-(\d+)", r"Answer: token-\1")
 def start_cli(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "assay", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd or REPO,
-                            env=dict(os.environ, NO_COLOR="1"))
+                            env=dict(os.environ, NO_COLOR="1"), preexec_fn=dispositions())
 
 
 def token_data(path: Path, n: int) -> Path:

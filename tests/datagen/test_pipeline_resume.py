@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from datagen_fakes import REFERENCE, request_key, role, scripted
+from runwatch import dispositions
 
 from assay.datagen.pipeline import pipeline_record, resume_pipeline, run_pipeline
 from assay.datagen.problem import load_problems, save_problems
@@ -144,7 +145,8 @@ def test_kill_minus_nine_mid_step_then_resume_redoes_nothing(fake_server, tmp_pa
     first = fake_server(responder=scripted, hold_after=answered)
     proc = subprocess.Popen([sys.executable, "-m", "assay", *pipeline_args(ref),
                              "--base-url", first.base_url],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=dispositions())
     db = workspace / "assay.db"
     judge_b_answered = sum(1 for b in first.requests[:answered] if b["model"] == "judge-b")
 
@@ -270,7 +272,8 @@ def test_sigterm_marks_the_pipeline_and_its_step_interrupted(fake_server, tmp_pa
     srv = fake_server(responder=scripted, hold_after=5)  # 4 generations, then 1 verdict
     proc = subprocess.Popen([sys.executable, "-m", "assay", *pipeline_args(ref),
                              "--base-url", srv.base_url],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=dispositions())
     wait_for(lambda: len(srv.requests) > 5, proc, "a judge request was held")
     proc.terminate()
     _, err = proc.communicate(timeout=120)

@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from runwatch import DEADLINE_S, committed, db_rows, kill9, the_run, wait_for
+from runwatch import DEADLINE_S, committed, db_rows, dispositions, kill9, the_run, wait_for
 from test_engine import write_repeat_data as write_data
 
 from assay.testing.fake_server import FakeServer, Rule
@@ -56,7 +56,8 @@ class SessionServer(FakeServer):
 def start_cli(args: list[str], session: str) -> subprocess.Popen[str]:
     env = dict(os.environ, OPENAI_API_KEY=session)
     return subprocess.Popen([sys.executable, "-m", "assay", "run", "qa", *args, "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=dispositions())
 
 
 def resume_cli(run_id: str, session: str) -> subprocess.CompletedProcess[str]:

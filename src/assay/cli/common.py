@@ -97,6 +97,20 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
     )
 
 
+def _stop_on_sigterm(_signum: int, _frame: Any) -> None:
+    """Stop the run as Ctrl-C would, whatever SIGINT's inherited disposition.
+
+    Where SIGINT has a Python handler (Python's own, or the one ``asyncio.run`` installs to
+    cancel the main task), the same path is taken by raising SIGINT. A process started with
+    SIGINT ignored (a background job of a non-interactive shell, some CI runners and service
+    managers) would ignore that, so there the interrupt is raised directly.
+    """
+    if callable(signal.getsignal(signal.SIGINT)):
+        signal.raise_signal(signal.SIGINT)
+    else:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM stops a run the way Ctrl-C does (run marked interrupted)."""
@@ -104,7 +118,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
     previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         yield
     finally:

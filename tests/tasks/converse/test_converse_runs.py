@@ -32,7 +32,7 @@ from convfakes import (
     stored,
     write_case,
 )
-from runwatch import committed, db_rows, kill9, the_run, wait_for
+from runwatch import committed, db_rows, dispositions, kill9, the_run, wait_for
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(1)>"
@@ -106,7 +106,8 @@ class SessionConverseServer(ConverseServer):
 def start_cli(args: list[str], session: str) -> subprocess.Popen[str]:
     env = dict(os.environ, OPENAI_API_KEY=session)
     return subprocess.Popen([sys.executable, "-m", "assay", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=dispositions())
 
 
 
