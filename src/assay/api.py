@@ -87,17 +87,23 @@ def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
                 overrides: dict[str, Any] | None) -> RunSpec:
     """The spec a resumed run continues with: the stored one, plus allowed overrides.
 
-    Credentials in a base URL are never stored; they come back from ``overrides``
-    or ``spec`` (a ``base_url`` with them), or from ``$OPENAI_BASE_URL`` when it is
-    the same endpoint. A stored endpoint that had credentials and gets none back
-    is an error rather than a run of failed calls.
+    Credentials are never stored (see :meth:`RunSpec.to_dict`); they come back here.
+    The base URL's from ``overrides`` or ``spec`` (a ``base_url`` with them), or from
+    ``$OPENAI_BASE_URL`` when it is the same endpoint. A task option that held one
+    (``judge_base_url=...?api_key=...``) from ``overrides["benchmark_options"]`` (the
+    CLI's ``-T NAME=VALUE`` on ``--resume``) or ``spec.benchmark_options``, and only if
+    it is the same value once redacted: a resume never changes what a run asks. A
+    stored credential that gets nothing back is a one-line error, rather than a run of
+    calls sent with ``***``.
     """
     import os
 
     record = store.get_run(run_id)
     stored = RunSpec.from_dict(record["spec"])
-    base_url = (overrides or {}).get("base_url") or (spec.base_url if spec else None)
-    for name, value in (overrides or {}).items():
+    overrides = dict(overrides or {})
+    given_options = dict(overrides.pop("benchmark_options", None) or {})
+    base_url = overrides.get("base_url") or (spec.base_url if spec else None)
+    for name, value in overrides.items():
         if name != "base_url":
             setattr(stored, name, value)
     if base_url:
@@ -110,7 +116,50 @@ def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
             raise ConfigError(
                 f"run {record['id']} used an endpoint with credentials in its URL, which are "
                 "never stored; resume with --base-url giving the full URL again")
+    _restore_redacted(record, stored, spec, given_options)
     return stored
+
+
+def _restore_redacted(record: dict[str, Any], stored: RunSpec, spec: RunSpec | None,
+                      given: dict[str, Any]) -> None:
+    """Put back into ``stored`` the values its stored form had redacted (see
+    :func:`resume_spec`); refuse task options given on resume that were not redacted."""
+    from assay.core.redact import redact_tree
+    from assay.engine.runner import credentials_needed
+
+    run_id = record["id"]
+    paths = record["spec"].get("redacted") or []
+    tops = {p.split(".")[0].split("[")[0] for p in paths}
+    redacted_options = {p.split(".")[1].split("[")[0] for p in paths
+                        if p.startswith("benchmark_options.")}
+    refused = sorted(set(given) - redacted_options)
+    if refused:
+        flags = ", ".join("--" + n.replace("_", "-") for n in refused)
+        raise ConfigError(
+            f"--resume continues a run with the options it started with; {flags} "
+            "would change its samples or scoring, so start a new run instead")
+    missing: list[str] = []
+    for name in sorted(redacted_options):
+        if name in given:
+            value, flag = given[name], f"-T {name}"
+        elif spec is not None and name in spec.benchmark_options:
+            value, flag = spec.benchmark_options[name], f"the task option {name}"
+        else:
+            missing.append(f"benchmark_options.{name}")
+            continue
+        if redact_tree(value, name) != stored.benchmark_options.get(name):
+            raise ConfigError(
+                f"{flag} is not the value run {run_id} started with (credentials aside); "
+                "a resume keeps the run's options, so start a new run to change it")
+        stored.benchmark_options[name] = value
+    for top in sorted(tops - {"benchmark_options"}):
+        value = getattr(spec, top, None) if spec is not None else None
+        if value is None or redact_tree(value, top) != getattr(stored, top):
+            missing.append(top)
+            continue
+        setattr(stored, top, value)
+    if missing:
+        raise credentials_needed(run_id, missing)
 
 
 async def run_async(

@@ -42,6 +42,7 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     from assay.core.stored import outcome_of, sample_of
     from assay.engine.runner import RunSpec
     from assay.metrics.run import compute_metrics
+    from assay.sandbox import allow_weak_isolation
     from assay.tasks.registry import build_task, resolve
 
     parent = store.get_run(run_id)
@@ -67,7 +68,9 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     rescored = errors = 0
     started = time.perf_counter()
     try:
-        with store.background_writes():
+        # code run at scoring time (HumanEval/MBPP tests) runs with weak isolation only
+        # where the scored run allowed it (--allow-weak-sandbox is stored in its spec)
+        with allow_weak_isolation(spec.allow_weak_sandbox), store.background_writes():
             for seq, r in enumerate(store.iter_results(parent["id"])):
                 error = r.error
                 scores: dict[str, Any] = {}

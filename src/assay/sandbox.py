@@ -1,30 +1,42 @@
-"""Running code that comes from data (``eval_code`` snippets, benchmark tests) in isolation.
+"""Running code that comes from data or from a model (``eval_code`` snippets, benchmark
+tests) in isolation.
 
 With bubblewrap (``bwrap``, Debian package ``bubblewrap``, the tool Flatpak uses) the
 code runs with:
 
-* a read-only view of the root file system, with the home folder, ``/tmp``,
-  ``/var/tmp``, ``/run`` and the current folder hidden behind empty tmpfs mounts
-  (the Python installation is shown again, read-only, where it lives under them);
-* one writable folder, ``/tmp/work``: a scratch copy of the files it is given;
-* new namespaces for everything (``--unshare-all``): no network, its own process
-  tree, which dies with it (``--die-with-parent``, ``--new-session``);
+* a file system of its own that shows only what the code needs, read-only: ``/usr`` (and
+  ``/bin``, ``/lib*`` where they are folders of their own), the few files of ``/etc``
+  the dynamic linker and Python read, and the Python installation it runs on (the
+  virtual environment and the interpreter it was made from); the workspace, the data
+  cache, the home folder, ``/opt``, ``/srv``, the store are not there;
+* ``/tmp`` a fresh tmpfs capped at ``Limits.disk_mb``, holding the scratch copy of its
+  inputs (``/tmp/work``, the current folder) and the harness's own files
+  (``/tmp/assay``); the inputs come as a stream on standard input, unpacked inside the
+  sandbox (:mod:`assay.sandbox_launcher`), so the host's disk takes no write of the code;
+* new namespaces (no network, its own process tree, which dies with it);
 * a cleared environment (no API keys, no ``HOME`` secrets);
-* rlimits set inside the sandbox before the code starts: CPU seconds, address space,
-  file size, number of processes and open files; run by root, the code is moved to
-  a user id of its own first (one no account has, new for every run), because the
-  kernel does not apply the process limit to root and counts it per user: runs side by
-  side (or a host daemon running as ``nobody``) would share one count;
-* a wall-clock timeout, after which the whole process group is killed.
+* run by root, a user id of its own (one no account has, new for every run);
+* rlimits for each process (CPU seconds, address space, file size, open files,
+  processes) and, where this machine allows a cgroup (:mod:`assay.sandbox_cgroup`),
+  bounds on the run as a whole: total memory and total processes;
+* a wall-clock timeout, after which the whole process group is killed; at most one run
+  per CPU at a time (a wait for a turn is not timed).
 
-Without a working ``bwrap`` the code runs with the same rlimits, cleared environment
-and scratch folder, but with the file system and network of the host: the result
-says ``isolation="weak"``, and ``require=True`` refuses to run at all.
+Every result says which bounds held (``SandboxResult.bounds``), and
+:func:`describe_isolation` says it for a run's record.
+
+Without a working ``bwrap``, code runs only when the caller allows weak isolation
+(``--allow-weak-sandbox``, see :func:`allow_weak_isolation`): then with the same rlimits,
+cleared environment and scratch folder, but the file system and network of the host;
+the result says ``isolation="weak"``. Otherwise :func:`run_python` refuses with one line
+naming ``apt-get install bubblewrap`` and the flag.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import json
 import os
@@ -34,23 +46,41 @@ import signal
 import subprocess
 import sys
 import tempfile
+import weakref
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.sandbox_cgroup import BWRAP_PROCESSES, RunGroup, cgroup_method
+from assay.sandbox_fs import SUPPORT_DIR, WORK_DIR, InputsTooBig, pack, remove_tree
 
-__all__ = ["BWRAP_INSTALL", "Limits", "SandboxResult", "bwrap_problem", "isolation_level",
-           "run_python"]
+__all__ = ["ALLOW_WEAK_FLAG", "BWRAP_INSTALL", "Limits", "SandboxResult",
+           "allow_weak_isolation", "bwrap_problem", "check_isolation", "describe_isolation",
+           "isolation_level", "refusal", "remove_tree", "run_python",
+           "scratch_folder", "weak_isolation_allowed"]
 
 BWRAP_INSTALL = "apt-get install bubblewrap"
+ALLOW_WEAK_FLAG = "--allow-weak-sandbox"
+#: the sandbox's /tmp: a size-capped tmpfs holding the scratch folder and the support files
+SCRATCH_ROOT = "/tmp"
 #: where the scratch folder appears inside the sandbox
-WORK = "/tmp/work"
+WORK = f"{SCRATCH_ROOT}/{WORK_DIR}"
+#: where the harness's own files (``support``) appear inside the sandbox
+SUPPORT = f"{SCRATCH_ROOT}/{SUPPORT_DIR}"
 #: run by root, each run's code gets a user id from this range (see :func:`_run_uid`)
 RUN_UIDS = (0x6E000000, 0x6F000000)
 OUTPUT_LIMIT = 16_384  # characters of stdout/stderr kept
 #: after a kill, how long the last of the output may take to come
 KILL_GRACE_S = 5.0
+MB = 1024 * 1024
+#: files of /etc that the dynamic linker, Python and common libraries read (when present)
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+             "nsswitch.conf", "alternatives", "fonts", "mime.types")
+#: top folders shown when they are folders of their own (on merged-/usr systems, links)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_LAUNCHER = (Path(__file__).with_name("sandbox_launcher.py")).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -59,10 +89,15 @@ class Limits:
 
     timeout_s: float = 30.0
     cpu_s: int = 30
+    #: address space of each process, and the memory of the whole run where a cgroup can
+    #: bound it (see ``SandboxResult.bounds``)
     memory_mb: int = 2048
     file_mb: int = 64
+    #: processes of the user id the run has to itself (and of its cgroup, where there is one)
     processes: int = 64
     open_files: int = 256
+    #: the size of the scratch tmpfs: the inputs and everything the code writes
+    disk_mb: int = 512
 
 
 @dataclass
@@ -74,8 +109,13 @@ class SandboxResult:
     stderr: str
     timed_out: bool
     isolation: str  # "bwrap" or "weak"
-    #: the files in the scratch folder after the run (relative paths), for diagnostics
+    #: the files given to the run (relative paths in the scratch folder), for diagnostics
     files: list[str] = field(default_factory=list)
+    #: the bounds on the run as a whole: "memory", "processes", "disk" -> what held them
+    #: (or why nothing did)
+    bounds: dict[str, str] = field(default_factory=dict)
+    #: the most memory the run held at once, where the kernel tells (a cgroup's peak)
+    peak_memory_mb: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +125,9 @@ class SandboxResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return asdict(self)
+
+
+# -- whether bubblewrap works, and whether weak isolation is allowed ----------------------
 
 
 @functools.lru_cache(maxsize=1)
@@ -103,30 +146,148 @@ def bwrap_problem() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def _bwrap_sizes_tmpfs() -> bool:
+    """Whether this bwrap caps a tmpfs (``--size``, bubblewrap 0.8 or later)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    try:
+        probe = subprocess.run([exe, *_namespace_args(), "--ro-bind", "/", "/", "--size",
+                                str(MB), "--tmpfs", "/tmp", "--die-with-parent", "true"],
+                               capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
 def isolation_level() -> str:
     """``"bwrap"`` when code from data is isolated with bubblewrap, else ``"weak"``."""
     return "weak" if bwrap_problem() else "bwrap"
 
 
+_WEAK_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "assay_weak_sandbox_allowed", default=False)
+
+
+@contextlib.contextmanager
+def allow_weak_isolation(allowed: bool = True) -> Iterator[None]:
+    """Within the block (and the tasks and threads that copy its context), code from data
+    or from a model may run with weak isolation where bubblewrap does not work; the
+    engine enters it for a run given ``--allow-weak-sandbox``."""
+    token = _WEAK_ALLOWED.set(bool(allowed))
+    try:
+        yield
+    finally:
+        _WEAK_ALLOWED.reset(token)
+
+
+def weak_isolation_allowed() -> bool:
+    """Whether weak isolation was allowed here (see :func:`allow_weak_isolation`)."""
+    return _WEAK_ALLOWED.get()
+
+
+def refusal(problem: str, what: str = "code from data or from a model") -> str:
+    """The one-line error for running ``what`` where bubblewrap does not work."""
+    problem = problem.replace(f" ({BWRAP_INSTALL})", "")
+    return (f"{what} needs a sandbox, and {problem}: install bubblewrap ({BWRAP_INSTALL}) "
+            f"or pass {ALLOW_WEAK_FLAG} to run it with weak isolation (the host's files "
+            "and network within its reach)")
+
+
+def check_isolation(what: str = "code from data or from a model", *,
+                    allow_weak: bool | None = None) -> str:
+    """``"bwrap"``, or ``"weak"`` where bubblewrap does not work and weak isolation is
+    allowed (``allow_weak``, else :func:`weak_isolation_allowed`); else a one-line
+    :class:`ConfigError` naming ``apt-get install bubblewrap`` and ``--allow-weak-sandbox``.
+    """
+    problem = bwrap_problem()
+    if problem is None:
+        return "bwrap"
+    if not (weak_isolation_allowed() if allow_weak is None else allow_weak):
+        raise ConfigError(refusal(problem, what))
+    return "weak"
+
+
+# -- the bubblewrap command ---------------------------------------------------------------
+
+
 def _namespace_args() -> list[str]:
     if os.geteuid() == 0:
         # run by root, bwrap makes no user namespace; the launcher needs setuid/setgid to
-        # become a user of its own (the kernel never applies RLIMIT_NPROC to root)
+        # become a user of its own (the kernel never applies RLIMIT_NPROC to root), and
+        # chown to give it the scratch tmpfs, which bwrap makes as root
         return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+                "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                "--cap-add", "CAP_CHOWN"]
     return ["--unshare-all"]
 
 
-def _hidden_dirs() -> list[str]:
-    """Folders that may hold secrets or other users' work: hidden inside the sandbox."""
-    dirs = {"/tmp", "/var/tmp", "/run", "/root", os.path.expanduser("~"), os.getcwd()}
-    return sorted(d for d in dirs if d and d != "/" and os.path.isdir(d))
-
-
-def _python_roots() -> list[str]:
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+def python_roots() -> list[str]:
+    """The folders of the Python installation the code runs on (shown read-only)."""
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                           sys.base_exec_prefix)}
     roots.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
     return sorted(r for r in roots if r and r != "/")
+
+
+def _visible(roots: list[str]) -> list[str]:
+    """bwrap arguments for the read-only part of the sandbox's file system: an allow-list,
+    on bwrap's own empty root."""
+    args: list[str] = []
+    shown: list[str] = []
+    made: set[str] = {"/"}
+
+    def show(path: str) -> None:
+        # the folders leading to it, made traversable (bwrap would make them 0700)
+        parts = Path(path).parts
+        for i in range(2, len(parts)):
+            parent = str(Path(*parts[:i]))
+            if parent not in made:
+                args.extend(["--perms", "0755", "--dir", parent])
+                made.add(parent)
+        args.extend(["--ro-bind", path, path])
+
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):  # merged /usr: /bin -> usr/bin
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            show(d)
+            shown.append(d)
+    for name in ETC_FILES:
+        if os.path.exists(f"/etc/{name}"):
+            show(f"/etc/{name}")
+    for path in sorted(Path("/etc").glob("python3*")):  # Debian's sitecustomize
+        show(str(path))
+    for r in sorted(roots, key=len):
+        if any(r == s or r.startswith(s.rstrip("/") + "/") for s in shown):
+            continue  # already shown (a Python under /usr, a venv inside another root)
+        show(r)
+        shown.append(r)
+    return args
+
+
+def _bwrap_command(limits: Limits, script: str, uid: int | None) -> list[str]:
+    cmd = ["bwrap", *_namespace_args(), "--die-with-parent", "--new-session", "--clearenv",
+           "--dev", "/dev", "--proc", "/proc"]
+    if _bwrap_sizes_tmpfs():
+        cmd += ["--size", str(limits.disk_mb * MB)]
+    # the tmpfs first: a Python installation under /tmp is shown on top of it, not hidden
+    cmd += ["--tmpfs", SCRATCH_ROOT, *_visible(python_roots()), "--chdir", SCRATCH_ROOT]
+    for k, v in _environment(WORK, SCRATCH_ROOT).items():
+        cmd += ["--setenv", k, v]
+    return [*cmd, sys.executable, "-I", "-c", _LAUNCHER,
+            _launch_config(limits, SCRATCH_ROOT, script, uid)]
+
+
+def _weak_command(root: Path, limits: Limits, script: str) -> list[str]:
+    return [sys.executable, "-I", "-c", _LAUNCHER, _launch_config(limits, str(root), script,
+                                                                  None)]
+
+
+def _launch_config(limits: Limits, root: str, script: str, uid: int | None) -> str:
+    return json.dumps({"root": root, "work": f"{root}/{WORK_DIR}", "uid": uid,
+                       "script": script, "limits": asdict(limits)})
 
 
 def _run_uid() -> int:
@@ -136,95 +297,89 @@ def _run_uid() -> int:
     return RUN_UIDS[0] + secrets.randbelow(RUN_UIDS[1] - RUN_UIDS[0])
 
 
-def _launcher(limits: Limits, script: str, uid: int | None) -> str:
-    """The Python code that sets the limits inside the sandbox, then runs ``script``."""
-    mb = 1024 * 1024
-    lines = [
-        "import os, resource, sys",
-        f"resource.setrlimit(resource.RLIMIT_CPU, ({limits.cpu_s}, {limits.cpu_s}))",
-        f"resource.setrlimit(resource.RLIMIT_AS, ({limits.memory_mb * mb}, "
-        f"{limits.memory_mb * mb}))",
-        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limits.file_mb * mb}, "
-        f"{limits.file_mb * mb}))",
-        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({limits.open_files}, "
-        f"{limits.open_files}))",
-        f"resource.setrlimit(resource.RLIMIT_NPROC, ({limits.processes}, {limits.processes}))",
-    ]
-    if uid is not None:
-        lines += ["os.setgroups([])", f"os.setgid({uid})", f"os.setuid({uid})"]
-    lines.append(f"os.execv(sys.executable, [sys.executable, '-I', '-B', {script!r}])")
-    return "; ".join(lines)
-
-
-def _environment(home: str) -> dict[str, str]:
+def _environment(home: str, tmp: str) -> dict[str, str]:
     # USER/LOGNAME: getpass.getuser() reads them first; the run's user id has no account
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": "sandbox",
-            "LOGNAME": "sandbox", "LANG": "C.UTF-8",
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": tmp,
+            "USER": "sandbox", "LOGNAME": "sandbox", "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "MPLBACKEND": "Agg"}
 
 
-def _bwrap_command(scratch: Path, limits: Limits, script: str, uid: int | None) -> list[str]:
-    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for d in _hidden_dirs():
-        cmd += ["--tmpfs", d]
-    hidden = _hidden_dirs()
-    for r in _python_roots():  # the interpreter, shown again where a hidden folder covers it
-        covering = [d for d in hidden if r == d or r.startswith(d.rstrip("/") + "/")]
-        if not covering:
-            continue
-        # the folders leading to it, made traversable (bwrap makes mount points 0700)
-        top = min(covering, key=len)
-        parts = Path(r).relative_to(top).parts
-        for i in range(1, len(parts)):
-            cmd += ["--perms", "0755", "--dir", str(Path(top, *parts[:i]))]
-        cmd += ["--ro-bind", r, r]
-    cmd += ["--bind", str(scratch), WORK, "--chdir", WORK, *_namespace_args(),
-            "--die-with-parent", "--new-session", "--clearenv"]
-    for k, v in _environment(WORK).items():
-        cmd += ["--setenv", k, v]
-    return [*cmd, sys.executable, "-I", "-c", _launcher(limits, f"{WORK}/{script}", uid)]
+# -- what bounds a run -------------------------------------------------------------------
 
 
-def _weak_command(scratch: Path, limits: Limits, script: str) -> list[str]:
-    return [sys.executable, "-I", "-c", _launcher(limits, str(scratch / script), None)]
-
-
-def _copy_in(scratch: Path, sources: list[Path], files: dict[str, str | bytes]) -> None:
-    for src in sources:
-        target = scratch / src.name
-        # links are copied as links: followed here (by the host, as root), a link in the
-        # data or in an agent's files would carry what it points to (a secret in the
-        # home folder, say) into the sandbox, past the folders the sandbox hides
-        if src.is_symlink():
-            os.symlink(os.readlink(src), target)
-        elif src.is_dir():
-            shutil.copytree(src, target, dirs_exist_ok=True, symlinks=True)
-        elif src.is_file():
-            shutil.copy2(src, target)
-    for rel, content in files.items():
-        target = (scratch / rel).resolve()
-        if scratch.resolve() not in target.parents:
-            raise ConfigError(f"sandbox file {rel!r} would lie outside the scratch folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            target.write_bytes(content)
+def _bounds(limits: Limits, isolation: str, group: dict[str, str]) -> dict[str, str]:
+    """The bounds on a run as a whole, in words: the cgroup's where it has them."""
+    out = dict(group)
+    if "not bounded" in out.get("processes", "not bounded"):
+        if isolation == "bwrap" and os.geteuid() == 0:
+            out["processes"] = (f"{limits.processes} (RLIMIT_NPROC of a user id the run "
+                                "has to itself)")
+        elif isolation == "bwrap" or os.geteuid() != 0:
+            out["processes"] = (f"{limits.processes} (RLIMIT_NPROC, shared with this "
+                                "user's other processes)")
         else:
-            target.write_text(content, encoding="utf-8")
+            out["processes"] = "not bounded: root is exempt from RLIMIT_NPROC, and " + (
+                out.get("processes", "").split(": ", 1)[-1] or "no cgroup")
+    if isolation != "bwrap":
+        out["disk"] = (f"not bounded: weak isolation writes to the host's disk "
+                       f"({limits.file_mb} MB per file)")
+    elif _bwrap_sizes_tmpfs():
+        out["disk"] = f"{limits.disk_mb} MB (the scratch is a size-capped tmpfs)"
+    else:
+        out["disk"] = ("not bounded: this bwrap cannot cap a tmpfs (--size needs "
+                       f"bubblewrap 0.8); {limits.file_mb} MB per file")
+    return out
 
 
-def _give_to(scratch: Path, uid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(scratch):
-        os.chown(dirpath, uid, uid)
-        for name in filenames + dirnames:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+def describe_isolation(limits: Limits | None = None) -> dict[str, Any]:
+    """What a run records about how code from data is isolated: the isolation, why it is
+    weak, the limits of each run and the bounds on each run as a whole."""
+    limits = limits or Limits()
+    problem = bwrap_problem()
+    isolation = "weak" if problem else "bwrap"
+    method = cgroup_method()
+    if method.kind == "":
+        group = {k: f"not bounded as a whole: {method.note}" for k in ("memory", "processes")}
+    else:
+        how = {"cgroup2": "cgroup v2", "cgroup1": "cgroup v1", "systemd-run": "systemd scope"}
+        have = set(method.parents) if method.parents else {"memory", "pids"}
+        group = {"memory": (f"{limits.memory_mb} MB ({how[method.kind]})" if "memory" in have
+                            else "not bounded as a whole: no memory cgroup"),
+                 "processes": (f"{limits.processes} ({how[method.kind]})" if "pids" in have
+                               else "not bounded as a whole: no pids cgroup")}
+    return {"isolation": isolation, "reason": problem,
+            "limits": json.loads(json.dumps(asdict(limits))),
+            "bounds": _bounds(limits, isolation, group)}
 
 
-def _listing(scratch: Path) -> list[str]:
-    out = []
-    for dirpath, _, filenames in os.walk(scratch):
-        for name in filenames:
-            out.append(os.path.relpath(os.path.join(dirpath, name), scratch))
-    return sorted(out)[:200]
+# -- running ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def scratch_folder(prefix: str = "assay-") -> Iterator[str]:
+    """A fresh temporary folder (its path), removed afterwards whatever code left in it
+    (any depth, any modes, links, fifos: see :func:`remove_tree`); unlike
+    ``tempfile.TemporaryDirectory``, the removal never raises."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield path
+    finally:
+        remove_tree(path)
+
+
+_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary())
+
+
+def _slots() -> asyncio.Semaphore:
+    """Runs go at most one per CPU at a time (two at least), per event loop: the engine
+    runs many samples, and a case many eval_code points, at once; more runs than CPUs
+    only make slow code look like a timeout, and each may hold ``memory_mb``."""
+    loop = asyncio.get_running_loop()
+    sem = _SLOTS.get(loop)
+    if sem is None:
+        sem = _SLOTS[loop] = asyncio.Semaphore(max(2, os.cpu_count() or 1))
+    return sem
 
 
 async def _drain(stream: asyncio.StreamReader, keep: bytearray) -> None:
@@ -235,10 +390,27 @@ async def _drain(stream: asyncio.StreamReader, keep: bytearray) -> None:
             del keep[:-4 * OUTPUT_LIMIT]  # still OUTPUT_LIMIT characters, in UTF-8
 
 
-async def _finish(proc: asyncio.subprocess.Process, out: bytearray, err: bytearray) -> None:
+async def _finish(proc: asyncio.subprocess.Process, out: bytearray, err: bytearray,
+                  group: RunGroup) -> None:
+    """Read the output until the run ends. The run ends with its main process, as it
+    does in bubblewrap (whose PID namespace dies with it): what it left running (a daemon
+    with weak isolation) is killed where a cgroup holds it, and output still held open
+    by something beyond reach is read for a moment only."""
     assert proc.stdout is not None and proc.stderr is not None
-    await asyncio.gather(_drain(proc.stdout, out), _drain(proc.stderr, err))
-    await proc.wait()
+    drains = asyncio.gather(_drain(proc.stdout, out), _drain(proc.stderr, err))
+    try:
+        await proc.wait()
+        group.kill_all()
+        try:
+            await asyncio.wait_for(asyncio.shield(drains), KILL_GRACE_S)
+        except asyncio.TimeoutError:
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+    finally:
+        drains.cancel()
+        with contextlib.suppress(BaseException):
+            await drains
 
 
 async def _settle(proc: asyncio.subprocess.Process, finish: asyncio.Future[None]) -> None:
@@ -259,58 +431,6 @@ def _clip(data: bytes) -> str:
     return text if len(text) <= OUTPUT_LIMIT else text[-OUTPUT_LIMIT:]
 
 
-async def run_python(script: str, *, files: dict[str, str | bytes] | None = None,
-                     copy: list[Path] | None = None, limits: Limits | None = None,
-                     require: bool = False) -> SandboxResult:
-    """Run the Python file ``script`` (a path inside the scratch folder) in isolation.
-
-    ``files`` (relative path -> content) and the files and folders in ``copy`` are put in
-    a fresh scratch folder first; the folder is deleted afterwards. ``require``: raise a
-    :class:`ConfigError` rather than run with weak isolation.
-    """
-    limits = limits or Limits()
-    problem = bwrap_problem()
-    if problem and require:
-        raise ConfigError(f"code from data needs a sandbox and {problem}; install bubblewrap "
-                          f"({BWRAP_INSTALL}) or leave out --require-sandbox")
-    with tempfile.TemporaryDirectory(prefix="assay-sandbox-") as tmp:
-        scratch = Path(tmp) / "work"
-        scratch.mkdir()
-        _copy_in(scratch, list(copy or []), dict(files or {}))
-        if problem is None:
-            uid = _run_uid() if os.geteuid() == 0 else None
-            if uid is not None:
-                _give_to(scratch, uid)
-            cmd = _bwrap_command(scratch, limits, script, uid)
-            env = _environment(WORK)
-        else:
-            cmd = _weak_command(scratch, limits, script)
-            env = _environment(str(scratch))
-        proc = await asyncio.create_subprocess_exec(
-            *cmd, cwd=str(scratch), env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True)
-        # the output is read as it comes (not with communicate(), which a timeout cancels
-        # and which keeps all of it): what was printed before a timeout is kept
-        out, err = bytearray(), bytearray()
-        finish = asyncio.ensure_future(_finish(proc, out, err))
-        timed_out = False
-        try:
-            await asyncio.wait_for(asyncio.shield(finish), limits.timeout_s)
-        except asyncio.TimeoutError:
-            timed_out = True
-            _kill_group(proc.pid)
-            await _settle(proc, finish)
-        except BaseException:
-            _kill_group(proc.pid)
-            await _settle(proc, finish)
-            raise
-        return SandboxResult(exit_code=proc.returncode, stdout=_clip(bytes(out)),
-                             stderr=_clip(bytes(err)),
-                             timed_out=timed_out, isolation="weak" if problem else "bwrap",
-                             files=_listing(scratch))
-
-
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -318,8 +438,87 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def describe_isolation() -> dict[str, Any]:
-    """What a run records about how code from data was isolated."""
+async def run_python(script: str, *, files: dict[str, str | bytes] | None = None,
+                     copy: list[Path] | None = None, limits: Limits | None = None,
+                     require: bool = False, support: dict[str, str | bytes] | None = None,
+                     allow_weak: bool | None = None) -> SandboxResult:
+    """Run the Python file ``script`` in isolation.
+
+    ``files`` (relative path -> content) and the files and folders in ``copy`` make the
+    scratch folder, the code's current folder; ``support`` (relative path -> content)
+    are the harness's own files, in a folder of their own beside it (``SUPPORT``), so
+    nothing the inputs hold can take their place. ``script`` is a path in ``support``
+    when it is one of its keys, else in the scratch folder. Nothing the code does to
+    either folder makes this raise: what it leaves is removed, whatever its depth or
+    modes; inputs larger than ``limits.disk_mb`` end the run unstarted (not ``ok``).
+
+    Where bubblewrap does not work, the code runs with weak isolation only when allowed
+    (``allow_weak``, else :func:`weak_isolation_allowed`); ``require=True`` refuses it
+    even then. A refusal is a one-line :class:`ConfigError`.
+    """
+    limits = limits or Limits()
     problem = bwrap_problem()
-    return {"isolation": "weak" if problem else "bwrap", "reason": problem,
-            "limits": json.loads(json.dumps(asdict(Limits())))}
+    if problem is not None:
+        if require:  # weak isolation refused even where it is allowed
+            raise ConfigError(f"code from data or from a model needs a sandbox, and "
+                              f"{problem.replace(f' ({BWRAP_INSTALL})', '')}: install "
+                              f"bubblewrap ({BWRAP_INSTALL})")
+        check_isolation(allow_weak=allow_weak)
+    isolation = "weak" if problem else "bwrap"
+    support = dict(support or {})
+    inside = SUPPORT_DIR if script in support else WORK_DIR
+    async with _slots():
+        tmp = Path(tempfile.mkdtemp(prefix="assay-sandbox-"))
+        group: RunGroup | None = None
+        try:
+            tar = tmp / "inputs.tar"
+            try:
+                listing = pack(tar, copy=list(copy or []), files=dict(files or {}),
+                               support=support, budget_bytes=limits.disk_mb * MB)
+            except InputsTooBig as e:
+                return SandboxResult(
+                    exit_code=None, stdout="", timed_out=False, isolation=isolation,
+                    stderr=f"assay sandbox: {e}, more than the scratch folder holds "
+                           f"(disk_mb={limits.disk_mb}); the code did not run",
+                    bounds=_bounds(limits, isolation, {}))
+            if problem is None:
+                uid = _run_uid() if os.geteuid() == 0 else None
+                cmd = _bwrap_command(limits, f"{SCRATCH_ROOT}/{inside}/{script}", uid)
+                env, cwd = _environment(WORK, SCRATCH_ROOT), str(tmp)
+                helpers = BWRAP_PROCESSES
+            else:
+                root = tmp / "root"
+                root.mkdir()
+                cmd = _weak_command(root, limits, str(root / inside / script))
+                env, cwd = _environment(str(root / WORK_DIR), str(root)), str(root)
+                helpers = 0
+            group = RunGroup(limits.memory_mb, limits.processes, helpers=helpers)
+            with open(tar, "rb") as stdin:
+                proc = await asyncio.create_subprocess_exec(
+                    *group.wrap(cmd), cwd=cwd, env=env, stdin=stdin,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True)
+            # the output is read as it comes (not with communicate(), which a timeout
+            # cancels and which keeps all of it): what was printed before a timeout is kept
+            out, err = bytearray(), bytearray()
+            finish = asyncio.ensure_future(_finish(proc, out, err, group))
+            timed_out = False
+            try:
+                await asyncio.wait_for(asyncio.shield(finish), limits.timeout_s)
+            except asyncio.TimeoutError:
+                timed_out = True
+                _kill_group(proc.pid)
+                await _settle(proc, finish)
+            except BaseException:
+                _kill_group(proc.pid)
+                await _settle(proc, finish)
+                raise
+            return SandboxResult(exit_code=proc.returncode, stdout=_clip(bytes(out)),
+                                 stderr=_clip(bytes(err)), timed_out=timed_out,
+                                 isolation=isolation, files=listing,
+                                 bounds=_bounds(limits, isolation, group.bounds),
+                                 peak_memory_mb=group.peak_mb())
+        finally:
+            if group is not None:
+                await group.close()  # what is left of the run is killed first
+            remove_tree(tmp)

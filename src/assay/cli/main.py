@@ -230,7 +230,9 @@ def main() -> None:
     except AssayError as e:
         if STATE["debug"]:
             raise
-        click.echo(f"error: {e}", err=True)
+        from assay.core.redact import scrub  # an option's value may be echoed in the error
+
+        click.echo(f"error: {scrub(str(e))}", err=True)
         sys.exit(2)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
@@ -242,7 +244,10 @@ def main() -> None:
             raise
         # one line, like every other user error; the command's --help has the rest
         where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-        click.echo(f"error: {' '.join(e.format_message().split())}{where}", err=True)
+        from assay.core.redact import scrub
+
+        message = scrub(" ".join(e.format_message().split()))
+        click.echo(f"error: {message}{where}", err=True)
         sys.exit(2)
     except click.ClickException as e:
         e.show()

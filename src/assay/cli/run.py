@@ -106,12 +106,9 @@ def task_command(text: str) -> click.Command:
         options.update(assigned)
         overrides = None
         if kwargs.get("resume"):
-            if options:
-                flags = ", ".join("--" + n.replace("_", "-") for n in sorted(options))
-                raise ConfigError(
-                    f"--resume continues a run with the options it started with; {flags} "
-                    "would change its samples or scoring, so start a new run instead")
             overrides = resume_overrides(ctx, {k: kwargs[k] for k in SHARED_NAMES})
+            if options:  # only options whose credentials were never stored may come back;
+                overrides["benchmark_options"] = options  # api.resume_spec refuses the rest
         from assay.cli.common import engine_options
 
         eng = {k: kwargs[k] for k in SHARED_NAMES}

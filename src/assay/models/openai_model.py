@@ -79,7 +79,8 @@ def parse_completion(data: Any) -> Reply:
         msg = choice["message"]
     except (KeyError, IndexError, TypeError) as e:
         raise ModelCallError(
-            f"endpoint returned a body without choices[0].message: {str(data)[:200]}",
+            "endpoint returned a body without choices[0].message: "
+            f"{scrub(str(data)[:4096])[:200]}",
             transient=True,
         ) from e
     if not isinstance(msg, dict):
@@ -243,7 +244,8 @@ class OpenAIModel:
                 raw = await self._read_capped(resp)
                 status = resp.status
                 if status >= 400:
-                    detail = scrub(raw[:300].decode("utf-8", "replace"), self._secrets)
+                    # scrubbed before it is cut: a secret cut in half would not match
+                    detail = scrub(raw[:4096].decode("utf-8", "replace"), self._secrets)[:300]
                     raise ModelCallError(
                         f"HTTP {status} from {self.display_url}: {detail}",
                         transient=status in _TRANSIENT_STATUS,
@@ -269,7 +271,7 @@ class OpenAIModel:
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError) as e:  # bad JSON, bad UTF-8, huge ints, deep nesting
-            head = scrub(raw[:120].decode("utf-8", "replace"), self._secrets)
+            head = scrub(raw[:4096].decode("utf-8", "replace"), self._secrets)[:120]
             raise ModelCallError(
                 f"endpoint {self.display_url} returned malformed JSON: {head!r}", transient=True
             ) from e

@@ -30,6 +30,7 @@ from typing import Any
 from assay import __version__
 from assay.errors import AssayError, ConfigError
 from assay.plan.schema import Plan, PlanTask, read_plan
+from assay.plan.untrusted import check_models, check_task_ref, task_options
 from assay.store.owner import check_resumable
 from assay.store.sqlite import Store, new_run_id
 
@@ -60,12 +61,11 @@ def task_ref(task: PlanTask) -> str:
 
 def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[str, Any]:
     """The task options a child run gets: a Hub task's data fetched here first, a
-    relative ``data`` path read from the plan file's folder ``base``."""
+    relative path read from the plan file's folder ``base`` (and kept inside it: see
+    :mod:`assay.plan.untrusted`)."""
     options = dict(task.options)
-    data = options.get("data")
-    if base is not None and isinstance(data, str) and not Path(data).expanduser().is_absolute() \
-            and (base / data).exists():
-        options["data"] = str((base / data).resolve())
+    if base is not None:  # every file an option names: inside the plan's folder, absolute
+        options = task_options(options, base, f"plan {base}: task {task.label}")
     if task.source == "hub" and task.hub is not None:
         from assay.plan.hub import fetch_split
 
@@ -137,7 +137,7 @@ def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dic
     if not plan.tasks:
         raise ConfigError(f"{path}: the plan has no tasks; add one (assay plan ... or edit "
                           "tasks:) before running it")
-    _validate(plan, path)
+    _validate(plan, path, model_given=bool(model))
     subject = model or plan.models.model
     pid = new_run_id()
     stored = {k: v for k, v in engine.items() if v is not None}
@@ -178,6 +178,10 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
             raise ConfigError(f"{path} has changed since plan run {pid} started; resume "
                               "runs the plan it started with, so start a new run for the "
                               "edited plan")
+        plan = on_disk  # the same plan, with the credentials the stored copy has masked
+    elif plan_hash(plan) != record["dataset"]["plan_hash"]:
+        raise ConfigError(f"plan run {pid} has credentials in its task options, which are "
+                          "never stored; resume it with its plan file")
     engine = dict(record["spec"].get("engine") or {})
     engine.update({k: v for k, v in (overrides or {}).items() if v is not None})
     if engine.pop("base_url_has_secrets", False) and not (overrides or {}).get("base_url"):
@@ -193,21 +197,29 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
                   base=Path(record["spec"]["plan_file"]).parent)
 
 
-def _validate(plan: Plan, path: Path) -> None:
-    """Every task builds and names only metrics it computes (one line otherwise)."""
+def _validate(plan: Plan, path: Path, *, model_given: bool = False) -> None:
+    """Every task builds and names only metrics it computes, names no file outside the
+    plan's folder and no code (:mod:`assay.plan.untrusted`); one line otherwise. The
+    files are checked before any task's options are validated (a task may read a file
+    while validating its options)."""
     from assay.plan.steps import check_metrics
     from assay.tasks.registry import resolve
 
+    check_models(plan.models, model_given=model_given, where=str(path))
+    base = path.resolve().parent
     for i, task in enumerate(plan.tasks, 1):
+        where = f"{path}: task {i} ({task.label})"
+        check_task_ref(task.task, where)
+        options = task_options(dict(task.options), base, where)
         try:
             check_metrics(task)
             if task.source != "hub":
                 ref = resolve(task.task)
                 from assay.tasks.options import validate_options
 
-                validate_options(ref.Options, dict(task.options), task.task)
+                validate_options(ref.Options, options, task.task)
         except AssayError as e:
-            raise ConfigError(f"{path}: task {i} ({task.label}): {e}") from None
+            raise ConfigError(f"{where}: {e}") from None
 
 
 def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any], *,
@@ -230,8 +242,16 @@ def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any
             try:
                 if found is not None:
                     echo(f"{label}: resuming run {found['id']}")
-                    result.children[i] = resume_step(store, found["id"], overrides=overrides,
-                                                     parent_id=pid, quiet=quiet)
+                    # task options whose credentials were never stored, from the plan
+                    masked = {p.split(".")[1].split("[")[0]
+                              for p in found["spec"].get("redacted") or []
+                              if p.startswith("benchmark_options.")}
+                    again = {k: v for k, v in child_options(task, plan, base).items()
+                             if k in masked}
+                    result.children[i] = resume_step(
+                        store, found["id"], parent_id=pid, quiet=quiet,
+                        overrides={**(overrides or {}), "benchmark_options": again}
+                        if again else overrides)
                 else:
                     settings = dict(engine)
                     if settings.get("limit") is None and task.limit is not None:

@@ -116,6 +116,17 @@ class PlanTask(_Strict):
     metrics: list[MetricChoice] = Field(default_factory=list)
     why: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("task")
+    @classmethod
+    def _not_a_file(cls, v: str) -> str:
+        from assay.plan.untrusted import check_task_ref
+
+        try:  # a FILE.py task would be imported: a plan runs no code of its own
+            check_task_ref(v, "task")
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix("task: ")) from None
+        return v
+
     @model_validator(mode="after")
     def _one_primary(self) -> PlanTask:
         primaries = [m.name for m in self.metrics if m.role == "primary"]
@@ -177,18 +188,23 @@ def is_plan_file(path: str | Path) -> bool:
     p = Path(path)
     if p.suffix not in (".yaml", ".yml") or not p.is_file():
         return False
+    from assay.core.yamlsafe import load_yaml, read_yaml_text
+
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return False
-    except yaml.YAMLError:
+        raw = load_yaml(read_yaml_text(p, "plan file"), p)
+    except ConfigError:
         # a broken file that means to be a plan is read as one (its error names the line)
-        return "assay_plan" in p.read_text(encoding="utf-8", errors="replace")[:4096]
+        try:
+            with open(p, encoding="utf-8", errors="replace") as f:
+                return "assay_plan" in f.read(4096)
+        except OSError:
+            return False
     return isinstance(raw, dict) and "assay_plan" in raw
 
 
 def read_plan(path: str | Path) -> Plan:
-    """A validated plan; every error is one line with the file (and the line for YAML)."""
+    """A validated plan, read by the one safe YAML loader; every error is one line with
+    the file (and the line for YAML)."""
     from assay.tasks.yaml_task import read_yaml_model
 
     return read_yaml_model(Path(path), Plan, "plan file", default_where="plan",

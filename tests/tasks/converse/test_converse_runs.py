@@ -521,12 +521,18 @@ def test_require_sandbox_refuses_without_bubblewrap_and_weak_isolation_is_record
          "eval_code": "assert agent_replies and agent_replies[0] == 'reply 1'"}])
     with ConverseServer(examiner=stop_after(1)) as srv:
         refused = run_cli(*converse_args(case, srv.base_url, "--require-sandbox"), env=env)
+        # without --allow-weak-sandbox, weak isolation is refused too
+        by_default = run_cli(*converse_args(case, srv.base_url), env=env)
         assert srv.stats["requests"] == 0  # refused before any model call
-        weak = run_cli(*converse_args(case, srv.base_url), env=env)
-    assert refused.returncode == 2, (refused.stdout, refused.stderr)
-    lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "bubblewrap" in lines[0], refused.stderr
-    assert "Traceback" not in refused.stderr
+        weak = run_cli(*converse_args(case, srv.base_url, "--allow-weak-sandbox"), env=env)
+    for run in (refused, by_default):
+        assert run.returncode == 2, (run.stdout, run.stderr)
+        lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "bubblewrap" in lines[0], run.stderr
+        assert "Traceback" not in run.stderr
+    assert "apt-get install bubblewrap" in by_default.stderr
+    assert "--allow-weak-sandbox" in by_default.stderr
+    assert "warning: --allow-weak-sandbox" in weak.stderr  # said on the console
 
     assert weak.returncode == 0, weak.stderr
     run_id = run_id_of(weak.stdout)
@@ -540,3 +546,6 @@ def test_require_sandbox_refuses_without_bubblewrap_and_weak_isolation_is_record
     assert point["isolation"] == "weak" and point["is_hit"] is True
     md = (workspace / "runs" / run_id / "report.md").read_text(encoding="utf-8")
     assert "weak isolation" in md
+    html = (workspace / "runs" / run_id / "report.html").read_text(encoding="utf-8")
+    for text in (md, html):  # every report of the run is marked
+        assert "Weak isolation</strong>" in text or "**Weak isolation**" in text

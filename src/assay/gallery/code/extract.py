@@ -112,7 +112,13 @@ def _reindented(prompt: str, code: str) -> str | None:
 
 @dataclass(frozen=True)
 class Program:
-    """A program to run, with the code it was built from."""
+    """A program to run, with the code it was built from.
+
+    ``source`` is the whole program as one file would hold it; it is run as two parts
+    that never share a process (see :mod:`assay.gallery.code.harness`): ``candidate``
+    (the prompt and the model's code) and ``tests`` (the problem's tests), with
+    ``source == candidate + tests``.
+    """
 
     source: str
     #: the model's code as used ("" for an empty reply)
@@ -120,6 +126,15 @@ class Program:
     #: "function", "completion", "completion (re-indented)" or "script" (MBPP)
     form: str
     extracted_from: str
+    #: the part that runs in the candidate's process: the prompt and the model's code
+    candidate: str = ""
+    #: the part that runs in the judge's process: the problem's tests
+    tests: str = ""
+    #: the function the tests call (the tests see it even where it shadows a builtin)
+    entry_point: str | None = None
+    #: the problem's own code (HumanEval's prompt): run by the judge too, so that the
+    #: helpers the tests call (HumanEval/32's ``poly``) are the problem's, not the model's
+    prompt: str = ""
 
 
 def humaneval_program(reply: str, *, prompt: str, test: str, entry_point: str) -> Program:
@@ -128,21 +143,27 @@ def humaneval_program(reply: str, *, prompt: str, test: str, entry_point: str) -
     code = found.code
     tail = "\n" + test + "\n" + f"check({entry_point})"
     if _defines(code, entry_point, top_level=True):
-        return Program(prompt + "\n" + code + tail, code, "function", found.source)
+        head = prompt + "\n" + code
+        return Program(head + tail, code, "function", found.source, head, tail, entry_point,
+                       prompt)
     form = "completion"
     if not _compiles(prompt + code + tail):
         fixed = _reindented(prompt, code)
         if fixed is not None and _compiles(prompt + fixed + tail):
             code, form = fixed, "completion (re-indented)"
-    return Program(prompt + code + tail, code, form, found.source)
+    return Program(prompt + code + tail, code, form, found.source, prompt + code, tail,
+                   entry_point, prompt)
 
 
 def mbpp_program(reply: str, *, tests: list[str], setup: str = "",
                  entry_point: str | None = None) -> Program:
     """The MBPP program for ``reply``: the code, the setup code, then the asserts."""
     found = extract_code(reply, entry_point)
-    parts = [found.code, setup, *tests]
-    return Program("\n".join(p for p in parts if p) + "\n", found.code, "script", found.source)
+    # as one file: "\n".join of the non-empty parts (code, setup, asserts), then "\n"
+    checks = "\n".join(p for p in (setup, *tests) if p)
+    head = found.code
+    tail = ("\n" if head and checks else "") + checks + "\n"
+    return Program(head + tail, found.code, "script", found.source, head, tail, entry_point)
 
 
 def mbpp_entry_point(code: str, tests: list[str]) -> str | None:

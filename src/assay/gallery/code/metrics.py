@@ -154,7 +154,7 @@ def code_pass(prediction: str, target: Any = None, *, tests: str | list[str] | N
         asserts = [tests] if isinstance(tests, str) else [str(t) for t in tests]
         program = mbpp_program(prediction or "", tests=asserts, setup=setup,
                                entry_point=entry_point)
-    verdict = run_program_blocking(program.source, code_limits(timeout_s, memory_mb))
+    verdict = run_program_blocking(program, code_limits(timeout_s, memory_mb))
     return Score("code_pass", 1.0 if verdict.passed else 0.0,
                  program.code if program.code.strip() else None, verdict.reason,
                  {"status": verdict.status, "form": program.form,

@@ -21,7 +21,6 @@ block) is :mod:`assay.gallery.code.extract`.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -38,7 +37,7 @@ from assay.gallery.code.execute import (
     verdict_key,
 )
 from assay.gallery.code.extract import Program, humaneval_program, mbpp_entry_point, mbpp_program
-from assay.sandbox import Limits, bwrap_problem
+from assay.sandbox import Limits, check_isolation, describe_isolation
 from assay.tasks.base import Task
 from assay.tasks.options import Field, TaskOptions
 from assay.tasks.registry import task
@@ -183,15 +182,14 @@ class CodeTask(Task):
     def dataset_info(self) -> dict[str, Any]:
         """The file (path, format, rows, content hash) and the sandbox the tests run in.
 
-        Refuses to start where bubblewrap cannot isolate the tests: model-written code is
-        never run outside the sandbox.
+        Refuses to start where bubblewrap cannot isolate the tests (model-written code is
+        never run outside the sandbox), unless the run allows weak isolation
+        (``--allow-weak-sandbox``).
         """
         self.samples()
-        problem = bwrap_problem()
-        if problem:
-            raise ConfigError(f"{self.flavor} runs model-written code, only ever inside the "
-                              f"bubblewrap sandbox, and {problem}")
-        return {**self._info, "sandbox": {"isolation": "bwrap", "limits": asdict(self.limits)}}
+        # refused before any model call, unless the run allows weak isolation
+        check_isolation(f"{self.flavor}'s model-written code")
+        return {**self._info, "sandbox": describe_isolation(self.limits)}
 
     def _render(self, template: str, values: dict[str, str]) -> str:
         out = template
@@ -220,7 +218,7 @@ class CodeTask(Task):
         metadata (``execution``) for :meth:`score`."""
         outcome = await super().solve(sample, agent)
         program = self.program(sample, outcome.output)
-        verdict = await run_program(program.source, self.limits)
+        verdict = await run_program(program, self.limits)
         outcome.metadata["execution"] = verdict.to_dict()
         return outcome
 
@@ -229,10 +227,10 @@ class CodeTask(Task):
         program and these limits, else a fresh run in the sandbox."""
         program = self.program(sample, outcome.output)
         stored = outcome.metadata.get("execution")
-        if isinstance(stored, dict) and stored.get("key") == verdict_key(program.source,
+        if isinstance(stored, dict) and stored.get("key") == verdict_key(program,
                                                                           self.limits):
             return program, Verdict.from_dict(stored)
-        return program, run_program_blocking(program.source, self.limits)
+        return program, run_program_blocking(program, self.limits)
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """``pass``: 1.0 when every test passed, else 0.0 with the reason."""

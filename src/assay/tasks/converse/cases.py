@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,8 +40,9 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from assay.core.paths import inside, refuse_links_out
+from assay.core.yamlsafe import parse_yaml, read_yaml_text
 from assay.errors import ConfigError
-from assay.tasks.yaml_task import UniqueKeyLoader, yaml_error
 
 DEFAULT_MAX_ROUNDS = 15
 MAX_ROUNDS_LIMIT = 1000
@@ -147,15 +149,8 @@ def _default_id(path: Path, root: Path | None) -> str:
 
 def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
     """The validated case in ``path`` and its id; any problem is a one-line ``file:line``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read the case file: {e}") from None
-    try:
-        node = yaml.compose(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-        raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506
-    except yaml.YAMLError as e:
-        raise yaml_error(path, e) from None
+    # the one safe loader: alias bombs, unhashable keys and oversized files are one line
+    raw, node = parse_yaml(read_yaml_text(path, "case file"), path)
     if not isinstance(raw, dict) or node is None:
         raise ConfigError(f"{path}:1: a case file is a mapping with task_description and "
                           "scoring_points")
@@ -189,17 +184,27 @@ def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
                               f"({problem} of the snippet)")
     seen: dict[str, str] = {}
     for i, name in enumerate(case.data_files):
-        file = (path.parent / name)
         where = f"{path}:{_line_of(lines, ('data_files', i))}: data_files"
+        file = data_file(path, name, where=where)
         if not file.exists():
             raise ConfigError(f"{where}: {name} does not exist (paths are relative to the "
                               "case file)")
+        if file.is_dir():
+            refuse_links_out(path.parent, file, what=where)
+        elif not file.is_file():
+            raise ConfigError(f"{where}: {name} is not a regular file or folder")
         base = Path(name).name
         if base in seen:  # both would be copied to the same name in the agent's folder
             raise ConfigError(f"{where}: {name} and {seen[base]} have the same file name "
                               f"{base!r}; data files are copied into the agent's folder by name")
         seen[base] = name
     return case, case.id or _default_id(path, root)
+
+
+def data_file(case_file: Path, name: str, *, where: str | None = None) -> Path:
+    """A case's data file (relative to the case file's folder), resolved inside that
+    folder, links included (:func:`assay.core.paths.inside`); one line otherwise."""
+    return inside(case_file.parent, name, what=where or f"{case_file}: data_files")
 
 
 def find_case_files(target: Path) -> tuple[list[Path], Path | None]:
@@ -227,7 +232,7 @@ def load_cases(target: Path) -> list[tuple[Case, str, Path]]:
             continue
         loaded.append((case, cid, f))
     # a YAML file that a case lists among its data files is data, not a case
-    data = {(f.parent / name).resolve() for case, _, f in loaded for name in case.data_files}
+    data = {data_file(f, name) for case, _, f in loaded for name in case.data_files}
     data_dirs = [d for d in data if d.is_dir()]
     for f, error in failed:
         resolved = f.resolve()
@@ -250,10 +255,11 @@ def load_cases(target: Path) -> list[tuple[Case, str, Path]]:
 def case_hash(case: Case, path: Path) -> str:
     """A hash over the case and the bytes of its data files (changes mean a new dataset)."""
     h = hashlib.sha256(case.model_dump_json().encode())
+    root = path.parent.resolve()
     for name in case.data_files:
-        f = path.parent / name
+        f = data_file(path, name)
         for file in sorted(f.rglob("*")) if f.is_dir() else [f]:
             if file.is_file():
-                h.update(str(file.relative_to(path.parent)).encode())
+                h.update(os.path.relpath(file, root).encode())
                 h.update(file.read_bytes())
     return h.hexdigest()

@@ -10,7 +10,8 @@ The snippet is the body of a function. It sees:
 * ``messages``: the same as plain dicts; ``agent_replies``: the agent's replies in
   order; ``last_agent_reply``: the last of them;
 * the current folder: a scratch copy of the case's data files and of everything the
-  agent wrote (``workdir`` is its path);
+  agent wrote (``workdir`` is its path); the runner, the snippet and the conversation
+  lie in a folder of their own beside it, out of the agent's files' way;
 * ``json``, ``os``, ``re`` and ``Path``.
 
 The snippet keeps its own lines (a traceback points at them) and its strings as written.
@@ -28,9 +29,9 @@ from typing import Any
 
 from assay.sandbox import Limits, run_python
 
+#: the harness's files, in the sandbox's support folder (never among the agent's files)
 RUNNER = "_assay_eval.py"
 HISTORY = "chat_history.json"
-SUPPORT = ".assay"
 
 SNIPPET = "snippet.py"
 
@@ -117,6 +118,8 @@ def _reason(result: Any, limits: Limits) -> str:
     if result.timed_out:
         return f"timeout: eval_code ran past {limits.timeout_s:g} s"
     code = result.exit_code
+    if code is None and not result.timed_out:  # never started (inputs too big)
+        return (result.stderr.strip() or "the sandbox did not start")[:500]
     if code is not None and code < 0:
         return f"killed by signal {-code} (a resource limit)"
     if code is not None and code > 128 and result.isolation == "bwrap":  # bwrap: 128 + signal
@@ -128,20 +131,31 @@ def _reason(result: Any, limits: Limits) -> str:
 
 
 async def run_eval_code(code: str, messages: list[dict[str, str]], workdir: Path | None,
-                        *, limits: Limits | None = None, require: bool = False
-                        ) -> dict[str, Any]:
-    """The verdict of one ``eval_code`` point: ``{is_hit, reason, kind, isolation, ...}``."""
+                        *, limits: Limits | None = None, require: bool = False,
+                        allow_weak: bool | None = None) -> dict[str, Any]:
+    """The verdict of one ``eval_code`` point: ``{is_hit, reason, kind, isolation, ...}``.
+
+    Whatever the agent left in ``workdir`` ends as a miss at worst, never as an error;
+    where bubblewrap does not work, the snippet runs only with weak isolation allowed
+    (``allow_weak``, else the run's ``--allow-weak-sandbox``), else a one-line
+    :class:`~assay.errors.ConfigError`.
+    """
     limits = limits or Limits()
     problem = check_syntax(code)
     if problem:
         return {"is_hit": False, "reason": f"eval_code does not compile: {problem}",
                 "kind": "code", "invalid": False}
-    copy = sorted(workdir.iterdir()) if workdir is not None and workdir.is_dir() else []
+    try:
+        copy = sorted(workdir.iterdir()) if workdir is not None and workdir.is_dir() else []
+    except OSError:  # the agent made its folder unreadable: the code sees no files
+        copy = []
+    # the runner, the snippet and the conversation go in the sandbox's support folder,
+    # beside the agent's files: nothing the agent wrote (a folder named like one of them,
+    # a link in its place) can make them fail to be written, or run instead of them
     result = await run_python(
-        f"{SUPPORT}/{RUNNER}",
-        files={f"{SUPPORT}/{RUNNER}": _RUNNER, f"{SUPPORT}/{SNIPPET}": code,
-               f"{SUPPORT}/{HISTORY}": json.dumps(messages, ensure_ascii=False)},
-        copy=copy, limits=limits, require=require)
+        RUNNER, support={RUNNER: _RUNNER, SNIPPET: code,
+                         HISTORY: json.dumps(messages, ensure_ascii=False)},
+        copy=copy, limits=limits, require=require, allow_weak=allow_weak)
     hit = result.ok
     return {"is_hit": hit, "reason": "exit status 0" if hit else _reason(result, limits),
             "kind": "code", "invalid": False, "isolation": result.isolation,

@@ -18,14 +18,17 @@ failed after the first turn; the transcript so far is still judged).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.core.paths import inside
 from assay.core.types import Message, ToolCall, ToolSpec
-from assay.errors import ModelCallError
+from assay.errors import ConfigError, ModelCallError
 from assay.tasks.converse.examiner import (
     EXAMINER_SCHEMA,
     RETRY,
@@ -65,19 +68,37 @@ class Workspace:
         self.root = root.resolve()
 
     def _path(self, rel: Any) -> Path:
+        """``rel`` inside the folder, links included (the one path policy); a path that
+        is absolute, climbs out or passes through a link leading out is refused."""
         if not isinstance(rel, str) or not rel.strip():
             raise ValueError("give a file path relative to the working folder")
-        target = (self.root / rel).resolve()
-        if target != self.root and self.root not in target.parents:
-            raise ValueError(f"{rel} is outside the working folder")
-        return target
+        try:
+            return inside(self.root, rel, what="path")
+        except ConfigError:
+            raise ValueError(f"{rel[:200]} is outside the working folder") from None
+
+    def _files(self) -> list[Path]:
+        """The regular files in the folder, links left out (never followed out of it)."""
+        out = []
+        todo = [str(self.root)]
+        while todo:  # a list, not recursion (os.walk's): the agent may nest 1,500 folders
+            try:
+                entries = list(os.scandir(todo.pop()))
+            except OSError:
+                continue
+            for e in entries:
+                with contextlib.suppress(OSError):
+                    if e.is_dir(follow_symlinks=False):  # links are never entered
+                        todo.append(e.path)
+                    elif e.is_file(follow_symlinks=False):
+                        out.append(Path(e.path))
+        return sorted(out)
 
     def call(self, name: str, args: dict[str, Any]) -> str:
         """Run one file tool; a problem is returned as an error text, never raised."""
         try:
             if name == "list_files":
-                files = [p.relative_to(self.root).as_posix() for p in sorted(self.root.rglob("*"))
-                         if p.is_file()]
+                files = [p.relative_to(self.root).as_posix() for p in self._files()]
                 return json.dumps(files)
             if name == "read_file":
                 path = self._path(args.get("path"))
@@ -102,10 +123,11 @@ class Workspace:
     def snapshot(self) -> list[dict[str, Any]]:
         """What the folder holds after the conversation (small text files with content)."""
         out = []
-        for p in sorted(self.root.rglob("*")):
-            if not p.is_file():
+        for p in self._files():
+            try:
+                data = p.read_bytes()
+            except OSError:
                 continue
-            data = p.read_bytes()
             item: dict[str, Any] = {"path": p.relative_to(self.root).as_posix(),
                                     "bytes": len(data),
                                     "sha256": hashlib.sha256(data).hexdigest()}

@@ -72,8 +72,8 @@ def converse_report(metrics: dict[str, Any], results: list[SampleResult]) -> dic
         })
     recs = []
     if metrics.get("eval_code_isolation") == "weak":
-        recs.append("eval_code ran with weak isolation (no bubblewrap): install it "
-                    "(apt-get install bubblewrap) or use --require-sandbox.")
+        recs.append("eval_code ran with weak isolation (no bubblewrap, --allow-weak-sandbox): "
+                    "install it (apt-get install bubblewrap).")
     for role in metrics.get("same_model_as_agent") or []:
         recs.append(f"The {role} is the agent under test: give another with --{role}-model.")
     if metrics.get("invalid_verdicts"):

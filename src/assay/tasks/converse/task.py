@@ -16,22 +16,33 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import field_validator
 
+from assay.core.paths import copy_inside
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.sandbox import Limits, bwrap_problem, describe_isolation
+from assay.sandbox import (
+    Limits,
+    bwrap_problem,
+    check_isolation,
+    describe_isolation,
+    scratch_folder,
+)
 from assay.tasks.base import RoleModel, Task
 from assay.tasks.converse import examiner as examiner_mod
 from assay.tasks.converse import judge as judge_mod
 from assay.tasks.converse.agents import prepare_agent
-from assay.tasks.converse.cases import Case, case_hash, load_cases, unmet_dependencies
+from assay.tasks.converse.cases import (
+    Case,
+    case_hash,
+    data_file,
+    load_cases,
+    unmet_dependencies,
+)
 from assay.tasks.converse.evalcode import run_eval_code
 from assay.tasks.converse.loop import Workspace, converse
 from assay.tasks.converse.replies import ask_with_retry
@@ -85,13 +96,11 @@ class ConverseOptions(TaskOptions):
 
 
 def _copy_data(case: Case, case_dir: Path, workdir: Path) -> None:
+    """The case's data files into the agent's folder, each checked again as it is copied
+    (inside the case's folder, links included: see :func:`assay.core.paths.copy_inside`)."""
     for name in case.data_files:
-        src = case_dir / name
-        target = workdir / Path(name).name
-        if src.is_dir():
-            shutil.copytree(src, target, dirs_exist_ok=True)
-        else:
-            shutil.copy2(src, target)
+        copy_inside(case_dir, name, workdir / Path(name).name,
+                    what=f"{case_dir}: data_files")
 
 
 def _usage(ctx: Any) -> dict[str, Any]:
@@ -128,12 +137,14 @@ class ConverseTask(Task):
         problem = bwrap_problem() if needs_code else None
         if problem and self.opts.require_sandbox:
             raise ConfigError(f"--require-sandbox: the cases have eval_code and {problem}")
+        if needs_code:  # refused here, before any model call, unless --allow-weak-sandbox
+            check_isolation("the cases' eval_code")
         samples = []
         hashes = []
         for case, cid, path in loaded:
             samples.append(Sample(
                 id=cid, input=case.task_description,
-                files=[str((path.parent / f).resolve()) for f in case.data_files] or None,
+                files=[str(data_file(path, f)) for f in case.data_files] or None,
                 metadata={"case": case.model_dump(mode="json"), "case_file": str(path.resolve()),
                           "max_rounds": case.max_rounds, "tags": case.tags}))
             hashes.append(case_hash(case, path))
@@ -177,7 +188,8 @@ class ConverseTask(Task):
         examiner, judge = agent.roles["examiner"], agent.roles["judge"]
         o = self.opts
         case_dir = Path(sample.metadata["case_file"]).parent
-        with tempfile.TemporaryDirectory(prefix="assay-converse-") as tmp:
+        # removed whatever the agent left in it (1,500 folders deep, modes 000, ...)
+        with scratch_folder(prefix="assay-converse-") as tmp:
             workdir = Path(tmp) / "work"
             workdir.mkdir()
             _copy_data(case, case_dir, workdir)

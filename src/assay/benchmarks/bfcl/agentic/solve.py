@@ -2,6 +2,10 @@
 prerequisite chain, :mod:`.memory`) or a web-search question (the official ``WebSearchAPI``,
 live, with the SerpAPI key from the environment).
 
+Memory backends live in a simulator worker process (:mod:`..multiturn.worker`) for the
+whole conversation, so a sample timeout or an interrupt stops their calls. Web search stays
+in this process, its blocking calls in a thread (they wait on the network, not the CPU).
+
 The outcome's metadata keeps ``agentic``: the raw replies in the official result-file form
 (``[[step, ...]]``, one turn), which is all the scorer reads, plus a per-turn log of the
 calls and their results.
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.benchmarks.bfcl.agentic.backends import (
+    ensure_project_root,
     memory_config,
     new_instance,
     serpapi_key,
@@ -25,6 +30,7 @@ from assay.benchmarks.bfcl.agentic.backends import (
 from assay.benchmarks.bfcl.agentic.memory import MemoryChains
 from assay.benchmarks.bfcl.agentic.prompts import add_memory_instruction
 from assay.benchmarks.bfcl.categories import MEMORY
+from assay.benchmarks.bfcl.multiturn import worker
 from assay.benchmarks.bfcl.multiturn.executor import execute_calls
 from assay.benchmarks.bfcl.multiturn.loop import converse
 from assay.benchmarks.bfcl.multiturn.sim import involved_methods
@@ -49,13 +55,23 @@ def _hinted(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return add_language_hints(functions, "python")
 
 
-def _local_executor(instance: Any) -> Any:
-    methods = involved_methods({"backend": instance})
+#: the backend methods the run itself calls (never the model: they start with ``_``)
+MEMORY_HOOKS = frozenset({"_dump_core_memory_to_context", "_flush_memory_to_local_file"})
 
-    async def run(calls: list[str]) -> list[str]:
-        return execute_calls(calls, methods)
 
-    return run
+def open_memory_backend(spec: dict[str, Any], cls: str, config: dict[str, Any]) -> None:
+    """In a simulator worker: a fresh memory backend loaded from its snapshot (``config``)."""
+    worker.prepare(spec)
+    instance = new_instance(cls, config)
+    worker.STATE["backend"] = instance
+    worker.STATE["methods"] = involved_methods({"backend": instance})
+
+
+def memory_hook(name: str) -> Any:
+    """In a simulator worker: one of :data:`MEMORY_HOOKS` on the session's backend."""
+    if name not in MEMORY_HOOKS:
+        raise ValueError(f"not a memory backend hook: {name!r}")
+    return getattr(worker.STATE["backend"], name)()
 
 
 async def _run_memory_entry(entry: dict[str, Any], questions: list[list[dict[str, Any]]],
@@ -63,15 +79,23 @@ async def _run_memory_entry(entry: dict[str, Any], questions: list[list[dict[str
                             functions: list[dict[str, Any]], *, mode: str,
                             params: dict[str, Any], flush: bool) -> tuple[Any, Any]:
     """One memory conversation on a fresh backend instance loaded from the snapshots in
-    ``folder``; a prerequisite (``flush``) writes its snapshot afterwards."""
+    ``folder``; a prerequisite (``flush``) writes its snapshot afterwards. The backend
+    lives in a simulator worker (:mod:`..multiturn.worker`), which a sample timeout or an
+    interrupt kills."""
     cls = entry["involved_classes"][0]
-    instance = new_instance(cls, memory_config(folder, scenario, entry["id"]))
-    questions = add_memory_instruction(questions, category, scenario,
-                                       instance._dump_core_memory_to_context())
-    conv = await converse(agent, questions, functions, _local_executor(instance), mode=mode,
-                          params=params)
-    if flush:
-        instance._flush_memory_to_local_file()
+    ensure_project_root()  # set here, passed on: the worker imports bfcl_eval.utils
+    async with worker.session() as sims:
+        await sims.acall(open_memory_backend, worker.setup(("BFCL_PROJECT_ROOT",)), cls,
+                         memory_config(folder, scenario, entry["id"]))
+        core = await sims.acall(memory_hook, "_dump_core_memory_to_context")
+        questions = add_memory_instruction(questions, category, scenario, core)
+
+        async def execute(calls: list[str]) -> list[str]:
+            return await sims.acall(worker.run_calls, calls)
+
+        conv = await converse(agent, questions, functions, execute, mode=mode, params=params)
+        if flush:
+            await sims.acall(memory_hook, "_flush_memory_to_local_file")
     return conv, questions
 
 

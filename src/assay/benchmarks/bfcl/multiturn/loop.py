@@ -1,7 +1,10 @@
 """The multi-turn conversation loop, as the official harness drives a model
 (``base_handler.inference_multi_turn_FC`` / ``_prompting``).
 
-Per entry: fresh simulator instances loaded with the entry's ``initial_config``; the user
+Per entry: fresh simulator instances loaded with the entry's ``initial_config`` at its
+first step (as officially), in a worker process that holds them for the whole conversation
+(:mod:`.worker`: a sample timeout or an interrupt kills it, and a long official call with
+it); the user
 turns fed in order; within a turn the model takes steps: each reply is decoded, its calls
 run by the safe executor, and the results sent back (FC: one ``tool`` message per call;
 prompt mode: one ``user`` message holding the ``repr`` of the results, as officially). A
@@ -24,13 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.benchmarks.bfcl.decode_error import DecodeError
+from assay.benchmarks.bfcl.multiturn import worker
 from assay.benchmarks.bfcl.multiturn.decode import decode_execute, is_empty_execute_response
-from assay.benchmarks.bfcl.multiturn.executor import execute_calls
-from assay.benchmarks.bfcl.multiturn.sim import (
-    involved_methods,
-    make_instances,
-    pristine_long_context,
-)
 from assay.core.types import Message, Outcome, ToolCall, ToolSpec
 
 __all__ = ["MAXIMUM_STEP_LIMIT", "MORE_FUNCTIONS_FC", "MORE_FUNCTIONS_PROMPT", "Conversation",
@@ -169,18 +167,21 @@ async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
     """Drive ``agent`` through one multi-turn entry (``meta``: the sample's metadata)."""
     from assay.benchmarks.bfcl.prompts import add_language_hints
 
-    with pristine_long_context():
-        instances = make_instances(meta["involved_classes"], meta["initial_config"],
-                                   long_context=is_long_context(meta["category"]))
-    methods = involved_methods(instances)
+    async with worker.session() as sims:  # the entry's instances live in the worker
+        opened = False
 
-    async def execute(calls: list[str]) -> list[str]:
-        return execute_calls(calls, methods)
+        async def execute(calls: list[str]) -> list[str]:
+            nonlocal opened
+            if not opened:  # at the first step, as officially (the worker starts meanwhile)
+                await sims.acall(worker.open_entry, worker.setup(), meta["involved_classes"],
+                                 meta["initial_config"], is_long_context(meta["category"]))
+                opened = True
+            return await sims.acall(worker.run_calls, calls)
 
-    conv = await converse(agent, meta["questions"], add_language_hints(meta["functions"],
-                                                                       "python"),
-                          execute, mode=mode, params=params,
-                          holdout=meta.get("missed_function") or {})
+        conv = await converse(agent, meta["questions"],
+                              add_language_hints(meta["functions"], "python"), execute,
+                              mode=mode, params=params,
+                              holdout=meta.get("missed_function") or {})
     return Outcome(transcript=conv.messages, output=conv.last_text,
                    metadata={"mode": mode, "multi_turn": conv.turns, "turn_log": conv.log,
                              "force_quit": conv.force_quit})

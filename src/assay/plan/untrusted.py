@@ -1,0 +1,72 @@
+"""A plan file is data from someone else: what it may name, checked before anything runs.
+
+A plan is shared, downloaded and edited, so running one must not read a file outside
+its folder, nor import code. Its task options are what ``-T`` would pass, and some
+tasks read a file named by an option (``template: FILE`` is read as the template,
+``data:``, ``cases:``, ...), so every option value that names something on disk goes
+through the one path policy (:func:`assay.core.paths.inside`) with the plan's folder as
+the base:
+
+* an absolute or ``~`` path that exists is refused (``template: /proc/self/environ``);
+* a relative path is read from the plan's folder, resolved inside it (links included),
+  and passed on as that absolute path, so the task reads exactly the checked file;
+* a relative path that is not in the plan's folder but names a file in the current
+  folder is refused (the task would read that one instead).
+
+A value that names nothing on disk is text (a template, an id, a split) and is passed on
+unchanged. A task must be a registered task or a gallery entry, never a file (a
+``FILE.py`` task is imported, running its code), and a model the plan names may not be
+a Python agent (``python/MODULE:FACTORY`` imports ``MODULE``): give those on the
+command line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.core.paths import file_value
+from assay.errors import ConfigError
+
+PYTHON_SPEC = "python/"
+
+
+def _walk(value: Any, base: Path, what: str) -> Any:
+    if isinstance(value, str):
+        if value.startswith(PYTHON_SPEC):
+            raise ConfigError(f"{what}: a plan file may not name a Python agent ({value[:80]!r} "
+                              "would import and run code); give it on the command line")
+        return file_value(value, base, what=what)
+    if isinstance(value, list):
+        return [_walk(v, base, f"{what}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _walk(v, base, f"{what}.{k}") for k, v in value.items()}
+    return value
+
+
+def task_options(options: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
+    """A plan task's options with every file it names checked and made absolute (see the
+    module docstring); ``where`` names the plan file and the task."""
+    return {k: _walk(v, base, f"{where}: option {k}") for k, v in options.items()}
+
+
+def check_task_ref(task: str, where: str) -> None:
+    """Refuse a task that names a file (a ``FILE.py`` task would be imported)."""
+    from assay.tasks.registry import looks_like_file
+
+    if looks_like_file(task):
+        raise ConfigError(f"{where}: task {task[:120]!r} names a file; a plan names registered "
+                          "tasks and gallery entries only (run a task file with "
+                          "'assay run FILE')")
+
+
+def check_models(models: Any, *, model_given: bool, where: str) -> None:
+    """Refuse a Python agent named by the plan itself (the command line may give one)."""
+    for role in ("model", "judge", "planner"):
+        spec = getattr(models, role, None)
+        if role == "model" and model_given:
+            continue
+        if isinstance(spec, str) and spec.startswith(PYTHON_SPEC):
+            raise ConfigError(f"{where}: models.{role}: a plan file may not name a Python "
+                              f"agent ({spec[:80]!r} would import and run code); give it on "
+                              "the command line with --model")

@@ -1,0 +1,110 @@
+"""The first program to run in the sandbox: unpack the inputs, drop privileges, set limits.
+
+This file is not imported: :mod:`assay.sandbox` passes its text to ``python -I -c`` (so it
+uses the standard library only, and nothing of assay, which the sandbox does not show).
+Its one argument is a JSON object:
+
+* ``root``: the folder the inputs are unpacked into (``/tmp`` in the sandbox, a scratch
+  folder on the host with weak isolation); ``work``: the current folder under it;
+* ``uid``: the user id to become first (run by root only), else ``null``;
+* ``limits``: the rlimits; ``script``: the Python file to run at the end.
+
+The inputs come as a tar stream on standard input (regular files, folders and symbolic
+links only, made by :func:`assay.sandbox_fs.pack`): nothing on a path of the sandbox
+holds them but the scratch copy itself, so once the code under test runs, what it may
+delete is all there is. Standard input is then ``/dev/null``.
+"""
+
+import errno
+import json
+import os
+import resource
+import sys
+import tarfile
+
+#: exit status when the inputs do not fit the scratch folder (it is a size-capped tmpfs)
+NO_SPACE = 125
+
+
+def _inside(root, name):
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts or name.startswith("/") or ".." in parts:
+        return None
+    return os.path.join(root, *parts)
+
+
+def _write(tar, member, path):
+    src = tar.extractfile(member)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        while True:
+            chunk = src.read(1 << 20)
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
+        os.fchmod(fd, member.mode & 0o7777)
+    finally:
+        os.close(fd)
+
+
+def unpack(root, stream):
+    """Unpack the tar ``stream`` into ``root``; entries that cannot be made are skipped,
+    a full file system ends the run (``NO_SPACE``)."""
+    folders = []
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        for member in tar:
+            path = _inside(root, member.name)
+            if path is None:
+                continue
+            try:
+                if member.isdir():
+                    try:
+                        os.mkdir(path, 0o700)
+                    except FileExistsError:
+                        pass
+                    folders.append((path, member.mode & 0o7777))
+                elif member.issym():
+                    os.symlink(member.linkname, path)
+                elif member.isreg():
+                    _write(tar, member, path)
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                    print("assay sandbox: the inputs do not fit the scratch folder",
+                          file=sys.stderr)
+                    sys.exit(NO_SPACE)
+                # anything else (a name too long, say): that entry is left out
+    for path, mode in reversed(folders):  # the deepest first: a read-only folder last
+        try:
+            os.chmod(path, mode | 0o700)
+        except OSError:
+            pass
+
+
+def main():
+    """Become the run's user, unpack the inputs, set the limits, run the script."""
+    cfg = json.loads(sys.argv[1])
+    uid = cfg["uid"]
+    if uid is not None:
+        os.chown(cfg["root"], uid, uid)  # the scratch tmpfs, made by bwrap as root
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    unpack(cfg["root"], sys.stdin.buffer)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.chdir(cfg["work"])
+    mb = 1024 * 1024
+    lim = cfg["limits"]
+    for name, value in (("RLIMIT_CPU", lim["cpu_s"]), ("RLIMIT_AS", lim["memory_mb"] * mb),
+                        ("RLIMIT_FSIZE", lim["file_mb"] * mb),
+                        ("RLIMIT_NOFILE", lim["open_files"]),
+                        ("RLIMIT_NPROC", lim["processes"])):
+        resource.setrlimit(getattr(resource, name), (value, value))
+    os.execv(sys.executable, [sys.executable, "-I", "-B", cfg["script"]])
+
+
+if __name__ == "__main__":
+    main()
