@@ -431,6 +431,22 @@ def _clip(data: bytes) -> str:
     return text if len(text) <= OUTPUT_LIMIT else text[-OUTPUT_LIMIT:]
 
 
+async def _feed(proc: asyncio.subprocess.Process, tar: Path) -> None:
+    """Stream the inputs' tar into the sandbox's stdin, then close it; a launcher that
+    ended early (a refused input, a kill) just stops the stream."""
+    assert proc.stdin is not None
+    try:
+        with open(tar, "rb") as f:
+            while chunk := f.read(1 << 20):
+                proc.stdin.write(chunk)
+                await proc.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+
+
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -470,6 +486,7 @@ async def run_python(script: str, *, files: dict[str, str | bytes] | None = None
     async with _slots():
         tmp = Path(tempfile.mkdtemp(prefix="assay-sandbox-"))
         group: RunGroup | None = None
+        feed: asyncio.Future[None] | None = None
         try:
             tar = tmp / "inputs.tar"
             try:
@@ -493,11 +510,14 @@ async def run_python(script: str, *, files: dict[str, str | bytes] | None = None
                 env, cwd = _environment(str(root / WORK_DIR), str(root)), str(root)
                 helpers = 0
             group = RunGroup(limits.memory_mb, limits.processes, helpers=helpers)
-            with open(tar, "rb") as stdin:
-                proc = await asyncio.create_subprocess_exec(
-                    *group.wrap(cmd), cwd=cwd, env=env, stdin=stdin,
-                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                    start_new_session=True)
+            # the inputs go through a pipe, never as an open file: run as the same user
+            # (no root here), the code could open the sandbox's /proc/1/fd/0 and read a
+            # file again, harness files included; a pipe it has already emptied
+            proc = await asyncio.create_subprocess_exec(
+                *group.wrap(cmd), cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True)
+            feed = asyncio.ensure_future(_feed(proc, tar))
             # the output is read as it comes (not with communicate(), which a timeout
             # cancels and which keeps all of it): what was printed before a timeout is kept
             out, err = bytearray(), bytearray()
@@ -519,6 +539,8 @@ async def run_python(script: str, *, files: dict[str, str | bytes] | None = None
                                  bounds=_bounds(limits, isolation, group.bounds),
                                  peak_memory_mb=group.peak_mb())
         finally:
+            if feed is not None and not feed.done():
+                feed.cancel()
             if group is not None:
                 await group.close()  # what is left of the run is killed first
             remove_tree(tmp)

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import field_validator
 
 from assay.core.paths import copy_inside
+from assay.core.redact import redact_value
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.sandbox import (
@@ -91,7 +92,7 @@ class ConverseOptions(TaskOptions):
     @classmethod
     def _no_credentials(cls, v: str | None) -> str | None:
         if v and "@" in v.split("//", 1)[-1].split("/", 1)[0]:
-            raise ValueError("put credentials in OPENAI_API_KEY, not in the URL (it is stored)")
+            raise ValueError("put credentials in OPENAI_API_KEY, not in the URL (a run keeps its URLs, never the secrets in them)")
         return v
 
 
@@ -164,10 +165,12 @@ class ConverseTask(Task):
         o = self.opts
         for role, spec in (("examiner", o.examiner_model), ("judge", o.judge_model)):
             if spec == model:
-                print(f"warning: the {role} model is the agent under test ({model}); give "
+                print(f"warning: the {role} model is the agent under test "
+                      f"({redact_value('model', model)}); give "
                       f"another with --{role}-model", file=sys.stderr)
         if o.examiner_model == o.judge_model:
-            print(f"warning: the examiner and the judge are the same model ({o.judge_model})",
+            print("warning: the examiner and the judge are the same model "
+                  f"({redact_value('model', o.judge_model)})",
                   file=sys.stderr)
         return {"examiner": RoleModel(o.examiner_model, o.examiner_base_url),
                 "judge": RoleModel(o.judge_model, o.judge_base_url)}
