@@ -152,7 +152,8 @@ def test_different_tasks_warn(two_runs, tmp_path):
     a, _, srv, tmp = two_runs
     # the same data as a one-file YAML task: another task name, same sample ids
     task = tmp / "codes.yaml"
-    task.write_text(f"name: codes\ndata: {tmp / 'items.jsonl'}\nscorer: exact\n")
+    # (a task file names its data inside its own folder: tmp holds both)
+    task.write_text("name: codes\ndata: items.jsonl\nscorer: exact\n")
     p = assay("run", str(task), "--model", "openai/model-b", "--base-url", srv.base_url, "-q",
               "--max-connections", "8", timeout=180)
     assert p.returncode == 0, p.stderr
