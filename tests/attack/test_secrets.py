@@ -584,3 +584,24 @@ def test_error_text_without_credentials_is_left_as_it_is(text: str) -> None:
     from assay.core.redact import scrub
 
     assert scrub(text) == text
+
+
+@pytest.mark.parametrize("at", [460, 470, 478, 486])  # the key straddles the cut
+def test_a_pipelines_stop_error_leaves_no_fragment_of_a_secret_at_its_cut(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch, at: int) -> None:
+    """A datagen pipeline's error is cut to 500 characters for the runs table: cut first and
+    scrubbed after, a key that straddles the cut would leave its first half behind."""
+    from assay.datagen.pipeline import _stop
+
+    secret = "pipelinekeyABCDEFGHIJ0123456789"
+    monkeypatch.setenv("ASSAY_PIPELINE_API_KEY", secret)
+    store = Store()
+    try:
+        run_id = store.create_run(benchmark="datagen_pipeline", spec={}, model={"model": "m"},
+                                  dataset={}, package_version="0")
+        _stop(store, run_id, "failed", "x" * at + f"server said: {secret} (denied)")
+        error = store.get_run(run_id)["stats"]["error"]
+    finally:
+        store.close()
+    assert len(error) <= 500
+    assert secret[:8] not in error, error[-60:]

@@ -27,6 +27,7 @@ from typing import Any
 
 from assay import __version__
 from assay.core.atomic import atomic_write_text
+from assay.core.redact import scrub
 from assay.datagen.pipeline_task import NAME, PipelineOptions
 from assay.datagen.problem import load_problems, save_problems
 from assay.datagen.steps import engine_settings, metrics_of, resume_step, run_step
@@ -206,7 +207,8 @@ def _stop(store: Store, run_id: str, status: str, error: str | None) -> None:
     try:
         stats = {k: v for k, v in store.get_run(run_id)["stats"].items() if k != "owner"}
         if error:
-            stats["error"] = error[:500]
+            # scrubbed before the cut: a secret split by it would leave a fragment
+            stats["error"] = scrub(error)[:500]
         store.set_run_status(run_id, status, stats)
     except BaseException:  # noqa: BLE001 - e.g. the store is locked; list runs shows it
         pass
