@@ -26,10 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gallery import test_code as code_tests
 
-from assay.core.types import Message, Reply
 from assay.gallery.code.task import HumanEvalTask, MBPPTask
-from assay.sandbox import bwrap_problem
+
+#: the code tasks' own fixture (skips, naming the install, where bwrap cannot run) and agent
+sandbox = code_tests.sandbox
+ScriptedAgent = code_tests.ScriptedAgent
 
 TIMEOUT_S = 5.0
 
@@ -471,25 +474,6 @@ MBPP_ATTACKS: dict[str, tuple[int, str]] = {
             return -1
     """)),
 }
-
-
-@pytest.fixture
-def sandbox() -> None:
-    """Skip (allowed: the reason names ``apt-get install bubblewrap``) without bwrap."""
-    problem = bwrap_problem()
-    if problem:
-        pytest.skip(problem)
-
-
-class ScriptedAgent:
-    """An agent that answers every call with one fixed text."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    async def generate(self, messages: list[Message], *, tools: Any = None,
-                       **params: Any) -> Reply:
-        return Reply(Message("assistant", self.text))
 
 
 @pytest.fixture

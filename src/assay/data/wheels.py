@@ -41,6 +41,15 @@ def check_package(package: object, version: object, *, what: str = "data source"
     return f"{package}=={version}"
 
 
+def validate_source(package: object, version: object) -> None:
+    """:func:`check_package` inside a pydantic validator of a schema's wheel source: the
+    same refusal, raised as the ``ValueError`` pydantic reports under the field's name."""
+    try:  # a bare name and one exact version: never a URL, path, marker or option
+        check_package(package, version, what="wheel")
+    except ConfigError as e:
+        raise ValueError(str(e).removeprefix("wheel: ")) from None
+
+
 def check_version(version: object, *, what: str) -> str:
     """``version`` as one exact PEP 440 version (``1.2.0``), never a range, a URL or an
     option; one :class:`ConfigError` line naming ``what`` otherwise."""

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from assay.data.wheels import validate_source
 from assay.errors import ConfigError
 
 EVAL_TYPES = ("generate", "multiple_choice", "code", "instructions", "mtbench", "native")
@@ -65,12 +66,7 @@ class WheelSource(_Strict):
 
     @model_validator(mode="after")
     def _name_and_version(self) -> WheelSource:
-        from assay.data.wheels import check_package
-
-        try:  # a bare name and one exact version: never a URL, path, marker or option
-            check_package(self.package, self.version, what="wheel")
-        except ConfigError as e:
-            raise ValueError(str(e).removeprefix("wheel: ")) from None
+        validate_source(self.package, self.version)
         return self
 
 

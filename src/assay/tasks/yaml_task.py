@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from assay.core.paths import file_value, inside
 from assay.core.yamlsafe import SafeYamlLoader, load_yaml, read_yaml_text, yaml_error
+from assay.data.wheels import validate_source
 from assay.errors import ConfigError
 
 __all__ = ["UniqueKeyLoader", "WheelData", "YamlTask", "YamlTaskFile", "load_yaml_task",
@@ -46,12 +47,7 @@ class WheelData(BaseModel):
 
     @model_validator(mode="after")
     def _name_and_version(self) -> WheelData:
-        from assay.data.wheels import check_package
-
-        try:  # a bare name and one exact version: never a URL, path, marker or option
-            check_package(self.wheel, self.version, what="wheel")
-        except ConfigError as e:
-            raise ValueError(str(e).removeprefix("wheel: ")) from None
+        validate_source(self.wheel, self.version)
         return self
 
 
