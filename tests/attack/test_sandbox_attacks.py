@@ -817,3 +817,21 @@ def test_without_bubblewrap_code_from_data_is_refused_unless_allowed(
         for pid in _processes_with(mark):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
+
+
+def test_a_run_that_runs_no_code_is_not_marked_weak(no_bwrap: Path, tmp_path: Path) -> None:
+    """``--allow-weak-sandbox`` on a task that runs no code (qa): no warning, and the report
+    does not claim that code ran outside the sandbox."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "q1", "question": "2+2?", "answer": "4"}) + "\n",
+                    encoding="utf-8")
+    with FakeServer(default_reply="4") as srv:
+        out = cli("run", "qa", "--data", str(data), "--model", "openai/m", "--base-url",
+                  srv.base_url, "-q", "--allow-weak-sandbox",
+                  env={"PATH": str(no_bwrap), "OPENAI_API_KEY": "sk-test"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "weak isolation" not in out.stderr
+    run, _ = _stored(out.stdout.split()[1])
+    assert run["spec"]["allow_weak_sandbox"] is True and "isolation" not in run["dataset"]
+    folder = Path(os.environ["ASSAY_HOME"]) / "runs" / run["id"]
+    assert "Weak isolation" not in (folder / "report.md").read_text(encoding="utf-8")

@@ -141,10 +141,11 @@ def credentials_needed(run_id: str, paths: list[str]) -> ConfigError:
         f"stored; resume with {' '.join(flags)} giving the full value again")
 
 
-def weak_isolation_mark(spec: RunSpec) -> str | None:
+def weak_isolation_mark(spec: RunSpec, dataset: dict[str, Any]) -> str | None:
     """Where ``--allow-weak-sandbox`` lets code run without bubblewrap: the line that
-    marks the run (and a warning on stderr); else ``None``."""
-    if not spec.allow_weak_sandbox:
+    marks the run (and a warning on stderr); else ``None``. Only a task that runs code
+    from data or from a model is marked: its dataset record describes the sandbox."""
+    if not spec.allow_weak_sandbox or not dataset.get("sandbox"):
         return None
     problem = bwrap_problem()
     if problem is None:
@@ -262,7 +263,7 @@ class Engine:
         if not samples:
             raise ConfigError("the dataset has no samples to run; check the file and --limit")
         dataset = dict(bench.dataset_info(), selected=len(samples))
-        weak = weak_isolation_mark(spec)
+        weak = weak_isolation_mark(spec, dataset)
         if weak:  # said on the console, and kept with the run for every report
             dataset["isolation"] = weak
         if not resume:
