@@ -75,7 +75,8 @@ class MTBenchOptions(TaskOptions):
     @classmethod
     def _no_credentials(cls, v: str | None) -> str | None:
         if v and "@" in v.split("//", 1)[-1].split("/", 1)[0]:
-            raise ValueError("put credentials in OPENAI_API_KEY, not in the URL (a run keeps its URLs, never the secrets in them)")
+            raise ValueError("put credentials in OPENAI_API_KEY, not in the URL (a run keeps "
+                             "its URLs, never the secrets in them)")
         return v
 
 
