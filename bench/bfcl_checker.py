@@ -36,21 +36,21 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests" / "benchmarks" / "bfcl"))
+sys.path.insert(0, str(ROOT / "tests" / "tasks" / "bfcl"))
 
 import official_oracle as oracle  # noqa: E402
 from bfcl_prompt_text import calls_to_prompt_text  # noqa: E402
 
-from assay.benchmarks.bfcl.categories import AST, RELEVANCE, language_of  # noqa: E402
-from assay.benchmarks.bfcl.checker import check_ast, check_relevance  # noqa: E402
-from assay.benchmarks.bfcl.decode import DecodeError, decode_prompt  # noqa: E402
+from assay.tasks.bfcl.categories import AST, RELEVANCE, language_of  # noqa: E402
+from assay.tasks.bfcl.checker import check_ast, check_relevance  # noqa: E402
+from assay.tasks.bfcl.decode import DecodeError, decode_prompt  # noqa: E402
 
 
 def import_time(code: str) -> float:
     """Seconds to run ``code`` in a fresh interpreter, minus the interpreter's own start."""
     env_code = f"import time; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"
     out = subprocess.run([sys.executable, "-c", env_code], capture_output=True, text=True,
-                         cwd=ROOT, env={"PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests/benchmarks/bfcl'}",
+                         cwd=ROOT, env={"PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests/tasks/bfcl'}",
                                         "BFCL_PROJECT_ROOT": "/tmp/bfcl-bench-root",
                                         "PATH": "/usr/bin:/bin"})
     if out.returncode != 0:
@@ -188,9 +188,9 @@ def main() -> None:
     report["disagreements"] = sum(report[p]["disagreements"] for p in paths)
     report["import_s"] = {
         "assay_checker": round(statistics.median(
-            import_time("import assay.benchmarks.bfcl.checker") for _ in range(3)), 4),
+            import_time("import assay.tasks.bfcl.checker") for _ in range(3)), 4),
         "assay_checker_and_decoder": round(statistics.median(
-            import_time("import assay.benchmarks.bfcl.checker, assay.benchmarks.bfcl.decode")
+            import_time("import assay.tasks.bfcl.checker, assay.tasks.bfcl.decode")
             for _ in range(3)), 4),
         "official_light_install": round(statistics.median(
             import_time("import official_oracle; official_oracle.load()") for _ in range(3)), 4),

@@ -30,11 +30,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from assay.benchmarks.bfcl.data import locate  # noqa: E402
-from assay.benchmarks.bfcl.multiturn import sim, worker  # noqa: E402
-from assay.benchmarks.bfcl.multiturn.checker import check_entry, is_long_context  # noqa: E402
-from assay.benchmarks.bfcl.multiturn.data import load_multi_turn  # noqa: E402
-from assay.benchmarks.bfcl.multiturn.executor import execute_calls  # noqa: E402
+from assay.tasks.bfcl.data import locate  # noqa: E402
+from assay.tasks.bfcl.multiturn import sim, worker  # noqa: E402
+from assay.tasks.bfcl.multiturn.checker import check_entry, is_long_context  # noqa: E402
+from assay.tasks.bfcl.multiturn.data import load_multi_turn  # noqa: E402
+from assay.tasks.bfcl.multiturn.executor import execute_calls  # noqa: E402
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
               "multi_turn_long_context")

@@ -39,7 +39,7 @@ if not os.environ.get("PYTHONPATH"):  # a PYTHONPATH given measures that tree in
 
 import assay  # noqa: E402
 from assay.core.types import Message, Reply  # noqa: E402
-from assay.gallery.code.task import HumanEvalTask, MBPPTask  # noqa: E402
+from assay.tasks.code.task import HumanEvalTask, MBPPTask  # noqa: E402
 
 WHEELS = Path(os.environ.get("ASSAY_TEST_WHEELS",
                              Path.home() / ".cache" / "assay-tests" / "wheels"))

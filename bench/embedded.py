@@ -9,7 +9,7 @@ In one process, on the first N entries (default 50) of a BFCL category (default
   the JSON Schema of one call ``{"name": <const>, "arguments": <parameters>}``,
   greedy, the same max tokens as assay's BFCL run;
 - ``assay``: the shared ``LocalModel`` driven exactly as ``assay run bfcl``
-  drives it (``BFCLBenchmark.solve``: fc mode, ``tool_choice="auto"``).
+  drives it (``BFCLTask.solve``: fc mode, ``tool_choice="auto"``).
 
 Both answers are scored with assay's official BFCL checker, so accuracy is
 compared on equal terms. The two paths alternate entry by entry (which one
@@ -41,9 +41,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from assay.benchmarks.bfcl.benchmark import BFCLBenchmark  # noqa: E402
 from assay.core.types import Message, Outcome, Sample, ToolCall, ToolSpec  # noqa: E402
 from assay.models.local_model import LocalModel, default_model_path  # noqa: E402
+from assay.tasks.bfcl.task import BFCLTask  # noqa: E402
 
 N_CTX = 4096
 N_THREADS = 2
@@ -102,7 +102,7 @@ class Recording:
         return reply
 
 
-def run_pair(bench: BFCLBenchmark, samples: list[Sample], raw: RawLlama,
+def run_pair(bench: BFCLTask, samples: list[Sample], raw: RawLlama,
              model: LocalModel, max_tokens: int) -> dict[str, Any]:
     """Both paths over ``samples``, alternating which goes first."""
     rec = Recording(model)
@@ -186,7 +186,7 @@ def engine_run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _data_dir() -> Path:
-    from assay.benchmarks.bfcl.data import locate
+    from assay.tasks.bfcl.data import locate
 
     return locate(None).path
 
@@ -201,7 +201,7 @@ def main() -> None:
                     help="also time one whole assay.api.evaluate run (after the pair)")
     args = ap.parse_args()
 
-    bench = BFCLBenchmark(category=args.category, bfcl_data_dir=args.bfcl_data_dir,
+    bench = BFCLTask(category=args.category, bfcl_data_dir=args.bfcl_data_dir,
                           max_tokens=args.max_tokens)
     samples = bench.samples()[: args.limit]
     path = default_model_path()

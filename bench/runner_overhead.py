@@ -71,8 +71,8 @@ async def engine_run(base_url: str, data: Path, n: int, concurrency: int) -> tup
 
     store = Store(Path(tempfile.mkdtemp()) / "assay.db")
     spec = RunSpec(
-        benchmark="qa", model="openai/fake", base_url=base_url, max_connections=concurrency,
-        benchmark_options={"data": str(data), "scorer": "exact"}, limit=n,
+        task="qa", model="openai/fake", base_url=base_url, max_connections=concurrency,
+        task_options={"data": str(data), "scorer": "exact"}, limit=n,
     )
     engine = Engine(store, quiet=True)
     t = time.perf_counter()

@@ -38,7 +38,7 @@ from assay.view.app import serve
 def build_run(store: Store, n: int, *, metrics: bool = True) -> str:
     """A finished qa run of ``n`` samples: every 10th an error, every 3rd wrong, 5
     categories, a two-message transcript of a few hundred bytes each."""
-    rid = store.create_run(benchmark="qa", spec={"benchmark": "qa", "epochs": 1},
+    rid = store.create_run(task="qa", spec={"task": "qa", "epochs": 1},
                            model={"model": "openai/bench"},
                            dataset={"source": "bench", "selected": n}, package_version="bench")
     now = time.time()

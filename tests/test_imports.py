@@ -17,7 +17,7 @@ from pathlib import Path
 from assay.testing import FakeServer, Rule
 
 HEAVY = ("scipy", "numpy", "datasets", "pyarrow", "llama_cpp", "math_verify", "sympy",
-         "tree_sitter", "huggingface_hub", "assay.datagen.review.app",
+         "tree_sitter", "huggingface_hub", "assay.review.app",
          # the HelloAgents-compatible names are never on the core path
          "assay.compat")
 
@@ -63,7 +63,7 @@ def test_a_whole_qa_run_loads_nothing_heavy(tmp_path: Path) -> None:
 
 
 def test_gaia_samples_are_built_without_the_compat_layer(tmp_path: Path) -> None:
-    gaia = Path(__file__).resolve().parent / "benchmarks" / "gaia"
+    gaia = Path(__file__).resolve().parent / "tasks" / "gaia"
     body = (f"import sys\nsys.path.insert(0, {str(gaia)!r})\n"
             "import gaia_fixtures as fx\n"
             "from assay.tasks.registry import build_task\n"

@@ -16,7 +16,7 @@ from assay.engine.runner import Engine, RunSpec
 from assay.errors import ConfigError
 from assay.store.sqlite import Store
 
-_ENGINE_FIELDS = set(RunSpec.__dataclass_fields__) - {"benchmark", "model", "benchmark_options"}
+_ENGINE_FIELDS = set(RunSpec.__dataclass_fields__) - {"task", "model", "task_options"}
 
 
 @dataclass
@@ -30,7 +30,7 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-#: benchmark options that name local files or folders (stored absolute, so that
+#: task options that name local files or folders (stored absolute, so that
 #: ``--resume`` works from any folder)
 _PATH_OPTIONS = {"data", "data_dir", "bfcl_data_dir", "cases", "path", "file"}
 
@@ -43,7 +43,7 @@ def _absolute(key: str, value: Any) -> Any:
     return str(path.resolve()) if path.exists() else value
 
 
-def make_spec(benchmark: str, model: str = "local", *, task_options: dict[str, Any] | None = None,
+def make_spec(task: str, model: str = "local", *, task_options: dict[str, Any] | None = None,
               engine: dict[str, Any] | None = None, **options: Any) -> RunSpec:
     """A RunSpec from keyword options, split by the task's own options model.
 
@@ -57,7 +57,7 @@ def make_spec(benchmark: str, model: str = "local", *, task_options: dict[str, A
     """
     from assay.tasks.registry import looks_like_file, resolve
 
-    ref = resolve(benchmark)
+    ref = resolve(task)
     fields = ref.Options.model_fields
     bench: dict[str, Any] = {}
     eng: dict[str, Any] = {}
@@ -79,8 +79,8 @@ def make_spec(benchmark: str, model: str = "local", *, task_options: dict[str, A
     bench.update({k: v for k, v in (task_options or {}).items() if v is not None})
     eng.update({k: v for k, v in (engine or {}).items() if v is not None})
     bench = {k: _absolute(k, v) for k, v in bench.items()}
-    name = ref.ref if looks_like_file(benchmark) else benchmark
-    return RunSpec(benchmark=name, model=model, benchmark_options=bench, **eng)
+    name = ref.ref if looks_like_file(task) else task
+    return RunSpec(task=name, model=model, task_options=bench, **eng)
 
 
 def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
@@ -90,8 +90,8 @@ def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
     Credentials are never stored (see :meth:`RunSpec.to_dict`); they come back here.
     The base URL's from ``overrides`` or ``spec`` (a ``base_url`` with them), or from
     ``$OPENAI_BASE_URL`` when it is the same endpoint. A task option that held one
-    (``judge_base_url=...?api_key=...``) from ``overrides["benchmark_options"]`` (the
-    CLI's ``-T NAME=VALUE`` on ``--resume``) or ``spec.benchmark_options``, and only if
+    (``judge_base_url=...?api_key=...``) from ``overrides["task_options"]`` (the
+    CLI's ``-T NAME=VALUE`` on ``--resume``) or ``spec.task_options``, and only if
     it is the same value once redacted: a resume never changes what a run asks. A
     stored credential that gets nothing back is a one-line error, rather than a run of
     calls sent with ``***``.
@@ -101,7 +101,7 @@ def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
     record = store.get_run(run_id)
     stored = RunSpec.from_dict(record["spec"])
     overrides = dict(overrides or {})
-    given_options = dict(overrides.pop("benchmark_options", None) or {})
+    given_options = dict(overrides.pop("task_options", None) or {})
     base_url = overrides.get("base_url") or (spec.base_url if spec else None)
     for name, value in overrides.items():
         if name != "base_url":
@@ -131,7 +131,7 @@ def _restore_redacted(record: dict[str, Any], stored: RunSpec, spec: RunSpec | N
     paths = record["spec"].get("redacted") or []
     tops = {p.split(".")[0].split("[")[0] for p in paths}
     redacted_options = {p.split(".")[1].split("[")[0] for p in paths
-                        if p.startswith("benchmark_options.")}
+                        if p.startswith("task_options.")}
     refused = sorted(set(given) - redacted_options)
     if refused:
         flags = ", ".join("--" + n.replace("_", "-") for n in refused)
@@ -142,17 +142,17 @@ def _restore_redacted(record: dict[str, Any], stored: RunSpec, spec: RunSpec | N
     for name in sorted(redacted_options):
         if name in given:
             value, flag = given[name], f"-T {name}"
-        elif spec is not None and name in spec.benchmark_options:
-            value, flag = spec.benchmark_options[name], f"the task option {name}"
+        elif spec is not None and name in spec.task_options:
+            value, flag = spec.task_options[name], f"the task option {name}"
         else:
-            missing.append(f"benchmark_options.{name}")
+            missing.append(f"task_options.{name}")
             continue
-        if redact_tree(value, name) != stored.benchmark_options.get(name):
+        if redact_tree(value, name) != stored.task_options.get(name):
             raise ConfigError(
                 f"{flag} is not the value run {run_id} started with (credentials aside); "
                 "a resume keeps the run's options, so start a new run to change it")
-        stored.benchmark_options[name] = value
-    for top in sorted(tops - {"benchmark_options"}):
+        stored.task_options[name] = value
+    for top in sorted(tops - {"task_options"}):
         value = getattr(spec, top, None) if spec is not None else None
         if value is None or redact_tree(value, top) != getattr(stored, top):
             missing.append(top)
@@ -212,8 +212,8 @@ async def run_async(
             store.close()
 
 
-def evaluate(benchmark: str, model: str = "local", **options: Any) -> RunResult:
-    """Run ``benchmark`` on ``model`` synchronously.
+def evaluate(task: str, model: str = "local", **options: Any) -> RunResult:
+    """Run ``task`` on ``model`` synchronously.
 
     Options are the CLI's, in Python spelling: the task's options (``data``,
     ``scorer``, ``question_key``, ...) and engine settings (``limit``,
@@ -224,7 +224,7 @@ def evaluate(benchmark: str, model: str = "local", **options: Any) -> RunResult:
     """
     api_key = options.pop("api_key", None)
     quiet = options.pop("quiet", True)
-    spec = make_spec(benchmark, model, **options)
+    spec = make_spec(task, model, **options)
     from assay.engine.loop import run
 
     return run(run_async(spec, quiet=quiet, api_key=api_key))

@@ -47,22 +47,22 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
 
     parent = store.get_run(run_id)
     spec = RunSpec.from_dict(parent["spec"])
-    opts = dict(spec.benchmark_options)
+    opts = dict(spec.task_options)
     opts.update(options or {})
     if scorer is not None:
-        ref = resolve(spec.benchmark)
+        ref = resolve(spec.task)
         if "scorer" not in ref.Options.model_fields:
             raise ConfigError(f"task {ref.name} has no alternative scorers; 'assay score "
                               f"{parent['id']}' without --scorer scores it again as it was")
         opts["scorer"] = scorer
-    task = build_task(spec.benchmark, opts)
+    task = build_task(spec.task, opts)
     if not store.sample_totals(parent["id"])["samples"]:
         kids = store.children(parent["id"])
         hint = (f"; it is a parent run: score its steps ({', '.join(kids)})" if kids else "")
         raise ConfigError(f"run {parent['id']} has no stored samples to score{hint}")
-    spec.benchmark_options = dict(task.options)
+    spec.task_options = dict(task.options)
     new_id = store.create_run(
-        benchmark=parent["benchmark"], spec=spec.to_dict(), model=parent["model"],
+        task=parent["task"], spec=spec.to_dict(), model=parent["model"],
         dataset=parent["dataset"], package_version=__version__, parent_id=parent["id"])
     encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     rescored = errors = 0

@@ -39,8 +39,8 @@ from typing import Any
 import pytest
 from runwatch import dispositions
 
-from assay.benchmarks.bfcl.data import locate
-from assay.benchmarks.bfcl.multiturn.data import load_multi_turn
+from assay.tasks.bfcl.data import locate
+from assay.tasks.bfcl.multiturn.data import load_multi_turn
 from assay.testing import FakeServer
 from attack.clitools import cli
 

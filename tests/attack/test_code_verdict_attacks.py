@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from gallery import test_code as code_tests
 
-from assay.gallery.code.task import HumanEvalTask, MBPPTask
+from assay.tasks.code.task import HumanEvalTask, MBPPTask
 
 #: the code tasks' own fixture (skips, naming the install, where bwrap cannot run) and agent
 sandbox = code_tests.sandbox

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "gaia"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks" / "gaia"))
 import gaia_fixtures as fx  # noqa: E402
 
 SECRET = "TOP-SECRET-attack-payload"
@@ -173,7 +173,7 @@ def test_gaia_undecodable_metadata_is_one_line(tmp_path: Path, bad: bytes) -> No
 
 
 def _problems_file(tmp_path: Path, name: str = "problems.json") -> Path:
-    from assay.datagen.problem import Problem, save_problems
+    from assay.tasks.datagen.problem import Problem, save_problems
 
     return save_problems([Problem(problem_id=f"p{i}", problem=f"Compute {i} + {i}.",
                                   answer=str(2 * i)) for i in range(1, 4)], tmp_path / name)
@@ -263,7 +263,7 @@ def test_review_server_export_only_on_a_same_origin_post(tmp_path: Path) -> None
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
-    from assay.datagen.review.store import ReviewStore
+    from assay.review.store import ReviewStore
 
     with ReviewStore(home / "assay.db") as store:
         assert store._query("SELECT * FROM reviews WHERE reviewer='mallory'") == []

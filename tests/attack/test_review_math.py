@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from assay.datagen.review.mathml import math_spans, render_math
+from assay.review.mathml import math_spans, render_math
 
 REFERENCE = re.compile(
     r"\$\$(?P<d1>.+?)\$\$"
@@ -54,7 +54,7 @@ def test_spans_equal_the_regular_expression_on_edge_cases(text: str) -> None:
 def test_a_megabyte_of_unclosed_openers_renders(opener: str) -> None:
     """1 MB of openers with no closer: the old finder needed ~(1 MB / 32 KB)^2 x 2.4 s, about
     40 minutes; the guard below (a child process with a 300 s limit) only stops a hang."""
-    code = ("import sys; from assay.datagen.review.mathml import render_math; "
+    code = ("import sys; from assay.review.mathml import render_math; "
             f"out = render_math({opener!r} * ({2**20} // len({opener!r}))); "
             "sys.stdout.write(str(len(out)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -79,7 +79,7 @@ def test_list_content_reply_is_scored_not_fatal(tmp_path: Path, workspace: Path)
 
 def test_writer_turns_an_unstorable_row_into_that_samples_error(workspace: Path) -> None:
     store = Store()
-    run = store.create_run(benchmark="qa", spec={}, model={}, dataset={}, package_version="t")
+    run = store.create_run(task="qa", spec={}, model={}, dataset={}, package_version="t")
     good = ("b", 0, 1, '"q"', '"a"', "[]", "fine", "a", "{}", None, 0.1, 1, 1, 1, 0, None, 0.0)
     with store.background_writes():
         # a list where text belongs, and a lone surrogate: both used to kill the writer
@@ -164,7 +164,7 @@ def test_sigterm_marks_interrupted_and_resume_from_elsewhere_with_new_endpoint(
     assert status == "interrupted"
     # the spec holds the absolute path, so resuming from another folder finds the data
     spec = json.loads(db_rows(workspace, "SELECT spec FROM runs")[0][0])
-    assert spec["benchmark_options"]["data"] == str(data)
+    assert spec["task_options"]["data"] == str(data)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with FakeServer(rules=[TOKEN_RULE]) as srv2:
@@ -303,7 +303,7 @@ def test_kill_9_during_report_never_leaves_a_truncated_file(workspace: Path) -> 
     """Reports are written to a temporary name and renamed: each file is whole or absent."""
     n = 20_000
     store = Store()
-    run = store.create_run(benchmark="qa", spec={"benchmark": "qa"}, model={"model": "m"},
+    run = store.create_run(task="qa", spec={"task": "qa"}, model={"model": "m"},
                            dataset={}, package_version="t")
     rows = [(run, f"s{i}", 0, i, json.dumps(f"question {i}"), json.dumps("4"), "[]",
              "Answer: 4", "4", json.dumps({"normalized": {"name": "normalized", "value": 1.0,

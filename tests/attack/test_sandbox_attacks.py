@@ -38,9 +38,9 @@ import pytest
 import yaml
 
 from assay import sandbox
-from assay.gallery.code import task as code_task
 from assay.sandbox import Limits, run_python
 from assay.store.sqlite import Store
+from assay.tasks.code import task as code_task
 from assay.testing import FakeServer
 
 from .clitools import REPO, cli

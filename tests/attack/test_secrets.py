@@ -310,11 +310,11 @@ def test_converse_examiner_and_judge_urls_are_redacted_and_resume_asks_for_them(
             results = store.results(run_id)
         finally:
             store.close()
-        options = record["spec"]["benchmark_options"]
+        options = record["spec"]["task_options"]
         assert options["examiner_base_url"] == f"{base}?api_key=***"
         assert options["judge_base_url"] == f"{base}?key=***&mode=***"
-        assert record["spec"]["redacted"] == ["benchmark_options.examiner_base_url",
-                                              "benchmark_options.judge_base_url"]
+        assert record["spec"]["redacted"] == ["task_options.examiner_base_url",
+                                              "task_options.judge_base_url"]
         assert record["model"]["roles"]["judge"]["base_url"] == f"{base}?key=***&mode=***"
         # the judge refused every point (an error per case), echoing its key
         assert [bool(r.error and "HTTP 401" in r.error) for r in results] == [True, True]
@@ -355,7 +355,7 @@ def test_converse_examiner_and_judge_urls_are_redacted_and_resume_asks_for_them(
         spec = store.get_run(run_id)["spec"]
     finally:
         store.close()
-    assert spec["benchmark_options"]["judge_base_url"] == f"{base}?key=***&mode=***"
+    assert spec["task_options"]["judge_base_url"] == f"{base}?key=***&mode=***"
     blobs = everything_shown(workspace, outputs, [run_id])
     assert leaks(blobs, converse_secrets()) == []
 
@@ -591,13 +591,13 @@ def test_a_pipelines_stop_error_leaves_no_fragment_of_a_secret_at_its_cut(
         workspace: Path, monkeypatch: pytest.MonkeyPatch, at: int) -> None:
     """A datagen pipeline's error is cut to 500 characters for the runs table: cut first and
     scrubbed after, a key that straddles the cut would leave its first half behind."""
-    from assay.datagen.pipeline import _stop
+    from assay.tasks.datagen.pipeline import _stop
 
     secret = "pipelinekeyABCDEFGHIJ0123456789"
     monkeypatch.setenv("ASSAY_PIPELINE_API_KEY", secret)
     store = Store()
     try:
-        run_id = store.create_run(benchmark="datagen_pipeline", spec={}, model={"model": "m"},
+        run_id = store.create_run(task="datagen_pipeline", spec={}, model={"model": "m"},
                                   dataset={}, package_version="0")
         _stop(store, run_id, "failed", "x" * at + f"server said: {secret} (denied)")
         error = store.get_run(run_id)["stats"]["error"]

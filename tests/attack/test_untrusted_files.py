@@ -726,9 +726,9 @@ def test_every_yaml_reader_has_the_same_limits(tmp_path: Path, reader: str) -> N
             from assay.plan.schema import read_plan
             return read_plan(path)
         if reader == "entry":
-            from assay.gallery.entry import read_entry
+            from assay.tasks.gallery.entry import read_entry
             return read_entry(path)
-        from assay.datagen.rubric import load_rubric
+        from assay.tasks.datagen.rubric import load_rubric
         return load_rubric(path)
 
     head = {"task": "name: t\ndata: q.jsonl\n", "plan": "assay_plan: 1\nrequest: r\n",

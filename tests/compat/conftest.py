@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "tasks"
 for folder in (BENCHMARKS / "gaia", BENCHMARKS / "bfcl"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))

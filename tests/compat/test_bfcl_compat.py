@@ -1,5 +1,5 @@
 """The book's BFCL evaluator refuses what it cannot do (the end-to-end book test, which
-needs the official data, is ``test_book_api`` in tests/benchmarks/bfcl/test_bfcl_run.py)."""
+needs the official data, is ``test_book_api`` in tests/tasks/bfcl/test_bfcl_run.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assay.compat import LLMJudgeTool
-from assay.datagen.problem import Problem, save_problems
+from assay.tasks.datagen.problem import Problem, save_problems
 
 VERDICT = json.dumps({"rationale": "ok", "scores": {
     "correctness": 5, "clarity": 4, "difficulty_match": 3, "completeness": 4}})

@@ -14,11 +14,11 @@ from pathlib import Path
 import gaia_fixtures as fx
 import pytest
 
-from assay.benchmarks.gaia.benchmark import GAIA_SYSTEM_PROMPT
-from assay.benchmarks.gaia.layouts import OFFICIAL_COUNTS
 from assay.compat import GAIADataset, GAIAEvaluationTool, GAIAEvaluator
 from assay.errors import DatasetError, ModelSpecError
 from assay.store.sqlite import Store
+from assay.tasks.gaia.layouts import OFFICIAL_COUNTS
+from assay.tasks.gaia.task import GAIA_SYSTEM_PROMPT
 
 BOOK_KEYS = {"task_id", "question", "level", "final_answer", "file_name", "file_path",
              "annotator_metadata", "steps", "tools", "raw_item"}

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from assay.datagen.problem import Problem
+from assay.tasks.datagen.problem import Problem
 
 REFERENCE = [Problem(f"ref-{i}", f"Reference problem {i}: find the remainder when {i}^2 + 7 "
                      "is divided by 11.", str((i * i + 7) % 11), source="reference:test")

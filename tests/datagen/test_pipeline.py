@@ -10,8 +10,8 @@ from pathlib import Path
 from datagen_fakes import REFERENCE, scripted
 
 from assay.compat import AIMEGenerator, LLMJudgeTool, WinRateTool
-from assay.datagen.pipeline import run_pipeline
-from assay.datagen.problem import load_problems, save_problems
+from assay.tasks.datagen.pipeline import run_pipeline
+from assay.tasks.datagen.problem import load_problems, save_problems
 
 
 def test_pipeline_end_to_end(fake_server, tmp_path: Path, workspace: Path) -> None:
@@ -35,8 +35,8 @@ def test_pipeline_end_to_end(fake_server, tmp_path: Path, workspace: Path) -> No
     saved = json.loads((folder / "pipeline.json").read_text())
     assert saved["winrate_run"] == record["winrate_run"]
     # the generated item always wins, in both orders: a win rate of 1, no inconsistency
-    from assay.datagen.pipeline import metrics_of
     from assay.store.sqlite import Store
+    from assay.tasks.datagen.pipeline import metrics_of
 
     store = Store()
     try:
@@ -100,9 +100,9 @@ def test_book_api(fake_server, tmp_path: Path, workspace: Path, monkeypatch) -> 
 
 def test_report_shows_review_status_and_agreement(fake_server, tmp_path: Path,
                                                   workspace: Path) -> None:
-    from assay.datagen.report import write_pipeline_report
-    from assay.datagen.review.store import ReviewStore, dataset_id_for_file
+    from assay.review.store import ReviewStore, dataset_id_for_file
     from assay.store.sqlite import Store
+    from assay.tasks.datagen.report import write_pipeline_report
 
     srv = fake_server(responder=scripted)
     record = run_pipeline(n=3, model="openai/gen", judge_models=["openai/judge"],

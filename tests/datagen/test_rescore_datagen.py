@@ -14,10 +14,10 @@ from typing import Any
 from datagen_fakes import REFERENCE, scripted
 
 from assay.core.stored import sample_of
-from assay.datagen.judge import JudgeBenchmark
-from assay.datagen.problem import save_problems
-from assay.datagen.winrate import WinRateBenchmark
 from assay.store.sqlite import Store
+from assay.tasks.datagen.judge import JudgeTask
+from assay.tasks.datagen.problem import save_problems
+from assay.tasks.datagen.winrate import WinRateTask
 
 DIMS = ["correctness", "clarity", "difficulty_match", "completeness"]
 
@@ -106,7 +106,7 @@ def test_assay_score_reproduces_generation_and_winrate_runs(fake_server, tmp_pat
     assert win.returncode == 0, win.stderr
     store = Store()
     try:
-        runs = {r["benchmark"]: r["id"] for r in store.list_runs()}
+        runs = {r["task"]: r["id"] for r in store.list_runs()}
     finally:
         store.close()
     sent = len(srv.requests)
@@ -137,17 +137,17 @@ def test_a_fresh_task_prompts_a_stored_sample_as_the_run_did(fake_server, tmp_pa
     sent = [body["messages"] for body in srv.requests]
     store = Store()
     try:
-        runs = {r["benchmark"]: store.get_run(r["id"]) for r in store.list_runs()}
+        runs = {r["task"]: store.get_run(r["id"]) for r in store.list_runs()}
         judged = store.results(runs["datagen_judge"]["id"])
         paired = store.results(runs["datagen_winrate"]["id"])
     finally:
         store.close()
-    judge = JudgeBenchmark(**runs["datagen_judge"]["spec"]["benchmark_options"])
+    judge = JudgeTask(**runs["datagen_judge"]["spec"]["task_options"])
     for r in judged:
         messages = [m.to_dict() for m in judge.build_messages(sample_of(r))]
         assert messages in sent
         assert "Reference problem (score 5)" in messages[1]["content"]
-    winrate = WinRateBenchmark(**runs["datagen_winrate"]["spec"]["benchmark_options"])
+    winrate = WinRateTask(**runs["datagen_winrate"]["spec"]["task_options"])
     for r in paired:
         for order in ("A", "B"):
             assert [m.to_dict() for m in winrate.order_messages(sample_of(r), order)] in sent

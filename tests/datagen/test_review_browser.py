@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from assay.datagen.problem import Problem, save_problems
-from assay.datagen.review.app import serve
-from assay.datagen.review.store import ReviewStore, dataset_id
+from assay.review.app import serve
+from assay.review.store import ReviewStore, dataset_id
+from assay.tasks.datagen.problem import Problem, save_problems
 from tests.browser import ServedInThread, expect
 
 JUDGE = {"b1": {"correctness": 2, "clarity": 3, "difficulty_match": 4, "completeness": 1}}

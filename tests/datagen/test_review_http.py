@@ -10,10 +10,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from assay.datagen.problem import Problem, save_problems
-from assay.datagen.review.app import create_app, serve
-from assay.datagen.review.mathml import render_math
-from assay.datagen.review.store import DIMENSIONS, ReviewStore, dataset_id
+from assay.review.app import create_app, serve
+from assay.review.mathml import render_math
+from assay.review.store import DIMENSIONS, ReviewStore, dataset_id
+from assay.tasks.datagen.problem import Problem, save_problems
 
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
 
@@ -423,8 +423,8 @@ async def test_no_get_route_changes_state(site: Running, data_file: Path,
                  id="bad-json"),
 ])
 def test_bad_judge_scores_file_is_one_line(tmp_path: Path, content: bytes, where: str) -> None:
-    from assay.datagen.review.inputs import load_judge_scores
     from assay.errors import DatasetError
+    from assay.review.inputs import load_judge_scores
 
     f = tmp_path / "judge.json"
     f.write_bytes(content)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.datagen.problem import Problem, save_problems
-from assay.datagen.review.store import (
+from assay.review.store import (
     DIMENSIONS,
     ReviewError,
     ReviewStore,
@@ -17,6 +16,7 @@ from assay.datagen.review.store import (
     dataset_id_for_file,
 )
 from assay.store.sqlite import Store
+from assay.tasks.datagen.problem import Problem, save_problems
 
 DS = "ds-test"
 BOOK_KEYS = {"problem_id", "scores", "total_score", "status", "comments", "verified_at"}

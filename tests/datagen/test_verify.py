@@ -6,10 +6,10 @@ import asyncio
 import re
 from pathlib import Path
 
-from assay.datagen.problem import Problem, save_problems
-from assay.datagen.verify import VerifyBenchmark, near_duplicates, verification_summary
 from assay.engine.runner import Engine, RunSpec
 from assay.store.sqlite import Store
+from assay.tasks.datagen.problem import Problem, save_problems
+from assay.tasks.datagen.verify import VerifyTask, near_duplicates, verification_summary
 
 PROBLEMS = [
     Problem("g1", "Compute 6 times 7.", "42"),
@@ -29,8 +29,8 @@ def solver(wrong_on: str | None = None):
 
 
 def run_solver(store: Store, base_url: str, data: Path, model: str) -> str:
-    spec = RunSpec(benchmark="datagen_verify", model=f"openai/{model}", base_url=base_url,
-                   benchmark_options={"data": str(data)})
+    spec = RunSpec(task="datagen_verify", model=f"openai/{model}", base_url=base_url,
+                   task_options={"data": str(data)})
     return asyncio.run(Engine(store, quiet=True).run(spec))
 
 
@@ -44,7 +44,7 @@ def test_solvers_confirm_or_flag_stated_answers(fake_server, tmp_path, workspace
         for name, srv in (("solver-a", a), ("solver-b", b)):
             run_id = run_solver(store, srv.base_url, data, name)
             runs.append((name, store.results(run_id)))
-        m = VerifyBenchmark.metrics(runs[0][1])
+        m = VerifyTask.metrics(runs[0][1])
         assert (m["agreement_rate"]["successes"], m["agreement_rate"]["n"]) == (2, 3)
         summary = verification_summary(runs)
     finally:

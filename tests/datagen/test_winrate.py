@@ -10,20 +10,20 @@ from typing import Any
 
 import pytest
 
-from assay.datagen.problem import Problem
-from assay.datagen.winrate import (
+from assay.engine.runner import Engine, RunSpec
+from assay.errors import ConfigError
+from assay.reports.render import write_reports
+from assay.store.sqlite import Store
+from assay.tasks.datagen.problem import Problem
+from assay.tasks.datagen.winrate import (
     WINNER_SCHEMA,
-    WinRateBenchmark,
+    WinRateTask,
     combine,
     parse_winner,
     preferred_item,
     seeded_pairs,
     winner_schema,
 )
-from assay.engine.runner import Engine, RunSpec
-from assay.errors import ConfigError
-from assay.reports.render import write_reports
-from assay.store.sqlite import Store
 from assay.tasks.registry import task_class
 
 MARKER = "ZEBRA"  # only generated problems carry it: a judge that can "recognise" them
@@ -68,17 +68,17 @@ def positions(body: dict[str, Any]) -> tuple[str, str]:
 def run_winrate(store: Store, srv: Any, options: dict[str, Any],
                 model: str = "openai/fake") -> tuple[str, list]:
     run_id = asyncio.run(Engine(store, quiet=True).run(RunSpec(
-        benchmark="datagen_winrate", model=model, base_url=srv.base_url,
-        benchmark_options=options, max_retries=0)))
+        task="datagen_winrate", model=model, base_url=srv.base_url,
+        task_options=options, max_retries=0)))
     return run_id, store.results(run_id)
 
 
 def metrics(store: Store, run_id: str, results: list) -> dict[str, Any]:
-    return WinRateBenchmark.metrics(results, store.get_run(run_id)["spec"]["benchmark_options"])
+    return WinRateTask.metrics(results, store.get_run(run_id)["spec"]["task_options"])
 
 
 def test_registry_finds_winrate() -> None:
-    assert task_class("datagen_winrate") is WinRateBenchmark
+    assert task_class("datagen_winrate") is WinRateTask
 
 
 def test_always_first_position_gives_ties_and_full_inconsistency(fake_server, store,
@@ -106,7 +106,7 @@ def test_always_first_position_gives_ties_and_full_inconsistency(fake_server, st
     s = results[0].scores["winrate"]
     assert s["answer"] == "tie" and s["value"] == 0.5 and s["metadata"]["inconsistent"]
     assert "position flip" in s["explanation"]
-    extra = WinRateBenchmark.report_extra(m, results)
+    extra = WinRateTask.report_extra(m, results)
     note = extra["sections"][0]["note"]
     assert "12 of 12 valid pairs" in note and "position bias" in note
     assert any("position-inconsistent" in r for r in extra["recommendations"])
@@ -153,9 +153,9 @@ def test_judge_preferring_reference_gives_win_rate_near_zero(fake_server, store,
 def test_seeded_pairing_reproducible_and_recorded(fake_server, store, tmp_path) -> None:
     gen, ref = write_sets(tmp_path, n_gen=12, n_ref=15)
     opts = {"data": str(gen), "reference": str(ref), "seed": 7}
-    ids1 = [s.id for s in WinRateBenchmark(**opts).samples()]
-    ids2 = [s.id for s in WinRateBenchmark(**opts).samples()]
-    ids3 = [s.id for s in WinRateBenchmark(**{**opts, "seed": 8}).samples()]
+    ids1 = [s.id for s in WinRateTask(**opts).samples()]
+    ids2 = [s.id for s in WinRateTask(**opts).samples()]
+    ids3 = [s.id for s in WinRateTask(**{**opts, "seed": 8}).samples()]
     assert ids1 == ids2 and ids1 != ids3
     refs = [i.split("~")[1] for i in ids1]
     assert len(set(refs)) == 12  # drawn without replacement
@@ -187,7 +187,7 @@ def test_pairing_sizes() -> None:
     with pytest.raises(ConfigError):
         seeded_pairs(gen, [], seed=1)
     with pytest.raises(ConfigError):
-        WinRateBenchmark(data="x.jsonl")
+        WinRateTask(data="x.jsonl")
 
 
 def test_n_comparisons_option(fake_server, store, tmp_path) -> None:
@@ -229,7 +229,7 @@ def test_invalid_verdicts_counted_and_excluded(fake_server, store, tmp_path) -> 
     assert m["invalid_rate"]["value"] == pytest.approx(2 / 6)
     assert m["wins"] == 4 and m["win_rate_adjusted"]["value"] == 1.0
     assert m["n_single_invalid"] == 2 and m["n_single_judgments"] == 10
-    assert any("excluded" in r for r in WinRateBenchmark.report_extra(m, results)
+    assert any("excluded" in r for r in WinRateTask.report_extra(m, results)
                ["recommendations"])
 
 

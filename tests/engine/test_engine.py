@@ -31,8 +31,8 @@ def write_repeat_data(path: Path, n: int) -> Path:
 def spec_for(data: Path, base_url: str, **kw: Any) -> RunSpec:
     kw.setdefault("max_retries", 6)
     kw.setdefault("retry_initial", 0.02)
-    return RunSpec(benchmark="qa", model="openai/fake", base_url=base_url,
-                   benchmark_options={"data": str(data), "scorer": "exact"}, **kw)
+    return RunSpec(task="qa", model="openai/fake", base_url=base_url,
+                   task_options={"data": str(data), "scorer": "exact"}, **kw)
 
 
 def questions(requests: list[dict[str, Any]]) -> list[str]:

@@ -36,16 +36,16 @@ def test_model_time_and_waiting_are_stored_and_summarised(tmp_path) -> None:
     data.write_text("".join(json.dumps({"question": f"q{i}", "answer": "4"}) + "\n"
                             for i in range(3)))
     store = Store(tmp_path / "assay.db")
-    spec = RunSpec(benchmark="qa", model="test/queueing", benchmark_options={"data": str(data)})
+    spec = RunSpec(task="qa", model="test/queueing", task_options={"data": str(data)})
     run_id = asyncio.run(Engine(store, quiet=True).run(
         spec, subject=Subject(QueueingModel(hold_s=0.05, service_s=0.01))))
     results = store.results(run_id)
     assert [r.model_s for r in results] == [0.01, 0.01, 0.01]
     assert all(r.wait_s >= 0.04 and r.latency_s >= r.model_s + r.wait_s - 1e-9
                for r in results)
-    from assay.benchmarks.qa import QABenchmark
+    from assay.tasks.qa import QATask
 
-    m = QABenchmark.metrics(results)
+    m = QATask.metrics(results)
     assert m["mean_model_time_s"] == 0.01 and m["mean_wait_s"] >= 0.04
     store.close()
 
@@ -53,7 +53,7 @@ def test_model_time_and_waiting_are_stored_and_summarised(tmp_path) -> None:
 def test_a_store_from_before_the_split_is_upgraded_in_place(tmp_path) -> None:
     path = tmp_path / "assay.db"
     store = Store(path)
-    run = store.create_run(benchmark="qa", spec={}, model={}, dataset={}, package_version="t")
+    run = store.create_run(task="qa", spec={}, model={}, dataset={}, package_version="t")
     store.record(run, ("a", 0, 0, '"q"', '"4"', "[]", "x", "x", "{}", None, 0.5, 1, 1, 1, 0,
                        None, 0.0))
     store.close()

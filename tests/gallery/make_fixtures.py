@@ -55,7 +55,7 @@ def _jsonl(data: bytes, gz: bool, record: str | None, dedupe: str | None, n: int
 
 def members_for(package: str) -> dict[str, tuple[str, str | None, str | None]]:
     """member pattern -> (format, record, dedupe) for every entry reading ``package``."""
-    from assay.gallery.entry import all_entries
+    from assay.tasks.gallery.entry import all_entries
 
     out: dict[str, tuple[str, str | None, str | None]] = {}
     for entry in all_entries().values():

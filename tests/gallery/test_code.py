@@ -1,4 +1,4 @@
-"""HumanEval and MBPP (``assay.gallery.code``): replies to programs, programs run in the
+"""HumanEval and MBPP (``assay.tasks.code``): replies to programs, programs run in the
 bubblewrap sandbox, verdicts, pass@k, end to end through the engine and on the real data.
 
 The engine runs go over real HTTP to the fake OpenAI-compatible server into the test's own
@@ -30,13 +30,13 @@ import assay
 from assay.core.types import Message, Outcome, Reply, SampleResult
 from assay.data.wheels import wheel_member
 from assay.errors import AssayError, ConfigError, DatasetError
-from assay.gallery.code import execute
-from assay.gallery.code import task as code_task
-from assay.gallery.code.extract import extract_code, humaneval_program, mbpp_program
-from assay.gallery.code.metrics import code_metrics
-from assay.gallery.code.task import CodeTask, HumanEvalTask, MBPPTask
 from assay.sandbox import bwrap_problem
 from assay.store.sqlite import Store
+from assay.tasks.code import execute
+from assay.tasks.code import task as code_task
+from assay.tasks.code.extract import extract_code, humaneval_program, mbpp_program
+from assay.tasks.code.metrics import code_metrics
+from assay.tasks.code.task import CodeTask, HumanEvalTask, MBPPTask
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code"
 HUMANEVAL_MINI = FIXTURES / "humaneval_mini.jsonl"

@@ -1,5 +1,5 @@
-"""The judge's side of the code tests (``assay.gallery.code.harness``) and the host's
-reading of its verdict (``assay.gallery.code.execute``), piece by piece.
+"""The judge's side of the code tests (``assay.tasks.code.harness``) and the host's
+reading of its verdict (``assay.tasks.code.execute``), piece by piece.
 
 What crosses from the candidate is read by :func:`harness.decode`: plain data and handles
 only, whatever pickle the candidate writes. The verdict is only a line signed with the
@@ -18,9 +18,9 @@ import pickle
 
 import pytest
 
-from assay.gallery.code import execute, harness
-from assay.gallery.code.extract import humaneval_program, mbpp_program
-from assay.gallery.code.harness import Malformed, Remote, decode
+from assay.tasks.code import execute, harness
+from assay.tasks.code.extract import humaneval_program, mbpp_program
+from assay.tasks.code.harness import Malformed, Remote, decode
 
 
 class Evil:

@@ -15,9 +15,9 @@ import pytest
 
 import assay
 from assay.errors import ConfigError
-from assay.gallery import source
-from assay.gallery.entry import all_entries, get_entry, read_entry
-from assay.gallery.task import LETTERS, GalleryTask, score_reply
+from assay.tasks.gallery import source
+from assay.tasks.gallery.entry import all_entries, get_entry, read_entry
+from assay.tasks.gallery.task import LETTERS, GalleryTask, score_reply
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "wheels"
 ENTRIES = all_entries()
@@ -33,7 +33,7 @@ def mini_wheel(entry: Any) -> Path:
 
 def gold_reply(entry: Any, sample: Any) -> str:
     """The reply a perfect model gives, in the form the entry's parser reads."""
-    from assay.benchmarks.qa.choice import _choice_target_index
+    from assay.tasks.qa.choice import _choice_target_index
 
     target = sample.target[0] if isinstance(sample.target, list) else sample.target
     if entry.eval_type == "multiple_choice":
@@ -87,7 +87,7 @@ def test_a_ready_generic_entry_claims_only_what_is_proven(name: str) -> None:
 
 def test_a_broken_entry_is_one_line_with_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    text = (Path(assay.__file__).parent / "gallery" / "entries" / "arc_easy.yaml").read_text()
+    text = (Path(assay.__file__).parent / "tasks" / "gallery" / "entries" / "arc_easy.yaml").read_text()
     bad.write_text(text.replace("eval_type: multiple_choice", "eval_type: multiple_choice\n"
                                 "colour: blue"))
     with pytest.raises(ConfigError) as e:
@@ -216,7 +216,7 @@ GSM8K_REPLIES = [
 
 @pytest.mark.parametrize("filter_name", ["strict-match", "flexible-extract"])
 def test_gsm8k_parsers_equal_lm_eval_filters(filter_name: str) -> None:
-    from assay.gallery.parsers import gsm8k_flexible, gsm8k_strict
+    from assay.tasks.gallery.parsers import gsm8k_flexible, gsm8k_strict
 
     regex_filter, filters = _lm_eval()
     conf = filters[filter_name]
@@ -277,7 +277,7 @@ def test_python_entries_run_by_name_from_their_fixture_wheel(name: str, fake_ser
     store = Store()
     try:
         run = store.get_run(result.run_id)
-        assert run["benchmark"] == name
+        assert run["task"] == name
         results = store.results(result.run_id)
         assert results and all(r.scores for r in results)
     finally:

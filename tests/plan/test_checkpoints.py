@@ -30,7 +30,7 @@ def session_state(workspace: Path) -> dict[str, Any]:
     """The one planning session's stored state, read from SQLite directly."""
     con = sqlite3.connect(workspace / "assay.db")
     try:
-        rows = con.execute("SELECT dataset, status FROM runs WHERE benchmark='plan_session'"
+        rows = con.execute("SELECT dataset, status FROM runs WHERE task='plan_session'"
                            ).fetchall()
     finally:
         con.close()

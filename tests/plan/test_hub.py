@@ -336,9 +336,9 @@ def test_fetch_split_multiple_choice_runs_as_qa(hub: FakeHub) -> None:
     res = resolve_hub("org/mc")
     path = fetch_split(HubRef(id="org/mc", config=res.config, split=res.split))
     assert read_jsonl(path) == MC_ROWS
-    from assay.benchmarks.qa import QABenchmark
+    from assay.tasks.qa import QATask
 
-    samples = QABenchmark(data=str(path), **res.fields).samples()
+    samples = QATask(data=str(path), **res.fields).samples()
     assert [s.metadata["choices"] for s in samples] == [r["choices"] for r in MC_ROWS]
     assert [s.input for s in samples] == [r["question"] for r in MC_ROWS]
 

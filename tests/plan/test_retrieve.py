@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.gallery.entry import all_entries
 from assay.plan.intent import BUILTIN_TASKS
 from assay.plan.retrieve import (
     QUALITY,
@@ -15,6 +14,7 @@ from assay.plan.retrieve import (
     retriever,
     tokenize,
 )
+from assay.tasks.gallery.entry import all_entries
 
 
 def category(name: str) -> str:

@@ -182,7 +182,7 @@ def test_big_runs_list_a_capped_sample_table_errors_and_wrong_first(tmp_path) ->
     from assay.store.sqlite import Store
 
     store = Store(tmp_path / "assay.db")
-    run = store.create_run(benchmark="qa", spec={"benchmark": "qa"}, model={"model": "m"},
+    run = store.create_run(task="qa", spec={"task": "qa"}, model={"model": "m"},
                            dataset={}, package_version="t")
     n = 2500
     for i in range(n):

@@ -35,13 +35,13 @@ MTBENCH = Path(__file__).resolve().parents[1] / "gallery" / "fixtures" / "mtbenc
 XSS_MODEL = "openai/<script>alert(1)</script>"
 XSS_TOPIC = "<script>alert(2)</script>"
 TOPICS_TASK = '''\
-from assay.benchmarks.qa import QABenchmark
+from assay.tasks.qa import QATask
 from assay.metrics.summary import score_summary
 from assay.tasks.registry import task
 
 
 @task("topics")
-class Topics(QABenchmark):
+class Topics(QATask):
     """qa with a topic per row and the accuracy per topic (``by_topic``)."""
 
     def samples(self):
@@ -410,7 +410,7 @@ def test_judge_scale_and_plain_number_texts():
 def test_a_plan_run_is_refused_with_a_hint(tmp_path):
     """--summary names a task run; a plan's own report already spans its tasks."""
     store = Store()
-    rid = store.create_run(benchmark="plan", spec={"benchmark": "plan"}, model={},
+    rid = store.create_run(task="plan", spec={"task": "plan"}, model={},
                            dataset={}, package_version="0")
     store.close()
     result = CliRunner().invoke(app, ["report", rid, "--summary"])

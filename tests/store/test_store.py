@@ -19,7 +19,7 @@ from assay.store.sqlite import Store, new_run_id, workspace_dir
 
 
 def run_kwargs(**over):
-    kw = dict(benchmark="qa", spec={"benchmark": "qa", "limit": 3},
+    kw = dict(task="qa", spec={"task": "qa", "limit": 3},
               model={"model": "openai/fake", "base_url": "http://127.0.0.1:1/v1"},
               dataset={"source": "file", "content_hash": "abc"}, package_version="9.9.9")
     kw.update(over)
@@ -80,8 +80,8 @@ def test_create_get_and_update_status(store):
     rid = store.create_run(**run_kwargs())
     run = store.get_run(rid)
     assert run["id"] == rid and run["status"] == "running" and run["finished_at"] is None
-    assert run["benchmark"] == "qa"
-    assert run["spec"] == {"benchmark": "qa", "limit": 3}
+    assert run["task"] == "qa"
+    assert run["spec"] == {"task": "qa", "limit": 3}
     assert run["model"]["model"] == "openai/fake"
     assert run["dataset"]["content_hash"] == "abc"
     assert run["package_version"] == "9.9.9"
@@ -99,13 +99,13 @@ def test_create_get_and_update_status(store):
 def test_list_runs_newest_first_with_sample_counts(store):
     first = store.create_run(**run_kwargs(), run_id="20260101-000000-aaaaaa")
     time.sleep(0.01)
-    second = store.create_run(**run_kwargs(benchmark="other"), run_id="20260101-000001-bbbbbb")
+    second = store.create_run(**run_kwargs(task="other"), run_id="20260101-000001-bbbbbb")
     store.record(first, sample_row("s1"))
     store.record(first, sample_row("s2", seq=1))
     runs = store.list_runs()
     assert [r["id"] for r in runs] == [second, first]
     assert [r["samples"] for r in runs] == [0, 2]
-    assert runs[0]["benchmark"] == "other" and runs[1]["model"]["model"] == "openai/fake"
+    assert runs[0]["task"] == "other" and runs[1]["model"]["model"] == "openai/fake"
     assert [r["id"] for r in store.list_runs(limit=1)] == [second]
 
 

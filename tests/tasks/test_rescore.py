@@ -9,8 +9,8 @@ import sys
 import pytest
 
 import assay
-from assay.benchmarks.qa import QABenchmark
 from assay.store.sqlite import Store
+from assay.tasks.qa import QATask
 from assay.testing import FakeServer, Rule
 
 
@@ -57,9 +57,9 @@ def test_score_reproduces_every_qa_verdict_with_no_requests(workspace, tmp_path)
         assert run["parent_id"] == store.get_run(parent)["id"]
         assert run["metrics"]["accuracy"] == store.get_run(parent)["metrics"]["accuracy"]
         # the stored options say which scorer the data implied, so a re-score uses it
-        assert run["spec"]["benchmark_options"]["scorer"] == "normalized"
+        assert run["spec"]["task_options"]["scorer"] == "normalized"
         other = lenient.stdout.split()[1]
-        assert store.get_run(other)["spec"]["benchmark_options"]["scorer"] == "includes"
+        assert store.get_run(other)["spec"]["task_options"]["scorer"] == "includes"
         changed = {k: v[2] for k, v in verdicts(store, other).items() if v[0] is None}
         assert {k: list(v) for k, v in changed.items()} == {
             k: ["includes"] for k in changed}
@@ -75,13 +75,13 @@ def test_metrics_are_computed_once_per_run_and_reports_read_them(workspace, tmp_
     data.write_text("".join(json.dumps({"question": f"Repeat after me: w{i}",
                                         "answer": f"w{i}"}) + "\n" for i in range(5)))
     calls = []
-    real = QABenchmark.metrics.__func__
+    real = QATask.metrics.__func__
 
     def counting(cls, results, options=None):
         calls.append(len(results))
         return real(cls, results, options)
 
-    monkeypatch.setattr(QABenchmark, "metrics", classmethod(counting))
+    monkeypatch.setattr(QATask, "metrics", classmethod(counting))
     with FakeServer(rules=[Rule(r"Repeat after me: (\S+)", "Answer: \\1")]) as srv:
         result = assay.evaluate("qa", model="openai/fake", base_url=srv.base_url,
                                 data=str(data))

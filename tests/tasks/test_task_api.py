@@ -10,11 +10,11 @@ from assay.errors import ConfigError
 
 def test_a_task_option_wins_over_an_engine_setting_of_the_same_name(workspace):
     spec = make_spec("datagen_generate", "openai/x", seed=7, n=3, limit=2)
-    assert spec.benchmark_options == {"seed": 7, "n": 3}
+    assert spec.task_options == {"seed": 7, "n": 3}
     assert spec.seed is None and spec.limit == 2
     # either side can be named explicitly
     spec = make_spec("datagen_generate", "openai/x", engine={"seed": 5}, task_options={"n": 2})
-    assert spec.seed == 5 and spec.benchmark_options == {"n": 2}
+    assert spec.seed == 5 and spec.task_options == {"n": 2}
     # a task without a seed option: the engine's
     assert make_spec("qa", "openai/x", data="d.jsonl", seed=3).seed == 3
 

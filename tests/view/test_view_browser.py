@@ -162,7 +162,7 @@ def _hostile_run(store: Store, value: float) -> str:
     """A run whose model name, dataset name, metrics, and sample (id, input, output,
     target, transcript, score, metadata, error) all carry the XSS payloads."""
     h = vh.HOSTILE
-    rid = store.create_run(benchmark="qa", spec={"benchmark": "qa", "note": h},
+    rid = store.create_run(task="qa", spec={"task": "qa", "note": h},
                            model={"model": "openai/" + h}, dataset={"name": h, "source": h},
                            package_version="x")
     transcript = [{"role": "user", "content": h},

@@ -20,8 +20,8 @@ import aiohttp
 import pytest
 import viewhelpers as vh
 
-from assay.datagen.review.security import SECURITY_HEADERS
 from assay.errors import StoreError
+from assay.review.security import SECURITY_HEADERS
 from assay.store.sqlite import Store
 from assay.view.app import serve
 
@@ -206,7 +206,7 @@ async def test_sample_filters_and_paging_return_the_right_rows(syn_store, syn_si
 
 
 async def test_runs_list_pages(syn_store, syn_site) -> None:
-    made = [syn_store.create_run(benchmark=f"t{i % 3}", spec={}, model={"model": f"m{i}"},
+    made = [syn_store.create_run(task=f"t{i % 3}", spec={}, model={"model": f"m{i}"},
                                  dataset={}, package_version="x") for i in range(57)]
     newest_first = list(reversed(made))
     _, html, _ = await syn_site.get("/")
@@ -216,7 +216,7 @@ async def test_runs_list_pages(syn_store, syn_site) -> None:
     _, html, _ = await syn_site.get("/?task=t1&page=2")
     assert run_ids(html) == [r for i, r in enumerate(made) if i % 3 == 1][::-1]  # clamped
     # this process owns the runs, so they are running; a dead owner makes one interrupted
-    dead = syn_store.create_run(benchmark="t0", spec={}, model={"model": "gone"}, dataset={},
+    dead = syn_store.create_run(task="t0", spec={}, model={"model": "gone"}, dataset={},
                                 package_version="x")
     syn_store._db.execute("UPDATE runs SET stats=? WHERE id=?",
                           (json.dumps({"owner": {"host": socket.gethostname(),
@@ -271,7 +271,7 @@ async def test_unknown_run_or_sample_is_a_404_page(syn_store, syn_site) -> None:
 async def test_browsing_never_writes_and_only_get_is_answered(syn_store, syn_site) -> None:
     done = vh.synthetic_run(syn_store, 40)
     bare = vh.synthetic_run(syn_store, 40, metrics=False)  # metrics computed by the page
-    parent = syn_store.create_run(benchmark="plan", spec={}, model={}, dataset={},
+    parent = syn_store.create_run(task="plan", spec={}, model={}, dataset={},
                                   package_version="x")
     child = vh.synthetic_run(syn_store, 5, parent_id=parent)
     syn_store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

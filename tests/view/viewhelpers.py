@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[2]
-for sub in ("tests/benchmarks/gaia", "tests/tasks/converse"):
+for sub in ("tests/tasks/gaia", "tests/tasks/converse"):
     if str(REPO / sub) not in sys.path:
         sys.path.insert(0, str(REPO / sub))
 
@@ -45,8 +45,8 @@ def _bfcl_reply(body: dict[str, Any]) -> Any:
     return "no tools"
 
 
-def _run(store: Store, benchmark: str, model: str, **options: Any) -> str:
-    spec = make_spec(benchmark, model, **options)
+def _run(store: Store, task: str, model: str, **options: Any) -> str:
+    spec = make_spec(task, model, **options)
     return run_coro(run_async(spec, store=store, reports=False)).run_id
 
 
@@ -96,13 +96,13 @@ def sample_row(i: int, *, value: float | None = 1.0, error: str | None = None,
             created or time.time())
 
 
-def synthetic_run(store: Store, n: int, *, benchmark: str = "qa", model: str = "openai/syn",
+def synthetic_run(store: Store, n: int, *, task: str = "qa", model: str = "openai/syn",
                   status: str = "finished", metrics: bool = True, parent_id: str | None = None,
                   pattern: Any = None) -> str:
     """A run of ``n`` samples written directly: sample ``i`` is an error when ``i % 10 ==
     9``, else wrong when ``i % 3 == 0``, else correct; its category is ``c{i % 4}``.
     ``pattern(i)`` may replace that with the keyword arguments of :func:`sample_row`."""
-    rid = store.create_run(benchmark=benchmark, spec={"benchmark": benchmark, "epochs": 1},
+    rid = store.create_run(task=task, spec={"task": task, "epochs": 1},
                            model={"model": model}, dataset={"source": "synthetic", "selected": n},
                            package_version="test", parent_id=parent_id)
     rows = []

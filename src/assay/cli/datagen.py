@@ -86,7 +86,7 @@ def engine_of(base_url: str | None, max_connections: int, timeout: float, max_re
     """The RunSpec settings of a step from the engine options (validated now)."""
     settings = {"base_url": base_url, "max_connections": max_connections, "timeout": timeout,
                 "max_retries": max_retries, "cache": not no_cache, "rpm": rpm, "seed": seed}
-    RunSpec(benchmark="-", **settings)  # one-line errors for bad numbers, before any work
+    RunSpec(task="-", **settings)  # one-line errors for bad numbers, before any work
     return settings
 
 
@@ -135,8 +135,8 @@ def generate(ctx: click.Context, n: int, model: str, reference: str | None, out:
              max_connections: int, timeout: float, max_retries: int, no_cache: bool,
              rpm: float | None, quiet: bool) -> None:
     """Generate AIME-style problems; failures are recorded, never written as problems."""
-    from assay.datagen.generate import write_outputs
-    from assay.datagen.steps import resume_step, run_step
+    from assay.tasks.datagen.generate import write_outputs
+    from assay.tasks.datagen.steps import resume_step, run_step
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
                        rpm_of(rpm, delay), seed)
@@ -162,7 +162,7 @@ def generate(ctx: click.Context, n: int, model: str, reference: str | None, out:
 
 def _generator_of(data: Path) -> str | None:
     """The generator each problem recorded in its provenance, when there is one."""
-    from assay.datagen.problem import load_problems
+    from assay.tasks.datagen.problem import load_problems
 
     models = {p.provenance.get("model") for p in load_problems(data)} - {None}
     return models.pop() if len(models) == 1 else None
@@ -180,9 +180,9 @@ def judge(data: Path, judge_model: tuple[str, ...], rubric: str | None,
           timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
           quiet: bool) -> None:
     """Rubric-judge problems (four anchored 1-5 dimensions); invalid verdicts never score."""
-    from assay.datagen.families import self_preference_warning
-    from assay.datagen.jury import jury_summary
-    from assay.datagen.steps import metrics_of, run_step
+    from assay.tasks.datagen.families import self_preference_warning
+    from assay.tasks.datagen.jury import jury_summary
+    from assay.tasks.datagen.steps import metrics_of, run_step
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     judges = list(judge_model) or ["local"]
@@ -223,7 +223,7 @@ def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], seed: int
             timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
             quiet: bool) -> None:
     """Pairwise win rate against real problems, judged in both orders."""
-    from assay.datagen.steps import metrics_of, run_step
+    from assay.tasks.datagen.steps import metrics_of, run_step
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm, seed)
     store = _store()
@@ -248,9 +248,9 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
            base_url: str | None, max_connections: int, timeout: float, max_retries: int,
            no_cache: bool, rpm: float | None, quiet: bool) -> None:
     """Solve each problem with solver models and check the stated answers (math-verify)."""
-    from assay.datagen.problem import load_problems
-    from assay.datagen.steps import run_step
-    from assay.datagen.verify import verification_summary
+    from assay.tasks.datagen.problem import load_problems
+    from assay.tasks.datagen.steps import run_step
+    from assay.tasks.datagen.verify import verification_summary
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     solvers = list(solver_model) or ["local"]
@@ -266,8 +266,8 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
     if summary["unreproduced"]:
         click.echo(f"flagged (no solver agrees): {', '.join(summary['unreproduced'])}")
     if reference:
-        from assay.datagen.references import load_reference
-        from assay.datagen.verify import near_duplicates
+        from assay.tasks.datagen.references import load_reference
+        from assay.tasks.datagen.verify import near_duplicates
 
         refs, _ = load_reference(reference)
         dups = near_duplicates(load_problems(data), refs)
@@ -305,8 +305,8 @@ def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...
     after Ctrl-C or a crash, --resume ID continues it.
     """
     from assay.cli.common import sigterm_as_interrupt
-    from assay.datagen.families import self_preference_warning
-    from assay.datagen.pipeline import resume_pipeline, start_pipeline
+    from assay.tasks.datagen.families import self_preference_warning
+    from assay.tasks.datagen.pipeline import resume_pipeline, start_pipeline
 
     rpm = rpm_of(rpm, delay)
     store = _store()
@@ -367,7 +367,7 @@ def review(data: Path, reviewer: str | None, port: int, judge_scores: str | None
         raise ConfigError(f"problems file not found: {data}")
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be 0-65535 (0 picks a free port), got {port}")
-    from assay.datagen.review.app import launch
+    from assay.review.app import launch
 
     launch(data, reviewer, port=port, open_browser=not no_browser,
            judge_scores=judge_scores, blind=blind, echo=click.echo)

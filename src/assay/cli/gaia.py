@@ -25,7 +25,7 @@ scorer_option = click.option(
               help="Write one verdict per task here (JSONL).")
 def score(answers: Path, predictions: Path, scorer: str, output: Path | None) -> None:
     """Score existing answers without running a model."""
-    from assay.benchmarks.gaia.score_files import score_predictions
+    from assay.tasks.gaia.score_files import score_predictions
 
     report = score_predictions(answers, predictions, scorer)
     if output:

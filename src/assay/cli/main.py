@@ -39,14 +39,14 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
             from assay.reports.summary import write_summary
 
             record = store.get_run(run_id)
-            if record["benchmark"] == "plan":
+            if record["task"] == "plan":
                 raise ConfigError(f"run {record['id']} is a plan run: its report (assay report "
                                   f"{record['id']}) is already a summary across its tasks; "
                                   "give --summary one of its task runs")
             for kind, path in write_summary(store, record["id"], out).items():
                 click.echo(f"{kind}: {path}")
             return
-        if store.get_run(run_id)["benchmark"] == "plan":
+        if store.get_run(run_id)["task"] == "plan":
             from assay.plan.report import write_plan_report
 
             for kind, path in write_plan_report(store, store.get_run(run_id)["id"],
@@ -83,7 +83,7 @@ def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
         run = store.get_run(done.run_id)
         click.echo(f"run {done.run_id} scores run {done.parent_id} again: {done.rescored} "
                    f"samples scored, {done.errors} errors, 0 model calls")
-        head = headline(done.metrics, task_class(run["spec"]["benchmark"]).headline_metric)
+        head = headline(done.metrics, task_class(run["spec"]["task"]).headline_metric)
         if head:
             click.echo(f"{head[0]}: {fmt_rate(head[1])}")
         if not no_report:
@@ -110,7 +110,7 @@ def list_runs(limit: int, as_json: bool) -> None:
 
         for r in runs:
             click.echo(json.dumps({
-                "id": r["id"], "task": r["benchmark"], "model": r["model"].get("model"),
+                "id": r["id"], "task": r["task"], "model": r["model"].get("model"),
                 "status": r["status"], "samples": r["samples"], "errors": r["errors"],
                 "resumable": bool(r["resumable"]), "created_at": r["created_at"],
                 "parent": r.get("parent_id")}))
@@ -123,11 +123,11 @@ def list_runs(limit: int, as_json: bool) -> None:
     for col in (0, 7):
         table.columns[col].no_wrap = True
     for r in runs:
-        table.add_row(r["id"], r["benchmark"], str(r["model"].get("model")), r["status"],
+        table.add_row(r["id"], r["task"], str(r["model"].get("model")), r["status"],
                       str(r["samples"]), str(r["errors"]), "yes" if r["resumable"] else "",
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])))
     Console().print(table)
-    kinds = {r["benchmark"] for r in runs if r["resumable"]}
+    kinds = {r["task"] for r in runs if r["resumable"]}
     if kinds - {"plan", "plan_session"}:
         click.echo("resume a run with: assay run <task> --resume <run>")
     if "plan" in kinds:
@@ -144,7 +144,7 @@ def list_tasks(files: tuple[str, ...], category: str | None, as_json: bool) -> N
     """Tasks that can be run by name, with their source (built-in, plugin or gallery), then
     the gallery's entries with category, size, data source, readiness and whether their data
     is cached; with FILES, the tasks those .py or .yaml files declare."""
-    from assay.gallery.entry import all_entries
+    from assay.tasks.gallery.entry import all_entries
     from assay.tasks.registry import available, resolve
 
     rows: list[tuple[str, str, str]] = []
@@ -182,8 +182,8 @@ def list_tasks(files: tuple[str, ...], category: str | None, as_json: bool) -> N
 
 def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) -> None:
     """The gallery's entries: name, category, size, source, readiness, cached."""
-    from assay.gallery.source import cached
-    from assay.gallery.task import readiness_text
+    from assay.tasks.gallery.source import cached
+    from assay.tasks.gallery.task import readiness_text
 
     chosen = [e for e in entries.values() if category in (None, e.category)]
     if category and not chosen:

@@ -108,14 +108,14 @@ def task_command(text: str) -> click.Command:
         if kwargs.get("resume"):
             overrides = resume_overrides(ctx, {k: kwargs[k] for k in SHARED_NAMES})
             if options:  # only options whose credentials were never stored may come back;
-                overrides["benchmark_options"] = options  # api.resume_spec refuses the rest
+                overrides["task_options"] = options  # api.resume_spec refuses the rest
         from assay.cli.common import engine_options
 
         eng = {k: kwargs[k] for k in SHARED_NAMES}
         eng["param"] = list(eng["param"] or ())
         result = execute_run(
             ref.ref, resume=eng.pop("resume"), quiet=eng.pop("quiet"), model=eng.pop("model"),
-            engine_options=engine_options(**eng), benchmark_options=options,
+            engine_options=engine_options(**eng), task_options=options,
             overrides=overrides)
         after = getattr(ref.declared, "after_run", None)
         if after is not None and result is not None:

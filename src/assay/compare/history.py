@@ -30,7 +30,7 @@ def _headline(store: Store, run: dict[str, Any]) -> tuple[str, dict[str, Any]] |
     try:
         from assay.tasks.registry import task_class
 
-        name = task_class(run["benchmark"]).headline_metric
+        name = task_class(run["task"]).headline_metric
     except Exception:  # noqa: BLE001 - a task file that moved: the first rate will do
         name = None
     try:
@@ -75,7 +75,7 @@ def task_history(store: Store, task: str, *, model: str | None = None,
         raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
     runs = [store.get_run(rid) for rid in store.runs_of(task)]
     if not runs:
-        known = store.benchmarks()
+        known = store.tasks()
         raise ConfigError(f"no runs of task {task!r} in {store.path}; tasks with runs: "
                           f"{', '.join(known) or 'none'}")
     if model:

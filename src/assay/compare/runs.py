@@ -45,7 +45,7 @@ class RunScores:
     def info(self) -> dict[str, Any]:
         """What the comparison shows about this run."""
         r = self.run
-        return {"id": r["id"], "benchmark": r["benchmark"], "model": model_name(r),
+        return {"id": r["id"], "task": r["task"], "model": model_name(r),
                 "created_at": r["created_at"],
                 "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
                 "status": r["status"], "n_samples": len(self.values) + len(self.unscored),
@@ -106,14 +106,14 @@ def _differences(a: RunScores, b: RunScores, shared: int, only_a: int, only_b: i
                  ) -> str | None:
     """One warning line naming every way the two runs are not like for like."""
     parts = []
-    ta, tb = a.run["benchmark"], b.run["benchmark"]
+    ta, tb = a.run["task"], b.run["task"]
     if ta != tb:
         parts.append(f"tasks ({ta} vs {tb})")
     ha, hb = data_hash(a.run), data_hash(b.run)
     if ha and hb and ha != hb:
         parts.append(f"data hashes ({ha[:12]} vs {hb[:12]})")
-    sa = (a.run["spec"].get("benchmark_options") or {}).get("scorer")
-    sb = (b.run["spec"].get("benchmark_options") or {}).get("scorer")
+    sa = (a.run["spec"].get("task_options") or {}).get("scorer")
+    sb = (b.run["spec"].get("task_options") or {}).get("scorer")
     if a.score != b.score or sa != sb:
         parts.append(f"scorers ({a.score}{'/' + str(sa) if sa else ''} vs "
                      f"{b.score}{'/' + str(sb) if sb else ''})")

@@ -21,12 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.bfcl.categories import SINGLE_TURN, expand
-from assay.benchmarks.bfcl.data import load_category, locate
 from assay.compat.runs import agent_name, run_metrics, run_task
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.errors import ConfigError
 from assay.store.sqlite import Store
+from assay.tasks.bfcl.categories import SINGLE_TURN, expand
+from assay.tasks.bfcl.data import load_category, locate
 
 
 class BFCLDataset:
@@ -191,7 +191,7 @@ class BFCLEvaluationTool:
         """Evaluate, export official result files, write a report; optionally run the official tool."""
         evaluator = BFCLEvaluator(category=category, local_data_dir=self.bfcl_data_dir, mode=mode)
         results = evaluator.evaluate(agent, max_samples=max_samples)
-        from assay.benchmarks.bfcl.categories import result_group
+        from assay.tasks.bfcl.categories import result_group
 
         name = (model_name or "assay-agent").replace("/", "_")
         exports = []
@@ -204,7 +204,7 @@ class BFCLEvaluationTool:
         results["result_files"] = exports
         results["report_file"] = str(self.generate_report(results))
         if run_official_eval:
-            from assay.benchmarks.bfcl.official import run_official
+            from assay.tasks.bfcl.official import run_official
 
             results["official"] = run_official(results["run_id"]).summary()
         return results

@@ -52,7 +52,7 @@ class AIMEGenerator:
                           output_dir: str | Path = "data_generation/generated_data",
                           seed: int = 0) -> str:
         """Generate; write ``aime_generated_<run>.json`` (failures beside it); return its path."""
-        from assay.datagen.generate import write_outputs
+        from assay.tasks.datagen.generate import write_outputs
 
         store = Store()
         try:
@@ -89,8 +89,8 @@ def _reference_file(params: dict[str, Any], output_dir: Path) -> str | None:
         return str(params["reference_data_path"])
     if "reference_year" not in params:
         return None
-    from assay.datagen.problem import save_problems
-    from assay.datagen.references import load_reference
+    from assay.tasks.datagen.problem import save_problems
+    from assay.tasks.datagen.references import load_reference
 
     refs, _ = load_reference(None)
     return str(save_problems(refs, output_dir / "reference.jsonl"))
@@ -105,7 +105,7 @@ class LLMJudgeTool:
 
     def run(self, parameters: dict[str, Any]) -> str:
         """Judge the generated problems with the rubric; invalid verdicts are counted."""
-        from assay.datagen.problem import load_problems, save_problems
+        from assay.tasks.datagen.problem import load_problems, save_problems
 
         try:
             data = Path(parameters["generated_data_path"])
@@ -164,6 +164,6 @@ class HumanVerificationUI:
 
     def launch(self, port: int = 0, open_browser: bool = True, **kwargs: Any) -> None:
         """Serve until Ctrl-C; every submission is saved at once in the workspace store."""
-        from assay.datagen.review.app import launch
+        from assay.review.app import launch
 
         launch(self.data_path, self.reviewer, port=port, open_browser=open_browser, **kwargs)

@@ -1,7 +1,7 @@
 """The book's GAIA classes: ``GAIADataset``, ``GAIAEvaluator``, ``GAIAEvaluationTool``.
 
 ``GAIADataset`` returns the book's dict items; it is a thin adapter over the core
-loader :func:`assay.benchmarks.gaia.dataset.load_gaia`, which the ``gaia`` task uses
+loader :func:`assay.tasks.gaia.dataset.load_gaia`, which the ``gaia`` task uses
 directly. The evaluators run the ``gaia`` task (official scorer) in the workspace
 store and return the book's result keys.
 """
@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.benchmarks.gaia.dataset import GAIA_REPO, OFFICIAL_COUNTS, GAIAData, load_gaia
-from assay.benchmarks.gaia.layouts import GAIATask, check_split, config_level, level_arg
 from assay.compat.runs import agent_name, run_metrics, run_task
 from assay.store.sqlite import Store
+from assay.tasks.gaia.dataset import GAIA_REPO, OFFICIAL_COUNTS, GAIAData, load_gaia
+from assay.tasks.gaia.layouts import GAIAQuestion, check_split, config_level, level_arg
 
 
-def book_item(task: GAIATask) -> dict[str, Any]:
+def book_item(task: GAIAQuestion) -> dict[str, Any]:
     """The item shape of the book's ``GAIADataset`` for one task record."""
     return {
         "task_id": task.task_id,
@@ -39,7 +39,7 @@ class GAIADataset:
 
     ``GAIADataset(local_data_dir="GAIA", split="validation", level=1).load()`` returns
     book items (see :func:`book_item`); ``.tasks`` holds the core
-    :class:`~assay.benchmarks.gaia.layouts.GAIATask` records.
+    :class:`~assay.tasks.gaia.layouts.GAIAQuestion` records.
     """
 
     def __init__(self, dataset_name: str = GAIA_REPO, split: str = "validation",
@@ -55,7 +55,7 @@ class GAIADataset:
         self.config = config
         self.token = token
         self.max_attachment_check = max_attachment_check
-        self.tasks: list[GAIATask] = []
+        self.tasks: list[GAIAQuestion] = []
         self.data: list[dict[str, Any]] = []
         self.metadata_file: Path | None = None
         self.layout: str | None = None
@@ -202,7 +202,7 @@ class GAIAEvaluator:
     def export_to_gaia_format(self, results: dict[str, Any], output_path: str | Path,
                               include_reasoning: bool = True) -> Path:
         """Submission JSONL (task_id, model_answer as a string[, reasoning_trace])."""
-        from assay.benchmarks.gaia.export import write_jsonl
+        from assay.tasks.gaia.export import write_jsonl
 
         lines = []
         for d in results["detailed_results"]:

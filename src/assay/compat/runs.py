@@ -53,9 +53,9 @@ def run_task(task: str, options: dict[str, Any], agent: Any, store: Store, *,
 
     subject = subject_for(agent, shared=shared)
     spec = None if resume else RunSpec(
-        benchmark=task, model=agent_spec(agent if agent is not None else "local"),
+        task=task, model=agent_spec(agent if agent is not None else "local"),
         limit=limit or None, rpm=rpm,
-        benchmark_options={k: v for k, v in options.items() if v is not None})
+        task_options={k: v for k, v in options.items() if v is not None})
     started = time.perf_counter()
     run_id = run_sync(Engine(store, quiet=True).run(spec, resume=resume, subject=subject))
     return run_id, time.perf_counter() - started

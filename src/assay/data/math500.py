@@ -244,13 +244,13 @@ def read_meta(path: Path | None = None) -> dict[str, Any]:
 
 
 def load_math500(integer_first: bool = True) -> list[Any]:
-    """The cached MATH-500 problems as :class:`~assay.datagen.problem.Problem` s.
+    """The cached MATH-500 problems as :class:`~assay.tasks.datagen.problem.Problem` s.
 
     With ``integer_first``, problems whose answer is an integer in 0-999 (the AIME
     format) come first, each group in id order.
     """
     from assay.data.files import read_jsonl
-    from assay.datagen.problem import Problem
+    from assay.tasks.datagen.problem import Problem
 
     path = locate()
     meta = read_meta(path)

@@ -1,7 +1,7 @@
 """The engine: runs a benchmark against a subject, sample by sample, into the store.
 
-Per sample: a fresh agent (``subject.session()``), ``benchmark.solve``,
-``benchmark.score``, one committed row. Concurrency is a fixed pool of worker
+Per sample: a fresh agent (``subject.session()``), ``task.solve``,
+``task.score``, one committed row. Concurrency is a fixed pool of worker
 tasks (``max_connections``) pulling from a queue, so memory stays flat for big
 datasets; the per-endpoint semaphore lives in :mod:`assay.engine.calls`.
 """
@@ -26,6 +26,7 @@ from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
 from assay.sandbox import ALLOW_WEAK_FLAG, allow_weak_isolation, bwrap_problem
+from assay.store.migrate import current_spec
 from assay.store.owner import owner_alive
 from assay.store.sqlite import Store
 from assay.tasks.base import Task
@@ -35,9 +36,9 @@ from assay.tasks.base import Task
 class RunSpec:
     """Everything needed to (re)build a run. Stored with the run; never holds secrets."""
 
-    benchmark: str
+    task: str
     model: str = "local"
-    benchmark_options: dict[str, Any] = field(default_factory=dict)
+    task_options: dict[str, Any] = field(default_factory=dict)
     base_url: str | None = None
     timeout: float = 120.0
     max_connections: int = 32
@@ -93,7 +94,7 @@ class RunSpec:
 
         ``base_url`` keeps its scheme, host and path (``base_url_has_secrets`` says it
         had more); every other field goes through the one redaction policy, and
-        ``redacted`` lists the fields it changed (``benchmark_options.judge_base_url``,
+        ``redacted`` lists the fields it changed (``task_options.judge_base_url``,
         ``model``, ``params.x``): a resume must be given those again.
         """
         d = asdict(self)
@@ -111,8 +112,9 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSpec:
-        """Inverse of :meth:`to_dict` (unknown keys from newer versions are ignored)."""
-        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        """Inverse of :meth:`to_dict` (unknown keys from newer versions are ignored; a
+        spec stored before schema 4 names its task ``benchmark``)."""
+        known = {k: v for k, v in current_spec(d).items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
 
@@ -121,7 +123,7 @@ def option_flag(path: str) -> str:
     task option, ``--model``/``--param name=...`` for the others."""
     head, _, rest = path.partition(".")
     name = rest.split(".")[0].split("[")[0]
-    if head == "benchmark_options" and name:
+    if head == "task_options" and name:
         return f"-T {name}=..."
     if head == "params" and name:
         return f"--param {name}=..."
@@ -219,7 +221,7 @@ class Engine:
         spec: RunSpec | None,
         *,
         resume: str | None = None,
-        benchmark: Task | None = None,
+        task: Task | None = None,
         subject: Subject | Any | None = None,
         parent_id: str | None = None,
     ) -> str:
@@ -232,11 +234,11 @@ class Engine:
         allowed = spec.allow_weak_sandbox if spec is not None else bool(
             resume and self.store.get_run(resume)["spec"].get("allow_weak_sandbox"))
         with allow_weak_isolation(allowed):
-            return await self._run(spec, resume=resume, benchmark=benchmark,
+            return await self._run(spec, resume=resume, task=task,
                                    subject=subject, parent_id=parent_id)
 
     async def _run(self, spec: RunSpec | None, *, resume: str | None,
-                   benchmark: Task | None, subject: Subject | Any | None,
+                   task: Task | None, subject: Subject | Any | None,
                    parent_id: str | None) -> str:
         if resume:
             record = self.store.get_run(resume)
@@ -254,11 +256,11 @@ class Engine:
             raise ValueError("Engine.run needs a RunSpec or a run id to resume")
         spec.validate()
         self.current_run_id = run_id if resume else None
-        if benchmark is None:
+        if task is None:
             from assay.tasks.registry import build_task
 
-            benchmark = build_task(spec.benchmark, spec.benchmark_options)
-        bench = benchmark
+            task = build_task(spec.task, spec.task_options)
+        bench = task
         samples = select_samples(bench.samples(), spec)
         if not samples:
             raise ConfigError("the dataset has no samples to run; check the file and --limit")
@@ -269,7 +271,7 @@ class Engine:
         if not resume:
             # the options as the task resolved them (defaults, files read, choices
             # inferred from the data): what --resume and 'assay score' rebuild it from
-            spec.benchmark_options = dict(bench.options)
+            spec.task_options = dict(bench.options)
         if resume:
             old_hash = record["dataset"].get("content_hash")
             if old_hash and dataset.get("content_hash") and old_hash != dataset["content_hash"]:
@@ -296,7 +298,7 @@ class Engine:
                              "roles": {k: r.describe() for k, r in roles.items()}}
             if not resume:
                 run_id = self.store.create_run(
-                    benchmark=bench.name, spec=spec.to_dict(), model=described,
+                    task=bench.name, spec=spec.to_dict(), model=described,
                     dataset=dataset, package_version=__version__, parent_id=parent_id,
                 )
                 self.current_run_id = run_id

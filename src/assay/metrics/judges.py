@@ -27,7 +27,7 @@ def _reply_text(v: Any) -> str | None:
 
 
 @metric("judge_score", category="judge", dimension="correctness", level="judge",
-        aliases=("rubric_score",), reference="assay.datagen.judge (datagen_judge)",
+        aliases=("rubric_score",), reference="assay.tasks.datagen.judge (datagen_judge)",
         description="""The mean rubric score (1-5) a judge model gives, as datagen_judge's
         overall_mean. Each verdict {"rationale", "scores": {dimension: 1-5}} scores the mean of
         its dimensions, and the metric is the mean over items. Verdicts are read with the datagen judge's parser (fences and prose
@@ -37,8 +37,8 @@ def _reply_text(v: Any) -> str | None:
               "rubric (a YAML path; default the AIME rubric)")
 def judge_score(verdicts: Iterable[Any], *, rubric: Any = None, **opts: Any) -> float | None:
     """Mean rubric score over valid verdicts (judge reply texts or verdict dicts)."""
-    from assay.datagen.judge_metrics import SCORE_NAME, judge_metrics
-    from assay.datagen.rubric import check_verdict, resolve_rubric
+    from assay.tasks.datagen.judge_metrics import SCORE_NAME, judge_metrics
+    from assay.tasks.datagen.rubric import check_verdict, resolve_rubric
 
     rub = resolve_rubric(rubric)
     results = []
@@ -63,7 +63,7 @@ _WIN_RATES = ("win_rate_adjusted", "win_rate", "loss_rate", "tie_rate", "decisiv
 def _pair_score(i: int, item: Any) -> dict[str, Any]:
     """A pair's score as datagen_winrate stores it, from an outcome word or the two orders'
     positional verdicts."""
-    from assay.datagen.winrate import ORDERS, VALUES, check_winner, combine, preferred_item
+    from assay.tasks.datagen.winrate import ORDERS, VALUES, check_winner, combine, preferred_item
 
     if item is None or isinstance(item, str):
         outcome = "invalid" if item is None else item.strip().lower()
@@ -90,7 +90,7 @@ def _pair_score(i: int, item: Any) -> dict[str, Any]:
 
 
 @metric("pairwise_win_rate", category="judge", dimension="correctness", level="judge",
-        aliases=("win_rate", "winrate"), reference="assay.datagen.winrate (datagen_winrate)",
+        aliases=("win_rate", "winrate"), reference="assay.tasks.datagen.winrate (datagen_winrate)",
         description="""How often a judge prefers the candidate over the reference in blind
         pairwise comparisons, as in datagen_winrate. Each pair is judged in both orders (A:
         candidate shown first, B: reference first): the same preference in both orders is a win
@@ -103,8 +103,8 @@ def pairwise_win_rate(pairs: Iterable[Any], *, rate: str = "win_rate_adjusted",
                       **opts: Any) -> float | None:
     """Win rate over pairs, each an outcome word or ``{"A": winner, "B": winner}`` where a
     winner is "1", "2", "tie", ``None`` (invalid) or the judge's reply."""
-    from assay.datagen.winrate import SCORE_NAME
-    from assay.datagen.winrate_metrics import winrate_metrics
+    from assay.tasks.datagen.winrate import SCORE_NAME
+    from assay.tasks.datagen.winrate_metrics import winrate_metrics
 
     if rate not in _WIN_RATES:
         raise ConfigError(f"pairwise_win_rate: rate must be one of {', '.join(_WIN_RATES)}, "

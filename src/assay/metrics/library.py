@@ -1,7 +1,7 @@
 """assay's own metrics, registered in :mod:`assay.metrics.registry` when imported.
 
 The answer-matching metrics wrap the question/answer scorers of
-:mod:`assay.benchmarks.qa.scoring` (one implementation of extraction and matching);
+:mod:`assay.tasks.qa.scoring` (one implementation of extraction and matching);
 BLEU and chrF are sacrebleu's, ROUGE-L is rouge-score's, pass@k is
 :mod:`assay.metrics.passk`, and the judge metrics read verdicts with the datagen
 judge's parsers and aggregate them with its metric code. What is defined here is
@@ -23,7 +23,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from assay.benchmarks.qa.scoring import (
+from assay.core.checks import check_number
+from assay.core.types import Score
+from assay.errors import ConfigError
+from assay.metrics.passk import mean_pass_at_k
+from assay.metrics.registry import metric
+from assay.tasks.qa.scoring import (
     extract_answer,
     normalize_text,
     score_choice,
@@ -35,11 +40,6 @@ from assay.benchmarks.qa.scoring import (
     score_numeric,
     strip_reasoning,
 )
-from assay.core.checks import check_number
-from assay.core.types import Score
-from assay.errors import ConfigError
-from assay.metrics.passk import mean_pass_at_k
-from assay.metrics.registry import metric
 
 # categories used by this module (a small fixed vocabulary)
 CATEGORIES = ("match", "math", "overlap", "code", "structure", "judge", "diagnostic")
@@ -85,7 +85,7 @@ def _same_length(name: str, predictions: Sequence[Any], targets: Sequence[Any]) 
         description="""The extracted answer equals the target exactly, after stripping
         surrounding whitespace only (case and punctuation count). The answer is taken after an
         'Answer:' marker, from the last \\boxed{}, or as the whole output, with <think> blocks
-        removed (assay.benchmarks.qa extraction). 1.0 or 0.0 per sample.""",
+        removed (assay.tasks.qa extraction). 1.0 or 0.0 per sample.""",
         usage="strict checks of short canonical answers (ids, codes, labels); targets may be a "
               "list of acceptable answers")
 def exact_match(prediction: str, target: Any, **opts: Any) -> Score:

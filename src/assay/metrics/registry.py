@@ -36,9 +36,9 @@ LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge")
 MODULES: tuple[str, ...] = (
     "assay.metrics.library",
     "assay.metrics.judges",
-    "assay.gallery.code.metrics",
-    "assay.gallery.instructions.metrics",
-    "assay.gallery.mtbench.metrics",
+    "assay.tasks.code.metrics",
+    "assay.tasks.instructions.metrics",
+    "assay.tasks.mtbench.metrics",
 )
 
 

@@ -23,8 +23,8 @@ def compute_metrics(store: Store, run: dict[str, Any], *,
 
     if results is None:
         results = store.results(run["id"], transcripts=False, texts=False)
-    cls = task_cls or task_class(run["spec"]["benchmark"])
-    metrics = cls.metrics(results, run["spec"].get("benchmark_options")) if results else {}
+    cls = task_cls or task_class(run["spec"]["task"])
+    metrics = cls.metrics(results, run["spec"].get("task_options")) if results else {}
     if not getattr(store, "readonly", False):  # a viewer computes, and leaves the file alone
         store.set_metrics(run["id"], metrics)
     return metrics

@@ -152,7 +152,7 @@ def _number(word: str) -> int:
 def gallery_names() -> dict[str, str]:
     """Normalised name or alias -> gallery entry name, plus the built-in tasks a plan may
     name (``converse``)."""
-    from assay.gallery.entry import all_entries
+    from assay.tasks.gallery.entry import all_entries
 
     out: dict[str, str] = {}
     for entry in all_entries().values():
@@ -167,7 +167,7 @@ def gallery_names() -> dict[str, str]:
 
 def planned_names() -> dict[str, Any]:
     """Normalised name or alias -> gallery entry, for the entries not ready yet."""
-    from assay.gallery.entry import all_entries
+    from assay.tasks.gallery.entry import all_entries
 
     return {_norm(n): e for e in all_entries().values() if e.readiness.status != "ready"
             for n in e.names}

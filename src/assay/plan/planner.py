@@ -79,7 +79,7 @@ class Session:
                               "\"tool calling and grade-school math\"")
         state = {"request": request, "stage": "intent", "settings": settings.to_dict(),
                  "plan": None, "history": [], "trace": [], "output": settings.output}
-        sid = store.create_run(benchmark=SESSION, spec={"request": request},
+        sid = store.create_run(task=SESSION, spec={"request": request},
                                model={"model": settings.model,
                                       "planner": settings.planner or "rules"},
                                dataset=state, package_version=__version__)
@@ -88,8 +88,8 @@ class Session:
     @classmethod
     def load(cls, store: Any, session_id: str, base_url: str | None = None) -> Session:
         run = store.get_run(session_id)
-        if run["benchmark"] != SESSION:
-            raise ConfigError(f"run {run['id']} is a {run['benchmark']} run, not a planning "
+        if run["task"] != SESSION:
+            raise ConfigError(f"run {run['id']} is a {run['task']} run, not a planning "
                               "session; see 'assay list runs'")
         if run["dataset"].get("stage") == "done":
             raise ConfigError(f"planning session {run['id']} is finished; its plan is "

@@ -1,6 +1,6 @@
 """The combined report of a plan run: one ``report.md``, ``report.html`` and ``summary.json``.
 
-A plan run is a parent run (``benchmark == "plan"``, the plan in its ``dataset``) whose
+A plan run is a parent run (``task == "plan"``, the plan in its ``dataset``) whose
 children are the plan's tasks, in order. Everything here is read from the store: each
 child's stored metrics and results; nothing is re-scored. The report shows
 
@@ -54,9 +54,9 @@ WEAKEST_GROUPS = 3
 def _plan(run: dict[str, Any]) -> Plan:
     from pydantic import ValidationError
 
-    if run.get("benchmark") != "plan" or "plan" not in (run.get("dataset") or {}):
-        raise ConfigError(f"run {run['id']} is not a plan run (its benchmark is "
-                          f"{run.get('benchmark')!r}); see 'assay list runs'")
+    if run.get("task") != "plan" or "plan" not in (run.get("dataset") or {}):
+        raise ConfigError(f"run {run['id']} is not a plan run (its task is "
+                          f"{run.get('task')!r}); see 'assay list runs'")
     try:
         return Plan.model_validate(run["dataset"]["plan"])
     except ValidationError as e:
@@ -67,7 +67,7 @@ def _plan(run: dict[str, Any]) -> Plan:
 
 # -- values -------------------------------------------------------------------------------
 def task_value(metrics: dict[str, Any], primary: str,
-               benchmark: str) -> tuple[str, dict[str, Any]] | None:
+               task: str) -> tuple[str, dict[str, Any]] | None:
     """``(key, rate)``: the run's value of the plan's primary metric, else the task's
     headline (a task such as BFCL, GAIA or converse names its own); ``None`` when unset
     (no scored samples), never another metric's value."""
@@ -79,7 +79,7 @@ def task_value(metrics: dict[str, Any], primary: str,
     from assay.tasks.registry import task_class
 
     try:
-        name = task_class(benchmark).headline_metric
+        name = task_class(task).headline_metric
     except AssayError:
         name = None
     found = headline(metrics, name)
@@ -244,7 +244,7 @@ def _task_summary(store: Store, index: int, task: PlanTask,
     out["failures"] = failure_categories(results, key, task.primary, metrics)
     out["weakest_groups"] = weakest_groups(metrics, task.primary)
     out["cases"] = pick_cases(results, key, task.primary)
-    found = task_value(metrics, task.primary, child["benchmark"])
+    found = task_value(metrics, task.primary, child["task"])
     if child["status"] == "finished" and found is not None:
         out["metric_key"], out["value"] = found
         out["normalised"], out["scale_note"] = normalise(task.primary, found[1]["value"])

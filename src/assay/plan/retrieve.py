@@ -95,7 +95,7 @@ def _stem(word: str) -> str:
 @functools.lru_cache(maxsize=1)
 def corpus() -> tuple[Doc, ...]:
     """The retrievable tasks: ready gallery entries and the built-ins."""
-    from assay.gallery.entry import all_entries
+    from assay.tasks.gallery.entry import all_entries
 
     docs: list[Doc] = []
     for e in all_entries().values():

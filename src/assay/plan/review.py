@@ -69,7 +69,7 @@ def _find_task(plan: Plan, target: str) -> int | None:
         if t in (task.task.lower(), task.label.lower()) or (
                 task.hub and t == task.hub.id.lower()):
             return i
-    from assay.gallery.entry import find_entry
+    from assay.tasks.gallery.entry import find_entry
 
     entry = find_entry(target)
     if entry is not None:
@@ -81,7 +81,6 @@ def _find_task(plan: Plan, target: str) -> int | None:
 
 def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
     """A task the human added, brought up to the current stage; or why it cannot be."""
-    from assay.gallery.entry import find_entry
     from assay.plan.intent import BUILTIN_TASKS
     from assay.plan.steps import (
         capabilities_of,
@@ -90,6 +89,7 @@ def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
         resolve_task,
         source_of,
     )
+    from assay.tasks.gallery.entry import find_entry
 
     plan = s.plan
     if target.lower().startswith("hub:"):

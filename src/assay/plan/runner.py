@@ -88,8 +88,8 @@ def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
     entries pull their own data when they start)."""
     if task.task != "bfcl" or task.options.get("bfcl_data_dir"):
         return
-    from assay.benchmarks.bfcl import data as bfcl_data
     from assay.errors import DatasetError
+    from assay.tasks.bfcl import data as bfcl_data
 
     try:
         bfcl_data.locate()
@@ -108,7 +108,7 @@ def match_children(store: Store, plan_run_id: str, plan: Plan) -> list[dict[str,
     out: list[dict[str, Any] | None] = []
     for task in plan.tasks:
         names = {task_ref(task), _canonical(task_ref(task))}
-        found = next((r for r in runs if r["id"] not in used and r["benchmark"] in names),
+        found = next((r for r in runs if r["id"] not in used and r["task"] in names),
                      None)
         if found is not None:
             used.add(found["id"])
@@ -148,9 +148,9 @@ def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dic
         stored["base_url"] = redact_url(engine["base_url"])
         if stored["base_url"] != engine["base_url"]:
             stored["base_url_has_secrets"] = True
-    spec = {"benchmark": NAME, "model": subject, "plan_file": str(path.resolve()),
+    spec = {"task": NAME, "model": subject, "plan_file": str(path.resolve()),
             "engine": stored}
-    store.create_run(benchmark=NAME, spec=spec, run_id=pid,
+    store.create_run(task=NAME, spec=spec, run_id=pid,
                      model={"model": subject, "judge": plan.models.judge,
                             "planner": plan.models.planner},
                      dataset={"plan": plan.model_dump(mode="json"),
@@ -226,7 +226,7 @@ def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any
            quiet: bool, echo: Callable[[str], None],
            existing: list[dict[str, Any] | None],
            overrides: dict[str, Any] | None = None, base: Path | None = None) -> PlanRun:
-    from assay.datagen.steps import resume_step, run_step
+    from assay.tasks.datagen.steps import resume_step, run_step
 
     started = time.perf_counter()
     store.set_run_status(pid, "running")
@@ -245,12 +245,12 @@ def _drive(store: Store, pid: str, plan: Plan, model: str, engine: dict[str, Any
                     # task options whose credentials were never stored, from the plan
                     masked = {p.split(".")[1].split("[")[0]
                               for p in found["spec"].get("redacted") or []
-                              if p.startswith("benchmark_options.")}
+                              if p.startswith("task_options.")}
                     again = {k: v for k, v in child_options(task, plan, base).items()
                              if k in masked}
                     result.children[i] = resume_step(
                         store, found["id"], parent_id=pid, quiet=quiet,
-                        overrides={**(overrides or {}), "benchmark_options": again}
+                        overrides={**(overrides or {}), "task_options": again}
                         if again else overrides)
                 else:
                     settings = dict(engine)

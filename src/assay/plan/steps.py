@@ -38,7 +38,7 @@ class Selection:
 
 def capabilities_of(name: str) -> list[str]:
     """The radar axes a task counts for: its category (the gallery's capability)."""
-    from assay.gallery.entry import find_entry
+    from assay.tasks.gallery.entry import find_entry
 
     entry = find_entry(name)
     if entry is not None:
@@ -55,7 +55,7 @@ def source_of(name: str) -> str:
 
 def available(name: str) -> tuple[bool, str]:
     """Whether a task's data can be had here, and why (GAIA's is gated on the Hub)."""
-    from assay.gallery.entry import find_entry
+    from assay.tasks.gallery.entry import find_entry
 
     entry = find_entry(name)
     if entry is not None and entry.eval_type == "code":
@@ -78,7 +78,7 @@ def available(name: str) -> tuple[bool, str]:
         return False, "GAIA is gated on the Hugging Face Hub: set HF_TOKEN (or run gaia " \
                       "with --data-dir)"
     try:
-        from assay.benchmarks.gaia.dataset import load_gaia
+        from assay.tasks.gaia.dataset import load_gaia
 
         load_gaia(None, check_attachments=False)
     except Exception as e:  # noqa: BLE001 - any failure means "not here"
@@ -196,7 +196,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
                          "English)"
                          + ("; searching the Hub" if sel.hub_quota and hub_enabled else
                             "; allow the Hub (online, quota > 0) or add a task file"))
-        for d in (intent.domains or ["benchmark"]):
+        for d in (intent.domains or ["task"]):
             sel.hub_queries.append(f"{word} {d.replace('_', ' ')}")
     for d in missing:
         sel.hub_queries.append(d.replace("_", " "))
@@ -209,7 +209,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
 def resolve_task(task: PlanTask, intent: Intent) -> dict[str, str]:
     """Fill a gallery or built-in task's options and limit; returns the reasons (the task
     is changed in place). A Hub task is resolved by :func:`resolve_hub_task`."""
-    from assay.gallery.entry import find_entry
+    from assay.tasks.gallery.entry import find_entry
 
     why: dict[str, str] = {}
     if intent.budget.limit is not None:
@@ -264,7 +264,7 @@ BUILTIN_METRICS = {"converse": (["judge_score"], [])}
 
 def computable(task: PlanTask) -> list[str]:
     """Registry metrics the task computes (the only ones a plan may name for it)."""
-    from assay.gallery.entry import find_entry
+    from assay.tasks.gallery.entry import find_entry
 
     if task.source == "hub" or task.task == "qa":
         # qa reports its scorer's verdicts as "accuracy", and the extraction rate
@@ -284,7 +284,7 @@ def recommend_metrics(task: PlanTask, *, ask: Any = None, answer_sample: list[An
     """Set ``task.metrics`` by the rules (the entry's contract), asking the planner model
     only where the rules cannot decide (a Hub dataset whose answers are neither choices,
     numbers nor short text); returns the reasons and the model call."""
-    from assay.gallery.entry import find_entry
+    from assay.tasks.gallery.entry import find_entry
 
     out: dict[str, Any] = {"model_calls": []}
     entry = find_entry(task.task) if task.source != "hub" else None

@@ -194,7 +194,7 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
     run = store.get_run(run_id)
     if results is None:
         results = store.results(run["id"], transcripts=False, texts=False)
-    bench = task_class(run["spec"]["benchmark"])
+    bench = task_class(run["spec"]["task"])
     if metrics is None:
         metrics = run.get("metrics")
     if metrics is None:  # a run stored before metrics were kept, or stopped half way

@@ -295,7 +295,7 @@ def previous_run(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
     from assay.compare.runs import data_hash, model_name
 
     model, digest = model_name(run), data_hash(run)
-    for rid in reversed(store.runs_of(run["benchmark"])):
+    for rid in reversed(store.runs_of(run["task"])):
         if rid == run["id"]:
             continue
         other = store.get_run(rid)  # the status a dead process left is read here
@@ -378,7 +378,7 @@ def status_note(run: dict[str, Any], evaluated: int) -> str:
         why = f" ({str(run['stats']['error'])[:200]})"
     return (f"This run {'was interrupted' if status == 'interrupted' else 'failed'}{why}: "
             f"only {done} were evaluated, so the numbers are partial. Resume it with "
-            f"'assay run {run['benchmark']} --resume {run['id']}'.")
+            f"'assay run {run['task']} --resume {run['id']}'.")
 
 
 def _report_link(out: Path, default_dir: Path, run_id: str) -> dict[str, str]:
@@ -399,14 +399,14 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
     from assay.tasks.registry import task_class
 
     run = store.get_run(run_id)
-    bench = task_class(run["spec"]["benchmark"])
+    bench = task_class(run["spec"]["task"])
     if run["status"] == "finished":
         metrics = run_metrics(store, run["id"])
     else:
         # a run that stopped half way or still runs: its metrics, from the samples stored
         # so far, are computed and not stored (they would go stale as the run goes on)
         results = store.results(run["id"], transcripts=False, texts=False)
-        metrics = bench.metrics(results, run["spec"].get("benchmark_options")) if results else {}
+        metrics = bench.metrics(results, run["spec"].get("task_options")) if results else {}
     totals = store.sample_totals(run["id"])
     head = headline(metrics, bench.headline_metric)
     if head is not None and head[1].get("value") is None:  # the first rate, with nothing scored
@@ -419,7 +419,7 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
     partial = status_note(run, evaluated)
     ctx: dict[str, Any] = {
         "run": run,
-        "task": run["benchmark"],
+        "task": run["task"],
         "description": getattr(bench, "description", "") or "",
         "model_name": str(model.get("model")),
         "roles": roles,

@@ -62,9 +62,9 @@ def check_resumable(record: dict[str, Any], task: str, what: str) -> None:
     from assay.errors import ConfigError
 
     rid = record["id"]
-    if record["benchmark"] != task:
-        raise ConfigError(f"run {rid} is a {record['benchmark']} run, not a {what}; resume "
-                          f"it with 'assay run {record['benchmark']} --resume {rid}'")
+    if record["task"] != task:
+        raise ConfigError(f"run {rid} is a {record['task']} run, not a {what}; resume "
+                          f"it with 'assay run {record['task']} --resume {rid}'")
     holder = record["stats"].get("owner") or {}
     if record["status"] == "running" and holder.get("pid") != os.getpid():
         raise ConfigError(f"{what} {rid} is still running (process {holder.get('pid')}); "

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
-    benchmark TEXT NOT NULL,
+    task TEXT NOT NULL,
     status TEXT NOT NULL,
     created_at REAL NOT NULL,
     finished_at REAL,

@@ -27,10 +27,9 @@ from assay.core.redact import (
 from assay.core.types import SampleResult
 from assay.errors import RunNotFoundError, StoreError
 from assay.store.locking import connect, connect_readonly, write_retrying
+from assay.store.migrate import migrate, schema_version
 from assay.store.owner import effective_status, owner
 from assay.store.schema import (
-    ADDED_RUN_COLUMNS,
-    ADDED_SAMPLE_COLUMNS,
     INSERT_CACHE,
     INSERT_SAMPLE,
     SAMPLE_COLUMNS,
@@ -99,6 +98,10 @@ class Store:
         self._known: tuple[int, list[str]] | None = None
         if readonly:
             self._db = connect_readonly(self.path)
+            if schema_version(self._db) < SCHEMA_VERSION:  # an older store: migrated once
+                self._db.close()  # by a writing open, then read as usual
+                Store(self.path).close()
+                self._db = connect_readonly(self.path)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = connect(self.path)
@@ -106,17 +109,7 @@ class Store:
         def init() -> None:
             if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'samples'"
                                 ).fetchone() is not None:
-                missing = []
-                for table, added in (("samples", ADDED_SAMPLE_COLUMNS),
-                                     ("runs", ADDED_RUN_COLUMNS)):
-                    have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
-                    for name, kind in added:  # a store from an older version
-                        if name not in have:
-                            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-                            missing.append(name)
-                if missing:
-                    self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'",
-                                     (str(SCHEMA_VERSION),))
+                if migrate(self._db):  # a store from an older version, brought up once
                     self._db.commit()
                 return  # an existing, current store: opening it needs no write lock
             self._db.executescript(SCHEMA)
@@ -175,7 +168,7 @@ class Store:
     def create_run(
         self,
         *,
-        benchmark: str,
+        task: str,
         spec: dict[str, Any],
         model: dict[str, Any],
         dataset: dict[str, Any],
@@ -192,9 +185,9 @@ class Store:
 
         def insert() -> None:
             self._db.execute(
-                "INSERT INTO runs (id, benchmark, status, created_at, spec, model, dataset,"
+                "INSERT INTO runs (id, task, status, created_at, spec, model, dataset,"
                 " package_version, stats, parent_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, benchmark, "running", time.time(), _stored(spec), _stored(model),
+                (run_id, task, "running", time.time(), _stored(spec), _stored(model),
                  _stored(dataset), package_version, _stored({"owner": owner()}), parent_id),
             )
             self._db.commit()
@@ -207,7 +200,7 @@ class Store:
         if not run_id:
             raise RunNotFoundError("empty run id; see 'assay list runs'")
         rows = self._db.execute(
-            "SELECT id, benchmark, status, created_at, finished_at, spec, model, dataset,"
+            "SELECT id, task, status, created_at, finished_at, spec, model, dataset,"
             " package_version, stats, parent_id, metrics FROM runs"
             " WHERE substr(id, 1, ?) = ? ORDER BY id",
             (len(run_id), run_id),
@@ -224,7 +217,7 @@ class Store:
         r = rows[0]
         stats = json.loads(r[9])
         return {
-            "id": r[0], "benchmark": r[1], "status": effective_status(r[2], stats),
+            "id": r[0], "task": r[1], "status": effective_status(r[2], stats),
             "created_at": r[3], "finished_at": r[4], "spec": json.loads(r[5]),
             "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
             "stats": stats, "parent_id": r[10],
@@ -239,7 +232,7 @@ class Store:
         anything to do (interrupted, failed, or finished with errors).
         """
         rows = self._db.execute(
-            "SELECT r.id, r.benchmark, r.status, r.created_at, r.model, r.dataset, r.stats,"
+            "SELECT r.id, r.task, r.status, r.created_at, r.model, r.dataset, r.stats,"
             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL),"
             " r.parent_id FROM runs r ORDER BY r.created_at DESC LIMIT ?",
@@ -250,7 +243,7 @@ class Store:
             stats = json.loads(r[6])
             status = effective_status(r[2], stats)
             out.append({
-                "id": r[0], "benchmark": r[1], "status": status, "created_at": r[3],
+                "id": r[0], "task": r[1], "status": status, "created_at": r[3],
                 "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": stats,
                 "samples": r[7], "errors": r[8], "parent_id": r[9],
                 "resumable": status in ("interrupted", "failed") or bool(r[8]),
@@ -266,15 +259,15 @@ class Store:
 
         self._write(update, f"save the metrics of run {run_id}")
 
-    def runs_of(self, benchmark: str) -> list[str]:
-        """Ids of every run of ``benchmark`` (a task name), oldest first."""
+    def runs_of(self, task: str) -> list[str]:
+        """Ids of every run of ``task`` (a task name), oldest first."""
         return [r[0] for r in self._db.execute(
-            "SELECT id FROM runs WHERE benchmark = ? ORDER BY created_at, id", (benchmark,))]
+            "SELECT id FROM runs WHERE task = ? ORDER BY created_at, id", (task,))]
 
-    def benchmarks(self) -> list[str]:
+    def tasks(self) -> list[str]:
         """The task names that have runs, sorted."""
         return [r[0] for r in self._db.execute(
-            "SELECT DISTINCT benchmark FROM runs ORDER BY benchmark")]
+            "SELECT DISTINCT task FROM runs ORDER BY task")]
 
     def children(self, run_id: str) -> list[str]:
         """Ids of the runs whose parent is ``run_id``, oldest first."""

@@ -99,7 +99,7 @@ class Task:
         if description:
             self.description = description  # type: ignore[misc]
         if isinstance(scorer, str):
-            from assay.benchmarks.qa.scoring import get_scorer
+            from assay.tasks.qa.scoring import get_scorer
 
             get_scorer(scorer)  # fail fast on a typo
 
@@ -183,7 +183,7 @@ class Task:
         if scorer is None:
             raise NotImplementedError(f"task {self.name or type(self).__name__} has no scorer")
         if isinstance(scorer, str):
-            from assay.benchmarks.qa.scoring import get_scorer
+            from assay.tasks.qa.scoring import get_scorer
 
             opts: dict[str, Any] = {}
             if scorer == "choice":

@@ -148,7 +148,7 @@ def _source_of(ep: Any) -> str:
 
 def available() -> dict[str, str]:
     """Every task name that can be run, with its source (built-in, plugin or gallery)."""
-    from assay.gallery.entry import all_entries
+    from assay.tasks.gallery.entry import all_entries
 
     found = {name: _source_of(ep) for name, ep in _entry_points().items()}
     for name, entry in all_entries().items():
@@ -226,11 +226,11 @@ def resolve(text: str) -> TaskRef:
         eps = _entry_points()
         ep = eps.get(text)
     if ep is None:
-        from assay.gallery.entry import all_entries, find_entry
+        from assay.tasks.gallery.entry import all_entries, find_entry
 
         entry = find_entry(text)
         if entry is not None:
-            from assay.gallery.task import GalleryFactory
+            from assay.tasks.gallery.task import GalleryFactory
 
             if entry.readiness.status == "planned":
                 raise ConfigError(f"{entry.name} is in the gallery but not runnable yet: "

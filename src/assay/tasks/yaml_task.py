@@ -178,7 +178,7 @@ class YamlTask:
     """A task declared by a YAML file: the ``qa`` task with the file's values as defaults."""
 
     def __init__(self, path: Path, spec: YamlTaskFile) -> None:
-        from assay.benchmarks.qa import QABenchmark, QAOptions
+        from assay.tasks.qa import QAOptions, QATask
 
         self.path = path
         self.spec = spec
@@ -197,7 +197,7 @@ class YamlTask:
         self.Options = create_model(f"{spec.name.title().replace('-', '')}Options",
                                     __base__=QAOptions, **fields)
         #: the class whose metrics and report sections a run of this task uses
-        self.task_cls = QABenchmark
+        self.task_cls = QATask
 
     def create(self, options: Any) -> Any:
         """The ``qa`` task with these options."""

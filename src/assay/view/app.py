@@ -7,7 +7,7 @@ and the JSON its live view polls (``/api/run/<id>/progress``).
 
 It never writes: the store is opened with ``Store(readonly=True)`` (SQLite
 ``mode=ro``), and the app answers only ``GET``/``HEAD`` (anything else is 405). The
-review page's guard (:mod:`assay.datagen.review.security`) keeps it local: requests
+review page's guard (:mod:`assay.review.security`) keeps it local: requests
 whose ``Host`` is not a loopback name are refused (DNS rebinding), and every answer
 carries a Content-Security-Policy that allows only the app's own CSS and JS.
 """
@@ -24,8 +24,8 @@ from typing import Any
 from aiohttp import web
 
 from assay.core.local_server import run_until_stopped, start_site
-from assay.datagen.review.security import SECURITY_HEADERS, check_loopback, guard, host_ok
 from assay.errors import ConfigError, StoreError
+from assay.review.security import SECURITY_HEADERS, check_loopback, guard, host_ok
 from assay.store.sqlite import workspace_dir
 from assay.view.api import api_progress
 from assay.view.compare_page import compare_page

@@ -71,7 +71,7 @@ def _pager(page: int, total: int, link: Any) -> dict[str, Any]:
 def _runs_context(store: Store, f: RunFilters) -> dict[str, Any]:
     rows, total, page = q.run_rows(store, f)
     for r in rows:
-        r["headline"] = headline_for(r["benchmark"], r["metrics"])
+        r["headline"] = headline_for(r["task"], r["metrics"])
         r["dataset_name"] = next((str(r["dataset"][k]) for k in ("name", "dataset", "source")
                                   if isinstance(r["dataset"], dict) and r["dataset"].get(k)),
                                  "")
@@ -154,7 +154,7 @@ def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters,
         try:
             parent = store.get_run(run["parent_id"])
         except RunNotFoundError:
-            parent = {"id": run["parent_id"], "benchmark": "?", "status": "missing"}
+            parent = {"id": run["parent_id"], "task": "?", "status": "missing"}
     running = run["status"] == "running"
     return {
         "run": run, "model_label": q.model_label(run["model"]), "f": f, "key": key,
@@ -165,7 +165,7 @@ def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters,
         "pager": _pager(page, total, lambda n: f"/run/{run_id}?" + f.query(page=n)),
         "metrics": metrics, "metrics_note": metrics_note,
         "compute_url": f"/run/{run_id}?" + f.query(metrics="compute") if offer else None,
-        "headline": headline_for(run["benchmark"], metrics),
+        "headline": headline_for(run["task"], metrics),
         "sections": metric_sections(metrics), "children": q.children(store, run_id),
         "parent": parent, "model_json": pretty(run["model"]),
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),

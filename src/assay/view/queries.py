@@ -75,7 +75,7 @@ def pages_for(total: int) -> int:
 def _run_where(f: RunFilters) -> tuple[str, list[Any]]:
     where, args = ["1=1"], []
     if f.task:
-        where.append("r.benchmark = ?")
+        where.append("r.task = ?")
         args.append(f.task)
     if f.model:
         where.append(f"{_MODEL} = ?")
@@ -96,7 +96,7 @@ def _run_where(f: RunFilters) -> tuple[str, list[Any]]:
     if f.q:
         names = " OR ".join(f"json_extract(r.dataset, '$.{k}') LIKE :q ESCAPE '\\'"
                             for k in _DATASET_NAMES)
-        where.append(f"(r.id LIKE :q ESCAPE '\\' OR r.benchmark LIKE :q ESCAPE '\\' OR"
+        where.append(f"(r.id LIKE :q ESCAPE '\\' OR r.task LIKE :q ESCAPE '\\' OR"
                      f" {_MODEL} LIKE :q ESCAPE '\\' OR (json_valid(r.dataset) AND ({names})))")
     return " AND ".join(where), args
 
@@ -112,7 +112,7 @@ def _named(sql: str, args: list[Any], q: str) -> tuple[str, dict[str, Any]]:
     return out, params
 
 
-_RUN_COLS = ("r.id, r.benchmark, r.status, r.created_at, r.finished_at, r.model, r.dataset,"
+_RUN_COLS = ("r.id, r.task, r.status, r.created_at, r.finished_at, r.model, r.dataset,"
              " r.stats, r.parent_id, r.metrics,"
              " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
              " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL)")
@@ -120,7 +120,7 @@ _RUN_COLS = ("r.id, r.benchmark, r.status, r.created_at, r.finished_at, r.model,
 
 def _run_dict(r: tuple[Any, ...], status: str) -> dict[str, Any]:
     model = _loads(r[5], {})
-    return {"id": r[0], "benchmark": r[1], "status": status, "created_at": r[3],
+    return {"id": r[0], "task": r[1], "status": status, "created_at": r[3],
             "finished_at": r[4], "model": model, "model_label": model_label(model),
             "dataset": _loads(r[6], {}), "stats": _loads(r[7], {}), "parent_id": r[8],
             "metrics": _loads(r[9]), "samples": r[10], "errors": r[11]}
@@ -161,7 +161,7 @@ def run_rows(store: Store, f: RunFilters) -> tuple[list[dict[str, Any]], int, in
 def run_choices(store: Store) -> dict[str, list[str]]:
     """The tasks and models that appear in the store (for the filter menus)."""
     db = store._db
-    tasks = [r[0] for r in db.execute("SELECT DISTINCT benchmark FROM runs ORDER BY 1")]
+    tasks = [r[0] for r in db.execute("SELECT DISTINCT task FROM runs ORDER BY 1")]
     models = [r[0] for r in db.execute(f"SELECT DISTINCT {_MODEL} AS m FROM runs r"
                                        " WHERE m IS NOT NULL ORDER BY 1")]
     return {"tasks": tasks, "models": [str(m) for m in models]}

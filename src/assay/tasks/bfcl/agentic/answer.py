@@ -1,0 +1,103 @@
+"""The agentic verdict, as the official evaluator gives it (bfcl-eval 2026.3.23).
+
+An agentic result is one turn of steps (``[[step, step, ...]]``, each step a raw reply).
+``eval_checker/eval_runner.py:72-163`` (``_evaluate_single_agentic_entry``):
+
+1. a result that is not a list of exactly one element is ``agentic:inference_error``;
+2. every step is decoded (``decode_execute``); a step that fails to decode, or decodes to
+   nothing, is remembered, so the **last** such step is the answer (calls in between
+   do not matter);
+3. when there is none (or it is falsy, e.g. an empty text: the official test is
+   ``if not last_unsuccessful_decoding_message``) the verdict is ``agentic:no_last_message``;
+4. else ``agentic_checker`` (``eval_checker/agentic_eval/agentic_checker.py:6-35``): the
+   answer (a list reduced to its first item, anything else ``str()``-ed) and every accepted
+   answer are standardised (``, . / - _ * ^ ( )`` removed, lower case, ``'`` -> ``"``;
+   spaces kept); valid when any accepted answer occurs between word boundaries, else
+   ``agentic:answer_not_found``.
+
+One divergence: a result whose only element is not iterable (a number, ``None``) makes
+the official runner raise ``TypeError``; here it is ``agentic:inference_error``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from assay.tasks.bfcl.decode_error import DecodeError
+from assay.tasks.bfcl.multiturn.decode import decode_execute, is_empty_execute_response
+
+__all__ = ["INFERENCE_ERROR", "NO_LAST_MESSAGE", "agentic_checker", "check_agentic",
+           "last_non_call_message", "standardize_string"]
+
+INFERENCE_ERROR = ("Error during inference phase. Model did not output a list of model "
+                   "responses.")
+NO_LAST_MESSAGE = "Cannot find the last chat message that is not a function call."
+NOT_FOUND = "None of the expected answers were found in the model response."
+_PUNCTUATION = re.compile(r"[\,\.\/\-\_\*\^\(\)]")
+
+
+def standardize_string(text: str) -> str:
+    """``standardize_string`` (agentic_checker.py:41-49)."""
+    return _PUNCTUATION.sub("", text).lower().replace("'", '"')
+
+
+def agentic_checker(model_response: Any, possible_answers: list[str]) -> dict[str, Any]:
+    """``agentic_checker`` (agentic_checker.py:6-35), same result dict."""
+    standardized = [standardize_string(a) for a in possible_answers]
+    if type(model_response) is list:  # noqa: E721 - the official exact-type test
+        model_response = model_response[0]
+    if type(model_response) is not str:  # noqa: E721
+        model_response = str(model_response)
+    response = standardize_string(model_response)
+    for answer in standardized:
+        if re.search(rf"\b{re.escape(answer)}\b", response):
+            return {"valid": True, "error": []}
+    return {
+        "valid": False,
+        "error_message": NOT_FOUND,
+        "error_type": "agentic:answer_not_found",
+        "details": {"model_response": model_response, "possible_answers": possible_answers,
+                    "standardized_model_response": response,
+                    "standardized_possible_answers": standardized},
+    }
+
+
+def last_non_call_message(steps: Any, mode: str) -> tuple[Any, list[list[str]]]:
+    """The last step that fails to decode or decodes to nothing (``None`` when none), and
+    the decoded call steps, as ``eval_runner.py:121-136`` walks ``result[0]``."""
+    last = None
+    decoded: list[list[str]] = []
+    for step in steps:  # a str or a dict iterates as Python does, as officially
+        try:
+            calls = decode_execute(step, mode)
+        except DecodeError:
+            last = step
+            continue
+        if is_empty_execute_response(calls):
+            last = step
+            continue
+        decoded.append(calls)
+    return last, decoded
+
+
+def check_agentic(result: Any, ground_truth: list[str], mode: str) -> dict[str, Any]:
+    """The official verdict on one agentic result: ``{"valid": True}`` or ``{"valid":
+    False, "error_type", "error_message", ...}`` with the official types and messages
+    (the runner's messages are one-element lists, as in the official score file)."""
+    if type(result) is not list or len(result) != 1:  # noqa: E721
+        return {"valid": False, "error_type": "agentic:inference_error",
+                "error_message": [INFERENCE_ERROR]}
+    try:
+        steps = iter(result[0])
+    except TypeError:  # the official runner raises here (see the module docstring)
+        return {"valid": False, "error_type": "agentic:inference_error",
+                "error_message": [INFERENCE_ERROR]}
+    last, decoded = last_non_call_message(steps, mode)
+    if not last:
+        return {"valid": False, "error_type": "agentic:no_last_message",
+                "error_message": [NO_LAST_MESSAGE], "decoded": decoded}
+    verdict = agentic_checker(last, ground_truth)
+    if verdict["valid"]:
+        return {"valid": True, "answer": last}
+    return {**verdict, "answer": last}

@@ -1,0 +1,217 @@
+"""Driving the agent through an agentic entry: a memory question (after its scenario's
+prerequisite chain, :mod:`.memory`) or a web-search question (the official ``WebSearchAPI``,
+live, with the SerpAPI key from the environment).
+
+Memory backends live in a simulator worker process (:mod:`..multiturn.worker`) for the
+whole conversation, so a sample timeout or an interrupt stops their calls. Web search stays
+in this process, its blocking calls in a thread (they wait on the network, not the CPU).
+
+The outcome's metadata keeps ``agentic``: the raw replies in the official result-file form
+(``[[step, ...]]``, one turn), which is all the scorer reads, plus a per-turn log of the
+calls and their results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.core.types import Outcome, Sample
+from assay.errors import ConfigError
+from assay.tasks.bfcl.agentic.backends import (
+    ensure_project_root,
+    memory_config,
+    new_instance,
+    serpapi_key,
+)
+from assay.tasks.bfcl.agentic.memory import MemoryChains
+from assay.tasks.bfcl.agentic.prompts import add_memory_instruction
+from assay.tasks.bfcl.categories import MEMORY
+from assay.tasks.bfcl.multiturn import worker
+from assay.tasks.bfcl.multiturn.executor import execute_calls
+from assay.tasks.bfcl.multiturn.loop import converse
+from assay.tasks.bfcl.multiturn.sim import involved_methods
+
+__all__ = ["AgenticRuntime", "solve_agentic"]
+
+
+@dataclass
+class AgenticRuntime:
+    """What a task keeps for its agentic samples: each memory category's prerequisite
+    chains (``{category: {scenario: [entry, ...]}}``, from the data) and the chains run."""
+
+    prereqs: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    chains: MemoryChains = field(default_factory=MemoryChains)
+
+
+def _hinted(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from assay.tasks.bfcl.prompts import add_language_hints
+
+    return add_language_hints(functions, "python")
+
+
+#: the backend methods the run itself calls (never the model: they start with ``_``)
+MEMORY_HOOKS = frozenset({"_dump_core_memory_to_context", "_flush_memory_to_local_file"})
+
+
+def open_memory_backend(spec: dict[str, Any], cls: str, config: dict[str, Any]) -> None:
+    """In a simulator worker: a fresh memory backend loaded from its snapshot (``config``)."""
+    worker.prepare(spec)
+    instance = new_instance(cls, config)
+    worker.STATE["backend"] = instance
+    worker.STATE["methods"] = involved_methods({"backend": instance})
+
+
+def memory_hook(name: str) -> Any:
+    """In a simulator worker: one of :data:`MEMORY_HOOKS` on the session's backend."""
+    if name not in MEMORY_HOOKS:
+        raise ValueError(f"not a memory backend hook: {name!r}")
+    return getattr(worker.STATE["backend"], name)()
+
+
+async def _run_memory_entry(entry: dict[str, Any], questions: list[list[dict[str, Any]]],
+                            category: str, scenario: str, folder: Any, agent: Any,
+                            functions: list[dict[str, Any]], *, mode: str,
+                            params: dict[str, Any], flush: bool) -> tuple[Any, Any]:
+    """One memory conversation on a fresh backend instance loaded from the snapshots in
+    ``folder``; a prerequisite (``flush``) writes its snapshot afterwards. The backend
+    lives in a simulator worker (:mod:`..multiturn.worker`), which a sample timeout or an
+    interrupt kills."""
+    cls = entry["involved_classes"][0]
+    ensure_project_root()  # set here, passed on: the worker imports bfcl_eval.utils
+    async with worker.session() as sims:
+        await sims.acall(open_memory_backend, worker.setup(("BFCL_PROJECT_ROOT",)), cls,
+                         memory_config(folder, scenario, entry["id"]))
+        core = await sims.acall(memory_hook, "_dump_core_memory_to_context")
+        questions = add_memory_instruction(questions, category, scenario, core)
+
+        async def execute(calls: list[str]) -> list[str]:
+            return await sims.acall(worker.run_calls, calls)
+
+        conv = await converse(agent, questions, functions, execute, mode=mode, params=params)
+        if flush:
+            await sims.acall(memory_hook, "_flush_memory_to_local_file")
+    return conv, questions
+
+
+async def solve_memory(runtime: AgenticRuntime, sample: Sample, agent: Any, *, mode: str,
+                       params: dict[str, Any]) -> Outcome:
+    """A memory question: its scenario's chain (run here or reused), then the question."""
+    meta = sample.metadata
+    category, scenario = meta["category"], meta["scenario"]
+    functions = _hinted(meta["functions"])
+    if category not in runtime.prereqs:
+        raise ConfigError(f"{sample.id}: {category} is not among the task's categories")
+    chain_entries = runtime.prereqs[category][scenario]
+
+    async def run_chain(folder: Any) -> list[dict[str, Any]]:
+        done = []
+        for entry in chain_entries:  # in order: each starts from the one before
+            conv, _ = await _run_memory_entry(entry, entry["question"], category, scenario,
+                                              folder, agent, functions, mode=mode,
+                                              params=params, flush=True)
+            done.append({"id": entry["id"], "result": conv.turns, "turn_log": conv.log,
+                         "force_quit": conv.force_quit})
+        return done
+
+    key = (category, scenario, getattr(agent, "model_id", ""), getattr(agent, "epoch", 0),
+           mode)
+    chain, ran_here = await runtime.chains.chain(key, scenario, category, run_chain)
+    conv, _ = await _run_memory_entry(
+        {"id": sample.id, "involved_classes": meta["involved_classes"]}, meta["questions"],
+        category, scenario, chain.folder, agent, functions, mode=mode, params=params,
+        flush=False)
+    memory: dict[str, Any] = {
+        "scenario": scenario, "prereq_ids": [e["id"] for e in chain_entries],
+        "chain": "ran here" if ran_here else "reused",
+        "snapshot_sha256": chain.snapshot_sha256}
+    if ran_here:
+        memory["snapshot"] = chain.snapshot
+        memory["prereqs"] = chain.prereqs
+    return Outcome(transcript=conv.messages, output=conv.last_text,
+                   metadata={"mode": mode, "agentic": conv.turns, "turn_log": conv.log,
+                             "force_quit": conv.force_quit, "memory": memory})
+
+
+class _MaskingStream:
+    """A text stream that writes through to ``inner`` with ``secret`` masked."""
+
+    def __init__(self, inner: Any, secret: str) -> None:
+        self._inner = inner
+        self._secret = secret
+
+    def write(self, text: str) -> int:
+        from assay.core.redact import MASK
+
+        return self._inner.write(text.replace(self._secret, MASK))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+_stdout_lock = threading.Lock()
+_stdout_users = 0
+_stdout_saved: Any = None
+
+
+@contextmanager
+def _masked_stdout(secret: str) -> Iterator[None]:
+    """While any web-search call runs, ``sys.stdout`` masks the key: the official
+    ``search_engine_query`` prints SerpAPI's error text, which may hold it."""
+    global _stdout_users, _stdout_saved
+    with _stdout_lock:
+        if _stdout_users == 0:
+            _stdout_saved = sys.stdout
+            sys.stdout = _MaskingStream(_stdout_saved, secret)
+        _stdout_users += 1
+    try:
+        yield
+    finally:
+        with _stdout_lock:
+            _stdout_users -= 1
+            if _stdout_users == 0:
+                sys.stdout = _stdout_saved
+                _stdout_saved = None
+
+
+async def solve_web_search(sample: Sample, agent: Any, *, mode: str,
+                           params: dict[str, Any]) -> Outcome:
+    """A web-search question on the official ``WebSearchAPI`` (network and SerpAPI key).
+
+    Its calls block on the network, so they run in a worker thread; the key, should a
+    result echo it (an error message with the request URL), is masked before it reaches
+    the model or the store.
+    """
+    from assay.core.redact import MASK
+
+    key = serpapi_key()
+    if not key:
+        raise ConfigError("web_search needs a SerpAPI key: set SERPAPI_API_KEY")
+    meta = sample.metadata
+    cls = meta["involved_classes"][0]
+    instance = new_instance(cls, meta["initial_config"][cls])
+    methods = involved_methods({cls: instance})
+
+    async def run(calls: list[str]) -> list[str]:
+        with _masked_stdout(key):
+            results = await asyncio.to_thread(execute_calls, calls, methods)
+        return [r.replace(key, MASK) for r in results]
+
+    conv = await converse(agent, meta["questions"], _hinted(meta["functions"]), run,
+                          mode=mode, params=params)
+    return Outcome(transcript=conv.messages, output=conv.last_text,
+                   metadata={"mode": mode, "agentic": conv.turns, "turn_log": conv.log,
+                             "force_quit": conv.force_quit})
+
+
+async def solve_agentic(runtime: AgenticRuntime, sample: Sample, agent: Any, *, mode: str,
+                        params: dict[str, Any]) -> Outcome:
+    """Dispatch on the sample's category."""
+    if sample.metadata["category"] in MEMORY:
+        return await solve_memory(runtime, sample, agent, mode=mode, params=params)
+    return await solve_web_search(sample, agent, mode=mode, params=params)

@@ -1,0 +1,197 @@
+"""The multi-turn conversation loop, as the official harness drives a model
+(``base_handler.inference_multi_turn_FC`` / ``_prompting``).
+
+Per entry: fresh simulator instances loaded with the entry's ``initial_config`` at its
+first step (as officially), in a worker process that holds them for the whole conversation
+(:mod:`.worker`: a sample timeout or an interrupt kills it, and a long official call with
+it); the user
+turns fed in order; within a turn the model takes steps: each reply is decoded, its calls
+run by the safe executor, and the results sent back (FC: one ``tool`` message per call;
+prompt mode: one ``user`` message holding the ``repr`` of the results, as officially). A
+turn ends when a reply decodes to no call (or does not decode), or after the official
+step limit (``MAXIMUM_STEP_LIMIT = 20``, checked after each step with ``count > 20``, so
+at most 21 steps), which also ends the entry (force quit). ``miss_func`` entries get the
+withheld functions at the turn the data names, with the official message.
+
+The outcome keeps, per turn, every step's raw reply in the official result-file form
+(what the checker decodes and scores again, so a stored run can be re-scored) and a
+readable log: the decoded calls and their results.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.core.types import Message, Outcome, ToolCall, ToolSpec
+from assay.tasks.bfcl.decode_error import DecodeError
+from assay.tasks.bfcl.multiturn import worker
+from assay.tasks.bfcl.multiturn.decode import decode_execute, is_empty_execute_response
+
+__all__ = ["MAXIMUM_STEP_LIMIT", "MORE_FUNCTIONS_FC", "MORE_FUNCTIONS_PROMPT", "Conversation",
+           "converse", "run_entry"]
+
+MAXIMUM_STEP_LIMIT = 20
+MORE_FUNCTIONS_FC = "I have updated some more functions you can choose from. What about now?"
+MORE_FUNCTIONS_PROMPT = "{functions}\n" + MORE_FUNCTIONS_FC
+
+
+def is_long_context(category: str) -> bool:
+    """The official flag: from the category name alone."""
+    return "long_context" in category or "composite" in category
+
+
+def _tools(functions: list[dict[str, Any]]) -> list[ToolSpec]:
+    from assay.tasks.bfcl.prompts import to_openai_tools
+
+    return [ToolSpec(t["function"]["name"], t["function"].get("description", ""),
+                     t["function"].get("parameters") or {"type": "object", "properties": {}})
+            for t in to_openai_tools(functions, underscore_to_dot=True)]
+
+
+def _raw_fc(message: Message) -> Any:
+    """An FC reply in the official result form: ``[{name: json_args}]``, else its text."""
+    if message.tool_calls:
+        return [{c.name: c.arguments.get("__unparsed_arguments__")
+                 if "__unparsed_arguments__" in c.arguments else json.dumps(c.arguments)}
+                for c in message.tool_calls]
+    return message.content or ""
+
+
+@dataclass
+class Conversation:
+    """What a conversation left: the messages, each turn's raw replies in the official
+    result-file form, a readable per-turn log (calls and results) and the force-quit flag."""
+
+    messages: list[Message] = field(default_factory=list)
+    turns: list[list[Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    force_quit: bool = False
+
+    @property
+    def last_text(self) -> str:
+        """The final assistant message's text ("" when the last message is not one)."""
+        m = self.messages[-1] if self.messages else None
+        return (m.content or "") if m is not None and m.role == "assistant" else ""
+
+
+#: runs one step's decoded calls, in order, and returns their result strings
+Executor = Callable[[list[str]], Awaitable[list[str]]]
+
+
+async def converse(agent: Any, questions: list[list[dict[str, Any]]],
+                   functions: list[dict[str, Any]], execute: Executor, *, mode: str,
+                   params: dict[str, Any],
+                   holdout: dict[str, list[dict[str, Any]]] | None = None) -> Conversation:
+    """Drive ``agent`` through ``questions`` (turns of messages) with the tools
+    ``functions`` (hinted docs); ``execute`` runs the decoded calls of a step;
+    ``holdout`` (turn index -> docs) adds withheld functions at their turn (``miss_func``).
+    Multi-turn entries, memory prerequisites and agentic questions all go through here,
+    as the official harness drives all of them with one loop."""
+    from assay.tasks.bfcl.prompts import prompt_messages
+
+    tools = _tools(functions) if mode == "fc" else None
+    conv = Conversation()
+    messages = conv.messages
+    for turn_idx, question in enumerate(questions):
+        turn = [dict(m) for m in question]
+        if holdout and str(turn_idx) in holdout:
+            docs = copy.deepcopy(holdout[str(turn_idx)])  # no language hint, as officially
+            functions = functions + docs
+            if mode == "fc":
+                tools = _tools(functions)
+                turn = [{"role": "user", "content": MORE_FUNCTIONS_FC}]
+            else:  # the system prompt is not rebuilt; the docs go in the message
+                turn = [{"role": "user", "content": MORE_FUNCTIONS_PROMPT.format(
+                    functions=str(docs))}]
+        if mode == "prompt" and turn_idx == 0:
+            turn = prompt_messages(turn, functions) if turn else [
+                {"role": "system", "content": _system_prompt(functions)}]
+        messages.extend(Message(m["role"], m["content"]) for m in turn)
+        steps: list[Any] = []
+        turn_log: dict[str, Any] = {"turn": turn_idx, "query": turn, "steps": []}
+        count = 0
+        while True:
+            reply = await agent.generate(list(messages), tools=tools, **(
+                {"tool_choice": "auto"} if mode == "fc" else {}), **params)
+            message = reply.message
+            if mode == "fc" and message.tool_calls:
+                message = _with_ids(message, turn_idx, count)
+            messages.append(message)
+            raw = _raw_fc(message) if mode == "fc" else (message.content or "")
+            steps.append(raw)
+            step: dict[str, Any] = {"reply": raw}
+            turn_log["steps"].append(step)
+            try:
+                decoded = decode_execute(raw, mode)
+            except DecodeError as e:
+                step["decode_error"] = str(e)
+                break
+            step["calls"] = decoded
+            if is_empty_execute_response(decoded):
+                break
+            results = await execute(decoded)
+            step["results"] = results
+            if mode == "fc":
+                ids = [c.id for c in message.tool_calls or []]
+                messages.extend(Message("tool", r, tool_call_id=i)
+                                for r, i in zip(results, ids, strict=False))
+            else:
+                messages.append(Message("user", repr([
+                    {"role": "tool", "name": c, "content": r}
+                    for r, c in zip(results, decoded, strict=True)])))
+            count += 1
+            if count > MAXIMUM_STEP_LIMIT:
+                conv.force_quit = True
+                turn_log["force_quit"] = (f"Model has been forced to quit after "
+                                          f"{MAXIMUM_STEP_LIMIT} steps.")
+                break
+        conv.turns.append(steps)
+        conv.log.append(turn_log)
+        if conv.force_quit:
+            break
+    return conv
+
+
+def _system_prompt(functions: list[dict[str, Any]]) -> str:
+    from assay.tasks.bfcl.prompts import system_prompt
+
+    return system_prompt(functions)
+
+
+async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
+                    params: dict[str, Any]) -> Outcome:
+    """Drive ``agent`` through one multi-turn entry (``meta``: the sample's metadata)."""
+    from assay.tasks.bfcl.prompts import add_language_hints
+
+    async with worker.session() as sims:  # the entry's instances live in the worker
+        opened = False
+
+        async def execute(calls: list[str]) -> list[str]:
+            nonlocal opened
+            if not opened:  # at the first step, as officially (the worker starts meanwhile)
+                await sims.acall(worker.open_entry, worker.setup(), meta["involved_classes"],
+                                 meta["initial_config"], is_long_context(meta["category"]))
+                opened = True
+            return await sims.acall(worker.run_calls, calls)
+
+        conv = await converse(agent, meta["questions"],
+                              add_language_hints(meta["functions"], "python"), execute,
+                              mode=mode, params=params,
+                              holdout=meta.get("missed_function") or {})
+    return Outcome(transcript=conv.messages, output=conv.last_text,
+                   metadata={"mode": mode, "multi_turn": conv.turns, "turn_log": conv.log,
+                             "force_quit": conv.force_quit})
+
+
+def _with_ids(message: Message, turn: int, step: int) -> Message:
+    """Tool calls without ids (the embedded model, some servers) get stable ones, so each
+    result can name the call it answers."""
+    if all(c.id for c in message.tool_calls or []):
+        return message
+    calls = [c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{step}_{i}")
+             for i, c in enumerate(message.tool_calls or [])]
+    return Message(message.role, message.content, calls, message.tool_call_id)

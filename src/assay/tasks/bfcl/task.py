@@ -1,0 +1,384 @@
+"""``bfcl``: tool calling on the Berkeley Function Calling Leaderboard (v4), scored as officially.
+
+Two ways to drive the agent (``mode``):
+
+- ``fc``: native function calling. Tools go out as OpenAI tool schemas (gorilla
+  types mapped to JSON Schema, dots in names replaced as the official FC
+  handlers do); calls come back in ``tool_calls``. The ``local`` model produces
+  them by constrained decoding and may answer without a call.
+- ``prompt``: the official prompt-mode system prompt; the reply text is decoded
+  from ``[func(a=1), ...]`` (Python, Java or JavaScript syntax) exactly as the
+  official decoder does.
+
+The headline score (``bfcl``) always uses the official decoding and checker.
+A second, clearly labelled score (``bfcl_tolerant``) also accepts calls wrapped
+in prose, code fences or JSON; it never replaces the official one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from assay.core.checks import check_number
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
+from assay.errors import ConfigError
+from assay.tasks.base import Task
+from assay.tasks.bfcl.categories import (
+    GROUPS,
+    expand,
+    is_agentic,
+    is_multi_turn,
+    language_of,
+)
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
+
+MODES = ("fc", "prompt")
+
+
+def _weights(value: Any) -> Any:
+    """``cat=w,cat=w`` (the command line's form) into a dict; dicts pass through."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return None
+    out: dict[str, float] = {}
+    for item in value.split(","):
+        cat, sep, w = item.partition("=")
+        try:
+            out[cat.strip()] = float(w)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"weights are CATEGORY=NUMBER pairs, got {item!r}")
+    return out
+
+
+class BFCLOptions(TaskOptions):
+    """Options of the ``bfcl`` task."""
+
+    category: str = Field("simple_python", description="Category, group (non_live, live, ast, "
+                          "all_single_turn, multi_turn, memory, web_search, agentic, all) or "
+                          "comma list.")
+    mode: str = Field("fc", description="fc: native tool calls; prompt: the official prompt "
+                      "and text decoding.")
+    bfcl_data_dir: str | None = Field(None, description="A gorilla clone or its bfcl_eval/data "
+                                      "(default: installed bfcl_eval, then the cache filled "
+                                      "by 'assay data pull bfcl').")
+    underscore_to_dot: bool | None = Field(None, description="Expect '.' in function names as "
+                                           "'_' (default: on for fc, off for prompt).")
+    tolerant: bool = Field(True, description="Also report the labelled tolerant score (calls "
+                           "in prose, fences or JSON).")
+    weights: Annotated[dict[str, float] | None, BeforeValidator(_weights)] = Field(
+        None, description="Weights for a weighted accuracy, e.g. simple_python=2,multiple=1.")
+    official: bool = Field(False, description="Also run the official 'bfcl evaluate' (needs "
+                           "bfcl-eval installed) and show its numbers beside ours.",
+                           json_schema_extra={"flag_only": True})
+    max_tokens: int | None = Field(None, description="Max tokens per reply (default 512).")
+    check_timeout: float | None = Field(None, description="Seconds the multi-turn checker may "
+                                        "spend executing one entry's calls (default 60); past "
+                                        "it the entry is a scoring error.")
+
+
+@task("bfcl")
+class BFCLTask(Task):
+    """BFCL v4: the single-turn (AST and relevance), multi-turn and agentic (memory, web
+    search) categories, each scored by the official rules.
+
+    Options: ``category`` (name, group or comma list; default ``simple_python``),
+    ``mode`` (``fc`` | ``prompt``), ``bfcl_data_dir``, ``underscore_to_dot``
+    (default: true for fc, false for prompt, as the official handlers),
+    ``tolerant`` (compute the labelled tolerant score; default true),
+    ``max_tokens``, ``weights`` (``{category: weight}`` for weighted accuracy).
+    """
+
+    Options = BFCLOptions
+    description = ("Berkeley Function Calling Leaderboard v4 (single-turn, multi-turn, agentic), "
+                   "official verdicts, fc or prompt mode.")
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
+        self.mode = options.get("mode") or "fc"
+        if self.mode not in MODES:
+            raise ConfigError(f"--mode must be 'fc' or 'prompt', got {self.mode!r}")
+        selection = options.get("category") or "simple_python"
+        self.categories = expand(selection)
+        #: categories named one by one (a group's members may be skipped, these may not)
+        self._named = set(expand([c for c in str(selection).split(",")
+                                  if c.strip() and c.strip() not in GROUPS]))
+        #: category -> why it was left out of a group (a missing key or package)
+        self.skipped: dict[str, str] = {}
+        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
+        check_number("--check-timeout", options.get("check_timeout"), above=0)
+        utd = options.get("underscore_to_dot")
+        self._utd_given = utd is not None
+        self.underscore_to_dot = (self.mode == "fc") if utd is None else bool(utd)
+        self.tolerant = options.get("tolerant", True)
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+        #: memory prerequisite chains and their run state (agentic categories only)
+        self._agentic: Any = None
+
+    # -- data ---------------------------------------------------------------------------
+    def samples(self) -> list[Sample]:
+        """Entries of the selected categories in official id order.
+
+        Each sample carries the entry's function docs (``metadata["functions"]``, what
+        the checker needs) and, in fc mode, the tools sent to the model, so a stored
+        sample is enough to score it again.
+        """
+        if self._samples is not None:
+            return self._samples
+        from assay.tasks.bfcl.data import content_hash, load_category, locate
+        from assay.tasks.bfcl.prompts import add_language_hints, official_sort_key
+
+        source = locate(self.options.get("bfcl_data_dir"))
+        samples: list[Sample] = []
+        files = []
+        counts: dict[str, int] = {}
+        for cat in self.categories:
+            if is_multi_turn(cat):
+                samples.extend(self._multi_turn_samples(source, cat, files, counts))
+                continue
+            if is_agentic(cat):
+                if not self._runnable(cat):
+                    continue
+                samples.extend(self._agentic_samples(source, cat, files, counts))
+                continue
+            cd = load_category(source, cat)
+            files.extend(cd.files)
+            counts[cat] = len(cd.entries)
+            lang = language_of(cat)
+            for e in sorted(cd.entries, key=lambda e: official_sort_key(e["id"])):
+                turn = e["question"][0]
+                tools = None
+                if self.mode == "fc":
+                    tools = self._tools(add_language_hints(e["function"], lang))
+                samples.append(Sample(
+                    id=e["id"],
+                    input=[Message(m["role"], m["content"]) for m in turn],
+                    target=cd.ground_truth.get(e["id"]),
+                    tools=tools,
+                    metadata={"category": cat, "language": lang, "functions": e["function"]},
+                ))
+        self._report_skipped(samples)
+        self._info = {**source.describe(), "content_hash": content_hash(files),
+                      "categories": counts, "mode": self.mode,
+                      **({"skipped_categories": self.skipped} if self.skipped else {}),
+                      "underscore_to_dot": self.underscore_to_dot}
+        self._samples = samples
+        return samples
+
+    @staticmethod
+    def _multi_turn_samples(source: Any, cat: str, files: list[Any],
+                            counts: dict[str, int]) -> list[Sample]:
+        """A multi-turn category's entries: everything the loop and the checker need (the
+        questions of every turn, the classes and their initial state, the visible and the
+        withheld function docs) travels in the sample, so a stored run scores again."""
+        from assay.tasks.bfcl.multiturn.data import load_multi_turn
+        from assay.tasks.bfcl.prompts import official_sort_key
+
+        cd = load_multi_turn(source, cat)
+        files.extend(cd.files)
+        counts[cat] = len(cd.entries)
+        out = []
+        for e in sorted(cd.entries, key=lambda e: official_sort_key(e["id"])):
+            first = e["question"][0] if e["question"] else []
+            out.append(Sample(
+                id=e["id"], input=[Message(m["role"], m["content"]) for m in first],
+                target=cd.ground_truth[e["id"]],
+                metadata={"category": cat, "language": "python", "functions": e["function"],
+                          "questions": e["question"],
+                          "involved_classes": e["involved_classes"],
+                          "initial_config": e["initial_config"],
+                          "missed_function": e["missed_function"],
+                          "turns": len(e["question"])}))
+        return out
+
+    def _runnable(self, cat: str) -> bool:
+        """Whether an agentic category can run here. One named by itself that cannot is a
+        one-line error; one that came with a group (``all``, ``agentic``, ...) is left out
+        with a note saying what it needs, and the overall score then names it as missing."""
+        from assay.tasks.bfcl.agentic.backends import check_requirements
+
+        try:
+            check_requirements(cat)
+        except ConfigError as e:
+            if cat in self._named:
+                raise
+            self.skipped[cat] = str(e)
+            return False
+        return True
+
+    def _report_skipped(self, samples: list[Sample]) -> None:
+        """One note per category a group left out; when nothing is left, one error line."""
+        import sys
+
+        if not self.skipped:
+            return
+        if not samples:
+            cats = ", ".join(self.skipped)
+            raise ConfigError(f"{cats} cannot run here: {next(iter(self.skipped.values()))}")
+        for cat, why in self.skipped.items():
+            print(f"note: BFCL {cat} left out: {why}", file=sys.stderr)
+
+    def _agentic_samples(self, source: Any, cat: str, files: list[Any],
+                         counts: dict[str, int]) -> list[Sample]:
+        """A memory or web-search category's scored entries (what the loop and the checker
+        need travels in the sample; the memory prerequisite chains, shared by the samples
+        of a scenario, stay with the task). What the backend needs (packages, a SerpAPI
+        key) is checked here, before any model call."""
+        from assay.tasks.bfcl.agentic.backends import check_requirements
+        from assay.tasks.bfcl.agentic.data import load_agentic
+        from assay.tasks.bfcl.agentic.solve import AgenticRuntime
+        from assay.tasks.bfcl.prompts import official_sort_key
+
+        check_requirements(cat)
+        data = load_agentic(source, cat)
+        files.extend(data.files)
+        counts[cat] = len(data.entries)
+        if self._agentic is None:
+            self._agentic = AgenticRuntime()
+        if data.prereqs:
+            self._agentic.prereqs[cat] = data.prereqs
+        out = []
+        for e in sorted(data.entries, key=lambda e: official_sort_key(e["id"])):
+            meta: dict[str, Any] = {
+                "category": cat, "language": "python", "functions": e["function"],
+                "questions": e["question"], "involved_classes": e["involved_classes"]}
+            if "scenario" in e:
+                meta["scenario"] = e["scenario"]
+                meta["prereq_ids"] = e["depends_on"]
+            if "initial_config" in e:
+                meta["initial_config"] = e["initial_config"]
+            out.append(Sample(
+                id=e["id"], input=[Message(m["role"], m["content"]) for m in e["question"][0]],
+                target=data.ground_truth[e["id"]], metadata=meta))
+        return out
+
+    def generation_params(self) -> dict[str, Any]:
+        """Deterministic, room for several calls."""
+        return {"max_tokens": int(self.options.get("max_tokens") or 512), "temperature": 0.0,
+                **self.run_params}
+
+    # -- driving the agent --------------------------------------------------------------
+    def _tools(self, hinted: list[dict[str, Any]]) -> list[ToolSpec]:
+        """The OpenAI tools for an entry's (language-hinted) function docs."""
+        from assay.tasks.bfcl.prompts import to_openai_tools
+
+        return [
+            ToolSpec(t["function"]["name"], t["function"].get("description", ""),
+                     t["function"].get("parameters") or {"type": "object", "properties": {}})
+            for t in to_openai_tools(hinted, underscore_to_dot=self.underscore_to_dot)
+        ]
+
+    async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        """One turn: native tools (fc) or the official system prompt (prompt)."""
+        from assay.tasks.bfcl.prompts import add_language_hints, prompt_messages
+
+        params = self.generation_params()
+        text_only = getattr(agent, "text_only", False)
+        if is_multi_turn(sample.metadata["category"]):
+            from assay.tasks.bfcl.multiturn.loop import run_entry
+
+            mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
+            return await run_entry(sample.metadata, agent, mode=mode, params=params)
+        if is_agentic(sample.metadata["category"]):
+            from assay.tasks.bfcl.agentic.solve import solve_agentic
+
+            if self._agentic is None:  # the prerequisite chains come with the data
+                self.samples()
+            mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
+            return await solve_agentic(self._agentic, sample, agent, mode=mode, params=params)
+        functions = sample.metadata["functions"]
+        if self.mode == "fc" and not text_only:
+            messages = list(sample.input) if isinstance(sample.input, list) else []
+            tools = sample.tools or self._tools(
+                add_language_hints(functions, sample.metadata["language"]))
+            reply = await agent.generate(messages, tools=tools, tool_choice="auto", **params)
+        else:
+            turn = [m.to_dict() for m in sample.input] if isinstance(sample.input, list) else []
+            turn = [{"role": m["role"], "content": m["content"]} for m in turn]
+            wire = prompt_messages(turn, add_language_hints(functions,
+                                                            sample.metadata["language"]))
+            messages = [Message(m["role"], m["content"]) for m in wire]
+            reply = await agent.generate(messages, **params)
+        messages.append(reply.message)
+        mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
+        return Outcome(transcript=messages, output=reply.message.content or "",
+                       tool_calls=reply.message.tool_calls, metadata={"mode": mode})
+
+    # -- scoring ------------------------------------------------------------------------
+    @staticmethod
+    def raw_result(outcome: Outcome) -> Any:
+        """The output in the official result-file form (text, or FC ``[{name: args}]``)."""
+        if outcome.metadata.get("mode") == "fc" and outcome.tool_calls is not None:
+            return [{c.name: c.arguments.get("__unparsed_arguments__")
+                     if "__unparsed_arguments__" in c.arguments else json.dumps(c.arguments)}
+                    for c in outcome.tool_calls]
+        return outcome.output
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """The official verdict (``bfcl``) and, when enabled, the tolerant one."""
+        from assay.tasks.bfcl.scoring import score_entry
+
+        mode = outcome.metadata.get("mode", self.mode)
+        if is_multi_turn(sample.metadata["category"]):
+            from assay.tasks.bfcl.multiturn.scoring import score_multi_turn
+
+            return score_multi_turn(sample, outcome.metadata.get("multi_turn"), mode,
+                                    check_timeout=self.options.get("check_timeout"))
+        if is_agentic(sample.metadata["category"]):
+            from assay.tasks.bfcl.agentic.scoring import score_agentic
+
+            return score_agentic(sample, outcome.metadata.get("agentic"), mode)
+        # A text-only agent is driven in prompt mode, where the official handlers keep
+        # dots in names; an explicit --underscore-to-dot still wins.
+        utd = self.underscore_to_dot if self._utd_given else mode == "fc"
+        return score_entry(
+            raw=self.raw_result(outcome), text=outcome.output,
+            functions=sample.metadata["functions"],
+            ground_truth=sample.target, category=sample.metadata["category"],
+            language=sample.metadata["language"], mode=mode, underscore_to_dot=utd,
+            tolerant=bool(self.tolerant),
+        )
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Per-category accuracy with intervals, official aggregates, error types."""
+        from assay.tasks.bfcl.metrics import bfcl_metrics
+
+        return bfcl_metrics(results, (options or {}).get("weights"))
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """Category table, aggregates, error-type chart and recommendations."""
+        from assay.tasks.bfcl.report import report_extra
+
+        return report_extra(metrics, results)
+
+    @classmethod
+    def after_run(cls, result: Any, options: dict[str, Any]) -> None:
+        """With ``--official``: run the official ``bfcl evaluate`` and show its numbers."""
+        if not options.get("official"):
+            return
+        from assay.tasks.bfcl.official import run_official
+
+        print(run_official(result.run_id).summary())
+
+    @classmethod
+    def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
+                        out_dir: Any) -> dict[str, Any]:
+        """Official result files under ``<run dir>/result/<model>/<group>/``."""
+        from pathlib import Path
+
+        from assay.tasks.bfcl.export import export_results
+
+        paths = export_results(results, Path(out_dir) / "result", run["model"].get("model", "model"))
+        return {f"bfcl_result:{p.name}": p for p in paths}

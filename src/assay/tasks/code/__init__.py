@@ -1,0 +1,30 @@
+"""Code benchmarks: HumanEval and MBPP, their tests run in the bubblewrap sandbox.
+
+* :mod:`.task`: ``HumanEvalTask``, ``MBPPTask`` and ``CodeTask`` (builds either from its
+  ``flavor``; the gallery's ``eval_type: code``);
+* :mod:`.dataset`: reading the official files (HumanEval.jsonl.gz, MBPP requests);
+* :mod:`.extract`: the code taken from a reply and the program built around it;
+* :mod:`.execute`: running a program in the sandbox and the verdict;
+* :mod:`.metrics`: pass@1, pass@k over epochs, and the registry's ``code_pass``.
+
+The names below are imported on first use, so importing the package (the metric
+registry does) costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CodeTask", "HumanEvalTask", "MBPPTask", "code_pass"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("CodeTask", "HumanEvalTask", "MBPPTask"):
+        from assay.tasks.code import task
+
+        return getattr(task, name)
+    if name == "code_pass":
+        from assay.tasks.code.metrics import code_pass
+
+        return code_pass
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,303 @@
+"""``datagen_generate``: an LLM writes AIME-style problems, one sample per problem.
+
+Each sample shows the model one real problem as a style example (the book's
+prompt: integer answer 0-999, a topic, JSON output) and asks for
+``{"problem", "answer", "solution", "topic"}``. The choice of reference example
+and topic per sample is drawn from ``seed``, so the same seed and reference set
+give the same pairing; the sample carries its reference example, so it needs
+nothing from the task to be solved or scored. Replies are parsed robustly and
+validated (:mod:`assay.tasks.datagen.generate_parse`); an invalid reply is retried with
+a short corrective message up to ``max_attempts`` times, and a generation that
+never validates is recorded as a failure, never as a problem (the book inserts a
+placeholder problem with answer 0 and clamps answers into 0-999).
+
+The generated problem (with its provenance) and every rejected attempt are the
+solve's products, stored with the outcome; the ``valid`` score is the verdict.
+Runs go through the engine, so every finished sample is committed at once and
+``--resume`` redoes only missing or errored samples. :func:`problems_from_run`,
+:func:`failures_from_run` and :func:`write_outputs` read a run back from the store.
+Rate limits are the engine's (``--rpm``), as for every task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.errors import ConfigError
+from assay.tasks.base import Task
+from assay.tasks.datagen.generate_metrics import generate_metrics, generate_report_extra
+from assay.tasks.datagen.generate_outputs import (
+    failures_from_run,
+    problems_from_run,
+    run_files,
+    write_outputs,
+)
+from assay.tasks.datagen.generate_parse import (
+    fix_latex_escapes,
+    parse_generation,
+    reason_code,
+    validate_generation,
+)
+from assay.tasks.datagen.generate_prompts import (
+    CORRECTION_PROMPT,
+    DEFAULT_MAX_TOKENS,
+    GENERATION_PROMPT,
+    REFERENCE_BLOCK,
+    SYSTEM_PROMPT,
+    TOPICS,
+    response_schema,
+)
+from assay.tasks.datagen.problem import Problem
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
+
+__all__ = ["GenerateTask", "GenerateOptions", "failures_from_run", "fix_latex_escapes",
+           "parse_generation", "problems_from_run", "reason_code", "response_schema",
+           "validate_generation", "write_outputs"]
+
+
+def _topics(value: Any) -> list[str]:
+    if value is None or value == "" or value == []:
+        return list(TOPICS)
+    items = value.split(",") if isinstance(value, str) else list(value)
+    topics = [str(t).strip() for t in items if str(t).strip()]
+    if not topics:
+        raise ConfigError("--topics needs at least one topic")
+    return list(dict.fromkeys(topics))
+
+
+def _int_option(options: dict[str, Any], name: str, default: int, low: int) -> int:
+    value = options.get(name)
+    try:
+        out = default if value is None else int(value)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {value!r}") from e
+    if out < low:
+        raise ConfigError(f"--{name.replace('_', '-')} must be at least {low}")
+    return out
+
+
+class GenerateOptions(TaskOptions):
+    """Options of ``datagen_generate``."""
+
+    n: int = Field(30, description="How many problems.")
+    reference: str | None = Field(None, description="Style examples: a JSON/JSONL file, an HF "
+                                  "id, 'math500' or 'none' (default: the book's AIME set, "
+                                  "MATH-500 when offline).")
+    seed: int = Field(0, description="Seed for reference and topic choice.")
+    topics: list[str] | str | None = Field(None, description="Topics (comma list); default the "
+                                           "book's five.")
+    max_attempts: int = Field(3, description="Attempts per problem.")
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, description="Max tokens per reply (a model "
+                            "with a smaller context, like the embedded one, stops where its "
+                            "context ends; pass 1024 for shorter, faster replies).")
+    problem_key: str | None = Field(None, description="Reference column with the problem.")
+    answer_key: str | None = Field(None, description="Reference column with the answer.")
+    solution_key: str | None = Field(None, description="Reference column with the solution.")
+    allow_fallback: bool = Field(True, description="Fall back to MATH-500 when the reference "
+                                 "set cannot be fetched.")
+    response_schema: bool = Field(True, description="Send the JSON Schema of a problem.")
+
+
+def build_problem(sample: Sample, parsed: dict[str, Any], *, model: str | None,
+                  attempts: int | None, created_at: str | None) -> dict[str, Any]:
+    """The generated problem of ``sample`` with its provenance (the book's fields)."""
+    meta = sample.metadata
+    return Problem(
+        problem_id=sample.id, problem=parsed["problem"], answer=str(parsed["answer"]),
+        solution=parsed["solution"], topic=parsed.get("topic"), source="generated",
+        provenance={
+            "model": model, "seed": meta.get("seed"),
+            "reference_id": meta.get("reference_id"),
+            "reference_source": meta.get("reference_source"),
+            "requested_topic": meta.get("topic"),
+            "attempts": attempts, "created_at": created_at,
+            "sample_id": sample.id, "generator": "assay datagen_generate",
+        },
+    ).to_dict()
+
+
+@task("datagen_generate")
+class GenerateTask(Task):
+    """Generate AIME-style problems (the book's ``AIMEGenerator``, done carefully).
+
+    Options: ``n`` (problems, default 30), ``reference`` (file, Hugging Face id,
+    ``math500``, ``none`` for no style example; default the book's
+    ``TianHongZXY/aime-1983-2025`` with MATH-500 as offline fallback), ``seed``
+    (reference/topic pairing, default 0), ``topics`` (list or comma string; default
+    the book's five), ``max_attempts`` (default 3), ``max_tokens`` (default 2048),
+    ``problem_key`` / ``answer_key`` / ``solution_key`` (reference columns),
+    ``allow_fallback`` (default true), ``response_schema`` (send the JSON Schema,
+    default true).
+    """
+
+    description = ("An LLM generates AIME-style problems (integer answers 0-999) from seeded "
+                   "reference examples; validated, retried, failures recorded.")
+    headline_metric = "valid_rate"
+    Options = GenerateOptions
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
+        self.n = _int_option(options, "n", 30, 1)
+        self.seed = _int_option(options, "seed", 0, -(2**63))
+        self.max_attempts = _int_option(options, "max_attempts", 3, 1)
+        self.max_tokens = _int_option(options, "max_tokens", DEFAULT_MAX_TOKENS, 1)
+        self.topics = _topics(options.get("topics"))
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+
+    # samples ------------------------------------------------------------------------
+    def _load_references(self) -> tuple[list[Problem], dict[str, Any]]:
+        ref = self.options.get("reference")
+        if isinstance(ref, str) and ref.strip().lower() in ("none", "off", "no"):
+            return [], {"source": None, "kind": "none"}
+        from assay.tasks.datagen.references import load_reference
+
+        return load_reference(
+            ref, problem_key=self.options.get("problem_key"),
+            answer_key=self.options.get("answer_key"),
+            solution_key=self.options.get("solution_key"),
+            allow_fallback=bool(self.options.get("allow_fallback", True)),
+        )
+
+    def samples(self) -> list[Sample]:
+        """``n`` samples ``gen-0000``...; each with its seeded reference example and topic."""
+        if self._samples is not None:
+            return self._samples
+        from assay.data.math500 import integer_form
+
+        refs, ref_info = self._load_references()
+        # AIME-like examples: integer answers 0-999, no Asymptote figure code
+        pool = [p for p in refs if (v := integer_form(p.answer)) is not None and 0 <= v <= 999]
+        pool = [p for p in pool if "[asy]" not in p.problem] or pool or refs
+        rng = random.Random(self.seed)
+        chosen: list[Problem | None] = []
+        while pool and len(chosen) < self.n:  # without replacement while the pool lasts
+            chosen.extend(pool[i] for i in rng.sample(range(len(pool)), len(pool)))
+        chosen = chosen[: self.n] if pool else [None] * self.n
+        topics = (self.topics * math.ceil(self.n / len(self.topics)))[: self.n]
+        rng.shuffle(topics)
+        width = max(4, len(str(self.n - 1)))
+        samples = []
+        for i, (ref, topic) in enumerate(zip(chosen, topics, strict=True)):
+            block = REFERENCE_BLOCK.format(problem=ref.problem, answer=ref.answer) if ref else ""
+            prompt = GENERATION_PROMPT.format(reference=block, topic=topic,
+                                              topic_list=", ".join(self.topics))
+            meta = {"index": i, "seed": self.seed, "topic": topic,
+                    "reference_id": ref.problem_id if ref else None,
+                    "reference_source": ref.source if ref else None}
+            # the style example travels with the sample: the solve checks it was not copied
+            samples.append(Sample(id=f"gen-{i:0{width}d}", input=prompt, metadata=meta,
+                                  row={"reference": ref.to_dict() if ref else None}))
+        h = hashlib.sha256()
+        for s in samples:
+            h.update(json.dumps([s.id, s.input], ensure_ascii=False).encode())
+        self._info = {
+            "source": ref_info.get("source"), "reference": ref_info,
+            "fallback_reason": ref_info.get("fallback_reason"),
+            "reference_pool": len(pool), "n": self.n, "seed": self.seed,
+            "topics": self.topics, "content_hash": h.hexdigest(),
+        }
+        self._samples = samples
+        return samples
+
+    def generation_params(self) -> dict[str, Any]:
+        """Room for a full solution (``max_tokens``); run parameters override."""
+        return {"max_tokens": self.max_tokens, **self.run_params}
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """The book's system prompt, then the generation prompt."""
+        return [Message("system", SYSTEM_PROMPT), Message("user", str(sample.input))]
+
+    # solve --------------------------------------------------------------------------
+    async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        """Generate, parse, validate; retry with a corrective message up to ``max_attempts``.
+
+        A retry sends the prompt, the last rejected reply and the correction (not every
+        earlier attempt), so the context stays bounded; the transcript keeps them all.
+        The outcome's metadata holds the products: ``problem`` (when one validated,
+        with its provenance) and ``failures`` (every rejected attempt).
+        """
+        base = self.build_messages(sample)
+        transcript = list(base)
+        messages = list(base)
+        params = self.generation_params()
+        model_id = str(getattr(agent, "model_id", "") or "")
+        use_schema = bool(self.options.get("response_schema", True))
+        schema = response_schema(self.topics) if use_schema else None
+        ref = (sample.row or {}).get("reference") or {}
+        failures: list[dict[str, Any]] = []
+        parsed: dict[str, Any] | None = None
+        text = ""
+        attempt = 0
+        for attempt in range(1, self.max_attempts + 1):
+            reply = await agent.generate(messages, response_schema=schema, **params)
+            text = reply.message.content or ""
+            transcript.append(Message("assistant", text))
+            obj, reasons = parse_generation(text)
+            if obj is not None:
+                parsed, reasons = validate_generation(
+                    obj, requested_topic=sample.metadata.get("topic"),
+                    reference_problem=ref.get("problem"))
+            if parsed is not None:
+                break
+            failures.append({"attempt": attempt, "reasons": reasons, "raw": text[:2000]})
+            if attempt < self.max_attempts:
+                fix = Message("user", CORRECTION_PROMPT.format(reasons="; ".join(reasons)))
+                transcript.append(fix)
+                messages = [*base, Message("assistant", text), fix]
+        created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        meta: dict[str, Any] = {"attempts": attempt, "failures": failures, "model": model_id,
+                                "created_at": created_at}
+        if parsed is not None:
+            meta["problem"] = build_problem(sample, parsed, model=model_id, attempts=attempt,
+                                            created_at=created_at)
+        output = json.dumps(parsed, ensure_ascii=False) if parsed is not None else text
+        return Outcome(transcript=transcript, output=output, metadata=meta)
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """``valid`` 1.0 when the solve produced a problem, else 0.0 with the last reasons."""
+        m = outcome.metadata
+        attempts = m.get("attempts", 0)
+        common = {"attempts": attempts, "topic": sample.metadata.get("topic"),
+                  "reference_id": sample.metadata.get("reference_id")}
+        problem = m.get("problem")
+        if problem is None and m.get("parsed") is not None:  # stored by an older version
+            problem = build_problem(sample, m["parsed"], model=m.get("model"),
+                                    attempts=attempts, created_at=m.get("created_at"))
+        if problem is None:
+            fails = m.get("failures") or []
+            last = fails[-1].get("reasons", []) if fails else []
+            return [Score("valid", 0.0, None,
+                          f"no valid problem after {attempts} attempt(s): " + "; ".join(last),
+                          {**common, "reasons": last})]
+        return [Score("valid", 1.0, problem["problem"], f"valid after {attempts} attempt(s)",
+                      common)]
+
+    # metrics ------------------------------------------------------------------------
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Valid rate (Wilson), failures and reasons, topics, answer range, attempts."""
+        return generate_metrics(results)
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """Topic distribution, answer histogram and failure reasons."""
+        return generate_report_extra(metrics)
+
+    @classmethod
+    def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
+                        out_dir: Any) -> dict[str, Any]:
+        """The valid problems (JSON) and the failures (JSONL) beside the reports."""
+        paths = run_files(run, results, Path(out_dir) / "generated_problems.json")
+        return {"problems": str(paths["problems"]), "failures": str(paths["failures"])}

@@ -1,0 +1,154 @@
+"""Answer verification: can a solver reproduce each generated problem's stated answer?
+
+``datagen_verify`` is a run per solver model: each generated problem is solved
+and the solver's final answer is compared with the stated one by math-verify.
+:func:`verification_summary` combines the solver runs: agreement rate per
+solver, problems whose answer no solver reproduces (flagged), and problems
+that at least two thirds of the solvers confirm (the hard gate of
+reference/judging.md §11). :func:`near_duplicates` flags generated problems
+that copy a reference problem (normalized word n-gram overlap).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.metrics.stats import proportion
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
+
+SOLVER_PROMPT = (
+    "Solve the following competition math problem. Think step by step, then give the final "
+    "answer as \\boxed{{ANSWER}} on the last line.\n\nProblem: {problem}"
+)
+
+
+class VerifyOptions(TaskOptions):
+    """Options of ``datagen_verify``."""
+
+    data: str | None = Field(None, description="Generated problems.")
+    max_tokens: int | None = Field(None, description="Max tokens per solution (default 1024).")
+
+
+@task("datagen_verify")
+class VerifyTask(Task):
+    """Solve generated problems and check the stated answers (math-verify).
+
+    Options: ``data`` (problems file), ``max_tokens``.
+    """
+
+    description = "Solve generated problems with a solver model; math-verify agreement with the stated answer."
+    headline_metric = "agreement_rate"
+    Options = VerifyOptions
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
+        if not options.get("data"):
+            from assay.errors import ConfigError
+
+            raise ConfigError("datagen verify needs the generated problems: --data FILE")
+        self._samples: list[Sample] | None = None
+
+    def samples(self) -> list[Sample]:
+        """One sample per problem; the stated answer is the target."""
+        if self._samples is None:
+            from assay.data.files import sha256_file
+            from assay.tasks.datagen.problem import load_problems
+
+            problems = load_problems(self.options["data"])
+            self._samples = [Sample(id=p.problem_id, input=p.problem, target=p.answer,
+                                    metadata={"topic": p.topic}, row=p.to_dict())
+                             for p in problems]
+            self._info = {"source": "file", "path": str(self.options["data"]),
+                          "content_hash": sha256_file(self.options["data"]),
+                          "problems": len(problems)}
+        return self._samples
+
+    def generation_params(self) -> dict[str, Any]:
+        """Room to reason."""
+        return {"max_tokens": int(self.options.get("max_tokens") or 1024), **self.run_params}
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """The solver prompt."""
+        return [Message("user", SOLVER_PROMPT.format(problem=sample.input))]
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """math-verify equivalence of the solver's answer and the stated one."""
+        from assay.tasks.qa.scoring import score_math
+
+        s = score_math(outcome.output, str(sample.target))
+        return [Score("verified", s.value, s.answer, s.explanation, s.metadata)]
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Agreement rate of this solver with the stated answers."""
+        from assay.metrics.summary import clustered_rate
+
+        scored = [r for r in results if r.error is None and r.scores]
+        return {"agreement_rate": clustered_rate(
+                    scored, lambda r: 1.0 if r.score_value("verified") == 1.0 else 0.0),
+                "n_samples": len(results), "n_scored": len(scored),
+                "n_errors": len(results) - len(scored),
+                "extraction_rate": proportion(
+                    sum(1 for r in scored if r.scores["verified"].get("answer") is not None),
+                    len(scored))}
+
+
+def verification_summary(runs: list[tuple[str, list[SampleResult]]],
+                         quorum: float = 2 / 3) -> dict[str, Any]:
+    """Combine solver runs: per-solver agreement, unreproduced and confirmed problems."""
+    per_solver = {}
+    votes: dict[str, list[bool]] = {}
+    for solver, results in runs:
+        per_solver[solver] = VerifyTask.metrics(results)["agreement_rate"]
+        for r in results:
+            if r.error is None and r.scores:
+                votes.setdefault(r.sample_id, []).append(r.score_value("verified") == 1.0)
+    unreproduced = sorted(pid for pid, v in votes.items() if not any(v))
+    confirmed = sorted(pid for pid, v in votes.items() if v and sum(v) / len(v) >= quorum)
+    n = len(votes)
+    return {
+        "solvers": list(per_solver),
+        "per_solver_agreement": per_solver,
+        "any_solver_agrees": proportion(n - len(unreproduced), n),
+        "quorum": quorum,
+        "confirmed_by_quorum": proportion(len(confirmed), n),
+        "unreproduced": unreproduced,
+        "confirmed": confirmed,
+    }
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:
+    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return {tuple(words[i:i + n]) for i in range(max(0, len(words) - n + 1))}
+
+
+def near_duplicates(generated: list[Any], references: list[Any], n: int = 8,
+                    threshold: float = 0.5) -> list[dict[str, Any]]:
+    """Generated problems sharing at least ``threshold`` of their word ``n``-grams with a
+    reference problem (containment of the generated problem's n-grams)."""
+    ref_grams = [(r.problem_id, _ngrams(r.problem, n)) for r in references]
+    flagged = []
+    for g in generated:
+        grams = _ngrams(g.problem, n)
+        if not grams:
+            continue
+        best_id, best = None, 0.0
+        for rid, rg in ref_grams:
+            if rg:
+                overlap = len(grams & rg) / len(grams)
+                if overlap > best:
+                    best_id, best = rid, overlap
+        if best >= threshold:
+            flagged.append({"problem_id": g.problem_id, "reference_id": best_id,
+                            "overlap": round(best, 3)})
+    return flagged

@@ -1,0 +1,389 @@
+"""``datagen_winrate``: generated problems against real ones, judged blind in both orders.
+
+The run's model is the judge. Pairing: each generated problem (a seeded sample of
+them when fewer comparisons are asked for) is paired with a reference problem
+drawn by a seeded shuffle WITHOUT replacement (the references are reshuffled and
+reused only when there are more pairs than references). The pairing is recorded
+in every sample's metadata and in the run's dataset info, and the same seed
+always gives the same pairs.
+
+Each pair is judged twice, blinded as "Problem 1" / "Problem 2": order A shows
+the generated problem first, order B the reference first. Each verdict is
+``{"reason": str, "winner": "1" | "2" | "tie"}`` (constrained where supported),
+validated, with one corrective retry. The two verdicts are mapped back to the
+underlying items and combined, from the generated problem's point of view:
+
+- both orders prefer the same item -> ``win`` or ``loss``;
+- they prefer different items (the preference followed the position) -> ``tie``,
+  flagged ``inconsistent`` and counted in the position-inconsistency rate;
+- at least one order says ``tie`` -> ``tie`` (a tie plus a preference is a tie,
+  not half a win; it is flagged ``mixed`` and counted apart, not as a position
+  flip);
+- either order invalid after its retry -> the pair is ``invalid``: excluded
+  from every rate and counted.
+
+Score value: 1.0 win, 0.5 tie, 0.0 loss, ``None`` invalid. A judge that always
+answers "1" therefore gives 0 wins, 0 losses, all ties, 100% inconsistency: its
+0.5 adjusted win rate comes only from ties, and the report says so.
+
+The run's metrics and report sections are in :mod:`assay.tasks.datagen.winrate_metrics`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from assay.core.checks import check_number
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.errors import ConfigError
+from assay.tasks.base import Task
+from assay.tasks.datagen.judge_prompts import rationale_limit
+from assay.tasks.datagen.problem import Problem, load_problems
+from assay.tasks.datagen.rubric import first_valid_object
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
+
+PROMPT_VERSION = "winrate-v1"
+SCORE_NAME = "winrate"
+RAW_LIMIT = 2000
+ORDERS = ("A", "B")  # A: generated is Problem 1; B: reference is Problem 1
+VALUES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
+
+
+def winner_schema(reason_max_length: int | None = 300) -> dict[str, Any]:
+    """JSON Schema of a pairwise verdict: a short reason (``maxLength`` so that a rambling
+    small model still reaches the verdict), then the winner."""
+    reason: dict[str, Any] = {"type": "string"}
+    if reason_max_length:
+        reason["maxLength"] = int(reason_max_length)
+    return {
+        "type": "object",
+        "properties": {
+            "reason": reason,
+            "winner": {"type": "string", "enum": ["1", "2", "tie"]},
+        },
+        "required": ["reason", "winner"],
+        "additionalProperties": False,
+    }
+
+
+WINNER_SCHEMA = winner_schema()
+WINNER_EXAMPLE = '{"reason": "<two or three sentences>", "winner": "1" | "2" | "tie"}'
+
+PAIR_SYSTEM = (
+    "You are an impartial judge of competition mathematics problems. You compare two "
+    "problems and reply with JSON only."
+)
+
+PAIR_TEMPLATE = """Two AIME-style competition problems are shown below. Decide which one is the \
+better AIME problem overall, considering:
+- correctness: well-posed, with exactly one answer, and the stated answer is right;
+- clarity: precise, unambiguous statement in standard notation;
+- difficulty: a fair AIME-level challenge, solvable by hand through several insightful steps;
+- completeness: every needed given is stated and a single integer answer from 0 to 999 is asked for.
+The order in which the problems are shown says nothing about their quality; do not let it \
+influence you. Do not prefer a problem because it is longer. Answer "tie" only when neither \
+is better.
+Reply with only a JSON object of this form:
+{example}
+
+[Problem 1]
+{first}
+[End of Problem 1]
+
+[Problem 2]
+{second}
+[End of Problem 2]
+"""
+
+RETRY_TEMPLATE = (
+    "Your reply could not be used: {why}. Reply again with only a JSON object of the form "
+    '{example}, where "winner" is exactly "1", "2" or "tie". No other text.'
+)
+
+
+def render_problem(p: Problem, *, include_solution: bool = False) -> str:
+    """A problem as the pairwise judge sees it: statement and answer (solution optional)."""
+    text = f"{p.problem.strip()}\nAnswer: {str(p.answer).strip()}"
+    if include_solution and (p.solution or "").strip():
+        text += f"\nSolution: {p.solution.strip()}"
+    return text
+
+
+# -- reading verdicts -------------------------------------------------------------------------
+
+class _PairVerdict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    winner: str
+    reason: Any = ""
+
+    @field_validator("winner", mode="before")
+    @classmethod
+    def _winner(cls, v: Any) -> str:
+        if isinstance(v, bool):
+            raise ValueError("a boolean is not a winner")
+        if isinstance(v, int | float) and v in (1, 2):
+            return str(int(v))
+        if not isinstance(v, str):
+            raise ValueError(f"{type(v).__name__} is not a winner")
+        s = re.sub(r"^(problem|option)\s*", "", v.strip().lower()).strip()
+        if s in ("1", "2", "tie"):
+            return s
+        raise ValueError(f"winner {v!r} is not \"1\", \"2\" or \"tie\"")
+
+
+def check_winner(text: str | None) -> tuple[dict[str, str] | None, str | None]:
+    """``({"winner", "reason"}, None)`` for a valid pairwise verdict, else ``(None, why)``."""
+
+    def build(obj: dict[str, Any]) -> tuple[dict[str, str] | None, str | None]:
+        v = _PairVerdict.model_validate(obj)
+        reason = v.reason if isinstance(v.reason, str) else json.dumps(v.reason)
+        return {"winner": v.winner, "reason": reason}, None
+
+    return first_valid_object(text, build)
+
+
+def parse_winner(text: str | None) -> dict[str, str] | None:
+    """The pairwise verdict in a reply, or ``None`` when it is not a valid one."""
+    return check_winner(text)[0]
+
+
+def preferred_item(order: str, winner: str | None) -> str | None:
+    """Map a positional verdict back to the item: ``generated``, ``reference``, ``tie``."""
+    if winner is None:
+        return None
+    if winner == "tie":
+        return "tie"
+    gen_first = order == "A"
+    return "generated" if (winner == "1") == gen_first else "reference"
+
+
+def combine(pref_a: str | None, pref_b: str | None) -> dict[str, Any]:
+    """Combine the two orders' item-level preferences into the pair's outcome.
+
+    Returns ``{"outcome": win|loss|tie|invalid, "inconsistent": bool, "mixed": bool}``
+    (rules in the module docstring).
+    """
+    if pref_a is None or pref_b is None:
+        return {"outcome": "invalid", "inconsistent": False, "mixed": False}
+    if "tie" in (pref_a, pref_b):
+        return {"outcome": "tie", "inconsistent": False, "mixed": pref_a != pref_b}
+    if pref_a != pref_b:
+        return {"outcome": "tie", "inconsistent": True, "mixed": False}
+    return {"outcome": "win" if pref_a == "generated" else "loss", "inconsistent": False,
+            "mixed": False}
+
+
+def seeded_pairs(generated: list[Problem], reference: list[Problem], *, seed: int,
+                 n: int | None = None) -> list[tuple[Problem, Problem]]:
+    """Reproducible pairing: ``n`` distinct generated problems, references without replacement.
+
+    Default ``n``: ``min(len(generated), len(reference))``; at most
+    ``len(generated)`` (each generated problem is compared once). Generated
+    problems keep their file order; references are drawn from seeded shuffles,
+    reshuffled only when used up.
+    """
+    if not generated or not reference:
+        raise ConfigError("win rate needs at least one generated and one reference problem")
+    n = min(len(generated), len(reference)) if n is None else int(n)
+    if n < 1:
+        raise ConfigError(f"n_comparisons must be at least 1, got {n}")
+    n = min(n, len(generated))
+    rng = random.Random(f"assay-winrate:{seed}")
+    chosen = sorted(rng.sample(range(len(generated)), n)) if n < len(generated) else list(
+        range(len(generated)))
+    refs: list[Problem] = []
+    while len(refs) < n:
+        deck = list(reference)
+        rng.shuffle(deck)
+        refs += deck
+    return [(generated[i], refs[k]) for k, i in enumerate(chosen)]
+
+
+def _problem(d: dict[str, Any]) -> Problem:
+    return Problem(**{k: v for k, v in d.items() if k in Problem.__dataclass_fields__})
+
+
+# -- the benchmark ----------------------------------------------------------------------------
+
+class WinRateOptions(TaskOptions):
+    """Options of ``datagen_winrate``."""
+
+    data: str | None = Field(None, description="Generated problems.")
+    reference: str | None = Field(None, description="Real problems to compare with.")
+    seed: int | None = Field(None, description="Pairing seed (recorded).")
+    n_comparisons: int | None = Field(None, description="Pairs to judge.")
+    generator_model: str | None = Field(None, description="The model that generated the data.")
+    include_solutions: bool | None = Field(None, description="Show solutions to the judge.")
+    max_tokens: int | None = Field(None, description="Max tokens per verdict.")
+
+
+@task("datagen_winrate")
+class WinRateTask(Task):
+    """Pairwise win rate of generated problems against real ones (the run's model judges).
+
+    Options: ``data`` (generated problems), ``reference`` (real problems file),
+    ``seed`` (pairing seed, default 0), ``n_comparisons`` (default: min of the
+    two set sizes), ``include_solutions`` (show solutions too; default false, as
+    reference sets often lack them and that alone would unblind the pair),
+    ``generator_model`` (for the self-preference warning), ``max_tokens``.
+    """
+
+    description = ("Pairwise win rate of generated vs real problems, blinded and judged in both "
+                   "orders; position flips count as ties and are reported.")
+    headline_metric = "win_rate_adjusted"
+    Options = WinRateOptions
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
+        if not options.get("data"):
+            raise ConfigError("datagen_winrate needs the generated problems: data=FILE")
+        if not options.get("reference"):
+            raise ConfigError("datagen_winrate needs real problems to compare with: "
+                              "reference=FILE")
+        check_number("--seed", options.get("seed"), integer=True)
+        check_number("--n-comparisons", options.get("n_comparisons"), minimum=1, integer=True)
+        self.seed = int(options.get("seed") or 0)
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+
+    def samples(self) -> list[Sample]:
+        """One sample per pair, in the generated file's order; the pairing in the metadata
+        and both problems in the row (``generated``, ``reference``)."""
+        if self._samples is not None:
+            return self._samples
+        gen = load_problems(self.options["data"])
+        ref = load_problems(self.options["reference"])
+        n_req = self.options.get("n_comparisons")
+        pairs = seeded_pairs(gen, ref, seed=self.seed, n=int(n_req) if n_req else None)
+        generators = sorted({str(p.provenance.get("model")) for p in gen
+                             if p.provenance.get("model")})
+        generator = self.options.get("generator_model") or (
+            generators[0] if len(generators) == 1 else None)
+        samples = []
+        for i, (g, r) in enumerate(pairs):
+            sid = f"{g.problem_id}~{r.problem_id}"
+            samples.append(Sample(
+                id=sid, input=g.problem, target=r.problem_id,
+                metadata={"pair_index": i, "generated_id": g.problem_id,
+                          "reference_id": r.problem_id, "reference_source": r.source,
+                          "seed": self.seed, "generator_model": generator},
+                row={"generated": g.to_dict(), "reference": r.to_dict()},
+            ))
+        pairing = [[g.problem_id, r.problem_id] for g, r in pairs]
+        self._info = {
+            "data": str(self.options["data"]), "reference": str(self.options["reference"]),
+            "generated": len(gen), "references": len(ref), "pairs": len(pairs),
+            "n_comparisons_requested": int(n_req) if n_req else None,
+            "seed": self.seed, "pairing": pairing,
+            "include_solutions": bool(self.options.get("include_solutions")),
+            "generator_model": generator, "prompt_version": PROMPT_VERSION,
+            "content_hash": hashlib.sha256(json.dumps(
+                [PROMPT_VERSION, [[g.to_dict(), r.to_dict()] for g, r in pairs],
+                 bool(self.options.get("include_solutions"))],
+                sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest(),
+        }
+        self._samples = samples
+        return samples
+
+    def generation_params(self) -> dict[str, Any]:
+        """Deterministic judging; run parameters override."""
+        return {"max_tokens": int(self.options.get("max_tokens") or 512), "temperature": 0.0,
+                **self.run_params}
+
+    def order_messages(self, sample: Sample, order: str) -> list[Message]:
+        """The blinded prompt for one order (A: generated first; B: reference first)."""
+        row = sample.row or {}
+        g, r = _problem(row["generated"]), _problem(row["reference"])
+        sol = bool(self.options.get("include_solutions"))
+        first, second = (g, r) if order == "A" else (r, g)
+        user = PAIR_TEMPLATE.format(example=WINNER_EXAMPLE,
+                                    first=render_problem(first, include_solution=sol),
+                                    second=render_problem(second, include_solution=sol))
+        return [Message("system", PAIR_SYSTEM), Message("user", user)]
+
+    async def _judge(self, messages: list[Message], agent: Any) -> dict[str, Any]:
+        params = self.generation_params()
+        schema = winner_schema(rationale_limit(params.get("max_tokens"), cap=300, room=100))
+        reply = await agent.generate(messages, response_schema=schema, **params)
+        messages.append(reply.message)
+        text = reply.message.content or ""
+        verdict, why = check_winner(text)
+        reasons = [why] if why else []
+        attempts = 1
+        if verdict is None:
+            messages.append(Message("user", RETRY_TEMPLATE.format(why=why,
+                                                                  example=WINNER_EXAMPLE)))
+            reply = await agent.generate(messages, response_schema=schema, **params)
+            messages.append(reply.message)
+            text = reply.message.content or ""
+            verdict, why = check_winner(text)
+            attempts = 2
+            if why:
+                reasons.append(why)
+        return {"winner": verdict["winner"] if verdict else None,
+                "reason": verdict["reason"] if verdict else None,
+                "invalid": verdict is None, "attempts": attempts, "reasons": reasons,
+                "raw": text[:RAW_LIMIT]}
+
+    async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        """Two independent calls, one per order; both transcripts are kept."""
+        transcript: list[Message] = []
+        judgments = {}
+        for order in ORDERS:
+            messages = self.order_messages(sample, order)
+            j = await self._judge(messages, agent)
+            j["order"] = order
+            j["first"] = "generated" if order == "A" else "reference"
+            j["preferred"] = preferred_item(order, j["winner"])
+            judgments[order] = j
+            transcript += messages
+        output = json.dumps({o: judgments[o]["winner"] for o in ORDERS})
+        return Outcome(transcript=transcript, output=output, metadata={
+            "judgments": judgments, "judge_model": getattr(agent, "model_id", None)})
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """The pair's outcome for the generated problem: 1 win, 0.5 tie, 0 loss, None invalid."""
+        js = outcome.metadata.get("judgments") or {}
+        prefs = [preferred_item(o, (js.get(o) or {}).get("winner")) for o in ORDERS]
+        c = combine(*prefs)
+        judge = outcome.metadata.get("judge_model")
+        generator = sample.metadata.get("generator_model")
+        meta = {**c, "judgments": js, "judge_model": judge, "generator_model": generator,
+                "generated_id": sample.metadata.get("generated_id"),
+                "reference_id": sample.metadata.get("reference_id"),
+                "invalid": c["outcome"] == "invalid"}
+        if c["outcome"] == "invalid":
+            bad = [o for o, p in zip(ORDERS, prefs, strict=True) if p is None]
+            why = "; ".join(f"order {o}: " + "; ".join(js.get(o, {}).get("reasons") or [])
+                            for o in bad)
+            return [Score(SCORE_NAME, None, None, f"invalid pair ({why})", meta)]
+        expl = (f"order A (generated first): {js['A']['winner']}; order B (reference first): "
+                f"{js['B']['winner']}")
+        if c["inconsistent"]:
+            expl += " -> position flip, counted as a tie"
+        return [Score(SCORE_NAME, VALUES[c["outcome"]], c["outcome"], expl, meta)]
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """W/T/L rates (Wilson), adjusted win rate (pair-clustered bootstrap), position bias."""
+        from assay.tasks.datagen.winrate_metrics import winrate_metrics
+
+        return winrate_metrics(results, options or {})
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """W/T/L table and bars, the position-consistency statement, recommendations."""
+        from assay.tasks.datagen.winrate_metrics import winrate_report_extra
+
+        return winrate_report_extra(metrics)

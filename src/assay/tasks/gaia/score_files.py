@@ -1,0 +1,100 @@
+"""``assay gaia score``: score a predictions file against gold answers, without a model.
+
+Answers: JSONL with ``task_id`` and ``Final answer`` (a GAIA ``metadata.jsonl``
+works as is; ``final_answer``/``answer`` are accepted too) and optionally
+``Level``. Predictions: the submission format, ``task_id`` and ``model_answer``
+(a string) per line. Problems are errors naming the file and line; nothing is
+skipped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.errors import DatasetError
+
+_ANSWER_KEYS = ("Final answer", "final_answer", "answer")
+
+
+def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(location, row) pairs of a JSONL file; every row must carry a ``task_id``."""
+    from assay.data.files import read_jsonl
+
+    if not path.is_file():
+        raise DatasetError(f"file not found: {path}")
+    rows = read_jsonl(path)
+    for where, row in zip(rows.locations, rows.rows, strict=True):
+        if "task_id" not in row:
+            raise DatasetError(f"{where}: each line needs an object with 'task_id'")
+    return list(zip(rows.locations, rows.rows, strict=True))
+
+
+@dataclass
+class GAIAScoreReport:
+    """Per-task verdicts and the summary."""
+
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    scorer: str = "official"
+
+    def summary(self) -> str:
+        """Exact match overall and per level, with 95% intervals."""
+        from assay.metrics.stats import proportion
+        from assay.reports.render import fmt_rate
+
+        lines = [f"scorer: {self.scorer}"]
+        ok = sum(v["correct"] for v in self.verdicts)
+        lines.append(f"exact match  {fmt_rate(proportion(ok, len(self.verdicts)))}")
+        for lvl in (1, 2, 3):
+            vs = [v for v in self.verdicts if v.get("level") == lvl]
+            if vs:
+                lines.append(f"level {lvl}      "
+                             f"{fmt_rate(proportion(sum(v['correct'] for v in vs), len(vs)))}")
+        if self.missing:
+            lines.append(f"{len(self.missing)} answer(s) have no prediction (not counted): "
+                         f"{', '.join(self.missing[:3])}{'...' if len(self.missing) > 3 else ''}")
+        return "\n".join(lines)
+
+
+def score_predictions(answers: str | Path, predictions: str | Path,
+                      scorer: str = "official") -> GAIAScoreReport:
+    """Score every prediction line; see the module docstring for the formats."""
+    from assay.tasks.gaia.scoring import get_scorer
+
+    match = get_scorer(scorer)
+    a_path, p_path = Path(answers), Path(predictions)
+    gold: dict[str, dict[str, Any]] = {}
+    for where, row in _read(a_path):
+        key = next((k for k in _ANSWER_KEYS if k in row), None)
+        if key is None:
+            raise DatasetError(f"{where}: no answer field (one of {', '.join(_ANSWER_KEYS)})")
+        level = row.get("Level", row.get("level"))
+        try:
+            level = int(level) if level not in (None, "") else None
+        except (TypeError, ValueError):
+            raise DatasetError(f"{where}: Level must be 1, 2 or 3, got {level!r}") from None
+        gold[str(row["task_id"])] = {"answer": str(row[key]), "level": level}
+    report = GAIAScoreReport(scorer=scorer)
+    seen: set[str] = set()
+    for where, row in _read(p_path):
+        tid = str(row["task_id"])
+        if tid not in gold:
+            raise DatasetError(f"{where}: task_id {tid!r} is not in {a_path.name}")
+        if tid in seen:
+            raise DatasetError(f"{where}: duplicate task_id {tid!r}")
+        seen.add(tid)
+        if "model_answer" not in row:
+            raise DatasetError(f"{where}: missing 'model_answer'")
+        answer = row["model_answer"]
+        if answer is not None and not isinstance(answer, str):
+            raise DatasetError(f"{where}: model_answer must be a string (the leaderboard's "
+                               f"scorer rejects {type(answer).__name__}); write it as \"{answer}\"")
+        if gold[tid]["answer"] == "?":
+            raise DatasetError(f"{where}: the gold answer of {tid} is hidden ('?'); test-split "
+                               "answers cannot be scored locally")
+        report.verdicts.append({"task_id": tid, "correct": bool(match(answer, gold[tid]["answer"])),
+                                "level": gold[tid]["level"]})
+    report.missing = [t for t in gold if t not in seen]
+    return report

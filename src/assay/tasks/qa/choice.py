@@ -1,0 +1,128 @@
+"""The multiple-choice scorer: the option a model picked, by letter or by text."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from assay.core.types import Score
+from assay.tasks.qa.extraction import clean_answer, extract_answer
+from assay.tasks.qa.normalize import normalize_text
+from assay.tasks.qa.targets import nothing_extracted, short_repr, target_list, target_text
+
+__all__ = ["LETTERS", "score_choice"]
+
+LETTERS = string.ascii_uppercase
+"""The option letters, ``A`` to ``Z``: at most 26 choices."""
+_CHOICE_WHOLE = re.compile(r"[(\[]?([A-Za-z])[)\].:]?")
+_CHOICE_KEYWORD = re.compile(
+    r"(?:answer|option|choice)[ \t]*(?:is|:)?[ \t]*(?:\*\*)?[ \t]*[(\[]?([A-Z])(?![\w])",
+    re.IGNORECASE,
+)
+_CHOICE_LEADING = re.compile(r"[(\[]?([A-Z])[)\].:](?:\s|$)")
+_CHOICE_BRACKETED = re.compile(r"[(\[]([A-Za-z])[)\]]")
+_CHOICE_STANDALONE = re.compile(r"(?<![\w'\u2019])([A-Z])(?![\w'\u2019])")
+
+
+def _letter_index(letter: str, n: int) -> int | None:
+    i = ord(letter.upper()) - 65
+    return i if 0 <= i < n else None
+
+
+def _choice_target_index(t: Any, choices: Sequence[str]) -> int:
+    """The 0-based index a target names: a letter, an int index, or a choice text."""
+    n = len(choices)
+    if isinstance(t, bool):
+        raise ValueError(f"choice target must be a letter, index or choice text, got {t!r}")
+    if isinstance(t, int):
+        if 0 <= t < n:
+            return t
+        raise ValueError(f"choice target index {t} is out of range for {n} choices")
+    s = target_text(t).strip()
+    m = _CHOICE_WHOLE.fullmatch(s)
+    if m and m.group(1).isupper() and (i := _letter_index(m.group(1), n)) is not None:
+        return i
+    norm = normalize_text(s)
+    for i, c in enumerate(choices):
+        if normalize_text(c) == norm:
+            return i
+    if m and (i := _letter_index(m.group(1), n)) is not None:
+        return i
+    if s.isdigit() and int(s) < n:
+        return int(s)
+    raise ValueError(
+        f"choice target {short_repr(s)} is not a letter A-{LETTERS[n - 1]}, a 0-based index "
+        "or the text of one of the choices"
+    )
+
+
+def _predict_choice(answer: str, choices: Sequence[str]) -> tuple[int | None, str]:
+    """``(index, how)`` predicted by an extracted answer."""
+    n = len(choices)
+    s = clean_answer(answer)
+    m = _CHOICE_WHOLE.fullmatch(s)
+    if m and (i := _letter_index(m.group(1), n)) is not None:
+        return i, "letter"
+    for m in reversed(list(_CHOICE_KEYWORD.finditer(s))):
+        if m.group(1).isupper() and (i := _letter_index(m.group(1), n)) is not None:
+            return i, "letter"
+    m = _CHOICE_LEADING.match(s)
+    if m and (i := _letter_index(m.group(1), n)) is not None:
+        return i, "letter"
+    for m in reversed(list(_CHOICE_BRACKETED.finditer(s))):
+        if (i := _letter_index(m.group(1), n)) is not None:
+            return i, "letter"
+    norm = normalize_text(s)
+    if norm:
+        for i, c in enumerate(choices):
+            if normalize_text(c) == norm:
+                return i, "text"
+    for m in reversed(list(_CHOICE_STANDALONE.finditer(s))):
+        if (i := _letter_index(m.group(1), n)) is not None:
+            return i, "letter"
+    return None, "none"
+
+
+def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = None,
+                 **opts: Any) -> Score:
+    """Multiple choice: the predicted option index equals the target's.
+
+    ``choices`` (required) are the option texts, lettered A, B, ... The target
+    is a letter (``"B"``), a 0-based int index, or a choice text (a list of
+    these: any counts). The prediction, from the extracted answer, is in order:
+    the answer being a letter (``B``, ``(B)``, ``B.``, ``B)``); a letter after
+    ``answer``/``option``/``choice`` (``The answer is B``); a leading ``B)`` /
+    ``B.``; a bracketed ``(B)``; the answer equal to a choice text (normalized);
+    the last standalone capital letter in range.
+
+    Returns ``Score("choice", 1.0 | 0.0, predicted_letter | None, explanation,
+    {"extraction": method, "predicted_index": int | None, "target_index": int |
+    list[int], "match": "letter" | "text" | "none"})``. Raises ``ValueError``
+    without choices, with more than 26, or for a target naming no option.
+    """
+    if not choices:
+        raise ValueError("the choice scorer needs the sample's `choices`")
+    n = len(choices)
+    if n > len(LETTERS):
+        raise ValueError(f"at most {len(LETTERS)} choices are supported, got {n}")
+    indices = [_choice_target_index(t, choices) for t in target_list(target)]
+    meta_target: int | list[int] = indices if isinstance(target, (list, tuple)) else indices[0]
+
+    answer, method = extract_answer(output)
+    if answer is None:
+        return nothing_extracted("choice", method, predicted_index=None, target_index=meta_target,
+                        match="none")
+    idx, how = _predict_choice(answer, choices)
+    meta = {"extraction": method, "predicted_index": idx, "target_index": meta_target,
+            "match": how}
+    gold = LETTERS[indices[0]]
+    if idx is None:
+        return Score("choice", 0.0, None,
+                     f"nothing extracted from the output (no option A-{LETTERS[n - 1]} found)",
+                     meta)
+    letter = LETTERS[idx]
+    if idx in indices:
+        return Score("choice", 1.0, letter, f"{letter} is correct", meta)
+    return Score("choice", 0.0, letter, f"{letter} != {gold}", meta)

