@@ -106,7 +106,7 @@ async def run_set(task: Any, pairs: list[tuple[Any, str]]) -> list[dict[str, Any
 
     async def one(sample: Any, reply: str) -> dict[str, Any]:
         outcome = await task.solve(sample, Scripted(reply))
-        return task.score(sample, outcome)[0].to_dict()
+        return (await task.score(sample, outcome))[0].to_dict()
 
     return list(await asyncio.gather(*(one(s, r) for s, r in pairs)))
 

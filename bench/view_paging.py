@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from assay.metrics.run import compute_metrics
+from assay.engine.finalize import finalize
 from assay.store.schema import INSERT_SAMPLE
 from assay.store.sqlite import Store
 from assay.view.app import serve
@@ -62,7 +62,7 @@ def build_run(store: Store, n: int, *, metrics: bool = True) -> str:
     store._db.commit()
     store.set_run_status(rid, "finished")
     if metrics:
-        compute_metrics(store, store.get_run(rid))
+        finalize(store, rid, exports=False)
     return rid
 
 

@@ -30,14 +30,10 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-#: task options that name local files or folders (stored absolute, so that
-#: ``--resume`` works from any folder)
-_PATH_OPTIONS = {"data", "data_dir", "bfcl_data_dir", "cases", "path", "file"}
-
-
-def _absolute(key: str, value: Any) -> Any:
-    if not isinstance(value, str) or not (
-            key in _PATH_OPTIONS or key.endswith(("_dir", "_path", "_file"))):
+def _absolute(value: Any) -> Any:
+    """A path option's value stored absolute when it names something on disk (so that
+    ``--resume`` works from any folder); other text (an HF id) as given."""
+    if not isinstance(value, str):
         return value
     path = Path(value).expanduser()
     return str(path.resolve()) if path.exists() else value
@@ -55,6 +51,7 @@ def make_spec(task: str, model: str = "local", *, task_options: dict[str, Any] |
     absolute (the content hash is recorded separately), so a run can be resumed from
     another folder; a task file's reference is made absolute too.
     """
+    from assay.tasks.options import path_options
     from assay.tasks.registry import looks_like_file, resolve
 
     ref = resolve(task)
@@ -78,7 +75,8 @@ def make_spec(task: str, model: str = "local", *, task_options: dict[str, Any] |
             f"settings: {', '.join(sorted(_ENGINE_FIELDS))}")
     bench.update({k: v for k, v in (task_options or {}).items() if v is not None})
     eng.update({k: v for k, v in (engine or {}).items() if v is not None})
-    bench = {k: _absolute(k, v) for k, v in bench.items()}
+    paths = path_options(ref.Options)  # the options the task declares as files
+    bench = {k: _absolute(v) if k in paths else v for k, v in bench.items()}
     name = ref.ref if looks_like_file(task) else task
     return RunSpec(task=name, model=model, task_options=bench, **eng)
 
@@ -195,12 +193,11 @@ async def run_async(
             subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
                                   timeout=spec.timeout)
         run_id = await engine.run(spec, resume=resume, subject=subject, parent_id=parent_id)
-        from assay.metrics.run import compute_metrics
+        from assay.metrics.run import stored_metrics
 
-        # once, when the run ends, and stored (reports and 'assay score' read them); here
-        # rather than in the engine, so the samples are freed before the results are read
+        # computed once by the engine's finalize when the run ended, and stored with it
         run = store.get_run(run_id)
-        metrics = compute_metrics(store, run)
+        metrics = stored_metrics(run) or {}
         paths: dict[str, Path] = {}
         if reports:
             from assay.reports.render import write_reports

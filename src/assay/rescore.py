@@ -6,10 +6,14 @@ same scorer reproduces the same verdicts, and another one (``--scorer lenient`` 
 a GAIA run, say) gives its numbers on the very same outputs. Samples that failed in
 the original run (a model call that never succeeded) stay errors; they have no output
 to score.
+
+The new run is finalized as a run of the engine is (:func:`assay.engine.finalize.finalize`):
+its metrics, headline and report data are stored with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -18,6 +22,40 @@ from typing import Any
 from assay import __version__
 from assay.errors import ConfigError
 from assay.store.sqlite import Store
+
+
+async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
+                      rows: list[Any], counts: list[int]
+                      ) -> list[tuple[dict[str, Any], str | None]]:
+    """Each stored sample's new scores (and a scoring error), in order. A judged task's
+    ``async score`` gets the judge its options name now, through the engine's calls
+    (cached, retried); a sample that failed in the original run is not scored."""
+    from assay.core.stored import outcome_of, sample_of
+    from assay.engine.judging import scoring_contexts
+    from assay.tasks.base import score_sample
+
+    async def one(r: Any, make: Any, limit: asyncio.Semaphore) -> tuple[dict[str, Any],
+                                                                         str | None]:
+        if r.error is not None:
+            return {}, None
+        async with limit:
+            ctx = make(r.epoch) if make is not None else None
+            try:
+                scored = await score_sample(task, sample_of(r), outcome_of(r), ctx)
+                return {sc.name: sc.to_dict() for sc in scored}, None
+            except Exception as e:  # a scorer bug or a judge that never answered
+                return {}, f"scoring failed: {type(e).__name__}: {e}"
+            finally:
+                for role in (ctx.roles.values() if ctx is not None else ()):
+                    judge_calls[0] += role.calls
+                    judge_calls[1] += role.cache_hits
+
+    limit = asyncio.Semaphore(max(1, spec.max_connections))
+    judge_calls = counts  # (calls, cache hits) of the judge, for the caller
+    if not task.judged():
+        return [await one(r, None, limit) for r in rows]
+    async with scoring_contexts(store, task, spec, str(model.get("model") or "")) as make:
+        return list(await asyncio.gather(*(one(r, make, limit) for r in rows)))
 
 
 @dataclass
@@ -29,19 +67,22 @@ class RescoreResult:
     metrics: dict[str, Any]
     rescored: int
     errors: int
+    #: calls to the judge (a judged task), and how many the response cache answered
+    judge_calls: int = 0
+    judge_cache_hits: int = 0
 
 
 def rescore(store: Store, run_id: str, *, scorer: str | None = None,
-            options: dict[str, Any] | None = None) -> RescoreResult:
+            options: dict[str, Any] | None = None,
+            judge_model: str | None = None) -> RescoreResult:
     """Score the stored outcomes of ``run_id`` again into a new run (linked as its child).
 
     ``scorer`` sets the task's ``scorer`` option (the tasks that have one: qa, gaia,
     task files declaring it); ``options`` change other task options that only affect
     scoring. Options that change the samples do not apply: there are no new outputs.
     """
-    from assay.core.stored import outcome_of, sample_of
+    from assay.engine.finalize import finalize
     from assay.engine.runner import RunSpec
-    from assay.metrics.run import compute_metrics
     from assay.sandbox import allow_weak_isolation
     from assay.tasks.registry import build_task, resolve
 
@@ -55,7 +96,14 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
             raise ConfigError(f"task {ref.name} has no alternative scorers; 'assay score "
                               f"{parent['id']}' without --scorer scores it again as it was")
         opts["scorer"] = scorer
+    if judge_model is not None:  # a judged task's judge, named by its judge_model option
+        ref = resolve(spec.task)
+        if "judge_model" not in ref.Options.model_fields:
+            raise ConfigError(f"task {ref.name} has no judge; --judge-model re-judges runs of "
+                              "tasks that have one (mt_bench, converse, ...)")
+        opts["judge_model"] = judge_model
     task = build_task(spec.task, opts)
+    task.run_params = {**({} if spec.seed is None else {"seed": spec.seed}), **spec.params}
     if not store.sample_totals(parent["id"])["samples"]:
         kids = store.children(parent["id"])
         hint = (f"; it is a parent run: score its steps ({', '.join(kids)})" if kids else "")
@@ -66,23 +114,21 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
         dataset=parent["dataset"], package_version=__version__, parent_id=parent["id"])
     encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     rescored = errors = 0
+    judge_calls = [0, 0]  # the judge's calls and cache hits (a judged task only)
     started = time.perf_counter()
     try:
         # code run at scoring time (HumanEval/MBPP tests) runs with weak isolation only
         # where the scored run allowed it (--allow-weak-sandbox is stored in its spec)
         with allow_weak_isolation(spec.allow_weak_sandbox), store.background_writes():
-            for seq, r in enumerate(store.iter_results(parent["id"])):
-                error = r.error
-                scores: dict[str, Any] = {}
+            rows = list(store.iter_results(parent["id"]))
+            verdicts = asyncio.run(_score_rows(store, task, spec, parent["model"], rows,
+                                               judge_calls))
+            for seq, (r, (scores, error)) in enumerate(zip(rows, verdicts, strict=True)):
                 prediction = None
-                if error is None:
-                    try:
-                        for sc in task.score(sample_of(r), outcome_of(r)):
-                            scores[sc.name] = sc.to_dict()
-                        prediction = next(iter(scores.values()))["answer"] if scores else None
-                        rescored += 1
-                    except Exception as e:  # a scorer bug is that sample's error
-                        error = f"scoring failed: {type(e).__name__}: {e}"
+                if error is None and r.error is None:
+                    prediction = next(iter(scores.values()))["answer"] if scores else None
+                    rescored += 1
+                error = r.error if r.error is not None else error
                 if error is not None:
                     errors += 1
                 store.record(new_id, (
@@ -100,5 +146,6 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     stats.update(rescored_from=parent["id"], elapsed_s=round(time.perf_counter() - started, 3),
                  model_calls=0)
     store.set_run_status(new_id, "finished", stats)
-    metrics = compute_metrics(store, store.get_run(new_id), task_cls=type(task))
-    return RescoreResult(new_id, parent["id"], metrics, rescored, errors)
+    # finalize, as the engine does when a run ends: metrics, headline, report data, exports
+    metrics = finalize(store, new_id, task=task)
+    return RescoreResult(new_id, parent["id"], metrics, rescored, errors, *judge_calls)

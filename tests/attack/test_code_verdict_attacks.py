@@ -492,11 +492,12 @@ def mbpp(tmp_path: Path) -> MBPPTask:
 
 async def solve_and_score(task: Any, sample_id: str, reply: str) -> tuple[dict[str, Any],
                                                                           dict[str, Any]]:
-    """The task's own path: solve (the sandbox run), then score; (score, execution)."""
+    """The task's own path: solve, then score (the sandbox run); (score, execution)."""
     sample = next(s for s in task.samples() if s.id == sample_id)
     outcome = await task.solve(sample, ScriptedAgent(reply))
-    score = task.score(sample, outcome)[0].to_dict()
-    return score, outcome.metadata.get("execution") or {}
+    program, verdict = await task.verdict(sample, outcome)
+    score = (await task.score(sample, outcome))[0].to_dict()
+    return score, verdict.to_dict()
 
 
 MARKERS = ("PROC-SECRET-FOUND", "PROC-FD-WRITTEN", "PROC-MEM-READ", "PROC-MEM-KEY",

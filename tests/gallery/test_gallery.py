@@ -33,7 +33,7 @@ def mini_wheel(entry: Any) -> Path:
 
 def gold_reply(entry: Any, sample: Any) -> str:
     """The reply a perfect model gives, in the form the entry's parser reads."""
-    from assay.tasks.qa.choice import _choice_target_index
+    from assay.scoring.choice import choice_target_index as _choice_target_index
 
     target = sample.target[0] if isinstance(sample.target, list) else sample.target
     if entry.eval_type == "multiple_choice":
@@ -216,7 +216,7 @@ GSM8K_REPLIES = [
 
 @pytest.mark.parametrize("filter_name", ["strict-match", "flexible-extract"])
 def test_gsm8k_parsers_equal_lm_eval_filters(filter_name: str) -> None:
-    from assay.tasks.gallery.parsers import gsm8k_flexible, gsm8k_strict
+    from assay.scoring.parsers import gsm8k_flexible, gsm8k_strict
 
     regex_filter, filters = _lm_eval()
     conf = filters[filter_name]

@@ -80,7 +80,7 @@ class Players:
     def is_judge(self, body: dict[str, Any]) -> bool:
         if self.judge_is == "system":
             return body["messages"][0]["role"] == "system"
-        return body["model"] == "judge"
+        return body["model"] == self.judge_is
 
     def __call__(self, body: dict[str, Any]) -> Any:
         msgs = body["messages"]
@@ -238,7 +238,8 @@ def test_two_turns_are_asked_and_judged_with_the_wheels_prompts_filled_in(
     assert results["2"].output == "ANS-2-T2"  # the last answer
     assert [t["prompt"] for t in results["2"].scores["score"]["metadata"]["turns"]] == [
         "single-math-v1", "single-math-v1-multi-turn"]
-    kept = results["2"].outcome["metadata"]["judgments"]  # what was sent, kept for review
+    kept = results["2"].scores["score"]["metadata"]["judgments"]  # what was sent, for review
+    assert "judgments" not in results["2"].outcome["metadata"]  # judged in score, not solve
     assert kept[1]["user_prompt"] == m2 and kept[1]["votes"] == [
         {"replies": ["I would say it is fine.", "Rating: [[6]]"]}]
 
@@ -286,6 +287,34 @@ def test_assay_score_gives_the_same_metrics_with_no_model_call(
     assert {k: r.scores for k, r in again["results"].items()} == {
         k: r.scores for k, r in before.items()}
     assert first.metrics["score"]["value"] == pytest.approx(7.5)
+
+
+def test_assay_score_rejudges_a_stored_run_with_another_judge_and_never_the_agent(
+        fake_server: Any, api_key: None) -> None:
+    """``assay score RUN --judge-model openai/judge2``: the stored answers judged again by
+    another judge; the server sees requests for judge2 only, and the verdicts follow it."""
+    players = Players(SCRIPT)
+    second = Players({("1", 1): ["Weak. Rating: [[2]]"]}, default="Rating: [[3]]",
+                     judge_is="judge2")
+    srv = fake_server(responder=lambda body: second(body) if body["model"] == "judge2"
+                      else players(body))
+    first = evaluate(srv, judge_model="openai/judge")
+    agent_calls, sent = len(players.agent_bodies), len(srv.requests)
+    p = subprocess.run([sys.executable, "-m", "assay", "score", first.run_id, "--judge-model",
+                        "openai/judge2"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ))
+    assert p.returncode == 0, p.stderr
+    new = srv.requests[sent:]
+    assert {b["model"] for b in new} == {"judge2"} and len(new) == 8
+    assert len(players.agent_bodies) == agent_calls  # the model under test: never again
+    child = stored(p.stdout.split()[1])
+    scores = {k: (r.scores["turn_1"]["value"], r.scores["turn_2"]["value"])
+              for k, r in child["results"].items()}
+    assert scores == {"1": (2.0, 3.0), "2": (3.0, 3.0), "3": (3.0, 3.0), "4": (3.0, 3.0)}
+    assert child["run"]["spec"]["task_options"]["judge_model"] == "openai/judge2"
+    assert child["run"]["metrics"]["judge_models"] == ["openai/judge2"]
+    assert child["run"]["metrics"]["score"]["value"] == pytest.approx(23 / 8)
+    assert first.metrics["score"]["value"] == pytest.approx(7.5)  # the first run as it was
 
 
 # -- 2. the prompts come from the file; the default judge; judge samples; errors ---------
@@ -588,7 +617,7 @@ def test_the_embedded_model_judges_with_valid_ratings(tmp_path: Path) -> None:
         (r,) = store.results(result.run_id)
     finally:
         store.close()
-    turns = r.outcome["metadata"]["judgments"]
+    turns = r.scores["score"]["metadata"]["judgments"]
     assert [t["turn"] for t in turns] == [1, 2]
     for t in turns:
         (vote,) = t["votes"]

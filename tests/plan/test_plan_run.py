@@ -229,7 +229,8 @@ def test_bfcl_data_is_pulled_before_its_run_when_none_is_here(
     prepare(task, said.append)
     assert downloads == [bfcl_data.BFCL_EVAL_VERSION]
     assert bfcl_data.locate().kind == "cache"
-    assert said == ["BFCL data not found here: pulling it from PyPI (assay data pull bfcl)"]
+    assert said == ["BFCL v4's official data, from the bfcl-eval wheel on PyPI: not found "
+                    "here, pulling it (assay data pull bfcl)"]
     prepare(task, said.append)  # now it is here: nothing more
     assert downloads == [bfcl_data.BFCL_EVAL_VERSION] and len(said) == 1
 

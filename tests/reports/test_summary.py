@@ -201,7 +201,7 @@ def test_a_run_where_every_call_failed_says_nothing_was_scored(fake_server, tmp_
 
 
 # -- a run stopped half way ------------------------------------------------------------------
-def test_a_running_then_killed_run_says_its_numbers_are_partial(tmp_path, workspace):
+def test_a_running_then_killed_run_says_its_metrics_come_when_it_finishes(tmp_path, workspace):
     from assay.testing.fake_server import FakeServer
 
     data = write_rows(tmp_path / "d.jsonl", repeat_rows(10))
@@ -235,25 +235,29 @@ def test_a_running_then_killed_run_says_its_numbers_are_partial(tmp_path, worksp
             run_id = store.list_runs(1)[0]["id"]
             store.close()
             md, html = summary(run_id, tmp_path / "running")
-            note = ("This run is still running: the numbers cover the 3 of 10 samples "
-                    "finished so far and will change.")
+            note = ("This run is still running: 3 of 10 samples have finished so far; its "
+                    "metrics are computed when the run finishes or is resumed.")
             assert f"> **Warning: {note}**" in md
             assert f'<div class="partial" role="alert">{note}</div>' in html
-            assert verdict_of(md).startswith("Partial result (running): 100% correct")
-            # the partial numbers were computed for the page, never stored as the run's
+            # a reader shows what the store has; it never computes a run's metrics
+            assert verdict_of(md) == ("Partial result (running): No metrics yet: metrics are "
+                                      "computed when the run finishes or is resumed.")
+            assert "%" not in section(md, "Result")
             assert stored_metrics(run_id) is None
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate()
     md, html = summary(run_id, tmp_path / "killed")
-    note = (f"This run was interrupted: only 3 of 10 samples were evaluated, so the numbers "
-            f"are partial. Resume it with 'assay run qa --resume {run_id}'.")
+    note = (f"This run was interrupted: only 3 of 10 samples were evaluated; its metrics are "
+            f"computed when the run finishes or is resumed. Resume it with "
+            f"'assay run qa --resume {run_id}'.")
     assert f"> **Warning: {note}**" in md
     assert f'<div class="partial" role="alert">{escape(note)}</div>' in html
-    assert verdict_of(md).startswith("Partial result (interrupted): 100% correct")
-    assert "Answered 3 of 3 correctly: 100.0%" in section(md, "Result")
-    assert "- Status: interrupted (partial result)" in md
+    assert verdict_of(md).startswith("Partial result (interrupted): No metrics yet")
+    assert "No metrics yet: metrics are computed when the run finishes" in section(md, "Result")
+    assert "- Samples: 3\n" in md and "- Status: interrupted (partial result)" in md
     assert "<strong>(partial result)</strong>" in html
+    assert stored_metrics(run_id) is None
 
 
 # -- categories, and every string escaped ----------------------------------------------------

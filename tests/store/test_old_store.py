@@ -56,8 +56,12 @@ def test_an_old_store_is_migrated_once_in_place_and_lists(old_store: Path) -> No
         BFCL: "bfcl", DOUBLES: "doubles", GSM8K: "gsm8k", QA: "qa",
         KILLED: "gsm8k"}
     assert runs[KILLED]["samples"] == 7 and runs[QA]["samples"] == 20
-    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("4",)]
-    assert "benchmark" not in {r[1] for r in rows(old_store, "PRAGMA table_info(runs)")}
+    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("5",)]
+    columns = {r[1] for r in rows(old_store, "PRAGMA table_info(runs)")}
+    assert "benchmark" not in columns and {"headline", "report"} <= columns
+    # the store layer adds the columns; describing the runs needs their task code, which
+    # only 'assay report' and 'assay view' ask for: listing leaves them undescribed
+    assert rows(old_store, "SELECT COUNT(*) FROM runs WHERE report IS NOT NULL") == [(0,)]
     specs = {i: json.loads(s) for i, s in rows(old_store, "SELECT id, spec FROM runs")}
     assert specs[QA]["task"] == "qa" and "benchmark" not in specs[QA]
     assert specs[QA]["task_options"] == {"data": "/tmp/fx/qa_example.jsonl",
@@ -76,6 +80,68 @@ def test_an_old_run_reports_with_its_stored_metrics(old_store: Path, run_id: str
     assert p.returncode == 0, p.stderr
     report = (old_store.parent / "runs" / run_id / "report.md").read_text()
     assert headline in report and f"{stored[headline]['value']:.3f}" in report, report[:800]
+
+
+GONE = "/nonexistent/assay-test/mytasks.py@doubles"
+
+
+def task_file_gone(db: Path) -> None:
+    """Point the DOUBLES run at a task file that exists nowhere (the fixture's was
+    /tmp/fx/mytasks.py, which exists on the machine that made it)."""
+    con = sqlite3.connect(db)
+    try:
+        con.execute("UPDATE runs SET spec = json_set(spec, '$.benchmark', ?) WHERE id = ?",
+                    (GONE, DOUBLES))
+        con.commit()
+    finally:
+        con.close()
+
+
+def test_old_runs_are_described_once_by_the_first_report(old_store: Path) -> None:
+    task_file_gone(old_store)
+    p = cli("report", QA)
+    assert p.returncode == 0, p.stderr
+    described = {i: (json.loads(h) if h else None, json.loads(r) if r else None)
+                 for i, h, r in rows(old_store, "SELECT id, headline, report FROM runs")}
+    # with the task code present: the task's headline and its report data
+    head, report = described[GSM8K]
+    assert head["metric"] == "numeric_match" and head["value"] == 0.0
+    assert report["task_code"] is True and report["exports"] is None
+    assert described[BFCL][0]["metric"] == "accuracy" and described[BFCL][1]["sections"]
+    # the @task file is gone: its stored metrics, the first rate as headline, no sections
+    head, report = described[DOUBLES]
+    assert head["metric"] == "accuracy" and report["task_code"] is False
+    assert "was not found" in report["note"] and report["sections"] == []
+    # a run killed half way stays undescribed: no metrics are made up for it
+    assert described[KILLED] == (None, None)
+    assert rows(old_store, f"SELECT metrics FROM runs WHERE id='{KILLED}'") == [(None,)]
+    before = old_store.read_bytes()
+    assert cli("report", GSM8K).returncode == 0
+    assert old_store.read_bytes() == before  # described once: the next report only reads
+
+
+def test_an_old_run_of_a_task_file_that_is_gone_reports_from_its_stored_metrics(
+        old_store: Path) -> None:
+    task_file_gone(old_store)
+    p = cli("report", DOUBLES)
+    assert p.returncode == 0, p.stderr
+    assert "official exports not written" in p.stderr
+    report = (old_store.parent / "runs" / DOUBLES / "report.md").read_text()
+    assert "**accuracy 0.000 [0.000, 0.561] (0/3)**" in report
+    assert "described from its stored metrics" in report
+
+
+def test_a_run_killed_half_way_reports_its_samples_without_metrics(old_store: Path) -> None:
+    p = cli("report", KILLED)
+    assert p.returncode == 0, p.stderr
+    report = (old_store.parent / "runs" / KILLED / "report.md").read_text()
+    assert "metrics are computed when the run finishes or is resumed" in report
+    assert rows(old_store, f"SELECT metrics, report FROM runs WHERE id='{KILLED}'") == [
+        (None, None)]  # the reader wrote nothing
+    summary = cli("report", KILLED, "--summary")
+    assert summary.returncode == 0, summary.stderr
+    md = (old_store.parent / "runs" / KILLED / "summary.md").read_text()
+    assert "only 7 of" in md and "metrics are computed when the run finishes" in md
 
 
 def test_an_old_run_is_scored_again_to_the_same_verdicts(old_store: Path) -> None:

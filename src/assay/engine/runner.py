@@ -23,13 +23,15 @@ from assay.core.redact import content_secrets, redact_tree, redact_url, scrub
 from assay.core.stored import outcome_extra, sample_extra
 from assay.core.types import Sample
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
+from assay.engine.finalize import finalize
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
+from assay.models.registry import capabilities_of
 from assay.sandbox import ALLOW_WEAK_FLAG, allow_weak_isolation, bwrap_problem
 from assay.store.migrate import current_spec
 from assay.store.owner import owner_alive
 from assay.store.sqlite import Store
-from assay.tasks.base import Task
+from assay.tasks.base import Task, score_sample
 
 
 @dataclass
@@ -321,6 +323,10 @@ class Engine:
         finally:
             for one in (subj, *roles.values()):
                 await one.aclose()
+        del samples  # freed before the results are read back
+        # finalize, once: metrics, headline, report data and official exports, stored with
+        # the run (readers read them and never import the task's code)
+        finalize(self.store, run_id, task=bench)
         return run_id
 
     def _mark(self, run_id: str, status: str, error: str | None) -> None:
@@ -397,7 +403,7 @@ class Engine:
             prediction = None
             if error is None and outcome is not None:
                 try:
-                    for sc in bench.score(sample, outcome):
+                    for sc in await score_sample(bench, sample, outcome, ctx):
                         scores[sc.name] = sc.to_dict()
                     if scores:
                         prediction = next(iter(scores.values()))["answer"]
@@ -435,9 +441,9 @@ class Engine:
 
         with self.store.background_writes(), progress if not self.quiet else nullcontext():
             n_workers = max(1, min(spec.max_connections, len(todo)))
-            if all(getattr(getattr(m, "model", m), "serial", False)
+            if all(capabilities_of(m).one_call_at_a_time
                    for m in (subj, *(r for r, _, _ in role_calls.values()))):
-                n_workers = 1  # every model answers one call at a time (see LocalModel)
+                n_workers = 1  # every model answers one call at a time (as declared)
             tasks = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
             try:
                 await asyncio.gather(*tasks)

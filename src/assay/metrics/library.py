@@ -1,7 +1,7 @@
 """assay's own metrics, registered in :mod:`assay.metrics.registry` when imported.
 
-The answer-matching metrics wrap the question/answer scorers of
-:mod:`assay.tasks.qa.scoring` (one implementation of extraction and matching);
+The answer-matching metrics are the scorers of :mod:`assay.scoring` under their canonical
+names and declared aliases (one vocabulary, one implementation of extraction and matching);
 BLEU and chrF are sacrebleu's, ROUGE-L is rouge-score's, pass@k is
 :mod:`assay.metrics.passk`, and the judge metrics read verdicts with the datagen
 judge's parsers and aggregate them with its metric code. What is defined here is
@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-import string
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -28,16 +25,15 @@ from assay.core.types import Score
 from assay.errors import ConfigError
 from assay.metrics.passk import mean_pass_at_k
 from assay.metrics.registry import metric
-from assay.tasks.qa.scoring import (
+from assay.scoring import (
     extract_answer,
-    normalize_text,
-    score_choice,
-    score_exact,
-    score_f1,
-    score_includes,
-    score_math,
-    score_normalized,
-    score_numeric,
+    json_value,
+    label_set,
+    schema_validator,
+    score_squad_exact,
+    score_squad_f1,
+    scorer_info,
+    set_counts,
     strip_reasoning,
 )
 
@@ -52,11 +48,19 @@ def _text(prediction: Any) -> str:
     return prediction if isinstance(prediction, str) else str(prediction)
 
 
-def _qa(name: str, scorer: Callable[..., Score], prediction: Any, target: Any,
-        **opts: Any) -> Score:
-    """Run a qa scorer; its score renamed to the metric, its ValueError a one-line ConfigError."""
+def _scorer_metric(name: str, **kw: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``@metric`` for a scorer of the vocabulary: its canonical name, its declared aliases."""
+    info = scorer_info(name)
+    if info.name != name:
+        raise ValueError(f"metric {name}: not a canonical scorer name (that is {info.name})")
+    return metric(name, aliases=info.aliases, **kw)
+
+
+def _qa(name: str, prediction: Any, target: Any, **opts: Any) -> Score:
+    """Run the scorer ``name``; its score renamed to the metric, its ValueError a one-line
+    ConfigError."""
     try:
-        score = scorer(_text(prediction), target, **opts)
+        score = scorer_info(name).fn(_text(prediction), target, **opts)
     except ValueError as e:
         raise ConfigError(f"{name}: {e}") from e
     return dataclasses.replace(score, name=name)
@@ -81,30 +85,29 @@ def _same_length(name: str, predictions: Sequence[Any], targets: Sequence[Any]) 
 # ------------------------------------------------------------------ answer matching
 
 
-@metric("exact_match", category="match", dimension="correctness", aliases=("exact", "em"),
+@_scorer_metric("exact_match", category="match", dimension="correctness",
         description="""The extracted answer equals the target exactly, after stripping
         surrounding whitespace only (case and punctuation count). The answer is taken after an
         'Answer:' marker, from the last \\boxed{}, or as the whole output, with <think> blocks
-        removed (assay.tasks.qa extraction). 1.0 or 0.0 per sample.""",
+        removed (assay.scoring extraction). 1.0 or 0.0 per sample.""",
         usage="strict checks of short canonical answers (ids, codes, labels); targets may be a "
               "list of acceptable answers")
 def exact_match(prediction: str, target: Any, **opts: Any) -> Score:
-    """1.0 when the extracted answer equals a target exactly (see the qa ``exact`` scorer)."""
-    return _qa("exact_match", score_exact, prediction, target)
+    """1.0 when the extracted answer equals a target exactly (the ``exact`` scorer)."""
+    return _qa("exact_match", prediction, target)
 
 
-@metric("normalized_match", category="match", dimension="correctness",
-        aliases=("normalized",),
+@_scorer_metric("normalized_match", category="match", dimension="correctness",
         description="""The extracted answer equals the target after normalization: Unicode NFKC,
         case folding, all punctuation removed, whitespace collapsed (articles are kept). Forgives
         'Paris.' against 'paris'; does not forgive extra words. 1.0 or 0.0 per sample.""",
         usage="primary for short factual answers; targets may be a list of acceptable answers")
 def normalized_match(prediction: str, target: Any, **opts: Any) -> Score:
     """1.0 when the normalized extracted answer equals a normalized target."""
-    return _qa("normalized_match", score_normalized, prediction, target)
+    return _qa("normalized_match", prediction, target)
 
 
-@metric("includes_match", category="match", dimension="correctness", aliases=("includes",),
+@_scorer_metric("includes_match", category="match", dimension="correctness",
         description="""The normalized target appears as whole words inside the normalized
         extracted answer ('The capital is Paris.' contains 'paris'). More lenient than
         normalized_match: a long answer listing many candidates also passes, so report it as
@@ -113,10 +116,10 @@ def normalized_match(prediction: str, target: Any, **opts: Any) -> Score:
               "answers")
 def includes_match(prediction: str, target: Any, **opts: Any) -> Score:
     """1.0 when a normalized target occurs as whole words in the normalized answer."""
-    return _qa("includes_match", score_includes, prediction, target)
+    return _qa("includes_match", prediction, target)
 
 
-@metric("numeric_match", category="match", dimension="correctness", aliases=("numeric",),
+@_scorer_metric("numeric_match", category="match", dimension="correctness",
         description="""The last number of the answer equals the numeric target within a
         tolerance. The number is taken from the extracted answer (or from the whole output when
         the answer has none); correct when |pred - target| <=
@@ -131,12 +134,11 @@ def numeric_match(prediction: str, target: Any, *, tolerance: float | None = Non
     check_number("numeric_match tolerance", tolerance, minimum=0)
     check_number("numeric_match abs_tol", abs_tol, minimum=0, optional=False)
     check_number("numeric_match rel_tol", rel_tol, minimum=0, optional=False)
-    return _qa("numeric_match", score_numeric, prediction, target, tolerance=tolerance,
+    return _qa("numeric_match", prediction, target, tolerance=tolerance,
                abs_tol=abs_tol, rel_tol=rel_tol)
 
 
-@metric("choice_accuracy", category="match", dimension="correctness",
-        aliases=("choice", "mc_accuracy"),
+@_scorer_metric("choice_accuracy", category="match", dimension="correctness",
         description="""Multiple choice: the option the model picked equals the target option.
         The pick is read from the extracted answer as a letter ('B', '(B)', 'The answer is B')
         or as the text of one of the choices; the target is a letter, a 0-based index or a
@@ -148,11 +150,11 @@ def choice_accuracy(prediction: str, target: Any, *, choices: Sequence[str] | No
     """1.0 when the predicted option is the target option; ``choices`` is required."""
     if not choices:
         raise ConfigError("choice_accuracy needs the sample's options: pass choices=[...]")
-    return _qa("choice_accuracy", score_choice, prediction, target, choices=choices)
+    return _qa("choice_accuracy", prediction, target, choices=choices)
 
 
-@metric("math_verify", category="math", dimension="correctness",
-        aliases=("math", "math_equivalence"), reference="math-verify (Hugging Face)",
+@_scorer_metric("math_verify", category="math", dimension="correctness",
+        reference="math-verify (Hugging Face)",
         description="""Mathematical equivalence checked by math-verify, so 1/2, 0.5 and
         \\frac{1}{2} match. The answer math-verify parses from the output (boxed, LaTeX or
         plain) is compared symbolically with the target; equal sets and intervals match too. Parse
@@ -160,10 +162,10 @@ def choice_accuracy(prediction: str, target: Any, *, choices: Sequence[str] | No
         usage="primary for competition math (MATH, AIME, GSM8K with LaTeX answers)")
 def math_verify(prediction: str, target: Any, **opts: Any) -> Score:
     """1.0 when math-verify finds the output's answer equivalent to a target."""
-    return _qa("math_verify", score_math, prediction, target)
+    return _qa("math_verify", prediction, target)
 
 
-@metric("token_f1", category="overlap", dimension="similarity", aliases=("f1",),
+@_scorer_metric("token_f1", category="overlap", dimension="similarity",
         reference="SQuAD evaluate-v1.1.py f1_score (empty answers as in v2.0)",
         description="""SQuAD token F1 between the extracted answer and the target. Both are
         lowercased, stripped of punctuation and of the articles a/an/the, split on whitespace,
@@ -174,38 +176,7 @@ def math_verify(prediction: str, target: Any, **opts: Any) -> Score:
               "beside normalized_match")
 def token_f1(prediction: str, target: Any, **opts: Any) -> Score:
     """SQuAD token F1 of the extracted answer against the best target."""
-    return _qa("token_f1", score_f1, prediction, target)
-
-
-_SQUAD_PUNCT = frozenset(string.punctuation)
-_SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def _squad_tokens(text: str) -> list[str]:
-    """SQuAD v1.1's answer normalization, as tokens: lowercase, every ASCII punctuation
-    character deleted, the articles a/an/the replaced by a space, split on whitespace."""
-    kept = "".join(c for c in text.lower() if c not in _SQUAD_PUNCT)
-    return _SQUAD_ARTICLES.sub(" ", kept).split()
-
-
-def _squad_pair_f1(pred: list[str], gold: list[str]) -> float:
-    shared = sum((Counter(pred) & Counter(gold)).values())
-    if not shared:
-        return 0.0  # v1.1: two empty answers score 0 too
-    p, r = shared / len(pred), shared / len(gold)
-    return 2 * p * r / (p + r)
-
-
-def _squad(name: str, prediction: Any, target: Any, pair: Callable[..., float]) -> Score:
-    answer, method = extract_answer(_text(prediction))
-    golds = [str(t) for t in (target if isinstance(target, (list, tuple)) else [target])]
-    if not golds:
-        raise ConfigError(f"{name} needs at least one target answer")
-    if answer is None:
-        return Score(name, 0.0, None, "no answer could be extracted", {"extraction": "none"})
-    tokens = _squad_tokens(answer)
-    best = max(pair(tokens, _squad_tokens(g)) for g in golds)
-    return Score(name, best, answer, f"{name} {best:.3f}", {"extraction": method})
+    return _qa("token_f1", prediction, target)
 
 
 @metric("squad_f1", category="overlap", dimension="similarity",
@@ -218,7 +189,7 @@ def _squad(name: str, prediction: Any, target: Any, pair: Callable[..., float]) 
         usage="primary for SQuAD v1.1 and extractive QA where the official number matters")
 def squad_f1(prediction: str, target: Any, **opts: Any) -> Score:
     """SQuAD v1.1 F1 of the extracted answer against the best target."""
-    return _squad("squad_f1", prediction, target, _squad_pair_f1)
+    return score_squad_f1(_text(prediction), target)
 
 
 @metric("squad_exact_match", category="match", dimension="correctness", aliases=("squad_em",),
@@ -229,68 +200,10 @@ def squad_f1(prediction: str, target: Any, **opts: Any) -> Score:
         usage="secondary beside squad_f1 for SQuAD v1.1")
 def squad_exact_match(prediction: str, target: Any, **opts: Any) -> Score:
     """SQuAD v1.1 exact match of the extracted answer against any target."""
-    return _squad("squad_exact_match", prediction, target,
-                  lambda p, g: 1.0 if p == g else 0.0)
+    return score_squad_exact(_text(prediction), target)
 
 
 # ------------------------------------------------------------------ item sets
-
-_SPLIT = re.compile(r"[,;\n]")
-_FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
-
-
-def _json_value(text: str) -> tuple[Any, str | None, str]:
-    """``(value, where, error)``: the whole text as JSON (where ``"whole"``), else its first
-    ```json block (``"fenced"``); ``where`` is ``None`` and ``error`` says why when neither
-    parses."""
-    try:
-        return json.loads(text.strip()), "whole", ""
-    except (ValueError, RecursionError) as e:
-        error = str(e)
-    m = _FENCED.search(text)
-    if m:
-        try:
-            return json.loads(m.group(1)), "fenced", ""
-        except (ValueError, RecursionError) as e:
-            error = f"{error}; the ```json block: {e}"
-    return None, None, error
-
-
-def _item_text(x: Any) -> str:
-    return x if isinstance(x, str) else json.dumps(x, sort_keys=True)
-
-
-def label_set(value: Any, *, from_output: bool = False) -> set[str]:
-    """The set of items in ``value``, each normalized with :func:`normalize_text`.
-
-    A list/tuple/set gives its items. A string is a JSON list (the whole string or its
-    first fenced ```json block) or else items separated by commas, semicolons or
-    newlines; for a model output (``from_output``) reasoning blocks are removed first
-    and, when it is not a JSON list, the extracted answer (after 'Answer:') is split.
-    Empty items are dropped.
-    """
-    if value is None:
-        raise ConfigError("a label set is missing (None); give a list or a comma-separated "
-                          "string, [] for no labels")
-    if isinstance(value, (list, tuple, set, frozenset)):
-        raw = list(value)
-    elif isinstance(value, str):
-        text = strip_reasoning(value) if from_output else value
-        parsed, _, _ = _json_value(text)
-        if isinstance(parsed, list):
-            raw = parsed
-        else:
-            if from_output:
-                text = extract_answer(text)[0] or ""
-            raw = _SPLIT.split(text)
-    else:
-        raw = [value]
-    return {normalize_text(_item_text(x)) for x in raw} - {""}
-
-
-def _set_counts(pred: set[str], gold: set[str]) -> tuple[int, int, int]:
-    return len(pred & gold), len(pred), len(gold)
-
 
 @metric("set_f1", category="overlap", dimension="correctness", aliases=("list_f1",),
         description="""F1 between the set of items the model gave and the target set,
@@ -304,7 +217,7 @@ def set_f1(prediction: str, target: Any, **opts: Any) -> Score:
     """F1 between the predicted item set and the target item set."""
     pred = label_set(_text(prediction), from_output=True)
     gold = label_set(target)
-    tp, np_, ng = _set_counts(pred, gold)
+    tp, np_, ng = set_counts(pred, gold)
     value = 1.0 if np_ + ng == 0 else 2 * tp / (np_ + ng)
     precision = tp / np_ if np_ else float(ng == 0)
     recall = tp / ng if ng else float(np_ == 0)
@@ -330,7 +243,7 @@ def multilabel_f1(predictions: Sequence[Any], targets: Sequence[Any], **opts: An
     tp = n_pred = n_gold = 0
     for p, t in zip(predictions, targets, strict=True):
         pred = p if isinstance(p, (list, tuple, set, frozenset)) else _text(p)
-        a, b, c = _set_counts(label_set(pred, from_output=True), label_set(t))
+        a, b, c = set_counts(label_set(pred, from_output=True), label_set(t))
         tp, n_pred, n_gold = tp + a, n_pred + b, n_gold + c
     if n_pred + n_gold == 0:
         raise ConfigError("multilabel_f1: no labels in any prediction or target; check that "
@@ -472,32 +385,6 @@ def pass_at_k_metric(groups: Iterable[Any], *, k: int = 1, **opts: Any) -> float
 
 # ------------------------------------------------------------------ structure
 
-_VALIDATORS: dict[str, Any] = {}
-
-
-def _schema_validator(schema: Any) -> Any:
-    """A cached jsonschema validator for ``schema`` (a dict or JSON text)."""
-    if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except ValueError as e:
-            raise ConfigError(f"json_validity: the schema is not valid JSON ({e})") from e
-    if not isinstance(schema, (dict, bool)):
-        raise ConfigError("json_validity: schema must be a JSON Schema object, "
-                          f"got {type(schema).__name__}")
-    key = json.dumps(schema, sort_keys=True)
-    if key not in _VALIDATORS:
-        jsonschema = _require("jsonschema", "json_validity with a schema", "jsonschema")
-        cls = jsonschema.validators.validator_for(schema)
-        try:
-            cls.check_schema(schema)
-        except jsonschema.SchemaError as e:
-            raise ConfigError(f"json_validity: the schema is not a valid JSON Schema: "
-                              f"{e.message}") from e
-        _VALIDATORS[key] = cls(schema)
-    return _VALIDATORS[key]
-
-
 @metric("json_validity", category="structure", dimension="validity",
         aliases=("valid_json", "json_valid"),
         description="""The output is JSON, optionally matching a JSON Schema. The whole output
@@ -510,9 +397,9 @@ def json_validity(prediction: str, target: Any = None, *, schema: Any = None,
                   **opts: Any) -> Score:
     """1.0 when the output (or its first ```json block) parses, and validates if a schema
     is given."""
-    validator = _schema_validator(schema) if schema is not None else None
+    validator = schema_validator(schema) if schema is not None else None
     text = strip_reasoning(_text(prediction))
-    value, where, why = _json_value(text)
+    value, where, why = json_value(text)
     if where is None:
         return Score("json_validity", 0.0, None, f"not JSON: {why}"[:200], {"source": None})
     meta = {"source": where}

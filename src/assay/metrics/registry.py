@@ -19,6 +19,7 @@ modules listed in :data:`MODULES` first.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,14 +33,11 @@ DIMENSIONS: tuple[str, ...] = ("correctness", "similarity", "format", "fluency",
                                "diagnostic")
 LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge")
 
-#: modules that register metrics (imported by :func:`all_metrics`)
-MODULES: tuple[str, ...] = (
-    "assay.metrics.library",
-    "assay.metrics.judges",
-    "assay.tasks.code.metrics",
-    "assay.tasks.instructions.metrics",
-    "assay.tasks.mtbench.metrics",
-)
+#: assay's general metric modules (imported by :func:`all_metrics`); the metrics of a
+#: task's own come from the ``assay.metrics`` entry-point group (:data:`GROUP`)
+MODULES: tuple[str, ...] = ("assay.metrics.library", "assay.metrics.judges")
+#: entry points whose value is a module that registers metrics (built-in tasks and plugins)
+GROUP = "assay.metrics"
 
 
 @dataclass(frozen=True)
@@ -100,8 +98,15 @@ def metric(name: str, *, category: str, dimension: str, description: str, usage:
     return register
 
 
+@functools.lru_cache(maxsize=1)
+def _modules() -> tuple[str, ...]:
+    from importlib.metadata import entry_points
+
+    return (*MODULES, *sorted({ep.value for ep in entry_points(group=GROUP)}))
+
+
 def _import_modules() -> None:
-    for module in MODULES:
+    for module in _modules():
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:

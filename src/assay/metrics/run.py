@@ -1,8 +1,14 @@
-"""A run's metrics: computed once, when the run ends, and stored with it.
+"""A run's metrics, as stored with it: read, never computed here.
 
-Reports, ``assay score``, ``--official`` and the Python API read the stored metrics;
-a run stored before metrics were kept (or one stopped half way) has them computed
-here on first use, and stored then.
+A run's metrics are computed once, when it ends, by the task's code and stored with its
+headline and report data (:func:`assay.engine.finalize.finalize`; an old run is
+described once by :func:`assay.engine.finalize.describe_old_runs`). Everything here
+reads them: nothing imports a task's code or writes the store, so a reader that asks
+first cannot store numbers computed with whatever code happens to be installed.
+
+A run stopped half way (running, interrupted, failed) has no metrics until it finishes
+(after ``--resume``): :func:`run_metrics` gives ``{}`` for it, and readers show its
+sample counts and say so (:data:`NOT_FINISHED_NOTE`).
 """
 
 from __future__ import annotations
@@ -10,29 +16,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assay.core.types import SampleResult
     from assay.store.sqlite import Store
-    from assay.tasks.base import Task
+
+#: what readers say in place of the numbers of a run that has none stored
+NOT_FINISHED_NOTE = "metrics are computed when the run finishes or is resumed"
 
 
-def compute_metrics(store: Store, run: dict[str, Any], *,
-                    results: list[SampleResult] | None = None,
-                    task_cls: type[Task] | None = None) -> dict[str, Any]:
-    """Compute a run's metrics from its stored results and store them."""
-    from assay.tasks.registry import task_class
-
-    if results is None:
-        results = store.results(run["id"], transcripts=False, texts=False)
-    cls = task_cls or task_class(run["spec"]["task"])
-    metrics = cls.metrics(results, run["spec"].get("task_options")) if results else {}
-    if not getattr(store, "readonly", False):  # a viewer computes, and leaves the file alone
-        store.set_metrics(run["id"], metrics)
-    return metrics
+def stored_metrics(run: dict[str, Any]) -> dict[str, Any] | None:
+    """A run record's stored metrics (``None``: none stored, the run has not finished)."""
+    metrics = run.get("metrics")
+    return metrics if isinstance(metrics, dict) else None
 
 
 def run_metrics(store: Store, run_id: str) -> dict[str, Any]:
-    """The stored metrics of a run (computed and stored first if it has none)."""
-    run = store.get_run(run_id)
-    if run.get("metrics") is not None:
-        return run["metrics"]
-    return compute_metrics(store, run)
+    """The stored metrics of a run; ``{}`` when it has none (see the module docstring)."""
+    return stored_metrics(store.get_run(run_id)) or {}

@@ -7,10 +7,16 @@ never leaks between samples. Plain models are their own sessions.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Protocol, runtime_checkable
 
 from assay.core.types import Message, Reply, ToolSpec
-from assay.errors import ModelSpecError
+from assay.models.registry import (
+    ModelCapabilities,
+    capabilities_of,
+    get_provider,
+    split_spec,
+)
 
 
 @runtime_checkable
@@ -41,11 +47,16 @@ class Subject:
     """What is under test. ``session()`` returns the agent for one sample.
 
     The default subject wraps a stateless model and returns it for every sample.
+    ``capabilities`` are the model's own, else those given (its provider's).
     """
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, capabilities: ModelCapabilities | None = None) -> None:
         self.model = model
         self.model_id = model.model_id
+        own = getattr(model, "capabilities", None)
+        #: what the model can do (see :class:`~assay.models.registry.ModelCapabilities`)
+        self.capabilities: ModelCapabilities = (
+            own if isinstance(own, ModelCapabilities) else capabilities or capabilities_of(model))
 
     def session(self) -> Model:
         """A fresh agent for one sample (for stateless models: the model itself)."""
@@ -63,26 +74,18 @@ class Subject:
             await close()
 
 
-PROVIDERS = ("openai", "local", "python")
 #: the default cap on one reply (``--max-reply-bytes``, ``RunSpec.max_reply_bytes``)
 DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
-    """Split ``provider/name`` into its parts; ``local`` alone means the embedded model.
+    """Split ``provider/name`` into its parts; a provider's bare name (``local``: the
+    embedded model) gives ``(provider, "")``. Providers are the ``assay.models`` entry
+    points (see :mod:`assay.models.registry`); no provider module is imported here.
 
     Raises :class:`ModelSpecError` naming the accepted forms.
     """
-    spec = (spec or "").strip()
-    if spec == "local":
-        return "local", ""
-    provider, sep, name = spec.partition("/")
-    if not sep or provider not in PROVIDERS or not name:
-        raise ModelSpecError(
-            f"unknown model spec {spec!r}; use 'local', 'local/<path.gguf>', "
-            "'openai/<model>' or 'python/<module>:<factory>'"
-        )
-    return provider, name
+    return split_spec(spec)
 
 
 def get_subject(
@@ -96,19 +99,20 @@ def get_subject(
 ) -> Subject:
     """Build the subject named by ``spec`` (see :func:`parse_model_spec`).
 
-    Provider modules are imported lazily so that ``assay --help`` stays fast and
-    a missing optional dependency only matters when that provider is used.
+    The provider's module is imported here, on first use, so that ``assay --help`` stays
+    fast and a missing optional dependency only matters when that provider is used.
     """
-    provider, name = parse_model_spec(spec)
-    if provider == "openai":
-        from assay.models.openai_model import OpenAIModel
-
-        return Subject(OpenAIModel(name, base_url=base_url, api_key=api_key, timeout=timeout,
-                                   max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES))
-    if provider == "local":
-        from assay.models.local_model import LocalModel
-
-        return Subject(LocalModel.load(name or None))
-    from assay.models.python_agent import PythonAgentSubject
-
-    return PythonAgentSubject.from_spec(name)
+    name, rest = parse_model_spec(spec)
+    provider = get_provider(name)
+    made = provider.build(rest, base_url=base_url, api_key=api_key, timeout=timeout,
+                          params=params, max_reply_bytes=max_reply_bytes)
+    if callable(getattr(made, "session", None)):  # already a subject (one agent per sample)
+        if not isinstance(getattr(made, "capabilities", None), ModelCapabilities):
+            with contextlib.suppress(AttributeError, TypeError):
+                made.capabilities = provider.capabilities
+        return made
+    if not isinstance(getattr(made, "capabilities", None), ModelCapabilities):
+        # the model carries its provider's capabilities wherever the engine wraps it
+        with contextlib.suppress(AttributeError, TypeError):
+            made.capabilities = provider.capabilities
+    return Subject(made, provider.capabilities)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import threading
@@ -55,8 +56,16 @@ from assay.models.local_chat import (
     tools_system_prompt,
 )
 from assay.models.local_grammar import GrammarCache, schema_grammar
+from assay.models.registry import ModelCapabilities, Provider
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: the context (tokens) every local model is loaded with
+DEFAULT_CONTEXT = 8192
+#: what an in-process GGUF model can do: tools and schemas by constrained decoding, one
+#: call at a time on one KV cache, a small context
+CAPABILITIES = ModelCapabilities(context_window=DEFAULT_CONTEXT, native_tools=True,
+                                 constrained_decoding=True, logprobs=False,
+                                 one_call_at_a_time=True)
 # Bump when the prompts or schemas of local_chat / local_grammar change: it is part
 # of every cache key.
 PROTOCOL = 3
@@ -128,9 +137,9 @@ class LocalModel:
     #: one call at a time, on one KV cache: samples run one after another, so a
     #: conversation's next step reuses its prompt prefix instead of re-reading thousands
     #: of tokens another sample's call evicted (a BFCL multi-turn entry: ~3x faster)
-    serial = True
+    serial = CAPABILITIES.one_call_at_a_time
 
-    def __init__(self, path: Path, *, n_ctx: int = 8192, seed: int = 0) -> None:
+    def __init__(self, path: Path, *, n_ctx: int = DEFAULT_CONTEXT, seed: int = 0) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as e:  # pragma: no cover - depends on the install
@@ -140,6 +149,7 @@ class LocalModel:
         self.path = path
         stat = path.stat()
         self.model_id = "local" if path.name == DEFAULT_GGUF else f"local/{path}"
+        self.capabilities = dataclasses.replace(CAPABILITIES, context_window=n_ctx)
         self._identity = f"{path.name}:{stat.st_size}"
         with _plain_cpu_buffers():
             self._llama = Llama(
@@ -254,3 +264,15 @@ class LocalModel:
             Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
             latency,
         )
+
+
+def _build(name: str, **options: Any) -> LocalModel:
+    """``local`` (the embedded model) or ``local/<path.gguf>``; the options do not apply."""
+    return LocalModel.load(name or None)
+
+
+#: the ``local`` entry point of ``assay.models``
+PROVIDER = Provider(
+    build=_build, capabilities=CAPABILITIES, bare=DEFAULT_GGUF,
+    forms=(("local", "embedded SmolLM2-135M-Instruct (Q4_1) via llama.cpp"),
+           ("local/<path.gguf>", "any GGUF file, run in process")))

@@ -24,6 +24,14 @@ from assay.core.redact import parse_endpoint, scrub
 from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage, content_text
 from assay.errors import ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
+from assay.models.registry import ModelCapabilities, Provider
+
+#: what a model behind an OpenAI-compatible server can do as far as assay knows: native
+#: tools; the context window is the server's; ``response_format`` is sent, but a server
+#: may ignore it, so replies are not guaranteed to match the schema
+CAPABILITIES = ModelCapabilities(context_window=None, native_tools=True,
+                                 constrained_decoding=False, logprobs=False,
+                                 one_call_at_a_time=False)
 
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 
@@ -144,6 +152,7 @@ class OpenAIModel:
     """
 
     cacheable = True
+    capabilities = CAPABILITIES
 
     def __init__(
         self,
@@ -306,3 +315,17 @@ class OpenAIModel:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+def _build(name: str, *, base_url: str | None = None, api_key: str | None = None,
+           timeout: float = 120.0, max_reply_bytes: int | None = None,
+           **options: Any) -> OpenAIModel:
+    """``openai/<model>`` at ``base_url`` (default ``$OPENAI_BASE_URL``, then OpenAI)."""
+    return OpenAIModel(name, base_url=base_url, api_key=api_key, timeout=timeout,
+                       max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES)
+
+
+#: the ``openai`` entry point of ``assay.models``
+PROVIDER = Provider(
+    build=_build, capabilities=CAPABILITIES,
+    forms=(("openai/<model>", "any OpenAI-compatible endpoint (--base-url)"),))

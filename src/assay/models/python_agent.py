@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import importlib
 import inspect
 import sys
@@ -37,11 +38,17 @@ from typing import Any, Literal
 
 from assay.core.types import Message, Reply, ToolSpec, Usage, content_text
 from assay.errors import ModelCallError, ModelSpecError
+from assay.models.registry import ModelCapabilities, Provider
 
 #: the stored spec of an agent object given in code (it cannot be rebuilt from the store)
 OBJECT_MARK = "<object>"
 AGENT_METHODS = ("run", "generate", "invoke", "reply")
 Kind = Literal["factory", "function", "object", "virtual_user"]
+#: what a user's agent can do as far as assay knows: prompt in, text out (an agent with
+#: ``generate(messages, tools=...)`` gets native tools: see :attr:`PythonAgent.capabilities`)
+CAPABILITIES = ModelCapabilities(context_window=None, native_tools=False,
+                                 constrained_decoding=False, logprobs=False,
+                                 one_call_at_a_time=False)
 
 
 def load_target(target: str) -> Any:
@@ -222,6 +229,13 @@ class PythonAgent:
                 transient=False)
         self._is_async = _is_async(self._call)
 
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """The provider's, with native tools when the agent takes them (``generate``)."""
+        if self.text_only == (not CAPABILITIES.native_tools):
+            return CAPABILITIES
+        return dataclasses.replace(CAPABILITIES, native_tools=not self.text_only)
+
     def _arguments(self, messages: list[Message], tools: list[ToolSpec] | None,
                    response_schema: dict[str, Any] | None,
                    params: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -286,6 +300,8 @@ class PythonAgentSubject:
     object is deep-copied per sample (refused here, up front, when it cannot be
     copied), unless ``shared`` (an LLM client used as a generator or judge).
     """
+
+    capabilities = CAPABILITIES
 
     def __init__(self, target: Any, model_id: str | None = None, *,
                  shared: bool = False) -> None:
@@ -359,3 +375,14 @@ def python_subject(agent: Any, *, shared: bool = False) -> PythonAgentSubject:
     """The subject for an agent given in Python (see the module docstring)."""
     name = importable_name(agent) if not isinstance(agent, str) else None
     return PythonAgentSubject(agent, f"python/{name}" if name else None, shared=shared)
+
+
+def _build(name: str, **options: Any) -> PythonAgentSubject:
+    """``python/<module>:<factory>``: a fresh agent per sample; the options do not apply."""
+    return PythonAgentSubject.from_spec(name)
+
+
+#: the ``python`` entry point of ``assay.models``
+PROVIDER = Provider(
+    build=_build, capabilities=CAPABILITIES,
+    forms=(("python/<module>:<factory>", "a Python agent with run(prompt) -> str"),))

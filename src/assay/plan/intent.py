@@ -150,8 +150,8 @@ def _number(word: str) -> int:
 
 
 def gallery_names() -> dict[str, str]:
-    """Normalised name or alias -> gallery entry name, plus the built-in tasks a plan may
-    name (``converse``)."""
+    """Normalised name or alias -> gallery entry name, plus the registered tasks a plan may
+    name (``converse``: see :func:`assay.tasks.registry.plannable_tasks`)."""
     from assay.tasks.gallery.entry import all_entries
 
     out: dict[str, str] = {}
@@ -160,7 +160,9 @@ def gallery_names() -> dict[str, str]:
             continue
         for n in entry.names:
             out[_norm(n)] = entry.name
-    for name in BUILTIN_TASKS:
+    from assay.tasks.registry import plannable_tasks
+
+    for name in plannable_tasks():
         out[_norm(name)] = name
     return out
 
@@ -171,21 +173,6 @@ def planned_names() -> dict[str, Any]:
 
     return {_norm(n): e for e in all_entries().values() if e.readiness.status != "ready"
             for n in e.names}
-
-
-#: built-in tasks (not gallery entries) a plan may hold, with their retrieval text
-BUILTIN_TASKS: dict[str, dict[str, Any]] = {
-    "converse": {
-        "category": "dialogue",
-        "tags": ["multi-turn", "conversation", "agent", "examiner", "judge", "tools",
-                 "files", "dialogue"],
-        "description": "Multi-turn conversations: an examiner model talks to the agent "
-                       "following a task description, a judge grades each scoring point, "
-                       "eval_code checks files in a sandbox (TaskWeaver-style cases; 17 "
-                       "built-in cases).",
-        "aliases": ["conversation", "examiner", "taskweaver"],
-    },
-}
 
 
 #: gallery names that are also ordinary words: named only in capitals or as "X benchmark"

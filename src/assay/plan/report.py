@@ -2,7 +2,8 @@
 
 A plan run is a parent run (``task == "plan"``, the plan in its ``dataset``) whose
 children are the plan's tasks, in order. Everything here is read from the store: each
-child's stored metrics and results; nothing is re-scored. The report shows
+child's stored metrics, headline and results; nothing is re-scored, and no task's code
+is imported (a child run of a deleted task file still reports). The report shows
 
 * a capability radar: one axis per capability tag of the plan's tasks, valued by the mean
   of the tagged tasks' primary metric, normalised to [0, 1] (bars below three axes);
@@ -30,12 +31,13 @@ from typing import Any
 
 from assay.core.atomic import atomic_write_text
 from assay.core.types import SampleResult
-from assay.errors import AssayError, ConfigError
+from assay.errors import ConfigError
 from assay.plan.report_render import CASE_CHARS as CASE_CHARS
 from assay.plan.report_render import _html, _markdown, _sections, _short, _trace
 from assay.plan.runner import match_children as match_children
 from assay.plan.schema import Plan, PlanTask
-from assay.reports.render import headline, is_rate
+from assay.reports.render import is_rate
+from assay.store.described import run_headline
 from assay.store.sqlite import Store
 
 #: metrics whose values are not on [0, 1], as (worst end, best end of the scale); a
@@ -67,22 +69,17 @@ def _plan(run: dict[str, Any]) -> Plan:
 
 # -- values -------------------------------------------------------------------------------
 def task_value(metrics: dict[str, Any], primary: str,
-               task: str) -> tuple[str, dict[str, Any]] | None:
-    """``(key, rate)``: the run's value of the plan's primary metric, else the task's
-    headline (a task such as BFCL, GAIA or converse names its own); ``None`` when unset
-    (no scored samples), never another metric's value."""
+               run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """``(key, rate)``: the run's value of the plan's primary metric, else the headline
+    ``run`` stored when it ended (a task such as BFCL, GAIA or converse names its own;
+    never read from the task's code); ``None`` when unset (no scored samples), never
+    another metric's value."""
     value = metrics.get(primary)
     if is_rate(value):
         return (primary, value) if value.get("value") is not None else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return primary, {"value": float(value), "ci_low": None, "ci_high": None}
-    from assay.tasks.registry import task_class
-
-    try:
-        name = task_class(task).headline_metric
-    except AssayError:
-        name = None
-    found = headline(metrics, name)
+    found = run_headline({**run, "metrics": metrics})
     return found if found is not None and found[1].get("value") is not None else None
 
 
@@ -231,12 +228,8 @@ def _task_summary(store: Store, index: int, task: PlanTask,
     }
     if child is None:
         return out
-    from assay.metrics.run import run_metrics
-
-    metrics = child.get("metrics")
-    if metrics is None and child["status"] == "finished":
-        metrics = run_metrics(store, child["id"])
-    metrics = metrics or {}
+    # the stored metrics (a child stopped half way has none: its value is not shown)
+    metrics = child.get("metrics") or {}
     results = store.results(child["id"], transcripts=False, texts=False)
     key = score_key(results, task.primary)
     out["n_samples"] = metrics.get("n_samples", len(results))
@@ -244,7 +237,7 @@ def _task_summary(store: Store, index: int, task: PlanTask,
     out["failures"] = failure_categories(results, key, task.primary, metrics)
     out["weakest_groups"] = weakest_groups(metrics, task.primary)
     out["cases"] = pick_cases(results, key, task.primary)
-    found = task_value(metrics, task.primary, child["task"])
+    found = task_value(metrics, task.primary, child)
     if child["status"] == "finished" and found is not None:
         out["metric_key"], out["value"] = found
         out["normalised"], out["scale_note"] = normalise(task.primary, found[1]["value"])

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.plan.intent import BUILTIN_TASKS, DOMAIN_WORDS
+from assay.plan.intent import DOMAIN_WORDS
 
 #: a candidate whose normalised score is at least this is a quality match; below it, a
 #: marginal one (taken only to fill a quota, and said so)
@@ -94,8 +94,10 @@ def _stem(word: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def corpus() -> tuple[Doc, ...]:
-    """The retrievable tasks: ready gallery entries and the built-ins."""
+    """The retrievable tasks: ready gallery entries and the registered tasks a plan may
+    hold (built-in or plugin)."""
     from assay.tasks.gallery.entry import all_entries
+    from assay.tasks.registry import plannable_tasks
 
     docs: list[Doc] = []
     for e in all_entries().values():
@@ -105,11 +107,12 @@ def corpus() -> tuple[Doc, ...]:
         text = " ".join([e.name.replace("_", " "), " ".join(e.aliases), e.description,
                          " ".join(e.tags), e.category.replace("_", " "), words])
         docs.append(Doc(e.name, e.category, list(e.tags), text, "gallery", e.eval_type))
-    for name, info in BUILTIN_TASKS.items():
-        words = " ".join(DOMAIN_WORDS.get(info["category"], ()))
-        text = " ".join([name, " ".join(info["aliases"]), info["description"],
-                         " ".join(info["tags"]), info["category"], words])
-        docs.append(Doc(name, info["category"], list(info["tags"]), text, "builtin", "native"))
+    for name, listed in plannable_tasks().items():  # what each task declares (TaskInfo)
+        info = listed.info
+        words = " ".join(DOMAIN_WORDS.get(info.category, ()))
+        text = " ".join([name, " ".join(info.aliases), listed.description,
+                         " ".join(info.tags), info.category, words])
+        docs.append(Doc(name, info.category, list(info.tags), text, "builtin", "native"))
     return tuple(docs)
 
 

@@ -81,7 +81,6 @@ def _find_task(plan: Plan, target: str) -> int | None:
 
 def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
     """A task the human added, brought up to the current stage; or why it cannot be."""
-    from assay.plan.intent import BUILTIN_TASKS
     from assay.plan.steps import (
         capabilities_of,
         recommend_metrics,
@@ -90,6 +89,7 @@ def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
         source_of,
     )
     from assay.tasks.gallery.entry import find_entry
+    from assay.tasks.registry import plannable_tasks
 
     plan = s.plan
     if target.lower().startswith("hub:"):
@@ -107,7 +107,7 @@ def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
             return f"{target}: {info.get('problem')}"
     else:
         entry = find_entry(target)
-        name = entry.name if entry is not None else (target if target in BUILTIN_TASKS
+        name = entry.name if entry is not None else (target if target in plannable_tasks()
                                                     else None)
         if name is None or (entry is not None and entry.readiness.status != "ready"):
             import difflib

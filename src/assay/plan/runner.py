@@ -83,19 +83,23 @@ def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[
 
 
 def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
-    """Fetch what a task needs before its run, as ``assay data pull`` would: BFCL's data
-    from the bfcl-eval wheel on PyPI when no copy is installed or cached (gallery
-    entries pull their own data when they start)."""
-    if task.task != "bfcl" or task.options.get("bfcl_data_dir"):
+    """Fetch what a task needs before its run, as ``assay data pull`` would: each data
+    source the task declares that can tell it is missing here (BFCL's data from the
+    bfcl-eval wheel on PyPI), unless an option of the task names its data. Catalogue
+    entries pull their own data when they start."""
+    if task.source == "hub":
         return
-    from assay.errors import DatasetError
-    from assay.tasks.bfcl import data as bfcl_data
+    from assay.tasks.options import path_options
+    from assay.tasks.registry import resolve
 
-    try:
-        bfcl_data.locate()
-    except DatasetError:
-        echo("BFCL data not found here: pulling it from PyPI (assay data pull bfcl)")
-        bfcl_data.pull()
+    ref = resolve(task_ref(task))
+    if any(task.options.get(k) for k in path_options(ref.Options)):
+        return  # the plan gives the data itself
+    for source in ref.info.data:
+        if source.present and not source.is_present():
+            echo(f"{source.description}: not found here, pulling it (assay data pull "
+                 f"{source.name})")
+            source.fetch()
 
 
 def match_children(store: Store, plan_run_id: str, plan: Plan) -> list[dict[str, Any] | None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.plan.intent import BUILTIN_TASKS, LANGUAGE_WORDS
+from assay.plan.intent import LANGUAGE_WORDS
 from assay.plan.retrieve import Candidate
 from assay.plan.schema import HubRef, Intent, MetricChoice, PlanTask
 
@@ -20,8 +20,6 @@ DEFAULT_MAX_TASKS = 5
 DEFAULT_GALLERY = 3
 #: Hub datasets searched for when the request states no quota and the gallery has a gap
 DEFAULT_HUB = 2
-#: tasks that run as agents (tools, multi-step); a text-only request leaves them out
-AGENT_TASKS = frozenset({"bfcl", "gaia", "converse"})
 
 
 @dataclass
@@ -36,21 +34,31 @@ class Selection:
     hub_quota: int = 0
 
 
-def capabilities_of(name: str) -> list[str]:
-    """The radar axes a task counts for: its category (the gallery's capability)."""
-    from assay.tasks.gallery.entry import find_entry
+def _listed(name: str) -> Any:
+    from assay.tasks.registry import catalogue
 
-    entry = find_entry(name)
-    if entry is not None:
-        return [entry.category]
-    if name in BUILTIN_TASKS:
-        return [BUILTIN_TASKS[name]["category"]]
-    return []
+    return catalogue().get(name)
+
+
+def capabilities_of(name: str) -> list[str]:
+    """The radar axes a task counts for: the category it declares (a catalogue entry's
+    capability, or a registered task's :class:`~assay.tasks.info.TaskInfo`)."""
+    listed = _listed(name)
+    return [listed.info.category] if listed is not None and listed.info.category else []
+
+
+def is_agent(name: str) -> bool:
+    """Whether a task runs as an agent (tools, several steps): a text-only request
+    leaves it out."""
+    listed = _listed(name)
+    return bool(listed is not None and listed.info.agent)
 
 
 def source_of(name: str) -> str:
-    """``gallery`` or ``builtin``."""
-    return "builtin" if name in BUILTIN_TASKS else "gallery"
+    """``builtin`` (a registered task a plan may hold) or ``gallery``."""
+    from assay.tasks.registry import plannable_tasks
+
+    return "builtin" if name in plannable_tasks() else "gallery"
 
 
 def available(name: str) -> tuple[bool, str]:
@@ -138,7 +146,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
     def usable(c: Candidate) -> bool:
         if c.name in chosen:
             return False
-        if intent.agent is False and c.name in AGENT_TASKS:
+        if intent.agent is False and is_agent(c.name):
             sel.skipped.append({"name": c.name, "why": "an agent task; the request is "
                                 "text only"})
             return False

@@ -1,28 +1,33 @@
 """Reports from the store: ``report.md``, ``report.html`` (one self-contained file), ``results.jsonl``.
 
-Reports read only the store. The HTML is rendered by Jinja2 with autoescaping
-on, so every dataset or model string is escaped; charts are inline SVG.
+Reports read only the store: the metrics, headline and report data (sections,
+recommendations, official exports) a run stored when it ended (see
+:mod:`assay.store.described`). They never import a task's code and never write the
+store, so a run of a deleted task file still reports. A run stopped half way has no
+metrics yet: its report shows its samples and says the metrics come when it finishes
+or is resumed. A run described without its task's code (an old run whose task file is
+gone) reports its stored metrics with the first rate as its headline, without sections.
+
+The HTML is rendered by Jinja2 with autoescaping on, so every dataset or model string is
+escaped; charts are inline SVG.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
+from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
+from assay.store.described import first_rate, run_headline, run_report
+from assay.store.described import is_rate as is_rate
 from assay.store.sqlite import Store
-from assay.tasks.base import Task
-from assay.tasks.registry import task_class
 
 _TEMPLATES = Path(__file__).parent / "templates"
-
-
-def is_rate(value: Any) -> bool:
-    """Whether a metrics entry is a rate/mean with an interval."""
-    return isinstance(value, dict) and "value" in value and "ci_low" in value
 
 
 def fmt_rate(value: dict[str, Any]) -> str:
@@ -57,10 +62,7 @@ def headline(metrics: dict[str, Any], name: str | None = None
     if name is not None:
         value = metrics.get(name)
         return (name, value) if is_rate(value) and value.get("value") is not None else None
-    for k, v in metrics.items():
-        if is_rate(v):
-            return k, v
-    return None
+    return first_rate(metrics)
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -184,25 +186,28 @@ def rows_html(rows: list[dict[str, Any]], extraction: bool) -> Any:
 
 def build_context(store: Store, run_id: str, *, results: list[SampleResult] | None = None,
                   metrics: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the templates need, read from the store.
+    """Everything the templates need, read from the store (never from a task's code).
 
-    ``results`` and ``metrics`` may be passed when the caller has just read or
-    computed them from the store, so they are not computed twice. Metrics need no
-    texts, so ``results`` may be lean (``Store.results(texts=False)``); the texts of the
-    samples a report lists are read for those samples only.
+    ``results`` may be passed when the caller has just read them from the store; they
+    may be lean (``Store.results(texts=False)``): the texts of the samples a report
+    lists are read for those samples only. ``metrics`` is ignored: a report shows the
+    metrics stored with the run (kept for callers that passed them).
     """
+    del metrics
     run = store.get_run(run_id)
     if results is None:
         results = store.results(run["id"], transcripts=False, texts=False)
-    bench = task_class(run["spec"]["task"])
-    if metrics is None:
-        metrics = run.get("metrics")
-    if metrics is None:  # a run stored before metrics were kept, or stopped half way
-        from assay.metrics.run import compute_metrics
-
-        metrics = compute_metrics(store, run, results=results, task_cls=bench)
-    extra = bench.report_extra(metrics, results) if results else {}
-    head = headline(metrics, bench.headline_metric)
+    stored = stored_metrics(run)
+    metrics = stored or {}
+    described = run_report(run)
+    head = run_headline(run)
+    if head is not None:
+        headline_text = f"{head[0]} {fmt_rate(head[1])}"
+    elif stored is None:
+        headline_text = (f"no metrics: this run is {run['status']}; {NOT_FINISHED_NOTE}"
+                         if run["status"] != "finished" else "no metrics stored")
+    else:
+        headline_text = "no scored samples"
     return {
         "run": run,
         "results": results,
@@ -212,7 +217,7 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
         "rates": [(k, v) for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],
         "top_errors": metrics.get("top_errors") or [],
         "headline": head,
-        "headline_text": f"{head[0]} {fmt_rate(head[1])}" if head else "no scored samples",
+        "headline_text": headline_text,
         "samples": (rows := sample_rows(shown := _with_texts(
             store, run["id"], shown_samples(results)))),
         "samples_total": len(results),
@@ -223,9 +228,10 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
         "show_extraction": (extraction := any(row["extraction"] for row in rows)),
         "sample_rows_md": rows_markdown(rows, extraction),
         "sample_rows_html": rows_html(rows, extraction),
-        "sections": extra.get("sections") or [],
-        "recommendations": extra.get("recommendations") or [],
-        "benchmark_class": bench,
+        "sections": ([{"title": "About this report", "note": described["note"]}]
+                     if described.get("note") else []) + list(described.get("sections") or []),
+        "recommendations": described.get("recommendations") or [],
+        "described": described,
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
         "dataset_items": [(k, _short(v, 200)) for k, v in run["dataset"].items()],
         "spec_items": [(k, _short(v, 200)) for k, v in run["spec"].items()
@@ -292,9 +298,10 @@ def write_results_jsonl(lines: Any, path: Path) -> None:
 def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
                   results: list[SampleResult] | None = None,
                   metrics: dict[str, Any] | None = None) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` and ``results.jsonl``; returns their paths.
+    """Write ``report.md``, ``report.html`` and ``results.jsonl``; returns their paths,
+    with those of the official exports the run wrote when it ended (:func:`stored_exports`).
 
-    ``results``/``metrics``: what the caller just read and computed from the store.
+    ``results``: what the caller just read from the store (``metrics`` is ignored).
     """
     ctx = build_context(store, run_id, results=results, metrics=metrics)
     out = out_dir or store.runs_dir / ctx["run"]["id"]
@@ -309,10 +316,25 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
     atomic_write_text(paths["html"], env.get_template("report.html").render(**ctx), encoding="utf-8")
     # the full results, transcripts included, streamed from the store
     write_results_jsonl(store.iter_result_lines(ctx["run"]["id"]), paths["results"])
-    bench = ctx["benchmark_class"]
-    if bench.write_artifacts.__func__ is not Task.write_artifacts.__func__:  # an export
-        full = store.results(ctx["run"]["id"], transcripts=False)
-        paths.update(bench.write_artifacts(ctx["run"], full, out))
+    paths.update(stored_exports(store, ctx["run"], out))
+    return paths
+
+
+def stored_exports(store: Store, run: dict[str, Any], out: Path) -> dict[str, Path]:
+    """The official exports the run wrote when it ended (its report data lists them, in
+    its run folder), copied into ``out`` when that is another folder; an export whose
+    file is gone is left out."""
+    folder = store.runs_dir / run["id"]
+    paths: dict[str, Path] = {}
+    for name, rel in (run_report(run).get("exports") or {}).items():
+        src = Path(rel) if Path(rel).is_absolute() else folder / rel
+        if not src.is_file():
+            continue
+        dest = src if Path(rel).is_absolute() else out / rel
+        if dest.resolve() != src.resolve():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+        paths[name] = dest
     return paths
 
 

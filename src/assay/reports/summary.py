@@ -5,7 +5,10 @@ words what was evaluated, the headline number with its 95% interval, the samples
 failed to run (apart, never counted as wrong), the strongest and weakest categories,
 and how the run compares with the previous finished run of the same task and model.
 
-It reads only the store (and the stored metrics), like every report. The HTML is
+It reads only the store (the metrics, headline and report data stored when the run
+ended), like every report, and never a task's code. A run that has not finished has no
+metrics: the page shows how many samples it evaluated and that the metrics are computed
+when it finishes or is resumed. The HTML is
 rendered with autoescaping and the Markdown with :func:`assay.reports.render.md_escape`
 as ``finalize``, so every model, dataset or category string is inert text.
 """
@@ -18,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_write_text
-from assay.reports.render import _env, headline, is_rate
+from assay.metrics.run import NOT_FINISHED_NOTE
+from assay.reports.render import _env, is_rate
 from assay.store.sqlite import Store
 
 #: below this many samples a number (or a category) is marked "few samples"
@@ -371,13 +375,13 @@ def status_note(run: dict[str, Any], evaluated: int) -> str:
     of = f" of {planned * epochs:,}" if isinstance(planned, int) else ""
     done = f"{evaluated:,}{of} samples"
     if status == "running":
-        return (f"This run is still running: the numbers cover the {done} finished so far "
-                "and will change.")
+        return (f"This run is still running: {done} have finished so far; its "
+                f"{NOT_FINISHED_NOTE}.")
     why = ""
     if status == "failed" and (run.get("stats") or {}).get("error"):
         why = f" ({str(run['stats']['error'])[:200]})"
     return (f"This run {'was interrupted' if status == 'interrupted' else 'failed'}{why}: "
-            f"only {done} were evaluated, so the numbers are partial. Resume it with "
+            f"only {done} were evaluated; its {NOT_FINISHED_NOTE}. Resume it with "
             f"'assay run {run['task']} --resume {run['id']}'.")
 
 
@@ -395,22 +399,15 @@ def _report_link(out: Path, default_dir: Path, run_id: str) -> dict[str, str]:
 
 def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dict[str, Any]:
     """Everything the summary templates need, read from the store."""
-    from assay.metrics.run import run_metrics
-    from assay.tasks.registry import task_class
+    from assay.metrics.run import stored_metrics
+    from assay.store.described import run_headline, run_report
 
     run = store.get_run(run_id)
-    bench = task_class(run["spec"]["task"])
-    if run["status"] == "finished":
-        metrics = run_metrics(store, run["id"])
-    else:
-        # a run that stopped half way or still runs: its metrics, from the samples stored
-        # so far, are computed and not stored (they would go stale as the run goes on)
-        results = store.results(run["id"], transcripts=False, texts=False)
-        metrics = bench.metrics(results, run["spec"].get("task_options")) if results else {}
+    # the stored metrics and headline; a run stopped half way (or still running) has none
+    # until it finishes: the page shows its counts and says so (see status_note)
+    metrics = stored_metrics(run) or {}
     totals = store.sample_totals(run["id"])
-    head = headline(metrics, bench.headline_metric)
-    if head is not None and head[1].get("value") is None:  # the first rate, with nothing scored
-        head = None
+    head = run_headline(run)
     evaluated = int(metrics.get("n_samples", totals["samples"]))
     errors = int(metrics.get("n_errors", totals["errors"]))
     model = run.get("model") or {}
@@ -420,7 +417,7 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
     ctx: dict[str, Any] = {
         "run": run,
         "task": run["task"],
-        "description": getattr(bench, "description", "") or "",
+        "description": str(run_report(run).get("description") or ""),
         "model_name": str(model.get("model")),
         "roles": roles,
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),
@@ -435,7 +432,12 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
         "comparison": None,
         "categories": [],
     }
-    if head is None:
+    unfinished = head is None and not metrics and run["status"] != "finished"
+    ctx["no_headline"] = (f"No metrics yet: {NOT_FINISHED_NOTE}." if unfinished
+                          else "No sample could be scored.")
+    if unfinished:
+        verdict = f"No metrics yet: {NOT_FINISHED_NOTE}"
+    elif head is None:
         verdict = ("No sample could be scored" + (
             f": all {evaluated:,} failed to run" if errors and errors >= evaluated else ""))
     else:

@@ -7,6 +7,11 @@ that another process migrated first is simply seen as current. Version history:
 - 2 → 3: ``runs`` gained ``parent_id`` and ``metrics``.
 - 3 → 4: a run names its ``task`` (the column and its spec were ``benchmark``;
   ``benchmark_options`` became ``task_options``, also in the spec's ``redacted`` list).
+- 4 → 5: ``runs`` gained ``headline`` and ``report``: a finished run describes itself
+  (see :mod:`assay.store.described`). The columns are added here; describing the runs
+  finished before needs their task's code, which this layer never imports: that is
+  :func:`assay.engine.finalize.describe_old_runs`, run once by ``assay report`` and
+  ``assay view`` (until then readers fall back on the stored metrics' first rate).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -18,7 +18,9 @@ CREATE TABLE IF NOT EXISTS runs (
     package_version TEXT NOT NULL,
     stats TEXT NOT NULL DEFAULT '{}',
     parent_id TEXT,
-    metrics TEXT
+    metrics TEXT,
+    headline TEXT,
+    report TEXT
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -68,8 +70,10 @@ CREATED_COL = 17
 #: columns added after schema version 1: (name, type)
 ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"), ("sample", "TEXT"),
                         ("outcome", "TEXT"))
-#: columns of ``runs`` added after schema version 2: (name, type)
-ADDED_RUN_COLUMNS = (("parent_id", "TEXT"), ("metrics", "TEXT"))
+#: columns of ``runs`` added after schema version 2 (``parent_id``, ``metrics``) and 4
+#: (``headline``, ``report``: what a finished run says about itself): (name, type)
+ADDED_RUN_COLUMNS = (("parent_id", "TEXT"), ("metrics", "TEXT"), ("headline", "TEXT"),
+                     ("report", "TEXT"))
 #: how many columns a sample row has after ``run_id``
 SAMPLE_COLUMNS = 21
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from assay.core.redact import (
     content_secrets,
-    redact_tree,
     scrub,
     scrub_known,
     scrub_known_tree,
@@ -26,6 +25,7 @@ from assay.core.redact import (
 )
 from assay.core.types import SampleResult
 from assay.errors import RunNotFoundError, StoreError
+from assay.store.described import DescribedRuns, decode, stored_json
 from assay.store.locking import connect, connect_readonly, write_retrying
 from assay.store.migrate import migrate, schema_version
 from assay.store.owner import effective_status, owner
@@ -49,16 +49,12 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _stored(value: Any) -> str:
-    """A run record's JSON column (spec, model, dataset, stats, metrics) as written: the
-    one redaction policy applied, so no credential reaches the file whoever built it."""
-    return _dumps(redact_tree(value))
+#: a run record's JSON column (spec, model, dataset, stats, metrics) as written
+_stored = stored_json
 
 
 #: positions in a sample row (after ``run_id``) of the JSON columns (input, target,
@@ -86,7 +82,7 @@ def _holds(text: Any, secrets: list[str]) -> bool:
 STATUSES = ("running", "finished", "interrupted", "failed")
 
 
-class Store:
+class Store(DescribedRuns):
     """A handle on the workspace database. Use one per process."""
 
     def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
@@ -201,7 +197,7 @@ class Store:
             raise RunNotFoundError("empty run id; see 'assay list runs'")
         rows = self._db.execute(
             "SELECT id, task, status, created_at, finished_at, spec, model, dataset,"
-            " package_version, stats, parent_id, metrics FROM runs"
+            " package_version, stats, parent_id, metrics, headline, report FROM runs"
             " WHERE substr(id, 1, ?) = ? ORDER BY id",
             (len(run_id), run_id),
         ).fetchall()
@@ -221,7 +217,7 @@ class Store:
             "created_at": r[3], "finished_at": r[4], "spec": json.loads(r[5]),
             "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
             "stats": stats, "parent_id": r[10],
-            "metrics": json.loads(r[11]) if r[11] else None,
+            "metrics": decode(r[11]), "headline": decode(r[12]), "report": decode(r[13]),
         }
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
@@ -249,15 +245,6 @@ class Store:
                 "resumable": status in ("interrupted", "failed") or bool(r[8]),
             })
         return out
-
-    def set_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
-        """Store a run's metrics (computed once, when it ends; reports read them)."""
-
-        def update() -> None:
-            self._db.execute("UPDATE runs SET metrics=? WHERE id=?", (_stored(metrics), run_id))
-            self._db.commit()
-
-        self._write(update, f"save the metrics of run {run_id}")
 
     def runs_of(self, task: str) -> list[str]:
         """Ids of every run of ``task`` (a task name), oldest first."""

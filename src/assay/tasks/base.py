@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
+from assay.tasks.info import TaskInfo
 from assay.tasks.options import TaskOptions
 
 
@@ -50,6 +51,15 @@ def _as_sample(item: Any, index: int) -> Sample:
                       row=item)
     raise ConfigError(f"sample {index}: a task's samples are Sample objects or dicts with "
                       f"'input' (and 'target', 'id'); got {type(item).__name__}")
+
+
+async def score_sample(task: Task, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
+    """The one way a sample is scored, by the engine and by ``assay score``: a task's
+    ``async score(sample, outcome, ctx)`` is awaited with the per-sample context (its
+    ``roles`` hold the judge); a plain ``score(sample, outcome)`` is called as it is."""
+    if inspect.iscoroutinefunction(task.score):
+        return list(await task.score(sample, outcome, ctx))
+    return list(task.score(sample, outcome))
 
 
 def _as_scores(value: Any, outcome: Outcome) -> list[Score]:
@@ -79,6 +89,8 @@ class Task:
     headline_metric: ClassVar[str | None] = None
     #: the options model (a task with no options keeps the empty base)
     Options: ClassVar[type[TaskOptions]] = TaskOptions
+    #: what the planner, ``assay data pull`` and ``assay list tasks`` know of the task
+    info: ClassVar[TaskInfo] = TaskInfo()
 
     def __init__(self, *, samples: Any = None, scorer: ScorerArg | None = None,
                  solver: Callable[..., Any] | None = None, system_prompt: str | None = None,
@@ -99,7 +111,7 @@ class Task:
         if description:
             self.description = description  # type: ignore[misc]
         if isinstance(scorer, str):
-            from assay.tasks.qa.scoring import get_scorer
+            from assay.scoring import get_scorer
 
             get_scorer(scorer)  # fail fast on a typo
 
@@ -183,13 +195,19 @@ class Task:
         if scorer is None:
             raise NotImplementedError(f"task {self.name or type(self).__name__} has no scorer")
         if isinstance(scorer, str):
-            from assay.tasks.qa.scoring import get_scorer
+            from assay.scoring import canonical_scorer, get_scorer
 
             opts: dict[str, Any] = {}
-            if scorer == "choice":
+            if canonical_scorer(scorer) == "choice_accuracy":
                 opts["choices"] = sample.metadata.get("choices") or []
             return [get_scorer(scorer)(outcome.output, sample.target, **opts)]
         return _as_scores(scorer(sample, outcome), outcome)
+
+    @classmethod
+    def judged(cls) -> bool:
+        """Whether the task scores with ``async score(sample, outcome, ctx)``: a judge
+        model or a sandbox reached through ``ctx`` (the engine awaits it)."""
+        return inspect.iscoroutinefunction(cls.score)
 
     @classmethod
     def metrics(cls, results: list[SampleResult],

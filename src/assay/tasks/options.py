@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from assay.errors import ConfigError
 
-__all__ = ["Field", "TaskOptions", "options_from_signature", "parse_assignments",
-           "validate_options"]
+__all__ = ["Field", "PathField", "TaskOptions", "options_from_signature",
+           "parse_assignments", "path_options", "validate_options"]
 
 
 class TaskOptions(BaseModel):
@@ -36,6 +36,22 @@ class TaskOptions(BaseModel):
 
     # numbers given as -T text stay text where a string is wanted ("-T split=2024")
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+
+def PathField(default: Any = None, *, description: str, **extra: Any) -> Any:  # noqa: N802
+    """A task option that names a file or folder on disk: stored absolute (so a resume
+    works from any folder) and, in a plan, read only from inside the plan's folder (see
+    :mod:`assay.plan.untrusted`). A value that names no file (an HF dataset id, a
+    built-in name such as ``math500``) is kept as given."""
+    schema = dict(extra.pop("json_schema_extra", None) or {})
+    schema["path"] = True
+    return Field(default, description=description, json_schema_extra=schema, **extra)
+
+
+def path_options(model: type[BaseModel]) -> frozenset[str]:
+    """The options of ``model`` declared with :func:`PathField`."""
+    return frozenset(name for name, f in model.model_fields.items()
+                     if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("path"))
 
 
 def options_from_signature(fn: Callable[..., Any], name: str) -> type[TaskOptions]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
+from assay.tasks.info import DataSource, TaskInfo
 
 if TYPE_CHECKING:
     from assay.tasks.base import Task
@@ -40,9 +41,10 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 class TaskFactory:
     """A ``@task`` function: its parameters are the options, it returns a :class:`Task`."""
 
-    def __init__(self, fn: Callable[..., Any], name: str) -> None:
+    def __init__(self, fn: Callable[..., Any], name: str, info: TaskInfo | None = None) -> None:
         self.fn = fn
         self.name = name
+        self.info = info or TaskInfo()
         self.description = (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         self.__doc__ = fn.__doc__
         self._options: type[TaskOptions] | None = None
@@ -72,8 +74,10 @@ class TaskFactory:
 _DECLARED: dict[str, dict[str, Any]] = {}
 
 
-def task(obj: Any = None, *, name: str | None = None) -> Any:
-    """Declare a task: ``@task`` / ``@task("name")`` on a Task subclass or a factory.
+def task(obj: Any = None, *, name: str | None = None, info: TaskInfo | None = None) -> Any:
+    """Declare a task: ``@task`` / ``@task("name")`` on a Task subclass or a factory;
+    ``info`` (a :class:`~assay.tasks.info.TaskInfo`) declares what the planner, ``assay
+    data pull`` and ``assay list tasks`` know of it.
 
     >>> @task
     ... def arithmetic(n: int = 10) -> Task:
@@ -82,14 +86,16 @@ def task(obj: Any = None, *, name: str | None = None) -> Any:
     if isinstance(obj, str):  # @task("name")
         return task(name=obj)
     if obj is None:
-        return lambda o: task(o, name=name)
+        return lambda o: task(o, name=name, info=info)
     from assay.tasks.base import Task
 
     if isinstance(obj, type) and issubclass(obj, Task):
         obj.name = name or obj.__dict__.get("name") or obj.__name__.lower()
+        if info is not None:
+            obj.info = info
         declared = obj
     elif callable(obj):
-        declared = TaskFactory(obj, name or obj.__name__)
+        declared = TaskFactory(obj, name or obj.__name__, info)
     else:
         raise TypeError("@task decorates a Task subclass or a function returning a Task")
     _DECLARED.setdefault(getattr(obj, "__module__", "") or "", {})[declared.name] = declared
@@ -112,6 +118,11 @@ class TaskRef:
     @property
     def description(self) -> str:
         return getattr(self.declared, "description", "") or ""
+
+    @property
+    def info(self) -> TaskInfo:
+        """What the task declares about itself (:class:`~assay.tasks.info.TaskInfo`)."""
+        return getattr(self.declared, "info", None) or TaskInfo()
 
 
 @functools.lru_cache(maxsize=1)
@@ -155,6 +166,63 @@ def available() -> dict[str, str]:
         if entry.readiness.status == "ready":  # a planned entry is listed, not runnable
             found.setdefault(name, "gallery")
     return dict(sorted(found.items()))
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A runnable task as ``list tasks``, the planner and ``data pull`` see it."""
+
+    name: str
+    description: str
+    source: str  # "built-in", "plugin <dist>" or "gallery"
+    info: TaskInfo
+
+
+@functools.lru_cache(maxsize=1)
+def catalogue() -> dict[str, Listed]:
+    """Every runnable task with what it declares: the registered tasks (built-in and
+    plugins) and the ready catalogue entries; an entry that runs a registered task
+    (``eval_type: native``) stands for it, with its own description."""
+    from assay.tasks.gallery.entry import all_entries
+    from assay.tasks.gallery.task import GalleryFactory
+
+    out: dict[str, Listed] = {}
+    for name, source in available().items():
+        if source == "gallery":
+            continue
+        try:
+            ref = resolve(name)
+        except ConfigError:  # a plugin that fails to load is listed by 'list tasks' only
+            continue
+        out[name] = Listed(name, ref.description, source, ref.info)
+    for name, entry in all_entries().items():
+        if entry.readiness.status == "ready":
+            factory = GalleryFactory(entry)
+            out[name] = Listed(name, entry.description, out[name].source if name in out
+                               else "gallery", factory.info)
+    return dict(sorted(out.items()))
+
+
+def plannable_tasks() -> dict[str, Listed]:
+    """The registered tasks a plan may hold beside the catalogue's entries: those that
+    declare a category and have no catalogue entry of their own (``converse``)."""
+    from assay.tasks.gallery.entry import find_entry
+
+    return {n: x for n, x in catalogue().items() if x.source != "gallery"
+            and x.info.plannable and x.info.category and find_entry(n) is None}
+
+
+def data_sources() -> dict[str, tuple[str, DataSource]]:
+    """Every data source a task declares, by the name ``assay data pull`` takes: a source's
+    own name, and the name and aliases of each task that has exactly one (task, source)."""
+    out: dict[str, tuple[str, DataSource]] = {}
+    for name, listed in catalogue().items():
+        for src in listed.info.data:
+            out.setdefault(src.name, (name, src))
+        if len(listed.info.data) == 1:
+            for key in (name, *listed.info.aliases):
+                out.setdefault(key, (name, listed.info.data[0]))
+    return dict(sorted(out.items()))
 
 
 def _import_file(path: Path) -> str:

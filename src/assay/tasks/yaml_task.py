@@ -10,7 +10,7 @@
     question_key: q               # key mapping (inferred when left out)
     answer_key: a
     template: "Q: {{ question }}\\nA:"
-    scorer: exact                 # exact | normalized | includes | numeric | f1 | choice | math
+    scorer: exact_match           # see assay.scoring (aliases: exact, normalized, ...)
     max_tokens: 32
 
 Every key but ``name`` and ``data`` is optional; unknown and duplicated keys are

@@ -134,7 +134,15 @@ async def serve(host: str = "127.0.0.1", port: int = 0, *, store_path: str | Pat
 def launch(*, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,
            store_path: str | Path | None = None,
            echo: Callable[[str], Any] = print) -> None:
-    """Serve until Ctrl-C (what ``assay view`` runs)."""
+    """Serve until Ctrl-C (what ``assay view`` runs).
+
+    Before serving, the finished runs an older assay stored without a description are
+    described once (:func:`assay.engine.finalize.describe_old_store`: the upgrade of the
+    store, like its schema's; the app itself then only reads).
+    """
+    from assay.engine.finalize import describe_old_store
+
+    describe_old_store(Path(store_path) if store_path else workspace_dir() / "assay.db")
 
     async def start() -> web.AppRunner:
         url, runner = await serve(host, port, store_path=store_path, open_browser=open_browser)

@@ -13,6 +13,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from assay.errors import RunNotFoundError
+from assay.metrics.run import NOT_FINISHED_NOTE
 from assay.store.sqlite import Store
 from assay.view import queries as q
 from assay.view.params import PAGE_SIZE, VERDICTS, BadParam, RunFilters, SampleFilters
@@ -20,16 +21,9 @@ from assay.view.state import ViewState, sample_url, state_of
 from assay.view.summary import headline_for, metric_sections
 from assay.view.transcript import pretty, sample_view
 
-__all__ = ["LIVE_METRICS_MAX", "PageError", "error_page", "run_page", "runs_page",
-           "sample_page"]
+__all__ = ["PageError", "error_page", "run_page", "runs_page", "sample_page"]
 
 log = logging.getLogger(__name__)
-
-LIVE_METRICS_MAX = 20_000
-"""A run that stored no metrics (stopped half way, still running, or from an older
-version) has them computed when its page is opened, read-only and kept in memory while
-the run is unchanged; past this many samples only when asked (``?metrics=compute``), so
-that opening any run's page stays well under a second."""
 
 
 class PageError(Exception):
@@ -71,7 +65,7 @@ def _pager(page: int, total: int, link: Any) -> dict[str, Any]:
 def _runs_context(store: Store, f: RunFilters) -> dict[str, Any]:
     rows, total, page = q.run_rows(store, f)
     for r in rows:
-        r["headline"] = headline_for(r["task"], r["metrics"])
+        r["headline"] = headline_for(r)
         r["dataset_name"] = next((str(r["dataset"][k]) for k in ("name", "dataset", "source")
                                   if isinstance(r["dataset"], dict) and r["dataset"].get(k)),
                                  "")
@@ -89,37 +83,20 @@ async def runs_page(request: web.Request) -> web.Response:
 
 
 # -- one run ----------------------------------------------------------------------------
-def _metrics(st: ViewState, store: Store, run: dict[str, Any], n_samples: int,
-             compute: bool) -> tuple[dict[str, Any] | None, str, bool]:
-    """The run's metrics (stored, else computed read-only and cached), a note, and whether
-    the page should offer to compute them."""
+def _metrics(run: dict[str, Any], n_samples: int) -> tuple[dict[str, Any] | None, str]:
+    """The run's stored metrics and a note. A run that stored none (still running, stopped
+    half way) shows its counts: its metrics are computed when it finishes or is resumed,
+    never by this page (which reads the store, and never a task's code)."""
     if run["metrics"] is not None:
-        return run["metrics"], "", False
+        return run["metrics"], ""
     if n_samples == 0:
-        return None, "No samples yet.", False
-    key = (n_samples, run["status"])
-    cached = st.metrics_cache.get(run["id"])
-    if cached is not None and cached[0] == key:
-        return cached[1], _computed_note(run), False
-    if n_samples > LIVE_METRICS_MAX and not compute:
-        return None, (f"This run stored no metrics{' yet' if run['status'] == 'running' else ''}"
-                      f"; computing them from its {n_samples:,} samples takes a few "
-                      "seconds."), True
-    from assay.metrics.run import compute_metrics
-
-    try:
-        metrics = compute_metrics(store, run)  # read-only store: computed, never saved
-    except Exception as e:  # noqa: BLE001 - a task that no longer loads, bad stored data
-        log.debug("metrics of %s", run["id"], exc_info=True)
-        return None, f"Metrics cannot be computed here: {type(e).__name__}: {e}", False
-    st.metrics_cache[run["id"]] = (key, metrics)
-    return metrics, _computed_note(run), False
-
-
-def _computed_note(run: dict[str, Any]) -> str:
+        return None, "No samples yet."
     if run["status"] == "running":
-        return "Metrics so far (the run is still going); they are final when it ends."
-    return "This run stored no metrics; they were computed from its samples for this page."
+        return None, f"This run is still going: its {NOT_FINISHED_NOTE}."
+    if run["status"] == "finished":  # an old store's run its task code could not describe
+        return None, "This run stored no metrics."
+    return None, (f"This run is {run['status']}: its {NOT_FINISHED_NOTE} "
+                  f"('assay run {run['task']} --resume {run['id']}').")
 
 
 def _categories(st: ViewState, store: Store, run: dict[str, Any], key: str, n_samples: int
@@ -135,8 +112,8 @@ def _categories(st: ViewState, store: Store, run: dict[str, Any], key: str, n_sa
     return cached
 
 
-def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters,
-                 compute: bool) -> dict[str, Any]:
+def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters
+                 ) -> dict[str, Any]:
     run = _get_run(store, run_id)
     if run["id"] != run_id:  # a unique prefix: go to the run's own address
         raise web.HTTPFound(f"/run/{quote(run['id'], safe='')}"
@@ -146,7 +123,7 @@ def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters,
     rows, total, page = q.sample_page(store, run_id, f, key)
     f.page = page
     totals = store.sample_totals(run_id)
-    metrics, metrics_note, offer = _metrics(st, store, run, totals["samples"], compute)
+    metrics, metrics_note = _metrics(run, totals["samples"])
     for r in rows:
         r["url"] = sample_url(run_id, r["sample_id"], r["epoch"], f.query(page=None))
     parent = None
@@ -164,8 +141,8 @@ def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters,
         "progress": q.progress(store, run_id) if running else None,
         "pager": _pager(page, total, lambda n: f"/run/{run_id}?" + f.query(page=n)),
         "metrics": metrics, "metrics_note": metrics_note,
-        "compute_url": f"/run/{run_id}?" + f.query(metrics="compute") if offer else None,
-        "headline": headline_for(run["task"], metrics),
+        "compute_url": None,
+        "headline": headline_for(run),
         "sections": metric_sections(metrics), "children": q.children(store, run_id),
         "parent": parent, "model_json": pretty(run["model"]),
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),
@@ -178,8 +155,7 @@ async def run_page(request: web.Request) -> web.Response:
     samples table (paged and filtered in SQL); live progress while the run is going."""
     st = state_of(request)
     f = SampleFilters.parse(request.query)
-    compute = request.query.get("metrics", "") == "compute"
-    ctx = await st.call(_run_context, st, request.match_info["run_id"], f, compute)
+    ctx = await st.call(_run_context, st, request.match_info["run_id"], f)
     return _html(st, "run.html", title=f"Run {ctx['run']['id']}", **ctx)
 
 

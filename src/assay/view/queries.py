@@ -115,7 +115,8 @@ def _named(sql: str, args: list[Any], q: str) -> tuple[str, dict[str, Any]]:
 _RUN_COLS = ("r.id, r.task, r.status, r.created_at, r.finished_at, r.model, r.dataset,"
              " r.stats, r.parent_id, r.metrics,"
              " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
-             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL)")
+             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL),"
+             " r.headline, r.report IS NOT NULL")
 
 
 def _run_dict(r: tuple[Any, ...], status: str) -> dict[str, Any]:
@@ -123,7 +124,10 @@ def _run_dict(r: tuple[Any, ...], status: str) -> dict[str, Any]:
     return {"id": r[0], "task": r[1], "status": status, "created_at": r[3],
             "finished_at": r[4], "model": model, "model_label": model_label(model),
             "dataset": _loads(r[6], {}), "stats": _loads(r[7], {}), "parent_id": r[8],
-            "metrics": _loads(r[9]), "samples": r[10], "errors": r[11]}
+            "metrics": _loads(r[9]), "samples": r[10], "errors": r[11],
+            # the stored headline; ``report`` only says whether the run is described (its
+            # sections are read on the run's own page)
+            "headline": _loads(r[12]), "report": {} if r[13] else None}
 
 
 def run_rows(store: Store, f: RunFilters) -> tuple[list[dict[str, Any]], int, int]:

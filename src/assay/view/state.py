@@ -1,5 +1,5 @@
 """What every request of one ``assay view`` app shares: the store (read-only, one
-connection per worker thread), the templates, and a small cache of computed metrics."""
+connection per worker thread), the templates, and a small cache of category counts."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def sample_url(run_id: str, sample_id: str, epoch: int | None = None, query: str
 
 class ViewState:
     """The store path, a thread pool whose threads each hold a read-only :class:`Store`,
-    the Jinja environment (autoescape on) and the metrics cache."""
+    the Jinja environment (autoescape on) and the category counts' cache."""
 
     def __init__(self, store_path: Path, workers: int = 4) -> None:
         self.store_path = store_path
@@ -58,8 +58,6 @@ class ViewState:
         self.env.globals["sample_url"] = sample_url
         self.env.globals["quote"] = lambda s: quote(str(s), safe="")
         self.static_version = str(int(max(f.stat().st_mtime for f in STATIC.iterdir())))
-        #: run id -> (cache key, metrics): metrics computed for runs that stored none
-        self.metrics_cache: dict[str, tuple[Any, dict[str, Any]]] = {}
         #: (run id, field, samples, status) -> that field's values with counts
         self.categories_cache: dict[tuple[Any, ...], list[tuple[str, int]]] = {}
 

@@ -9,13 +9,13 @@ a per-category table, whatever its name.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
-from assay.reports.render import fmt_rate, fmt_value, headline, is_rate
+from assay.reports.render import fmt_rate, fmt_value, is_rate
+from assay.store.described import run_headline
 
-__all__ = ["ERROR_KEYS", "headline_for", "headline_metric", "metric_sections", "rate_cells"]
+__all__ = ["ERROR_KEYS", "headline_for", "metric_sections", "rate_cells"]
 
 ERROR_KEYS = ("n_errors", "error_rate", "top_errors")
 """Metrics shown in the errors box rather than among the scores."""
@@ -23,27 +23,12 @@ ERROR_KEYS = ("n_errors", "error_rate", "top_errors")
 _RATE_KEYS = {"value", "ci_low", "ci_high", "successes", "n", "method"}
 
 
-def headline_for(benchmark: str, metrics: dict[str, Any] | None) -> tuple[str, str] | None:
-    """``(metric name, "0.650 [0.433, 0.819] (13/20)")`` for a run's headline, or None.
-
-    The task's ``headline_metric`` when the task resolves, else the first rate.
-    """
-    if not isinstance(metrics, dict) or not metrics:
-        return None
-    head = headline(metrics, headline_metric(benchmark))
+def headline_for(run: dict[str, Any]) -> tuple[str, str] | None:
+    """``(metric name, "0.650 [0.433, 0.819] (13/20)")`` for a run record's headline, or
+    None: the headline stored when the run ended, else the first rate of its stored
+    metrics (:func:`assay.store.described.run_headline`; never a task's code)."""
+    head = run_headline(run)
     return (head[0], fmt_rate(head[1])) if head else None
-
-
-@functools.lru_cache(maxsize=256)
-def headline_metric(benchmark: str) -> str | None:
-    """The task's ``headline_metric``; None when unset or the task does not resolve (then
-    the first rate is the headline)."""
-    try:
-        from assay.tasks.registry import task_class
-
-        return task_class(benchmark).headline_metric
-    except Exception:  # noqa: BLE001 - a plugin that is gone, a plan, a file task moved
-        return None
 
 
 def _num(value: Any) -> str:

@@ -162,6 +162,18 @@ def _record_tables(meta: Any) -> tuple[list[dict[str, Any]], Any]:
     return tables, rest
 
 
+def _workdir_summary(snapshot: Any) -> Any:
+    """A converse outcome's stored working folder (up to 8 MiB, kept so ``eval_code`` can
+    run again at scoring time) shown as its file list and sizes, not its contents."""
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("files"), list):
+        return snapshot
+    files = [f"{f.get('path')} ({len(f.get('text') or f.get('base64') or '')} chars"
+             f"{', base64' if 'base64' in f else ''})" for f in snapshot["files"]
+             if isinstance(f, dict)]
+    return {"files": files, "bytes": snapshot.get("bytes"),
+            "left_out": snapshot.get("left_out") or []}
+
+
 def sample_view(row: dict[str, Any]) -> dict[str, Any]:
     """Everything the sample page shows, from :func:`assay.view.queries.sample_row`."""
     transcript = row.get("transcript")
@@ -171,8 +183,10 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
     outcome_rest: Any = None
     if isinstance(outcome, dict):
         rest = dict(outcome)
-        if conversation is not None:
-            meta = {k: v for k, v in rest.get("metadata", {}).items() if k != "conversation"}
+        if isinstance(rest.get("metadata"), dict):
+            meta = {k: _workdir_summary(v) if k == "workdir" else v
+                    for k, v in rest["metadata"].items()
+                    if not (k == "conversation" and conversation is not None)}
             rest["metadata"] = meta
         rest = {k: v for k, v in rest.items() if v not in (None, {}, [])}
         outcome_rest = pretty(rest) if rest else None

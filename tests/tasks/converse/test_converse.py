@@ -174,7 +174,7 @@ def test_judge_samples_take_the_majority_and_report_agreement(tmp_path):
         assert seeds == [0, 1, 2]
     data = stored(run_id_of(out.stdout))
     (r,) = data["results"]
-    a, b = r.outcome["metadata"]["points"]
+    a, b = r.scores["score"]["metadata"]["verdicts"]
     assert (a["is_hit"], a["hits"], a["misses"], a["agreement"]) == (True, 2, 1, 2 / 3)
     assert b["invalid"] is True and "tie" in b["reason"]  # 1 hit, 1 miss: no majority
     assert r.score_value("score") == 1.0  # only point A is judged

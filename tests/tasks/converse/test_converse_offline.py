@@ -39,12 +39,14 @@ def test_a_builtin_case_runs_offline_on_the_embedded_model(tmp_path):
     conv = meta["conversation"]
     assert 1 <= conv["rounds"] <= case.max_rounds
     assert conv["ended_by"] in ("examiner", "max_rounds", "examiner_invalid", "agent_error")
-    assert len(meta["points"]) == len(case.scoring_points)
-    for point, verdict in zip(case.scoring_points, meta["points"], strict=True):
+    judged = r.scores["score"]["metadata"]
+    assert len(judged["verdicts"]) == len(case.scoring_points)
+    for point, verdict in zip(case.scoring_points, judged["verdicts"], strict=True):
         assert verdict["kind"] == ("code" if point.eval_code else "llm")
         assert verdict["reason"]
     assert meta["usage"]["examiner"]["output_tokens"] > 0
-    assert meta["usage"]["judge"]["output_tokens"] > 0 or not any(
+    assert judged["judge_model"] == "local"
+    assert judged["judge_usage"]["output_tokens"] > 0 or not any(
         not p.eval_code for p in case.scoring_points)
     assert run["metrics"]["rounds_max"] == conv["rounds"]
     assert run["model"]["roles"]["examiner"]["model"] == "local"

@@ -78,7 +78,7 @@ def test_hostile_eval_code_is_a_miss_with_its_reason_and_the_host_is_untouched(
         (r,) = store.results(run_id_of(out.stdout))
     finally:
         store.close()
-    verdicts = {p["score_point"]: v for p, v in zip(points, r.outcome["metadata"]["points"],
+    verdicts = {p["score_point"]: v for p, v in zip(points, r.scores["score"]["metadata"]["verdicts"],
                                                      strict=True)}
     for name, (_, reason) in attacks.items():
         v = verdicts[name]
@@ -94,7 +94,8 @@ def test_hostile_eval_code_is_a_miss_with_its_reason_and_the_host_is_untouched(
     assert not outside.exists() and not home_file.exists()
     assert not (Path.cwd() / "PWNED.txt").exists()
     assert accepted == []
-    assert SECRET not in str(r.outcome) and SECRET not in out.stdout + out.stderr
+    assert SECRET not in str(r.outcome) and SECRET not in str(r.scores)
+    assert SECRET not in out.stdout + out.stderr
     for f in workspace_dir().rglob("*"):  # the store, its logs and the reports
         if f.is_file():
             assert SECRET.encode() not in f.read_bytes(), f

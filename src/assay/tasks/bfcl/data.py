@@ -260,3 +260,20 @@ def content_hash(files: list[Path]) -> str:
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
+
+
+def pull_line(*, version: str | None = None, wheel: str | Path | None = None,
+              force: bool = False) -> str:
+    """``assay data pull bfcl``: the official data from the bfcl-eval wheel; one line."""
+    src = pull(version or BFCL_EVAL_VERSION, wheel=wheel, force=force)
+    n = len(list(src.path.glob("BFCL_v4_*.json")))
+    return f"bfcl-eval {src.version} data: {n} category files in {src.path}"
+
+
+def is_present() -> bool:
+    """Whether BFCL's data is installed or cached here (a plan pulls it otherwise)."""
+    try:
+        locate()
+    except DatasetError:
+        return False
+    return True

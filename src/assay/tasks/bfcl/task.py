@@ -33,7 +33,8 @@ from assay.tasks.bfcl.categories import (
     is_multi_turn,
     language_of,
 )
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import DataSource, TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 MODES = ("fc", "prompt")
@@ -65,7 +66,7 @@ class BFCLOptions(TaskOptions):
                           "comma list.")
     mode: str = Field("fc", description="fc: native tool calls; prompt: the official prompt "
                       "and text decoding.")
-    bfcl_data_dir: str | None = Field(None, description="A gorilla clone or its bfcl_eval/data "
+    bfcl_data_dir: str | None = PathField(None, description="A gorilla clone or its bfcl_eval/data "
                                       "(default: installed bfcl_eval, then the cache filled "
                                       "by 'assay data pull bfcl').")
     underscore_to_dot: bool | None = Field(None, description="Expect '.' in function names as "
@@ -95,6 +96,13 @@ class BFCLTask(Task):
     ``max_tokens``, ``weights`` (``{category: weight}`` for weighted accuracy).
     """
 
+    info = TaskInfo(category="tool_use", agent=True,
+                    tags=("function-calling", "tools", "agent", "ast-checker", "multi-turn"),
+                    aliases=("berkeley_function_calling", "bfcl_v4", "function_calling"),
+                    data=(DataSource("bfcl", "BFCL v4's official data, from the bfcl-eval "
+                                     "wheel on PyPI", pull="assay.tasks.bfcl.data:pull_line",
+                                     versioned=True,
+                                     present="assay.tasks.bfcl.data:is_present"),))
     Options = BFCLOptions
     description = ("Berkeley Function Calling Leaderboard v4 (single-turn, multi-turn, agentic), "
                    "official verdicts, fc or prompt mode.")

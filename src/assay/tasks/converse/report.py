@@ -1,10 +1,16 @@
-"""The report sections of a ``converse`` run: cases by score, points, and every chat."""
+"""The report sections of a ``converse`` run: cases by score, points, and every chat.
+
+Reads stored results only: the verdicts from the score's metadata, the conversation from
+the outcome's, and the judge from where it lies (the score's metadata; the outcome's for
+a run stored before scoring judged: :func:`~assay.tasks.converse.metrics.judge_of`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from assay.core.types import SampleResult
+from assay.tasks.converse.metrics import judge_of
 
 MAX_CHATS = 200
 CLIP = 3000
@@ -60,10 +66,12 @@ def converse_report(metrics: dict[str, Any], results: list[SampleResult]) -> dic
         chat = [{"role": m.get("role", ""), "text": _clip(str(m.get("content") or "")),
                  "tools": m.get("tools") or []} for m in conv.get("chat") or []]
         title = f"Case {r.sample_id}" + (f" · epoch {r.epoch}" if r.epoch else "")
+        judge = judge_of(r)
         sections.append({
             "title": title,
             "note": (f"score {_fmt(r.score_value('score'))} · {conv.get('rounds', 0)} round(s) "
                      f"· ended by {conv.get('ended_by') or '—'}"
+                     + (f" · judged by {judge}" if judge else "")
                      + (f" · agent error: {conv.get('agent_error')}" if conv.get('agent_error')
                         else "") + (f" · error: {r.error}" if r.error else "")),
             "chat": chat,

@@ -3,18 +3,21 @@
 ``assay run converse --cases DIR_OR_FILE --model AGENT --examiner-model SPEC
 --judge-model SPEC [--epochs K]``: one sample per case file (see
 :mod:`assay.tasks.converse.cases`); per case and epoch a fresh agent, a fresh working
-folder holding the case's data files, a conversation of at most ``max_rounds`` agent
-turns (:mod:`assay.tasks.converse.loop`), then every scoring point judged: by its
-``eval_code`` in the sandbox (:mod:`assay.tasks.converse.evalcode`) or by the judge model
-(:mod:`assay.tasks.converse.judge`). The conversation, the agent's transcript, the files
-it left and every point's verdict and reason are stored with the outcome, so ``assay
-score RUN`` scores a run again (another ``-T threshold=``) with no model call.
+folder holding the case's data files and a conversation of at most ``max_rounds`` agent
+turns (:mod:`assay.tasks.converse.loop`): that is ``solve``, which stores the
+conversation, the agent's transcript and the files it left (for eval_code, a bounded
+copy: :mod:`assay.tasks.converse.workfiles`) with the outcome. Then ``score`` judges every
+scoring point (:mod:`assay.tasks.converse.scoring`): by its ``eval_code`` in the sandbox
+(:mod:`assay.tasks.converse.evalcode`) or by the judge model
+(:mod:`assay.tasks.converse.judge`), the verdicts and the judge's model and usage in the
+score's metadata. So ``assay score RUN`` scores a run again (another ``-T threshold=``;
+the same judge answers from the response cache) and ``assay score RUN --judge-model M``
+judges it again, with no call to the agent or the examiner.
 Metrics: :mod:`assay.tasks.converse.metrics`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import sys
 from pathlib import Path
@@ -24,10 +27,10 @@ from pydantic import field_validator
 
 from assay.core.paths import copy_inside
 from assay.core.redact import redact_value
-from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.core.types import Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
+from assay.models.registry import capabilities_of
 from assay.sandbox import (
-    Limits,
     bwrap_problem,
     check_isolation,
     describe_isolation,
@@ -36,6 +39,7 @@ from assay.sandbox import (
 from assay.tasks.base import RoleModel, Task
 from assay.tasks.converse import examiner as examiner_mod
 from assay.tasks.converse import judge as judge_mod
+from assay.tasks.converse import workfiles
 from assay.tasks.converse.agents import prepare_agent
 from assay.tasks.converse.cases import (
     Case,
@@ -44,15 +48,13 @@ from assay.tasks.converse.cases import (
     load_cases,
     unmet_dependencies,
 )
-from assay.tasks.converse.evalcode import run_eval_code
 from assay.tasks.converse.loop import Workspace, converse
-from assay.tasks.converse.replies import ask_with_retry
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.converse.scoring import case_scores, judge_points, usage_of
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 BUILTIN_CASES = Path(__file__).parent / "cases"
-LOCAL_JUDGE_CONTEXT = 6000
-REMOTE_JUDGE_CONTEXT = 48000
 #: what a local (4,096-token) examiner sees of the conversation, and a local agent's replies
 LOCAL_EXAMINER_CONTEXT = 5000
 LOCAL_AGENT_TOKENS = 128
@@ -61,7 +63,7 @@ LOCAL_AGENT_TOKENS = 128
 class ConverseOptions(TaskOptions):
     """Options of ``converse``."""
 
-    cases: str | None = Field(None, description="A case YAML file or a folder of them "
+    cases: str | None = PathField(None, description="A case YAML file or a folder of them "
                               "(default: the built-in cases).")
     examiner_model: str = Field("local", description="The examiner model (plays the user).")
     judge_model: str = Field("local", description="The judge model (grades the LLM points).")
@@ -105,18 +107,19 @@ def _copy_data(case: Case, case_dir: Path, workdir: Path) -> None:
                     what=f"{case_dir}: data_files")
 
 
-def _usage(ctx: Any) -> dict[str, Any]:
-    return {"input_tokens": ctx.usage.input_tokens, "output_tokens": ctx.usage.output_tokens,
-            "calls": ctx.calls, "cache_hits": ctx.cache_hits}
-
-
 @task("converse")
 class ConverseTask(Task):
     """Multi-turn conversations: examiner, agent, judge; eval_code in a sandbox."""
 
-    description = ("Conversations: an examiner model talks to the agent for up to max_rounds; "
-                   "a judge grades weighted scoring points (LLM, or eval_code in a sandbox).")
+    description = ("Multi-turn conversations (TaskWeaver-style cases; 17 built in): an "
+                   "examiner model talks to the agent following a task description for up to "
+                   "max_rounds; a judge grades each weighted scoring point (LLM, or eval_code "
+                   "checking files in a sandbox).")
     headline_metric = "score"
+    info = TaskInfo(category="dialogue", agent=True, roles=("examiner", "judge"),
+                    tags=("multi-turn", "conversation", "agent", "examiner", "judge", "tools",
+                          "files", "dialogue"),
+                    aliases=("conversation", "examiner", "taskweaver"))
     Options = ConverseOptions
 
     def __init__(self, **options: Any) -> None:
@@ -184,12 +187,15 @@ class ConverseTask(Task):
         return {"max_tokens": int(self.options.get("max_tokens") or default), **self.run_params}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """Converse, then judge every point; everything lands in the outcome's metadata."""
+        """Converse (the examiner plays the user); the outcome keeps what scoring needs:
+        the conversation, the agent's transcript and, for a case with ``eval_code``
+        points, its working folder (:mod:`assay.tasks.converse.workfiles`). The judge
+        grades in :meth:`score`, so ``assay score RUN --judge-model M`` judges again."""
         case = Case.model_validate(sample.metadata["case"])
         unmet = unmet_dependencies(case)
         if unmet:
             return Outcome(error=f"case {sample.id}: unmet dependencies: {', '.join(unmet)}")
-        examiner, judge = agent.roles["examiner"], agent.roles["judge"]
+        examiner = agent.roles["examiner"]
         o = self.opts
         case_dir = Path(sample.metadata["case_file"]).parent
         # removed whatever the agent left in it (1,500 folders deep, modes 000, ...)
@@ -198,7 +204,7 @@ class ConverseTask(Task):
             workdir.mkdir()
             _copy_data(case, case_dir, workdir)
             prepare_agent(agent, case=case, workdir=workdir)
-            local_examiner = examiner.model_id.startswith("local")
+            local_examiner = capabilities_of(examiner).small_context
             temperature = o.examiner_temperature
             if temperature is None:  # a small local model keeps to JSON when greedy
                 temperature = 0.0 if local_examiner else 0.7
@@ -210,89 +216,42 @@ class ConverseTask(Task):
                 agent=agent, examiner=examiner,
                 workspace=Workspace(workdir) if case.has_workspace else None,
                 verbose=case.verbose,
-                agent_params=self.generation_params(str(agent.model_id).startswith("local")),
+                agent_params=self.generation_params(capabilities_of(agent).small_context),
                 examiner_params=ex_params, agent_system_prompt=o.agent_system_prompt,
                 examiner_context_chars=LOCAL_EXAMINER_CONTEXT if local_examiner else None)
-            points = await self._judge_points(case, conv.chat, judge, workdir)
-            files = Workspace(workdir).snapshot()
+            folder = Workspace(workdir)
+            files = folder.snapshot()
+            kept = (workfiles.snapshot(folder.root, folder.files())
+                    if any(p.eval_code for p in case.scoring_points) else None)
         replies = [m["content"] for m in conv.chat if m["role"] == "agent"]
-        return Outcome(
-            transcript=transcript, output=replies[-1] if replies else "",
-            metadata={"conversation": conv.to_dict(), "points": points, "files": files,
-                      "agent_model": getattr(agent, "model_id", None),
-                      "examiner_model": examiner.model_id, "judge_model": judge.model_id,
-                      "usage": {"agent": _usage(agent), "examiner": _usage(examiner),
-                                "judge": _usage(judge)}})
-
-    async def _judge_points(self, case: Case, chat: list[dict[str, Any]], judge: Any,
-                            workdir: Path) -> list[dict[str, Any]]:
-        o = self.opts
-        history = [{"role": m["role"], "content": m["content"]} for m in chat]
-        limit = o.judge_context_chars or (
-            LOCAL_JUDGE_CONTEXT if judge.model_id.startswith("local") else REMOTE_JUDGE_CONTEXT)
-        text = judge_mod.transcript_text(history, limit)
-        # the CPU limit lies past the wall-clock one: a busy loop ends as a "timeout"
-        limits = Limits(timeout_s=o.eval_timeout, cpu_s=int(o.eval_timeout) + 5)
-
-        async def one(point: Any) -> dict[str, Any]:
-            if point.eval_code:
-                return await run_eval_code(point.eval_code, history, workdir, limits=limits,
-                                           require=o.require_sandbox)
-            msgs = judge_mod.judge_messages(case.task_description, text, point.score_point)
-            votes = [await self._vote(judge, msgs, i) for i in range(o.judge_samples)]
-            return judge_mod.majority(votes)
-
-        return list(await asyncio.gather(*(one(p) for p in case.scoring_points)))
-
-    async def _vote(self, judge: Any, msgs: list[Message], i: int) -> dict[str, Any]:
-        """One judge verdict, with one corrective retry; ``invalid`` after two failures."""
-        n = self.opts.judge_samples
-        params: dict[str, Any] = {"max_tokens": 400, "temperature": 0.0 if n == 1 else 0.7}
-        if n > 1:
-            params["seed"] = int(self.run_params.get("seed") or 0) + i
-        asked = await ask_with_retry(judge, msgs, judge_mod.JUDGE_SCHEMA,
-                                     judge_mod.parse_verdict, judge_mod.RETRY, params)
-        if asked.value is not None:
-            return {"is_hit": asked.value.is_hit, "reason": asked.value.reason,
-                    "invalid": False, "attempts": asked.attempts}
-        return {"is_hit": None, "invalid": True, "attempts": asked.attempts,
-                "reason": "; ".join(asked.refused), "raw": asked.raw[:1000]}
+        meta: dict[str, Any] = {
+            "conversation": conv.to_dict(), "files": files,
+            "agent_model": getattr(agent, "model_id", None),
+            "examiner_model": examiner.model_id,
+            "usage": {"agent": usage_of(agent), "examiner": usage_of(examiner)}}
+        if kept is not None:
+            meta["workdir"] = kept
+        return Outcome(transcript=transcript, output=replies[-1] if replies else "",
+                       metadata=meta)
 
     # -- scoring ----------------------------------------------------------------------------
-    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """Σ weights hit / Σ weights judged; invalid points are counted apart, never scored."""
+    async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
+        """Judge every point (LLM points by ``ctx.roles["judge"]``, eval_code in the
+        sandbox: :mod:`assay.tasks.converse.scoring`), then Σ weights hit / Σ weights
+        judged; invalid points are counted apart, never scored. The judge's model id and
+        usage go into the score's metadata."""
         case = Case.model_validate(sample.metadata["case"])
-        points = outcome.metadata.get("points") or []
-        if len(points) != len(case.scoring_points):
-            raise ValueError(f"the outcome holds {len(points)} verdicts for "
-                             f"{len(case.scoring_points)} scoring points")
+        judge = (getattr(ctx, "roles", None) or {}).get("judge")
+        before = usage_of(judge) if judge is not None else {}
+        verdicts = await judge_points(case, outcome.metadata, judge, self.opts,
+                                      self.run_params.get("seed"))
+        info: dict[str, Any] = {"judge_model": None, "judge_usage": None}
+        if judge is not None:
+            after = usage_of(judge)
+            info = {"judge_model": judge.model_id,
+                    "judge_usage": {k: after[k] - before.get(k, 0) for k in after}}
         conv = outcome.metadata.get("conversation") or {}
-        hit_w = judged_w = 0.0
-        rows = []
-        for p, v in zip(case.scoring_points, points, strict=True):
-            invalid = bool(v.get("invalid"))
-            if not invalid:
-                judged_w += p.weight
-                hit_w += p.weight if v.get("is_hit") else 0.0
-            rows.append({"point": p.score_point, "weight": p.weight, "kind": v.get("kind"),
-                         "is_hit": None if invalid else bool(v.get("is_hit")),
-                         "invalid": invalid, "reason": str(v.get("reason") or "")[:1000],
-                         "agreement": v.get("agreement")})
-        n_invalid = sum(1 for r in rows if r["invalid"])
-        meta = {"points": rows, "invalid_points": n_invalid, "rounds": conv.get("rounds"),
-                "ended_by": conv.get("ended_by"), "weight_total": sum(
-                    p.weight for p in case.scoring_points), "weight_judged": judged_w}
-        if judged_w == 0:
-            return [Score("score", None, None, "every verdict is invalid", meta),
-                    Score("passed", None, None, "every verdict is invalid")]
-        value = hit_w / judged_w
-        why = f"{hit_w:g}/{judged_w:g} of the weight hit"
-        if n_invalid:
-            why += f"; {n_invalid} invalid verdict(s) left out"
-        threshold = self.opts.threshold
-        return [Score("score", value, f"{hit_w:g}/{judged_w:g}", why, meta),
-                Score("passed", 1.0 if value >= threshold - 1e-12 else 0.0, None,
-                      f"score {value:.3f} vs threshold {threshold:g}")]
+        return case_scores(case, verdicts, conv, self.opts.threshold, info)
 
     @classmethod
     def metrics(cls, results: list[SampleResult],

@@ -17,28 +17,25 @@ _FAMILIES = ("gpt", "claude", "gemini", "gemma", "llama", "qwen", "mistral", "mi
 
 
 def _model_base(model: str) -> str:
-    """``openai/gpt-4o`` -> ``gpt-4o``; ``local/x/y.gguf`` -> ``y``; lower case."""
-    s = str(model).strip().lower()
-    for prefix in ("openai/", "local/", "python/"):
-        if s.startswith(prefix):
-            s = s[len(prefix):]
-    s = s.rsplit("/", 1)[-1]
+    """``openai/gpt-4o`` -> ``gpt-4o``; ``local/x/y.gguf`` -> ``y``; lower case (the last
+    part of the name: any provider's prefix goes with the rest of the path)."""
+    s = str(model).strip().lower().rsplit("/", 1)[-1]
     return re.sub(r"\.gguf$", "", s)
 
 
 def _weights_name(model: str) -> str:
-    """The name a family is read from: the weights file for the embedded default."""
+    """The name a family is read from: for a provider's bare spec (``local``, the embedded
+    default) what the provider says it stands for (the weights file)."""
     from assay.errors import ModelSpecError
     from assay.models.base import parse_model_spec
+    from assay.models.registry import get_provider
 
     try:
         provider, name = parse_model_spec(model)
+        if not name:
+            return _model_base(get_provider(provider).bare or provider)
     except ModelSpecError:  # not a spec (a plain name such as "gpt-4o"): read the name itself
-        return _model_base(model)
-    if provider == "local" and not name:
-        from assay.models.local_model import DEFAULT_GGUF
-
-        return _model_base(DEFAULT_GGUF)
+        pass
     return _model_base(model)
 
 

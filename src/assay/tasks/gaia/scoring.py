@@ -29,7 +29,7 @@ import string
 from collections.abc import Callable
 
 from assay.errors import ConfigError
-from assay.tasks.qa.scoring import strip_reasoning
+from assay.scoring import strip_reasoning
 
 __all__ = [
     "FIXES_NOTE",

@@ -19,7 +19,8 @@ from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.tasks.base import Task
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 # The leaderboard's answer-format prompt (Space content.py and the GAIA paper).
@@ -56,7 +57,7 @@ def attachment_text(path: Path, limit: int) -> str:
 class GAIAOptions(TaskOptions):
     """Options of the ``gaia`` task."""
 
-    data_dir: str | None = Field(None, description="A local copy of gaia-benchmark/GAIA (either "
+    data_dir: str | None = PathField(None, description="A local copy of gaia-benchmark/GAIA (either "
                                  "layout); otherwise it is downloaded with $HF_TOKEN.")
     split: str = Field("validation", description="validation or test (answers hidden).")
     level: int | None = Field(None, description="Only this level (1, 2 or 3).")
@@ -82,6 +83,9 @@ class GAIATask(Task):
     """
 
     headline_metric = "exact_match_rate"
+    info = TaskInfo(category="agent", agent=True,
+                    tags=("agent", "assistant", "tools", "web", "multimodal"),
+                    aliases=("gaia_benchmark", "general_ai_assistants"))
     Options = GAIAOptions
     description = "GAIA general-assistant tasks (levels 1-3, attachments), official leaderboard scorer and submission file."
 

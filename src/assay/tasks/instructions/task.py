@@ -29,9 +29,10 @@ from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
 from assay.tasks.base import Task
+from assay.tasks.info import TaskInfo
 from assay.tasks.instructions.scoring import FLAVORS, Verdict, check_known, checker_registry
 from assay.tasks.instructions.scoring import judge as judge_response
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.options import Field, PathField, TaskOptions
 
 #: IFEval asks for up to 1,200 words; 1,024 tokens is about 750 English words, enough for
 #: all but the longest asks (raise it with -T max_tokens=2048 for those)
@@ -44,7 +45,7 @@ INST_STRICT, INST_LOOSE = "inst_level_strict", "inst_level_loose"
 class InstructionOptions(TaskOptions):
     """Options of the IFEval / IFBench task."""
 
-    data: str | None = Field(None, description="The prompts: a JSONL file with key, prompt, "
+    data: str | None = PathField(None, description="The prompts: a JSONL file with key, prompt, "
                              "instruction_id_list and kwargs per line (IFEval's "
                              "input_data.jsonl or IFBench_test.jsonl).",
                              json_schema_extra={"flags": ["-d"]})
@@ -54,7 +55,7 @@ class InstructionOptions(TaskOptions):
                             "1024; IFEval asks for up to 1,200 words, which needs ~1,700).")
     system_prompt: str | None = Field(None, description="System message for every sample "
                                       "(none by default, as in the official runs).")
-    nltk_data: str | None = Field(None, description="An NLTK data folder holding punkt_tab, "
+    nltk_data: str | None = PathField(None, description="An NLTK data folder holding punkt_tab, "
                                   "stopwords and averaged_perceptron_tagger_eng (default: "
                                   "$ASSAY_HOME/data/nltk, filled from PyPI).")
 
@@ -109,6 +110,7 @@ class InstructionTask(Task):
     description: ClassVar[str] = ("IFEval / IFBench verifiable instruction following: "
                                   "prompt- and instruction-level accuracy, strict and loose.")
     headline_metric: ClassVar[str | None] = "prompt_level_strict_acc"
+    info = TaskInfo(category="instruction_following", tags=("instructions", "verifiable"))
     Options = InstructionOptions
 
     def __init__(self, **options: Any) -> None:

@@ -72,9 +72,13 @@ def as_fastchat_text(raw: str) -> str:
     return f"{str(data.get('explanation') or '').strip()}\n\nRating: [[{rating}]]"
 
 
-def constrained_judge(model_id: str | None) -> bool:
-    """Whether a judge gets :data:`RATING_SCHEMA`: the embedded or any local GGUF model."""
-    return str(model_id or "").split("/", 1)[0] == "local"
+def constrained_judge(judge: Any) -> bool:
+    """Whether a judge (a model, the engine's context around one, or a model spec) gets
+    :data:`RATING_SCHEMA`: one whose provider guarantees schema-constrained replies (the
+    embedded or any local GGUF model)."""
+    from assay.models.registry import capabilities_of
+
+    return judge is not None and capabilities_of(judge).constrained_decoding
 
 
 def parse_rating(text: str | None) -> tuple[float | None, str | None]:

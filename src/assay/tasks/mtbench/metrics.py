@@ -129,13 +129,17 @@ def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dic
             by_turn[int(t["turn"])][r.sample_id].append(rating)
             by_cat[cat][r.sample_id].append(rating)
             by_cat_turn[(cat, int(t["turn"]))].append(rating)
-        om = _meta(r)
-        for role, u in (om.get("usage") or {}).items():
+        om = _meta(r)  # the judge is in the score (a run judged in solve: in the outcome)
+        usage = dict(om.get("usage") or {})
+        if meta.get("judge_usage") is not None:
+            usage["judge"] = meta["judge_usage"]
+        for role, u in usage.items():
             tokens[role][0] += int(u.get("input_tokens") or 0)
             tokens[role][1] += int(u.get("output_tokens") or 0)
-        if om.get("judge_model"):
-            judges.add(str(om["judge_model"]))
-            self_judged = self_judged or om.get("judge_model") == om.get("agent_model")
+        judge_model = meta.get("judge_model") or om.get("judge_model")
+        if judge_model:
+            judges.add(str(judge_model))
+            self_judged = self_judged or judge_model == om.get("agent_model")
     categories = {}
     for cat in sorted(by_cat):
         entry = clustered_mean(by_cat[cat])

@@ -30,6 +30,7 @@ from pydantic import field_validator
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
 from assay.tasks.base import RoleModel, Task
+from assay.tasks.info import TaskInfo
 from assay.tasks.mtbench import dataset as ds
 from assay.tasks.mtbench.judging import (
     constrained_judge,
@@ -38,7 +39,7 @@ from assay.tasks.mtbench.judging import (
     turn_verdict,
 )
 from assay.tasks.mtbench.metrics import mtbench_score
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 #: FastChat's default answer length (``gen_api_answer.py --max-tokens``)
@@ -51,12 +52,12 @@ JUDGE_TOKENS = 2048
 class MTBenchOptions(TaskOptions):
     """Options of ``mtbench``."""
 
-    data: str | None = Field(None, description="MT-Bench questions: FastChat's "
+    data: str | None = PathField(None, description="MT-Bench questions: FastChat's "
                              "mt_bench/question.jsonl (question_id, category, two turns).")
     judge_prompts: str | None = Field(None, description="FastChat's judge_prompts.jsonl "
                                       "(default: ../judge_prompts.jsonl beside the "
                                       "questions, where FastChat keeps it).")
-    reference_answers: str | None = Field(None, description="Reference answers for math, "
+    reference_answers: str | None = PathField(None, description="Reference answers for math, "
                                           "reasoning and coding: FastChat's "
                                           "reference_answer/gpt-4.jsonl (default: that file "
                                           "beside the questions, when it is there).")
@@ -106,6 +107,8 @@ class MTBenchTask(Task):
                    "answer 1-10 with FastChat's grading prompts (reference-guided for math, "
                    "reasoning and coding); invalid verdicts counted, never scored.")
     headline_metric = "score"
+    info = TaskInfo(category="dialogue", roles=("judge",),
+                    tags=("chat", "multi-turn", "llm-judge"))
     Options = MTBenchOptions
 
     def __init__(self, **options: Any) -> None:
@@ -210,7 +213,8 @@ class MTBenchTask(Task):
         return {**params, **self.run_params}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """Two turns of conversation, then the judge's verdicts on both."""
+        """Two turns of conversation with the model under test (the judge grades them in
+        :meth:`score`, so ``assay score RUN --judge-model M`` re-judges a stored run)."""
         meta = sample.metadata
         questions = [str(t) for t in meta["turns"]]
         params = self.generation_params(meta.get("temperature"))
@@ -219,44 +223,51 @@ class MTBenchTask(Task):
         second = [*first, Message("assistant", a1), Message("user", questions[1])]
         a2 = (await agent.generate(second, **params)).message.content or ""
         transcript = [*second, Message("assistant", a2)]
-        judge = agent.roles["judge"]
+        return Outcome(
+            transcript=transcript, output=a2,
+            metadata={"answers": [a1, a2], "temperature": params.get("temperature"),
+                      "agent_model": getattr(agent, "model_id", None),
+                      "usage": {"agent": _usage(agent)}})
+
+    # -- scoring ----------------------------------------------------------------------------
+    async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
+        """The judge's verdicts on both turns (``ctx.roles["judge"]``), then ``score``: the
+        mean of the question's valid turn ratings (1-10); ``turn_1`` and ``turn_2``: each
+        turn's rating. An invalid verdict is ``None``, never a number."""
+        meta = outcome.metadata
+        answers = [str(a) for a in meta.get("answers") or []]
+        if len(answers) != 2:
+            raise ValueError("the outcome holds no answers for turns 1 and 2")
+        judge = ctx.roles["judge"]
         prompts = self._judge_prompts()
-        category = str(meta["category"])
+        category = str(sample.metadata["category"])
+        questions = [str(t) for t in sample.metadata["turns"]]
         reference = list(sample.target) if sample.target else None
+        before = _usage(judge)
         judgments = await asyncio.gather(*(
-            grade_turn(judge, prompts[prompt_name(category, turn)], turn, questions, [a1, a2],
+            grade_turn(judge, prompts[prompt_name(category, turn)], turn, questions, answers,
                        reference, samples=self.opts.judge_samples,
                        max_tokens=self.opts.judge_max_tokens,
                        seed=self.run_params.get("seed"),
-                       constrained=constrained_judge(judge.model_id))
+                       constrained=constrained_judge(judge))
             for turn in (1, 2)))
-        return Outcome(
-            transcript=transcript, output=a2,
-            metadata={"answers": [a1, a2], "judgments": list(judgments),
-                      "temperature": params.get("temperature"),
-                      "agent_model": getattr(agent, "model_id", None),
-                      "judge_model": judge.model_id,
-                      "usage": {"agent": _usage(agent), "judge": _usage(judge)}})
-
-    # -- scoring ----------------------------------------------------------------------------
-    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """``score``: the mean of the question's valid turn ratings (1-10); ``turn_1`` and
-        ``turn_2``: each turn's rating. An invalid verdict is ``None``, never a number."""
-        judgments = outcome.metadata.get("judgments") or []
-        if [j.get("turn") for j in judgments] != [1, 2]:
-            raise ValueError("the outcome holds no judge verdicts for turns 1 and 2")
+        after = _usage(judge)
         turns = [turn_verdict(j) for j in judgments]
         ratings = [t["rating"] for t in turns]
         n_invalid = sum(1 for t in turns if t["invalid"])
-        meta = {"question_id": sample.metadata.get("question_id"),
+        info = {"question_id": sample.metadata.get("question_id"),
                 "category": sample.metadata.get("category"), "turns": turns,
-                "invalid_turns": n_invalid}
+                "invalid_turns": n_invalid, "judgments": list(judgments),
+                "judge_model": judge.model_id,
+                # tokens only: a reply from the response cache counts as it did when asked
+                "judge_usage": {k: after[k] - before[k]
+                                for k in ("input_tokens", "output_tokens")}}
         why = ", ".join(f"turn {t['turn']}: {_fmt(t['rating'])} ({t['prompt']})"
                         for t in turns)
         if n_invalid:
             why += f"; {n_invalid} invalid verdict(s) left out, not scored"
         answer = None if n_invalid == 2 else " / ".join(_fmt(r) for r in ratings)
-        return [Score("score", mtbench_score(ratings), answer, why, meta),
+        return [Score("score", mtbench_score(ratings), answer, why, info),
                 *(Score(f"turn_{t['turn']}", t["rating"], _fmt(t["rating"]),
                         f"{t['prompt']}; votes {t['votes']}") for t in turns)]
 

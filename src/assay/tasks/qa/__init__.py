@@ -1,7 +1,9 @@
 """``qa``: any question/answer dataset (JSONL, JSON, CSV or a Hugging Face id).
 
-Scorers: ``exact``, ``normalized``, ``numeric``, ``f1``, ``choice``, ``math``
-(see :mod:`assay.tasks.qa.scoring`); inferred from the data when not given.
+Scorers: any name of the scoring vocabulary (:mod:`assay.scoring`): ``exact_match``,
+``normalized_match``, ``includes_match``, ``numeric_match``, ``token_f1``,
+``choice_accuracy``, ``math_verify`` or one of their aliases (``exact``, ``normalized``,
+...); inferred from the data when not given.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.files import load_rows
 from assay.errors import ConfigError, DatasetError
+from assay.scoring import canonical_scorer, format_choices, get_scorer, infer_scorer
 from assay.tasks.base import Task
-from assay.tasks.options import Field, TaskOptions
+from assay.tasks.info import TaskInfo
+from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.qa.dataset import build_samples
 from assay.tasks.qa.metrics import qa_metrics
 from assay.tasks.registry import task
@@ -63,7 +67,7 @@ def template_from_file(value: str | None) -> str | None:
 class QAOptions(TaskOptions):
     """Options of the ``qa`` task."""
 
-    data: str | None = Field(None, description="Dataset: a .jsonl/.json/.csv file or a "
+    data: str | None = PathField(None, description="Dataset: a .jsonl/.json/.csv file or a "
                              "Hugging Face dataset id.", json_schema_extra={"flags": ["-d"]})
     split: str | None = Field(None, description="HF split (default 'test').")
     config: str | None = Field(None, description="HF dataset config name.")
@@ -71,11 +75,12 @@ class QAOptions(TaskOptions):
     answer_key: str | None = Field(None, description="Field holding the answer.")
     choices_key: str | None = Field(None, description="Field holding multiple-choice options.")
     id_key: str | None = Field(None, description="Field holding the sample id.")
-    scorer: str | None = Field(None, description="exact | normalized | includes | numeric | "
-                               "f1 | choice | math (default: inferred).")
+    scorer: str | None = Field(None, description="exact_match | normalized_match | "
+                               "includes_match | numeric_match | token_f1 | choice_accuracy | "
+                               "math_verify, or an alias such as exact (default: inferred).")
     tolerance: float | None = Field(None, description="Absolute tolerance for the numeric "
                                     "scorer.")
-    template: str | None = Field(None, description="Jinja2 prompt template (or a file holding "
+    template: str | None = PathField(None, description="Jinja2 prompt template (or a file holding "
                                  "one) with {{ question }}, {{ choices }}, {{ row.<field> }}.")
     system_prompt: str | None = Field(None, description="System message for every sample.")
     max_tokens: int | None = Field(None, description="Max tokens per answer (default 256).")
@@ -96,6 +101,7 @@ class QATask(Task):
     ``tolerance`` (numeric), ``max_tokens``.
     """
 
+    info = TaskInfo(plannable=False, tags=("qa", "custom"))
     Options = QAOptions
     description = "Generic question answering over JSONL/CSV/HF data with exact, normalized, includes, numeric, F1, choice or math scoring."
 
@@ -110,16 +116,12 @@ class QATask(Task):
         check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
         self.scorer_name: str | None = options.get("scorer")
         if self.scorer_name:
-            from assay.tasks.qa.scoring import get_scorer
-
             get_scorer(self.scorer_name)  # fail fast on a typo
 
     def samples(self) -> list[Sample]:
         """Load and map keys (cached after the first call)."""
         if self._samples is not None:
             return self._samples
-        from assay.tasks.qa.scoring import infer_scorer
-
         o = self.options
         rows = load_rows(o["data"], split=o.get("split"), config=o.get("config"))
         samples, keys = build_samples(
@@ -158,8 +160,6 @@ class QATask(Task):
 
     def render(self, sample: Sample) -> str:
         """The prompt for ``sample``: the template applied to its question, choices and row."""
-        from assay.tasks.qa.scoring import format_choices
-
         choices = sample.metadata.get("choices")
         # format_choices ends with its own instruction line; the template has one too
         choice_text = (format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip()
@@ -200,13 +200,12 @@ class QATask(Task):
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """Apply the configured scorer to the agent's text output."""
-        from assay.tasks.qa.scoring import get_scorer
-
         name = self.scorer_name or "normalized"
+        kind = canonical_scorer(name)  # any spelling of the vocabulary
         opts: dict[str, Any] = {}
-        if name == "choice":
+        if kind == "choice_accuracy":
             opts["choices"] = sample.metadata.get("choices") or []
-        if name == "numeric" and self.options.get("tolerance") is not None:
+        if kind == "numeric_match" and self.options.get("tolerance") is not None:
             opts["tolerance"] = float(self.options["tolerance"])
         try:
             return [get_scorer(name)(outcome.output, sample.target, **opts)]

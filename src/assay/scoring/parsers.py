@@ -1,4 +1,5 @@
-"""Answer parsers of gallery entries: the answer a reply gives, or ``None`` when it gives none.
+"""Answer parsers that catalogue (gallery) entries name: the answer a reply gives, or
+``None`` when it gives none.
 
 ``gsm8k_strict`` and ``gsm8k_flexible`` are lm-evaluation-harness's two GSM8K filters,
 rule for rule (the tests check them against lm-eval's own ``RegexFilter``):
@@ -16,7 +17,8 @@ import re
 from collections.abc import Callable
 
 from assay.data.math500 import last_boxed
-from assay.tasks.qa.extraction import extract_answer, strip_reasoning
+from assay.scoring.extraction import extract_answer, strip_reasoning
+from assay.scoring.vocabulary import unknown_name
 
 _GSM8K_STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
 _GSM8K_FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
@@ -46,7 +48,7 @@ def gsm8k_cot(text: str) -> str | None:
 
 def answer_line(text: str) -> str | None:
     """assay's general rule: ``Answer: ...``, ``\\boxed{}``, ``the answer is ...``, or a
-    short reply as a whole (see :func:`assay.tasks.qa.extraction.extract_answer`)."""
+    short reply as a whole (see :func:`assay.scoring.extraction.extract_answer`)."""
     answer, _ = extract_answer(text)
     return answer
 
@@ -81,10 +83,9 @@ PARSERS: dict[str, Callable[[str], str | None]] = {
 
 
 def get_parser(name: str) -> Callable[[str], str | None]:
-    from assay.errors import ConfigError
-
+    """The answer parser named ``name``; a one-line ``ConfigError`` with a suggestion when
+    there is none."""
     try:
         return PARSERS[name]
-    except KeyError:
-        raise ConfigError(f"unknown answer parser {name!r}; choose one of: "
-                          f"{', '.join(PARSERS)}") from None
+    except (KeyError, TypeError):
+        raise unknown_name("answer parser", name, PARSERS, list(PARSERS)) from None

@@ -1,4 +1,4 @@
-"""Tests for the generic QA benchmark's answer extraction and scorers."""
+"""The shared answer extraction and scorers (:mod:`assay.scoring`)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,12 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
 from assay.core.types import Score
-from assay.errors import ConfigError
-from assay.tasks.qa.scoring import (
-    SCORERS,
+from assay.scoring import (
     extract_answer,
     extract_numbers,
     format_choices,
-    get_scorer,
-    infer_scorer,
     normalize_text,
     parse_number,
     score_choice,
@@ -89,7 +83,7 @@ def test_strip_reasoning() -> None:
 PATHOLOGICAL = ["<think> ", "\\boxed{ ", "Answer: { ", "(B) 1,234 "]
 _SCORE_PATHOLOGICAL = """
 import json, sys
-from assay.tasks.qa.scoring import SCORERS
+from assay.scoring import SCORERS
 chunks, choices = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 scores = {c: {name: scorer(c * 20_000, "1", choices=choices)
               for name, scorer in SCORERS.items() if name != "math"} for c in chunks}
@@ -461,146 +455,3 @@ def test_score_math_in_worker_thread() -> None:
     t.join(timeout=60)
     assert not errors
     assert results and results[0].value == 1.0
-
-
-# --------------------------------------------------------------------------- registry / infer
-
-
-def test_registry() -> None:
-    assert list(SCORERS) == ["exact", "normalized", "includes", "numeric", "f1", "choice", "math"]
-    for name, fn in SCORERS.items():
-        assert get_scorer(name) is fn
-
-
-def test_get_scorer_unknown() -> None:
-    with pytest.raises(ConfigError) as info:
-        get_scorer("x")
-    assert str(info.value) == (
-        "unknown scorer 'x'; choose one of: exact, normalized, includes, numeric, f1, choice, math"
-    )
-
-
-@pytest.mark.parametrize(
-    ("target", "choices", "name"),
-    [
-        ("B", ["a", "b"], "choice"),
-        (1, ["a", "b"], "choice"),
-        ("42", None, "numeric"),
-        (42, None, "numeric"),
-        (-3.5, [], "numeric"),
-        ("1,234", None, "numeric"),
-        ("1e-3", None, "numeric"),
-        (["1", 2, "3.5"], None, "numeric"),
-        (["1", "two"], None, "normalized"),
-        ([], None, "normalized"),
-        ("Paris", None, "normalized"),
-        ("12 apples", None, "normalized"),
-        ("45%", None, "normalized"),
-        (True, None, "normalized"),
-        (float("nan"), None, "normalized"),
-    ],
-)
-def test_infer_scorer(target: object, choices, name: str) -> None:
-    assert infer_scorer(target, choices) == name
-
-
-# --------------------------------------------------------------------------- properties
-
-_FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-_SCALAR_TARGETS = st.one_of(st.text(max_size=20), st.integers(), st.floats(allow_nan=False))
-
-
-@_FAST
-@given(output=st.text(max_size=200), target=_SCALAR_TARGETS)
-def test_text_scorers_never_crash(output: str, target: object) -> None:
-    for scorer in (score_exact, score_normalized, score_f1):
-        s = scorer(output, target)
-        assert 0.0 <= s.value <= 1.0
-        assert s.answer is None or isinstance(s.answer, str)
-        assert "extraction" in s.metadata
-
-
-@_FAST
-@given(output=st.text(max_size=200), target=st.integers(-10**12, 10**12))
-def test_numeric_never_crashes(output: str, target: int) -> None:
-    s = score_numeric(output, target)
-    assert s.value in (0.0, 1.0)
-
-
-@_FAST
-@given(output=st.text(max_size=200), target=st.integers(0, 3))
-def test_choice_never_crashes(output: str, target: int) -> None:
-    s = score_choice(output, target, choices=CHOICES)
-    assert s.value in (0.0, 1.0)
-    assert s.answer is None or s.answer in "ABCD"
-
-
-@settings(max_examples=30, deadline=None)
-@given(output=st.text(max_size=80))
-def test_math_never_crashes(output: str) -> None:
-    s = score_math(output, "2")
-    assert s.value in (0.0, 1.0)
-
-
-@given(output=st.text(max_size=200))
-def test_extract_answer_shape(output: str) -> None:
-    answer, method = extract_answer(output)
-    assert method in ("marker", "boxed", "full", "none")
-    assert (answer is None) == (method == "none")
-
-
-_WORDS = st.text(
-    alphabet=st.characters(categories=["Lu", "Ll", "Nd"], max_codepoint=0x24F) | st.just(" "),
-    min_size=1,
-    max_size=30,
-).filter(lambda s: s.strip() and "nswer" not in s.casefold())
-_PUNCT = st.text(alphabet=list("\"'.,!?;:()[]{}-«»¿¡…"), max_size=4)
-
-
-@_FAST
-@given(target=_WORDS, before=_PUNCT, after=_PUNCT)
-def test_normalized_invariant_to_case_and_surrounding_punctuation(
-    target: str, before: str, after: str
-) -> None:
-    for variant in (target.upper(), target.lower(), target.swapcase()):
-        # Some letters do not survive a case round trip ("ı".upper() is "I", whose
-        # casefold is "i"): no case-insensitive comparison can equate those.
-        assume(variant.casefold() == target.casefold())
-        output = f"{before}{variant}{after}"
-        s = score_normalized(output, target)
-        assert s.value == 1.0, (output, target)
-
-
-@_FAST
-@given(target=st.integers(-10**15, 10**15))
-def test_numeric_accepts_thousands_separators(target: int) -> None:
-    formatted = f"{target:,}"
-    assert score_numeric(formatted, target).value == 1.0
-    assert score_numeric(f"Answer: {formatted}", str(target)).value == 1.0
-    assert score_numeric(f"The total is {formatted}.", formatted).value == 1.0
-
-
-@_FAST
-@given(target=st.floats(-1e9, 1e9, allow_nan=False).map(lambda x: round(x, 4)))
-def test_numeric_accepts_formatted_floats(target: float) -> None:
-    assert score_numeric(f"Answer: {target:,.4f}", target).value == 1.0
-
-
-@pytest.mark.parametrize(
-    ("output", "target", "expected"),
-    [
-        ("The capital of France is Paris.", "Paris", 1.0),
-        ("Paris", "paris", 1.0),
-        ("Parisian food is good", "Paris", 0.0),  # whole words only
-        ("It is Neptune, not Jupiter's moon", "Jupiter", 0.0),
-        ("The largest ocean is the Pacific Ocean.", "pacific ocean", 1.0),
-        ("A spider has 8 legs.", "8", 1.0),
-        ("A spider has 18 legs.", "8", 0.0),
-        ("", "Paris", 0.0),
-        ("Answer: Rome", ["Roma", "Rome"], 1.0),
-    ],
-)
-def test_includes(output: str, target: object, expected: float) -> None:
-    score = get_scorer("includes")(output, target)
-    assert score.name == "includes"
-    assert score.value == expected

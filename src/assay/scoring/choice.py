@@ -1,4 +1,5 @@
-"""The multiple-choice scorer: the option a model picked, by letter or by text."""
+"""The multiple-choice scorer: the option a model picked, by letter or by text; and the
+lettered options as a prompt shows them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.core.types import Score
-from assay.tasks.qa.extraction import clean_answer, extract_answer
-from assay.tasks.qa.normalize import normalize_text
-from assay.tasks.qa.targets import nothing_extracted, short_repr, target_list, target_text
+from assay.scoring.extraction import clean_answer, extract_answer
+from assay.scoring.normalize import normalize_text
+from assay.scoring.targets import nothing_extracted, short_repr, target_list, target_text
 
-__all__ = ["LETTERS", "score_choice"]
+__all__ = ["LETTERS", "choice_target_index", "format_choices", "score_choice"]
 
 LETTERS = string.ascii_uppercase
 """The option letters, ``A`` to ``Z``: at most 26 choices."""
@@ -31,7 +32,7 @@ def _letter_index(letter: str, n: int) -> int | None:
     return i if 0 <= i < n else None
 
 
-def _choice_target_index(t: Any, choices: Sequence[str]) -> int:
+def choice_target_index(t: Any, choices: Sequence[str]) -> int:
     """The 0-based index a target names: a letter, an int index, or a choice text."""
     n = len(choices)
     if isinstance(t, bool):
@@ -107,7 +108,7 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
     n = len(choices)
     if n > len(LETTERS):
         raise ValueError(f"at most {len(LETTERS)} choices are supported, got {n}")
-    indices = [_choice_target_index(t, choices) for t in target_list(target)]
+    indices = [choice_target_index(t, choices) for t in target_list(target)]
     meta_target: int | list[int] = indices if isinstance(target, (list, tuple)) else indices[0]
 
     answer, method = extract_answer(output)
@@ -126,3 +127,15 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
     if idx in indices:
         return Score("choice", 1.0, letter, f"{letter} is correct", meta)
     return Score("choice", 0.0, letter, f"{letter} != {gold}", meta)
+
+
+def format_choices(question: str, choices: Sequence[str]) -> str:
+    """The question, a blank line, ``A. choice`` lines, a blank line and the instruction.
+
+    The last line is ``Answer with the letter of the correct option.``. Raises
+    ``ValueError`` for more than 26 choices.
+    """
+    if len(choices) > len(LETTERS):
+        raise ValueError(f"at most {len(LETTERS)} choices are supported, got {len(choices)}")
+    lines = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+    return f"{question.rstrip()}\n\n{lines}\n\nAnswer with the letter of the correct option."

@@ -11,8 +11,8 @@ from typing import Any
 
 from assay.core.types import Score
 from assay.errors import ConfigError
-from assay.tasks.qa.extraction import strip_reasoning
-from assay.tasks.qa.targets import nothing_extracted, short_repr, target_list, target_text
+from assay.scoring.extraction import strip_reasoning
+from assay.scoring.targets import nothing_extracted, short_repr, target_list, target_text
 
 __all__ = ["score_math"]
 

@@ -1,5 +1,23 @@
 """Scorers that compare the extracted answer with the target: exact, normalized,
-includes, numeric and SQuAD-style F1 (the contract is in :mod:`assay.tasks.qa.scoring`)."""
+includes, numeric and SQuAD-style F1.
+
+Everything here is pure and fast (no I/O, no network): scorers run once per sample on the
+event loop. Every scorer has the signature ``score_X(output, target, **opts) -> Score``:
+
+* ``output`` is the raw model output (``<think>...</think>`` blocks are removed);
+* ``target`` is a string, a number, or a list of acceptable answers (any match
+  counts; :func:`score_f1` takes the maximum);
+* unknown keyword options are ignored, so callers may pass the same options to
+  every scorer;
+* the returned :class:`~assay.core.types.Score` has ``name`` = the scorer's label
+  (:data:`assay.scoring.vocabulary.VOCABULARY`), ``answer`` = the extracted prediction
+  (``None`` when nothing could be extracted) and ``metadata["extraction"]`` = how it was
+  extracted.
+
+A target a scorer cannot use (a non-numeric target for ``numeric``, a target
+that is not one of the options for ``choice``, ...) raises ``ValueError`` with
+a message saying what is wrong; the caller turns it into a user error.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +25,10 @@ from collections import Counter
 from typing import Any
 
 from assay.core.types import Score
-from assay.tasks.qa.extraction import extract_answer, strip_reasoning
-from assay.tasks.qa.normalize import normalize_text, squad_tokens
-from assay.tasks.qa.numbers import extract_numbers, parse_number
-from assay.tasks.qa.targets import nothing_extracted, short_repr, target_list, target_text
+from assay.scoring.extraction import extract_answer, strip_reasoning
+from assay.scoring.normalize import normalize_text, squad_tokens
+from assay.scoring.numbers import extract_numbers, parse_number
+from assay.scoring.targets import nothing_extracted, short_repr, target_list, target_text
 
 __all__ = ["score_exact", "score_f1", "score_includes", "score_normalized", "score_numeric"]
 

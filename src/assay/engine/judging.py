@@ -1,0 +1,72 @@
+"""Judges outside a live run: the contexts ``assay score RUN`` hands a judged task's
+``async score(sample, outcome, ctx)``.
+
+In a run, ``ctx`` is the sample's :class:`~assay.engine.calls.CallContext`, whose
+``roles`` hold the judge. Scoring a stored run again needs the same thing without the
+model under test: :class:`ScoreContext` has the judge's context (cached, retried,
+rate-limited like any call of the engine) and no way to call the model that was
+evaluated: its outputs are the stored ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.engine.calls import CallContext, CallShared, RetryPolicy
+from assay.errors import ConfigError
+from assay.models.base import get_subject
+
+#: the roles a task's score may use (an examiner plays its part in solve, so it is not
+#: built to score a stored run)
+SCORING_ROLES = ("judge",)
+
+
+@dataclass
+class ScoreContext:
+    """What ``score`` reaches outside a live run: the judge (``roles["judge"]``)."""
+
+    model_id: str
+    epoch: int
+    roles: dict[str, CallContext] = field(default_factory=dict)
+
+    async def generate(self, *args: Any, **kwargs: Any) -> Any:
+        """Never: scoring a stored run makes no call to the model under test."""
+        raise ConfigError(f"scoring a stored run calls no model under test ({self.model_id})")
+
+
+@asynccontextmanager
+async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
+                           ) -> AsyncIterator[Callable[[int], ScoreContext]]:
+    """``make(epoch) -> ScoreContext`` for a judged task's stored samples, with the judge
+    the task's options name now (``assay score --judge-model M`` sets them)."""
+    wanted = {name: role for name, role in task.roles(model_id).items()
+              if name in SCORING_ROLES}
+    subjects = {name: get_subject(role.model, base_url=role.base_url or spec.base_url,
+                                  timeout=spec.timeout, max_reply_bytes=spec.max_reply_bytes)
+                for name, role in wanted.items()}
+    try:
+        for one in subjects.values():
+            preflight = getattr(getattr(one, "model", None), "preflight", None)
+            if preflight is not None:
+                await preflight()
+        shared = {name: (s, json.dumps(s.describe(), sort_keys=True), CallShared(
+            store, max_connections=spec.max_connections,
+            policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
+            use_cache=spec.cache, seed=spec.seed, model_id=s.model_id,
+            max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm))
+            for name, s in subjects.items()}
+
+        def make(epoch: int) -> ScoreContext:
+            ctx = ScoreContext(model_id, epoch)
+            for name, (s, identity, calls) in shared.items():
+                ctx.roles[name] = CallContext(s.session(), calls, identity, epoch)
+            return ctx
+
+        yield make
+    finally:
+        for one in subjects.values():
+            await one.aclose()

@@ -1,0 +1,232 @@
+"""Model providers, found by name through the ``assay.models`` entry-point group.
+
+A spec ``<provider>/<name>`` names a provider registered under the entry-point group
+``assay.models`` (assay's own, ``local``, ``openai`` and ``python``, are registered
+exactly as a plugin registers one). An entry point's value, ``module:attr``, is a
+:class:`Provider`: how to build the model and what it can do (:class:`ModelCapabilities`).
+A new provider is one file plus one entry point::
+
+    # my_provider.py
+    from assay.models import ModelCapabilities, Provider
+
+    class MyModel:
+        def __init__(self, name): self.model_id = f"myprov/{name}"
+        async def generate(self, messages, *, tools=None, response_schema=None, **params): ...
+
+    PROVIDER = Provider(build=lambda name, **options: MyModel(name),
+                        capabilities=ModelCapabilities(context_window=32768))
+
+    # pyproject.toml
+    [project.entry-points."assay.models"]
+    myprov = "my_provider:PROVIDER"
+
+Nothing here imports a provider's module until that provider is used, so ``assay --help``
+stays fast and a provider's optional dependency only matters when it is used. Callers
+never look at a model's name: they ask :func:`capabilities_of`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from assay.errors import ModelSpecError
+
+GROUP = "assay.models"
+
+#: a context window (tokens) at or under this is small: tasks keep conversations short
+SMALL_CONTEXT_TOKENS = 16384
+
+
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """What a model can do, as its provider declares it (never read from its name).
+
+    ``context_window``: tokens the model reads at once (``None``: unknown, assumed large);
+    ``native_tools``: tools are sent as tools and replies carry tool calls (otherwise the
+    tools are described in the prompt and the reply is text); ``constrained_decoding``: a
+    reply asked for with ``response_schema`` always matches it (the provider constrains
+    decoding itself rather than passing the schema to a server that may ignore it);
+    ``logprobs``: the model implements ``loglikelihood(requests)``;
+    ``one_call_at_a_time``: the model answers one call at a time (one in-process model on
+    one KV cache), so running samples side by side gains nothing.
+    """
+
+    context_window: int | None = None
+    native_tools: bool = True
+    constrained_decoding: bool = False
+    logprobs: bool = False
+    one_call_at_a_time: bool = False
+
+    @property
+    def small_context(self) -> bool:
+        """Whether the context window is known and small (see :data:`SMALL_CONTEXT_TOKENS`):
+        a task keeps the conversation, the judge's transcript and the replies short."""
+        return self.context_window is not None and self.context_window <= SMALL_CONTEXT_TOKENS
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A model provider, the value of an ``assay.models`` entry point.
+
+    ``build(name, **options)`` makes the model (anything with ``model_id`` and ``generate``)
+    or a subject (anything with ``session()``) for ``<provider>/<name>``; ``options`` are
+    ``base_url``, ``api_key``, ``timeout``, ``params`` and ``max_reply_bytes`` (a provider
+    takes the ones it needs and ignores the rest with ``**options``). ``capabilities`` are
+    what its models can do. ``bare``: ``None`` when the provider's name alone is not a
+    spec, otherwise what the bare spec stands for (the default model's name, e.g. a
+    weights file: model families are read from it; ``""`` when it has none), and ``build``
+    then gets ``""`` as the name. ``forms``: how its specs are written, each with what it
+    names (``assay list models``, error messages); by default ``<provider>/<model>``.
+    """
+
+    build: Callable[..., Any]
+    capabilities: ModelCapabilities = ModelCapabilities()
+    bare: str | None = None
+    forms: tuple[tuple[str, str], ...] = ()
+
+
+@functools.lru_cache(maxsize=1)
+def _own_entry_points() -> dict[str, Any]:
+    """assay's own providers: read from its one distribution, much cheaper than scanning
+    every installed package for a built-in name."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        eps = distribution("assay").entry_points
+    except PackageNotFoundError:  # run from a source tree without installing
+        return {}
+    return {ep.name: ep for ep in eps if ep.group == GROUP}
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_points() -> dict[str, Any]:
+    """Every provider of every installed distribution (read once per process); a plugin
+    cannot take a built-in's name."""
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep for ep in entry_points(group=GROUP)}
+    found.update(_own_entry_points())
+    return found
+
+
+def provider_names() -> list[str]:
+    """Every registered provider: assay's own first (in declaration order), then plugins."""
+    own = list(_own_entry_points())
+    return own + sorted(n for n in _entry_points() if n not in own)
+
+
+def _entry_point(name: str) -> Any | None:
+    ep = _own_entry_points().get(name)
+    return ep if ep is not None else _entry_points().get(name)
+
+
+def is_registered(name: str) -> bool:
+    """Whether ``name`` is a registered provider (no provider module is imported)."""
+    return _entry_point(name) is not None
+
+
+@functools.cache
+def get_provider(name: str) -> Provider:
+    """The provider registered as ``name``, its module imported on first use."""
+    ep = _entry_point(name)
+    if ep is None:
+        raise ModelSpecError(f"unknown model provider {name!r}; registered providers: "
+                             f"{', '.join(provider_names()) or 'none'}")
+    try:
+        provider = ep.load()
+    except Exception as e:
+        raise ModelSpecError(f"model provider {name!r} ({ep.value}) failed to load: "
+                             f"{type(e).__name__}: {e}") from e
+    if not (callable(getattr(provider, "build", None))
+            and isinstance(getattr(provider, "capabilities", None), ModelCapabilities)):
+        raise ModelSpecError(f"model provider {name!r} ({ep.value}) is a "
+                             f"{type(provider).__name__}, not an assay.models.Provider")
+    return provider
+
+
+def forms_of(name: str) -> tuple[tuple[str, str], ...]:
+    """How ``name``'s specs are written (never raises: a broken plugin gets the default)."""
+    try:
+        forms = get_provider(name).forms
+    except ModelSpecError:
+        forms = ()
+    return tuple(forms) or ((f"{name}/<model>", ""),)
+
+
+def listing() -> list[tuple[str, str]]:
+    """(spec form, what it names) for every registered provider, for ``assay list models``."""
+    return [form for name in provider_names() for form in forms_of(name)]
+
+
+def spec_forms_text() -> str:
+    """The accepted spec forms as one phrase: ``'a', 'b' or 'c'``."""
+    forms = [f"'{form}'" for form, _ in listing()]
+    if len(forms) < 2:
+        return forms[0] if forms else "no provider is registered"
+    return f"{', '.join(forms[:-1])} or {forms[-1]}"
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``provider/name`` as its parts; a provider's bare name gives ``(provider, "")``.
+
+    Raises :class:`ModelSpecError` (one line, naming the accepted forms) for anything else.
+    """
+    spec = (spec or "").strip()
+    provider, sep, name = spec.partition("/")
+    if provider and is_registered(provider):
+        if sep and name:
+            return provider, name
+        if not sep:
+            try:
+                bare = get_provider(provider).bare
+            except ModelSpecError:
+                bare = None
+            if bare is not None:
+                return provider, ""
+    raise ModelSpecError(f"unknown model spec {spec!r}; use {spec_forms_text()}")
+
+
+def provider_capabilities(spec: str | None) -> ModelCapabilities | None:
+    """The capabilities a spec's provider declares, or ``None`` when ``spec`` is not one."""
+    try:
+        return get_provider(split_spec(str(spec or ""))[0]).capabilities
+    except ModelSpecError:
+        return None
+
+
+def capabilities_of(model: Any) -> ModelCapabilities:
+    """What ``model`` can do: a model, a subject, the engine's per-sample context around
+    either, or a model spec string.
+
+    Its own ``capabilities`` first; then what it wraps (``agent``, ``model``); then what
+    the provider of its ``model_id`` declares; otherwise nothing special (unknown context,
+    native tools unless it says ``text_only``).
+    """
+    seen: set[int] = set()
+    obj = model
+    while obj is not None and id(obj) not in seen:
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            break
+        caps = getattr(obj, "capabilities", None)
+        if isinstance(caps, ModelCapabilities):
+            return caps
+        inner = getattr(obj, "agent", None)
+        if inner is None or isinstance(inner, str):
+            inner = getattr(obj, "model", None)
+        obj = None if isinstance(inner, str) else inner
+    spec = model if isinstance(model, str) else getattr(model, "model_id", None)
+    caps = provider_capabilities(spec) if isinstance(spec, str) else None
+    if caps is not None:
+        return caps
+    return ModelCapabilities(native_tools=not getattr(model, "text_only", False))
+
+
+def clear_cache() -> None:
+    """Forget the providers read so far (tests that install one in the running process)."""
+    _own_entry_points.cache_clear()
+    _entry_points.cache_clear()
+    get_provider.cache_clear()

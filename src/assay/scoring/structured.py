@@ -1,0 +1,101 @@
+"""Answers that are structures: JSON found in an output, and sets of items (labels, list
+answers) read from an output or a target, normalized for comparison."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.scoring.extraction import extract_answer, strip_reasoning
+from assay.scoring.normalize import normalize_text
+
+__all__ = ["json_value", "label_set", "schema_validator", "set_counts"]
+
+_SPLIT = re.compile(r"[,;\n]")
+_FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
+
+
+def json_value(text: str) -> tuple[Any, str | None, str]:
+    """``(value, where, error)``: the whole text as JSON (where ``"whole"``), else its first
+    ```json block (``"fenced"``); ``where`` is ``None`` and ``error`` says why when neither
+    parses."""
+    try:
+        return json.loads(text.strip()), "whole", ""
+    except (ValueError, RecursionError) as e:
+        error = str(e)
+    m = _FENCED.search(text)
+    if m:
+        try:
+            return json.loads(m.group(1)), "fenced", ""
+        except (ValueError, RecursionError) as e:
+            error = f"{error}; the ```json block: {e}"
+    return None, None, error
+
+
+def _item_text(x: Any) -> str:
+    return x if isinstance(x, str) else json.dumps(x, sort_keys=True)
+
+
+def label_set(value: Any, *, from_output: bool = False) -> set[str]:
+    """The set of items in ``value``, each normalized with :func:`normalize_text`.
+
+    A list/tuple/set gives its items. A string is a JSON list (the whole string or its
+    first fenced ```json block) or else items separated by commas, semicolons or
+    newlines; for a model output (``from_output``) reasoning blocks are removed first
+    and, when it is not a JSON list, the extracted answer (after 'Answer:') is split.
+    Empty items are dropped.
+    """
+    if value is None:
+        raise ConfigError("a label set is missing (None); give a list or a comma-separated "
+                          "string, [] for no labels")
+    if isinstance(value, (list, tuple, set, frozenset)):
+        raw = list(value)
+    elif isinstance(value, str):
+        text = strip_reasoning(value) if from_output else value
+        parsed, _, _ = json_value(text)
+        if isinstance(parsed, list):
+            raw = parsed
+        else:
+            if from_output:
+                text = extract_answer(text)[0] or ""
+            raw = _SPLIT.split(text)
+    else:
+        raw = [value]
+    return {normalize_text(_item_text(x)) for x in raw} - {""}
+
+
+def set_counts(pred: set[str], gold: set[str]) -> tuple[int, int, int]:
+    """``(shared, predicted, gold)`` item counts of two label sets."""
+    return len(pred & gold), len(pred), len(gold)
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def schema_validator(schema: Any) -> Any:
+    """A cached jsonschema validator for ``schema`` (a dict or JSON text)."""
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise ConfigError(f"json_validity: the schema is not valid JSON ({e})") from e
+    if not isinstance(schema, (dict, bool)):
+        raise ConfigError("json_validity: schema must be a JSON Schema object, "
+                          f"got {type(schema).__name__}")
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _VALIDATORS:
+        try:
+            import jsonschema  # only for a schema check
+        except ImportError as e:
+            raise ConfigError("json_validity with a schema needs jsonschema: "
+                              "pip install jsonschema") from e
+        cls = jsonschema.validators.validator_for(schema)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as e:
+            raise ConfigError(f"json_validity: the schema is not a valid JSON Schema: "
+                              f"{e.message}") from e
+        _VALIDATORS[key] = cls(schema)
+    return _VALIDATORS[key]

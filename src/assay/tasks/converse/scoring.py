@@ -1,0 +1,133 @@
+"""Scoring one ``converse`` outcome: every scoring point judged, then the case's score.
+
+Called by :meth:`ConverseTask.score <assay.tasks.converse.task.ConverseTask.score>` with
+the stored sample and outcome and the judge the scoring context offers (in a run, the
+run's judge; under ``assay score RUN --judge-model M``, M), so a stored run is judged
+again with no call to the agent or the examiner:
+
+* an LLM point by the judge (:mod:`assay.tasks.converse.judge`): ``judge_samples`` votes,
+  one corrective retry per refused reply, the majority decides; an invalid verdict is
+  counted, never scored;
+* an ``eval_code`` point in the sandbox (:mod:`assay.tasks.converse.evalcode`), in a
+  scratch folder rebuilt from the working folder stored with the outcome
+  (:mod:`assay.tasks.converse.workfiles`). A run stored before that snapshot existed
+  kept its code verdicts in the outcome: those are kept as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from assay.core.types import Message, Score
+from assay.errors import ConfigError
+from assay.models.registry import capabilities_of
+from assay.sandbox import Limits
+from assay.tasks.converse import judge as judge_mod
+from assay.tasks.converse.cases import Case
+from assay.tasks.converse.evalcode import run_eval_code
+from assay.tasks.converse.replies import ask_with_retry
+from assay.tasks.converse.workfiles import files_of, legacy_files
+
+LOCAL_JUDGE_CONTEXT = 6000
+REMOTE_JUDGE_CONTEXT = 48000
+
+
+def usage_of(ctx: Any) -> dict[str, Any]:
+    """A model context's tallies so far (tokens, calls, cache hits)."""
+    return {"input_tokens": ctx.usage.input_tokens, "output_tokens": ctx.usage.output_tokens,
+            "calls": ctx.calls, "cache_hits": ctx.cache_hits}
+
+
+async def vote(judge: Any, msgs: list[Message], i: int, *, samples: int,
+               seed: Any) -> dict[str, Any]:
+    """One judge verdict, with one corrective retry; ``invalid`` after two failures."""
+    params: dict[str, Any] = {"max_tokens": 400, "temperature": 0.0 if samples == 1 else 0.7}
+    if samples > 1:
+        params["seed"] = int(seed or 0) + i
+    asked = await ask_with_retry(judge, msgs, judge_mod.JUDGE_SCHEMA,
+                                 judge_mod.parse_verdict, judge_mod.RETRY, params)
+    if asked.value is not None:
+        return {"is_hit": asked.value.is_hit, "reason": asked.value.reason,
+                "invalid": False, "attempts": asked.attempts}
+    return {"is_hit": None, "invalid": True, "attempts": asked.attempts,
+            "reason": "; ".join(asked.refused), "raw": asked.raw[:1000]}
+
+
+async def judge_points(case: Case, meta: dict[str, Any], judge: Any, opts: Any,
+                       seed: Any) -> list[dict[str, Any]]:
+    """Every scoring point's verdict, in the case's order (see the module docstring).
+
+    ``meta`` is the outcome's metadata; ``opts`` the task's options (``judge_samples``,
+    ``judge_context_chars``, ``eval_timeout``, ``require_sandbox``); ``seed`` the run's.
+    """
+    conv = meta.get("conversation")
+    if not isinstance(conv, dict):
+        raise ValueError("the outcome holds no conversation to judge")
+    history = [{"role": m["role"], "content": m["content"]} for m in conv.get("chat") or []]
+    text = ""
+    if any(not p.eval_code for p in case.scoring_points):
+        if judge is None:
+            raise ConfigError("converse judges its LLM points with a judge model, and the "
+                              "scoring context has none (give --judge-model)")
+        limit = opts.judge_context_chars or (
+            LOCAL_JUDGE_CONTEXT if capabilities_of(judge).small_context
+            else REMOTE_JUDGE_CONTEXT)
+        text = judge_mod.transcript_text(history, limit)
+    stored = meta.get("workdir")
+    legacy = meta.get("points") if stored is None else None
+    if not isinstance(legacy, list) or len(legacy) != len(case.scoring_points):
+        legacy = None
+    files = files_of(stored) if stored is not None else legacy_files(meta.get("files"))
+    # the CPU limit lies past the wall-clock one: a busy loop ends as a "timeout"
+    limits = Limits(timeout_s=opts.eval_timeout, cpu_s=int(opts.eval_timeout) + 5)
+
+    async def one(i: int, point: Any) -> dict[str, Any]:
+        if point.eval_code:
+            if legacy is not None and legacy[i].get("kind") == "code":
+                return {**legacy[i], "stored_verdict": True}  # the folder was not kept
+            return await run_eval_code(point.eval_code, history, None, files=files,
+                                       limits=limits, require=opts.require_sandbox)
+        msgs = judge_mod.judge_messages(case.task_description, text, point.score_point)
+        votes = [await vote(judge, msgs, k, samples=opts.judge_samples, seed=seed)
+                 for k in range(opts.judge_samples)]
+        return judge_mod.majority(votes)
+
+    return list(await asyncio.gather(*(one(i, p) for i, p in enumerate(case.scoring_points))))
+
+
+def case_scores(case: Case, verdicts: list[dict[str, Any]], conv: dict[str, Any],
+                threshold: float, judge: dict[str, Any]) -> list[Score]:
+    """``score`` (Σ weights hit / Σ weights judged; invalid points are counted apart, never
+    scored) and ``passed`` (the score against ``threshold``). The score's metadata keeps
+    the points' rows, every verdict whole (``verdicts``: votes, sandbox isolation) and
+    ``judge`` (``judge_model``, ``judge_usage``)."""
+    if len(verdicts) != len(case.scoring_points):
+        raise ValueError(f"{len(verdicts)} verdicts for {len(case.scoring_points)} "
+                         "scoring points")
+    hit_w = judged_w = 0.0
+    rows = []
+    for p, v in zip(case.scoring_points, verdicts, strict=True):
+        invalid = bool(v.get("invalid"))
+        if not invalid:
+            judged_w += p.weight
+            hit_w += p.weight if v.get("is_hit") else 0.0
+        rows.append({"point": p.score_point, "weight": p.weight, "kind": v.get("kind"),
+                     "is_hit": None if invalid else bool(v.get("is_hit")),
+                     "invalid": invalid, "reason": str(v.get("reason") or "")[:1000],
+                     "agreement": v.get("agreement")})
+    n_invalid = sum(1 for r in rows if r["invalid"])
+    meta = {"points": rows, "invalid_points": n_invalid, "rounds": conv.get("rounds"),
+            "ended_by": conv.get("ended_by"), "weight_total": sum(
+                p.weight for p in case.scoring_points), "weight_judged": judged_w,
+            "verdicts": verdicts, **judge}
+    if judged_w == 0:
+        return [Score("score", None, None, "every verdict is invalid", meta),
+                Score("passed", None, None, "every verdict is invalid")]
+    value = hit_w / judged_w
+    why = f"{hit_w:g}/{judged_w:g} of the weight hit"
+    if n_invalid:
+        why += f"; {n_invalid} invalid verdict(s) left out"
+    return [Score("score", value, f"{hit_w:g}/{judged_w:g}", why, meta),
+            Score("passed", 1.0 if value >= threshold - 1e-12 else 0.0, None,
+                  f"score {value:.3f} vs threshold {threshold:g}")]
