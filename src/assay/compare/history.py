@@ -64,6 +64,12 @@ def task_history(store: Store, task: str, *, model: str | None = None,
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
     runs = [store.get_run(rid) for rid in store.runs_of(task)]
+    if not runs:  # a catalogue alias (mt_bench) names the entry its runs are stored under
+        from assay.tasks.gallery.entry import find_entry
+
+        entry = find_entry(task)
+        if entry is not None and entry.name != task:
+            runs = [store.get_run(rid) for rid in store.runs_of(entry.name)]
     if not runs:
         known = store.tasks()
         raise ConfigError(f"no runs of task {task!r} in {store.path}; tasks with runs: "
