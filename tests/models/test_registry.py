@@ -21,6 +21,7 @@ import pytest
 from assay.errors import ModelSpecError
 from assay.models import ModelCapabilities, Provider, Subject, capabilities_of, registry
 from assay.models.base import get_subject, parse_model_spec
+from tests.plugins import install_dist
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "assay"
@@ -80,17 +81,11 @@ TINY = Provider(build=build_tiny, capabilities=ModelCapabilities(
 
 def install_plugin(site: Path) -> None:
     """The provider package as pip installs it: the module plus a dist-info."""
-    pkg = site / "assay_model_plugin"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(PLUGIN)
-    info = site / "assay_model_plugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-model-plugin\n"
-                                   "Version: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[assay.models]\nmyprov = assay_model_plugin:BIG\ntinyprov = assay_model_plugin:TINY\n"
-        # a plugin cannot take a built-in's name
-        "local = assay_model_plugin:BIG\n")
+    install_dist(site, "assay-model-plugin", {"assay_model_plugin/__init__.py": PLUGIN},
+                 "[assay.models]\nmyprov = assay_model_plugin:BIG\n"
+                 "tinyprov = assay_model_plugin:TINY\n"
+                 # a plugin cannot take a built-in's name
+                 "local = assay_model_plugin:BIG\n")
 
 
 def plugin_env(site: Path, **extra: str) -> dict[str, str]:

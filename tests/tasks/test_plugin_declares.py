@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from assay.testing import FakeServer, Rule
+from tests.plugins import install_dist
 
 PLUGIN = '''
 import json
@@ -86,16 +87,8 @@ class RiddleJudge(Task):
 
 def install(site: Path) -> dict[str, str]:
     """The plugin as pip installs it: its module and a dist-info with one entry point."""
-    site.mkdir(parents=True)
-    (site / "assay_plugin_riddles.py").write_text(PLUGIN)
-    info = site / "assay_plugin_riddles-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-plugin-riddles\n"
-                                   "Version: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[assay.tasks]\nriddle_judge = assay_plugin_riddles:RiddleJudge\n")
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return install_dist(site, "assay-plugin-riddles", {"assay_plugin_riddles.py": PLUGIN},
+                        "[assay.tasks]\nriddle_judge = assay_plugin_riddles:RiddleJudge\n")
 
 
 def cli(*args: str, env: dict[str, str], cwd: Path | None = None

@@ -4,7 +4,6 @@ through the real CLI against the real fake server, with no edit anywhere else.""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from assay.testing import FakeServer, Rule
+from tests.plugins import install_dist
 
 RULES = [Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
 
@@ -136,24 +136,15 @@ def test_a_task_file_runs_each_task_with_typed_options(workspace, tmp_path, serv
     assert f"{path}@doubles" in listed and f"{path}@numeric" in listed
 
 
-def install_plugin(site: Path) -> None:
+def install_plugin(site: Path) -> dict[str, str]:
     """A task package as pip installs it: the module plus a dist-info with entry points."""
-    pkg = site / "assay_plugin_demo"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(TASK_FILE)
-    info = site / "assay_plugin_demo-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-plugin-demo\n"
-                                   "Version: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[assay.tasks]\ndemo_doubles = assay_plugin_demo:doubles\n")
+    return install_dist(site, "assay-plugin-demo", {"assay_plugin_demo/__init__.py": TASK_FILE},
+                        "[assay.tasks]\ndemo_doubles = assay_plugin_demo:doubles\n")
 
 
 def test_an_installed_plugin_task_runs_by_name(workspace, tmp_path, server):
     site = tmp_path / "site"
-    install_plugin(site)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = install_plugin(site)
     listed = cli("list", "tasks", env=env)
     assert listed.returncode == 0, listed.stderr
     line = next(x for x in listed.stdout.splitlines() if x.startswith("demo_doubles"))
