@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from assay.core.version import __version__
 
 __all__ = ["__version__", "evaluate", "AssayError", "task", "Task", "TaskOptions", "Field",
            "Sample", "Outcome", "Score", "Message"]

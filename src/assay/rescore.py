@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from assay import __version__
+from assay.core.version import __version__
 from assay.errors import ConfigError
 from assay.store.sqlite import Store
 

@@ -122,7 +122,8 @@ def smoke(plans: list[dict[str, Any]], base_url: str, cache: dict[str, dict[str,
     """Run every distinct task of the plans once (one sample, the fake server as the
     model); results by task key in ``cache`` (a task already there is not run again)."""
     from assay.errors import AssayError
-    from assay.plan.runner import child_options, task_ref
+    from assay.plan.children import task_ref
+    from assay.plan.runner import child_options
     from assay.plan.steps import available
     from assay.store.sqlite import Store
     from assay.tasks.datagen.steps import run_step

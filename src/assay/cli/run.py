@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from assay.cli.app import LazyGroup
 from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, execute_run, resume_overrides
+from assay.cli.lazy import LazyGroup
 from assay.errors import ConfigError
 
 #: where a value the user gave comes from (``ParameterSource`` names)

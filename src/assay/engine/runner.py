@@ -17,11 +17,11 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from assay import __version__
 from assay.core.checks import check_json_finite, check_number
 from assay.core.redact import content_secrets, redact_tree, redact_url, scrub
 from assay.core.stored import outcome_extra, sample_extra
 from assay.core.types import Sample
+from assay.core.version import __version__
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.engine.finalize import finalize
 from assay.errors import ConfigError, ModelCallError

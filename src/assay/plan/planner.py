@@ -71,7 +71,7 @@ class Session:
     # -- persistence ------------------------------------------------------------------
     @classmethod
     def start(cls, store: Any, request: str, settings: Settings) -> Session:
-        from assay import __version__
+        from assay.core.version import __version__
 
         request = " ".join(request.split())
         if not request:

@@ -32,9 +32,9 @@ from typing import Any
 from assay.core.atomic import atomic_write_text
 from assay.core.types import SampleResult
 from assay.errors import ConfigError
+from assay.plan.children import match_children
 from assay.plan.report_render import CASE_CHARS as CASE_CHARS
 from assay.plan.report_render import _html, _markdown, _sections, _short, _trace
-from assay.plan.runner import match_children as match_children
 from assay.plan.schema import Plan, PlanTask
 from assay.reports.render import is_rate
 from assay.store.described import run_headline

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
+from assay.core.version import __version__
 from assay.errors import AssayError, ConfigError
+from assay.plan.children import match_children, task_ref
 from assay.plan.schema import Plan, PlanTask, read_plan
 from assay.plan.untrusted import check_models, check_task_ref, task_options
 from assay.store.owner import check_resumable
@@ -52,11 +53,6 @@ class PlanRun:
     failures: dict[int, str] = field(default_factory=dict)
     reports: dict[str, Path] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
-
-
-def task_ref(task: PlanTask) -> str:
-    """The name the task registry builds the task from."""
-    return "qa" if task.source == "hub" else task.task
 
 
 def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[str, Any]:
@@ -100,34 +96,6 @@ def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
             echo(f"{source.description}: not found here, pulling it (assay data pull "
                  f"{source.name})")
             source.fetch()
-
-
-def match_children(store: Store, plan_run_id: str, plan: Plan) -> list[dict[str, Any] | None]:
-    """The stored child run of each task (``None``: not started): the first unused child
-    that runs the task's kind (its name or, for an alias, the entry's name). Children are
-    made in plan order, but a task that failed before its run began makes its child later
-    (on resume), so a child is matched by kind, not by position."""
-    runs = [store.get_run(c) for c in store.children(plan_run_id)]
-    used: set[str] = set()
-    out: list[dict[str, Any] | None] = []
-    for task in plan.tasks:
-        names = {task_ref(task), _canonical(task_ref(task))}
-        found = next((r for r in runs if r["id"] not in used and r["task"] in names),
-                     None)
-        if found is not None:
-            used.add(found["id"])
-        out.append(found)
-    return out
-
-
-def _canonical(task: str) -> str:
-    """The task's registered name (a gallery alias resolves to its entry's name)."""
-    from assay.tasks.registry import resolve
-
-    try:
-        return resolve(task).name
-    except AssayError:
-        return task
 
 
 def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dict[str, Any],

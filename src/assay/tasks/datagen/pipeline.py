@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
 from assay.core.atomic import atomic_write_text
 from assay.core.redact import scrub
+from assay.core.version import __version__
 from assay.engine.runner import RunSpec
 from assay.errors import AssayError, ConfigError
 from assay.store.owner import check_resumable

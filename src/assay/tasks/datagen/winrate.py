@@ -46,15 +46,14 @@ from assay.tasks.base import Task
 from assay.tasks.datagen.judge_prompts import rationale_limit
 from assay.tasks.datagen.problem import Problem, load_problems
 from assay.tasks.datagen.rubric import first_valid_object
+from assay.tasks.datagen.winrate_metrics import SCORE_NAME, VALUES
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
 PROMPT_VERSION = "winrate-v1"
-SCORE_NAME = "winrate"
 RAW_LIMIT = 2000
 ORDERS = ("A", "B")  # A: generated is Problem 1; B: reference is Problem 1
-VALUES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 
 
 def winner_schema(reason_max_length: int | None = 300) -> dict[str, Any]:

@@ -10,7 +10,10 @@ from assay.core.types import SampleResult
 from assay.metrics.stats import proportion
 from assay.tasks.datagen.families import self_preference_warning
 from assay.tasks.datagen.judge_metrics import BOOTSTRAP_RESAMPLES, bootstrap_mean
-from assay.tasks.datagen.winrate import SCORE_NAME, VALUES
+
+#: the score a pair gets, and each verdict's value (win 1, tie 0.5, loss 0)
+SCORE_NAME = "winrate"
+VALUES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 
 __all__ = ["winrate_metrics", "winrate_report_extra"]
 
