@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: import-linter depends on tomli there
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 #: the import cycles left (issue 23): the task registry and the catalogue import each other
