@@ -5,14 +5,10 @@ still to be broken."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: import-linter depends on tomli there
-    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 #: the import cycles left (issue 23): the task registry and the catalogue import each other
@@ -32,10 +28,13 @@ def test_the_layer_contract_passes() -> None:
 
 
 def test_the_ignored_breaches_only_shrink() -> None:
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (contract,) = config["contracts"]
-    assert contract["unmatched_ignore_imports_alerting"] == "error"  # stale entries fail
-    assert len(contract["ignore_imports"]) <= MAX_IGNORED
+    text = (REPO / "pyproject.toml").read_text()
+    # stale entries fail (an ignored import that no longer exists is an error)
+    assert re.search(r'^unmatched_ignore_imports_alerting = "error"$', text, re.M)
+    block = re.search(r"^ignore_imports = \[\n(.*?)^\]", text, re.M | re.S)
+    assert block is not None
+    ignored = re.findall(r'^\s+"(assay\.[\w.]+ -> assay\.[\w.]+)",$', block.group(1), re.M)
+    assert len(ignored) == block.group(1).count("\n") and len(ignored) <= MAX_IGNORED
 
 
 def _cycles() -> list[set[str]]:

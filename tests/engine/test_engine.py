@@ -283,14 +283,16 @@ def test_unreachable_endpoint_fails_fast_with_one_line(store, tmp_path, monkeypa
 
 
 def test_a_serial_model_runs_one_sample_at_a_time(fake_server, store, tmp_path) -> None:
-    """A model that answers one call at a time (the embedded one) gets one sample at a time,
-    so a multi-step sample keeps its prompt cache; --max-connections does not change that."""
+    """A model that declares it answers one call at a time (the embedded one does) gets one
+    sample at a time, so a multi-step sample keeps its prompt cache; --max-connections does
+    not change that."""
     from assay.models.base import Subject
+    from assay.models.registry import ModelCapabilities
 
     state, responder = peak_tracker()
 
     class Serial(OpenAIModel):
-        serial = True
+        capabilities = ModelCapabilities(one_call_at_a_time=True)
 
     srv = fake_server(responder=responder)
     data = write_repeat_data(tmp_path / "d.jsonl", 12)

@@ -352,10 +352,12 @@ def test_completion_replies_timeouts_and_rescoring(sandbox, fake_server, workspa
     monkeypatch.setattr(execute, "run_python", counting)
     store = Store()
     try:
-        same = rescore(store, result.run_id)  # the stored verdicts are for these programs
-        assert runs == [] and same.metrics["pass@1"]["value"] == pytest.approx(1 / 3)
+        same = rescore(store, result.run_id)  # scoring runs the tests: again, in the sandbox
+        assert len(runs) == 3 and same.metrics["pass@1"]["value"] == pytest.approx(1 / 3)
+        assert {r.sample_id: (r.scores["pass"]["value"], r.scores["pass"]["metadata"]["status"])
+                for r in store.results(same.run_id)} == verdicts
         shorter = rescore(store, result.run_id, options={"timeout_s": 1.0})
-        assert len(runs) == 3  # another limit: every program ran again, in the sandbox
+        assert len(runs) == 6  # another limit: every program ran again, in the sandbox
         again = {r.sample_id: r.scores["pass"] for r in store.results(shorter.run_id)}
     finally:
         store.close()

@@ -49,3 +49,15 @@ def check_json_finite(flag: str, value: Any) -> None:
     elif isinstance(value, (list, tuple)):
         for v in value:
             check_json_finite(flag, v)
+
+
+def require_module(module: str, what: str, package: str) -> Any:
+    """Import ``module`` for ``what`` (a metric, a check), or a one-line ConfigError saying
+    which package to install (tests/attack/test_fresh_machine.py checks that each such
+    package comes with the test extras)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ConfigError(f"{what} needs {package}: pip install {package}") from e

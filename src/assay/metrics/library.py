@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from assay.core.checks import check_number
+from assay.core.checks import require_module as _require
 from assay.core.types import Score
 from assay.errors import ConfigError
 from assay.metrics.passk import mean_pass_at_k
@@ -64,16 +65,6 @@ def _qa(name: str, prediction: Any, target: Any, **opts: Any) -> Score:
     except ValueError as e:
         raise ConfigError(f"{name}: {e}") from e
     return dataclasses.replace(score, name=name)
-
-
-def _require(module: str, metric_name: str, package: str) -> Any:
-    """Import ``module`` for a metric, or a one-line ConfigError saying what to install."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ConfigError(f"{metric_name} needs {package}: pip install {package}") from e
 
 
 def _same_length(name: str, predictions: Sequence[Any], targets: Sequence[Any]) -> None:

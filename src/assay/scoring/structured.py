@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from assay.core.checks import require_module as _require
 from assay.errors import ConfigError
 from assay.scoring.extraction import extract_answer, strip_reasoning
 from assay.scoring.normalize import normalize_text
@@ -86,11 +87,7 @@ def schema_validator(schema: Any) -> Any:
                           f"got {type(schema).__name__}")
     key = json.dumps(schema, sort_keys=True)
     if key not in _VALIDATORS:
-        try:
-            import jsonschema  # only for a schema check
-        except ImportError as e:
-            raise ConfigError("json_validity with a schema needs jsonschema: "
-                              "pip install jsonschema") from e
+        jsonschema = _require("jsonschema", "json_validity with a schema", "jsonschema")
         cls = jsonschema.validators.validator_for(schema)
         try:
             cls.check_schema(schema)
