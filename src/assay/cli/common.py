@@ -145,7 +145,7 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
     from assay.api import make_spec, run_async
     from assay.engine.loop import run
     from assay.engine.runner import Engine
-    from assay.reports.render import fmt_rate
+    from assay.metrics.format import fmt_rate
     from assay.store.described import run_headline
     from assay.store.sqlite import Store
 

@@ -86,7 +86,8 @@ def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
     """Score a run's stored outcomes again (RUN_ID: its id or a unique prefix), with no
     call to the model under test, as a new run linked to it; a judged task's judge is
     asked again (from the response cache when it is the same judge)."""
-    from assay.reports.render import fmt_rate, write_reports
+    from assay.metrics.format import fmt_rate
+    from assay.reports.render import write_reports
     from assay.rescore import rescore
     from assay.store.described import run_headline
     from assay.store.sqlite import Store

@@ -17,7 +17,7 @@ def _value(point: dict[str, Any]) -> str:
     m = point["metric"]
     if m is None or m.get("value") is None:
         return "n/a"
-    from assay.reports.render import fmt_rate
+    from assay.metrics.format import fmt_rate
 
     return fmt_rate(m)
 

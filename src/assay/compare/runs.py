@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.compare.paired import holm, paired_binary, paired_continuous
 from assay.errors import ConfigError
-from assay.reports.render import fmt_rate
+from assay.metrics.format import fmt_rate
 from assay.store.described import run_headline
 
 if TYPE_CHECKING:

@@ -20,8 +20,9 @@ import json
 from typing import Any
 
 from assay.core.types import SampleResult
+from assay.metrics.format import fmt_rate
 from assay.plan.schema import Plan
-from assay.reports.render import fmt_rate, md_cell, md_escape
+from assay.reports.render import md_cell, md_escape
 
 #: characters of a case study's input and output (its target: half of it)
 CASE_CHARS = 400

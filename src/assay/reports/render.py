@@ -22,26 +22,13 @@ from typing import Any
 
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
+from assay.metrics.format import fmt_rate
 from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
 from assay.store.described import first_rate, run_headline, run_report
 from assay.store.described import is_rate as is_rate
 from assay.store.sqlite import Store
 
 _TEMPLATES = Path(__file__).parent / "templates"
-
-
-def fmt_rate(value: dict[str, Any]) -> str:
-    """``0.650 [0.433, 0.819] (13/20)`` style text for a rate entry."""
-    if value.get("value") is None:
-        return "n/a"
-    s = f"{value['value']:.3f}"
-    if value.get("ci_low") is not None:
-        s += f" [{value['ci_low']:.3f}, {value['ci_high']:.3f}]"
-    if "successes" in value:
-        s += f" ({value['successes']}/{value['n']})"
-    elif value.get("n") is not None:
-        s += f" (n={value['n']})"
-    return s
 
 
 def fmt_value(value: Any) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from assay.reports.render import fmt_rate, fmt_value, is_rate
+from assay.metrics.format import fmt_rate
+from assay.reports.render import fmt_value, is_rate
 from assay.store.described import run_headline
 
 __all__ = ["ERROR_KEYS", "headline_for", "metric_sections", "rate_cells"]

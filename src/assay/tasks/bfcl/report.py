@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.reports.render import fmt_rate
+from assay.metrics.format import fmt_rate
 
 _ADVICE = {
     "ast_decoder:decoder_failed": "Outputs often do not decode as calls. In prompt mode the "

@@ -51,8 +51,8 @@ class ScoreReport:
 
     def summary(self) -> str:
         """Human-readable table: accuracy per category and overall with 95% intervals."""
+        from assay.metrics.format import fmt_rate
         from assay.metrics.stats import proportion
-        from assay.reports.render import fmt_rate
 
         lines = []
         total_ok = total = 0

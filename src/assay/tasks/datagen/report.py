@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.metrics.format import fmt_rate
 from assay.metrics.run import run_metrics
-from assay.reports.render import fmt_rate, write_sections_report
+from assay.reports.render import write_sections_report
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
 

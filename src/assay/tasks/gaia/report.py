@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.reports.render import fmt_rate
+from assay.metrics.format import fmt_rate
 
 
 def _drop(value: dict[str, Any] | None) -> str:

@@ -41,8 +41,8 @@ class GAIAScoreReport:
 
     def summary(self) -> str:
         """Exact match overall and per level, with 95% intervals."""
+        from assay.metrics.format import fmt_rate
         from assay.metrics.stats import proportion
-        from assay.reports.render import fmt_rate
 
         lines = [f"scorer: {self.scorer}"]
         ok = sum(v["correct"] for v in self.verdicts)

@@ -1,0 +1,20 @@
+"""Metric values as text, for every layer that prints them (reports, the CLI, a task's own
+report sections)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def fmt_rate(value: dict[str, Any]) -> str:
+    """``0.650 [0.433, 0.819] (13/20)`` style text for a rate entry."""
+    if value.get("value") is None:
+        return "n/a"
+    s = f"{value['value']:.3f}"
+    if value.get("ci_low") is not None:
+        s += f" [{value['ci_low']:.3f}, {value['ci_high']:.3f}]"
+    if "successes" in value:
+        s += f" ({value['successes']}/{value['n']})"
+    elif value.get("n") is not None:
+        s += f" (n={value['n']})"
+    return s
