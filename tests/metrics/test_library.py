@@ -1,5 +1,5 @@
 """The metric library: every metric registered by ``assay.metrics.library`` (and its judge
-metrics, ``assay.metrics.judges``) on hand-checked
+metrics, ``assay.tasks.datagen.judge_level``) on hand-checked
 values, its metadata, aliases and errors."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import sys
 import pytest
 
 from assay.errors import ConfigError
-from assay.metrics import judges, library
+from assay.metrics import library
 from assay.metrics.registry import DIMENSIONS, LEVELS, MetricInfo, all_metrics, get_metric
+from assay.tasks.datagen import judge_level as judges
 
 EXPECTED = {
     "exact_match", "normalized_match", "includes_match", "numeric_match", "choice_accuracy",

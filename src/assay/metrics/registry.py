@@ -35,7 +35,7 @@ LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge")
 
 #: assay's general metric modules (imported by :func:`all_metrics`); the metrics of a
 #: task's own come from the ``assay.metrics`` entry-point group (:data:`GROUP`)
-MODULES: tuple[str, ...] = ("assay.metrics.library", "assay.metrics.judges")
+MODULES: tuple[str, ...] = ("assay.metrics.library",)
 #: entry points whose value is a module that registers metrics (built-in tasks and plugins)
 GROUP = "assay.metrics"
 
