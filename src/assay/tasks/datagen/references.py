@@ -185,7 +185,7 @@ def _looks_local(source: str) -> bool:
 def _math500() -> tuple[list[Problem], dict[str, Any]]:
     from assay.data import math500
 
-    problems = math500.load_math500(integer_first=True)
+    problems = load_math500(integer_first=True)
     meta = math500.read_meta()
     info = {"source": MATH500, "kind": "math500", "version": meta.get("version"),
             "file_sha256": meta.get("content_hash"),
@@ -193,3 +193,36 @@ def _math500() -> tuple[list[Problem], dict[str, Any]]:
                                    if (v := math500.integer_form(p.answer)) is not None
                                    and 0 <= v <= 999)}
     return problems, info
+
+
+def load_math500(integer_first: bool = True) -> list[Any]:
+    """The cached MATH-500 problems as :class:`Problem` s (from the cache ``assay data pull math500`` fills).
+
+    With ``integer_first``, problems whose answer is an integer in 0-999 (the AIME
+    format) come first, each group in id order.
+    """
+    from assay.data.files import read_jsonl
+    from assay.data.math500 import PACKAGE, SOURCE, integer_form, locate, read_meta
+
+    path = locate()
+    meta = read_meta(path)
+    try:
+        rows = read_jsonl(path).rows
+    except DatasetError as e:
+        raise DatasetError(f"{e}; run 'assay data pull math500 --force'") from e
+    problems = [
+        Problem(
+            problem_id=row["problem_id"], problem=row["problem"], answer=str(row["answer"]),
+            solution=row.get("solution") or "", topic=row.get("subject"),
+            difficulty=row.get("level"), source=SOURCE,
+            provenance={"dataset": "MATH-500", "package": f"{PACKAGE}=={meta.get('version')}",
+                        "level": row.get("level"), "subject": row.get("subject")},
+        )
+        for row in rows
+    ]
+    if integer_first:
+        def aime_like(p: Any) -> bool:
+            value = integer_form(p.answer)
+            return value is not None and 0 <= value <= 999
+        problems.sort(key=lambda p: (not aime_like(p), p.problem_id))
+    return problems
