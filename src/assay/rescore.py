@@ -47,11 +47,10 @@ async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
                 return {}, f"scoring failed: {type(e).__name__}: {e}"
             finally:
                 for role in (ctx.roles.values() if ctx is not None else ()):
-                    judge_calls[0] += role.calls
-                    judge_calls[1] += role.cache_hits
+                    counts[0] += role.calls
+                    counts[1] += role.cache_hits
 
     limit = asyncio.Semaphore(max(1, spec.max_connections))
-    judge_calls = counts  # (calls, cache hits) of the judge, for the caller
     if not task.judged():
         return [await one(r, None, limit) for r in rows]
     async with scoring_contexts(store, task, spec, str(model.get("model") or "")) as make:
@@ -90,20 +89,20 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     spec = RunSpec.from_dict(parent["spec"])
     opts = dict(spec.task_options)
     opts.update(options or {})
+    fields = (resolve(spec.task).Options.model_fields
+              if scorer is not None or judge_model is not None else {})
     if scorer is not None:
-        ref = resolve(spec.task)
-        if "scorer" not in ref.Options.model_fields:
-            raise ConfigError(f"task {ref.name} has no alternative scorers; 'assay score "
+        if "scorer" not in fields:
+            raise ConfigError(f"task {spec.task} has no alternative scorers; 'assay score "
                               f"{parent['id']}' without --scorer scores it again as it was")
         opts["scorer"] = scorer
     if judge_model is not None:  # a judged task's judge, named by its judge_model option
-        ref = resolve(spec.task)
-        if "judge_model" not in ref.Options.model_fields:
-            raise ConfigError(f"task {ref.name} has no judge; --judge-model re-judges runs of "
+        if "judge_model" not in fields:
+            raise ConfigError(f"task {spec.task} has no judge; --judge-model re-judges runs of "
                               "tasks that have one (mt_bench, converse, ...)")
         opts["judge_model"] = judge_model
     task = build_task(spec.task, opts)
-    task.run_params = {**({} if spec.seed is None else {"seed": spec.seed}), **spec.params}
+    task.run_params = spec.run_params()  # as in the run: a seeded judge's votes hit the cache
     if not store.sample_totals(parent["id"])["samples"]:
         kids = store.children(parent["id"])
         hint = (f"; it is a parent run: score its steps ({', '.join(kids)})" if kids else "")

@@ -112,6 +112,14 @@ class RunSpec:
             d["redacted"] = sorted(set(changed))
         return d
 
+    def run_params(self) -> dict[str, Any]:
+        """The run's generation parameters as a task gets them (``--param``, and ``--seed``
+        unless a ``seed`` param is given): for its solve and its judge alike."""
+        params = dict(self.params)
+        if self.seed is not None:
+            params.setdefault("seed", self.seed)
+        return params
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSpec:
         """Inverse of :meth:`to_dict` (unknown keys from newer versions are ignored; a
@@ -355,10 +363,7 @@ class Engine:
             if (s.id, epoch) not in done
         ]
         identity = json.dumps(subj.describe(), sort_keys=True)
-        params = dict(spec.params)
-        if spec.seed is not None:
-            params.setdefault("seed", spec.seed)
-        bench.run_params = params
+        bench.run_params = spec.run_params()
         def shared_for(model_id: str) -> CallShared:  # the run's limits, one cache per model
             return CallShared(
                 self.store, max_connections=spec.max_connections,

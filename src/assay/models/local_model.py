@@ -62,7 +62,9 @@ DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: the context (tokens) every local model is loaded with
 DEFAULT_CONTEXT = 8192
 #: what an in-process GGUF model can do: tools and schemas by constrained decoding, one
-#: call at a time on one KV cache, a small context
+#: call at a time on one KV cache (so the engine runs samples one after another and a
+#: conversation's next step reuses its prompt prefix instead of re-reading thousands of
+#: tokens another sample's call evicted: a BFCL multi-turn entry ~3x faster), a small context
 CAPABILITIES = ModelCapabilities(context_window=DEFAULT_CONTEXT, native_tools=True,
                                  constrained_decoding=True, logprobs=False,
                                  one_call_at_a_time=True)
@@ -134,10 +136,6 @@ class LocalModel:
     """A GGUF model loaded once and driven through llama-cpp-python."""
 
     cacheable = True
-    #: one call at a time, on one KV cache: samples run one after another, so a
-    #: conversation's next step reuses its prompt prefix instead of re-reading thousands
-    #: of tokens another sample's call evicted (a BFCL multi-turn entry: ~3x faster)
-    serial = CAPABILITIES.one_call_at_a_time
 
     def __init__(self, path: Path, *, n_ctx: int = DEFAULT_CONTEXT, seed: int = 0) -> None:
         try:

@@ -242,14 +242,12 @@ class ConverseTask(Task):
         usage go into the score's metadata."""
         case = Case.model_validate(sample.metadata["case"])
         judge = (getattr(ctx, "roles", None) or {}).get("judge")
-        before = usage_of(judge) if judge is not None else {}
         verdicts = await judge_points(case, outcome.metadata, judge, self.opts,
                                       self.run_params.get("seed"))
         info: dict[str, Any] = {"judge_model": None, "judge_usage": None}
         if judge is not None:
-            after = usage_of(judge)
-            info = {"judge_model": judge.model_id,
-                    "judge_usage": {k: after[k] - before.get(k, 0) for k in after}}
+            # the sample's own judge context: all of its usage is this scoring's
+            info = {"judge_model": judge.model_id, "judge_usage": usage_of(judge)}
         conv = outcome.metadata.get("conversation") or {}
         return case_scores(case, verdicts, conv, self.opts.threshold, info)
 

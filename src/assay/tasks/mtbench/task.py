@@ -243,7 +243,6 @@ class MTBenchTask(Task):
         category = str(sample.metadata["category"])
         questions = [str(t) for t in sample.metadata["turns"]]
         reference = list(sample.target) if sample.target else None
-        before = _usage(judge)
         judgments = await asyncio.gather(*(
             grade_turn(judge, prompts[prompt_name(category, turn)], turn, questions, answers,
                        reference, samples=self.opts.judge_samples,
@@ -251,7 +250,7 @@ class MTBenchTask(Task):
                        seed=self.run_params.get("seed"),
                        constrained=constrained_judge(judge))
             for turn in (1, 2)))
-        after = _usage(judge)
+        used = _usage(judge)  # a fresh context per sample: all of it is this scoring's
         turns = [turn_verdict(j) for j in judgments]
         ratings = [t["rating"] for t in turns]
         n_invalid = sum(1 for t in turns if t["invalid"])
@@ -260,8 +259,7 @@ class MTBenchTask(Task):
                 "invalid_turns": n_invalid, "judgments": list(judgments),
                 "judge_model": judge.model_id,
                 # tokens only: a reply from the response cache counts as it did when asked
-                "judge_usage": {k: after[k] - before[k]
-                                for k in ("input_tokens", "output_tokens")}}
+                "judge_usage": {k: used[k] for k in ("input_tokens", "output_tokens")}}
         why = ", ".join(f"turn {t['turn']}: {_fmt(t['rating'])} ({t['prompt']})"
                         for t in turns)
         if n_invalid:
