@@ -32,7 +32,7 @@ from typing import Any
 from assay.engine.finalize import finalize
 from assay.store.schema import INSERT_SAMPLE
 from assay.store.sqlite import Store
-from assay.view.app import serve
+from assay.web.server import serve
 
 
 def build_run(store: Store, n: int, *, metrics: bool = True) -> str:

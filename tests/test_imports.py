@@ -17,7 +17,7 @@ from pathlib import Path
 from assay.testing import FakeServer, Rule
 
 HEAVY = ("scipy", "numpy", "datasets", "pyarrow", "llama_cpp", "math_verify", "sympy",
-         "tree_sitter", "huggingface_hub", "assay.review.app",
+         "tree_sitter", "huggingface_hub", "assay.web.server",
          # the HelloAgents-compatible names are never on the core path
          "assay.compat")
 

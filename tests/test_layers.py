@@ -1,22 +1,14 @@
 """The layers of DESIGN.md hold, checked by tools rather than by review: import-linter's
-contract in pyproject.toml (a layer imports only the layers below it; the known breaches
-are listed there and may only shrink), and no import cycle between modules beyond the one
-still to be broken."""
+contract in pyproject.toml (a layer imports only the layers below it, with no exception
+listed), and no import cycle between modules."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-#: the import cycles left (issue 23): the task registry and the catalogue import each other
-KNOWN_CYCLES = [{"assay.tasks.gallery.entry", "assay.tasks.gallery.source",
-                 "assay.tasks.gallery.task", "assay.tasks.qa", "assay.tasks.registry",
-                 "assay.tasks.yaml_task"}]
-#: the number of layer breaches the contract ignores today; it may only go down
-MAX_IGNORED = 8
 
 
 def test_the_layer_contract_passes() -> None:
@@ -27,14 +19,11 @@ def test_the_layer_contract_passes() -> None:
     assert "Contracts: 1 kept, 0 broken." in p.stdout, p.stdout[-2000:]
 
 
-def test_the_ignored_breaches_only_shrink() -> None:
+def test_no_breach_is_ignored() -> None:
+    """The contract lists no exceptions: every layer breach is gone, none may come back."""
     text = (REPO / "pyproject.toml").read_text()
-    # stale entries fail (an ignored import that no longer exists is an error)
-    assert re.search(r'^unmatched_ignore_imports_alerting = "error"$', text, re.M)
-    block = re.search(r"^ignore_imports = \[\n(.*?)^\]", text, re.M | re.S)
-    assert block is not None
-    ignored = re.findall(r'^\s+"(assay\.[\w.]+ -> assay\.[\w.]+)",$', block.group(1), re.M)
-    assert len(ignored) == block.group(1).count("\n") and len(ignored) <= MAX_IGNORED
+    contract = text[text.index("[tool.importlinter]"):]
+    assert "ignore_imports" not in contract
 
 
 def _cycles() -> list[set[str]]:
@@ -82,7 +71,6 @@ def _cycles() -> list[set[str]]:
     return found
 
 
-def test_no_import_cycle_beyond_the_known_one() -> None:
-    cycles = _cycles()
-    new = [sorted(c) for c in cycles if c not in KNOWN_CYCLES]
-    assert new == [], f"import cycles: {new}"
+def test_no_import_cycle() -> None:
+    cycles = [sorted(c) for c in _cycles()]
+    assert cycles == [], f"import cycles: {cycles}"

@@ -73,7 +73,7 @@ class RescoreResult:
 
 def rescore(store: Store, run_id: str, *, scorer: str | None = None,
             options: dict[str, Any] | None = None,
-            judge_model: str | None = None) -> RescoreResult:
+            judge_model: str | list[str] | None = None) -> RescoreResult:
     """Score the stored outcomes of ``run_id`` again into a new run (linked as its child).
 
     ``scorer`` sets the task's ``scorer`` option (the tasks that have one: qa, gaia,
@@ -96,18 +96,24 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
             raise ConfigError(f"task {spec.task} has no alternative scorers; 'assay score "
                               f"{parent['id']}' without --scorer scores it again as it was")
         opts["scorer"] = scorer
-    if judge_model is not None:  # a judged task's judge, named by its judge_model option
+    if judge_model is not None:  # a judged task's judge (a list: a jury), its judge_model
         if "judge_model" not in fields:
             raise ConfigError(f"task {spec.task} has no judge; --judge-model re-judges runs of "
                               "tasks that have one (mt_bench, converse, ...)")
         opts["judge_model"] = judge_model
     task = build_task(spec.task, opts)
-    task.run_params = spec.run_params()  # as in the run: a seeded judge's votes hit the cache
+    if judge_model is None and task.judged() and getattr(
+            getattr(task, "opts", None), "judge_model", None) == []:
+        # the run's own model judged (the task's default): it judges again, as the judge
+        opts["judge_model"] = spec.model
+        task = build_task(spec.task, opts)
     if not store.sample_totals(parent["id"])["samples"]:
         kids = store.children(parent["id"])
         hint = (f"; it is a parent run: score its steps ({', '.join(kids)})" if kids else "")
         raise ConfigError(f"run {parent['id']} has no stored samples to score{hint}")
-    spec.task_options = dict(task.options)
+    # the stored samples are scored, not loaded again: the options are the stored ones
+    # (as the run resolved them) with what this scoring changes
+    spec.task_options = {**opts, **task.options}
     new_id = store.create_run(
         task=parent["task"], spec=spec.to_dict(), model=parent["model"],
         dataset=parent["dataset"], package_version=__version__, parent_id=parent["id"])

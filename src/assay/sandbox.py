@@ -40,47 +40,38 @@ import contextvars
 import functools
 import json
 import os
-import secrets
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import weakref
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.sandbox_bwrap import (
+    MB,
+    SCRATCH_ROOT,
+    WORK,
+    bwrap_command,
+    bwrap_sizes_tmpfs,
+    environment,
+    namespace_args,
+    python_roots,
+    run_uid,
+    weak_command,
+)
 from assay.sandbox_cgroup import BWRAP_PROCESSES, RunGroup, cgroup_method
 from assay.sandbox_fs import SUPPORT_DIR, WORK_DIR, InputsTooBig, pack, remove_tree
+from assay.sandbox_process import clip, feed, finish_run, kill_group, settle, slots
 
 __all__ = ["ALLOW_WEAK_FLAG", "BWRAP_INSTALL", "Limits", "SandboxResult",
            "allow_weak_isolation", "bwrap_problem", "check_isolation", "describe_isolation",
-           "isolation_level", "refusal", "remove_tree", "run_python",
+           "isolation_level", "python_roots", "refusal", "remove_tree", "run_python",
            "scratch_folder", "weak_isolation_allowed"]
 
 BWRAP_INSTALL = "apt-get install bubblewrap"
 ALLOW_WEAK_FLAG = "--allow-weak-sandbox"
-#: the sandbox's /tmp: a size-capped tmpfs holding the scratch folder and the support files
-SCRATCH_ROOT = "/tmp"
-#: where the scratch folder appears inside the sandbox
-WORK = f"{SCRATCH_ROOT}/{WORK_DIR}"
-#: where the harness's own files (``support``) appear inside the sandbox
-SUPPORT = f"{SCRATCH_ROOT}/{SUPPORT_DIR}"
-#: run by root, each run's code gets a user id from this range (see :func:`_run_uid`)
-RUN_UIDS = (0x6E000000, 0x6F000000)
-OUTPUT_LIMIT = 16_384  # characters of stdout/stderr kept
-#: after a kill, how long the last of the output may take to come
-KILL_GRACE_S = 5.0
-MB = 1024 * 1024
-#: files of /etc that the dynamic linker, Python and common libraries read (when present)
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
-             "nsswitch.conf", "alternatives", "fonts", "mime.types")
-#: top folders shown when they are folders of their own (on merged-/usr systems, links)
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_LAUNCHER = (Path(__file__).with_name("sandbox_launcher.py")).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -137,28 +128,13 @@ def bwrap_problem() -> str | None:
     if exe is None:
         return f"bwrap is not installed ({BWRAP_INSTALL})"
     try:
-        probe = subprocess.run([exe, *_namespace_args(), "--ro-bind", "/", "/", "--die-with-parent",
+        probe = subprocess.run([exe, *namespace_args(), "--ro-bind", "/", "/", "--die-with-parent",
                                 "true"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bwrap does not run: {e}"
     if probe.returncode != 0:
         return f"bwrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
     return None
-
-
-@functools.lru_cache(maxsize=1)
-def _bwrap_sizes_tmpfs() -> bool:
-    """Whether this bwrap caps a tmpfs (``--size``, bubblewrap 0.8 or later)."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False
-    try:
-        probe = subprocess.run([exe, *_namespace_args(), "--ro-bind", "/", "/", "--size",
-                                str(MB), "--tmpfs", "/tmp", "--die-with-parent", "true"],
-                               capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
 
 
 def isolation_level() -> str:
@@ -212,98 +188,6 @@ def check_isolation(what: str = "code from data or from a model", *,
 # -- the bubblewrap command ---------------------------------------------------------------
 
 
-def _namespace_args() -> list[str]:
-    if os.geteuid() == 0:
-        # run by root, bwrap makes no user namespace; the launcher needs setuid/setgid to
-        # become a user of its own (the kernel never applies RLIMIT_NPROC to root), and
-        # chown to give it the scratch tmpfs, which bwrap makes as root
-        return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                "--cap-add", "CAP_CHOWN"]
-    return ["--unshare-all"]
-
-
-def python_roots() -> list[str]:
-    """The folders of the Python installation the code runs on (shown read-only)."""
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                           sys.base_exec_prefix)}
-    roots.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
-    return sorted(r for r in roots if r and r != "/")
-
-
-def _visible(roots: list[str]) -> list[str]:
-    """bwrap arguments for the read-only part of the sandbox's file system: an allow-list,
-    on bwrap's own empty root."""
-    args: list[str] = []
-    shown: list[str] = []
-    made: set[str] = {"/"}
-
-    def show(path: str) -> None:
-        # the folders leading to it, made traversable (bwrap would make them 0700)
-        parts = Path(path).parts
-        for i in range(2, len(parts)):
-            parent = str(Path(*parts[:i]))
-            if parent not in made:
-                args.extend(["--perms", "0755", "--dir", parent])
-                made.add(parent)
-        args.extend(["--ro-bind", path, path])
-
-    for d in SYSTEM_DIRS:
-        if os.path.islink(d):  # merged /usr: /bin -> usr/bin
-            args += ["--symlink", os.readlink(d), d]
-        elif os.path.isdir(d):
-            show(d)
-            shown.append(d)
-    for name in ETC_FILES:
-        if os.path.exists(f"/etc/{name}"):
-            show(f"/etc/{name}")
-    for path in sorted(Path("/etc").glob("python3*")):  # Debian's sitecustomize
-        show(str(path))
-    for r in sorted(roots, key=len):
-        if any(r == s or r.startswith(s.rstrip("/") + "/") for s in shown):
-            continue  # already shown (a Python under /usr, a venv inside another root)
-        show(r)
-        shown.append(r)
-    return args
-
-
-def _bwrap_command(limits: Limits, script: str, uid: int | None) -> list[str]:
-    cmd = ["bwrap", *_namespace_args(), "--die-with-parent", "--new-session", "--clearenv",
-           "--dev", "/dev", "--proc", "/proc"]
-    if _bwrap_sizes_tmpfs():
-        cmd += ["--size", str(limits.disk_mb * MB)]
-    # the tmpfs first: a Python installation under /tmp is shown on top of it, not hidden
-    cmd += ["--tmpfs", SCRATCH_ROOT, *_visible(python_roots()), "--chdir", SCRATCH_ROOT]
-    for k, v in _environment(WORK, SCRATCH_ROOT).items():
-        cmd += ["--setenv", k, v]
-    return [*cmd, sys.executable, "-I", "-c", _LAUNCHER,
-            _launch_config(limits, SCRATCH_ROOT, script, uid)]
-
-
-def _weak_command(root: Path, limits: Limits, script: str) -> list[str]:
-    return [sys.executable, "-I", "-c", _LAUNCHER, _launch_config(limits, str(root), script,
-                                                                  None)]
-
-
-def _launch_config(limits: Limits, root: str, script: str, uid: int | None) -> str:
-    return json.dumps({"root": root, "work": f"{root}/{WORK_DIR}", "uid": uid,
-                       "script": script, "limits": asdict(limits)})
-
-
-def _run_uid() -> int:
-    """A user id for one run: RLIMIT_NPROC counts the processes of a user, so runs that
-    shared one (``nobody``, say) would share one limit, and a fork bomb in one would leave
-    the others, running at the same time, unable to start a process."""
-    return RUN_UIDS[0] + secrets.randbelow(RUN_UIDS[1] - RUN_UIDS[0])
-
-
-def _environment(home: str, tmp: str) -> dict[str, str]:
-    # USER/LOGNAME: getpass.getuser() reads them first; the run's user id has no account
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": tmp,
-            "USER": "sandbox", "LOGNAME": "sandbox", "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "MPLBACKEND": "Agg"}
-
-
 # -- what bounds a run -------------------------------------------------------------------
 
 
@@ -323,7 +207,7 @@ def _bounds(limits: Limits, isolation: str, group: dict[str, str]) -> dict[str, 
     if isolation != "bwrap":
         out["disk"] = (f"not bounded: weak isolation writes to the host's disk "
                        f"({limits.file_mb} MB per file)")
-    elif _bwrap_sizes_tmpfs():
+    elif bwrap_sizes_tmpfs():
         out["disk"] = f"{limits.disk_mb} MB (the scratch is a size-capped tmpfs)"
     else:
         out["disk"] = ("not bounded: this bwrap cannot cap a tmpfs (--size needs "
@@ -367,93 +251,6 @@ def scratch_folder(prefix: str = "assay-") -> Iterator[str]:
         remove_tree(path)
 
 
-_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-    weakref.WeakKeyDictionary())
-
-
-def _slots() -> asyncio.Semaphore:
-    """Runs go at most one per CPU at a time (two at least), per event loop: the engine
-    runs many samples, and a case many eval_code points, at once; more runs than CPUs
-    only make slow code look like a timeout, and each may hold ``memory_mb``."""
-    loop = asyncio.get_running_loop()
-    sem = _SLOTS.get(loop)
-    if sem is None:
-        sem = _SLOTS[loop] = asyncio.Semaphore(max(2, os.cpu_count() or 1))
-    return sem
-
-
-async def _drain(stream: asyncio.StreamReader, keep: bytearray) -> None:
-    """Read ``stream`` to its end, keeping only its tail: the output may be endless."""
-    while chunk := await stream.read(65_536):
-        keep += chunk
-        if len(keep) > 8 * OUTPUT_LIMIT:
-            del keep[:-4 * OUTPUT_LIMIT]  # still OUTPUT_LIMIT characters, in UTF-8
-
-
-async def _finish(proc: asyncio.subprocess.Process, out: bytearray, err: bytearray,
-                  group: RunGroup) -> None:
-    """Read the output until the run ends. The run ends with its main process, as it
-    does in bubblewrap (whose PID namespace dies with it): what it left running (a daemon
-    with weak isolation) is killed where a cgroup holds it, and output still held open
-    by something beyond reach is read for a moment only."""
-    assert proc.stdout is not None and proc.stderr is not None
-    drains = asyncio.gather(_drain(proc.stdout, out), _drain(proc.stderr, err))
-    try:
-        await proc.wait()
-        group.kill_all()
-        try:
-            await asyncio.wait_for(asyncio.shield(drains), KILL_GRACE_S)
-        except asyncio.TimeoutError:
-            transport = getattr(proc, "_transport", None)
-            if transport is not None:
-                transport.close()
-    finally:
-        drains.cancel()
-        with contextlib.suppress(BaseException):
-            await drains
-
-
-async def _settle(proc: asyncio.subprocess.Process, finish: asyncio.Future[None]) -> None:
-    """After a kill, wait a little for the end of the output. A process that left the
-    process group (possible with weak isolation only: with bwrap the whole PID namespace
-    dies) may hold the pipes open for ever: stop reading then, rather than hang."""
-    try:
-        await asyncio.wait_for(asyncio.shield(finish), KILL_GRACE_S)
-    except asyncio.TimeoutError:
-        finish.cancel()
-        transport = getattr(proc, "_transport", None)
-        if transport is not None:
-            transport.close()
-
-
-def _clip(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace")
-    return text if len(text) <= OUTPUT_LIMIT else text[-OUTPUT_LIMIT:]
-
-
-async def _feed(proc: asyncio.subprocess.Process, tar: Path) -> None:
-    """Stream the inputs' tar into the sandbox's stdin, then close it; a launcher that
-    ended early (a refused input, a kill) just stops the stream."""
-    assert proc.stdin is not None
-    try:
-        with open(tar, "rb") as f:
-            while chunk := f.read(1 << 20):
-                proc.stdin.write(chunk)
-                await proc.stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    finally:
-        with contextlib.suppress(Exception):
-            proc.stdin.close()
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 async def run_python(script: str, *, files: dict[str, str | bytes] | None = None,
                      copy: list[Path] | None = None, limits: Limits | None = None,
                      require: bool = False, support: dict[str, str | bytes] | None = None,
@@ -483,10 +280,10 @@ async def run_python(script: str, *, files: dict[str, str | bytes] | None = None
     isolation = "weak" if problem else "bwrap"
     support = dict(support or {})
     inside = SUPPORT_DIR if script in support else WORK_DIR
-    async with _slots():
+    async with slots():
         tmp = Path(tempfile.mkdtemp(prefix="assay-sandbox-"))
         group: RunGroup | None = None
-        feed: asyncio.Future[None] | None = None
+        feeding: asyncio.Future[None] | None = None
         try:
             tar = tmp / "inputs.tar"
             try:
@@ -499,15 +296,15 @@ async def run_python(script: str, *, files: dict[str, str | bytes] | None = None
                            f"(disk_mb={limits.disk_mb}); the code did not run",
                     bounds=_bounds(limits, isolation, {}))
             if problem is None:
-                uid = _run_uid() if os.geteuid() == 0 else None
-                cmd = _bwrap_command(limits, f"{SCRATCH_ROOT}/{inside}/{script}", uid)
-                env, cwd = _environment(WORK, SCRATCH_ROOT), str(tmp)
+                uid = run_uid() if os.geteuid() == 0 else None
+                cmd = bwrap_command(asdict(limits), f"{SCRATCH_ROOT}/{inside}/{script}", uid)
+                env, cwd = environment(WORK, SCRATCH_ROOT), str(tmp)
                 helpers = BWRAP_PROCESSES
             else:
                 root = tmp / "root"
                 root.mkdir()
-                cmd = _weak_command(root, limits, str(root / inside / script))
-                env, cwd = _environment(str(root / WORK_DIR), str(root)), str(root)
+                cmd = weak_command(root, asdict(limits), str(root / inside / script))
+                env, cwd = environment(str(root / WORK_DIR), str(root)), str(root)
                 helpers = 0
             group = RunGroup(limits.memory_mb, limits.processes, helpers=helpers)
             # the inputs go through a pipe, never as an open file: run as the same user
@@ -517,30 +314,30 @@ async def run_python(script: str, *, files: dict[str, str | bytes] | None = None
                 *group.wrap(cmd), cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 start_new_session=True)
-            feed = asyncio.ensure_future(_feed(proc, tar))
+            feeding = asyncio.ensure_future(feed(proc, tar))
             # the output is read as it comes (not with communicate(), which a timeout
             # cancels and which keeps all of it): what was printed before a timeout is kept
             out, err = bytearray(), bytearray()
-            finish = asyncio.ensure_future(_finish(proc, out, err, group))
+            finish = asyncio.ensure_future(finish_run(proc, out, err, group))
             timed_out = False
             try:
                 await asyncio.wait_for(asyncio.shield(finish), limits.timeout_s)
             except asyncio.TimeoutError:
                 timed_out = True
-                _kill_group(proc.pid)
-                await _settle(proc, finish)
+                kill_group(proc.pid)
+                await settle(proc, finish)
             except BaseException:
-                _kill_group(proc.pid)
-                await _settle(proc, finish)
+                kill_group(proc.pid)
+                await settle(proc, finish)
                 raise
-            return SandboxResult(exit_code=proc.returncode, stdout=_clip(bytes(out)),
-                                 stderr=_clip(bytes(err)), timed_out=timed_out,
+            return SandboxResult(exit_code=proc.returncode, stdout=clip(bytes(out)),
+                                 stderr=clip(bytes(err)), timed_out=timed_out,
                                  isolation=isolation, files=listing,
                                  bounds=_bounds(limits, isolation, group.bounds),
                                  peak_memory_mb=group.peak_mb())
         finally:
-            if feed is not None and not feed.done():
-                feed.cancel()
+            if feeding is not None and not feeding.done():
+                feeding.cancel()
             if group is not None:
                 await group.close()  # what is left of the run is killed first
             remove_tree(tmp)

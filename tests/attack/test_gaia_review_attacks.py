@@ -124,7 +124,7 @@ async def test_gaia_hub_snapshot_attachment_outside_is_refused(tmp_path: Path) -
     _secret(tmp_path)
     home = tmp_path / "home"
     tasks = fx.default_tasks()
-    # from $ASSAY_HOME/data/gaia/datasets--gaia-benchmark--GAIA/snapshots/<sha>: up to tmp_path
+    # from $ASSAY_HOME/data/hf/datasets--gaia-benchmark--GAIA/snapshots/<sha>: up to tmp_path
     tasks[0]["file_path"] = "../" * 6 + "x/secret.txt"
     repo = fx.write_gaia_fixture(tmp_path / "repo", "parquet", tasks=tasks)
     async with fx.FakeHub(repo) as hub:
@@ -141,7 +141,7 @@ async def test_gaia_hub_snapshot_attachment_outside_is_refused(tmp_path: Path) -
                                  tasks[0]["task_id"], "file_path",
                                  "outside the dataset folder")
     assert SECRET not in err and SECRET not in stdout.decode()
-    assert (home / "data" / "gaia").is_dir()
+    assert (home / "data" / "hf").is_dir()
     _nothing_leaked(home)
 
 
@@ -236,7 +236,8 @@ def test_review_server_export_only_on_a_same_origin_post(tmp_path: Path) -> None
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("Review page: http://127.0.0.1:"), (line, proc.poll())
-        base = f"http://127.0.0.1:{port}"
+        root = f"http://127.0.0.1:{port}"
+        base = root + "/review"  # the review page's place in the local web app
         exported = data.with_name("problems_verifications.json")
         # the cross-site <img src=".../api/export?reviewer=x"> attack
         for query in ("", "?reviewer=x", "?reviewer=x&download=1"):
@@ -253,7 +254,7 @@ def test_review_server_export_only_on_a_same_origin_post(tmp_path: Path) -> None
         assert not exported.exists()
         assert not list(tmp_path.glob("*_verifications*"))
         # the page's own origin
-        own = {"Origin": base, "Content-Type": "application/json"}
+        own = {"Origin": root, "Content-Type": "application/json"}
         assert _request(base + "/api/export", "POST", b"{}", own) == 200
         assert exported.is_file()
     finally:
@@ -263,7 +264,7 @@ def test_review_server_export_only_on_a_same_origin_post(tmp_path: Path) -> None
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
-    from assay.review.store import ReviewStore
+    from assay.store.review import ReviewStore
 
     with ReviewStore(home / "assay.db") as store:
         assert store._query("SELECT * FROM reviews WHERE reviewer='mallory'") == []

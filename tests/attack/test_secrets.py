@@ -98,8 +98,8 @@ def written_files(home: Path) -> dict[str, bytes]:
 
 def viewer_pages(db: Path) -> dict[str, str]:
     """The viewer's run list, every run's page and every sample's page, over real HTTP."""
-    from assay.view.app import serve
-    from assay.view.state import sample_url
+    from assay.web.server import serve
+    from assay.web.state import sample_url
 
     store = Store(db, readonly=True)
     try:
@@ -591,7 +591,7 @@ def test_a_pipelines_stop_error_leaves_no_fragment_of_a_secret_at_its_cut(
         workspace: Path, monkeypatch: pytest.MonkeyPatch, at: int) -> None:
     """A datagen pipeline's error is cut to 500 characters for the runs table: cut first and
     scrubbed after, a key that straddles the cut would leave its first half behind."""
-    from assay.tasks.datagen.pipeline import _stop
+    from assay.pipelines.parent import stop as _stop
 
     secret = "pipelinekeyABCDEFGHIJ0123456789"
     monkeypatch.setenv("ASSAY_PIPELINE_API_KEY", secret)

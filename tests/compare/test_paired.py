@@ -107,3 +107,49 @@ def test_holm_step_down():
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([0.5, None, 0.9]) == [1.0, None, 1.0]  # 2 x 0.5, then the running max
     assert holm([]) == []
+
+
+def test_paired_bootstrap_p_value_on_nulls_known_exactly():
+    # two differences 1 and 3: the centred values are -1 and +1, so a resampled mean is
+    # -1, 0 or +1 and never as far from 0 as the observed 2; the p-value is the observed
+    # draw alone, 1 / (resamples + 1)
+    delta, (lo, hi), p = paired_bootstrap([0.0, 0.0], [1.0, 3.0])
+    assert delta == 2.0 and p == 1 / 10001  # the default is 10000 resamples
+    assert 1.0 <= lo <= hi <= 3.0
+    assert paired_bootstrap([0.0, 0.0], [1.0, 3.0], resamples=2500)[2] == 1 / 2501
+    # differences 0 and 2: |resampled centred mean| is 1 (as far as the observed 1) with
+    # probability 1/2, so p is close to 1/2
+    _, _, p = paired_bootstrap([0.0, 0.0], [0.0, 2.0], resamples=20000, seed=4)
+    assert p == pytest.approx(0.5, abs=0.02)
+    # the default seed is 0
+    assert paired_bootstrap([0, 0, 1], [1, 0, 3]) == paired_bootstrap([0, 0, 1], [1, 0, 3],
+                                                                        seed=0)
+
+
+def test_paired_bootstrap_edges():
+    with pytest.raises(ValueError, match="needs at least one pair"):
+        paired_bootstrap([], [])
+    assert paired_bootstrap([1.0], [3.0]) == (2.0, (2.0, 2.0), 1.0)  # one pair: no evidence
+    assert paired_bootstrap([1, 2], [2, 3]) == (1.0, (1.0, 1.0), 0.0)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.8, 0.5])
+def test_paired_bootstrap_interval_has_the_asked_level(confidence):
+    # differences with sd 1 over 400 pairs: the percentile interval approaches the paired
+    # t interval of the same level (a level off by a few percent moves it by > 0.005)
+    rng = np.random.default_rng(5)
+    a = rng.normal(0.0, 1.0, 400)
+    b = a + rng.normal(0.1, 1.0, 400)
+    _, (lo, hi), _ = paired_bootstrap(a, b, resamples=40000, seed=3, confidence=confidence)
+    ci = ttest_rel(b, a).confidence_interval(confidence)
+    assert lo == pytest.approx(ci.low, abs=0.004) and hi == pytest.approx(ci.high, abs=0.004)
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.9, 0.99])
+def test_newcombe_interval_mirrors_when_a_and_b_swap_at_any_level(confidence):
+    # swapping the runs negates the difference: the interval must mirror exactly, which
+    # holds only if both runs' Wilson intervals are taken at the level asked for
+    lo, hi = newcombe_paired_interval(40, 6, 15, 39, confidence)
+    assert newcombe_paired_interval(40, 15, 6, 39, confidence) == pytest.approx((-hi, -lo))
+    wide = newcombe_paired_interval(40, 6, 15, 39, 0.995)
+    assert wide[0] < lo < 0.09 < hi < wide[1]

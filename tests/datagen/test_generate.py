@@ -200,9 +200,9 @@ def test_seeded_reference_choice_is_reproducible(tmp_path: Path) -> None:
     # the sample carries its style example (the solve checks it was not copied)
     assert samples[0].row["reference"]["problem_id"] == ref
     assert "integer between 0 and 999" in samples[0].input
-    info = bench.dataset_info()
+    info = bench.load().info
     assert info["content_hash"] == GenerateTask(n=3, reference=str(refs),
-                                                     seed=7).dataset_info()["content_hash"]
+                                                     seed=7).load().info["content_hash"]
     no_ref = GenerateTask(n=2, reference="none").samples()
     assert no_ref[0].metadata["reference_id"] is None and "Reference" not in no_ref[0].input
 

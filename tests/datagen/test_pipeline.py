@@ -10,7 +10,7 @@ from pathlib import Path
 from datagen_fakes import REFERENCE, scripted
 
 from assay.compat import AIMEGenerator, LLMJudgeTool, WinRateTool
-from assay.tasks.datagen.pipeline import run_pipeline
+from assay.pipelines.datagen import run_pipeline
 from assay.tasks.datagen.problem import load_problems, save_problems
 
 
@@ -35,8 +35,8 @@ def test_pipeline_end_to_end(fake_server, tmp_path: Path, workspace: Path) -> No
     saved = json.loads((folder / "pipeline.json").read_text())
     assert saved["winrate_run"] == record["winrate_run"]
     # the generated item always wins, in both orders: a win rate of 1, no inconsistency
+    from assay.pipelines.parent import metrics_of
     from assay.store.sqlite import Store
-    from assay.tasks.datagen.pipeline import metrics_of
 
     store = Store()
     try:
@@ -45,6 +45,7 @@ def test_pipeline_end_to_end(fake_server, tmp_path: Path, workspace: Path) -> No
         store.close()
     assert wr["win_rate_adjusted"]["value"] == 1.0
     assert wr["position_inconsistency_rate"]["value"] == 0.0
+    assert wr["judge_models"] == ["openai/judge-a", "openai/judge-b"]  # the whole jury
 
 
 def test_cli_generate_judge_winrate(fake_server, tmp_path: Path, workspace: Path) -> None:
@@ -100,9 +101,10 @@ def test_book_api(fake_server, tmp_path: Path, workspace: Path, monkeypatch) -> 
 
 def test_report_shows_review_status_and_agreement(fake_server, tmp_path: Path,
                                                   workspace: Path) -> None:
-    from assay.review.store import ReviewStore, dataset_id_for_file
+    from assay.reports.datagen import write_pipeline_report
+    from assay.review.export import dataset_id_for_file
+    from assay.store.review import ReviewStore
     from assay.store.sqlite import Store
-    from assay.tasks.datagen.report import write_pipeline_report
 
     srv = fake_server(responder=scripted)
     record = run_pipeline(n=3, model="openai/gen", judge_models=["openai/judge"],

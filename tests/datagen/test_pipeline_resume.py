@@ -18,8 +18,8 @@ from datagen_fakes import REFERENCE, request_key, role, scripted
 from runwatch import dispositions
 
 from assay.errors import ConfigError
+from assay.pipelines.datagen import pipeline_record, resume_pipeline, run_pipeline
 from assay.store.sqlite import Store
-from assay.tasks.datagen.pipeline import pipeline_record, resume_pipeline, run_pipeline
 from assay.tasks.datagen.problem import load_problems, save_problems
 
 STEPS = ["datagen_generate", "datagen_judge", "datagen_judge", "datagen_winrate",
@@ -290,3 +290,8 @@ def test_sigterm_marks_the_pipeline_and_its_step_interrupted(fake_server, tmp_pa
     assert parent["status"] == "interrupted" and "owner" not in parent["stats"]
     assert [(s["task"], s["status"]) for s in steps] == [
         ("datagen_generate", "finished"), ("datagen_judge", "interrupted")]
+    # the parent recorded which step each child is, and how each ended
+    assert parent["kind"] == "pipeline"
+    assert [(s["key"], s["task"], s["run"], s["status"]) for s in parent["steps"]] == [
+        ("generate", "datagen_generate", steps[0]["id"], "finished"),
+        ("judge 1", "datagen_judge", steps[1]["id"], "interrupted")]

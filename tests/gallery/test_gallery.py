@@ -161,11 +161,15 @@ def test_fewshot_examples_come_from_the_dev_split_and_never_the_sample() -> None
     samples = task.samples()
     prompt = task.render(samples[0])
     assert prompt.count("Answer with the letter of the correct option.") == 6  # 5 shots + it
-    dev = {s.input for s in task._shots}
-    assert not dev & {s.input for s in samples}  # the shots are dev questions
+    shots = samples[0].metadata["fewshot"]  # the sample carries its examples
+    assert not any(s.input in shots for s in samples)  # the shots are dev questions
     zero = GalleryTask(entry="mmlu", fewshot=0)
-    zero.samples()
-    assert zero.render(samples[0]).count("Answer with the letter") == 1
+    (first, *_) = zero.samples()
+    assert "fewshot" not in first.metadata
+    assert zero.render(first).count("Answer with the letter") == 1
+    assert prompt == shots + zero.render(first)
+    # another process's task (no data loaded) renders the same prompt from the sample
+    assert GalleryTask(entry="mmlu").render(samples[0]) == prompt
 
 
 # -- the real data --------------------------------------------------------------------------------

@@ -321,7 +321,8 @@ def test_real_data_loads_with_every_instruction_known(real_data: dict[str, Path]
                                                       n_rows: int, n_instructions: int,
                                                       n_ids: int) -> None:
     task = InstructionTask(data=str(real_data[flavor]), flavor=flavor, nltk_data=nltk_folder)
-    samples = task.samples()  # raises on any instruction id without a checker
+    loaded = task.load()  # raises on any instruction id without a checker
+    samples = loaded.samples
     rows = rows_of(real_data[flavor])
     assert len(samples) == len(rows) == n_rows
     assert [s.id for s in samples] == [str(r["key"]) for r in rows]
@@ -332,7 +333,7 @@ def test_real_data_loads_with_every_instruction_known(real_data: dict[str, Path]
     assert first["flavor"] == flavor
     assert first["kwargs"] == [{k: v for k, v in kw.items() if v is not None}
                                for kw in rows[0]["kwargs"]]
-    info = task.dataset_info()
+    info = loaded.info
     assert info["rows"] == n_rows and info["instructions"] == n_instructions
     assert len(info["sha256"]) == 64
 

@@ -374,6 +374,28 @@ def test_several_judge_samples_are_averaged_and_their_agreement_reported(
     assert m["score"]["value"] == 7.0
 
 
+def test_a_jury_of_two_judges_rates_every_turn_and_their_ratings_are_averaged(
+        fake_server: Any, api_key: None) -> None:
+    """``judge_model`` as a list: ``judge`` and ``judge_2`` both rate every turn; a turn's
+    rating is the mean of the valid ratings, their agreement reported."""
+    players = Players()
+    players.is_judge = lambda body: body["model"] in ("judge", "judge2")  # type: ignore
+    players.judge_reply = lambda body: (  # type: ignore[method-assign]
+        "Rating: [[8]]" if body["model"] == "judge" else "Rating: [[4]]")
+    srv = fake_server(responder=players)
+    result = evaluate(srv, judge_model=["openai/judge", "openai/judge2"], limit=1)
+    assert sorted(b["model"] for b in players.judge_bodies) == ["judge", "judge",
+                                                               "judge2", "judge2"]
+    r = stored(result.run_id)["results"]["1"]
+    assert (r.score_value("turn_1"), r.score_value("turn_2")) == (6.0, 6.0)
+    meta = r.scores["score"]["metadata"]
+    assert meta["judge_models"] == ["openai/judge", "openai/judge2"]
+    assert meta["turns"][0]["votes"] == [8.0, 4.0] and meta["turns"][0]["agreement"] == 0.5
+    assert [v["judge"] for v in meta["judgments"][0]["votes"]] == ["openai/judge",
+                                                                   "openai/judge2"]
+    assert result.metrics["judge_models"] == ["openai/judge", "openai/judge2"]
+
+
 def test_a_judge_call_that_fails_is_the_samples_error_never_a_rating(
         fake_server: Any, api_key: None) -> None:
     players = Players()
@@ -432,7 +454,7 @@ def test_the_real_data_loads_80_questions_in_8_categories_with_their_references(
         assert s.metadata["temperature"] == TEMPERATURES[s.metadata["category"]]
         if s.target is not None:
             assert s.target == refs[s.id][:2]
-    info = task.dataset_info()
+    info = task.load().info
     assert info["questions"] == 80 and info["reference_graded"] == 30
     assert task.options["judge_prompts"] == str(wheel_files["prompts"].resolve())
     assert task.options["reference_answers"] == str(wheel_files["references"].resolve())

@@ -122,11 +122,11 @@ def smoke(plans: list[dict[str, Any]], base_url: str, cache: dict[str, dict[str,
     """Run every distinct task of the plans once (one sample, the fake server as the
     model); results by task key in ``cache`` (a task already there is not run again)."""
     from assay.errors import AssayError
+    from assay.pipelines.parent import run_step
+    from assay.pipelines.plan import child_options
     from assay.plan.children import task_ref
-    from assay.plan.runner import child_options
     from assay.plan.steps import available
     from assay.store.sqlite import Store
-    from assay.tasks.datagen.steps import run_step
 
     store = Store()
     try:
@@ -162,7 +162,7 @@ def smoke(plans: list[dict[str, Any]], base_url: str, cache: dict[str, dict[str,
 
 def rates(plans: list[dict[str, Any]], smoked: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The three rates, the intent checks, and what failed."""
-    from assay.plan.runner import task_ref
+    from assay.plan.children import task_ref
 
     executable = named_hit = named_all = dom_hit = dom_all = 0
     failures: list[str] = []

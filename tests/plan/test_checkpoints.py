@@ -30,7 +30,7 @@ def session_state(workspace: Path) -> dict[str, Any]:
     """The one planning session's stored state, read from SQLite directly."""
     con = sqlite3.connect(workspace / "assay.db")
     try:
-        rows = con.execute("SELECT dataset, status FROM runs WHERE task='plan_session'"
+        rows = con.execute("SELECT state, status FROM plan_sessions"
                            ).fetchall()
     finally:
         con.close()
@@ -77,7 +77,10 @@ def test_resume_continues_at_the_checkpoint_where_it_stopped(tmp_path: Path,
 
     listed = subprocess.run([sys.executable, "-m", "assay", "list", "runs"], text=True,
                             capture_output=True, cwd=tmp_path, env=dict(os.environ))
-    assert "continue a planning session with: assay plan --resume <run>" in listed.stdout
+    # a session is not a run: it is listed after the runs, as a session to continue
+    assert f"planning session {sid} (interrupted)" in listed.stdout
+    assert "continue a planning session with: assay plan --resume <session>" in listed.stdout
+    assert sid not in listed.stdout.split("planning session")[0]
     again = plan_cli("--resume", sid, stdin="ok\nlgtm\n", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     # the first checkpoint is not asked again; the next two are

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.pipelines.plan import start_plan
 from assay.plan.planner import Settings, plan_request
-from assay.plan.runner import start_plan
 from assay.plan.schema import read_plan
 from assay.store.sqlite import Store
 from assay.testing.fake_hub import FakeHub, jsonl_bytes

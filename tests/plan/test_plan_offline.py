@@ -43,7 +43,7 @@ def test_plan_then_run_on_the_embedded_model(tmp_path: Path, workspace: Path,
     assert ran.returncode == 0, ran.stdout + ran.stderr
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["task"] == "plan")
+        parent = next(r for r in store.list_runs() if r["kind"] == "plan")
         assert parent["status"] == "finished"
         kids = [store.get_run(c) for c in store.children(parent["id"])]
         summary = store.get_run(parent["id"])["metrics"]

@@ -54,7 +54,7 @@ def test_a_plan_runs_every_task_as_a_child_of_one_parent(tmp_path: Path, fake_se
     assert "[1/2] qa: running (limit 3)" in done.stdout
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["task"] == "plan")
+        parent = next(r for r in store.list_runs() if r["kind"] == "plan")
         assert parent["status"] == "finished"
         children = [store.get_run(c) for c in store.children(parent["id"])]
         assert [c["status"] for c in children] == ["finished", "finished"]
@@ -103,7 +103,7 @@ def test_kill_minus_nine_then_resume_redoes_no_finished_task(tmp_path: Path, fak
     kill9(proc)
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["task"] == "plan")
+        parent = next(r for r in store.list_runs() if r["kind"] == "plan")
         assert parent["status"] == "interrupted"
         before = [store.get_run(c) for c in store.children(parent["id"])]
         kept = {sid for sid, _ in store.completed_keys(before[1]["id"])}
@@ -140,7 +140,7 @@ def test_resume_refuses_a_plan_file_that_changed(tmp_path: Path, fake_server: An
         cwd=tmp_path)
     store = Store()
     try:
-        pid = next(r["id"] for r in store.list_runs() if r["task"] == "plan")
+        pid = next(r["id"] for r in store.list_runs() if r["kind"] == "plan")
     finally:
         store.close()
     plan.write_text(plan.read_text().replace("three small qa sets", "changed"))
@@ -197,19 +197,42 @@ def test_a_task_that_fails_is_recorded_and_the_others_still_run(
     assert "task 1 failed" in done.stderr
     store = Store()
     try:
-        parent = next(r for r in store.list_runs() if r["task"] == "plan")
+        parent = next(r for r in store.list_runs() if r["kind"] == "plan")
         assert parent["status"] == "failed"
         failures = store.get_run(parent["id"])["metrics"]["failures"]
         assert list(failures) == ["0"] and "answer" in failures["0"]
         kids = [store.get_run(c) for c in store.children(parent["id"])]
+        steps = store.get_run(parent["id"])["steps"]
     finally:
         store.close()
     assert [k["metrics"]["n_samples"] for k in kids if k["status"] == "finished"] == [4]
+    # each step's status is recorded with the parent, the failure's reason with it
+    assert [(s["key"], s["task"], s["status"]) for s in steps] == [
+        ("task 1", "qa", "failed"), ("task 2", "qa", "finished")]
+    assert "answer" in steps[0]["error"] and steps[1]["run"] == kids[-1]["id"]
+    # the plan's report shows each task's own run, as its step recorded it
+    cli("report", parent["id"], "--out", str(tmp_path / "report"), cwd=tmp_path)
+    shown = json.loads((tmp_path / "report" / "summary.json").read_text())["tasks"]
+    assert [t["run_id"] for t in shown] == [steps[0]["run"], steps[1]["run"]]
+    # once the data is mended, a resume runs task 1 and keeps task 2's run: the finished
+    # child of the same task is task 2's, not the failed task's
+    qa_file(tmp_path, "one")
+    again = cli("run", str(plan), "--resume", parent["id"], "--base-url", server.base_url,
+                "-q", cwd=tmp_path)
+    assert f"[2/2] qa: finished before (run {steps[1]['run']}), kept" in again.stdout
+    store = Store()
+    try:
+        after = store.get_run(parent["id"])
+    finally:
+        store.close()
+    assert after["status"] == "finished"
+    assert [(s["status"], s["error"]) for s in after["steps"]] == [("finished", None)] * 2
+    assert after["steps"][1]["run"] == steps[1]["run"] != after["steps"][0]["run"]
 
 
 def test_bfcl_data_is_pulled_before_its_run_when_none_is_here(
         monkeypatch: pytest.MonkeyPatch, real_wheel: Any, workspace: Path) -> None:
-    from assay.plan.runner import prepare
+    from assay.pipelines.plan import prepare
     from assay.plan.schema import PlanTask
     from assay.tasks.bfcl import data as bfcl_data
 
@@ -246,7 +269,7 @@ def test_running_a_plan_again_reuses_the_cache_and_report_regenerates(
     assert len(server.requests) == 8
     store = Store()
     try:
-        runs = [r for r in store.list_runs() if r["task"] == "plan"]
+        runs = [r for r in store.list_runs() if r["kind"] == "plan"]
         assert len(runs) == 2
         latest = runs[0]["id"]
         kids = [store.get_run(c) for c in store.children(latest)]
@@ -263,8 +286,8 @@ def test_running_a_plan_again_reuses_the_cache_and_report_regenerates(
 
 def test_endpoint_credentials_never_reach_the_store(tmp_path: Path, fake_server: Any,
                                                     workspace: Path) -> None:
+    from assay.pipelines.plan import resume_plan, start_plan
     from assay.plan.planner import Settings, plan_request
-    from assay.plan.runner import resume_plan, start_plan
 
     server = fake_server()
     port = server.base_url.split(":")[2].split("/")[0]
@@ -279,7 +302,7 @@ def test_endpoint_credentials_never_reach_the_store(tmp_path: Path, fake_server:
                                                           base_url=secret_url),
                      prompt=lambda _t: None, echo=lambda _t: None, yes=True)
         store.set_run_status(done.run_id, "interrupted")
-        with pytest.raises(Exception, match="give it again with --base-url"):
+        with pytest.raises(Exception, match="resume with --base-url giving the full URL"):
             resume_plan(store, done.run_id, echo=lambda _t: None)
         again = resume_plan(store, done.run_id, overrides={"base_url": secret_url},
                             echo=lambda _t: None)
@@ -295,7 +318,7 @@ def test_endpoint_credentials_never_reach_the_store(tmp_path: Path, fake_server:
 
 
 def test_the_plans_judge_goes_to_every_task_with_a_judge_role() -> None:
-    from assay.plan.runner import child_options
+    from assay.pipelines.plan import child_options
     from assay.plan.schema import Models, Plan, PlanTask
 
     def task(name: str, **options: Any) -> PlanTask:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 import assay
+from assay.pipelines.parent import run_step
 from assay.plan.report import normalise, plan_summary, write_plan_report
 from assay.plan.schema import Plan
 from assay.store.sqlite import Store
-from assay.tasks.datagen.steps import run_step
 from assay.testing import Rule
 
 XSS_REQUEST = 'how good is <script>alert("req")</script> my model | really?'
@@ -67,7 +67,7 @@ def _run_plan(store: Store, plan: Plan, runs: list[tuple[str, dict[str, Any]]],
               base_url: str) -> tuple[str, list[str]]:
     """A parent plan run and one real child run per ``(task, options)``, in order."""
     pid = store.create_run(
-        task="plan", spec={"task": "plan", "model": "openai/fake"},
+        task="plan", kind="plan", spec={"task": "plan", "model": "openai/fake"},
         model={"model": "openai/fake"},
         dataset={"plan": plan.model_dump(mode="json"), "plan_file": "<b>plan</b>.yaml",
                  "plan_hash": "abc123"}, package_version=assay.__version__)

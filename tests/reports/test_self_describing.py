@@ -182,7 +182,7 @@ async def test_readers_call_no_task_code_and_write_nothing(workspace: Path, tmp_
     from assay.reports.render import write_reports
     from assay.reports.summary import write_summary
     from assay.store.sqlite import Store
-    from assay.view.app import serve
+    from assay.web.server import serve
 
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps({"question": f"Repeat after me: w{i}",

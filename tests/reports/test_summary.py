@@ -414,7 +414,7 @@ def test_judge_scale_and_plain_number_texts():
 def test_a_plan_run_is_refused_with_a_hint(tmp_path):
     """--summary names a task run; a plan's own report already spans its tasks."""
     store = Store()
-    rid = store.create_run(task="plan", spec={"task": "plan"}, model={},
+    rid = store.create_run(task="plan", kind="plan", spec={"task": "plan"}, model={},
                            dataset={}, package_version="0")
     store.close()
     result = CliRunner().invoke(app, ["report", rid, "--summary"])

@@ -56,9 +56,10 @@ def test_an_old_store_is_migrated_once_in_place_and_lists(old_store: Path) -> No
         BFCL: "bfcl", DOUBLES: "doubles", GSM8K: "gsm8k", QA: "qa",
         KILLED: "gsm8k"}
     assert runs[KILLED]["samples"] == 7 and runs[QA]["samples"] == 20
-    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("5",)]
+    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("6",)]
     columns = {r[1] for r in rows(old_store, "PRAGMA table_info(runs)")}
-    assert "benchmark" not in columns and {"headline", "report"} <= columns
+    assert "benchmark" not in columns and {"headline", "report", "kind", "steps"} <= columns
+    assert rows(old_store, "SELECT DISTINCT kind FROM runs") == [("task",)]
     # the store layer adds the columns; describing the runs needs their task code, which
     # only 'assay report' and 'assay view' ask for: listing leaves them undescribed
     assert rows(old_store, "SELECT COUNT(*) FROM runs WHERE report IS NOT NULL") == [(0,)]

@@ -70,7 +70,7 @@ def test_a_yaml_task_runs_with_its_keys_template_and_scorer(workspace, tmp_path,
 @pytest.mark.parametrize("text, message", [
     ("name: t\ndata: d.jsonl\nscorer: exact\nscorer: f1\n", "key 'scorer' is given twice"),
     ("name: t\ndata: d.jsonl\nscorrer: exact\n", "scorrer: Extra inputs are not permitted"),
-    ("name: t\n", "data: Field required"),
+    ("name: t\n", "a YAML task names its data"),
     ("name: t\ndata: [unclosed\n", "invalid YAML"),
 ])
 def test_a_broken_yaml_task_is_one_line_naming_the_problem(workspace, tmp_path, text, message):
@@ -171,3 +171,118 @@ def test_a_misspelt_flag_names_the_valid_ones(workspace):
     for flag in ("--category", "--mode", "--underscore-to-dot", "--weights", "-T",
                  "--model", "--epochs"):
         assert flag in p.stdout, flag
+
+
+# -- a user's YAML task is a catalogue entry with local data ---------------------------------
+CAPS_OLD = """\
+name: capitals
+description: Capital cities, exact match.
+data: caps.jsonl
+question_key: q
+answer_key: a
+template: "Quiz. {{ question }}"
+scorer: exact
+max_tokens: 16
+"""
+CAPS_NEW = """\
+name: capitals
+description: Capital cities, exact match.
+category: knowledge
+tags: [geography]
+source: {file: caps.jsonl}
+fields: {question: record.q, answer: "record['a']"}
+prompt: {template: "Quiz. {{ question }}"}
+generation: {max_tokens: 16}
+metrics: {primary: exact}
+"""
+
+
+def test_a_yaml_task_in_the_catalogue_schema_runs_as_its_older_spelling_did(
+        workspace, tmp_path, server):
+    """The same task in both spellings: the same prompts, max_tokens and verdicts; the
+    older one is read with a one-line note naming where each key goes now."""
+    rows = "".join(json.dumps({"q": f"Repeat after me: {c}", "a": a}) + "\n"
+                   for c, a in (("Paris", "Paris"), ("Rome", "Rome"), ("oslo", "Oslo")))
+    heads, notes, sent = [], [], []
+    for spelling, text in (("old", CAPS_OLD), ("new", CAPS_NEW)):
+        folder = tmp_path / spelling
+        folder.mkdir()
+        (folder / "caps.jsonl").write_text(rows)
+        (folder / "caps.yaml").write_text(text)
+        before = len(server.requests)
+        p = cli("run", str(folder / "caps.yaml"), "--model", "openai/fake", "--base-url",
+                server.base_url, "-q", "--no-cache")  # each spelling asks the model
+        assert p.returncode == 0, p.stderr
+        heads.append(run_line(p.stdout)[1])
+        notes.append([x for x in p.stderr.splitlines() if x.startswith("note: ")])
+        sent.append([(r["messages"][-1]["content"], r["max_tokens"])
+                     for r in server.requests[before:]])
+    assert heads[0] == heads[1] and heads[0].startswith("accuracy: 0.667")
+    assert sorted(sent[0]) == sorted(sent[1])
+    assert ("Quiz. Repeat after me: Paris", 16) in sent[1]
+    assert notes[1] == [] and len(notes[0]) == 1
+    for moved in ("data -> source", "question_key -> fields.question", "scorer -> "
+                  "metrics.primary", "template -> prompt.template"):
+        assert moved in notes[0][0], notes[0]
+
+
+def test_one_schema_validates_entries_and_users_files(tmp_path):
+    """A shipped entry is a valid user's file too (same model); a user's file read as a
+    catalogue entry is told what a catalogue entry gives beside it."""
+    from assay.errors import ConfigError
+    from assay.tasks.gallery.entry import entries_dir, read_entry
+    from assay.tasks.yaml_task import read_yaml_task
+
+    shipped = entries_dir() / "arc_easy.yaml"
+    assert read_yaml_task(shipped) == read_entry(shipped)
+    user = tmp_path / "caps.yaml"
+    user.write_text(CAPS_NEW)
+    assert read_yaml_task(user).source.file == "caps.jsonl"
+    with pytest.raises(ConfigError) as e:
+        read_entry(user)
+    assert str(e.value) == f"{user}: entry: a catalogue entry gives license"
+
+
+@pytest.mark.parametrize("extra, key", [
+    ("prompt: {template: 'x {{ question }}', fewshot: {n: 2}}\n", "prompt.fewshot"),
+    ("fields: {question: record.q | upper}\n", "fields.question"),
+    ("eval_type: code\n", "eval_type"),
+    ("parser: {name: choice_letter}\n", "parser"),
+    ("generation: {temperature: 0.5}\n", "generation"),
+])
+def test_what_a_yaml_task_cannot_do_is_one_line_naming_the_key(workspace, tmp_path, extra,
+                                                               key):
+    (tmp_path / "caps.jsonl").write_text(json.dumps({"q": "x", "a": "y"}) + "\n")
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nsource: {file: caps.jsonl}\n" + extra)
+    p = cli("run", str(path), "--model", "openai/fake", "--base-url", "http://127.0.0.1:9")
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and f"{path}: {key}: " in p.stderr, p.stderr
+
+
+def test_the_registry_finds_task_sources_and_file_loaders_by_entry_point(workspace, tmp_path,
+                                                                         server):
+    """The catalogue and the YAML reader are entry points the registry loads; a plugin adds
+    a file format the same way, and 'assay run FILE.<suffix>' runs it."""
+    from assay.tasks import registry
+
+    assert [s.label for s in registry.sources()] == ["gallery"]
+    assert set(registry.file_loaders()) >= {".yaml", ".yml"}
+    loader = textwrap.dedent('''\
+        from assay.tasks.yaml_task import load_yaml_task
+
+        def load(path):
+            """Task files of one line: the data file's name."""
+            yaml = path.with_suffix(".yaml")
+            yaml.write_text("name: oneline\\nsource: {file: %s}\\n" % path.read_text().strip())
+            return load_yaml_task(yaml)
+        ''')
+    env = install_dist(tmp_path / "site", "assay-oneline", {"assay_oneline.py": loader},
+                       "[assay.task_files]\noneline = assay_oneline:load\n")
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"question": "Repeat after me: 7",
+                                                     "answer": "7"}) + "\n")
+    (tmp_path / "t.oneline").write_text("rows.jsonl\n")
+    p = cli("run", str(tmp_path / "t.oneline"), "--model", "openai/fake", "--base-url",
+            server.base_url, "-q", env=env)
+    assert p.returncode == 0, p.stderr
+    assert "(1/1)" in run_line(p.stdout)[1]

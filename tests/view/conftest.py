@@ -7,12 +7,17 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import viewhelpers as vh  # noqa: E402
+
+from assay.store.sqlite import Store  # noqa: E402
+from assay.web.server import serve  # noqa: E402
 
 BFCL_MISSING = ("the BFCL run needs the official BFCL data: pip install --no-deps "
                 "bfcl-eval==2026.3.23 (scripts/test does it)")
@@ -26,3 +31,47 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     home = tmp_path_factory.mktemp("view-real") / "home"
     ids = vh.make_real_runs(home)
     return home / "assay.db", ids
+
+
+class Site:
+    """A served ``assay view`` and a client session for it."""
+
+    def __init__(self, url: str, runner: Any, session: aiohttp.ClientSession) -> None:
+        self.url, self.runner, self.session = url, runner, session
+        self.base = url.rstrip("/")
+
+    async def get(self, path: str, **kw: Any) -> tuple[int, str, Any]:
+        async with self.session.get(self.base + path, allow_redirects=False, **kw) as r:
+            return r.status, await r.text(), r.headers
+
+    async def request(self, method: str, path: str, **kw: Any) -> tuple[int, str, Any]:
+        async with self.session.request(method, self.base + path, **kw) as r:
+            return r.status, await r.text(), r.headers
+
+
+async def _site(store_path: Path) -> Site:
+    url, runner = await serve(store_path=store_path)
+    return Site(url, runner, aiohttp.ClientSession())
+
+
+@pytest.fixture
+async def real_site(real_runs):
+    site = await _site(real_runs[0])
+    yield site, real_runs[1], real_runs[0]
+    await site.session.close()
+    await site.runner.cleanup()
+
+
+@pytest.fixture
+def syn_store(workspace: Path):
+    store = Store(workspace / "assay.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+async def syn_site(syn_store: Store):
+    site = await _site(syn_store.path)
+    yield site
+    await site.session.close()
+    await site.runner.cleanup()

@@ -16,7 +16,7 @@ import pytest
 import viewhelpers as vh
 
 from assay.store.sqlite import Store
-from assay.view.app import serve
+from assay.web.server import serve
 from tests.browser import ServedInThread, expect
 
 

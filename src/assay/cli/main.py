@@ -43,21 +43,25 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
             from assay.reports.summary import write_summary
 
             record = store.get_run(run_id)
-            if record["task"] == "plan":
-                raise ConfigError(f"run {record['id']} is a plan run: its report (assay report "
-                                  f"{record['id']}) is already a summary across its tasks; "
-                                  "give --summary one of its task runs")
+            if record["kind"] != "task":
+                raise ConfigError(f"run {record['id']} is a {record['kind']} run: its report "
+                                  f"(assay report {record['id']}) is already a summary across "
+                                  "its steps; give --summary one of its child runs")
             for kind, path in write_summary(store, record["id"], out).items():
                 click.echo(f"{kind}: {path}")
             return
-        if store.get_run(run_id)["task"] == "plan":
+        record = store.get_run(run_id)
+        if record["kind"] != "task":  # a parent run: the report across its steps
+            from assay.pipelines.datagen import pipeline_dir, pipeline_record
             from assay.plan.report import write_plan_report
+            from assay.reports.datagen import write_pipeline_report
 
-            for kind, path in write_plan_report(store, store.get_run(run_id)["id"],
-                                                out).items():
+            written = write_plan_report(store, record["id"], out) if record["kind"] == "plan" \
+                else write_pipeline_report(store, pipeline_record(store, record["id"]),
+                                           out or pipeline_dir(record["id"]))
+            for kind, path in written.items():
                 click.echo(f"{kind}: {path}")
             return
-        record = store.get_run(run_id)
         paths = write_reports(store, record["id"], out)
         folder = out or store.runs_dir / record["id"]
         exported, note = exports_for_report(store, record, folder)
@@ -77,12 +81,13 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
               "normalized, numeric, ... on a qa run).")
 @click.option("-T", "--task-option", "task_option", multiple=True, metavar="KEY=VALUE",
               help="Change a task option that only affects scoring; repeatable.")
-@click.option("--judge-model", default=None, metavar="MODEL",
+@click.option("--judge-model", multiple=True, metavar="MODEL",
               help="Judge the stored outputs again with this model (the tasks with a judge: "
-              "MT-Bench, converse, ...); the model under test is never called.")
+              "MT-Bench, converse, rubric, win rate); repeat it for a jury. The model under "
+              "test is never called.")
 @click.option("--no-report", is_flag=True, help="Do not write the new run's reports.")
 def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
-          judge_model: str | None, no_report: bool) -> None:
+          judge_model: tuple[str, ...], no_report: bool) -> None:
     """Score a run's stored outcomes again (RUN_ID: its id or a unique prefix), with no
     call to the model under test, as a new run linked to it; a judged task's judge is
     asked again (from the response cache when it is the same judge)."""
@@ -95,8 +100,14 @@ def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
 
     store = Store()
     try:
-        done = rescore(store, run_id, scorer=scorer, options=parse_assignments(task_option),
-                       judge_model=judge_model)
+        record = store.get_run(run_id)
+        if record["kind"] != "task":
+            raise ConfigError(f"run {record['id']} is a {record['kind']} run, with no samples of "
+                              "its own; score one of its child runs (see 'assay list runs')")
+        done = rescore(store, record["id"], scorer=scorer,
+                       options=parse_assignments(task_option),
+                       judge_model=(None if not judge_model else judge_model[0]
+                                    if len(judge_model) == 1 else list(judge_model)))
         run = store.get_run(done.run_id)
         judged = (f"; judge: {done.judge_calls} calls, {done.judge_cache_hits} from the cache"
                   if done.judge_calls else "")
@@ -122,6 +133,7 @@ def list_runs(limit: int, as_json: bool) -> None:
     store = Store()
     try:
         runs = store.list_runs(limit)
+        sessions = store.list_plan_sessions(limit)
     finally:
         store.close()
     if as_json:
@@ -132,7 +144,7 @@ def list_runs(limit: int, as_json: bool) -> None:
                 "id": r["id"], "task": r["task"], "model": r["model"].get("model"),
                 "status": r["status"], "samples": r["samples"], "errors": r["errors"],
                 "resumable": bool(r["resumable"]), "created_at": r["created_at"],
-                "parent": r.get("parent_id")}))
+                "parent": r.get("parent_id"), "kind": r["kind"]}))
         return
     from rich.console import Console
     from rich.table import Table
@@ -146,13 +158,18 @@ def list_runs(limit: int, as_json: bool) -> None:
                       str(r["samples"]), str(r["errors"]), "yes" if r["resumable"] else "",
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])))
     Console().print(table)
-    kinds = {r["task"] for r in runs if r["resumable"]}
-    if kinds - {"plan", "plan_session"}:
+    kinds = {r["kind"] for r in runs if r["resumable"]}
+    if "task" in kinds:
         click.echo("resume a run with: assay run <task> --resume <run>")
     if "plan" in kinds:
         click.echo("resume a plan run with: assay run <plan.yaml> --resume <run>")
-    if "plan_session" in kinds:
-        click.echo("continue a planning session with: assay plan --resume <run>")
+    if "pipeline" in kinds:
+        click.echo("resume a pipeline with: assay datagen pipeline --resume <run>")
+    paused = [s for s in sessions if s["status"] != "finished"]
+    for s in paused:
+        click.echo(f"planning session {s['id']} ({s['status']}): {s['request'][:60]}")
+    if paused:
+        click.echo("continue a planning session with: assay plan --resume <session>")
 
 
 @click.command("tasks")

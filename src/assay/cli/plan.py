@@ -94,7 +94,7 @@ def plan_command(path: str) -> click.Command:
     from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resume_overrides
 
     def callback(**kwargs: Any) -> None:
-        from assay.plan.runner import resume_plan, start_plan
+        from assay.pipelines.plan import resume_plan, start_plan
         from assay.reports.render import fmt_value
         from assay.store.sqlite import Store
 

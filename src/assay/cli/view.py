@@ -19,6 +19,6 @@ def view(port: int, no_browser: bool) -> None:
     by verdict, category, score or id), one sample's full transcript, and the paired
     comparison of two runs. Ctrl-C stops the server.
     """
-    from assay.view.app import launch
+    from assay.web.server import launch
 
     launch(port=port, open_browser=not no_browser, echo=click.echo)

@@ -106,5 +106,5 @@ def write_page_set(out_dir: Path, stem: str, ctx: dict[str, Any],
 
 def write_comparison(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Write ``compare.md``, ``compare.html`` and ``compare.json`` into ``out_dir``."""
-    ctx = {"r": result, "test_name": _test_name(result), "lines": summary_lines(result)}
+    ctx = {"r": result, "test_name": _test_name(result)}
     return write_page_set(out_dir, "compare", ctx, result)

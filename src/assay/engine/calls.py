@@ -111,9 +111,12 @@ class CallContext:
     """The agent as one sample sees it: same ``generate`` protocol, plus bookkeeping."""
 
     __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
-                 "cache_hits", "model_id", "text_only", "model_s", "wait_s", "roles")
+                 "cache_hits", "model_id", "text_only", "model_s", "wait_s", "roles",
+                 "params", "run_state")
 
-    def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int) -> None:
+    def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int, *,
+                 params: dict[str, Any] | None = None,
+                 run_state: dict[str, Any] | None = None) -> None:
         self._agent = agent
         self._shared = shared
         self._identity = identity
@@ -133,6 +136,12 @@ class CallContext:
         #: the other models of a task that needs more than the one under test (an
         #: examiner, a judge): role name -> its own context, with its own cache and usage
         self.roles: dict[str, CallContext] = {}
+        #: the run's generation parameters (``--param``, ``--seed``): a task's
+        #: ``generation_params(ctx)`` lays them over its defaults
+        self.params: dict[str, Any] = dict(params or {})
+        #: what the samples of one run share (one dict per run, e.g. BFCL's memory
+        #: chains): the task keeps nothing of a run itself
+        self.run_state: dict[str, Any] = {} if run_state is None else run_state
 
     @property
     def agent(self) -> Any:

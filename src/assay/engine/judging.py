@@ -19,19 +19,18 @@ from typing import Any
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError
 from assay.models.base import get_subject
-
-#: the roles a task's score may use (an examiner plays its part in solve, so it is not
-#: built to score a stored run)
-SCORING_ROLES = ("judge",)
+from assay.scoring.judge import is_judge_role
 
 
 @dataclass
 class ScoreContext:
-    """What ``score`` reaches outside a live run: the judge (``roles["judge"]``)."""
+    """What ``score`` reaches outside a live run: the judge (``roles["judge"]``) and the
+    run's generation parameters (``params``, as in the run)."""
 
     model_id: str
     epoch: int
     roles: dict[str, CallContext] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
     async def generate(self, *args: Any, **kwargs: Any) -> Any:
         """Never: scoring a stored run makes no call to the model under test."""
@@ -42,9 +41,11 @@ class ScoreContext:
 async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
                            ) -> AsyncIterator[Callable[[int], ScoreContext]]:
     """``make(epoch) -> ScoreContext`` for a judged task's stored samples, with the judge
-    the task's options name now (``assay score --judge-model M`` sets them)."""
+    the task's options name now (``assay score --judge-model M`` sets them) and the run's
+    generation parameters (a seeded judge's votes hit the cache)."""
+    # only a jury's roles: an examiner plays its part in solve, so it is not built here
     wanted = {name: role for name, role in task.roles(model_id).items()
-              if name in SCORING_ROLES}
+              if is_judge_role(name)}
     subjects = {name: get_subject(role.model, base_url=role.base_url or spec.base_url,
                                   timeout=spec.timeout, max_reply_bytes=spec.max_reply_bytes)
                 for name, role in wanted.items()}
@@ -60,10 +61,13 @@ async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
             max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm))
             for name, s in subjects.items()}
 
+        params = spec.run_params()
+
         def make(epoch: int) -> ScoreContext:
-            ctx = ScoreContext(model_id, epoch)
+            ctx = ScoreContext(model_id, epoch, params=dict(params))
             for name, (s, identity, calls) in shared.items():
-                ctx.roles[name] = CallContext(s.session(), calls, identity, epoch)
+                ctx.roles[name] = CallContext(s.session(), calls, identity, epoch,
+                                              params=params)
             return ctx
 
         yield make

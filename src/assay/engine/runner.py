@@ -1,4 +1,4 @@
-"""The engine: runs a benchmark against a subject, sample by sample, into the store.
+"""The engine: runs a task against a subject, sample by sample, into the store.
 
 Per sample: a fresh agent (``subject.session()``), ``task.solve``,
 ``task.score``, one committed row. Concurrency is a fixed pool of worker
@@ -270,18 +270,19 @@ class Engine:
             from assay.tasks.registry import build_task
 
             task = build_task(spec.task, spec.task_options)
-        bench = task
-        samples = select_samples(bench.samples(), spec)
+        loaded = task.load()  # once per run: nothing is kept on, or written to, the task
+        samples = select_samples(loaded.samples, spec)
         if not samples:
             raise ConfigError("the dataset has no samples to run; check the file and --limit")
-        dataset = dict(bench.dataset_info(), selected=len(samples))
+        dataset = dict(loaded.info, selected=len(samples))
         weak = weak_isolation_mark(spec, dataset)
         if weak:  # said on the console, and kept with the run for every report
             dataset["isolation"] = weak
         if not resume:
             # the options as the task resolved them (defaults, files read, choices
-            # inferred from the data): what --resume and 'assay score' rebuild it from
-            spec.task_options = dict(bench.options)
+            # inferred from the data) over those given: what --resume and 'assay score'
+            # rebuild it from
+            spec.task_options = {**spec.task_options, **loaded.options}
         if resume:
             old_hash = record["dataset"].get("content_hash")
             if old_hash and dataset.get("content_hash") and old_hash != dataset["content_hash"]:
@@ -294,7 +295,7 @@ class Engine:
         roles: dict[str, Any] = {}
         started = False
         try:
-            for name, role in bench.roles(spec.model).items():
+            for name, role in task.roles(spec.model).items():
                 roles[name] = get_subject(role.model, base_url=role.base_url or spec.base_url,
                                           timeout=spec.timeout,
                                           max_reply_bytes=spec.max_reply_bytes)
@@ -308,7 +309,7 @@ class Engine:
                              "roles": {k: r.describe() for k, r in roles.items()}}
             if not resume:
                 run_id = self.store.create_run(
-                    task=bench.name, spec=spec.to_dict(), model=described,
+                    task=task.name, spec=spec.to_dict(), model=described,
                     dataset=dataset, package_version=__version__, parent_id=parent_id,
                 )
                 self.current_run_id = run_id
@@ -319,7 +320,7 @@ class Engine:
                 if weak and record["dataset"].get("isolation") != weak:  # weak from now on
                     self.store.set_run_dataset(run_id, {**record["dataset"], "isolation": weak})
             started = True
-            await self._execute(run_id, spec, bench, subj, samples, roles)
+            await self._execute(run_id, spec, task, subj, samples, roles)
         except (KeyboardInterrupt, asyncio.CancelledError):
             if started:
                 self._mark(run_id, "interrupted", None)
@@ -331,10 +332,10 @@ class Engine:
         finally:
             for one in (subj, *roles.values()):
                 await one.aclose()
-        del samples  # freed before the results are read back
+        del samples, loaded  # freed before the results are read back
         # finalize, once: metrics, headline, report data and official exports, stored with
         # the run (readers read them and never import the task's code)
-        finalize(self.store, run_id, task=bench)
+        finalize(self.store, run_id, task=task)
         return run_id
 
     def _mark(self, run_id: str, status: str, error: str | None) -> None:
@@ -353,7 +354,7 @@ class Engine:
         except BaseException:  # noqa: BLE001 - e.g. the store is locked; list runs shows it
             pass
 
-    async def _execute(self, run_id: str, spec: RunSpec, bench: Task, subj: Any,
+    async def _execute(self, run_id: str, spec: RunSpec, task: Task, subj: Any,
                        samples: list[Sample], roles: dict[str, Any] | None = None) -> None:
         done = self.store.completed_keys(run_id)
         todo = [
@@ -363,7 +364,9 @@ class Engine:
             if (s.id, epoch) not in done
         ]
         identity = json.dumps(subj.describe(), sort_keys=True)
-        bench.run_params = spec.run_params()
+        params = spec.run_params()  # every sample's context carries them (ctx.params)
+        run_state: dict[str, Any] = {}  # what the samples of this run share
+
         def shared_for(model_id: str) -> CallShared:  # the run's limits, one cache per model
             return CallShared(
                 self.store, max_connections=spec.max_connections,
@@ -390,25 +393,27 @@ class Engine:
             error = None
             outcome = None
             try:
-                ctx = CallContext(subj.session(), shared, identity, epoch)
+                ctx = CallContext(subj.session(), shared, identity, epoch, params=params,
+                                  run_state=run_state)
                 for name, (r, r_identity, r_shared) in role_calls.items():
-                    ctx.roles[name] = CallContext(r.session(), r_shared, r_identity, epoch)
+                    ctx.roles[name] = CallContext(r.session(), r_shared, r_identity, epoch,
+                                                  params=params, run_state=run_state)
                 if spec.sample_timeout:
-                    outcome = await asyncio.wait_for(bench.solve(sample, ctx), spec.sample_timeout)
+                    outcome = await asyncio.wait_for(task.solve(sample, ctx), spec.sample_timeout)
                 else:
-                    outcome = await bench.solve(sample, ctx)
+                    outcome = await task.solve(sample, ctx)
                 error = outcome.error
             except ModelCallError as e:
                 error = str(e)
             except asyncio.TimeoutError:
                 error = f"sample timed out after {spec.sample_timeout:g}s"
-            except Exception as e:  # a bug in a benchmark or agent must not sink the run
+            except Exception as e:  # a bug in a task or agent must not sink the run
                 error = f"{type(e).__name__}: {e}"
             scores: dict[str, Any] = {}
             prediction = None
             if error is None and outcome is not None:
                 try:
-                    for sc in await score_sample(bench, sample, outcome, ctx):
+                    for sc in await score_sample(task, sample, outcome, ctx):
                         scores[sc.name] = sc.to_dict()
                     if scores:
                         prediction = next(iter(scores.values()))["answer"]
@@ -431,7 +436,7 @@ class Engine:
             ))
             return error is not None
 
-        progress = _Progress(len(todo), f"{bench.name} · {subj.model_id}", self.quiet)
+        progress = _Progress(len(todo), f"{task.name} · {subj.model_id}", self.quiet)
 
         async def worker() -> None:
             nonlocal errors
@@ -449,13 +454,13 @@ class Engine:
             if all(capabilities_of(m).one_call_at_a_time
                    for m in (subj, *(r for r, _, _ in role_calls.values()))):
                 n_workers = 1  # every model answers one call at a time (as declared)
-            tasks = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
+            workers = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
             try:
-                await asyncio.gather(*tasks)
+                await asyncio.gather(*workers)
             except BaseException:
-                for t in tasks:  # one failure (e.g. the store) stops every worker
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                for w in workers:  # one failure (e.g. the store) stops every worker
+                    w.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
                 raise
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]

@@ -293,6 +293,40 @@ class PythonAgent:
         return Reply(Message("assistant", text), Usage(), spent)
 
 
+class VirtualUserSlot:
+    """A TaskWeaver VirtualUser-style class (``get_reply_from_agent``, see
+    :mod:`assay.tasks.converse.agents`), built when its conversation starts
+    (:meth:`start_case`, called by the conversation task)."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.instance: Any = None
+
+    def start_case(self, *, task_description: str, app_dir: str | None,
+                   config_var: dict[str, Any] | None, workdir: Path) -> None:
+        """Build the user's object for this case (the arguments its ``__init__`` takes)."""
+        offered: dict[str, Any] = {"task_description": task_description, "app_dir": app_dir,
+                                   "config_var": config_var, "workdir": str(workdir)}
+        try:
+            params = inspect.signature(self.cls).parameters
+        except (TypeError, ValueError):
+            params = {}
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        kwargs = {k: v for k, v in offered.items() if takes_any or k in params}
+        try:
+            self.instance = self.cls(**kwargs)
+        except Exception as e:
+            raise ModelCallError(f"{self.cls.__name__}({', '.join(kwargs)}) raised "
+                                 f"{type(e).__name__}: {e}", transient=False) from e
+
+    def reply(self, message: str) -> str:
+        """The user's ``get_reply_from_agent``."""
+        if self.instance is None:
+            raise RuntimeError(f"{self.cls.__name__} is a TaskWeaver-style VirtualUser: it "
+                               "runs only in a conversation task (assay run converse)")
+        return self.instance.get_reply_from_agent(message)
+
+
 class PythonAgentSubject:
     """The subject for a user's object: ``session()`` gives every sample its own agent.
 
@@ -344,8 +378,6 @@ class PythonAgentSubject:
     def session(self) -> PythonAgent:
         """A new agent for one sample."""
         if self.kind == "virtual_user":
-            from assay.tasks.converse.agents import VirtualUserSlot
-
             return PythonAgent(VirtualUserSlot(self._target), self.model_id)
         if self.kind == "factory":
             try:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.data.cache import data_root
+from assay.data.hf import cache_dir as hf_cache_dir
 from assay.data.hf import hub_endpoint, hub_offline, is_connection_error
 from assay.errors import DatasetError
 from assay.plan.hub_keys import ANSWER_NAMES as ANSWER_NAMES
@@ -54,7 +56,6 @@ from assay.plan.hub_layout import (
     _layout,
     iter_rows,
 )
-from assay.store.sqlite import workspace_dir
 
 if TYPE_CHECKING:
     from assay.plan.schema import HubRef
@@ -289,7 +290,7 @@ def _download(dataset_id: str, filename: str, revision: str | None,
               token: str | None, doing: str) -> Path:
     from huggingface_hub import hf_hub_download
 
-    cache = workspace_dir() / "data" / "hub" / ".hf-cache"
+    cache = hf_cache_dir()
     try:
         cache.mkdir(parents=True, exist_ok=True)
         return Path(hf_hub_download(dataset_id, filename, repo_type="dataset",
@@ -353,7 +354,7 @@ def split_path(dataset_id: str, revision: str, config: str | None, split: str) -
     def safe(part: str) -> str:
         return re.sub(r"[^A-Za-z0-9._-]", "_", part.replace("/", "__")).lstrip(".") or "_"
 
-    return (workspace_dir() / "data" / "hub" / safe(dataset_id) / safe(revision)
+    return (data_root() / "hub" / safe(dataset_id) / safe(revision)
             / safe(config or "default") / f"{safe(split)}.jsonl")
 
 

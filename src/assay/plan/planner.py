@@ -1,7 +1,7 @@
 """``assay plan``: from one sentence to a reviewed, traced plan file.
 
-The session is a run in the store (task ``plan_session``) whose dataset record holds
-the whole state: the request, the stage, the plan so far, the plans before each step
+The session is a row of the store's ``plan_sessions`` table whose state holds the
+whole of it: the request, the stage, the plan so far, the plans before each step
 (for ``back``), the trace, and the settings. It is saved after every step and every
 answer, so ``assay plan --resume ID`` continues at the checkpoint where it stopped
 (Ctrl-C, a closed terminal, kill -9).
@@ -31,8 +31,7 @@ from assay.plan.schema import (
     write_plan,
 )
 from assay.plan.steps import answer_sample
-
-SESSION = "plan_session"
+from assay.store.sqlite import new_run_id
 
 
 @dataclass
@@ -79,26 +78,23 @@ class Session:
                               "\"tool calling and grade-school math\"")
         state = {"request": request, "stage": "intent", "settings": settings.to_dict(),
                  "plan": None, "history": [], "trace": [], "output": settings.output}
-        sid = store.create_run(task=SESSION, spec={"request": request},
-                               model={"model": settings.model,
-                                      "planner": settings.planner or "rules"},
-                               dataset=state, package_version=__version__)
+        sid = store.create_plan_session(session_id=new_run_id(), request=request,
+                                        model={"model": settings.model,
+                                               "planner": settings.planner or "rules"},
+                                        state=state, package_version=__version__)
         return cls(store, sid, state, settings.base_url)
 
     @classmethod
     def load(cls, store: Any, session_id: str, base_url: str | None = None) -> Session:
-        run = store.get_run(session_id)
-        if run["task"] != SESSION:
-            raise ConfigError(f"run {run['id']} is a {run['task']} run, not a planning "
-                              "session; see 'assay list runs'")
-        if run["dataset"].get("stage") == "done":
-            raise ConfigError(f"planning session {run['id']} is finished; its plan is "
-                              f"{run['dataset'].get('output')}")
-        store.set_run_status(run["id"], "running")
-        return cls(store, run["id"], run["dataset"], base_url)
+        found = store.get_plan_session(session_id)
+        if found["state"].get("stage") == "done":
+            raise ConfigError(f"planning session {found['id']} is finished; its plan is "
+                              f"{found['state'].get('output')}")
+        store.save_plan_session(found["id"], found["state"], "running")
+        return cls(store, found["id"], found["state"], base_url)
 
-    def save(self) -> None:
-        self.store.set_run_dataset(self.id, self.state)
+    def save(self, status: str | None = None) -> None:
+        self.store.save_plan_session(self.id, self.state, status)
 
     @property
     def settings(self) -> Settings:
@@ -313,8 +309,7 @@ def _finish(s: Session, asker: Any) -> Path:
     plan.trace = s.state["trace"]
     write_plan(plan, out)
     s.state["stage"] = "done"
-    s.save()
-    s.store.set_run_status(s.id, "finished")
+    s.save("finished")
     return out
 
 
@@ -344,11 +339,10 @@ def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
     try:
         out = drive(session, prompt=prompt, echo=echo, yes=yes, asker=asker)
     except PlanPaused:
-        session.store.set_run_status(session.id, "interrupted")
+        session.save("interrupted")
         raise
     except BaseException:
-        session.save()
-        session.store.set_run_status(session.id, "interrupted")
+        session.save("interrupted")
         raise
     finally:
         if asker is not None:

@@ -56,9 +56,9 @@ WEAKEST_GROUPS = 3
 def _plan(run: dict[str, Any]) -> Plan:
     from pydantic import ValidationError
 
-    if run.get("task") != "plan" or "plan" not in (run.get("dataset") or {}):
-        raise ConfigError(f"run {run['id']} is not a plan run (its task is "
-                          f"{run.get('task')!r}); see 'assay list runs'")
+    if run.get("kind") != "plan" or "plan" not in (run.get("dataset") or {}):
+        raise ConfigError(f"run {run['id']} is not a plan run (it is a {run.get('kind')} run "
+                          f"of {run.get('task')!r}); see 'assay list runs'")
     try:
         return Plan.model_validate(run["dataset"]["plan"])
     except ValidationError as e:

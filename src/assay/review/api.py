@@ -1,7 +1,8 @@
-"""The review page's JSON API: save and read reviews, progress, history, export.
+"""The review page's JSON API (under ``/review/api/``): save and read reviews, progress,
+history, export.
 
 Writes (``POST``) reach these handlers only as same-origin JSON (see
-:mod:`assay.review.security`).
+:mod:`assay.web.security`).
 """
 
 from __future__ import annotations
@@ -14,22 +15,21 @@ from typing import Any
 
 from aiohttp import web
 
-from assay.review.records import Review, ReviewError
-from assay.review.security import SECURITY_HEADERS
-from assay.review.state import reviewer_param, state_of, store_of
+from assay.review.export import export_verifications
+from assay.review.page import review_of, reviewer_param
+from assay.store.review import Review, ReviewError
 
 __all__ = ["api_export", "api_get_review", "api_history", "api_post_review", "api_progress",
            "api_reviews"]
 
 
 def _json_error(status: int, message: str) -> web.Response:
-    return web.json_response({"ok": False, "error": message}, status=status,
-                             headers=SECURITY_HEADERS)
+    return web.json_response({"ok": False, "error": message}, status=status)
 
 
 async def api_post_review(request: web.Request) -> web.Response:
     """``POST /api/review``: save one review (committed before the reply)."""
-    st = state_of(request)
+    st, store = review_of(request)
     body = await _json_body(request)
     if isinstance(body, web.Response):
         return body
@@ -37,7 +37,6 @@ async def api_post_review(request: web.Request) -> web.Response:
     if pid not in st.by_id:
         return _json_error(404, f"no problem {pid!r} in this dataset")
     reviewer = body.get("reviewer") or st.reviewer
-    store = store_of(request)
     try:
         review = await asyncio.to_thread(
             store.save_review, st.dataset_id, pid, reviewer, scores=body.get("scores"),
@@ -54,20 +53,20 @@ async def api_post_review(request: web.Request) -> web.Response:
 
 async def api_get_review(request: web.Request) -> web.Response:
     """``GET /api/review``: one reviewer's saved review of one problem."""
-    st = state_of(request)
+    st, store = review_of(request)
     pid = request.query.get("problem_id", "")
     reviewer = reviewer_param(request, st)
     if pid not in st.by_id or not reviewer:
         return _json_error(400, "give problem_id (of this dataset) and reviewer")
-    review = await asyncio.to_thread(store_of(request).get_review, st.dataset_id, pid, reviewer)
+    review = await asyncio.to_thread(store.get_review, st.dataset_id, pid, reviewer)
     return web.json_response({"ok": True, "review": review.to_dict() if review else None})
 
 
 async def api_reviews(request: web.Request) -> web.Response:
     """``GET /api/reviews``: the dataset's current reviews (one reviewer's or all)."""
-    st = state_of(request)
+    st, store = review_of(request)
     reviewer = request.query.get("reviewer")
-    rows: list[Review] = await asyncio.to_thread(store_of(request).reviews_for, st.dataset_id,
+    rows: list[Review] = await asyncio.to_thread(store.reviews_for, st.dataset_id,
                                                  reviewer)
     return web.json_response({"ok": True, "dataset_id": st.dataset_id,
                               "reviews": [r.to_dict() for r in rows]})
@@ -75,8 +74,8 @@ async def api_reviews(request: web.Request) -> web.Response:
 
 async def api_history(request: web.Request) -> web.Response:
     """``GET /api/history``: every submission, in the order they were made."""
-    st = state_of(request)
-    events = await asyncio.to_thread(store_of(request).history, st.dataset_id,
+    st, store = review_of(request)
+    events = await asyncio.to_thread(store.history, st.dataset_id,
                                      request.query.get("problem_id"),
                                      request.query.get("reviewer"))
     return web.json_response({"ok": True, "events": [e.to_dict() for e in events]})
@@ -84,9 +83,8 @@ async def api_history(request: web.Request) -> web.Response:
 
 async def api_progress(request: web.Request) -> web.Response:
     """``GET /api/progress``: the reviewer's and the project's progress."""
-    st = state_of(request)
+    st, store = review_of(request)
     reviewer = reviewer_param(request, st)
-    store = store_of(request)
     n = len(st.problems)
     mine = (await asyncio.to_thread(store.progress, st.dataset_id, reviewer, n)
             if reviewer else None)
@@ -113,7 +111,7 @@ async def api_export(request: web.Request) -> web.Response:
     The JSON body may hold ``reviewer`` (one reviewer's file) and ``download``
     (ask for a ``Content-Disposition: attachment``).
     """
-    st = state_of(request)
+    st, store = review_of(request)
     body = await _json_body(request)
     if isinstance(body, web.Response):
         return body
@@ -124,8 +122,8 @@ async def api_export(request: web.Request) -> web.Response:
     path = st.export_path
     if reviewer:
         path = path.with_name(f"{path.stem}.{_slug(reviewer)}{path.suffix}")
-    data = await asyncio.to_thread(store_of(request).export_verifications, st.dataset_id,
-                                   st.problems, path, reviewer=reviewer)
+    data = await asyncio.to_thread(export_verifications, store, st.dataset_id, st.problems,
+                                   path, reviewer=reviewer)
     headers = {"X-Assay-Export-Path": str(path)}
     if body.get("download") in (True, 1, "1", "true"):
         headers["Content-Disposition"] = f'attachment; filename="{path.name}"'

@@ -1,4 +1,4 @@
-"""The review page's HTML: where to resume (``/``) and one item (``/item/<n>``)."""
+"""The review page's HTML: where to resume (``/review/``) and one item (``/review/item/<n>``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from assay.review.records import DECIDED, MAX_REVIEWER
-from assay.review.state import ReviewState, reviewer_param, state_of, store_of
-from assay.review.store import ReviewStore
+from assay.review.page import PREFIX, ReviewPage, review_of, reviewer_param
+from assay.store.review import DECIDED, MAX_REVIEWER, ReviewStore
+from assay.web.state import html, state_of
 
 __all__ = ["DIMENSION_GUIDE", "FILTERS", "index_page", "item_page"]
 
@@ -53,25 +53,26 @@ def _item_url(n: int, reviewer: str, flt: str, blind: bool) -> str:
         q["status"] = flt
     if blind:
         q["blind"] = "1"
-    return f"/item/{n}?{urlencode(q)}"
+    return f"{PREFIX}/item/{n}?{urlencode(q)}"
 
 
-def _ask_reviewer(st: ReviewState, request: web.Request, message: str = "") -> web.Response:
-    html = st.render("reviewer.html", title=st.title, path=request.path,
-                     query={k: v for k, v in request.query.items() if k != "reviewer"},
-                     message=message, max_len=MAX_REVIEWER)
-    return web.Response(text=html, content_type="text/html")
+def _ask_reviewer(st: ReviewPage, request: web.Request) -> web.Response:
+    """The form asking for a reviewer name (saying why when the URL named an unusable one)."""
+    message = ("That name is not usable: 1-64 printable characters."
+               if "reviewer" in request.query else "")
+    return html(state_of(request), "reviewer.html", title=st.title, path=request.path,
+                query={k: v for k, v in request.query.items() if k != "reviewer"},
+                message=message, max_len=MAX_REVIEWER)
 
 
 async def index_page(request: web.Request) -> web.StreamResponse:
     """Resume: the first item matching the filter from ``from`` on (wrapping), else a notice."""
-    st = state_of(request)
+    st, store = review_of(request)
     reviewer = reviewer_param(request, st)
     if not reviewer:
-        return _ask_reviewer(st, request, "" if "reviewer" not in request.query
-                             else "That name is not usable: 1-64 printable characters.")
+        return _ask_reviewer(st, request)
     flt, blind = _flags(request)
-    statuses = await asyncio.to_thread(store_of(request).statuses, st.dataset_id, reviewer)
+    statuses = await asyncio.to_thread(store.statuses, st.dataset_id, reviewer)
     n_items = len(st.problems)
     try:
         start = min(max(int(request.query.get("from", "1")), 1), n_items)
@@ -85,12 +86,11 @@ async def index_page(request: web.Request) -> web.StreamResponse:
             raise web.HTTPFound(_item_url(n, reviewer, flt, blind))
     if flt == "all":
         raise web.HTTPFound(_item_url(start, reviewer, flt, blind))
-    html = st.render("empty.html", title=st.title, reviewer=reviewer, flt=flt,
-                     clear_url=_item_url(start, reviewer, "all", blind))
-    return web.Response(text=html, content_type="text/html")
+    return html(state_of(request), "empty.html", title=st.title, reviewer=reviewer, flt=flt,
+                clear_url=_item_url(start, reviewer, "all", blind))
 
 
-def _item_context(store: ReviewStore, st: ReviewState, n: int, reviewer: str, flt: str,
+def _item_context(store: ReviewStore, st: ReviewPage, n: int, reviewer: str, flt: str,
                   blind: bool) -> dict[str, Any]:
     p = st.problems[n - 1]
     review = store.get_review(st.dataset_id, p.problem_id, reviewer)
@@ -121,7 +121,7 @@ def _item_context(store: ReviewStore, st: ReviewState, n: int, reviewer: str, fl
         "dimensions": list(st.dimensions), "blind": blind, "filter": flt,
         "prev_url": _item_url(prev_n, reviewer, flt, blind) if prev_n else None,
         "next_url": _item_url(next_n, reviewer, flt, blind) if next_n else None,
-        "filter_base": "/?" + urlencode({**q, "from": str(n)}),
+        "filter_base": f"{PREFIX}/?" + urlencode({**q, "from": str(n)}),
         "has_judge": judge is not None,
     }
     return {
@@ -137,28 +137,25 @@ def _item_context(store: ReviewStore, st: ReviewState, n: int, reviewer: str, fl
         "prev_url": config["prev_url"], "next_url": config["next_url"],
         "in_filter": n in match, "saved_iso": review.to_dict()["updated_at_iso"]
         if review else None,
-        "static_version": st.static_version,
     }
 
 
 async def item_page(request: web.Request) -> web.StreamResponse:
     """``/item/<n>``: one problem with its review form (or a 404 page)."""
-    st = state_of(request)
+    st, store = review_of(request)
     reviewer = reviewer_param(request, st)
     if not reviewer:
-        return _ask_reviewer(st, request, "" if "reviewer" not in request.query
-                             else "That name is not usable: 1-64 printable characters.")
+        return _ask_reviewer(st, request)
     try:
         n = int(request.match_info["n"])
     except ValueError:
         n = 0
     if not 1 <= n <= len(st.problems):
-        html = st.render("empty.html", title=st.title, reviewer=reviewer, flt=None,
-                         missing=request.match_info["n"], total=len(st.problems),
-                         clear_url=_item_url(1, reviewer, "all", False))
-        return web.Response(text=html, content_type="text/html", status=404)
+        return html(state_of(request), "empty.html", http_status=404, title=st.title,
+                    reviewer=reviewer, flt=None, missing=request.match_info["n"],
+                    total=len(st.problems), clear_url=_item_url(1, reviewer, "all", False))
     flt, blind = _flags(request)
-    ctx = await asyncio.to_thread(_item_context, store_of(request), st, n, reviewer, flt, blind)
-    return web.Response(text=st.render("item.html", **ctx), content_type="text/html")
+    ctx = await asyncio.to_thread(_item_context, store, st, n, reviewer, flt, blind)
+    return html(state_of(request), "item.html", **ctx)
 
 

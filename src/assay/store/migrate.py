@@ -12,6 +12,11 @@ that another process migrated first is simply seen as current. Version history:
   finished before needs their task's code, which this layer never imports: that is
   :func:`assay.engine.finalize.describe_old_runs`, run once by ``assay report`` and
   ``assay view`` (until then readers fall back on the stored metrics' first rate).
+- 5 → 6: a run says what it is (``kind``: ``task``, ``plan``, ``pipeline``) and a
+  parent run records its ``steps``; old ``plan`` and ``datagen_pipeline`` runs get
+  their kind, and an old plan run's spec its engine settings at the top, as a run's spec
+  has them (they were under ``engine``). Planning sessions, which were ``plan_session``
+  runs, move to the ``plan_sessions`` table (their state, status and times kept).
 """
 
 from __future__ import annotations
@@ -20,10 +25,19 @@ import json
 import sqlite3
 from typing import Any
 
-from assay.store.schema import ADDED_RUN_COLUMNS, ADDED_SAMPLE_COLUMNS, SCHEMA_VERSION
+from assay.store.schema import (
+    ADDED_RUN_COLUMNS,
+    ADDED_SAMPLE_COLUMNS,
+    PLAN_SESSIONS,
+    SCHEMA_VERSION,
+)
 
 #: spec keys renamed in schema 4: old name -> new name
 RENAMED_SPEC_KEYS = {"benchmark": "task", "benchmark_options": "task_options"}
+#: the kind of the parent runs an older assay stored as pseudo-tasks (schema 6)
+OLD_PARENT_KINDS = {"plan": "plan", "datagen_pipeline": "pipeline"}
+#: the pseudo-task planning sessions were stored as before schema 6
+OLD_SESSION_TASK = "plan_session"
 
 
 def schema_version(db: sqlite3.Connection) -> int:
@@ -74,7 +88,32 @@ def migrate(db: sqlite3.Connection) -> bool:
             if new != spec:
                 db.execute("UPDATE runs SET spec=? WHERE id=?", (json.dumps(new), run_id))
         changed = True
+    if schema_version(db) < 6:
+        _parents_and_sessions(db)
+        changed = True
     if changed:
         db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                    (str(SCHEMA_VERSION),))
     return changed
+
+
+def _parents_and_sessions(db: sqlite3.Connection) -> None:
+    """Schema 6: parent runs get their kind; ``plan_session`` runs become rows of
+    ``plan_sessions``."""
+    db.execute(PLAN_SESSIONS)
+    for task, kind in OLD_PARENT_KINDS.items():
+        db.execute("UPDATE runs SET kind=? WHERE task=?", (kind, task))
+    for run_id, text in db.execute("SELECT id, spec FROM runs WHERE kind='plan'").fetchall():
+        spec = json.loads(text)
+        if isinstance(spec, dict) and isinstance(spec.get("engine"), dict):
+            new = {k: v for k, v in spec.items() if k not in ("engine", "plan_file")}
+            db.execute("UPDATE runs SET spec=? WHERE id=?",
+                       (json.dumps({**new, **spec["engine"]}), run_id))
+    db.execute(
+        "INSERT OR IGNORE INTO plan_sessions (id, status, created_at, finished_at, request,"
+        " model, state, stats, package_version) SELECT id, status, created_at, finished_at,"
+        " COALESCE(json_extract(spec, '$.request'), ''), model, dataset, stats,"
+        " package_version FROM runs WHERE task=?", (OLD_SESSION_TASK,))
+    db.execute("DELETE FROM samples WHERE run_id IN (SELECT id FROM runs WHERE task=?)",
+               (OLD_SESSION_TASK,))
+    db.execute("DELETE FROM runs WHERE task=?", (OLD_SESSION_TASK,))

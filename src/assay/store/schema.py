@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -20,7 +20,9 @@ CREATE TABLE IF NOT EXISTS runs (
     parent_id TEXT,
     metrics TEXT,
     headline TEXT,
-    report TEXT
+    report TEXT,
+    kind TEXT NOT NULL DEFAULT 'task',
+    steps TEXT
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -56,6 +58,21 @@ CREATE TABLE IF NOT EXISTS cache (
 CREATE INDEX IF NOT EXISTS cache_model ON cache (model);
 """
 
+#: planning sessions (``assay plan``): the whole state, saved after every step and answer
+PLAN_SESSIONS = """
+CREATE TABLE IF NOT EXISTS plan_sessions (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    finished_at REAL,
+    request TEXT NOT NULL,
+    model TEXT NOT NULL,
+    state TEXT NOT NULL,
+    stats TEXT NOT NULL DEFAULT '{}',
+    package_version TEXT NOT NULL
+)"""
+SCHEMA += PLAN_SESSIONS + ";\n"
+
 INSERT_SAMPLE = (
     "INSERT OR REPLACE INTO samples (run_id, sample_id, epoch, seq, input, target, transcript,"
     " output, prediction, scores, error, latency_s, input_tokens, output_tokens, model_calls,"
@@ -70,10 +87,14 @@ CREATED_COL = 17
 #: columns added after schema version 1: (name, type)
 ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"), ("sample", "TEXT"),
                         ("outcome", "TEXT"))
-#: columns of ``runs`` added after schema version 2 (``parent_id``, ``metrics``) and 4
-#: (``headline``, ``report``: what a finished run says about itself): (name, type)
+#: columns of ``runs`` added after schema version 2 (``parent_id``, ``metrics``), 4
+#: (``headline``, ``report``: what a finished run says about itself) and 5 (``kind``:
+#: ``task``, ``plan`` or ``pipeline``; ``steps``: a parent run's steps): (name, type)
 ADDED_RUN_COLUMNS = (("parent_id", "TEXT"), ("metrics", "TEXT"), ("headline", "TEXT"),
-                     ("report", "TEXT"))
+                     ("report", "TEXT"), ("kind", "TEXT NOT NULL DEFAULT 'task'"),
+                     ("steps", "TEXT"))
+#: what a run is: an ordinary run of a task, or a parent run whose steps are child runs
+RUN_KINDS = ("task", "plan", "pipeline")
 #: how many columns a sample row has after ``run_id``
 SAMPLE_COLUMNS = 21
 

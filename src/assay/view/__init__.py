@@ -1,13 +1,5 @@
-"""``assay view``: a local, read-only web app over the workspace store.
-
-:mod:`.app` builds and serves it; :mod:`.pages` and :mod:`.compare_page` render the
-HTML, :mod:`.api` the live view's JSON, :mod:`.queries` holds the SQL, :mod:`.params`
-the query-string filters, :mod:`.summary` lays out metrics and :mod:`.transcript`
-makes a stored sample readable.
+"""The run viewer's pages, served by the local web app (:mod:`assay.web`): :mod:`.pages`
+and :mod:`.compare_page` render the HTML, :mod:`.api` the live view's JSON, :mod:`.params`
+reads the query-string filters, :mod:`.summary` lays out metrics and :mod:`.transcript`
+makes a stored sample readable; the SQL is the store's (:mod:`assay.store.queries`).
 """
-
-from __future__ import annotations
-
-from assay.view.app import create_app, launch, serve
-
-__all__ = ["create_app", "launch", "serve"]

@@ -10,9 +10,9 @@ from typing import Any
 
 from aiohttp import web
 
+from assay.store import queries as q
 from assay.store.sqlite import Store
-from assay.view import queries as q
-from assay.view.state import sample_url, state_of
+from assay.web.state import sample_url, state_of
 
 __all__ = ["api_progress"]
 

@@ -12,11 +12,10 @@ from typing import Any
 from aiohttp import web
 
 from assay.errors import AssayError, RunNotFoundError
+from assay.store import queries as q
 from assay.store.sqlite import Store
-from assay.view import queries as q
-from assay.view.pages import PageError
 from assay.view.params import BadParam, RunFilters
-from assay.view.state import sample_url, state_of
+from assay.web.state import PageError, sample_url, state_of
 
 __all__ = ["compare_page"]
 

@@ -1,12 +1,11 @@
-"""The HTML pages of ``assay view``: the runs list, a run, one sample, and errors.
+"""The HTML pages of ``assay view``: the runs list, a run, and one sample.
 
-Handlers parse the query (:mod:`.params`), run the SQL on a worker thread
-(:mod:`.queries`) and render a template; nothing here writes anywhere.
+Handlers parse the query (:mod:`.params`), run the store's queries on a worker thread
+(:mod:`assay.store.queries`) and render a template; nothing here writes anywhere.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 from urllib.parse import quote
 
@@ -14,35 +13,15 @@ from aiohttp import web
 
 from assay.errors import RunNotFoundError
 from assay.metrics.run import NOT_FINISHED_NOTE
+from assay.store import queries as q
+from assay.store.queries import PAGE_SIZE
 from assay.store.sqlite import Store
-from assay.view import queries as q
-from assay.view.params import PAGE_SIZE, VERDICTS, BadParam, RunFilters, SampleFilters
-from assay.view.state import ViewState, sample_url, state_of
+from assay.view.params import VERDICTS, BadParam, RunFilters, SampleFilters
 from assay.view.summary import headline_for, metric_sections
 from assay.view.transcript import pretty, sample_view
+from assay.web.state import PageError, WebState, html, sample_url, state_of
 
-__all__ = ["PageError", "error_page", "run_page", "runs_page", "sample_page"]
-
-log = logging.getLogger(__name__)
-
-
-class PageError(Exception):
-    """An answer other than the page asked for: ``status``, a title and one line."""
-
-    def __init__(self, status: int, title: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.title, self.message = status, title, message
-
-
-def error_page(st: ViewState, status: int, title: str, message: str) -> web.Response:
-    """A small HTML page for a 4xx/5xx answer (never a traceback)."""
-    return web.Response(text=st.render("error.html", title=title, message=message,
-                                       status=status),
-                        status=status, content_type="text/html")
-
-
-def _html(st: ViewState, template: str, **ctx: Any) -> web.Response:
-    return web.Response(text=st.render(template, **ctx), content_type="text/html")
+__all__ = ["run_page", "runs_page", "sample_page"]
 
 
 def _get_run(store: Store, run_id: str) -> dict[str, Any]:
@@ -79,7 +58,7 @@ async def runs_page(request: web.Request) -> web.Response:
     st = state_of(request)
     f = RunFilters.parse(request.query)
     ctx = await st.call(_runs_context, f)
-    return _html(st, "runs.html", title="Runs", **ctx)
+    return html(st, "runs.html", title="Runs", **ctx)
 
 
 # -- one run ----------------------------------------------------------------------------
@@ -99,7 +78,7 @@ def _metrics(run: dict[str, Any], n_samples: int) -> tuple[dict[str, Any] | None
                   f"('assay run {run['task']} --resume {run['id']}').")
 
 
-def _categories(st: ViewState, store: Store, run: dict[str, Any], key: str, n_samples: int
+def _categories(st: WebState, store: Store, run: dict[str, Any], key: str, n_samples: int
                 ) -> list[tuple[str, int]]:
     """The values of the category field with their counts (kept while the run is unchanged)."""
     cache_key = (run["id"], key, n_samples, run["status"])
@@ -112,7 +91,7 @@ def _categories(st: ViewState, store: Store, run: dict[str, Any], key: str, n_sa
     return cached
 
 
-def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters
+def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
                  ) -> dict[str, Any]:
     run = _get_run(store, run_id)
     if run["id"] != run_id:  # a unique prefix: go to the run's own address
@@ -140,7 +119,7 @@ def _run_context(store: Store, st: ViewState, run_id: str, f: SampleFilters
         "verdicts": VERDICTS, "totals": totals,
         "progress": q.progress(store, run_id) if running else None,
         "pager": _pager(page, total, lambda n: f"/run/{run_id}?" + f.query(page=n)),
-        "metrics": metrics, "metrics_note": metrics_note,
+        "metrics_note": metrics_note,
         "compute_url": None,
         "headline": headline_for(run),
         "sections": metric_sections(metrics), "children": q.children(store, run_id),
@@ -156,7 +135,7 @@ async def run_page(request: web.Request) -> web.Response:
     st = state_of(request)
     f = SampleFilters.parse(request.query)
     ctx = await st.call(_run_context, st, request.match_info["run_id"], f)
-    return _html(st, "run.html", title=f"Run {ctx['run']['id']}", **ctx)
+    return html(st, "run.html", title=f"Run {ctx['run']['id']}", **ctx)
 
 
 # -- one sample -------------------------------------------------------------------------
@@ -200,5 +179,5 @@ async def sample_page(request: web.Request) -> web.Response:
     epoch = _epoch(request)
     ctx = await st.call(_sample_context, request.match_info["run_id"],
                         request.match_info["sample_id"], epoch, f)
-    return _html(st, "sample.html", title=f"{ctx['row']['sample_id']} · {ctx['run']['id']}",
+    return html(st, "sample.html", title=f"{ctx['row']['sample_id']} · {ctx['run']['id']}",
                  **ctx)

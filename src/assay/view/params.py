@@ -10,19 +10,16 @@ is clamped.
 from __future__ import annotations
 
 import math
-import re
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from multidict import MultiMapping
 
-__all__ = ["FIELD_PATTERN", "PAGE_SIZE", "RUN_STATUSES", "VERDICTS", "BadParam", "RunFilters", "SampleFilters",
-           "page_number"]
+from assay.store.queries import FIELD_PATTERN, RunFilter, SampleFilter
+from assay.web.state import PageError
 
-PAGE_SIZE = 50
-"""Rows per page, on the runs list and in a run's sample table."""
+__all__ = ["RUN_STATUSES", "VERDICTS", "BadParam", "RunFilters", "SampleFilters", "page_number"]
 
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
 VERDICTS = ("all", "correct", "wrong", "error", "unscored")
@@ -30,16 +27,16 @@ VERDICTS = ("all", "correct", "wrong", "error", "unscored")
 ``wrong`` = scored below 1; ``error`` = the sample failed (never counted as wrong);
 ``unscored`` = no error and no primary score."""
 
-FIELD_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .-]{0,63}$")
 _MAX_TEXT = 200
 
 
-class BadParam(ValueError):
+class BadParam(PageError):
     """A query parameter that cannot be understood (answered with a 400 page)."""
 
     def __init__(self, name: str, value: str, expected: str) -> None:
         shown = value if len(value) <= 60 else value[:59] + "…"
-        super().__init__(f"the parameter {name}={shown!r} is not usable: {expected}")
+        super().__init__(400, "Bad request",
+                         f"the parameter {name}={shown!r} is not usable: {expected}")
         self.name = name
 
 
@@ -97,19 +94,9 @@ def _link(params: dict[str, Any]) -> str:
     return urlencode({k: v for k, v in params.items() if v is not None and v != ""})
 
 
-@dataclass
-class RunFilters:
-    """Filters of the runs list: task, model, status, a date range and free text."""
-
-    task: str = ""
-    model: str = ""
-    status: str = "all"
-    date_from: str = ""
-    date_to: str = ""
-    q: str = ""
-    page: int = 1
-    ts_from: float | None = None
-    ts_to: float | None = None  # exclusive: the midnight after ``date_to``
+class RunFilters(RunFilter):
+    """The runs list's filters (:class:`assay.store.queries.RunFilter`) read from and
+    written to a query string."""
 
     @classmethod
     def parse(cls, query: MultiMapping[str]) -> RunFilters:
@@ -123,12 +110,6 @@ class RunFilters:
                    date_from=date_from, date_to=date_to, q=_text(query, "q"),
                    page=page_number(query), ts_from=ts_from, ts_to=ts_to)
 
-    @property
-    def active(self) -> bool:
-        """Whether any filter narrows the list."""
-        return bool(self.task or self.model or self.status != "all" or self.date_from
-                    or self.date_to or self.q)
-
     def query(self, **change: Any) -> str:
         """The query string of these filters (with ``change`` applied), for links."""
         params = {"task": self.task, "model": self.model,
@@ -141,18 +122,9 @@ class RunFilters:
         return _link(params)
 
 
-@dataclass
-class SampleFilters:
-    """Filters of a run's sample table: verdict, a metadata field's value, a range of
-    the primary score, and text in the sample id."""
-
-    verdict: str = "all"
-    field: str = ""       # the metadata key the category filter reads ("" = the run's default)
-    category: str = ""    # its value, as text ("" = any)
-    score_min: float | None = None
-    score_max: float | None = None
-    q: str = ""
-    page: int = 1
+class SampleFilters(SampleFilter):
+    """A run's sample-table filters (:class:`assay.store.queries.SampleFilter`) read from
+    and written to a query string."""
 
     @classmethod
     def parse(cls, query: MultiMapping[str]) -> SampleFilters:
@@ -167,12 +139,6 @@ class SampleFilters:
         return cls(verdict=_choice(query, "verdict", VERDICTS, "all"), field=fld,
                    category=query.get("category", "")[:_MAX_TEXT], score_min=lo,
                    score_max=hi, q=_text(query, "q"), page=page_number(query))
-
-    @property
-    def active(self) -> bool:
-        """Whether any filter narrows the table."""
-        return bool(self.verdict != "all" or self.category or self.score_min is not None
-                    or self.score_max is not None or self.q)
 
     def params(self, **change: Any) -> dict[str, Any]:
         """The filters as query parameters (with ``change`` applied)."""

@@ -175,7 +175,7 @@ def _workdir_summary(snapshot: Any) -> Any:
 
 
 def sample_view(row: dict[str, Any]) -> dict[str, Any]:
-    """Everything the sample page shows, from :func:`assay.view.queries.sample_row`."""
+    """Everything the sample page shows, from :func:`assay.store.queries.sample_row`."""
     transcript = row.get("transcript")
     turns = message_turns(transcript)
     outcome = row.get("outcome")

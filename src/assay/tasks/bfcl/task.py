@@ -25,7 +25,7 @@ from pydantic import BeforeValidator
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
 from assay.errors import ConfigError
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.bfcl.categories import (
     GROUPS,
     expand,
@@ -84,6 +84,19 @@ class BFCLOptions(TaskOptions):
                                         "it the entry is a scoring error.")
 
 
+def _report_skipped(samples: list[Sample], skipped: dict[str, str]) -> None:
+    """One note per category a group left out; when nothing is left, one error line."""
+    import sys
+
+    if not skipped:
+        return
+    if not samples:
+        cats = ", ".join(skipped)
+        raise ConfigError(f"{cats} cannot run here: {next(iter(skipped.values()))}")
+    for cat, why in skipped.items():
+        print(f"note: BFCL {cat} left out: {why}", file=sys.stderr)
+
+
 @task("bfcl")
 class BFCLTask(Task):
     """BFCL v4: the single-turn (AST and relevance), multi-turn and agentic (memory, web
@@ -107,55 +120,46 @@ class BFCLTask(Task):
     description = ("Berkeley Function Calling Leaderboard v4 (single-turn, multi-turn, agentic), "
                    "official verdicts, fc or prompt mode.")
 
+    opts: BFCLOptions
+
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
-        options = self.options
-        self.mode = options.get("mode") or "fc"
-        if self.mode not in MODES:
-            raise ConfigError(f"--mode must be 'fc' or 'prompt', got {self.mode!r}")
-        selection = options.get("category") or "simple_python"
-        self.categories = expand(selection)
+        o = self.opts
+        if o.mode not in MODES:
+            raise ConfigError(f"--mode must be 'fc' or 'prompt', got {o.mode!r}")
+        self.categories = expand(o.category)
         #: categories named one by one (a group's members may be skipped, these may not)
-        self._named = set(expand([c for c in str(selection).split(",")
+        self._named = set(expand([c for c in str(o.category).split(",")
                                   if c.strip() and c.strip() not in GROUPS]))
-        #: category -> why it was left out of a group (a missing key or package)
-        self.skipped: dict[str, str] = {}
-        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
-        check_number("--check-timeout", options.get("check_timeout"), above=0)
-        utd = options.get("underscore_to_dot")
-        self._utd_given = utd is not None
-        self.underscore_to_dot = (self.mode == "fc") if utd is None else bool(utd)
-        self.tolerant = options.get("tolerant", True)
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
-        #: memory prerequisite chains and their run state (agentic categories only)
-        self._agentic: Any = None
+        check_number("--max-tokens", o.max_tokens, minimum=1, integer=True)
+        check_number("--check-timeout", o.check_timeout, above=0)
+        self.underscore_to_dot = (o.mode == "fc") if o.underscore_to_dot is None else bool(
+            o.underscore_to_dot)
 
     # -- data ---------------------------------------------------------------------------
-    def samples(self) -> list[Sample]:
+    def read(self) -> LoadedData:
         """Entries of the selected categories in official id order.
 
         Each sample carries the entry's function docs (``metadata["functions"]``, what
-        the checker needs) and, in fc mode, the tools sent to the model, so a stored
-        sample is enough to score it again.
+        the checker needs), in fc mode the tools sent to the model and, for a memory
+        question, its scenario's prerequisite questions, so a stored sample is enough to
+        solve or score it again.
         """
-        if self._samples is not None:
-            return self._samples
         from assay.tasks.bfcl.data import content_hash, load_category, locate
         from assay.tasks.bfcl.prompts import add_language_hints, official_sort_key
 
-        source = locate(self.options.get("bfcl_data_dir"))
+        source = locate(self.opts.bfcl_data_dir)
         samples: list[Sample] = []
-        files = []
+        files: list[Any] = []
         counts: dict[str, int] = {}
+        skipped: dict[str, str] = {}  # category -> why a group left it out
         for cat in self.categories:
             if is_multi_turn(cat):
                 samples.extend(self._multi_turn_samples(source, cat, files, counts))
                 continue
             if is_agentic(cat):
-                if not self._runnable(cat):
-                    continue
-                samples.extend(self._agentic_samples(source, cat, files, counts))
+                if self._runnable(cat, skipped):
+                    samples.extend(self._agentic_samples(source, cat, files, counts))
                 continue
             cd = load_category(source, cat)
             files.extend(cd.files)
@@ -164,7 +168,7 @@ class BFCLTask(Task):
             for e in sorted(cd.entries, key=lambda e: official_sort_key(e["id"])):
                 turn = e["question"][0]
                 tools = None
-                if self.mode == "fc":
+                if self.opts.mode == "fc":
                     tools = self._tools(add_language_hints(e["function"], lang))
                 samples.append(Sample(
                     id=e["id"],
@@ -173,13 +177,13 @@ class BFCLTask(Task):
                     tools=tools,
                     metadata={"category": cat, "language": lang, "functions": e["function"]},
                 ))
-        self._report_skipped(samples)
-        self._info = {**source.describe(), "content_hash": content_hash(files),
-                      "categories": counts, "mode": self.mode,
-                      **({"skipped_categories": self.skipped} if self.skipped else {}),
-                      "underscore_to_dot": self.underscore_to_dot}
-        self._samples = samples
-        return samples
+        _report_skipped(samples, skipped)
+        info = {**source.describe(), "content_hash": content_hash(files),
+                "categories": counts, "mode": self.opts.mode,
+                **({"skipped_categories": skipped} if skipped else {}),
+                "underscore_to_dot": self.underscore_to_dot}
+        return LoadedData(samples, info, dict(self.options))
+
 
     @staticmethod
     def _multi_turn_samples(source: Any, cat: str, files: list[Any],
@@ -207,10 +211,11 @@ class BFCLTask(Task):
                           "turns": len(e["question"])}))
         return out
 
-    def _runnable(self, cat: str) -> bool:
+    def _runnable(self, cat: str, skipped: dict[str, str]) -> bool:
         """Whether an agentic category can run here. One named by itself that cannot is a
         one-line error; one that came with a group (``all``, ``agentic``, ...) is left out
-        with a note saying what it needs, and the overall score then names it as missing."""
+        (into ``skipped``) with a note saying what it needs, and the overall score then
+        names it as missing."""
         from assay.tasks.bfcl.agentic.backends import check_requirements
 
         try:
@@ -218,41 +223,25 @@ class BFCLTask(Task):
         except ConfigError as e:
             if cat in self._named:
                 raise
-            self.skipped[cat] = str(e)
+            skipped[cat] = str(e)
             return False
         return True
 
-    def _report_skipped(self, samples: list[Sample]) -> None:
-        """One note per category a group left out; when nothing is left, one error line."""
-        import sys
-
-        if not self.skipped:
-            return
-        if not samples:
-            cats = ", ".join(self.skipped)
-            raise ConfigError(f"{cats} cannot run here: {next(iter(self.skipped.values()))}")
-        for cat, why in self.skipped.items():
-            print(f"note: BFCL {cat} left out: {why}", file=sys.stderr)
-
     def _agentic_samples(self, source: Any, cat: str, files: list[Any],
                          counts: dict[str, int]) -> list[Sample]:
-        """A memory or web-search category's scored entries (what the loop and the checker
-        need travels in the sample; the memory prerequisite chains, shared by the samples
-        of a scenario, stay with the task). What the backend needs (packages, a SerpAPI
-        key) is checked here, before any model call."""
+        """A memory or web-search category's scored entries: what the loop and the checker
+        need travels in the sample, a memory question's scenario prerequisites too (their
+        questions, in order; the run shares each chain between the scenario's samples).
+        What the backend needs (packages, a SerpAPI key) is checked here, before any model
+        call."""
         from assay.tasks.bfcl.agentic.backends import check_requirements
         from assay.tasks.bfcl.agentic.data import load_agentic
-        from assay.tasks.bfcl.agentic.solve import AgenticRuntime
         from assay.tasks.bfcl.prompts import official_sort_key
 
         check_requirements(cat)
         data = load_agentic(source, cat)
         files.extend(data.files)
         counts[cat] = len(data.entries)
-        if self._agentic is None:
-            self._agentic = AgenticRuntime()
-        if data.prereqs:
-            self._agentic.prereqs[cat] = data.prereqs
         out = []
         for e in sorted(data.entries, key=lambda e: official_sort_key(e["id"])):
             meta: dict[str, Any] = {
@@ -261,6 +250,8 @@ class BFCLTask(Task):
             if "scenario" in e:
                 meta["scenario"] = e["scenario"]
                 meta["prereq_ids"] = e["depends_on"]
+                meta["prereq_questions"] = [p["question"]
+                                            for p in data.prereqs[e["scenario"]]]
             if "initial_config" in e:
                 meta["initial_config"] = e["initial_config"]
             out.append(Sample(
@@ -268,10 +259,10 @@ class BFCLTask(Task):
                 target=data.ground_truth[e["id"]], metadata=meta))
         return out
 
-    def generation_params(self) -> dict[str, Any]:
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Deterministic, room for several calls."""
-        return {"max_tokens": int(self.options.get("max_tokens") or 512), "temperature": 0.0,
-                **self.run_params}
+        return {"max_tokens": int(self.opts.max_tokens or 512), "temperature": 0.0,
+                **run_params_of(ctx)}
 
     # -- driving the agent --------------------------------------------------------------
     def _tools(self, hinted: list[dict[str, Any]]) -> list[ToolSpec]:
@@ -288,22 +279,19 @@ class BFCLTask(Task):
         """One turn: native tools (fc) or the official system prompt (prompt)."""
         from assay.tasks.bfcl.prompts import add_language_hints, prompt_messages
 
-        params = self.generation_params()
+        params = self.generation_params(agent)
         text_only = getattr(agent, "text_only", False)
+        mode = "fc" if (self.opts.mode == "fc" and not text_only) else "prompt"
         if is_multi_turn(sample.metadata["category"]):
             from assay.tasks.bfcl.multiturn.loop import run_entry
 
-            mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
             return await run_entry(sample.metadata, agent, mode=mode, params=params)
         if is_agentic(sample.metadata["category"]):
             from assay.tasks.bfcl.agentic.solve import solve_agentic
 
-            if self._agentic is None:  # the prerequisite chains come with the data
-                self.samples()
-            mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
-            return await solve_agentic(self._agentic, sample, agent, mode=mode, params=params)
+            return await solve_agentic(sample, agent, mode=mode, params=params)
         functions = sample.metadata["functions"]
-        if self.mode == "fc" and not text_only:
+        if mode == "fc":
             messages = list(sample.input) if isinstance(sample.input, list) else []
             tools = sample.tools or self._tools(
                 add_language_hints(functions, sample.metadata["language"]))
@@ -316,7 +304,6 @@ class BFCLTask(Task):
             messages = [Message(m["role"], m["content"]) for m in wire]
             reply = await agent.generate(messages, **params)
         messages.append(reply.message)
-        mode = "fc" if (self.mode == "fc" and not text_only) else "prompt"
         return Outcome(transcript=messages, output=reply.message.content or "",
                        tool_calls=reply.message.tool_calls, metadata={"mode": mode})
 
@@ -334,25 +321,26 @@ class BFCLTask(Task):
         """The official verdict (``bfcl``) and, when enabled, the tolerant one."""
         from assay.tasks.bfcl.scoring import score_entry
 
-        mode = outcome.metadata.get("mode", self.mode)
+        mode = outcome.metadata.get("mode", self.opts.mode)
         if is_multi_turn(sample.metadata["category"]):
             from assay.tasks.bfcl.multiturn.scoring import score_multi_turn
 
             return score_multi_turn(sample, outcome.metadata.get("multi_turn"), mode,
-                                    check_timeout=self.options.get("check_timeout"))
+                                    check_timeout=self.opts.check_timeout)
         if is_agentic(sample.metadata["category"]):
             from assay.tasks.bfcl.agentic.scoring import score_agentic
 
             return score_agentic(sample, outcome.metadata.get("agentic"), mode)
         # A text-only agent is driven in prompt mode, where the official handlers keep
         # dots in names; an explicit --underscore-to-dot still wins.
-        utd = self.underscore_to_dot if self._utd_given else mode == "fc"
+        utd = (self.underscore_to_dot if self.opts.underscore_to_dot is not None
+               else mode == "fc")
         return score_entry(
             raw=self.raw_result(outcome), text=outcome.output,
             functions=sample.metadata["functions"],
             ground_truth=sample.target, category=sample.metadata["category"],
             language=sample.metadata["language"], mode=mode, underscore_to_dot=utd,
-            tolerant=bool(self.tolerant),
+            tolerant=bool(self.opts.tolerant),
         )
 
     @classmethod

@@ -8,7 +8,7 @@ the program, get or set an attribute, iterate, ... and sends back the result.
 
 Nothing in this file is trusted by the harness: the program under test shares this
 process and may rewrite any of it. What it sends is decoded by the harness as plain data
-only (see :func:`assay.tasks.code.harness.decode`); this file only makes an honest
+only (see :func:`assay.tasks.code.channel.decode`); this file only makes an honest
 program's results plain where it can (a ``numpy`` number, a ``namedtuple``, a
 ``Counter``), so that they compare as they would in one process. Anything else goes back
 as a numbered handle that the harness can pass back or ask about, never compare.
@@ -19,6 +19,7 @@ Only the standard library is used; the file is copied into the sandbox as text.
 from __future__ import annotations
 
 import builtins
+import io
 import numbers
 import os
 import pickle
@@ -127,8 +128,6 @@ class Server:
         return self.handle(obj)
 
     def encode(self, message: tuple[Any, ...]) -> bytes:
-        import io
-
         out = io.BytesIO()
         _Dumper(out).dump(message)
         return out.getvalue()
@@ -233,8 +232,6 @@ class _Loader(pickle.Unpickler):
     """Requests come from the harness (trusted here); handles become the objects."""
 
     def __init__(self, server: Server, data: bytes) -> None:
-        import io
-
         super().__init__(io.BytesIO(data))
         self.server = server
 

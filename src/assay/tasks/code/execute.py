@@ -33,19 +33,19 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.errors import AssayError
 from assay.sandbox import Limits, SandboxResult, run_python
-
-if TYPE_CHECKING:
-    from assay.tasks.code.extract import Program
+from assay.tasks.code.extract import Program
 
 #: bumped when the runner or the verdict rules change (a stored verdict is then re-run)
 RUNNER_VERSION = "2"
 HERE = Path(__file__).resolve().parent
-#: the judge (run as the sandbox's script) and the candidate's server, copied in as text
+#: the judge (run as the sandbox's script), its channel and the candidate's server, copied
+#: in as text
 RUNNER_FILE = "harness.py"
+CHANNEL_FILE = "channel.py"
 CANDIDATE_FILE = "candidate.py"
 PROGRAM_FILE = "program.py"
 JOB_FILE = "job.json"
@@ -189,8 +189,9 @@ async def run_program(program: Program, limits: Limits) -> Verdict:
     and judge how it ended."""
     key = secrets.token_bytes(32)
     files: dict[str, str | bytes] = {
-        RUNNER_FILE: (HERE / "harness.py").read_text(encoding="utf-8"),
-        CANDIDATE_FILE: (HERE / "candidate.py").read_text(encoding="utf-8"),
+        RUNNER_FILE: (HERE / RUNNER_FILE).read_text(encoding="utf-8"),
+        CHANNEL_FILE: (HERE / CHANNEL_FILE).read_text(encoding="utf-8"),
+        CANDIDATE_FILE: (HERE / CANDIDATE_FILE).read_text(encoding="utf-8"),
         PROGRAM_FILE: program.candidate,
         JOB_FILE: _job(program, key),
     }

@@ -30,7 +30,8 @@ from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.sandbox import Limits, check_isolation, describe_isolation
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.code.dataset import read_rows
 from assay.tasks.code.execute import (
     Verdict,
     code_limits,
@@ -161,35 +162,30 @@ class CodeTask(Task):
                               f"{', '.join(PLACEHOLDERS[self.flavor][1:])})")
         #: the sandbox limits of one answer's tests
         self.limits: Limits = code_limits(opts.timeout_s, opts.memory_mb)
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
 
     # -- data -------------------------------------------------------------------------------
-    def samples(self) -> list[Sample]:
-        """One sample per problem, in file order (read once)."""
-        if self._samples is not None:
-            return self._samples
-        from assay.tasks.code.dataset import read_rows
-
-        rows, info = read_rows(str(self.opts.data), self.flavor)
-        self._samples = [self._sample(row) for row in rows]
-        self._info = info
-        return self._samples
-
-    def _sample(self, row: Any) -> Sample:
-        raise NotImplementedError
-
-    def dataset_info(self) -> dict[str, Any]:
-        """The file (path, format, rows, content hash) and the sandbox the tests run in.
+    def read(self) -> LoadedData:
+        """One sample per problem, in file order, and the dataset record: the file (path,
+        format, rows, content hash) and the sandbox the tests run in.
 
         Refuses to start where bubblewrap cannot isolate the tests (model-written code is
         never run outside the sandbox), unless the run allows weak isolation
         (``--allow-weak-sandbox``).
         """
-        self.samples()
+        rows, info = read_rows(str(self.opts.data), self.flavor)
+        samples = [self._sample(row) for row in rows]
         # refused before any model call, unless the run allows weak isolation
         check_isolation(f"{self.flavor}'s model-written code")
-        return {**self._info, "sandbox": describe_isolation(self.limits)}
+        return LoadedData(samples, {**info, "sandbox": describe_isolation(self.limits)},
+                          dict(self.options))
+
+    def samples(self) -> list[Sample]:
+        """One sample per problem, in file order."""
+        rows, _ = read_rows(str(self.opts.data), self.flavor)
+        return [self._sample(row) for row in rows]
+
+    def _sample(self, row: Any) -> Sample:
+        raise NotImplementedError
 
     def _render(self, template: str, values: dict[str, str]) -> str:
         out = template
@@ -204,9 +200,10 @@ class CodeTask(Task):
         msgs.append(Message("user", str(sample.input)))
         return msgs
 
-    def generation_params(self) -> dict[str, Any]:
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """``max_tokens`` (1024 unless told); the run's parameters override."""
-        return {"max_tokens": int(self.opts.max_tokens or DEFAULT_MAX_TOKENS), **self.run_params}
+        return {"max_tokens": int(self.opts.max_tokens or DEFAULT_MAX_TOKENS),
+                **run_params_of(ctx)}
 
     # -- solving and scoring ----------------------------------------------------------------
     def program(self, sample: Sample, reply: str) -> Program:

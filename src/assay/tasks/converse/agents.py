@@ -32,11 +32,10 @@ that reads it sees what the examiner is told to withhold.
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Any
 
-from assay.errors import ModelCallError
+from assay.models.python_agent import VirtualUserSlot
 
 
 class VirtualUser:
@@ -51,38 +50,6 @@ class VirtualUser:
     def get_reply_from_agent(self, message: str) -> str:
         """The agent's reply to the examiner's ``message``."""
         raise NotImplementedError("implement get_reply_from_agent(message) -> str")
-
-
-class VirtualUserSlot:
-    """A VirtualUser-style class, built when its conversation starts (:meth:`start_case`)."""
-
-    def __init__(self, cls: type) -> None:
-        self.cls = cls
-        self.instance: Any = None
-
-    def start_case(self, *, task_description: str, app_dir: str | None,
-                   config_var: dict[str, Any] | None, workdir: Path) -> None:
-        """Build the user's object for this case (the arguments its ``__init__`` takes)."""
-        offered: dict[str, Any] = {"task_description": task_description, "app_dir": app_dir,
-                                   "config_var": config_var, "workdir": str(workdir)}
-        try:
-            params = inspect.signature(self.cls).parameters
-        except (TypeError, ValueError):
-            params = {}
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        kwargs = {k: v for k, v in offered.items() if takes_any or k in params}
-        try:
-            self.instance = self.cls(**kwargs)
-        except Exception as e:
-            raise ModelCallError(f"{self.cls.__name__}({', '.join(kwargs)}) raised "
-                                 f"{type(e).__name__}: {e}", transient=False) from e
-
-    def reply(self, message: str) -> str:
-        """The user's ``get_reply_from_agent``."""
-        if self.instance is None:
-            raise RuntimeError(f"{self.cls.__name__} is a TaskWeaver-style VirtualUser: it "
-                               "runs only in a conversation task (assay run converse)")
-        return self.instance.get_reply_from_agent(message)
 
 
 def prepare_agent(agent: Any, *, case: Any, workdir: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
 from assay.core.types import Message
-from assay.tasks.converse.replies import read_reply
+from assay.scoring.judge import read_json
 
 PROMPT_VERSION = "converse-examiner-1"
 
@@ -116,7 +116,8 @@ def examiner_messages(task_description: str, chat: list[dict[str, str]], rounds:
 
 def parse_examiner(text: str) -> tuple[ExaminerTurn | None, str | None]:
     """The examiner's turn, or ``None`` and why the reply is not valid."""
-    turn, why = read_reply(text, ExaminerTurn)
+    turn, why = read_json(text, lambda obj: (ExaminerTurn.model_validate(obj), None),
+                          strict=True, fence=False)
     if turn is not None and not turn.task_finished and not turn.message.strip():
         return None, "an empty message without task_finished"
     return turn, why

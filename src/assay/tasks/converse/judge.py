@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, field_validator
 
 from assay.core.types import Message
-from assay.tasks.converse.replies import read_reply
+from assay.scoring.judge import combine, read_json
 
 PROMPT_VERSION = "converse-judge-1"
 
@@ -62,7 +62,8 @@ class Verdict(BaseModel):
 
 def parse_verdict(text: str) -> tuple[Verdict | None, str | None]:
     """The verdict, or ``None`` and why the reply is not one."""
-    verdict, why = read_reply(text, Verdict, fence=True)
+    verdict, why = read_json(text, lambda obj: (Verdict.model_validate(obj), None),
+                             strict=True)
     if verdict is not None and not verdict.reason.strip():
         return None, "an empty reason"
     return verdict, why
@@ -99,19 +100,17 @@ def judge_messages(task_description: str, chat_text: str, statement: str) -> lis
 
 
 def majority(votes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The point's verdict from its votes (``{is_hit, invalid, reason, agreement, ...}``)."""
-    valid = [v for v in votes if not v.get("invalid")]
-    hits = sum(1 for v in valid if v["is_hit"])
-    misses = len(valid) - hits
-    out: dict[str, Any] = {"kind": "llm", "votes": votes, "valid_votes": len(valid),
-                           "hits": hits, "misses": misses}
-    if not valid or hits == misses:
-        why = "no valid verdict" if not valid else f"a tie ({hits} hit, {misses} miss)"
+    """The point's verdict from its votes (``{is_hit, invalid, reason, agreement, ...}``):
+    :func:`assay.scoring.judge.combine`'s majority, a tie or no valid vote invalid."""
+    verdict = combine([None if v.get("invalid") else v["is_hit"] for v in votes])
+    hits = sum(1 for v in votes if not v.get("invalid") and v["is_hit"])
+    out: dict[str, Any] = {"kind": "llm", "votes": votes, "valid_votes": verdict.valid,
+                           "hits": hits, "misses": verdict.valid - hits,
+                           "is_hit": verdict.value, "invalid": verdict.invalid,
+                           "agreement": verdict.agreement}
+    if verdict.invalid:
+        why = "no valid verdict" if not verdict.valid else f"a tie ({hits} hit, {out['misses']} miss)"
         reasons = "; ".join(str(v.get("reason") or "") for v in votes)[:1000]
-        return {**out, "is_hit": None, "invalid": True, "agreement": None,
-                "reason": f"invalid: {why}" + (f" ({reasons})" if reasons else "")}
-    hit = hits > misses
-    agree = [v for v in valid if v["is_hit"] == hit]
-    return {**out, "is_hit": hit, "invalid": False,
-            "agreement": len(agree) / len(valid) if len(votes) > 1 else None,
-            "reason": agree[0]["reason"]}
+        return {**out, "reason": f"invalid: {why}" + (f" ({reasons})" if reasons else "")}
+    return {**out, "reason": next(v["reason"] for v in votes
+                                  if not v.get("invalid") and v["is_hit"] == verdict.value)}

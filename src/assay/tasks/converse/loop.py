@@ -29,13 +29,13 @@ from typing import Any
 from assay.core.paths import inside
 from assay.core.types import Message, ToolCall, ToolSpec
 from assay.errors import ConfigError, ModelCallError
+from assay.scoring.judge import ask
 from assay.tasks.converse.examiner import (
     EXAMINER_SCHEMA,
     RETRY,
     examiner_messages,
     parse_examiner,
 )
-from assay.tasks.converse.replies import ask_with_retry
 
 MAX_STEPS = 8
 READ_LIMIT = 64 * 1024
@@ -220,7 +220,8 @@ async def _examiner_turn(examiner: Any, task_description: str, conv: Conversatio
     """The examiner's next message and stop flag; ``None`` after two invalid replies."""
     msgs = examiner_messages(task_description, conv.chat, conv.rounds, max_rounds,
                              limit_chars)
-    asked = await ask_with_retry(examiner, msgs, EXAMINER_SCHEMA, parse_examiner, RETRY, params)
+    asked = await ask(examiner, msgs, parse_examiner, retry=RETRY, schema=EXAMINER_SCHEMA,
+                      params=params)
     conv.examiner_invalid += len(asked.refused)
     conv.examiner_reasons += asked.refused
     return (asked.value.message, asked.value.task_finished) if asked.value else None

@@ -121,6 +121,7 @@ def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> di
         judged = _judging(score.get("metadata") or {}, meta)
         if judged["judge_model"]:
             judges.add(str(judged["judge_model"]))
+        judges.update(str(j) for j in (score.get("metadata") or {}).get("judge_models") or [])
         for v in judged["verdicts"]:
             for vote in v.get("votes") or []:
                 invalid_votes += 1 if vote.get("invalid") else 0

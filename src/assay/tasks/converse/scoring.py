@@ -5,7 +5,8 @@ the stored sample and outcome and the judge the scoring context offers (in a run
 run's judge; under ``assay score RUN --judge-model M``, M), so a stored run is judged
 again with no call to the agent or the examiner:
 
-* an LLM point by the judge (:mod:`assay.tasks.converse.judge`): ``judge_samples`` votes,
+* an LLM point by the judge or jury (:mod:`assay.tasks.converse.judge`, through
+  :mod:`assay.scoring.judge`): ``judge_samples`` votes from each judge,
   one corrective retry per refused reply, the majority decides; an invalid verdict is
   counted, never scored;
 * an ``eval_code`` point in the sandbox (:mod:`assay.tasks.converse.evalcode`), in a
@@ -19,14 +20,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from assay.core.types import Message, Score
+from assay.core.types import Score
 from assay.errors import ConfigError
 from assay.models.registry import capabilities_of
 from assay.sandbox import Limits
+from assay.scoring.judge import Vote, poll
 from assay.tasks.converse import judge as judge_mod
 from assay.tasks.converse.cases import Case
 from assay.tasks.converse.evalcode import run_eval_code
-from assay.tasks.converse.replies import ask_with_retry
 from assay.tasks.converse.workfiles import files_of, legacy_files
 
 LOCAL_JUDGE_CONTEXT = 6000
@@ -39,27 +40,27 @@ def usage_of(ctx: Any) -> dict[str, Any]:
             "calls": ctx.calls, "cache_hits": ctx.cache_hits}
 
 
-async def vote(judge: Any, msgs: list[Message], i: int, *, samples: int,
-               seed: Any) -> dict[str, Any]:
-    """One judge verdict, with one corrective retry; ``invalid`` after two failures."""
-    params: dict[str, Any] = {"max_tokens": 400, "temperature": 0.0 if samples == 1 else 0.7}
-    if samples > 1:
-        params["seed"] = int(seed or 0) + i
-    asked = await ask_with_retry(judge, msgs, judge_mod.JUDGE_SCHEMA,
-                                 judge_mod.parse_verdict, judge_mod.RETRY, params)
-    if asked.value is not None:
-        return {"is_hit": asked.value.is_hit, "reason": asked.value.reason,
-                "invalid": False, "attempts": asked.attempts}
-    return {"is_hit": None, "invalid": True, "attempts": asked.attempts,
-            "reason": "; ".join(asked.refused), "raw": asked.raw[:1000]}
+def vote_row(vote: Vote, jury: bool) -> dict[str, Any]:
+    """One judge vote as the point's verdict keeps it (its judge's model with a jury)."""
+    row: dict[str, Any] = {"is_hit": None if vote.invalid else vote.value.is_hit,
+                           "reason": "; ".join(vote.refused) if vote.invalid
+                           else vote.value.reason, "invalid": vote.invalid,
+                           "attempts": vote.attempts}
+    if vote.invalid:
+        row["raw"] = vote.replies[-1][:1000]
+    if jury:
+        row["judge"] = vote.judge
+    return row
 
 
-async def judge_points(case: Case, meta: dict[str, Any], judge: Any, opts: Any,
+async def judge_points(case: Case, meta: dict[str, Any], jury: list[Any], opts: Any,
                        seed: Any) -> list[dict[str, Any]]:
     """Every scoring point's verdict, in the case's order (see the module docstring).
 
-    ``meta`` is the outcome's metadata; ``opts`` the task's options (``judge_samples``,
-    ``judge_context_chars``, ``eval_timeout``, ``require_sandbox``); ``seed`` the run's.
+    ``meta`` is the outcome's metadata; ``jury`` the judges (``judge``, ``judge_2``, ...:
+    every one votes, the pooled majority decides); ``opts`` the task's options
+    (``judge_samples``, ``judge_context_chars``, ``eval_timeout``, ``require_sandbox``);
+    ``seed`` the run's.
     """
     conv = meta.get("conversation")
     if not isinstance(conv, dict):
@@ -67,11 +68,11 @@ async def judge_points(case: Case, meta: dict[str, Any], judge: Any, opts: Any,
     history = [{"role": m["role"], "content": m["content"]} for m in conv.get("chat") or []]
     text = ""
     if any(not p.eval_code for p in case.scoring_points):
-        if judge is None:
+        if not jury:
             raise ConfigError("converse judges its LLM points with a judge model, and the "
                               "scoring context has none (give --judge-model)")
         limit = opts.judge_context_chars or (
-            LOCAL_JUDGE_CONTEXT if capabilities_of(judge).small_context
+            LOCAL_JUDGE_CONTEXT if any(capabilities_of(j).small_context for j in jury)
             else REMOTE_JUDGE_CONTEXT)
         text = judge_mod.transcript_text(history, limit)
     stored = meta.get("workdir")
@@ -89,9 +90,11 @@ async def judge_points(case: Case, meta: dict[str, Any], judge: Any, opts: Any,
             return await run_eval_code(point.eval_code, history, None, files=files,
                                        limits=limits, require=opts.require_sandbox)
         msgs = judge_mod.judge_messages(case.task_description, text, point.score_point)
-        votes = [await vote(judge, msgs, k, samples=opts.judge_samples, seed=seed)
-                 for k in range(opts.judge_samples)]
-        return judge_mod.majority(votes)
+        votes = await poll(jury, msgs, judge_mod.parse_verdict, retry=judge_mod.RETRY,
+                           schema=judge_mod.JUDGE_SCHEMA,
+                           params={"max_tokens": 400, "temperature": 0.0},
+                           samples=opts.judge_samples, seed=seed)
+        return judge_mod.majority([vote_row(v, len(jury) > 1) for v in votes])
 
     return list(await asyncio.gather(*(one(i, p) for i, p in enumerate(case.scoring_points))))
 

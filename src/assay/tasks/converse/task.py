@@ -36,7 +36,8 @@ from assay.sandbox import (
     describe_isolation,
     scratch_folder,
 )
-from assay.tasks.base import RoleModel, Task
+from assay.scoring.judge import JudgeModels, jury_of, jury_roles
+from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
 from assay.tasks.converse import examiner as examiner_mod
 from assay.tasks.converse import judge as judge_mod
 from assay.tasks.converse import workfiles
@@ -66,7 +67,8 @@ class ConverseOptions(TaskOptions):
     cases: str | None = PathField(None, description="A case YAML file or a folder of them "
                               "(default: the built-in cases).")
     examiner_model: str = Field("local", description="The examiner model (plays the user).")
-    judge_model: str = Field("local", description="The judge model (grades the LLM points).")
+    judge_model: JudgeModels = Field(["local"], min_length=1, description="The judge "
+                                     "model (grades the LLM points); repeat for a jury.")
     examiner_base_url: str | None = Field(None, description="The examiner's endpoint "
                                           "(default: --base-url).")
     judge_base_url: str | None = Field(None, description="The judge's endpoint "
@@ -127,16 +129,13 @@ class ConverseTask(Task):
             options["cases"] = str(Path(options["cases"]).expanduser().resolve())
         super().__init__(options={k: v for k, v in options.items() if v is not None})
         #: the options as a model (they may come from a stored run: validated again)
-        self.opts = ConverseOptions.model_validate(self.options)
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
+        self.opts: ConverseOptions = ConverseOptions.model_validate(self.options)
 
     # -- data -----------------------------------------------------------------------------
-    def samples(self) -> list[Sample]:
-        """One sample per case file, in path order."""
-        if self._samples is not None:
-            return self._samples
-        target = Path(self.options.get("cases") or BUILTIN_CASES).expanduser()
+
+    def read(self) -> LoadedData:
+        """The cases as samples, and the dataset record (nothing kept on the task)."""
+        target = Path(self.opts.cases or BUILTIN_CASES).expanduser()
         loaded = load_cases(target)
         needs_code = any(p.eval_code for case, _, _ in loaded for p in case.scoring_points)
         problem = bwrap_problem() if needs_code else None
@@ -153,7 +152,7 @@ class ConverseTask(Task):
                 metadata={"case": case.model_dump(mode="json"), "case_file": str(path.resolve()),
                           "max_rounds": case.max_rounds, "tags": case.tags}))
             hashes.append(case_hash(case, path))
-        self._info = {
+        info = {
             "source": str(target.resolve()) if target != BUILTIN_CASES else "built-in cases",
             "cases": len(samples),
             "content_hash": hashlib.sha256("".join(
@@ -161,30 +160,33 @@ class ConverseTask(Task):
             ).hexdigest(),
             "sandbox": describe_isolation() if needs_code else None,
         }
-        self._samples = samples
-        return samples
+        return LoadedData(samples, info, dict(self.options))
 
     def roles(self, model: str) -> dict[str, RoleModel]:
-        """The examiner and the judge; a warning when either is the agent under test."""
+        """The examiner and the judge (a jury: ``judge``, ``judge_2``, ...); a warning when
+        one is the agent under test, or the examiner is a judge."""
         o = self.opts
-        for role, spec in (("examiner", o.examiner_model), ("judge", o.judge_model)):
+        for role, spec in (("examiner", o.examiner_model),
+                           *(("judge", m) for m in o.judge_model)):
             if spec == model:
                 print(f"warning: the {role} model is the agent under test "
                       f"({redact_value('model', model)}); give "
                       f"another with --{role}-model", file=sys.stderr)
-        if o.examiner_model == o.judge_model:
+        if o.examiner_model in o.judge_model:
             print("warning: the examiner and the judge are the same model "
-                  f"({redact_value('model', o.judge_model)})",
+                  f"({redact_value('model', o.examiner_model)})",
                   file=sys.stderr)
         return {"examiner": RoleModel(o.examiner_model, o.examiner_base_url),
-                "judge": RoleModel(o.judge_model, o.judge_base_url)}
+                **{name: RoleModel(m, o.judge_base_url)
+                   for name, m in jury_roles(o.judge_model)}}
 
     # -- driving ----------------------------------------------------------------------------
-    def generation_params(self, local: bool = False) -> dict[str, Any]:
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """The agent's generation parameters: 512 tokens unless told (128 for a local
-        model, whose context holds the whole conversation); run params win."""
+        model, whose context holds the whole conversation); the run's (``ctx.params``) win."""
+        local = ctx is not None and capabilities_of(ctx).small_context
         default = LOCAL_AGENT_TOKENS if local else 512
-        return {"max_tokens": int(self.options.get("max_tokens") or default), **self.run_params}
+        return {"max_tokens": self.opts.max_tokens or default, **run_params_of(ctx)}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """Converse (the examiner plays the user); the outcome keeps what scoring needs:
@@ -209,14 +211,14 @@ class ConverseTask(Task):
             if temperature is None:  # a small local model keeps to JSON when greedy
                 temperature = 0.0 if local_examiner else 0.7
             ex_params: dict[str, Any] = {"temperature": temperature, "max_tokens": 400}
-            if "seed" in self.run_params:
-                ex_params["seed"] = self.run_params["seed"]
+            if "seed" in run_params_of(agent):
+                ex_params["seed"] = run_params_of(agent)["seed"]
             conv, transcript = await converse(
                 task_description=case.task_description, max_rounds=case.max_rounds,
                 agent=agent, examiner=examiner,
                 workspace=Workspace(workdir) if case.has_workspace else None,
                 verbose=case.verbose,
-                agent_params=self.generation_params(capabilities_of(agent).small_context),
+                agent_params=self.generation_params(agent),
                 examiner_params=ex_params, agent_system_prompt=o.agent_system_prompt,
                 examiner_context_chars=LOCAL_EXAMINER_CONTEXT if local_examiner else None)
             folder = Workspace(workdir)
@@ -241,13 +243,17 @@ class ConverseTask(Task):
         judged; invalid points are counted apart, never scored. The judge's model id and
         usage go into the score's metadata."""
         case = Case.model_validate(sample.metadata["case"])
-        judge = (getattr(ctx, "roles", None) or {}).get("judge")
-        verdicts = await judge_points(case, outcome.metadata, judge, self.opts,
-                                      self.run_params.get("seed"))
+        jury = jury_of(ctx)
+        verdicts = await judge_points(case, outcome.metadata, jury, self.opts,
+                                      run_params_of(ctx).get("seed"))
         info: dict[str, Any] = {"judge_model": None, "judge_usage": None}
-        if judge is not None:
-            # the sample's own judge context: all of its usage is this scoring's
-            info = {"judge_model": judge.model_id, "judge_usage": usage_of(judge)}
+        if jury:
+            # the sample's own judge contexts: all of their usage is this scoring's
+            used = [usage_of(j) for j in jury]
+            info = {"judge_model": jury[0].model_id,
+                    "judge_usage": {k: sum(u[k] for u in used) for k in used[0]}}
+            if len(jury) > 1:
+                info["judge_models"] = [j.model_id for j in jury]
         conv = outcome.metadata.get("conversation") or {}
         return case_scores(case, verdicts, conv, self.opts.threshold, info)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.datagen.generate_metrics import generate_metrics, generate_report_extra
 from assay.tasks.datagen.generate_outputs import (
     failures_from_run,
@@ -156,27 +156,23 @@ class GenerateTask(Task):
         self.max_attempts = _int_option(options, "max_attempts", 3, 1)
         self.max_tokens = _int_option(options, "max_tokens", DEFAULT_MAX_TOKENS, 1)
         self.topics = _topics(options.get("topics"))
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
+        self.opts: GenerateOptions = GenerateOptions.model_validate(self.options)
 
     # samples ------------------------------------------------------------------------
     def _load_references(self) -> tuple[list[Problem], dict[str, Any]]:
-        ref = self.options.get("reference")
+        ref = self.opts.reference
         if isinstance(ref, str) and ref.strip().lower() in ("none", "off", "no"):
             return [], {"source": None, "kind": "none"}
         from assay.tasks.datagen.references import load_reference
 
         return load_reference(
-            ref, problem_key=self.options.get("problem_key"),
-            answer_key=self.options.get("answer_key"),
-            solution_key=self.options.get("solution_key"),
-            allow_fallback=bool(self.options.get("allow_fallback", True)),
+            ref, problem_key=self.opts.problem_key, answer_key=self.opts.answer_key,
+            solution_key=self.opts.solution_key, allow_fallback=self.opts.allow_fallback,
         )
 
-    def samples(self) -> list[Sample]:
-        """``n`` samples ``gen-0000``...; each with its seeded reference example and topic."""
-        if self._samples is not None:
-            return self._samples
+
+    def read(self) -> LoadedData:
+        """The samples and the dataset record (nothing kept on the task)."""
         from assay.data.math500 import integer_form
 
         refs, ref_info = self._load_references()
@@ -205,18 +201,17 @@ class GenerateTask(Task):
         h = hashlib.sha256()
         for s in samples:
             h.update(json.dumps([s.id, s.input], ensure_ascii=False).encode())
-        self._info = {
+        info = {
             "source": ref_info.get("source"), "reference": ref_info,
             "fallback_reason": ref_info.get("fallback_reason"),
             "reference_pool": len(pool), "n": self.n, "seed": self.seed,
             "topics": self.topics, "content_hash": h.hexdigest(),
         }
-        self._samples = samples
-        return samples
+        return LoadedData(samples, info, dict(self.options))
 
-    def generation_params(self) -> dict[str, Any]:
-        """Room for a full solution (``max_tokens``); run parameters override."""
-        return {"max_tokens": self.max_tokens, **self.run_params}
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
+        """Room for a full solution (``max_tokens``); the run's parameters override."""
+        return {"max_tokens": self.max_tokens, **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
         """The book's system prompt, then the generation prompt."""
@@ -234,9 +229,9 @@ class GenerateTask(Task):
         base = self.build_messages(sample)
         transcript = list(base)
         messages = list(base)
-        params = self.generation_params()
+        params = self.generation_params(agent)
         model_id = str(getattr(agent, "model_id", "") or "")
-        use_schema = bool(self.options.get("response_schema", True))
+        use_schema = self.opts.response_schema
         schema = response_schema(self.topics) if use_schema else None
         ref = (sample.row or {}).get("reference") or {}
         failures: list[dict[str, Any]] = []

@@ -1,18 +1,19 @@
 """``datagen_judge``: a rubric judge scores each generated problem on anchored 1-5 levels.
 
-The run's model is the judge. Per problem: one call with the rubric (Prometheus
-style: every dimension with its five anchored levels), the problem, its stated
-answer and solution, and optionally a real competition problem given as the
+The judge is a role: ``judge_model`` (several: a jury), by default the run's model.
+Judging is scoring: ``solve`` calls no model, ``score`` asks the judge, so ``assay
+score RUN --judge-model M`` judges a stored run again. Per problem: the rubric
+(Prometheus style: every dimension with its five anchored levels), the problem, its
+stated answer and solution, and optionally a real competition problem given as the
 score-5 anchor (:mod:`assay.tasks.datagen.judge_prompts`); the reply is requested as
 JSON matching :func:`~assay.tasks.datagen.rubric.rubric_schema` (constrained where the
-backend supports it) and validated. An unreadable reply gets ONE retry with a
-corrective message; if that fails too the verdict is ``invalid``: its score value
-is ``None``, it is counted and reported, and it is never turned into a neutral
-number.
+backend supports it) and validated, through :mod:`assay.scoring.judge`: an unreadable
+reply gets ONE retry with a corrective message; if that fails too the vote is
+``invalid``: its score value is ``None``, it is counted and reported, and it is never
+turned into a neutral number. Several votes (``judge_samples``, a jury) are averaged
+per dimension.
 
-Each sample carries its problem (``row``) and the anchor, and the verdict is stored
-with the outcome, so a stored run is scored again (``assay score RUN``) with no
-model call. Metrics: :mod:`assay.tasks.datagen.judge_metrics`; juries (several runs of
+Each sample carries its problem (``row``) and the anchor. Metrics: :mod:`assay.tasks.datagen.judge_metrics`; juries (several runs of
 this task with different judges): :func:`~assay.tasks.datagen.jury.jury_summary`;
 :func:`~assay.tasks.datagen.families.self_preference_warning` flags a judge that is the
 generating model (or from its family).
@@ -26,7 +27,8 @@ from typing import Any
 
 from assay.core.types import Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.tasks.base import Task
+from assay.scoring.judge import JudgeModels, combine, jury_of, jury_roles, poll
+from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
 from assay.tasks.datagen.families import model_family, self_preference_warning
 from assay.tasks.datagen.judge_metrics import (
     BOOTSTRAP_RESAMPLES,
@@ -41,7 +43,7 @@ from assay.tasks.datagen.judge_prompts import (
     PROMPT_VERSION,
     judge_messages,
     rationale_limit,
-    retry_message,
+    retry_text,
 )
 from assay.tasks.datagen.jury import jury_summary
 from assay.tasks.datagen.problem import load_problems
@@ -76,11 +78,15 @@ class JudgeOptions(TaskOptions):
                                   "problem anchors the scale).")
     generator_model: str | None = Field(None, description="The model that generated the data.")
     max_tokens: int | None = Field(None, description="Max tokens per verdict.")
+    judge_model: JudgeModels = Field([], description="The judge model; repeat for a jury "
+                                     "(default: the run's model).")
+    judge_samples: int = Field(1, ge=1, le=15, description="Verdicts asked per judge (more "
+                               "than one: sampled at temperature 0.7, averaged).")
 
 
 @task("datagen_judge")
 class JudgeTask(Task):
-    """Rubric judging of generated problems (the run's model is the judge).
+    """Rubric judging of generated problems (the judge: ``judge_model`` or the run's model).
 
     Options: ``data`` (problems file), ``rubric`` (YAML path; default: the
     AIME rubric), ``reference`` (problems file whose first problem is shown as
@@ -91,25 +97,22 @@ class JudgeTask(Task):
     description = ("Rubric judge of generated problems: anchored 1-5 levels, validated JSON "
                    "with one retry, invalid verdicts counted apart, bootstrap and Wilson intervals.")
     headline_metric = "overall_mean"
-    info = TaskInfo(plannable=False, tags=("datagen", "judge"))
+    info = TaskInfo(plannable=False, roles=("judge",), tags=("datagen", "judge"))
     Options = JudgeOptions
 
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
-        options = self.options
-        if not options.get("data"):
+        self.opts: JudgeOptions = JudgeOptions.model_validate(self.options)
+        if not self.opts.data:
             raise ConfigError("datagen_judge needs the problems to judge: data=FILE.json[l]")
-        self.rubric: Rubric = resolve_rubric(options.get("rubric"))
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
+        self.rubric: Rubric = resolve_rubric(self.opts.rubric)
 
-    def samples(self) -> list[Sample]:
-        """One sample per problem, in file order; each carries its problem and the anchor."""
-        if self._samples is not None:
-            return self._samples
-        problems = load_problems(self.options["data"])
+
+    def read(self) -> LoadedData:
+        """The problems as samples, and the dataset record (nothing kept on the task)."""
+        problems = load_problems(self.opts.data)
         ref = None
-        ref_path = self.options.get("reference")
+        ref_path = self.opts.reference
         if ref_path:
             refs = load_problems(ref_path)
             if not refs:
@@ -119,7 +122,7 @@ class JudgeTask(Task):
                   if ref else None)
         generators = sorted({str(p.provenance.get("model")) for p in problems
                              if p.provenance.get("model")})
-        generator = self.options.get("generator_model") or (
+        generator = self.opts.generator_model or (
             generators[0] if len(generators) == 1 else None)
         samples = []
         for p in problems:
@@ -129,8 +132,8 @@ class JudgeTask(Task):
                 meta["anchor"] = anchor
             samples.append(Sample(id=p.problem_id, input=p.problem, target=p.answer,
                                   metadata=meta, row=p.to_dict()))
-        self._info = {
-            "data": str(self.options["data"]), "problems": len(samples),
+        info = {
+            "data": str(self.opts.data), "problems": len(samples),
             "rubric": self.rubric.name, "rubric_version": self.rubric.version,
             "rubric_hash": self.rubric.content_hash(), "dimensions": self.rubric.names,
             "reference_anchor": ref.problem_id if ref else None,
@@ -139,13 +142,17 @@ class JudgeTask(Task):
                 PROMPT_VERSION, [p.to_dict() for p in problems], self.rubric.content_hash(),
                 ref.to_dict() if ref else None]),
         }
-        self._samples = samples
-        return samples
+        return LoadedData(samples, info, dict(self.options))
 
-    def generation_params(self) -> dict[str, Any]:
-        """Deterministic judging with room for a rationale; run parameters override."""
-        return {"max_tokens": int(self.options.get("max_tokens") or 768), "temperature": 0.0,
-                **self.run_params}
+    def roles(self, model: str) -> dict[str, RoleModel]:
+        """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
+        it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
+        return {name: RoleModel(m) for name, m in jury_roles(self.opts.judge_model)}
+
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
+        """Deterministic judging with room for a rationale; the run's parameters override."""
+        return {"max_tokens": self.opts.max_tokens or 768, "temperature": 0.0,
+                **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Any]:
         """System role, then the rubric prompt for this sample's problem."""
@@ -153,58 +160,46 @@ class JudgeTask(Task):
         return judge_messages(problem, self.rubric, sample.metadata.get("anchor"))
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """One constrained call; one corrective retry when the reply is not a valid verdict.
+        """Nothing to ask the run's model: the problem is the sample's (``score`` judges)."""
+        return Outcome(output=str(sample.input))
 
-        The outcome's metadata holds the verdict (``None`` when invalid), the attempts,
-        the reasons a reply was refused and the judge model.
-        """
-        messages = self.build_messages(sample)
-        params = self.generation_params()
+    async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
+        """The jury's verdict: the mean of the dimension scores (1-5), or ``None`` when no
+        vote is valid. Each judge votes ``judge_samples`` times (one corrective retry per
+        refused reply); valid votes are averaged per dimension."""
+        jury = jury_of(ctx) or [ctx]  # no judge_model: the run's own model judges
+        params = self.generation_params(ctx)
         schema = rubric_schema(self.rubric,
                                rationale_max_length=rationale_limit(params.get("max_tokens")))
-        reply = await agent.generate(messages, response_schema=schema, **params)
-        messages.append(reply.message)
-        text = reply.message.content or ""
-        verdict, why = check_verdict(text, self.rubric)
-        reasons = [why] if why else []
-        attempts = 1
-        if verdict is None:
-            messages.append(retry_message(why, self.rubric))
-            reply = await agent.generate(messages, response_schema=schema, **params)
-            messages.append(reply.message)
-            text = reply.message.content or ""
-            verdict, why = check_verdict(text, self.rubric)
-            attempts = 2
-            if why:
-                reasons.append(why)
-        return Outcome(transcript=messages, output=text, metadata={
-            "verdict": verdict, "invalid": verdict is None, "attempts": attempts,
-            "reasons": reasons, "judge_model": getattr(agent, "model_id", None)})
-
-    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """The mean of the dimension scores (1-5), or ``None`` for an invalid verdict."""
-        meta = outcome.metadata
-        if "verdict" in meta:
-            verdict = meta["verdict"]
-            reasons = list(meta.get("reasons") or [])
-        else:  # an outcome from elsewhere: read the reply as is
-            verdict, why = check_verdict(outcome.output, self.rubric)
-            reasons = [why] if why else []
-        judge = meta.get("judge_model")
+        votes = await poll(jury, self.build_messages(sample),
+                           lambda raw: check_verdict(raw, self.rubric),
+                           retry=lambda why: retry_text(why, self.rubric), schema=schema,
+                           params=params, samples=self.opts.judge_samples,
+                           seed=params.get("seed"))
+        verdict = combine([None if v.invalid else v.value["scores"] for v in votes],
+                          rule="mean")
+        judges = [j.model_id for j in jury]
         generator = sample.metadata.get("generator_model")
-        common = {"raw": _clip(outcome.output), "attempts": int(meta.get("attempts", 1)),
-                  "judge_model": judge, "generator_model": generator,
-                  "self_preference": bool(judge and self_preference_warning(generator, [judge]))}
-        if verdict is None:
+        reasons = [r for v in votes for r in v.refused]
+        common = {"raw": _clip(votes[-1].replies[-1]),
+                  "attempts": max(v.attempts for v in votes),
+                  "judge_model": judges[0], "generator_model": generator,
+                  "self_preference": bool(self_preference_warning(generator, judges))}
+        if len(votes) > 1:
+            common.update(judge_models=judges, agreement=verdict.agreement, votes=[
+                {"judge": v.judge, "scores": None if v.invalid else v.value["scores"],
+                 "attempts": v.attempts, "reasons": v.refused} for v in votes])
+        if verdict.invalid:
             return [Score(SCORE_NAME, None, None,
                           f"invalid verdict after {common['attempts']} attempt(s): "
                           + "; ".join(r for r in reasons if r),
                           {**common, "scores": None, "invalid": True, "reasons": reasons})]
-        scores = verdict["scores"]
+        scores = verdict.value
+        rationale = next(v.value["rationale"] for v in votes if not v.invalid)
         value = sum(scores.values()) / len(scores)
-        return [Score(SCORE_NAME, value, json.dumps(scores), _clip(verdict["rationale"], 500),
+        return [Score(SCORE_NAME, value, json.dumps(scores), _clip(rationale, 500),
                       {**common, "scores": scores, "invalid": False,
-                       "rationale": verdict["rationale"], "reasons": reasons})]
+                       "rationale": rationale, "reasons": reasons})]
 
     @classmethod
     def metrics(cls, results: list[SampleResult],

@@ -67,7 +67,9 @@ def split_verdicts(results: list[SampleResult]
         if s.get("value") is None or meta.get("invalid") or not meta.get("scores"):
             invalid.append(r)
         else:
-            valid.append((r, {k: int(v) for k, v in meta["scores"].items()}))
+            # a jury's or several samples' verdict is a mean per dimension (may be a fraction)
+            valid.append((r, {k: int(v) if float(v).is_integer() else float(v)
+                              for k, v in meta["scores"].items()}))
     return valid, invalid, errors
 
 
@@ -114,8 +116,11 @@ def judge_metrics(results: list[SampleResult], options: dict[str, Any] | None = 
         }
     pessimistic_pass = sum(x >= PASS_THRESHOLD for x in overall_items)
     invalid_items = {r.sample_id for r in invalid} - set(per_item)
-    judges = sorted({str((r.scores.get(SCORE_NAME) or {}).get("metadata", {}).get("judge_model"))
-                     for r in results if r.scores.get(SCORE_NAME)} - {"None"})
+    metas = [(r.scores.get(SCORE_NAME) or {}).get("metadata") or {} for r in results]
+    judges = sorted({str(j) for meta in metas
+                     for j in meta.get("judge_models") or [meta.get("judge_model")]} - {"None"})
+    # several votes per problem (a jury, judge_samples): how far they agreed, on average
+    agreements = [meta["agreement"] for meta in metas if meta.get("agreement") is not None]
     generator = options.get("generator_model") or next(
         (str(g) for r in results if (g := (r.metadata or {}).get("generator_model"))), None)
     invalid_keys = {(r.sample_id, r.epoch) for r in invalid}
@@ -138,6 +143,7 @@ def judge_metrics(results: list[SampleResult], options: dict[str, Any] | None = 
         "ci_method": (f"means: percentile bootstrap over problems ({BOOTSTRAP_RESAMPLES} "
                       "resamples, seed 0); rates: Wilson"),
         "judge_models": judges,
+        "judge_agreement": mean(agreements) if agreements else None,
         "generator_model": generator,
         "self_preference_warning": self_preference_warning(generator, judges),
         **usage_summary(results),

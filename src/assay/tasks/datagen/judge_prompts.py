@@ -83,7 +83,7 @@ def judge_messages(problem: dict[str, Any], rubric: Rubric,
     return [Message("system", JUDGE_SYSTEM), Message("user", user)]
 
 
-def retry_message(why: str | None, rubric: Rubric) -> Message:
+def retry_text(why: str | None, rubric: Rubric) -> str:
     """The corrective message after a reply that is not a valid verdict."""
-    return Message("user", RETRY_TEMPLATE.format(why=why, example=verdict_example(rubric),
-                                                 dims=", ".join(rubric.names)))
+    return RETRY_TEMPLATE.format(why=why, example=verdict_example(rubric),
+                                 dims=", ".join(rubric.names))

@@ -23,8 +23,8 @@ may also be a mapping ``name: {description, levels}``.)
 
 The judge answers ``{"rationale": str, "scores": {dimension: 1..5}}``;
 :func:`rubric_schema` is that shape as JSON Schema (for constrained decoding)
-and :func:`parse_verdict` reads a reply, tolerating code fences and prose around
-the JSON but nothing else: a missing dimension, a score outside 1-5, a fraction
+and :func:`parse_verdict` reads a reply (:func:`assay.scoring.judge.read_json`),
+tolerating code fences and prose around the JSON but nothing else: a missing dimension, a score outside 1-5, a fraction
 or a word is not a verdict (``None``), never a guessed number.
 """
 
@@ -33,9 +33,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -49,8 +48,7 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 
 from assay.errors import ConfigError
-
-T = TypeVar("T")
+from assay.scoring.judge import one_line_error, read_json
 
 LEVELS = (1, 2, 3, 4, 5)
 
@@ -209,14 +207,6 @@ DEFAULT_RUBRIC = Rubric(
 )
 
 
-def _one_line_error(e: PydanticValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
-    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
-
-
 def load_rubric(path: str | Path) -> Rubric:
     """A rubric from a YAML file; any problem is a one-line :class:`ConfigError` naming the file."""
     from assay.core.yamlsafe import YamlError, load_yaml
@@ -237,7 +227,7 @@ def load_rubric(path: str | Path) -> Rubric:
     try:
         return Rubric.model_validate({"name": p.stem, **data})
     except PydanticValidationError as e:
-        raise ConfigError(f"rubric file {p}: {_one_line_error(e)}") from e
+        raise ConfigError(f"rubric file {p}: {one_line_error(e)}") from e
 
 
 def resolve_rubric(rubric: str | Path | Rubric | None) -> Rubric:
@@ -288,41 +278,6 @@ def verdict_example(rubric: Rubric = DEFAULT_RUBRIC) -> str:
 
 # -- reading replies --------------------------------------------------------------------------
 
-_FENCE = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.S)
-_MAX_SCAN = 64  # opening braces tried when the JSON is buried in prose
-
-
-def json_candidates(text: str) -> list[Any]:
-    """JSON values found in a reply: fenced blocks, the whole text, then objects in prose."""
-    if not text or not text.strip():
-        return []
-    found: list[Any] = []
-    blocks = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for block in blocks:
-        block = block.strip()
-        try:
-            found.append(json.loads(block))
-            continue
-        except (ValueError, RecursionError):
-            pass
-        i, j = block.find("{"), block.rfind("}")
-        if i != -1 and j > i:
-            try:
-                found.append(json.loads(block[i:j + 1]))
-            except (ValueError, RecursionError):
-                pass
-    decoder = json.JSONDecoder()
-    for n, m in enumerate(re.finditer(r"\{", text)):
-        if n >= _MAX_SCAN:
-            break
-        try:
-            obj, _ = decoder.raw_decode(text, m.start())
-        except (ValueError, RecursionError):
-            continue
-        found.append(obj)
-    return found
-
-
 def _coerce_level(v: Any) -> Any:
     """Accept 4, 4.0, "4" and {"score": 4, ...}; refuse booleans, fractions and words."""
     if isinstance(v, dict) and "score" in v:
@@ -356,33 +311,6 @@ class _Verdict(BaseModel):
 _VERDICT = TypeAdapter(_Verdict)
 
 
-def first_valid_object(text: str | None,
-                       build: Callable[[dict[str, Any]], tuple[T | None, str | None]]
-                       ) -> tuple[T | None, str | None]:
-    """The first JSON object in a reply that ``build`` accepts, else ``(None, first reason)``.
-
-    ``build`` validates one candidate object (pydantic errors become one-line
-    reasons) and returns ``(value, None)`` or ``(None, why)``. Shared by every
-    judge-reply parser so all of them tolerate the same noise (fences, prose).
-    """
-    candidates = json_candidates(text or "")
-    if not candidates:
-        return None, "empty reply" if not (text or "").strip() else "no JSON object in the reply"
-    first_error = None
-    for obj in candidates:
-        if not isinstance(obj, dict):
-            first_error = first_error or "the JSON is not an object"
-            continue
-        try:
-            value, why = build(obj)
-        except PydanticValidationError as e:
-            value, why = None, _one_line_error(e)
-        if value is not None:
-            return value, None
-        first_error = first_error or why
-    return None, first_error
-
-
 def check_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC
                   ) -> tuple[dict[str, Any] | None, str | None]:
     """``(verdict, None)`` for a valid reply, else ``(None, why it is not one)``.
@@ -399,7 +327,7 @@ def check_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC
         rationale = v.rationale if isinstance(v.rationale, str) else json.dumps(v.rationale)
         return {"scores": {n: v.scores[n] for n in rubric.names}, "rationale": rationale}, None
 
-    return first_valid_object(text, build)
+    return read_json(text, build)
 
 
 def parse_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC) -> dict[str, Any] | None:

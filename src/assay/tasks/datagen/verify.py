@@ -16,8 +16,11 @@ import unicodedata
 from typing import Any
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.data.files import sha256_file
+from assay.errors import ConfigError
 from assay.metrics.stats import proportion
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.datagen.problem import load_problems
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -49,31 +52,23 @@ class VerifyTask(Task):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
-        options = self.options
-        if not options.get("data"):
-            from assay.errors import ConfigError
-
+        self.opts: VerifyOptions = VerifyOptions.model_validate(self.options)
+        if not self.opts.data:
             raise ConfigError("datagen verify needs the generated problems: --data FILE")
-        self._samples: list[Sample] | None = None
 
-    def samples(self) -> list[Sample]:
-        """One sample per problem; the stated answer is the target."""
-        if self._samples is None:
-            from assay.data.files import sha256_file
-            from assay.tasks.datagen.problem import load_problems
 
-            problems = load_problems(self.options["data"])
-            self._samples = [Sample(id=p.problem_id, input=p.problem, target=p.answer,
-                                    metadata={"topic": p.topic}, row=p.to_dict())
-                             for p in problems]
-            self._info = {"source": "file", "path": str(self.options["data"]),
-                          "content_hash": sha256_file(self.options["data"]),
-                          "problems": len(problems)}
-        return self._samples
+    def read(self) -> LoadedData:
+        """The problems as samples, and the dataset record (nothing kept on the task)."""
+        problems = load_problems(self.opts.data)
+        samples = [Sample(id=p.problem_id, input=p.problem, target=p.answer,
+                          metadata={"topic": p.topic}, row=p.to_dict()) for p in problems]
+        info = {"source": "file", "path": str(self.opts.data),
+                "content_hash": sha256_file(self.opts.data), "problems": len(problems)}
+        return LoadedData(samples, info, dict(self.options))
 
-    def generation_params(self) -> dict[str, Any]:
-        """Room to reason."""
-        return {"max_tokens": int(self.options.get("max_tokens") or 1024), **self.run_params}
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
+        """Room to reason; the run's parameters (``ctx.params``) win."""
+        return {"max_tokens": self.opts.max_tokens or 1024, **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
         """The solver prompt."""

@@ -1,6 +1,8 @@
 """``datagen_winrate``: generated problems against real ones, judged blind in both orders.
 
-The run's model is the judge. Pairing: each generated problem (a seeded sample of
+The judge is a role: ``judge_model`` (several: a jury), by default the run's model;
+judging is scoring (``solve`` calls no model), so ``assay score RUN --judge-model M``
+judges a stored run again. Pairing: each generated problem (a seeded sample of
 them when fewer comparisons are asked for) is paired with a reference problem
 drawn by a seeded shuffle WITHOUT replacement (the references are reshuffled and
 reused only when there are more pairs than references). The pairing is recorded
@@ -10,7 +12,9 @@ always gives the same pairs.
 Each pair is judged twice, blinded as "Problem 1" / "Problem 2": order A shows
 the generated problem first, order B the reference first. Each verdict is
 ``{"reason": str, "winner": "1" | "2" | "tie"}`` (constrained where supported),
-validated, with one corrective retry. The two verdicts are mapped back to the
+validated, with one corrective retry (:mod:`assay.scoring.judge`). With a jury or
+several ``judge_samples``, an order's verdict is the majority of its valid votes, and a
+split between the most common answers is a ``tie``. The two verdicts are mapped back to the
 underlying items and combined, from the generated problem's point of view:
 
 - both orders prefer the same item -> ``win`` or ``loss``;
@@ -42,10 +46,11 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.tasks.base import Task
+from assay.scoring.judge import JudgeModels, jury_of, jury_roles, poll, read_json
+from assay.scoring.judge import combine as combine_votes
+from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
 from assay.tasks.datagen.judge_prompts import rationale_limit
 from assay.tasks.datagen.problem import Problem, load_problems
-from assay.tasks.datagen.rubric import first_valid_object
 from assay.tasks.datagen.winrate_metrics import SCORE_NAME, VALUES
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
@@ -147,7 +152,7 @@ def check_winner(text: str | None) -> tuple[dict[str, str] | None, str | None]:
         reason = v.reason if isinstance(v.reason, str) else json.dumps(v.reason)
         return {"winner": v.winner, "reason": reason}, None
 
-    return first_valid_object(text, build)
+    return read_json(text, build)
 
 
 def parse_winner(text: str | None) -> dict[str, str] | None:
@@ -223,11 +228,16 @@ class WinRateOptions(TaskOptions):
     generator_model: str | None = Field(None, description="The model that generated the data.")
     include_solutions: bool | None = Field(None, description="Show solutions to the judge.")
     max_tokens: int | None = Field(None, description="Max tokens per verdict.")
+    judge_model: JudgeModels = Field([], description="The judge model; repeat for a jury "
+                                     "(default: the run's model).")
+    judge_samples: int = Field(1, ge=1, le=15, description="Verdicts asked per judge and "
+                               "order (more than one: sampled at temperature 0.7).")
 
 
 @task("datagen_winrate")
 class WinRateTask(Task):
-    """Pairwise win rate of generated problems against real ones (the run's model judges).
+    """Pairwise win rate of generated problems against real ones (judged by
+    ``judge_model`` or the run's model).
 
     Options: ``data`` (generated problems), ``reference`` (real problems file),
     ``seed`` (pairing seed, default 0), ``n_comparisons`` (default: min of the
@@ -239,35 +249,31 @@ class WinRateTask(Task):
     description = ("Pairwise win rate of generated vs real problems, blinded and judged in both "
                    "orders; position flips count as ties and are reported.")
     headline_metric = "win_rate_adjusted"
-    info = TaskInfo(plannable=False, tags=("datagen", "judge"))
+    info = TaskInfo(plannable=False, roles=("judge",), tags=("datagen", "judge"))
     Options = WinRateOptions
 
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
-        options = self.options
-        if not options.get("data"):
+        self.opts: WinRateOptions = WinRateOptions.model_validate(self.options)
+        check_number("--seed", self.opts.seed, integer=True)
+        check_number("--n-comparisons", self.opts.n_comparisons, minimum=1, integer=True)
+        if not self.opts.data:
             raise ConfigError("datagen_winrate needs the generated problems: data=FILE")
-        if not options.get("reference"):
+        if not self.opts.reference:
             raise ConfigError("datagen_winrate needs real problems to compare with: "
                               "reference=FILE")
-        check_number("--seed", options.get("seed"), integer=True)
-        check_number("--n-comparisons", options.get("n_comparisons"), minimum=1, integer=True)
-        self.seed = int(options.get("seed") or 0)
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
+        self.seed = int(self.opts.seed or 0)
 
-    def samples(self) -> list[Sample]:
-        """One sample per pair, in the generated file's order; the pairing in the metadata
-        and both problems in the row (``generated``, ``reference``)."""
-        if self._samples is not None:
-            return self._samples
-        gen = load_problems(self.options["data"])
-        ref = load_problems(self.options["reference"])
-        n_req = self.options.get("n_comparisons")
+
+    def read(self) -> LoadedData:
+        """The pairs as samples, and the dataset record (nothing kept on the task)."""
+        gen = load_problems(self.opts.data)
+        ref = load_problems(self.opts.reference)
+        n_req = self.opts.n_comparisons
         pairs = seeded_pairs(gen, ref, seed=self.seed, n=int(n_req) if n_req else None)
         generators = sorted({str(p.provenance.get("model")) for p in gen
                              if p.provenance.get("model")})
-        generator = self.options.get("generator_model") or (
+        generator = self.opts.generator_model or (
             generators[0] if len(generators) == 1 else None)
         samples = []
         for i, (g, r) in enumerate(pairs):
@@ -280,88 +286,95 @@ class WinRateTask(Task):
                 row={"generated": g.to_dict(), "reference": r.to_dict()},
             ))
         pairing = [[g.problem_id, r.problem_id] for g, r in pairs]
-        self._info = {
-            "data": str(self.options["data"]), "reference": str(self.options["reference"]),
+        info = {
+            "data": str(self.opts.data), "reference": str(self.opts.reference),
             "generated": len(gen), "references": len(ref), "pairs": len(pairs),
             "n_comparisons_requested": int(n_req) if n_req else None,
             "seed": self.seed, "pairing": pairing,
-            "include_solutions": bool(self.options.get("include_solutions")),
+            "include_solutions": bool(self.opts.include_solutions),
             "generator_model": generator, "prompt_version": PROMPT_VERSION,
             "content_hash": hashlib.sha256(json.dumps(
                 [PROMPT_VERSION, [[g.to_dict(), r.to_dict()] for g, r in pairs],
-                 bool(self.options.get("include_solutions"))],
+                 bool(self.opts.include_solutions)],
                 sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest(),
         }
-        self._samples = samples
-        return samples
+        return LoadedData(samples, info, dict(self.options))
 
-    def generation_params(self) -> dict[str, Any]:
-        """Deterministic judging; run parameters override."""
-        return {"max_tokens": int(self.options.get("max_tokens") or 512), "temperature": 0.0,
-                **self.run_params}
+    def roles(self, model: str) -> dict[str, RoleModel]:
+        """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
+        it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
+        return {name: RoleModel(m) for name, m in jury_roles(self.opts.judge_model)}
+
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
+        """Deterministic judging; the run's parameters override."""
+        return {"max_tokens": self.opts.max_tokens or 512, "temperature": 0.0,
+                **run_params_of(ctx)}
 
     def order_messages(self, sample: Sample, order: str) -> list[Message]:
         """The blinded prompt for one order (A: generated first; B: reference first)."""
         row = sample.row or {}
         g, r = _problem(row["generated"]), _problem(row["reference"])
-        sol = bool(self.options.get("include_solutions"))
+        sol = bool(self.opts.include_solutions)
         first, second = (g, r) if order == "A" else (r, g)
         user = PAIR_TEMPLATE.format(example=WINNER_EXAMPLE,
                                     first=render_problem(first, include_solution=sol),
                                     second=render_problem(second, include_solution=sol))
         return [Message("system", PAIR_SYSTEM), Message("user", user)]
 
-    async def _judge(self, messages: list[Message], agent: Any) -> dict[str, Any]:
-        params = self.generation_params()
+    async def _judge(self, jury: list[Any], messages: list[Message],
+                     params: dict[str, Any]) -> dict[str, Any]:
+        """One order's verdict: every judge's votes, the majority (a split: ``tie``)."""
         schema = winner_schema(rationale_limit(params.get("max_tokens"), cap=300, room=100))
-        reply = await agent.generate(messages, response_schema=schema, **params)
-        messages.append(reply.message)
-        text = reply.message.content or ""
-        verdict, why = check_winner(text)
-        reasons = [why] if why else []
-        attempts = 1
-        if verdict is None:
-            messages.append(Message("user", RETRY_TEMPLATE.format(why=why,
-                                                                  example=WINNER_EXAMPLE)))
-            reply = await agent.generate(messages, response_schema=schema, **params)
-            messages.append(reply.message)
-            text = reply.message.content or ""
-            verdict, why = check_winner(text)
-            attempts = 2
-            if why:
-                reasons.append(why)
-        return {"winner": verdict["winner"] if verdict else None,
-                "reason": verdict["reason"] if verdict else None,
-                "invalid": verdict is None, "attempts": attempts, "reasons": reasons,
-                "raw": text[:RAW_LIMIT]}
+        votes = await poll(jury, messages, check_winner,
+                           retry=lambda why: RETRY_TEMPLATE.format(why=why,
+                                                                   example=WINNER_EXAMPLE),
+                           schema=schema, params=params, samples=self.opts.judge_samples,
+                           seed=params.get("seed"))
+        verdict = combine_votes([None if v.invalid else v.value["winner"] for v in votes],
+                          tie="tie")
+        reason = next((v.value["reason"] for v in votes
+                       if not v.invalid and v.value["winner"] == verdict.value), None)
+        out = {"winner": verdict.value, "reason": reason, "invalid": verdict.invalid,
+               "attempts": max(v.attempts for v in votes),
+               "reasons": [r for v in votes for r in v.refused],
+               "raw": votes[-1].replies[-1][:RAW_LIMIT]}
+        if len(votes) > 1:
+            out.update(agreement=verdict.agreement, votes=[
+                {"judge": v.judge, "winner": None if v.invalid else v.value["winner"],
+                 "attempts": v.attempts} for v in votes])
+        return out
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """Two independent calls, one per order; both transcripts are kept."""
-        transcript: list[Message] = []
+        """Nothing to ask the run's model: the pair is the sample's (``score`` judges)."""
+        return Outcome(output=str(sample.id))
+
+    async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
+        """Both orders judged by the jury, then the pair's outcome for the generated
+        problem: 1 win, 0.5 tie, 0 loss, None invalid."""
+        jury = jury_of(ctx) or [ctx]  # no judge_model: the run's own model judges
+        params = self.generation_params(ctx)
         judgments = {}
         for order in ORDERS:
-            messages = self.order_messages(sample, order)
-            j = await self._judge(messages, agent)
+            j = await self._judge(jury, self.order_messages(sample, order), params)
             j["order"] = order
             j["first"] = "generated" if order == "A" else "reference"
             j["preferred"] = preferred_item(order, j["winner"])
             judgments[order] = j
-            transcript += messages
-        output = json.dumps({o: judgments[o]["winner"] for o in ORDERS})
-        return Outcome(transcript=transcript, output=output, metadata={
-            "judgments": judgments, "judge_model": getattr(agent, "model_id", None)})
+        judges = [c.model_id for c in jury]
+        return self.pair_scores(sample, judgments, judges)
 
-    def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """The pair's outcome for the generated problem: 1 win, 0.5 tie, 0 loss, None invalid."""
-        js = outcome.metadata.get("judgments") or {}
+    @staticmethod
+    def pair_scores(sample: Sample, js: dict[str, Any], judges: list[str]) -> list[Score]:
+        """The pair's outcome from its two orders' verdicts (rules in the module docstring)."""
         prefs = [preferred_item(o, (js.get(o) or {}).get("winner")) for o in ORDERS]
         c = combine(*prefs)
-        judge = outcome.metadata.get("judge_model")
         generator = sample.metadata.get("generator_model")
-        meta = {**c, "judgments": js, "judge_model": judge, "generator_model": generator,
+        meta = {**c, "judgments": js, "judge_model": judges[0], "generator_model": generator,
                 "generated_id": sample.metadata.get("generated_id"),
                 "reference_id": sample.metadata.get("reference_id"),
                 "invalid": c["outcome"] == "invalid"}
+        if len(judges) > 1:
+            meta["judge_models"] = judges
         if c["outcome"] == "invalid":
             bad = [o for o, p in zip(ORDERS, prefs, strict=True) if p is None]
             why = "; ".join(f"order {o}: " + "; ".join(js.get(o, {}).get("reasons") or [])

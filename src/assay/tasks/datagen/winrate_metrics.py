@@ -46,8 +46,9 @@ def winrate_metrics(results: list[SampleResult], options: dict[str, Any] | None 
                            if j.get("winner") is None)
     first = sum(1 for j in singles if j["winner"] == "1")
     second = sum(1 for j in singles if j["winner"] == "2")
-    judges = sorted({str((s.get("metadata") or {}).get("judge_model")) for s in scored}
-                    - {"None"})
+    judges = sorted({str(j) for s in scored
+                     for j in ((s.get("metadata") or {}).get("judge_models")
+                               or [(s.get("metadata") or {}).get("judge_model")])} - {"None"})
     generator = options.get("generator_model") or next(
         (str(g) for r in results if (g := (r.metadata or {}).get("generator_model"))), None)
     seeds = sorted({(r.metadata or {}).get("seed") for r in results} - {None})

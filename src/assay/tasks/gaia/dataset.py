@@ -1,7 +1,8 @@
 """The GAIA loader: a local copy or a Hub snapshot, read into plain task records.
 
-:func:`load_gaia` finds the data (``data_dir``, or a download with
-``HF_TOKEN`` into ``$ASSAY_HOME/data/gaia``, see :mod:`~assay.tasks.gaia.hub`),
+:func:`load_gaia` finds the data (``data_dir``, or a Hub snapshot into the data cache,
+:func:`assay.data.hf.snapshot`; GAIA is gated, so that needs ``HF_TOKEN`` or a stored
+login and accepted conditions on the dataset page),
 reads either layout (:mod:`~assay.tasks.gaia.layouts`) and returns a
 :class:`GAIAData`: the :class:`GAIAQuestion` records and where they came from. The
 ``gaia`` task builds its samples from it; the book's dict-returning ``GAIADataset``
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.data import hf
+from assay.data.cache import data_root
 from assay.data.files import sha256_file
-from assay.tasks.gaia.hub import cache_root, download
 from assay.tasks.gaia.layouts import (
     GAIA_REPO,
     OFFICIAL_COUNTS,
@@ -95,8 +97,9 @@ def load_gaia(data_dir: str | Path | None = None, *, split: str = "validation",
     config_filter = config_level(config)
     wanted = level_arg(level) if level is not None else None
     if data_dir is None:
-        root = download(dataset_name, token)
-        real_root = cache_root()  # the snapshot's files are links into the cache's blobs
+        _adopt_old_cache(dataset_name)
+        root = hf.snapshot(dataset_name, token=token, label="GAIA")
+        real_root = hf.cache_dir()  # the snapshot's files are links into the cache's blobs
         source = "gaia:hub"
     else:
         root = Path(data_dir).expanduser()
@@ -110,3 +113,13 @@ def load_gaia(data_dir: str | Path | None = None, *, split: str = "validation",
     return GAIAData(tasks=tasks, root=root, metadata_file=metadata_file, layout=layout,
                     split=split, config=config, level=wanted, dataset_name=dataset_name,
                     source=source)
+
+
+def _adopt_old_cache(dataset_name: str) -> None:
+    """Move a snapshot an older assay kept in ``<data root>/gaia`` into the Hub cache
+    (its links are relative, so they still hold), so it is neither lost nor fetched again."""
+    folder = f"datasets--{dataset_name.replace('/', '--')}"
+    old, new = data_root() / "gaia" / folder, hf.cache_dir() / folder
+    if old.is_dir() and not new.exists():
+        new.parent.mkdir(parents=True, exist_ok=True)
+        old.rename(new)

@@ -18,7 +18,7 @@ from typing import Any
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -89,64 +89,61 @@ class GAIATask(Task):
     Options = GAIAOptions
     description = "GAIA general-assistant tasks (levels 1-3, attachments), official leaderboard scorer and submission file."
 
+    opts: GAIAOptions
+
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
-        options = self.options
-        self.split = options.get("split") or "validation"
-        if self.split not in ("validation", "test"):
-            raise ConfigError(f"--split must be validation or test, got {self.split!r}")
-        level = options.get("level")
-        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
-        check_number("--inline-limit", options.get("inline_limit"), minimum=0, integer=True)
-        if level is not None and (isinstance(level, bool) or level not in (1, 2, 3, "1", "2", "3")):
-            raise ConfigError(f"--level must be 1, 2 or 3, got {level!r}")
-        self.level = int(level) if level is not None else None
+        o = self.opts
+        if o.split not in ("validation", "test"):
+            raise ConfigError(f"--split must be validation or test, got {o.split!r}")
+        check_number("--max-tokens", o.max_tokens, minimum=1, integer=True)
+        check_number("--inline-limit", o.inline_limit, minimum=0, integer=True)
+        given = options.get("level")
+        if o.level is not None and (isinstance(given, bool) or o.level not in (1, 2, 3)):
+            raise ConfigError(f"--level must be 1, 2 or 3, got {given!r}")
         from assay.tasks.gaia.scoring import get_scorer
 
-        self.scorer_name = options.get("scorer") or "official"
-        get_scorer(self.scorer_name)  # fail fast on a typo
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
+        get_scorer(o.scorer)  # fail fast on a typo
 
-    def samples(self) -> list[Sample]:
+    def read(self) -> LoadedData:
         """Tasks of the split (and level), with attachments resolved and checked.
 
         Built from the core loader's plain records; ``row`` is the metadata row as read.
+        Where gold answers are private (the test split), every sample says so.
         """
-        if self._samples is not None:
-            return self._samples
         from assay.tasks.gaia.dataset import GAIA_REPO, load_gaia
 
-        data = load_gaia(self.options.get("data_dir"), split=self.split, level=self.level,
-                         dataset_name=self.options.get("dataset_name") or GAIA_REPO)
+        o = self.opts
+        data = load_gaia(o.data_dir, split=o.split, level=o.level,
+                         dataset_name=o.dataset_name or GAIA_REPO)
+        info = data.source_info()
+        private = not info.get("answers_public", True)
         samples = []
         for t in data.tasks:
+            meta: dict[str, Any] = {"level": t.level, "steps": t.steps,
+                                    "file_name": t.file_name or None}
+            if private:
+                meta["answers_public"] = False
             samples.append(Sample(
-                id=t.task_id, input=t.question,
-                target=t.final_answer,
-                files=[str(t.file_path)] if t.file_path else None,
-                metadata={"level": t.level, "steps": t.steps, "file_name": t.file_name or None},
-                row=t.raw,
+                id=t.task_id, input=t.question, target=t.final_answer,
+                files=[str(t.file_path)] if t.file_path else None, metadata=meta, row=t.raw,
             ))
-        info = data.source_info()
-        self.answers_public = bool(info.get("answers_public", True))
-        self._info = {**info, "split": self.split, "level": self.level,
-                      "scorer": self.scorer_name, "tasks": len(samples),
-                      "levels": data.level_distribution()}
-        self._samples = samples
-        return samples
+        info = {**info, "split": o.split, "level": o.level, "scorer": o.scorer,
+                "tasks": len(samples), "levels": data.level_distribution()}
+        return LoadedData(samples, info, dict(self.options))
 
-    def generation_params(self) -> dict[str, Any]:
+
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Room for reasoning before the final answer."""
-        return {"max_tokens": int(self.options.get("max_tokens") or 1024), **self.run_params}
+        return {"max_tokens": int(self.opts.max_tokens or 1024), **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
         """The official system prompt, then the question with its attachment."""
-        system = self.options.get("system_prompt") or GAIA_SYSTEM_PROMPT
+        system = self.opts.system_prompt or GAIA_SYSTEM_PROMPT
         question = sample.input if isinstance(sample.input, str) else ""
         path = Path(sample.files[0]) if sample.files else None
         if path is not None:
-            given = self.options.get("inline_limit")
+            given = self.opts.inline_limit
             limit = DEFAULT_INLINE_LIMIT if given is None else int(given)  # 0: inline nothing
             question += attachment_text(path, limit)
         return [Message("system", system), Message("user", question)]
@@ -159,16 +156,16 @@ class GAIATask(Task):
         meta = {"extraction": method, "level": sample.metadata.get("level"),
                 "fallback": method not in ("final_answer", "none")}
         gold = sample.target
-        if not getattr(self, "answers_public", True) or gold in (None, "?"):
+        if sample.metadata.get("answers_public") is False or gold in (None, "?"):
             # Test split: answers are private; the answer is kept for the submission only.
             return [Score("gaia", None, answer, "not scored: gold answers are private",
                           {**meta, "unscored": True})]
-        matched = get_scorer(self.scorer_name)(answer, str(gold))
+        matched = get_scorer(self.opts.scorer)(answer, str(gold))
         partial = partial_match(answer, str(gold))
         return [
             Score("gaia", 1.0 if matched else 0.0, answer,
                   "exact match" if matched else f"{answer!r} != {gold!r}",
-                  {**meta, "scorer": self.scorer_name}),
+                  {**meta, "scorer": self.opts.scorer}),
             Score("gaia_partial", 1.0 if partial else 0.0, answer,
                   "diagnostic only: never counted as correct", {"extraction": method}),
         ]

@@ -1,6 +1,11 @@
-"""A gallery entry: one benchmark, declared in one YAML file shipped in the package.
+"""The one YAML schema of a task: a catalogue entry, or a user's YAML task.
 
-::
+A catalogue entry is one benchmark declared in one YAML file shipped in the package
+(:mod:`assay.tasks.gallery.entries`); a user's YAML task (:mod:`assay.tasks.yaml_task`)
+is the same schema with local data (``source: {file: rows.jsonl}``, relative to the
+file) and fewer keys required: a catalogue entry must also give its category, license,
+a description of 40 characters or more, its primary metric and, for the text eval types,
+its prompt (checked when it is read as an entry, :func:`read_entry`). For example::
 
     name: arc_challenge
     aliases: [arc-c, ARC-Challenge]
@@ -33,13 +38,15 @@ Unknown and duplicated keys are refused with the file and line, as everywhere.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from assay.core.yamlsafe import load_yaml, read_yaml_text
 from assay.data.wheels import validate_source
 from assay.errors import ConfigError
 
@@ -63,6 +70,9 @@ class WheelSource(_Strict):
     members: list[str] = Field(min_length=1)
     #: other members a task needs, by option name (MT-Bench's judge prompts, ...)
     extra: dict[str, str] = Field(default_factory=dict)
+    #: a user's YAML task: a downloaded .whl to read instead of PyPI (relative to the
+    #: task file, inside its folder); a catalogue entry takes one with ``--wheel``
+    file: str | None = None
 
     @model_validator(mode="after")
     def _name_and_version(self) -> WheelSource:
@@ -123,7 +133,10 @@ class FewShot(_Strict):
 
 
 class Prompt(_Strict):
-    template: str
+    """The prompt: a Jinja template (a user's YAML task may name a file of its folder, and
+    may leave it out for the default), a system message, few-shot examples."""
+
+    template: str | None = None
     system: str | None = None
     fewshot: FewShot = Field(default_factory=FewShot)
 
@@ -137,7 +150,10 @@ class Parser(_Strict):
 
 
 class Metrics(_Strict):
-    primary: str
+    """The metrics: one primary (for a user's YAML task, a scorer of
+    :mod:`assay.scoring`, inferred from the data when left out), the others reported."""
+
+    primary: str = ""
     secondary: list[str] = Field(default_factory=list)
     diagnostic: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -164,18 +180,21 @@ class Golden(_Strict):
 
 
 class GalleryEntry(_Strict):
-    """The schema of a gallery entry (see the module docstring)."""
+    """The one schema of a task declared in YAML: a catalogue entry or a user's YAML task
+    (see the module docstring)."""
 
-    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     aliases: list[str] = Field(default_factory=list)
-    description: str = Field(min_length=40)
-    category: str
+    description: str = ""
+    #: the task's own version (a user's file may count its edits here)
+    version: int | str = 1
+    category: str = ""
     tags: list[str] = Field(default_factory=list)
-    license: str
+    license: str = ""
     size: int | None = None
     source: Source | None = None
     eval_type: Literal["generate", "multiple_choice", "code", "instructions", "mtbench",
-                       "native"]
+                       "native"] = "generate"
     #: for ``native``: the registered task it runs (``bfcl``, ``gaia``)
     task: str | None = None
     #: for the eval types with code of their own: the Task class (``module:Class``), when it
@@ -187,31 +206,49 @@ class GalleryEntry(_Strict):
     prompt: Prompt | None = None
     generation: dict[str, Any] = Field(default_factory=dict)
     parser: Parser = Field(default_factory=Parser)
-    metrics: Metrics
+    metrics: Metrics = Field(default_factory=Metrics)
     readiness: Readiness = Field(default_factory=Readiness)
     golden: list[Golden] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _consistent(self) -> GalleryEntry:
-        if self.category not in CATEGORIES:
+    def _consistent(self, info: ValidationInfo) -> GalleryEntry:
+        if self.category and self.category not in CATEGORIES:
             raise ValueError(f"category must be one of {', '.join(CATEGORIES)}")
+        if (info.context or {}).get("catalogue"):
+            self._catalogue_entry()
+        elif self.source is None:
+            raise ValueError("a YAML task names its data: source: {file: rows.jsonl} (or an "
+                             "hf or wheel source)")
+        return self
+
+    def _catalogue_entry(self) -> None:
+        """What a catalogue entry gives beside what a user's YAML task gives."""
+        missing = [k for k in ("category", "license") if not getattr(self, k)]
+        if not self.metrics.primary:
+            missing.append("metrics.primary")
+        if missing:
+            raise ValueError(f"a catalogue entry gives {', '.join(missing)}")
+        if not all(c.islower() or c.isdigit() or c == "_" for c in self.name):
+            raise ValueError("a catalogue entry's name is lower case letters, digits and _")
+        if len(self.description) < 40:
+            raise ValueError("a catalogue entry's description is 40 characters or more")
         if self.eval_type == "native":
             if not self.task:
                 raise ValueError("a native entry names its task (task: bfcl)")
         elif self.source is None and self.readiness.status == "ready":
             raise ValueError("an entry that is ready has a source")
         if self.eval_type in ("generate", "multiple_choice"):
-            if self.prompt is None:
+            if self.prompt is None or self.prompt.template is None:
                 raise ValueError(f"a {self.eval_type} entry has a prompt")
             need = {"question", "answer"} | ({"choices"} if self.eval_type ==
                                              "multiple_choice" else set())
             missing = need - set(self.fields)
             if missing:
                 raise ValueError(f"fields is missing {', '.join(sorted(missing))}")
-        return self
 
     @property
     def names(self) -> list[str]:
+        """Its name and aliases."""
         return [self.name, *self.aliases]
 
 
@@ -220,12 +257,65 @@ def entries_dir() -> Path:
     return Path(str(resources.files("assay.tasks.gallery") / "entries"))
 
 
-def read_entry(path: Path) -> GalleryEntry:
-    """A validated entry; every error is one line with the file (and line for YAML),
-    read by the one safe YAML loader (:mod:`assay.core.yamlsafe`)."""
-    from assay.tasks.yaml_task import read_yaml_model
+def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: str = "",
+                    default_where: str = "task", known_keys: bool = False,
+                    context: dict[str, Any] | None = None) -> Any:
+    """A YAML file validated by a pydantic ``model``; every error is one line with the file
+    (and the line, for YAML syntax and a duplicated key). ``what`` names the file in
+    errors; ``known_keys`` lists the model's keys after an unknown one; ``context`` goes
+    to the model's validators."""
+    text = read_yaml_text(path, what)
+    return yaml_model_from_text(text, path, model, what, mapping_hint=mapping_hint,
+                                default_where=default_where, known_keys=known_keys,
+                                context=context)
 
-    return read_yaml_model(path, GalleryEntry, "gallery entry", default_where="entry")
+
+def yaml_model_from_text(text: str, where: Path, model: type[Any], what: str, *,
+                         mapping_hint: str = "", default_where: str = "task",
+                         known_keys: bool = False,
+                         context: dict[str, Any] | None = None) -> Any:
+    """YAML ``text`` validated by ``model``, with :func:`read_yaml_model`'s one-line errors
+    naming ``where`` (a file, or what the text is, such as an edited plan)."""
+    raw = load_yaml(text, where)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a {what} is a mapping of keys{mapping_hint}")
+    return validate_model(raw, where, model, known_keys=known_keys,
+                          default_where=default_where, context=context)
+
+
+def validate_model(raw: dict[str, Any], where: Path, model: type[Any], *,
+                   known_keys: bool = False, default_where: str = "task",
+                   context: dict[str, Any] | None = None) -> Any:
+    """``raw`` validated by ``model``; the first error as one line naming ``where``."""
+    try:
+        return model.model_validate(raw, context=context)
+    except ValidationError as e:
+        errors = e.errors()
+        first = errors[0]
+        if len(errors) > 1 and first["type"].endswith("_type"):
+            # a union (``data: str | WheelData``): the branch the value was meant for
+            # says what is wrong, not "Input should be a valid string"
+            first = next((x for x in errors if not x["type"].endswith("_type")), first)
+        loc = ".".join(str(x) for x in first["loc"] if not _union_branch(x)) or default_where
+        hint = ""
+        if known_keys and first["type"] == "extra_forbidden":
+            hint = f" (known keys: {', '.join(model.model_fields)})"
+        msg = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{where}: {loc}: {msg}{hint}") from None
+
+
+def _union_branch(part: Any) -> bool:
+    """Whether a pydantic error location part names a union's branch (``str``,
+    ``WheelData``), not a key."""
+    return isinstance(part, str) and (part in ("str", "int", "float", "bool", "list", "dict")
+                                      or part[:1].isupper() or "[" in part)
+
+
+def read_entry(path: Path) -> GalleryEntry:
+    """A validated catalogue entry; every error is one line with the file (and line for
+    YAML), read by the one safe YAML loader (:mod:`assay.core.yamlsafe`)."""
+    return read_yaml_model(path, GalleryEntry, "gallery entry", default_where="entry",
+                           context={"catalogue": True})
 
 
 @functools.lru_cache(maxsize=1)
@@ -261,8 +351,6 @@ def get_entry(name: str) -> GalleryEntry:
     """The entry ``name`` names; a one-line error with the closest names otherwise."""
     entry = find_entry(name)
     if entry is None:
-        import difflib
-
         names = [n for e in all_entries().values() for n in e.names]
         close = difflib.get_close_matches(name, names, n=3)
         hint = f" (closest: {', '.join(close)})" if close else ""

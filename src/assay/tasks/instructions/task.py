@@ -28,9 +28,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.info import TaskInfo
-from assay.tasks.instructions.scoring import FLAVORS, Verdict, check_known, checker_registry
+from assay.tasks.instructions.scoring import Verdict, check_known, checker_registry
 from assay.tasks.instructions.scoring import judge as judge_response
 from assay.tasks.options import Field, PathField, TaskOptions
 
@@ -113,32 +113,28 @@ class InstructionTask(Task):
     info = TaskInfo(category="instruction_following", tags=("instructions", "verifiable"))
     Options = InstructionOptions
 
+    opts: InstructionOptions
+
     def __init__(self, **options: Any) -> None:
-        super().__init__(options={k: v for k, v in options.items() if v is not None},
-                         system_prompt=options.get("system_prompt"))
-        o = self.options
-        if not o.get("data"):
+        given = {k: v for k, v in options.items() if v is not None}
+        super().__init__(options={"flavor": "ifeval", **given},
+                         system_prompt=given.get("system_prompt"))
+        if not self.opts.data:
             raise ConfigError("the instructions task needs its prompts: --data FILE.jsonl "
                               "(IFEval's input_data.jsonl or IFBench_test.jsonl)")
-        self.flavor: str = o.setdefault("flavor", "ifeval")
-        if self.flavor not in FLAVORS:
-            raise ConfigError(f"unknown flavor {self.flavor!r}; use ifeval or ifbench")
-        check_number("--max-tokens", o.get("max_tokens"), minimum=1, integer=True)
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
+        check_number("--max-tokens", self.opts.max_tokens, minimum=1, integer=True)
 
     # -- data -----------------------------------------------------------------------------
-    def samples(self) -> list[Sample]:
+    def read(self) -> LoadedData:
         """One sample per row (id = key); every instruction id must have a checker."""
-        if self._samples is not None:
-            return self._samples
-        path = Path(self.options["data"]).expanduser()
+        path = Path(str(self.opts.data)).expanduser()
         if not path.is_file():
             raise DatasetError(f"data file not found: {path}")
         rows = read_rows(path)
         if not rows:
             raise DatasetError(f"{path}: the file has no rows")
-        registry = checker_registry(self.flavor, self.options.get("nltk_data"))
+        flavor = self.opts.flavor
+        registry = checker_registry(flavor, self.opts.nltk_data)
         samples, seen = [], set()
         for row in rows:
             sid = str(row.key)
@@ -146,30 +142,29 @@ class InstructionTask(Task):
                 raise DatasetError(f"{path}: key {sid!r} is used twice; keys must be unique")
             seen.add(sid)
             try:
-                check_known(self.flavor, row.instruction_id_list, registry)
+                check_known(flavor, row.instruction_id_list, registry)
             except ConfigError as e:
                 raise DatasetError(f"{path}: key {sid}: {e}") from None
             # None values are dropped by the official loops too; IFBench's rows carry 42
             # keys per instruction, nearly all None
             kwargs = [{k: v for k, v in kw.items() if v is not None} for kw in row.kwargs]
             samples.append(Sample(id=sid, input=row.prompt, metadata={
-                "flavor": self.flavor, "instruction_id_list": list(row.instruction_id_list),
+                "flavor": flavor, "instruction_id_list": list(row.instruction_id_list),
                 "kwargs": kwargs}))
-        self._info = {"source": str(path.resolve()), "sha256": _sha256(path),
-                      "flavor": self.flavor, "rows": len(samples),
-                      "instructions": sum(len(s.metadata["instruction_id_list"])
-                                          for s in samples)}
-        self._samples = samples
-        return samples
+        info = {"source": str(path.resolve()), "sha256": _sha256(path), "flavor": flavor,
+                "rows": len(samples),
+                "instructions": sum(len(s.metadata["instruction_id_list"]) for s in samples)}
+        return LoadedData(samples, info, dict(self.options))
 
-    def generation_params(self) -> dict[str, Any]:
+
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """``max_tokens`` (1024 unless given); run parameters override."""
-        return {"max_tokens": int(self.options.get("max_tokens") or DEFAULT_MAX_TOKENS),
-                **self.run_params}
+        return {"max_tokens": int(self.opts.max_tokens or DEFAULT_MAX_TOKENS),
+                **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
         """Optional system prompt, then the prompt as the one user message."""
-        system = self.options.get("system_prompt")
+        system = self.opts.system_prompt
         msgs = [Message("system", system)] if system else []
         return [*msgs, Message("user", _prompt_of(sample))]
 
@@ -178,10 +173,10 @@ class InstructionTask(Task):
         """Prompt-level strict and loose (all followed), instruction-level fractions; the
         per-instruction verdicts are in the first score's metadata."""
         meta = sample.metadata
-        flavor = meta.get("flavor") or self.flavor
+        flavor = meta.get("flavor") or self.opts.flavor
         verdicts = judge_response(flavor, outcome.output or "", meta["instruction_id_list"],
                                   meta.get("kwargs"), _prompt_of(sample),
-                                  nltk_data=self.options.get("nltk_data"))
+                                  nltk_data=self.opts.nltk_data)
         return scores_of(verdicts)
 
     @classmethod

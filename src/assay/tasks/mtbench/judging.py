@@ -28,13 +28,13 @@ The rating is read as FastChat's ``process_judgement`` reads it: the first match
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from collections import Counter
 from typing import Any
 
 from assay.core.types import Message
+from assay.models.registry import capabilities_of
+from assay.scoring.judge import combine, poll
 from assay.tasks.mtbench.dataset import SINGLE_PROMPTS, JudgePrompt, needs_reference
 
 #: FastChat's ``one_score_pattern`` and ``one_score_pattern_backup``
@@ -76,8 +76,6 @@ def constrained_judge(judge: Any) -> bool:
     """Whether a judge (a model, the engine's context around one, or a model spec) gets
     :data:`RATING_SCHEMA`: one whose provider guarantees schema-constrained replies (the
     embedded or any local GGUF model)."""
-    from assay.models.registry import capabilities_of
-
     return judge is not None and capabilities_of(judge).constrained_decoding
 
 
@@ -118,30 +116,14 @@ def judge_messages(prompt: JudgePrompt, turn: int, questions: list[str], answers
     return [Message("system", prompt.system_prompt), Message("user", user)]
 
 
-async def ask_rating(judge: Any, messages: list[Message], params: dict[str, Any],
-                     constrained: bool = False) -> list[str]:
-    """The judge's replies to one grading request: one, or two when the first had no
-    rating (the retry shows it its reply and asks again). The rating is read from them
-    by :func:`rating_of` (at scoring time, so a stored run is scored again the same way)."""
-    replies: list[str] = []
-    for attempt in range(2):
-        if constrained:
-            reply = await judge.generate(messages, response_schema=RATING_SCHEMA, **params)
-            raw = as_fastchat_text(reply.message.content or "")
-        else:
-            reply = await judge.generate(messages, **params)
-            raw = reply.message.content or ""
-        replies.append(raw)
-        value, why = parse_rating(raw)
-        if value is not None or attempt == 1:
-            break
-        messages = [*messages, Message("assistant", raw),
-                    Message("user", RETRY.format(why=why))]
-    return replies
+def read_constrained(raw: str) -> tuple[float | None, str | None]:
+    """The rating of a constrained (:data:`RATING_SCHEMA`) reply, read as FastChat's text."""
+    return parse_rating(as_fastchat_text(raw))
 
 
 def rating_of(replies: list[str]) -> float | None:
-    """The rating of one vote: the first of its replies that has one (``None``: invalid)."""
+    """The rating of one stored vote: the first of its replies that has one (``None``:
+    invalid)."""
     for raw in replies:
         value, _ = parse_rating(raw)
         if value is not None:
@@ -149,38 +131,43 @@ def rating_of(replies: list[str]) -> float | None:
     return None
 
 
-async def grade_turn(judge: Any, prompt: JudgePrompt, turn: int, questions: list[str],
+async def grade_turn(jury: list[Any], prompt: JudgePrompt, turn: int, questions: list[str],
                      answers: list[str], reference: list[str] | None, *, samples: int,
-                     max_tokens: int, seed: int | None,
-                     constrained: bool = False) -> dict[str, Any]:
+                     max_tokens: int, seed: int | None) -> dict[str, Any]:
     """Every vote on one turn: ``{turn, prompt, user_prompt, votes: [{replies}]}``.
 
-    One vote is asked at temperature 0 (FastChat's judge setting); several are sampled at
-    0.7 with seeds ``seed + i``, so they can differ and their agreement means something.
+    Each judge of the jury votes ``samples`` times through :func:`assay.scoring.judge.poll`
+    (one vote at temperature 0, FastChat's judge setting; several sampled at 0.7 with
+    seeds ``seed + i``); a reply with no rating gets one corrective retry. A constrained
+    judge's replies are kept as FastChat's text (:func:`as_fastchat_text`).
     """
     messages = judge_messages(prompt, turn, questions, answers, reference)
-    base: dict[str, Any] = {"max_tokens": max_tokens,
-                            "temperature": 0.0 if samples == 1 else 0.7}
-
-    def params(i: int) -> dict[str, Any]:
-        return base if samples == 1 else {**base, "seed": int(seed or 0) + i}
-
-    votes = await asyncio.gather(*(ask_rating(judge, messages, params(i), constrained)
-                                   for i in range(samples)))
+    votes = []
+    for judge in jury:
+        constrained = constrained_judge(judge)
+        for vote in await poll([judge], messages, read_constrained if constrained
+                               else parse_rating, retry=RETRY,
+                               schema=RATING_SCHEMA if constrained else None,
+                               params={"max_tokens": max_tokens, "temperature": 0.0},
+                               samples=samples, seed=seed):
+            row: dict[str, Any] = {"replies": [as_fastchat_text(r) if constrained else r
+                                               for r in vote.replies]}
+            if len(jury) > 1:
+                row["judge"] = vote.judge
+            votes.append(row)
     return {"turn": turn, "prompt": prompt.name, "user_prompt": messages[1].content,
-            "votes": [{"replies": v} for v in votes]}
+            "votes": votes}
 
 
 def turn_verdict(judgment: dict[str, Any]) -> dict[str, Any]:
     """A turn's verdict from its stored votes: the mean of the valid votes' ratings
-    (``None`` and ``invalid`` when no vote has one), and how far the votes agree."""
+    (``None`` and ``invalid`` when no vote has one), and how far the votes agree
+    (:func:`assay.scoring.judge.combine`, rule ``mean``)."""
     ratings = [rating_of(v.get("replies") or []) for v in judgment.get("votes") or []]
-    valid = [r for r in ratings if r is not None]
-    agreement = None
-    if len(ratings) > 1 and valid:
-        agreement = Counter(valid).most_common(1)[0][1] / len(valid)
+    verdict = combine(ratings, rule="mean")
     replies = [len(v.get("replies") or []) for v in judgment.get("votes") or []]
     return {"turn": judgment.get("turn"), "prompt": judgment.get("prompt"),
-            "rating": sum(valid) / len(valid) if valid else None, "invalid": not valid,
-            "votes": ratings, "invalid_votes": len(ratings) - len(valid),
-            "retried_votes": sum(1 for n in replies if n > 1), "agreement": agreement}
+            "rating": verdict.value, "invalid": verdict.invalid,
+            "votes": ratings, "invalid_votes": verdict.invalid_votes,
+            "retried_votes": sum(1 for n in replies if n > 1),
+            "agreement": verdict.agreement}

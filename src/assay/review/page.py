@@ -1,0 +1,122 @@
+"""The human review page: what one page shows (:class:`ReviewPage`), mounted under
+``/review/`` in the local web app (:mod:`assay.web.server`).
+
+One problem at a time (``/review/item/<n>``, 1-based), with its answer and solution (LaTeX
+shown as MathML, rendered here), four 1-5 scores, a status, a comment, previous/next,
+progress, a status filter, keyboard shortcuts and an optional blind mode that keeps the
+judge's scores off the page until the reviewer has given a verdict on the item. Every
+submission is a ``POST /review/api/review`` committed to the workspace database before the
+page says "saved"; coming back to an item, reloading or restarting the server shows the
+saved state. Writes are POST-only same-origin JSON (:mod:`assay.web.security`).
+
+The pieces: :mod:`.pages` (HTML), :mod:`.api` (JSON), :mod:`.mathml` (LaTeX),
+:mod:`.inputs` (judge scores), :mod:`.export` (dataset ids, the book's export); the
+reviews themselves are kept by :class:`assay.store.review.ReviewStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from assay.errors import DatasetError
+from assay.review.export import dataset_id
+from assay.review.inputs import load_judge_scores, utf8_error
+from assay.store.review import DIMENSIONS, ReviewError, ReviewStore, normalize_reviewer
+from assay.store.sqlite import workspace_dir
+from assay.tasks.datagen.problem import Problem, load_problems
+
+__all__ = ["PREFIX", "REVIEW_KEY", "STORE_KEY", "ReviewPage", "default_export_path",
+           "review_of", "reviewer_param"]
+
+PREFIX = "/review"
+"""Where the review page lives in the app."""
+
+
+def default_export_path(data_path: str | Path | None, dataset_id: str) -> Path:
+    """The book's ``<data>_verifications.json`` beside the data file, else in the workspace."""
+    if data_path is not None:
+        p = Path(data_path)
+        return p.with_name(f"{p.stem}_verifications.json")
+    return workspace_dir() / "reviews" / f"{dataset_id}_verifications.json"
+
+
+@dataclass
+class ReviewPage:
+    """What one review page shows and where its reviews go: the problems (filed under
+    ``dataset_id``), the judge's scores (``problem_id -> {dimension: score}``), the
+    reviewer used when a URL names none, the export file, the rubric, a title, whether
+    the page opens blind, and the review store (``None``: one on the app's store file,
+    closed with the app)."""
+
+    problems: Sequence[Problem]
+    dataset_id: str
+    judge: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    reviewer: str | None = None
+    export_path: Path | None = None
+    dimensions: Sequence[str] = DIMENSIONS
+    title: str = ""
+    blind: bool = False
+    store: ReviewStore | None = None
+
+    def __post_init__(self) -> None:
+        if not self.problems:
+            raise DatasetError("no problems to review")
+        self.problems = list(self.problems)
+        self.by_id = {p.problem_id: i for i, p in enumerate(self.problems)}
+        self.judge = {str(k): dict(v) for k, v in self.judge.items()}
+        self.reviewer = normalize_reviewer(self.reviewer) if self.reviewer else None
+        self.export_path = Path(self.export_path or default_export_path(None, self.dataset_id))
+        self.dimensions = tuple(self.dimensions)
+        self.title = self.title or f"dataset {self.dataset_id}"
+
+    @classmethod
+    def from_file(cls, data_path: str | Path, reviewer: str | None = None, *,
+                  judge_scores: str | Path | Mapping[str, Any] | None = None,
+                  blind: bool = False, export_path: str | Path | None = None,
+                  store: ReviewStore | None = None) -> ReviewPage:
+        """The review page of a problems file: reviews filed under the file's
+        :func:`dataset_id`; the export goes to ``<data>_verifications.json`` beside the
+        file unless ``export_path`` says otherwise. Bad files are one-line errors."""
+        if reviewer is not None:
+            reviewer = normalize_reviewer(reviewer)
+        try:
+            problems = load_problems(data_path)
+        except UnicodeDecodeError as e:  # a reader that lets it through: one line, file:line
+            raise utf8_error(Path(data_path), e) from e
+        did = dataset_id(problems)
+        return cls(problems, did, load_judge_scores(judge_scores), reviewer,
+                   Path(export_path or default_export_path(data_path, did)),
+                   title=Path(str(data_path)).name, blind=blind, store=store)
+
+    def start_path(self) -> str:
+        """Where a browser opens the page: ``/review/`` with the reviewer and blind mode."""
+        q = {"reviewer": self.reviewer} if self.reviewer else {}
+        if self.blind:
+            q["blind"] = "1"
+        return f"{PREFIX}/" + (f"?{urlencode(q)}" if q else "")
+
+
+REVIEW_KEY = web.AppKey("review_page", ReviewPage)
+STORE_KEY = web.AppKey("review_store", ReviewStore)
+
+
+def review_of(request: web.Request) -> tuple[ReviewPage, ReviewStore]:
+    """The review page of the app that received ``request``, and its review store."""
+    return request.app[REVIEW_KEY], request.app[STORE_KEY]
+
+
+def reviewer_param(request: web.Request, page: ReviewPage) -> str | None:
+    """The reviewer a URL names (else the page's default); None when the name is not usable."""
+    raw = request.query.get("reviewer")
+    if raw is None:
+        return page.reviewer
+    try:
+        return normalize_reviewer(raw)
+    except ReviewError:
+        return None

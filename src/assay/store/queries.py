@@ -1,0 +1,448 @@
+"""The read-only SQL behind ``assay view``: runs with filters, and a run's samples a page
+at a time, plus the filters themselves (:class:`RunFilter`, :class:`SampleFilter`; the
+web page reads them from its query string).
+
+Every query is a ``SELECT`` on the store's connection (``assay view`` opens it with
+``Store(readonly=True)``).
+Paging and filtering happen in SQL (``LIMIT``/``OFFSET``, ``json_extract`` in ``WHERE``,
+``COUNT(*)``), so a page costs the same few queries whether the run has a thousand
+samples or a hundred thousand: no request loops over a whole run in Python.
+
+The *primary score* of a sample is the first entry of its ``scores`` object (the
+task's headline scorer); verdict and score-range filters read its ``value``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from assay.store.owner import effective_status
+from assay.store.sqlite import Store
+
+__all__ = ["CATEGORY_KEYS", "FIELD_PATTERN", "PAGE_SIZE", "PRIMARY", "RunFilter",
+           "SampleFilter", "category_counts", "children", "json_path", "metadata_fields",
+           "model_label", "neighbours", "newest_samples", "pages_for", "progress",
+           "run_choices", "run_rows", "sample_page", "sample_row", "verdict_of"]
+
+PAGE_SIZE = 50
+"""Rows per page, on the runs list and in a run's sample table."""
+
+FIELD_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .-]{0,63}$")
+"""A metadata key the category filter may read."""
+
+
+@dataclass
+class RunFilter:
+    """Filters of the runs list: task, model, status, a date range and free text."""
+
+    task: str = ""
+    model: str = ""
+    status: str = "all"
+    date_from: str = ""
+    date_to: str = ""
+    q: str = ""
+    page: int = 1
+    ts_from: float | None = None
+    ts_to: float | None = None  # exclusive: the midnight after ``date_to``
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter narrows the list."""
+        return bool(self.task or self.model or self.status != "all" or self.date_from
+                    or self.date_to or self.q)
+
+
+@dataclass
+class SampleFilter:
+    """Filters of a run's sample table: verdict, a metadata field's value, a range of
+    the primary score, and text in the sample id."""
+
+    verdict: str = "all"
+    field: str = ""       # the metadata key the category filter reads ("" = the run's default)
+    category: str = ""    # its value, as text ("" = any)
+    score_min: float | None = None
+    score_max: float | None = None
+    q: str = ""
+    page: int = 1
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter narrows the table."""
+        return bool(self.verdict != "all" or self.category or self.score_min is not None
+                    or self.score_max is not None or self.q)
+
+PRIMARY = ("(CASE WHEN json_valid(s.scores) THEN (SELECT json_extract(j.value, '$.value')"
+           " FROM json_each(s.scores) AS j LIMIT 1) END)")
+"""SQL: the value of a sample's primary (first) score, NULL when it has none."""
+
+CATEGORY_KEYS = ("category", "level", "subset", "difficulty", "type", "topic", "language",
+                 "split", "case")
+"""Metadata keys tried, in order, for a run's default category filter."""
+
+_MODEL = ("(CASE WHEN json_valid(r.model) THEN COALESCE(json_extract(r.model, '$.model'),"
+          " json_extract(r.model, '$.name'), json_extract(r.model, '$.spec')) END)")
+_DATASET_NAMES = ("name", "dataset", "path", "source")
+
+
+def json_path(key: str) -> str:
+    """The JSON path of a top-level key (the page checks keys against
+    :data:`FIELD_PATTERN`)."""
+    return '$."' + key.replace('"', "") + '"'
+
+
+def _like(text: str) -> str:
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _loads(text: str | None, default: Any = None) -> Any:
+    if text is None:
+        return default
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return default
+
+
+def model_label(model: Any) -> str:
+    """The name a run's model record goes by (``openai/gpt-4o``, ``local``, ...)."""
+    if isinstance(model, dict):
+        for key in ("model", "name", "spec"):
+            if model.get(key):
+                value = model[key]
+                return value if isinstance(value, str) else json.dumps(value)
+        return json.dumps(model, ensure_ascii=False)[:120]
+    return "" if model is None else str(model)
+
+
+def pages_for(total: int) -> int:
+    """How many pages ``total`` rows fill (at least one)."""
+    return max(1, math.ceil(total / PAGE_SIZE))
+
+
+# -- runs -------------------------------------------------------------------------------
+def _run_where(f: RunFilter) -> tuple[str, list[Any]]:
+    where, args = ["1=1"], []
+    if f.task:
+        where.append("r.task = ?")
+        args.append(f.task)
+    if f.model:
+        where.append(f"{_MODEL} = ?")
+        args.append(f.model)
+    if f.status in ("finished", "failed"):
+        where.append("r.status = ?")
+        args.append(f.status)
+    elif f.status == "running":
+        where.append("r.status = 'running'")
+    elif f.status == "interrupted":
+        where.append("r.status IN ('running', 'interrupted')")
+    if f.ts_from is not None:
+        where.append("r.created_at >= ?")
+        args.append(f.ts_from)
+    if f.ts_to is not None:
+        where.append("r.created_at < ?")
+        args.append(f.ts_to)
+    if f.q:
+        names = " OR ".join(f"json_extract(r.dataset, '$.{k}') LIKE :q ESCAPE '\\'"
+                            for k in _DATASET_NAMES)
+        where.append(f"(r.id LIKE :q ESCAPE '\\' OR r.task LIKE :q ESCAPE '\\' OR"
+                     f" {_MODEL} LIKE :q ESCAPE '\\' OR (json_valid(r.dataset) AND ({names})))")
+    return " AND ".join(where), args
+
+
+def _named(sql: str, args: list[Any], q: str) -> tuple[str, dict[str, Any]]:
+    """Positional ``?`` and the ``:q`` of the search turned into one named mapping."""
+    params: dict[str, Any] = {"q": _like(q)}
+    parts = sql.split("?")
+    out = parts[0]
+    for i, part in enumerate(parts[1:]):
+        params[f"p{i}"] = args[i]
+        out += f":p{i}" + part
+    return out, params
+
+
+_RUN_COLS = ("r.id, r.task, r.status, r.created_at, r.finished_at, r.model, r.dataset,"
+             " r.stats, r.parent_id, r.metrics,"
+             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
+             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL),"
+             " r.headline, r.report IS NOT NULL")
+
+
+def _run_dict(r: tuple[Any, ...], status: str) -> dict[str, Any]:
+    model = _loads(r[5], {})
+    return {"id": r[0], "task": r[1], "status": status, "created_at": r[3],
+            "finished_at": r[4], "model": model, "model_label": model_label(model),
+            "dataset": _loads(r[6], {}), "stats": _loads(r[7], {}), "parent_id": r[8],
+            "metrics": _loads(r[9]), "samples": r[10], "errors": r[11],
+            # the stored headline; ``report`` only says whether the run is described (its
+            # sections are read on the run's own page)
+            "headline": _loads(r[12]), "report": {} if r[13] else None}
+
+
+def run_rows(store: Store, f: RunFilter) -> tuple[list[dict[str, Any]], int, int]:
+    """One page of runs matching ``f``, newest first: ``(rows, total, page)``.
+
+    ``page`` is ``f.page`` clamped to the pages there are. Running and interrupted are
+    told apart as ``assay list runs`` does (a ``running`` run whose process is gone is
+    interrupted), which needs the owner's process: those few runs are filtered here.
+    """
+    where, args = _run_where(f)
+    db = store._db
+    if f.status in ("running", "interrupted"):
+        sql, params = _named(f"SELECT r.id, r.status, r.stats FROM runs r WHERE {where}"
+                             " ORDER BY r.created_at DESC, r.id DESC", args, f.q)
+        ids = [r[0] for r in db.execute(sql, params)
+               if effective_status(r[1], _loads(r[2], {})) == f.status]
+        total = len(ids)
+        page = min(f.page, pages_for(total))
+        chosen = ids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+        rows = db.execute(f"SELECT {_RUN_COLS} FROM runs r WHERE r.id IN"
+                          " (SELECT value FROM json_each(?))"
+                          " ORDER BY r.created_at DESC, r.id DESC", (json.dumps(chosen),))
+    else:
+        sql, params = _named(f"SELECT COUNT(*) FROM runs r WHERE {where}", args, f.q)
+        total = db.execute(sql, params).fetchone()[0]
+        page = min(f.page, pages_for(total))
+        sql, params = _named(f"SELECT {_RUN_COLS} FROM runs r WHERE {where}"
+                             " ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
+                             [*args, PAGE_SIZE, (page - 1) * PAGE_SIZE], f.q)
+        rows = db.execute(sql, params)
+    out = [_run_dict(r, effective_status(r[2], _loads(r[7], {}))) for r in rows]
+    return out, total, page
+
+
+def run_choices(store: Store) -> dict[str, list[str]]:
+    """The tasks and models that appear in the store (for the filter menus)."""
+    db = store._db
+    tasks = [r[0] for r in db.execute("SELECT DISTINCT task FROM runs ORDER BY 1")]
+    models = [r[0] for r in db.execute(f"SELECT DISTINCT {_MODEL} AS m FROM runs r"
+                                       " WHERE m IS NOT NULL ORDER BY 1")]
+    return {"tasks": tasks, "models": [str(m) for m in models]}
+
+
+def children(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The runs whose parent is ``run_id`` (a plan's tasks, a pipeline's steps), oldest first."""
+    rows = store._db.execute(f"SELECT {_RUN_COLS} FROM runs r WHERE r.parent_id = ?"
+                             " ORDER BY r.created_at, r.id", (run_id,))
+    return [_run_dict(r, effective_status(r[2], _loads(r[7], {}))) for r in rows]
+
+
+# -- samples ----------------------------------------------------------------------------
+def metadata_fields(store: Store, run_id: str) -> tuple[list[str], str]:
+    """The scalar metadata keys of one of the run's samples, and the default category key
+    (the first of :data:`CATEGORY_KEYS` it has; "" when none)."""
+    # any one sample will do (the primary key's first, found without a scan)
+    row = store._db.execute("SELECT metadata FROM samples WHERE run_id = ? LIMIT 1",
+                            (run_id,)).fetchone()
+    meta = _loads(row[0], {}) if row else {}
+    if not isinstance(meta, dict):
+        return [], ""
+    keys = [k for k, v in meta.items() if FIELD_PATTERN.match(k) and (
+        isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) <= 200))]
+    default = next((k for k in CATEGORY_KEYS if k in keys), "")
+    return keys, default
+
+
+def category_counts(store: Store, run_id: str, key: str, limit: int = 200
+                    ) -> list[tuple[str, int]]:
+    """``(value, samples)`` for each value of metadata ``key`` in the run (most first)."""
+    if not key:
+        return []
+    rows = store._db.execute(
+        "SELECT CAST(json_extract(s.metadata, ?) AS TEXT) AS v, COUNT(*) FROM samples s"
+        " WHERE s.run_id = ? AND json_valid(s.metadata) AND v IS NOT NULL"
+        " GROUP BY v ORDER BY COUNT(*) DESC, v LIMIT ?", (json_path(key), run_id, limit))
+    return [(r[0], r[1]) for r in rows]
+
+
+def _sample_where(run_id: str, f: SampleFilter, key: str) -> tuple[str, list[Any]]:
+    where, args = ["s.run_id = ?"], [run_id]
+    if f.verdict == "error":
+        where.append("s.error IS NOT NULL")
+    elif f.verdict == "correct":
+        where.append(f"s.error IS NULL AND {PRIMARY} = 1")
+    elif f.verdict == "wrong":
+        where.append(f"s.error IS NULL AND {PRIMARY} < 1")
+    elif f.verdict == "unscored":
+        where.append(f"s.error IS NULL AND {PRIMARY} IS NULL")
+    if f.category and key:
+        where.append("json_valid(s.metadata) AND"
+                     " CAST(json_extract(s.metadata, ?) AS TEXT) = ?")
+        args += [json_path(key), f.category]
+    if f.score_min is not None:
+        where.append(f"{PRIMARY} >= ?")
+        args.append(f.score_min)
+    if f.score_max is not None:
+        where.append(f"{PRIMARY} <= ?")
+        args.append(f.score_max)
+    if f.q:
+        where.append("s.sample_id LIKE ? ESCAPE '\\'")
+        args.append(_like(f.q))
+    return " AND ".join(where), args
+
+
+_PREVIEW = ("(CASE WHEN json_valid(s.input) THEN CASE json_type(s.input)"
+            " WHEN 'text' THEN substr(json_extract(s.input, '$'), 1, 160)"
+            " WHEN 'array' THEN substr(json_extract(s.input, '$[#-1].content'), 1, 160) END END)")
+_ORDER = "ORDER BY s.seq, s.epoch, s.sample_id"
+
+
+def _primary(scores_json: str | None) -> tuple[str | None, dict[str, Any] | None]:
+    scores = _loads(scores_json, {})
+    if isinstance(scores, dict) and scores:
+        name, entry = next(iter(scores.items()))
+        return name, entry if isinstance(entry, dict) else {"value": entry}
+    return None, None
+
+
+def verdict_of(error: str | None, value: Any) -> str:
+    """``error``, ``unscored``, ``correct`` (1), ``wrong`` (0) or the value as text."""
+    if error is not None:
+        return "error"
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "unscored" if value is None else str(value)
+    if value == 1:
+        return "correct"
+    if value == 0:
+        return "wrong"
+    return f"{value:.3g}"
+
+
+def sample_page(store: Store, run_id: str, f: SampleFilter, key: str
+                ) -> tuple[list[dict[str, Any]], int, int]:
+    """One page (:data:`PAGE_SIZE` rows, dataset order) of the run's samples matching ``f``:
+    ``(rows, total matching, page)``; ``page`` is clamped to the pages there are.
+
+    The page's keys are found first (sorting only ``rowid, seq, epoch, sample_id``) and its
+    columns read for those 50 rows only. Unfiltered, the total is a ``COUNT(*)`` on the
+    primary key; filtered, it comes with the page (``COUNT(*) OVER ()``), so the filter's
+    JSON is read once per sample rather than twice.
+    """
+    where, args = _sample_where(run_id, f, key)
+    db = store._db
+    window = f.active
+    cat = "CAST(json_extract(s.metadata, ?) AS TEXT)" if key else "NULL"
+    cat_args = [json_path(key)] if key else []
+    sql = (f"WITH p AS (SELECT s.rowid AS r, s.seq, s.epoch, s.sample_id"
+           f"{', COUNT(*) OVER () AS total' if window else ''} FROM samples s WHERE {where}"
+           f" {_ORDER} LIMIT ? OFFSET ?)"
+           f" SELECT s.sample_id, s.epoch, s.seq, s.error, s.scores, substr(s.prediction, 1, 200),"
+           f" substr(s.output, 1, 200), s.latency_s, CASE WHEN json_valid(s.metadata) THEN {cat}"
+           f" END, {_PREVIEW}{', p.total' if window else ''} FROM p JOIN samples s"
+           " ON s.rowid = p.r ORDER BY p.seq, p.epoch, p.sample_id")
+
+    def fetch(page: int) -> list[tuple[Any, ...]]:
+        return db.execute(sql, [*args, PAGE_SIZE, (page - 1) * PAGE_SIZE, *cat_args]
+                          ).fetchall()
+
+    def count() -> int:
+        return db.execute(f"SELECT COUNT(*) FROM samples s WHERE {where}", args).fetchone()[0]
+
+    page = f.page
+    if not window:
+        total = count()
+        page = min(page, pages_for(total))
+        rows = fetch(page)
+    else:
+        rows = fetch(page)
+        if rows:
+            total = rows[0][-1]
+        else:  # nothing matches, or a page past the last: count, and show the last page
+            total = 0 if page == 1 else count()
+            page = pages_for(total)
+            rows = fetch(page) if total else []
+    return [_row_dict(r) for r in rows], total, page
+
+
+def _row_dict(r: tuple[Any, ...]) -> dict[str, Any]:
+    name, entry = _primary(r[4])
+    value = entry.get("value") if entry else None
+    return {"sample_id": r[0], "epoch": r[1], "seq": r[2], "error": r[3],
+            "score_name": name, "score": value, "verdict": verdict_of(r[3], value),
+            "prediction": r[5] if r[5] is not None else r[6], "latency_s": r[7],
+            "category": r[8], "input": r[9] if isinstance(r[9], str) else None}
+
+
+def neighbours(store: Store, run_id: str, row: dict[str, Any], f: SampleFilter, key: str
+               ) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """The samples before and after ``row`` in dataset order among those matching ``f``."""
+    where, args = _sample_where(run_id, f, key)
+    here = [row["seq"], row["epoch"], row["sample_id"]]
+    db = store._db
+    prev = db.execute(f"SELECT s.sample_id, s.epoch FROM samples s WHERE {where} AND"
+                      " (s.seq, s.epoch, s.sample_id) < (?, ?, ?)"
+                      " ORDER BY s.seq DESC, s.epoch DESC, s.sample_id DESC LIMIT 1",
+                      [*args, *here]).fetchone()
+    nxt = db.execute(f"SELECT s.sample_id, s.epoch FROM samples s WHERE {where} AND"
+                     f" (s.seq, s.epoch, s.sample_id) > (?, ?, ?) {_ORDER} LIMIT 1",
+                     [*args, *here]).fetchone()
+    return (tuple(prev) if prev else None), (tuple(nxt) if nxt else None)  # type: ignore[return-value]
+
+
+_DETAIL_COLS = ("sample_id", "epoch", "seq", "input", "target", "transcript", "output",
+                "prediction", "scores", "error", "latency_s", "input_tokens", "output_tokens",
+                "model_calls", "cache_hits", "metadata", "created_at", "model_s", "wait_s",
+                "sample", "outcome")
+_JSON_COLS = {"input", "target", "transcript", "scores", "metadata", "sample", "outcome"}
+
+
+def sample_row(store: Store, run_id: str, sample_id: str, epoch: int | None
+               ) -> dict[str, Any] | None:
+    """One stored sample result, JSON columns decoded (a column that is not valid JSON is
+    kept as its text); the first epoch when ``epoch`` is None; None when there is none."""
+    sql = (f"SELECT {', '.join(_DETAIL_COLS)} FROM samples WHERE run_id = ? AND sample_id = ?")
+    args: list[Any] = [run_id, sample_id]
+    if epoch is not None:
+        sql += " AND epoch = ?"
+        args.append(epoch)
+    row = store._db.execute(sql + " ORDER BY epoch LIMIT 1", args).fetchone()
+    if row is None:
+        return None
+    out: dict[str, Any] = {}
+    for name, value in zip(_DETAIL_COLS, row, strict=True):
+        if name in _JSON_COLS and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        out[name] = value
+    out["epochs"] = [r[0] for r in store._db.execute(
+        "SELECT epoch FROM samples WHERE run_id = ? AND sample_id = ? ORDER BY epoch",
+        (run_id, sample_id))]
+    return out
+
+
+# -- live progress ----------------------------------------------------------------------
+def progress(store: Store, run_id: str) -> dict[str, Any] | None:
+    """A run's status and counts now (``None`` when there is no such run)."""
+    db = store._db
+    run = db.execute("SELECT status, stats, dataset, spec, finished_at FROM runs WHERE id = ?",
+                     (run_id,)).fetchone()
+    if run is None:
+        return None
+    counts = db.execute(
+        f"SELECT COUNT(*), COALESCE(SUM(s.error IS NOT NULL), 0),"
+        f" COALESCE(SUM(s.error IS NULL AND {PRIMARY} = 1), 0),"
+        f" COALESCE(SUM(s.error IS NULL AND {PRIMARY} IS NOT NULL), 0)"
+        " FROM samples s WHERE s.run_id = ?", (run_id,)).fetchone()
+    dataset, spec = _loads(run[2], {}), _loads(run[3], {})
+    planned = None
+    if isinstance(dataset, dict) and isinstance(dataset.get("selected"), int):
+        epochs = spec.get("epochs") if isinstance(spec, dict) else None
+        planned = dataset["selected"] * (epochs if isinstance(epochs, int) and epochs > 0 else 1)
+    return {"id": run_id, "status": effective_status(run[0], _loads(run[1], {})),
+            "samples": counts[0], "errors": counts[1], "correct": counts[2],
+            "scored": counts[3], "planned": planned, "finished_at": run[4]}
+
+
+def newest_samples(store: Store, run_id: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The samples committed last (newest first)."""
+    rows = store._db.execute(
+        f"SELECT s.sample_id, s.epoch, s.seq, s.error, s.scores, substr(s.prediction, 1, 200),"
+        f" substr(s.output, 1, 200), s.latency_s, NULL, {_PREVIEW} FROM samples s"
+        " WHERE s.run_id = ? ORDER BY s.created_at DESC, s.seq DESC LIMIT ?",
+        (run_id, limit)).fetchall()
+    return [_row_dict(r) for r in rows]
