@@ -2,10 +2,12 @@
 
     python bench/mutation.py --run           # a fresh mutmut run (pyproject [tool.mutmut]), then this
     python bench/mutation.py --run --sample  # the same on a systematic 30% of the mutants
+    python bench/mutation.py --run --area converse --area plan  # other areas than compare, view
     python bench/mutation.py                 # only read the results mutmut left in mutants/
 
 Prints JSON: per area (``compare``: src/assay/compare, ``view``: src/assay/view and
-src/assay/store/queries.py) the counts by status and the kill rate, killed / (killed +
+src/assay/store/queries.py, ``converse``: src/assay/tasks/converse, ``plan``: src/assay/plan
+and src/assay/pipelines/plan.py) the counts by status and the kill rate, killed / (killed +
 survived + no tests) with timeouts counted as killed, and the survivors (and mutants no
 test reaches) as ``{"file", "line", "function", "old", "new"}``. See bench/mutation.md.
 """
@@ -26,9 +28,54 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
 AREAS = {"compare": ("src/assay/compare/",), "view": ("src/assay/view/",
-                                                     "src/assay/store/queries.py")}
+                                                     "src/assay/store/queries.py"),
+         "converse": ("src/assay/tasks/converse/",),
+         "plan": ("src/assay/plan/", "src/assay/pipelines/plan.py")}
+#: what ``--area`` mutates and the in-process tests that can kill its mutants (a test that
+#: runs ``assay`` in a subprocess, or needs the embedded model, cannot or is too slow);
+#: compare and view (the default) are pyproject's own [tool.mutmut] settings
+AREA_RUNS: dict[str, tuple[list[str], list[str]]] = {
+    "compare": (["src/assay/compare/*.py"],
+                ["tests/compare/test_paired.py", "tests/compare/test_compare_store.py"]),
+    "view": (["src/assay/view/*.py"],
+             ["tests/view/test_view_http.py", "tests/view/test_view_details.py"]),
+    "converse": (["src/assay/tasks/converse/*.py"],
+                 ["tests/tasks/converse/test_builtin_cases.py",
+                  "tests/tasks/converse/test_workfiles.py",
+                  "tests/tasks/converse/test_converse_logic.py",
+                  "tests/tasks/converse/test_converse.py::"
+                  "test_a_raw_line_break_inside_a_json_string_is_read_and_truncation_is_not"]),
+    "plan": (["src/assay/plan/*.py", "src/assay/pipelines/plan.py"],
+             ["tests/plan/test_hub.py", "tests/plan/test_intent.py",
+              "tests/plan/test_plan_hub.py", "tests/plan/test_retrieve.py",
+              "tests/plan/test_report.py", "tests/plan/test_plan_logic.py",
+              "tests/plan/test_checkpoints.py::test_answers_read_by_the_rules",
+              "tests/plan/test_checkpoints.py::"
+              "test_a_model_never_approves_and_reads_only_drops_and_adds_the_answer_names",
+              "tests/plan/test_plan_quality.py::test_rules_and_bm25_meet_the_targets",
+              "tests/plan/test_plan_run.py::"
+              "test_the_plans_judge_goes_to_every_task_with_a_judge_role"]),
+}
+#: runs mutmut with pyproject's [tool.mutmut] but the areas' files and tests (argv[1], JSON)
+OVERLAY = """
+import json, sys
+import mutmut.configuration as c
+mutate, tests = json.loads(sys.argv.pop(1))
+base = c._config_reader
+def reader():
+    read = base()
+    return lambda key, default: {"only_mutate": mutate,
+                                 "pytest_add_cli_args_test_selection": tests}.get(
+        key, read(key, default))
+c._config_reader, c._config = reader, None
+from mutmut.__main__ import cli  # after the patch: importing it may read the config
+sys.argv[0] = "mutmut"
+cli()
+"""
 #: every mutant whose number ends in 1, 4 or 7: a systematic 30% of each function's mutants
 SAMPLE = "*__mutmut_*[147]"
+#: ``--sample DIGITS``: the mutants whose number ends in one of DIGITS (``1``: 10%)
+SAMPLE_OF = "*__mutmut_*[{}]"
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",
           34: "skipped", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout",
           255: "timeout", None: "not checked"}
@@ -67,8 +114,8 @@ def _change(mutated: list[str], spans: dict[str, list[int]], key: str, def_line:
     o0, o1 = spans[base + "__mutmut_orig"]
     m0, m1 = spans[key]
     orig, mut = _strip(mutated[o0 - 1:o1 + 1]), _strip(mutated[m0 - 1:m1 + 1])
-    # the copies differ in their def line's name only
-    mut = [mut[0].replace(key, base + "__mutmut_orig", 1), *mut[1:]]
+    # the copies differ in their def line's name only (below any decorator line)
+    mut = [x.replace(key, base + "__mutmut_orig", 1) for x in mut]
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=orig, b=mut).get_opcodes():
         if tag != "equal":
             return (def_line + i1, " ".join(x.strip() for x in orig[i1:i2]),
@@ -118,16 +165,29 @@ def main() -> int:
     """Run mutmut when asked, then print the summary as JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", action="store_true", help="run 'mutmut run' first")
-    ap.add_argument("--sample", action="store_true",
-                    help=f"with --run: only the mutants matching {SAMPLE!r} (30%%)")
+    ap.add_argument("--sample", nargs="?", const="147", metavar="DIGITS",
+                    help=f"with --run: only the mutants matching {SAMPLE!r} (30%%); with "
+                    "DIGITS, those whose number ends in one of them (1: 10%%)")
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--brief", action="store_true", help="counts and rates only")
+    ap.add_argument("--area", action="append", choices=sorted(AREA_RUNS),
+                    help="with --run: mutate this area (repeatable); default: pyproject's "
+                    "[tool.mutmut] (compare and view)")
+    ap.add_argument("--without", action="append", default=[], metavar="TEST",
+                    help="with --area: leave this test (file or node id) out, e.g. to "
+                    "measure the kill rate before it was written (repeatable)")
     args = ap.parse_args()
     if args.run:  # from scratch: mutmut may keep verdicts made with older tests
         shutil.rmtree(MUTANTS, ignore_errors=True)
-        mutmut = Path(sys.executable).with_name("mutmut")
-        subprocess.run([str(mutmut), "run", "--max-children", str(args.max_children),
-                        *([SAMPLE] if args.sample else [])], cwd=ROOT, check=False)
+        run = ["run", "--max-children", str(args.max_children),
+               *([SAMPLE_OF.format(args.sample)] if args.sample else [])]
+        if args.area:
+            mutate = [p for a in args.area for p in AREA_RUNS[a][0]]
+            tests = [t for a in args.area for t in AREA_RUNS[a][1] if t not in args.without]
+            command = [sys.executable, "-c", OVERLAY, json.dumps([mutate, tests]), *run]
+        else:
+            command = [str(Path(sys.executable).with_name("mutmut")), *run]
+        subprocess.run(command, cwd=ROOT, check=False)
     if not MUTANTS.is_dir():
         print("error: no mutants/ folder; run with --run first", file=sys.stderr)
         return 2

@@ -182,13 +182,13 @@ def test_kill_minus_nine_mid_step_then_resume_redoes_nothing(fake_server, tmp_pa
     assert f"pipeline {pid}: 4 problems" in resumed.stdout
 
     # no step is redone: nothing from the generator or judge-a's rubric step; judge-b only
-    # the problems it had not judged (judge-a judges the win rate, a step not started yet)
+    # the problems it had not judged (the jury judges the win rate, a step not started yet)
     sent = Counter((b["model"], role(b)) for b in second.requests)
     assert sent == {("judge-b", "judge"): 4 - len(done_b), ("judge-a", "winrate"): 8,
-                    ("solver", "solve"): 4}
+                    ("judge-b", "winrate"): 8, ("solver", "solve"): 4}
     # no committed item is sent again
     for body in second.requests:
-        if body["model"] == "judge-b":
+        if body["model"] == "judge-b" and role(body) == "judge":
             assert not any(problems_b[sid].strip() in body["messages"][1]["content"]
                            for sid in done_b)
 
