@@ -3,6 +3,7 @@
     python bench/mutation.py --run           # a fresh mutmut run (pyproject [tool.mutmut]), then this
     python bench/mutation.py --run --sample  # the same on a systematic 30% of the mutants
     python bench/mutation.py --run --area converse --area plan  # other areas than compare, view
+    python bench/mutation.py --recheck --area plan  # only the survivors again (tests added)
     python bench/mutation.py                 # only read the results mutmut left in mutants/
 
 Prints JSON: per area (``compare``: src/assay/compare, ``view``: src/assay/view and
@@ -176,11 +177,28 @@ def main() -> int:
     ap.add_argument("--without", action="append", default=[], metavar="TEST",
                     help="with --area: leave this test (file or node id) out, e.g. to "
                     "measure the kill rate before it was written (repeatable)")
+    ap.add_argument("--recheck", action="store_true",
+                    help="instead of --run: run again only the mutants that survived (or "
+                    "had no test) in mutants/, e.g. after adding tests; the others keep "
+                    "their verdicts (a killed mutant stays killed when tests are added)")
     args = ap.parse_args()
-    if args.run:  # from scratch: mutmut may keep verdicts made with older tests
-        shutil.rmtree(MUTANTS, ignore_errors=True)
+    names: list[str] = []
+    if args.recheck:
+        if not MUTANTS.is_dir():
+            print("error: no mutants/ folder to recheck; run with --run first",
+                  file=sys.stderr)
+            return 2
+        names = [e["mutant"] for r in summarize().values()
+                 for e in r["survivors"] + r["no_tests"]]
+        if not names:
+            print("nothing to recheck: no mutant survived", file=sys.stderr)
+        # which tests reach which function: collected again, so the new tests count
+        (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)
+    if args.run or names:
+        if args.run:  # from scratch: mutmut may keep verdicts made with older tests
+            shutil.rmtree(MUTANTS, ignore_errors=True)
         run = ["run", "--max-children", str(args.max_children),
-               *([SAMPLE_OF.format(args.sample)] if args.sample else [])]
+               *(names or ([SAMPLE_OF.format(args.sample)] if args.sample else []))]
         if args.area:
             mutate = [p for a in args.area for p in AREA_RUNS[a][0]]
             tests = [t for a in args.area for t in AREA_RUNS[a][1] if t not in args.without]

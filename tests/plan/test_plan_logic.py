@@ -18,9 +18,10 @@ import jsonschema
 import pytest
 
 from assay.errors import ConfigError, DatasetError
-from assay.pipelines.plan import start_plan
+from assay.pipelines.plan import resume_plan, start_plan
 from assay.plan.ask import Asker
 from assay.plan.checkpoint import answer_schema, interpret
+from assay.plan.children import match_children, step_key
 from assay.plan.hub import _failure, resolve_hub, search_hub
 from assay.plan.hub_layout import (
     _card_columns,
@@ -35,7 +36,7 @@ from assay.plan.intent import intent_schema, parse_rules, parse_with_model
 from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
 from assay.plan.report import radar_geometry
 from assay.plan.retrieve import DOMAIN_FLOOR, retriever
-from assay.plan.schema import Budget, Intent, Plan, PlanTask, read_plan
+from assay.plan.schema import Budget, Intent, Plan, PlanTask, is_plan_file, read_plan
 from assay.plan.steps import resolve_task
 from assay.plan.untrusted import check_models, check_task_ref, task_options
 from assay.store.sqlite import Store
@@ -215,6 +216,8 @@ def test_the_run_limit_overrides_each_tasks_own_and_a_task_without_one_runs_all(
     assert any(x.startswith("[1/2] qa") for x in lines)
     assert any(x.startswith("[2/2] qa") for x in lines)
     assert done.reports and all(p.is_file() for p in done.reports.values())
+    summary = done.reports["json"].read_text(encoding="utf-8")
+    assert summary.startswith('{\n  "') and json.loads(summary)["tasks"]
     assert [t["primary"] for t in done.summary["tasks"]] == ["exact_match", "exact_match"]
     if engine_limit is None:
         check_markdown(done.reports["markdown"].read_text(encoding="utf-8"), path)
@@ -246,6 +249,7 @@ def check_markdown(md: str, path: Path) -> None:
     assert "| qa (task 1) | 2 | 0 | 0 | 2 | 0 | 0 | 0 |" in lines
     assert "| qa (task 2) | 5 | 0 | 0 | 5 | 0 | 0 | 0 |" in lines
     assert lines.count("| case | sample | score | input | output | target |") == 2
+    assert "## Capabilities" in lines and "## Failure categories" in lines
     assert any(x.startswith("| worst | set0-0 | 0 | set0 q0? | set0 q0? ") and
                x.endswith(" | a0 |") for x in lines)
     assert "## Cases: qa (task 2)" in lines and "## The plan" in lines
@@ -630,3 +634,110 @@ def test_an_unexpected_hub_failure_names_its_kind() -> None:
     err = _failure(ValueError("boom"), "search datasets")
     assert str(err) == ("could not search datasets on the Hugging Face Hub (ValueError); "
                         "try again later")
+
+
+# -- resuming a plan run, its children, and what counts as a plan file ---------------------
+
+def test_a_plan_run_resumes_only_with_the_plan_it_started_with(tmp_path: Path,
+                                                               fake_server: Any) -> None:
+    server = fake_server(rules=[], default_reply=None)
+    path = qa_plan(tmp_path, [2, 1])
+    store = Store()
+    try:
+        done = start_plan(store, path, model="openai/fake",
+                          engine={"base_url": server.base_url}, echo=lambda _x: None)
+        plan = read_plan(path)
+        children = match_children(store, done.run_id, plan)
+        assert [c["id"] for c in children] == store.children(done.run_id)
+        assert [step_key(i) for i in range(2)] == ["task 1", "task 2"]
+        again = resume_plan(store, done.run_id, path=path, echo=lambda _x: None)
+        assert again.run_id == done.run_id and again.children == done.children
+        assert len(server.requests) == 3  # nothing ran twice
+        text = json.loads(path.read_text())
+        text["tasks"][0]["limit"] = 1
+        path.write_text(json.dumps(text))
+        with pytest.raises(ConfigError) as e:
+            resume_plan(store, done.run_id, path=path)
+        assert str(e.value) == (f"{path} has changed since plan run {done.run_id} started; "
+                                "resume runs the plan it started with, so start a new run "
+                                "for the edited plan")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("p.yaml", "assay_plan: 1\ntasks: []\n", True),
+    ("p.yml", "assay_plan: 1\n", True),
+    ("p.yaml", "tasks: []\n", False),
+    ("p.yaml", "assay_plan: 1\nkey: [unclosed\n", True),  # broken, but meant as a plan
+    ("p.yaml", "a: [unclosed\n", False),
+    ("p.json", "assay_plan: 1\n", False),
+])
+def test_a_plan_file_is_yaml_with_the_assay_plan_key(tmp_path: Path, name: str, text: str,
+                                                     expected: bool) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert is_plan_file(path) is expected
+    assert is_plan_file(tmp_path / "missing.yaml") is False
+
+
+def test_a_hub_dataset_added_at_a_checkpoint_is_resolved_later_or_dropped_with_a_note(
+        tmp_path: Path) -> None:
+    answers = iter(["add hub:someone/data", "add hub:someone/data", "drop someone/data",
+                    "approve", "approve", "approve"])
+    lines: list[str] = []
+    store = Store()
+    try:
+        out = plan_request(store, "run gsm8k", Settings(output=str(tmp_path / "p.yaml"),
+                                                        hub=False),
+                           prompt=lambda _p: next(answers, None), echo=lines.append)
+    finally:
+        store.close()
+    assert [x for x in lines if not x.startswith("checkpoint ")] == [
+        "added hub:someone/data", "added hub:someone/data", "dropped hub:someone/data"]
+    plan = read_plan(out)
+    assert [t.task for t in plan.tasks] == ["gsm8k"]
+    # the one left could not be read (the Hub is off in tests): dropped, and the plan says why
+    assert plan.notes == ["hub:someone/data dropped: the Hugging Face Hub is switched off "
+                          "(HF_HUB_OFFLINE is set), so assay cannot read dataset someone/data; "
+                          "unset HF_HUB_OFFLINE to use the Hub, or plan from the gallery only "
+                          "(assay list tasks)"]
+
+
+def test_each_checkpoint_answer_is_traced_and_the_last_view_shows_limits_and_metrics(
+        tmp_path: Path) -> None:
+    answers = iter(["blah", "drop 1", "approve", "approve", "approve"])
+    lines: list[str] = []
+    store = Store()
+    try:
+        out = plan_request(store, "run gsm8k and bfcl, 10 samples each", Settings(
+            output=str(tmp_path / "p.yaml"), hub=False), prompt=lambda _p: next(answers),
+            echo=lines.append)
+    finally:
+        store.close()
+    assert lines[-1].splitlines()[-2:] == [
+        "  1. bfcl (gallery) limit=10 options={} primary=exact_match",
+        "     why: named in the request (always honoured)"]
+    steps = [(t["checkpoint"], a["answer"], a["action"], a["result"])
+             for t in read_plan(out).trace if t["step"] == "checkpoint" for a in t["answers"]]
+    approve = {"action": "approve", "targets": [], "by": "rules"}
+    assert steps == [
+        ("plan", "blah", None, "not understood; asked again"),
+        ("plan", "drop 1", {"action": "drop", "targets": ["1"], "by": "rules"},
+         "dropped gsm8k"),
+        ("plan", "approve", approve, "approved"), ("resolution", "approve", approve, "approved"),
+        ("metrics", "approve", approve, "approved")]
+
+
+def test_yes_approves_every_checkpoint_in_the_trace(tmp_path: Path) -> None:
+    store = Store()
+    try:
+        out = plan_request(store, "run gsm8k", Settings(output=str(tmp_path / "p.yaml"),
+                                                        hub=False),
+                           prompt=lambda _p: None, echo=lambda _x: None, yes=True)
+    finally:
+        store.close()
+    steps = [(t["checkpoint"], t["answers"]) for t in read_plan(out).trace
+             if t["step"] == "checkpoint"]
+    assert steps == [(c, [{"answer": "--yes", "action": "approve"}])
+                     for c in ("plan", "resolution", "metrics")]

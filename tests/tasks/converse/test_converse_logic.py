@@ -28,6 +28,7 @@ from assay.tasks.converse.evalcode import run_eval_code
 from assay.tasks.converse.examiner import examiner_messages, parse_examiner
 from assay.tasks.converse.judge import majority, parse_verdict, transcript_text
 from assay.tasks.converse.loop import (
+    MAX_STEPS,
     READ_LIMIT,
     SNAPSHOT_TEXT,
     WRITE_LIMIT,
@@ -37,6 +38,7 @@ from assay.tasks.converse.loop import (
 from assay.tasks.converse.metrics import converse_metrics
 from assay.tasks.converse.report import converse_report
 from assay.tasks.converse.scoring import case_scores
+from assay.tasks.converse.task import ConverseTask
 
 
 def vote(is_hit: bool | None, reason: str = "r") -> dict[str, Any]:
@@ -310,9 +312,38 @@ def test_a_run_in_process_scores_cases_and_reports_its_metrics(tmp_path: Path) -
     with ConverseServer(examiner=examiner, judge=judge) as srv:
         got = assay.evaluate("converse", "openai/agent", cases=str(tmp_path),
                              examiner_model="openai/examiner", judge_model=["openai/judge"],
-                             base_url=srv.base_url, epochs=2, quiet=True)
+                             base_url=srv.base_url, epochs=2, quiet=True, seed=7)
         judged = srv.bodies("judge")
+        asked = srv.bodies("examiner")
+        agent_bodies = srv.bodies("agent")
+    # what each role is sent: the examiner 0.7 (a remote model) and 400 tokens with the
+    # run's seed; the agent 512 tokens; the judge greedy, 400 tokens
+    assert all(b["temperature"] == 0.7 and b["max_tokens"] == 400 and b["seed"] == 7
+               for b in asked)
+    assert all(b["max_tokens"] == 512 for b in agent_bodies)
+    assert all(b["temperature"] == 0.0 and b["max_tokens"] == 400 for b in judged)
+    store = Store()
+    try:
+        run = store.get_run(got.run_id)
+        results = store.results(got.run_id)
+    finally:
+        store.close()
+    assert run["dataset"]["source"] == str(tmp_path.resolve())
+    assert run["dataset"]["cases"] == 2 and len(run["dataset"]["content_hash"]) == 64
+    a0 = next(r for r in results if r.sample_id == "a" and r.epoch == 0)
+    assert a0.output == "reply 2"  # the agent's last reply
+    meta = a0.outcome["metadata"]
+    assert meta["agent_model"] == "openai/agent" and meta["examiner_model"] == "openai/examiner"
+    assert a0.metadata["max_rounds"] == 2
+    rows = a0.scores["score"]["metadata"]["points"]
+    assert [(r["point"], r["is_hit"], r["reason"]) for r in rows] == [
+        ("The agent said hello", True, "seen"), ("The agent wrote a poem", False, "seen"),
+        ("second reply", True, "exit status 0")]
+    assert a0.scores["score"]["metadata"]["ended_by"] == "max_rounds"
+    assert a0.scores["score"]["metadata"]["judge_model"] == "openai/judge"
     m = got.metrics
+    assert m["score"]["ci_low"] <= m["score"]["value"] <= m["score"]["ci_high"]
+    assert m["score"]["ci_low"] == 0.75 and m["score"]["ci_high"] == 1.0  # two case means
     assert got.status == "finished"
     assert m["score"]["value"] == pytest.approx((0.75 + 1.0) / 2)
     assert m["pass_rate"]["value"] == 0.5 and m["threshold"] == 1.0
@@ -443,7 +474,7 @@ def test_case_ids_come_from_the_layout_and_must_be_unique(tmp_path: Path) -> Non
     ids = [cid for _, cid, _ in load_cases(tmp_path / "tw")]
     assert ids == ["alpha", "beta"]
     (tmp_path / "tw" / "gamma.yaml").write_text(body + "id: beta\n")
-    with pytest.raises(ConfigError, match="case id 'beta' is also used by"):
+    with pytest.raises(ConfigError, match="case id 'beta' is also used by .*/tw/beta.yaml;"):
         load_cases(tmp_path / "tw")
     with pytest.raises(ConfigError, match="no such file or folder"):
         load_cases(tmp_path / "none")
@@ -464,13 +495,14 @@ def test_the_report_lists_cases_lowest_first_and_draws_each_chat(tmp_path: Path)
     write_case(tmp_path, "a", max_rounds=1, points=[
         {"score_point": "The agent said hello", "weight": 1},
         {"score_point": "The agent wrote a poem", "weight": 3}])
-    write_case(tmp_path, "b", max_rounds=1)
+    write_case(tmp_path, "b", max_rounds=1, points=[
+        {"score_point": "The agent said goodbye", "weight": 1}])
 
     def judge(body: dict[str, Any]) -> Any:
         statement = body["messages"][1]["content"].rsplit("<<<", 1)[1]
         if "poem" in statement:
             return "no idea"  # never a verdict: invalid after the retry
-        return json.dumps({"reason": "it greeted", "is_hit": True})
+        return json.dumps({"reason": "it greeted", "is_hit": "goodbye" not in statement})
 
     with ConverseServer(examiner=never_stop, judge=judge) as srv:
         got = assay.evaluate("converse", "openai/agent", cases=str(tmp_path),
@@ -484,16 +516,223 @@ def test_the_report_lists_cases_lowest_first_and_draws_each_chat(tmp_path: Path)
     m = got.metrics
     assert m["invalid_verdicts"] == 1 and m["invalid_judge_votes"] == 1
     assert m["invalid_judge_replies"] == 2  # the reply and its retry
+    assert "pass_hat_k" not in m and "case_trials" not in m  # one epoch
+    assert m["tokens"]["judge"]["input"] > 0 and m["tokens"]["agent"]["output"] > 0
     report = converse_report(m, results)
     cases, points, *chats = report["sections"]
-    assert [row[0] for row in cases["rows"]] == ["a", "b"]  # both 1.0: by case id
-    assert points["rows"] == [["a", "The agent said hello", "1", "llm", "1.000", 1, 0],
-                              ["a", "The agent wrote a poem", "3", "llm", "—", 0, 1],
-                              ["b", "The agent said hello", "1", "llm", "1.000", 1, 0]]
-    assert chats[0]["title"] == "Case a"
-    assert chats[0]["note"] == ("score 1.000 · 1 round(s) · ended by max_rounds · judged by "
+    assert cases["title"] == "Cases, lowest score first"
+    assert cases["headers"] == ["case", "epoch", "score", "passed", "rounds", "ended by",
+                                "invalid verdicts", "error"]
+    assert cases["rows"][1] == ["a", 0, "1.000", "1.000", "1", "max_rounds", 1, ""]
+    assert [row[0] for row in cases["rows"]] == ["b", "a"]  # b scored 0: first
+    assert points["title"] == "Scoring points" and points["note"].startswith("Hit rate over")
+    assert points["headers"] == ["case", "point", "weight", "judge", "hit rate", "valid",
+                                 "invalid"]
+    assert chats[1]["headers"] == ["scoring point", "weight", "verdict", "reason"]
+    assert chats[1]["chat"][1] == {"role": "agent", "text": "reply 1", "tools": []}
+    worse = converse_report({**m, "eval_code_isolation": "weak", "invalid_verdicts": 0,
+                             "same_model_as_agent": ["judge"]}, results)
+    assert worse["recommendations"] == [
+        "eval_code ran with weak isolation (no bubblewrap, --allow-weak-sandbox): install it "
+        "(apt-get install bubblewrap).",
+        "The judge is the agent under test: give another with --judge-model."]
+    assert sorted(points["rows"]) == [
+        ["a", "The agent said hello", "1", "llm", "1.000", 1, 0],
+        ["a", "The agent wrote a poem", "3", "llm", "—", 0, 1],
+        ["b", "The agent said goodbye", "1", "llm", "0.000", 1, 0]]
+    assert [c["title"] for c in chats] == ["Case b", "Case a"]
+    assert chats[1]["note"] == ("score 1.000 · 1 round(s) · ended by max_rounds · judged by "
                                 "openai/judge")
-    assert [c["role"] for c in chats[0]["chat"]] == ["examiner", "agent"]
-    assert chats[0]["rows"][1][:3] == ["The agent wrote a poem", "3", "invalid"]
+    assert [c["role"] for c in chats[1]["chat"]] == ["examiner", "agent"]
+    assert chats[1]["rows"][1][:3] == ["The agent wrote a poem", "3", "invalid"]
+    assert chats[0]["rows"] == [["The agent said goodbye", "1", "miss", "it greeted"]]
+    a = next(r for r in results if r.sample_id == "a")
+    (vote,) = a.scores["score"]["metadata"]["verdicts"][1]["votes"]
+    # the refused reply and its refused retry, each with why
+    assert vote["invalid"] is True and vote["attempts"] == 2 and vote["raw"] == "no idea"
+    first, second = vote["reason"].split("; ")  # the same refusal, twice
+    assert first == second and first
     assert report["recommendations"] == [
         "1 verdict(s) were invalid: use a stronger judge or --judge-samples."]
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    ("import sys\nsys.exit(3)", "exit status 3"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+     "killed by signal 9 (a resource limit)"),
+    ("print('first')\nprint('the last line')\nraise SystemExit(2)", "the last line"),
+])
+def test_a_failing_snippet_says_why(code: str, reason: str) -> None:
+    got = asyncio.run(run_eval_code(code, [{"role": "agent", "content": "é"}], None,
+                                    allow_weak=True))
+    assert got["is_hit"] is False and got["reason"] == reason
+    assert got["timed_out"] is False and got["isolation"] in ("bwrap", "weak")
+    if reason == "the last line":
+        assert got["output"] == "first\nthe last line\n"
+
+
+def test_the_snippet_sees_the_conversation_as_written() -> None:
+    chat = [{"role": "examiner", "content": "naïve?"}, {"role": "agent", "content": "oui ✓"}]
+    code = ("assert [m.role for m in chat_history] == ['examiner', 'agent']\n"
+            "assert messages[1]['content'] == 'oui ✓' and last_agent_reply == 'oui ✓'\n"
+            "assert type(chat_history[1]).__name__ == 'AgentMessage'\n"
+            "assert chat_history[0].type == 'ai'")
+    assert asyncio.run(run_eval_code(code, chat, None, allow_weak=True))["is_hit"] is True
+
+
+def test_the_transcript_limit_is_inclusive() -> None:
+    chat = [{"role": "agent", "content": "x" * 10}, {"role": "agent", "content": "y" * 10}]
+    whole = transcript_text(chat, 1000)
+    assert len(whole) == 2 * 19 + 2
+    assert transcript_text(chat, len(whole)) == whole  # exactly at the limit: all of it
+    cut = transcript_text(chat, len(whole) - 1)
+    assert cut != whole
+    # head: a quarter of 39 = 9 characters; the last message (19) + 2 + 9 + 80 > 39
+    assert cut == "[AGENT]: \\n\\n[... 1 message(s) left out ...]".replace("\\n", "\n")
+
+
+def test_the_examiner_window_fits_the_limit_exactly() -> None:
+    chat = [{"role": "agent", "content": "a" * 160}, {"role": "agent", "content": "b" * 160}]
+    # each message costs min(160, clip 200) + 40 = 200; a limit of 400 holds both
+    assert "earlier messages" not in examiner_messages("t", chat, 0, 3, limit_chars=400)[1].content
+    assert "(1 earlier messages" in examiner_messages("t", chat, 0, 3, limit_chars=399)[1].content
+
+
+def test_a_verdict_row_keeps_reason_and_agreement_and_all_invalid_keeps_the_rows() -> None:
+    verdicts = [{"is_hit": True, "kind": "llm", "reason": "r" * 1200, "agreement": 0.5},
+                {"is_hit": False, "kind": "code", "reason": None},
+                {"invalid": True, "kind": "llm", "reason": "no verdict"}]
+    score, _ = case_scores(CASE, verdicts, {"rounds": 3, "ended_by": "examiner"}, 1.0,
+                           {"judge_model": "j"})
+    rows = score.metadata["points"]
+    assert rows[0]["reason"] == "r" * 1000 and rows[0]["agreement"] == 0.5
+    assert rows[1]["reason"] == "" and rows[1]["kind"] == "code"
+    assert rows[2] == {"point": "c", "weight": 3, "kind": "llm", "is_hit": None,
+                       "invalid": True, "reason": "no verdict", "agreement": None}
+    assert score.metadata["ended_by"] == "examiner" and score.metadata["rounds"] == 3
+    assert score.metadata["weight_total"] == 6 and score.metadata["judge_model"] == "j"
+    assert score.explanation == "2/3 of the weight hit; 1 invalid verdict(s) left out"
+    none = case_scores(CASE, [{"invalid": True}] * 3, {"ended_by": "max_rounds"}, 0.5, {})
+    assert none[0].explanation == none[1].explanation == "every verdict is invalid"
+    assert none[0].metadata["invalid_points"] == 3 and none[0].metadata["ended_by"] == \
+        "max_rounds"
+
+
+def varying_agent(body: dict[str, Any]) -> Any:
+    steps = sum(1 for m in body["messages"] if m["role"] == "tool")
+    return {"content": f"step {steps}",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": f"f{steps}.txt"}}]}
+
+
+def repeating_agent(body: dict[str, Any]) -> Any:
+    return {"content": "again", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+
+
+def test_a_turn_ends_at_the_step_limit_or_on_an_exact_repeat(tmp_path: Path) -> None:
+    for agent_fn, ended in ((varying_agent, "limit"), (repeating_agent, "repeat")):
+        with ConverseServer(agent=agent_fn, examiner=finished_at_once) as srv:
+            agent = OpenAIModel("agent", base_url=srv.base_url)
+            examiner = OpenAIModel("examiner", base_url=srv.base_url)
+            conv, _ = asyncio.run(converse(
+                task_description="[CASE-c] t", max_rounds=1, agent=agent, examiner=examiner,
+                workspace=Workspace(tmp_path)))
+            calls = len(srv.bodies("agent"))
+        if ended == "limit":
+            assert calls == MAX_STEPS and conv.tool_calls == MAX_STEPS
+            assert conv.step_limit_turns == 1 and conv.repeat_stops == 0
+            # the turn's last message is a tool result: the agent said nothing after it
+            assert conv.chat[1]["content"] == ""
+            assert len(conv.chat[1]["tools"]) == MAX_STEPS
+        else:
+            assert calls == 2 and conv.tool_calls == 1 and conv.repeat_stops == 1
+            assert conv.step_limit_turns == 0 and conv.chat[1]["content"] == "again"
+            assert conv.chat[1]["tools"][-1] == "[the same tool call again: turn ended]"
+
+
+def test_data_files_land_by_name_and_yaml_data_is_not_a_case(tmp_path: Path) -> None:
+    body = "task_description: t\nscoring_points:\n- score_point: p\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.csv").write_text("1\n")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.csv").write_text("2\n")
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "settings.yaml").write_text("not: a case\n")
+    (tmp_path / "same.yml").write_text(body + "data_files: [a/x.csv, b/x.csv]\n")
+    with pytest.raises(ConfigError) as e:
+        load_cases(tmp_path / "same.yml")
+    assert str(e.value) == (f"{tmp_path}/same.yml:4: data_files: b/x.csv and a/x.csv have the "
+                            "same file name 'x.csv'; data files are copied into the agent's "
+                            "folder by name")
+    (tmp_path / "same.yml").write_text(body + "data_files: [a/x.csv, cfg]\n")
+    # cfg/settings.yaml is a case's data (inside a data folder), not a broken case file
+    loaded = load_cases(tmp_path)
+    assert [(cid, c.data_files) for c, cid, _ in loaded] == [("same", ["a/x.csv", "cfg"])]
+
+
+def test_the_transcripts_tail_takes_messages_that_fit_exactly() -> None:
+    lines = ["a" * 91, "x" * 91, "b" * 64, "c" * 59]  # 100, 100, 73 and 68 with "[AGENT]: "
+    chat = [{"role": "agent", "content": c} for c in lines]
+    # limit 300: the head is 75 characters, +80 for the note = 155; the last message costs
+    # 68 + 2 (225) and the one before it 73 + 2: exactly 300, still in; the next is not
+    got = transcript_text(chat, 300)
+    assert got.split("\n\n") == ["[AGENT]: " + "a" * 66, "[... 1 message(s) left out ...]",
+                                 "[AGENT]: " + "b" * 64, "[AGENT]: " + "c" * 59]
+
+
+def test_the_metrics_read_thresholds_judges_isolation_and_same_model_roles() -> None:
+    def one(case: str, epoch: int, isolation: str | None, judges: list[str],
+            score: float = 1.0) -> SampleResult:
+        r = result(case, epoch, score, 1.0)
+        r.scores["score"]["metadata"].update(
+            verdicts=[{"votes": [], "isolation": isolation}], judge_model=judges[0],
+            judge_models=judges, judge_usage={"input_tokens": 5, "output_tokens": 2})
+        r.outcome = {"metadata": {"agent_model": "m", "examiner_model": "m",
+                                  "usage": {"agent": {"input_tokens": 3, "output_tokens": 1}},
+                                  "conversation": {"rounds": 2, "ended_by": "examiner"}}}
+        return r
+
+    results = [one("a", 0, "bwrap", ["j1", "j2"]), one("a", 1, "weak", ["j1"], 0.5),
+               one("b", 0, None, ["m"])]  # b: one trial of two
+    m = converse_metrics(results, {"threshold": 0.5})
+    assert m["threshold"] == 0.5
+    assert m["eval_code_isolation"] == "weak"  # any weak run makes the whole weak
+    assert m["judge_models"] == ["j1", "j2", "m"]
+    assert m["same_model_as_agent"] == ["examiner", "judge"]
+    assert m["tokens"] == {"agent": {"input": 9, "output": 3},
+                           "judge": {"input": 15, "output": 6}}
+    # only a case with several trials has a variance (a: 1 and 0.5, 0.0625); b's single
+    # trial is left out (not counted as 0)
+    assert m["score_variance_across_trials"] == 0.0625
+    assert m["ended_by"] == {"examiner": 3} and m["rounds_mean"] == 2
+    assert converse_metrics([one("a", 0, "bwrap", ["j"])], {})["eval_code_isolation"] == \
+        "bwrap"
+
+
+def test_the_examiners_context_limit_reaches_its_window() -> None:
+    with ConverseServer(agent=lambda _b: "z" * 500, examiner=never_stop) as srv:
+        agent = OpenAIModel("agent", base_url=srv.base_url)
+        examiner = OpenAIModel("examiner", base_url=srv.base_url)
+        asyncio.run(converse(task_description="[CASE-c] t", max_rounds=2, agent=agent,
+                             examiner=examiner, workspace=None, examiner_context_chars=280))
+        second = srv.bodies("examiner")[1]
+    # clip max(200, 280 // 4) = 200; the agent's reply costs 200 + 40, the examiner's first
+    # message 14 + 40 more (294 > 280): only the reply is shown
+    first_user = second["messages"][1]["content"]
+    assert "(1 earlier messages of this conversation are not shown.)" in first_user
+    assert first_user.endswith("Agent: " + "z" * 200 + " [... 300 chars]\n\n(The agent has "
+                               "replied 1 time(s); the conversation may last 2.)")
+
+
+def test_the_roles_warn_when_the_agent_examines_or_judges_itself(capsys: Any) -> None:
+    task = ConverseTask(examiner_model="openai/m", judge_model=["openai/m"])
+    roles = task.roles("openai/m")
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "warning: the examiner model is the agent under test (openai/m); give another "
+        "with --examiner-model",
+        "warning: the judge model is the agent under test (openai/m); give another with "
+        "--judge-model",
+        "warning: the examiner and the judge are the same model (openai/m)"]
+    assert roles["examiner"].model == "openai/m" and roles["judge"].model == "openai/m"
+    assert ConverseTask().generation_params() == {"max_tokens": 512}
+    assert ConverseTask(max_tokens=99).generation_params() == {"max_tokens": 99}
