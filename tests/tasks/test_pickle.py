@@ -36,8 +36,6 @@ from gaia_fixtures import write_gaia_fixture  # noqa: E402
 FIXTURE_WHEELS = TESTS / "gallery" / "fixtures" / "wheels"
 EXAMPLE_QA = TESTS.parent / "examples" / "qa_example.jsonl"
 ENTRIES = all_entries()
-#: a pseudo-task: the parent run of a pipeline, whose steps are the runs (it has no samples)
-NO_SAMPLES = {"datagen_pipeline"}
 
 
 def _mini_wheel(name: str) -> Path:
@@ -77,7 +75,6 @@ BUILT_IN: dict[str, Callable[[Path], dict[str, Any]]] = {
     "datagen_winrate": lambda tmp: {"data": _problems(tmp / "gen.jsonl"),
                                     "reference": _references(tmp / "ref.jsonl"),
                                     "judge_model": ["openai/fake"]},
-    "datagen_pipeline": lambda tmp: {},
 }
 
 
@@ -142,8 +139,6 @@ def test_a_task_pickles_loads_the_same_and_a_run_leaves_it_unchanged(
     assert type(twin) is type(task) and twin.options == task.options
     assert twin.opts == task.opts
     before = copy.deepcopy(vars(task))
-    if name in NO_SAMPLES:
-        return
     loaded = task.load()
     assert loaded.samples, name
     again = twin.load()
