@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
+from assay.scoring.judge import jury_roles
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import TaskOptions, validate_options
 
@@ -52,6 +53,12 @@ class RoleModel:
     model: str
     #: its endpoint (``None``: the run's ``--base-url`` for an OpenAI-compatible model)
     base_url: str | None = None
+
+
+def jury(models: Any, base_url: str | None = None) -> dict[str, RoleModel]:
+    """A jury's roles for :meth:`Task.roles`: ``judge`` for the first model, ``judge_2``,
+    ... after (none when ``models`` is empty), each at ``base_url``."""
+    return {name: RoleModel(m, base_url) for name, m in jury_roles(models or [])}
 
 
 #: a scorer given to ``Task(scorer=...)``: a qa scorer's name or a function

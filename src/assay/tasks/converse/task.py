@@ -36,8 +36,8 @@ from assay.sandbox import (
     describe_isolation,
     scratch_folder,
 )
-from assay.scoring.judge import JudgeModels, jury_of, jury_roles
-from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
+from assay.scoring.judge import JudgeModels, jury_of
+from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.converse import examiner as examiner_mod
 from assay.tasks.converse import judge as judge_mod
 from assay.tasks.converse import workfiles
@@ -177,8 +177,7 @@ class ConverseTask(Task):
                   f"({redact_value('model', o.examiner_model)})",
                   file=sys.stderr)
         return {"examiner": RoleModel(o.examiner_model, o.examiner_base_url),
-                **{name: RoleModel(m, o.judge_base_url)
-                   for name, m in jury_roles(o.judge_model)}}
+                **jury(o.judge_model, o.judge_base_url)}
 
     # -- driving ----------------------------------------------------------------------------
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:

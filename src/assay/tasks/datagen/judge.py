@@ -27,8 +27,8 @@ from typing import Any
 
 from assay.core.types import Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.scoring.judge import JudgeModels, combine, jury_of, jury_roles, poll
-from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
+from assay.scoring.judge import JudgeModels, combine, jury_of, poll
+from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.families import model_family, self_preference_warning
 from assay.tasks.datagen.judge_metrics import (
     BOOTSTRAP_RESAMPLES,
@@ -147,7 +147,7 @@ class JudgeTask(Task):
     def roles(self, model: str) -> dict[str, RoleModel]:
         """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
         it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
-        return {name: RoleModel(m) for name, m in jury_roles(self.opts.judge_model)}
+        return jury(self.opts.judge_model)
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Deterministic judging with room for a rationale; the run's parameters override."""

@@ -46,9 +46,9 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.scoring.judge import JudgeModels, jury_of, jury_roles, poll, read_json
+from assay.scoring.judge import JudgeModels, jury_of, poll, read_json
 from assay.scoring.judge import combine as combine_votes
-from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
+from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.judge_prompts import rationale_limit
 from assay.tasks.datagen.problem import Problem, load_problems
 from assay.tasks.datagen.winrate_metrics import SCORE_NAME, VALUES
@@ -303,7 +303,7 @@ class WinRateTask(Task):
     def roles(self, model: str) -> dict[str, RoleModel]:
         """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
         it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
-        return {name: RoleModel(m) for name, m in jury_roles(self.opts.judge_model)}
+        return jury(self.opts.judge_model)
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Deterministic judging; the run's parameters override."""

@@ -30,8 +30,8 @@ from pydantic import field_validator
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
-from assay.scoring.judge import JudgeModels, jury_of, jury_roles
-from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
+from assay.scoring.judge import JudgeModels, jury_of
+from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.info import TaskInfo
 from assay.tasks.mtbench import dataset as ds
 from assay.tasks.mtbench.judging import grade_turn, prompt_name, turn_verdict
@@ -192,8 +192,7 @@ class MTBenchTask(Task):
             warning = self_preference_warning(model, o.judge_model)
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
-        return {name: RoleModel(m, o.judge_base_url)
-                for name, m in jury_roles(o.judge_model or [model])}
+        return jury(o.judge_model or [model], o.judge_base_url)
 
     # -- driving ----------------------------------------------------------------------------
     def generation_params(self, ctx: Any = None,
