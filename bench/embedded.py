@@ -42,7 +42,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from assay.core.types import Message, Outcome, Sample, ToolCall, ToolSpec  # noqa: E402
-from assay.models.local_model import LocalModel, default_model_path  # noqa: E402
+from assay.models.local_model import (  # noqa: E402
+    LocalModel,
+    _plain_cpu_buffers,
+    default_model_path,
+)
+from assay.tasks.bfcl.prompts import add_language_hints  # noqa: E402
 from assay.tasks.bfcl.task import BFCLTask  # noqa: E402
 
 N_CTX = 4096
@@ -55,8 +60,11 @@ class RawLlama:
     def __init__(self, path: Path) -> None:
         from llama_cpp import Llama
 
-        self.llama = Llama(model_path=str(path), n_ctx=N_CTX, n_threads=N_THREADS, seed=0,
-                           verbose=False)
+        # with the same plain CPU buffers as LocalModel: on a CPU with AMX, llama-cpp-python
+        # 0.3.x crashes (SIGSEGV) on its first batch with the repacked ones
+        with _plain_cpu_buffers():
+            self.llama = Llama(model_path=str(path), n_ctx=N_CTX, n_threads=N_THREADS,
+                               seed=0, verbose=False)
 
     @staticmethod
     def schema(tools: list[ToolSpec]) -> dict[str, Any]:
@@ -115,7 +123,9 @@ def run_pair(bench: BFCLTask, samples: list[Sample], raw: RawLlama,
     def do_raw(s: Sample) -> tuple[bool, float]:
         question = s.input if isinstance(s.input, list) else [Message("user", str(s.input))]
         t = time.perf_counter()
-        calls, text, tokens, prompt = raw.call(question, bench._tools(s), max_tokens)
+        tools = s.tools or bench._tools(add_language_hints(s.metadata["functions"],
+                                                           s.metadata["language"]))
+        calls, text, tokens, prompt = raw.call(question, tools, max_tokens)
         took = time.perf_counter() - t
         totals["raw"]["seconds"] += took
         totals["raw"]["output_tokens"] += tokens

@@ -50,12 +50,16 @@ AREA_RUNS: dict[str, tuple[list[str], list[str]]] = {
              ["tests/plan/test_hub.py", "tests/plan/test_intent.py",
               "tests/plan/test_plan_hub.py", "tests/plan/test_retrieve.py",
               "tests/plan/test_report.py", "tests/plan/test_plan_logic.py",
+              "tests/plan/test_plan_gaps.py",
               "tests/plan/test_checkpoints.py::test_answers_read_by_the_rules",
               "tests/plan/test_checkpoints.py::"
               "test_a_model_never_approves_and_reads_only_drops_and_adds_the_answer_names",
               "tests/plan/test_plan_quality.py::test_rules_and_bm25_meet_the_targets",
               "tests/plan/test_plan_run.py::"
-              "test_the_plans_judge_goes_to_every_task_with_a_judge_role"]),
+              "test_the_plans_judge_goes_to_every_task_with_a_judge_role",
+              "tests/plan/test_plan_run.py::"
+              "test_bfcl_data_is_pulled_before_its_run_when_none_is_here",
+              "tests/plan/test_plan_run.py::test_endpoint_credentials_never_reach_the_store"]),
 }
 #: runs mutmut with pyproject's [tool.mutmut] but the areas' files and tests (argv[1], JSON)
 OVERLAY = """

@@ -59,3 +59,19 @@ class ServedInThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+
+
+def checked_page(browser: Any) -> Iterator[Any]:
+    """A 1280x900 page whose script errors, console errors (CSP violations among them) and
+    dialogs (``alert()``) fail the test when it ends; the ``page`` fixture of the browser
+    tests."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    p = ctx.new_page()
+    p.set_default_timeout(10_000)
+    errors: list[str] = []
+    p.on("pageerror", lambda e: errors.append(str(e)))
+    p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    p.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+    yield p
+    ctx.close()
+    assert not errors, errors

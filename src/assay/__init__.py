@@ -30,15 +30,15 @@ _LAZY = {"task": "assay.tasks.registry", "Task": "assay.tasks.base",
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
+        import importlib  # startup
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name == "evaluate":
-        from assay.api import evaluate
+        from assay.api import evaluate  # startup
 
         return evaluate
     if name == "AssayError":
-        from assay.errors import AssayError
+        from assay.errors import AssayError  # startup
 
         return AssayError
     raise AttributeError(f"module 'assay' has no attribute {name!r}")

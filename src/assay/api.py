@@ -7,14 +7,21 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.core.redact import redact_url
-from assay.engine.runner import Engine, RunSpec
+from assay.core.redact import redact_tree, redact_url
+from assay.engine.loop import run
+from assay.engine.runner import Engine, RunSpec, credentials_needed
 from assay.errors import ConfigError
+from assay.metrics.run import stored_metrics
+from assay.models.base import get_subject
+from assay.reports.render import write_reports
 from assay.store.sqlite import Store
+from assay.tasks.options import path_options
+from assay.tasks.registry import looks_like_file, resolve
 
 _ENGINE_FIELDS = set(RunSpec.__dataclass_fields__) - {"task", "model", "task_options"}
 
@@ -51,9 +58,6 @@ def make_spec(task: str, model: str = "local", *, task_options: dict[str, Any] |
     absolute (the content hash is recorded separately), so a run can be resumed from
     another folder; a task file's reference is made absolute too.
     """
-    from assay.tasks.options import path_options
-    from assay.tasks.registry import looks_like_file, resolve
-
     ref = resolve(task)
     fields = ref.Options.model_fields
     bench: dict[str, Any] = {}
@@ -94,8 +98,6 @@ def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
     stored credential that gets nothing back is a one-line error, rather than a run of
     calls sent with ``***``.
     """
-    import os
-
     record = store.get_run(run_id)
     stored = RunSpec.from_dict(record["spec"])
     overrides = dict(overrides or {})
@@ -122,9 +124,6 @@ def _restore_redacted(record: dict[str, Any], stored: RunSpec, spec: RunSpec | N
                       given: dict[str, Any]) -> None:
     """Put back into ``stored`` the values its stored form had redacted (see
     :func:`resume_spec`); refuse task options given on resume that were not redacted."""
-    from assay.core.redact import redact_tree
-    from assay.engine.runner import credentials_needed
-
     run_id = record["id"]
     paths = record["spec"].get("redacted") or []
     tops = {p.split(".")[0].split("[")[0] for p in paths}
@@ -178,8 +177,6 @@ async def run_async(
     ``base_url`` with credentials (which are never stored). ``overrides`` change
     engine settings that do not change the samples (see :func:`resume_spec`).
     """
-    from assay.models.base import get_subject
-
     own_store = store is None
     store = store or Store()
     try:
@@ -193,15 +190,11 @@ async def run_async(
             subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
                                   timeout=spec.timeout)
         run_id = await engine.run(spec, resume=resume, subject=subject, parent_id=parent_id)
-        from assay.metrics.run import stored_metrics
-
         # computed once by the engine's finalize when the run ended, and stored with it
         run = store.get_run(run_id)
         metrics = stored_metrics(run) or {}
         paths: dict[str, Path] = {}
         if reports:
-            from assay.reports.render import write_reports
-
             paths = write_reports(store, run_id)
         return RunResult(run_id, metrics, paths, run["status"], run["stats"])
     finally:
@@ -222,6 +215,4 @@ def evaluate(task: str, model: str = "local", **options: Any) -> RunResult:
     api_key = options.pop("api_key", None)
     quiet = options.pop("quiet", True)
     spec = make_spec(task, model, **options)
-    from assay.engine.loop import run
-
     return run(run_async(spec, quiet=quiet, api_key=api_key))

@@ -19,9 +19,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from assay.core.stored import outcome_of, sample_of
 from assay.core.version import __version__
+from assay.engine.finalize import finalize
+from assay.engine.judging import scoring_contexts
+from assay.engine.runner import RunSpec
 from assay.errors import ConfigError
+from assay.sandbox import allow_weak_isolation
 from assay.store.sqlite import Store
+from assay.tasks.base import score_sample
+from assay.tasks.registry import build_task, resolve
 
 
 async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
@@ -30,10 +37,6 @@ async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
     """Each stored sample's new scores (and a scoring error), in order. A judged task's
     ``async score`` gets the judge its options name now, through the engine's calls
     (cached, retried); a sample that failed in the original run is not scored."""
-    from assay.core.stored import outcome_of, sample_of
-    from assay.engine.judging import scoring_contexts
-    from assay.tasks.base import score_sample
-
     async def one(r: Any, make: Any, limit: asyncio.Semaphore) -> tuple[dict[str, Any],
                                                                          str | None]:
         if r.error is not None:
@@ -80,11 +83,6 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     task files declaring it); ``options`` change other task options that only affect
     scoring. Options that change the samples do not apply: there are no new outputs.
     """
-    from assay.engine.finalize import finalize
-    from assay.engine.runner import RunSpec
-    from assay.sandbox import allow_weak_isolation
-    from assay.tasks.registry import build_task, resolve
-
     parent = store.get_run(run_id)
     spec = RunSpec.from_dict(parent["spec"])
     opts = dict(spec.task_options)

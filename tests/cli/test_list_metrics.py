@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from assay.cli.metrics_cmd import first_sentence, metrics
 from assay.metrics.registry import DIMENSIONS, MetricInfo, all_metrics
+from tests.patching import patch_everywhere
 
 
 def invoke(*args: str, columns: int = 200):
@@ -82,7 +83,7 @@ def test_long_names_and_words_never_break_the_table(monkeypatch) -> None:
                                                                "usual_for_any_metric", "b"),
                        description=f"Starts with {'x' * 150} and goes on. Then more."),
             registry.get_metric("bleu")]
-    monkeypatch.setattr(registry, "all_metrics", lambda: fake)
+    patch_everywhere(monkeypatch, registry, "all_metrics", lambda: fake)
     # too narrow for the table: blocks, with the over-long word folded
     r = invoke(columns=140)
     assert "(sample, format, category_x)" in r.output

@@ -38,6 +38,7 @@ from assay.tasks.code.dataset import read_rows
 from assay.tasks.code.extract import extract_code, humaneval_program, mbpp_program
 from assay.tasks.code.metrics import code_metrics
 from assay.tasks.code.task import CodeTask, HumanEvalTask, MBPPTask
+from tests.patching import patch_everywhere
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code"
 HUMANEVAL_MINI = FIXTURES / "humaneval_mini.jsonl"
@@ -238,7 +239,7 @@ async def test_scoring_without_bubblewrap_fails_with_the_sandbox_message(tmp_pat
     import assay.sandbox
 
     missing = "bwrap is not installed (apt-get install bubblewrap)"
-    monkeypatch.setattr(assay.sandbox, "bwrap_problem", lambda: missing)
+    patch_everywhere(monkeypatch, assay.sandbox, "bwrap_problem", lambda: missing)
     task = _task()
     sample = task.samples()[0]
     marker = tmp_path / "ran"

@@ -11,6 +11,7 @@ from assay.plan.planner import Settings, plan_request
 from assay.plan.schema import read_plan
 from assay.store.sqlite import Store
 from assay.testing.fake_hub import FakeHub, jsonl_bytes
+from tests.patching import patch_everywhere
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 ROWS = [{"question": f"小明有{i}个苹果, 又买了2个, 一共几个?", "answer": str(i + 2)}
@@ -143,7 +144,7 @@ def test_a_hub_dataset_that_cannot_be_resolved_is_dropped_with_a_note(
 def test_code_benchmarks_need_the_sandbox(monkeypatch: Any, tmp_path: Path) -> None:
     from assay import sandbox
 
-    monkeypatch.setattr(sandbox, "bwrap_problem",
+    patch_everywhere(monkeypatch, sandbox, "bwrap_problem",
                         lambda: "bwrap is not installed (apt-get install bubblewrap)")
     plan = make("Compare on HumanEval, and Python coding in general", tmp_path)
     humaneval = next(t for t in plan.tasks if t.task == "humaneval")  # named: kept, flagged

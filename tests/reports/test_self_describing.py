@@ -22,6 +22,7 @@ from urllib.parse import quote
 import pytest
 
 from assay.testing import FakeServer, Rule
+from tests.patching import patch_everywhere
 
 RULES = [Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
 
@@ -156,7 +157,7 @@ def _no_task_code(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return call
 
     for name in ("task_class", "resolve", "build_task"):
-        monkeypatch.setattr(registry, name, refuse(name))
+        patch_everywhere(monkeypatch, registry, name, refuse(name))
     classes, todo = {Task}, [Task]
     while todo:
         for sub in todo.pop().__subclasses__():

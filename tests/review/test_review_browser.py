@@ -20,7 +20,7 @@ from assay.review.page import ReviewPage
 from assay.store.review import ReviewStore
 from assay.tasks.datagen.problem import Problem, save_problems
 from assay.web.server import serve
-from tests.browser import ServedInThread, expect
+from tests.browser import ServedInThread, checked_page, expect
 
 JUDGE = {"b1": {"correctness": 2, "clarity": 3, "difficulty_match": 4, "completeness": 1}}
 
@@ -57,15 +57,7 @@ def server(workspace: Path, data_file: Path):
 
 @pytest.fixture
 def page(browser):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    p = ctx.new_page()
-    p.set_default_timeout(10_000)
-    errors: list[str] = []
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield p
-    ctx.close()
-    assert not errors, errors  # no script errors, no CSP violations
+    yield from checked_page(browser)
 
 
 def _review(workspace: Path, pid: str, reviewer: str):

@@ -95,6 +95,17 @@ async def test_serves_on_loopback_and_resumes_at_first_item(site: Running) -> No
         assert js.status == 200 and "api/review" in await js.text()
 
 
+async def test_an_item_url_from_before_the_move_redirects(site: Running) -> None:
+    # the review page had its own server at the root: /item/3 was an item's address
+    async with site.session.get(site.root + "/item/3?reviewer=alice",
+                                allow_redirects=False) as r:
+        assert r.status == 301
+        assert r.headers["Location"] == "/review/item/3?reviewer=alice"
+    async with site.session.get(site.root + "/item/3?reviewer=alice") as r:
+        assert r.status == 200 and r.url.path == "/review/item/3"
+        assert "Problem 3: compute" in await r.text()
+
+
 async def test_item_renders_problem_answer_solution_with_mathml(site: Running) -> None:
     async with await site.get("/item/1?reviewer=alice") as r:
         html = await r.text()

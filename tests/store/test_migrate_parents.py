@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from assay.pipelines.datagen import pipeline_record
 from assay.pipelines.plan import resume_plan
 from assay.store.sqlite import Store
+from tests.storedb import rows
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_e063f0f"
 DONE_SESSION, PAUSED_SESSION = "20261126-082218-7a5840", "20261126-082221-0684d5"
@@ -26,14 +25,6 @@ PLAN, ALPHA, BETA = ("20261126-082223-adcba8", "20261126-082223-2f7c12",
 PIPELINE = "20261126-082224-ce2d16"
 STEPS = {"datagen_generate": "20261126-082224-bdea45", "datagen_judge": "20261126-082224-218670",
          "datagen_winrate": "20261126-082225-3d7805", "datagen_verify": "20261126-082225-18ab7b"}
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def cli(*args: str, cwd: Path | None = None,

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.storedb import rows
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_ad5c933"
 BFCL, DOUBLES, GSM8K, QA, KILLED = ("20261126-052304-9c7768", "20261126-052307-10c5b3",
                                     "20261126-052310-868935", "20261126-052319-535b15",
@@ -30,14 +32,6 @@ def old_store(workspace: Path) -> Path:
     workspace.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(FIXTURE / "assay.db", workspace / "assay.db")
     return workspace / "assay.db"
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_the_fixture_is_a_schema_3_store_that_names_benchmarks() -> None:

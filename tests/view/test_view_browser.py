@@ -17,21 +17,12 @@ import viewhelpers as vh
 
 from assay.store.sqlite import Store
 from assay.web.server import serve
-from tests.browser import ServedInThread, expect
+from tests.browser import ServedInThread, checked_page, expect
 
 
 @pytest.fixture
 def page(browser):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    p = ctx.new_page()
-    p.set_default_timeout(10_000)
-    errors: list[str] = []
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    p.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-    yield p
-    ctx.close()
-    assert not errors, errors  # no script errors, no CSP violations, no alert()
+    yield from checked_page(browser)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import viewhelpers as vh
 from assay.errors import StoreError
 from assay.store.sqlite import Store
 from assay.web.security import SECURITY_HEADERS
+from tests.patching import patch_everywhere
 
 CSP = SECURITY_HEADERS["Content-Security-Policy"]
 
@@ -270,7 +271,7 @@ async def test_a_run_without_metrics_shows_its_counts_and_computes_nothing(
     def refuse(*args, **kwargs):
         raise AssertionError("the viewer asked a task's code")
 
-    monkeypatch.setattr(assay.tasks.registry, "task_class", refuse)
+    patch_everywhere(monkeypatch, assay.tasks.registry, "task_class", refuse)
     monkeypatch.setattr(assay.tasks.base.Task, "metrics", classmethod(refuse))
     rid = vh.synthetic_run(syn_store, 40, status="interrupted", metrics=False)
     status, html, _ = await syn_site.get(f"/run/{rid}")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from assay.core.atomic import atomic_open
+from assay.tasks.bfcl.score_files import score_results
 
 data_dir_option = click.option(
     "--bfcl-data-dir", default=None,
@@ -26,8 +27,6 @@ data_dir_option = click.option(
 def score(results: Path, output: Path | None, bfcl_data_dir: str | None,
           underscore_to_dot: bool | None) -> None:
     """Score official-format result files without running a model."""
-    from assay.tasks.bfcl.score_files import score_results
-
     report = score_results(results, data_dir=bfcl_data_dir, underscore_to_dot=underscore_to_dot)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)

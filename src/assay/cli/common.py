@@ -12,8 +12,15 @@ from typing import Any
 
 import click
 
+from assay.api import make_spec, run_async
+from assay.core.redact import redact_url
+from assay.engine.loop import run
+from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
+from assay.metrics.format import fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
+from assay.store.described import run_headline
+from assay.store.sqlite import Store
 
 #: the options every ``assay run <task>`` command shares (declared once, here)
 SHARED_OPTIONS = [
@@ -142,13 +149,6 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
     gave that may change without changing the samples (endpoint, connections,
     timeouts, retries); each change is printed.
     """
-    from assay.api import make_spec, run_async
-    from assay.engine.loop import run
-    from assay.engine.runner import Engine
-    from assay.metrics.format import fmt_rate
-    from assay.store.described import run_headline
-    from assay.store.sqlite import Store
-
     store = Store()
     engine = Engine(store, quiet=quiet)
     spec = None
@@ -228,9 +228,6 @@ def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[str]:
     """Human lines for what ``overrides`` change in the stored spec of ``run_id``."""
-    from assay.core.redact import redact_url
-    from assay.engine.runner import RunSpec
-
     stored = RunSpec.from_dict(store.get_run(run_id)["spec"])
     lines = []
     for name, value in overrides.items():

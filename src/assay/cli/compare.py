@@ -4,12 +4,18 @@ a task's score moved over time."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import click
 
+from assay.compare import compare_runs
+from assay.compare.history import task_history
+from assay.compare.history_render import history_lines, write_history
+from assay.compare.render import summary_lines, write_comparison
 from assay.errors import ConfigError
+from assay.store.sqlite import Store
 
 
 def _out_dir(out: Path | None, default: Path) -> Path:
@@ -60,9 +66,6 @@ def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: st
     flipped each way; writes Markdown, HTML and JSON.
     """
 
-    from assay.compare import compare_runs
-    from assay.compare.render import summary_lines, write_comparison
-    from assay.store.sqlite import Store
 
     store = Store(readonly=True)
     try:
@@ -98,11 +101,6 @@ def history(task: str, model: str | None, alpha: float, score: str | None, limit
             out: Path | None, as_json: bool, fail_on_drop: bool) -> None:
     """The primary metric of every run of TASK over time, with 95% intervals; flags
     significant drops between a model's consecutive runs."""
-    import re
-
-    from assay.compare.history import task_history
-    from assay.compare.history_render import history_lines, write_history
-    from assay.store.sqlite import Store
 
     store = Store(readonly=True)
     try:

@@ -14,8 +14,22 @@ from typing import Any
 
 import click
 
+from assay.cli.common import resume_overrides, sigterm_as_interrupt
+from assay.core.checks import check_number
 from assay.engine.runner import RunSpec
 from assay.errors import ConfigError
+from assay.pipelines.datagen import resume_pipeline, start_pipeline
+from assay.pipelines.parent import metrics_of, resume_step, run_step
+from assay.reports.render import fmt_value
+from assay.review.page import ReviewPage
+from assay.store.sqlite import Store
+from assay.tasks.datagen.families import self_preference_warning
+from assay.tasks.datagen.generate import write_outputs
+from assay.tasks.datagen.jury import jury_summary
+from assay.tasks.datagen.problem import load_problems
+from assay.tasks.datagen.references import load_reference
+from assay.tasks.datagen.verify import near_duplicates, verification_summary
+from assay.web.server import launch
 
 _DEFAULTS = {name: f.default for name, f in RunSpec.__dataclass_fields__.items()}
 
@@ -78,8 +92,6 @@ data_argument = click.argument("data", type=click.Path(path_type=Path))
 
 def rpm_of(rpm: float | None, delay: float | None) -> float | None:
     """The engine's ``rpm`` from ``--rpm`` or the book's ``--delay SECONDS``."""
-    from assay.core.checks import check_number
-
     check_number("--delay", delay, minimum=0)
     if delay is None or delay == 0:
         return rpm
@@ -102,8 +114,6 @@ def _resume_overrides(ctx: click.Context, given: dict[str, Any], delay: float | 
     """The engine settings a ``--resume`` changes (as ``assay run --resume``: the endpoint,
     connections, timeouts, retries, cache and rate may change; what would change the
     samples is refused with a one-line error)."""
-    from assay.cli.common import resume_overrides
-
     overrides: dict[str, Any] = resume_overrides(ctx, given)
     if delay:
         overrides["rpm"] = rpm
@@ -111,14 +121,10 @@ def _resume_overrides(ctx: click.Context, given: dict[str, Any], delay: float | 
 
 
 def _store():  # noqa: ANN202
-    from assay.store.sqlite import Store
-
     return Store()
 
 
 def _fmt(v) -> str:  # noqa: ANN001
-    from assay.reports.render import fmt_value
-
     return fmt_value(v)
 
 
@@ -142,9 +148,6 @@ def generate(ctx: click.Context, n: int, model: str, reference: str | None, out:
              max_connections: int, timeout: float, max_retries: int, no_cache: bool,
              rpm: float | None, quiet: bool) -> None:
     """Generate AIME-style problems; failures are recorded, never written as problems."""
-    from assay.pipelines.parent import resume_step, run_step
-    from assay.tasks.datagen.generate import write_outputs
-
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
                        rpm_of(rpm, delay), seed)
     store = _store()
@@ -169,8 +172,6 @@ def generate(ctx: click.Context, n: int, model: str, reference: str | None, out:
 
 def _generator_of(data: Path) -> str | None:
     """The generator each problem recorded in its provenance, when there is one."""
-    from assay.tasks.datagen.problem import load_problems
-
     models = {p.provenance.get("model") for p in load_problems(data)} - {None}
     return models.pop() if len(models) == 1 else None
 
@@ -188,10 +189,6 @@ def judge(data: Path, judge_model: tuple[str, ...], judge_samples: int, rubric: 
           timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
           quiet: bool) -> None:
     """Rubric-judge problems (four anchored 1-5 dimensions); invalid verdicts never score."""
-    from assay.pipelines.parent import metrics_of, run_step
-    from assay.tasks.datagen.families import self_preference_warning
-    from assay.tasks.datagen.jury import jury_summary
-
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     judges = list(judge_model) or ["local"]
     generator_model = generator_model or _generator_of(data)
@@ -235,8 +232,6 @@ def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], judge_sam
             quiet: bool) -> None:
     """Pairwise win rate against real problems, judged in both orders (by a jury when
     --judge-model is repeated: every judge votes on every order)."""
-    from assay.pipelines.parent import metrics_of, run_step
-
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm, seed)
     judges = list(judge_model) or ["local"]
     store = _store()
@@ -263,10 +258,6 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
            base_url: str | None, max_connections: int, timeout: float, max_retries: int,
            no_cache: bool, rpm: float | None, quiet: bool) -> None:
     """Solve each problem with solver models and check the stated answers (math-verify)."""
-    from assay.pipelines.parent import run_step
-    from assay.tasks.datagen.problem import load_problems
-    from assay.tasks.datagen.verify import verification_summary
-
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     solvers = list(solver_model) or ["local"]
     store = _store()
@@ -281,9 +272,6 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
     if summary["unreproduced"]:
         click.echo(f"flagged (no solver agrees): {', '.join(summary['unreproduced'])}")
     if reference:
-        from assay.tasks.datagen.references import load_reference
-        from assay.tasks.datagen.verify import near_duplicates
-
         refs, _ = load_reference(reference)
         dups = near_duplicates(load_problems(data), refs)
         click.echo(f"near-duplicates of the reference set: {len(dups)}")
@@ -319,10 +307,6 @@ def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...
     The pipeline is a run in the store and each step a run of its own (its child);
     after Ctrl-C or a crash, --resume ID continues it.
     """
-    from assay.cli.common import sigterm_as_interrupt
-    from assay.pipelines.datagen import resume_pipeline, start_pipeline
-    from assay.tasks.datagen.families import self_preference_warning
-
     rpm = rpm_of(rpm, delay)
     store = _store()
     started: list[str] = [resume] if resume else []
@@ -382,8 +366,5 @@ def review(data: Path, reviewer: str | None, port: int, judge_scores: str | None
         raise ConfigError(f"problems file not found: {data}")
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be 0-65535 (0 picks a free port), got {port}")
-    from assay.review.page import ReviewPage
-    from assay.web.server import launch
-
     launch(review=ReviewPage.from_file(data, reviewer, judge_scores=judge_scores, blind=blind),
            port=port, open_browser=not no_browser, echo=click.echo)

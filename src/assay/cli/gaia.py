@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from assay.core.atomic import atomic_open
+from assay.tasks.gaia.score_files import score_predictions
 
 scorer_option = click.option(
     "--scorer", default="official", show_default=True,
@@ -25,8 +26,6 @@ scorer_option = click.option(
               help="Write one verdict per task here (JSONL).")
 def score(answers: Path, predictions: Path, scorer: str, output: Path | None) -> None:
     """Score existing answers without running a model."""
-    from assay.tasks.gaia.score_files import score_predictions
-
     report = score_predictions(answers, predictions, scorer)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)

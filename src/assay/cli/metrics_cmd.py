@@ -6,8 +6,13 @@ import json
 import re
 
 import click
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 
-from assay.metrics.registry import DIMENSIONS
+from assay.metrics.registry import DIMENSIONS, all_metrics
 
 #: the table is used when its description column can be at least this wide; on a
 #: narrower terminal each metric is a block of two lines
@@ -29,8 +34,6 @@ def first_sentence(text: str) -> str:
 def metrics(dimension: str | None, as_json: bool) -> None:
     """Metrics that tasks and plans can name: name, aliases, level, dimension, category and
     what each measures (the first sentence; --json gives the full description and usage)."""
-    from assay.metrics.registry import all_metrics
-
     infos = [m for m in all_metrics() if dimension is None or m.dimension == dimension]
     if as_json:
         click.echo(json.dumps([m.to_dict() for m in infos], indent=2))
@@ -38,8 +41,6 @@ def metrics(dimension: str | None, as_json: bool) -> None:
     if not infos:
         click.echo(f"no metric measures {dimension}")
         return
-    from rich.console import Console
-
     console = Console()
     rows = [(m.name, ", ".join(m.aliases), m.level, m.dimension, m.category,
              first_sentence(m.description)) for m in infos]
@@ -47,9 +48,6 @@ def metrics(dimension: str | None, as_json: bool) -> None:
     widths = [max(len(w) for row in rows for w in re.split(r"[\s,]+", row[i]))
               for i in range(5)]
     if sum(widths) + 2 * 6 + DESCRIPTION_MIN_WIDTH <= console.width:
-        from rich import box
-        from rich.table import Table
-
         table = Table("metric", "aliases", "level", "dimension", "category", "description",
                       box=box.SIMPLE_HEAD)
         table.columns[-1].overflow = "fold"  # a word longer than the column is folded
@@ -57,9 +55,6 @@ def metrics(dimension: str | None, as_json: bool) -> None:
             table.add_row(*row)
         console.print(table)
     else:  # too narrow for a table: one block per metric
-        from rich.padding import Padding
-        from rich.text import Text
-
         console.print(Text("metric  (level, dimension, category)  aliases", style="bold"))
         for name, aliases, level, dimension, category, description in rows:
             head = Text(name, style="bold")

@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
+from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resume_overrides
 from assay.errors import ConfigError
+from assay.pipelines.plan import resume_plan, start_plan
+from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
+from assay.plan.schema import read_plan
+from assay.reports.render import fmt_value
+from assay.store.sqlite import Store
 
 
 def _prompt(text: str) -> str | None:
@@ -48,9 +54,6 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
     with a checkpoint after the plan, the resolution and the metrics, where you approve,
     edit ($EDITOR), drop TASK, add TASK or go back. The plan is a YAML file; run it
     with: assay run plan.yaml --model M."""
-    from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
-    from assay.store.sqlite import Store
-
     store = Store()
     try:
         if resume:
@@ -78,8 +81,6 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
         raise SystemExit(130) from None
     finally:
         store.close()
-    from assay.plan.schema import read_plan
-
     written = read_plan(path)
     kept = [s for s in written.trace if s.get("step") == "write"]
     if kept:
@@ -91,13 +92,7 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
 
 def plan_command(path: str) -> click.Command:
     """``assay run PLAN.yaml``: the plan's tasks as child runs of one parent run."""
-    from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resume_overrides
-
     def callback(**kwargs: Any) -> None:
-        from assay.pipelines.plan import resume_plan, start_plan
-        from assay.reports.render import fmt_value
-        from assay.store.sqlite import Store
-
         ctx = click.get_current_context()
         given_model = getattr(ctx.get_parameter_source("model"), "name", "") in (
             "COMMANDLINE", "ENVIRONMENT")

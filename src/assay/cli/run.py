@@ -8,13 +8,24 @@ engine flag (``--seed``, say) are given with ``-T`` only.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 
-from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, execute_run, resume_overrides
+from assay.cli.common import (
+    SHARED_NAMES,
+    SHARED_OPTIONS,
+    engine_options,
+    execute_run,
+    resume_overrides,
+)
 from assay.cli.lazy import LazyGroup
+from assay.cli.plan import plan_command
 from assay.errors import ConfigError
+from assay.plan.schema import is_plan_file
+from assay.tasks.options import field_kind, parse_assignments
+from assay.tasks.registry import available, resolve
 
 #: where a value the user gave comes from (``ParameterSource`` names)
 _GIVEN = ("COMMANDLINE", "ENVIRONMENT")
@@ -27,8 +38,6 @@ def _flag_names(name: str, extra: dict[str, Any]) -> list[str]:
 def task_params(options_model: Any) -> list[click.Parameter]:
     """Click options for every field of a task's options model (defaults left to the
     model: a flag the user does not give is not passed)."""
-    from assay.tasks.options import field_kind
-
     params: list[click.Parameter] = []
     for name, info in options_model.model_fields.items():
         if name in SHARED_NAMES or name == "task_option":
@@ -84,8 +93,6 @@ def _given_options(ctx: click.Context, kwargs: dict[str, Any], names: list[str])
 
 def task_command(text: str) -> click.Command:
     """The ``assay run`` command of the task ``text`` names."""
-    from assay.tasks.registry import resolve
-
     ref = resolve(text)
     own = task_params(ref.Options)
     own_names = [p.name for p in own if p.name]
@@ -93,8 +100,6 @@ def task_command(text: str) -> click.Command:
                    if _is_json(info.annotation)}
 
     def callback(**kwargs: Any) -> Any:
-        from assay.tasks.options import parse_assignments
-
         ctx = click.get_current_context()
         options = _given_options(ctx, kwargs, own_names)
         for name in json_fields & set(options):
@@ -109,8 +114,6 @@ def task_command(text: str) -> click.Command:
             overrides = resume_overrides(ctx, {k: kwargs[k] for k in SHARED_NAMES})
             if options:  # only options whose credentials were never stored may come back;
                 overrides["task_options"] = options  # api.resume_spec refuses the rest
-        from assay.cli.common import engine_options
-
         eng = {k: kwargs[k] for k in SHARED_NAMES}
         eng["param"] = list(eng["param"] or ())
         result = execute_run(
@@ -138,14 +141,10 @@ def task_command(text: str) -> click.Command:
 
 
 def _is_json(annotation: Any) -> bool:
-    from assay.tasks.options import field_kind
-
     return field_kind(annotation)[0] == "json"
 
 
 def _json_value(name: str, value: Any) -> Any:
-    import json
-
     if not isinstance(value, str):
         return value
     try:
@@ -158,18 +157,20 @@ class TaskGroup(LazyGroup):
     """``assay run``: every registered task is a sub-command, and so is any task file."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        from assay.tasks.registry import available
-
         return list(available())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        from assay.plan.schema import is_plan_file
-
         if is_plan_file(cmd_name):
-            from assay.cli.plan import plan_command
-
             return plan_command(cmd_name)
         try:
             return task_command(cmd_name)
         except ConfigError as e:
             raise click.UsageError(str(e), ctx=ctx) from None
+
+
+run_group = TaskGroup(
+    "run", help="Run a task against a model or agent: a task name (see 'assay list tasks'), "
+    "FILE.py[@NAME] or FILE.yaml. Task options are flags (see 'assay run TASK --help') or "
+    "-T KEY=VALUE. Results go to the workspace store (./assay-runs, or $ASSAY_HOME) and "
+    "reports to assay-runs/runs/<run_id>/.",
+    short_help="Run a task against a model or agent.")

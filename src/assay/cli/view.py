@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from assay.web.server import launch
+
 
 @click.command("view")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
@@ -19,6 +21,4 @@ def view(port: int, no_browser: bool) -> None:
     by verdict, category, score or id), one sample's full transcript, and the paired
     comparison of two runs. Ctrl-C stops the server.
     """
-    from assay.web.server import launch
-
     launch(port=port, open_browser=not no_browser, echo=click.echo)

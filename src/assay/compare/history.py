@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from assay.compare.runs import compare_runs, model_name
 from assay.errors import ConfigError
 from assay.store.described import run_headline
+from assay.tasks.gallery.entry import find_entry
 
 if TYPE_CHECKING:
     from assay.store.sqlite import Store
@@ -34,7 +35,7 @@ def _unpaired(prev: dict[str, Any], cur: dict[str, Any], alpha: float) -> dict[s
     """Fisher's exact test on two pass counts (runs that share no sample)."""
     if "successes" not in prev or "successes" not in cur:
         return None
-    from scipy.stats import fisher_exact
+    from scipy.stats import fisher_exact  # heavy
 
     table = [[cur["successes"], cur["n"] - cur["successes"]],
              [prev["successes"], prev["n"] - prev["successes"]]]
@@ -65,8 +66,6 @@ def task_history(store: Store, task: str, *, model: str | None = None,
         raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
     runs = [store.get_run(rid) for rid in store.runs_of(task)]
     if not runs:  # a catalogue alias (mt_bench) names the entry its runs are stored under
-        from assay.tasks.gallery.entry import find_entry
-
         entry = find_entry(task)
         if entry is not None and entry.name != task:
             runs = [store.get_run(rid) for rid in store.runs_of(entry.name)]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.compare.render import fmt_p, write_page_set
+from assay.metrics.format import fmt_rate
 
 __all__ = ["history_lines", "history_svg", "write_history"]
 
@@ -17,8 +18,6 @@ def _value(point: dict[str, Any]) -> str:
     m = point["metric"]
     if m is None or m.get("value") is None:
         return "n/a"
-    from assay.metrics.format import fmt_rate
-
     return fmt_rate(m)
 
 
@@ -51,7 +50,7 @@ def history_lines(hist: dict[str, Any]) -> list[str]:
 
 def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> Any:
     """The chart: one point per run with its interval bar, one line per model; drops red."""
-    from markupsafe import Markup, escape
+    from markupsafe import Markup, escape  # startup
 
     pts = [p for p in hist["points"] if p["metric"] and p["metric"].get("value") is not None]
     if not pts:

@@ -30,7 +30,7 @@ def mcnemar_exact(broken: int, fixed: int) -> float:
     n = broken + fixed
     if n == 0:
         return 1.0
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # heavy
 
     return float(binomtest(fixed, n, 0.5, alternative="two-sided").pvalue)
 
@@ -66,7 +66,7 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int =
                      seed: int = 0, confidence: float = 0.95
                      ) -> tuple[float, tuple[float, float] | None, float]:
     """Mean difference ``mean(b - a)``, its percentile interval and a two-sided p-value."""
-    import numpy as np
+    import numpy as np  # heavy
 
     d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     n = len(d)

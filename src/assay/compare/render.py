@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_write_text
+from assay.reports.render import _env as report_env
 
 __all__ = ["fmt_delta", "fmt_p", "summary_lines", "write_comparison"]
 
@@ -79,8 +80,6 @@ def summary_lines(result: dict[str, Any], flips_shown: int = 10) -> list[str]:
 
 
 def _env(markdown: bool) -> Any:
-    from assay.reports.render import _env as report_env
-
     env = report_env(markdown=markdown)
     env.filters["p"] = fmt_p
     env.filters["delta"] = fmt_delta

@@ -24,9 +24,11 @@ from typing import Any
 from assay.compat.runs import agent_name, run_metrics, run_task
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.errors import ConfigError
+from assay.reports.render import write_reports
 from assay.store.sqlite import Store
-from assay.tasks.bfcl.categories import SINGLE_TURN, expand
+from assay.tasks.bfcl.categories import SINGLE_TURN, expand, result_group
 from assay.tasks.bfcl.data import load_category, locate
+from assay.tasks.bfcl.official import run_official
 
 
 class BFCLDataset:
@@ -191,8 +193,6 @@ class BFCLEvaluationTool:
         """Evaluate, export official result files, write a report; optionally run the official tool."""
         evaluator = BFCLEvaluator(category=category, local_data_dir=self.bfcl_data_dir, mode=mode)
         results = evaluator.evaluate(agent, max_samples=max_samples)
-        from assay.tasks.bfcl.categories import result_group
-
         name = (model_name or "assay-agent").replace("/", "_")
         exports = []
         for cat in expand(category):
@@ -204,16 +204,12 @@ class BFCLEvaluationTool:
         results["result_files"] = exports
         results["report_file"] = str(self.generate_report(results))
         if run_official_eval:
-            from assay.tasks.bfcl.official import run_official
-
             results["official"] = run_official(results["run_id"]).summary()
         return results
 
     def generate_report(self, results: dict[str, Any], output_file: str | Path | None = None
                         ) -> Path:
         """The run's Markdown report (written from the store)."""
-        from assay.reports.render import write_reports
-
         store = Store()
         try:
             paths = write_reports(store, results["run_id"])

@@ -16,14 +16,19 @@ from typing import Any
 
 from assay.compat.runs import run_metrics, run_task
 from assay.core.atomic import atomic_write_text
+from assay.core.checks import check_number
+from assay.reports.render import write_reports
+from assay.review.page import ReviewPage
 from assay.store.sqlite import Store
+from assay.tasks.datagen.generate import write_outputs
+from assay.tasks.datagen.problem import load_problems, save_problems
+from assay.tasks.datagen.references import load_reference
+from assay.web.server import launch
 
 
 def _run(store: Store, task: str, llm: Any, options: dict[str, Any],
          rpm: float | None = None) -> str:
     """One run with ``llm`` (default: the embedded model); its reports are written."""
-    from assay.reports.render import write_reports
-
     run_id, _ = run_task(task, options, "local" if llm is None else llm, store, shared=True,
                          rpm=rpm)
     write_reports(store, run_id)
@@ -40,8 +45,6 @@ class AIMEGenerator:
     def __init__(self, llm: Any = None, delay_seconds: float = 1.0,
                  use_reference_examples: bool = True,
                  reference_dataset: str | None = "TianHongZXY/aime-1983-2025") -> None:
-        from assay.core.checks import check_number
-
         check_number("delay_seconds", delay_seconds, minimum=0)
         self.llm = llm
         self.delay_seconds = delay_seconds
@@ -52,8 +55,6 @@ class AIMEGenerator:
                           output_dir: str | Path = "data_generation/generated_data",
                           seed: int = 0) -> str:
         """Generate; write ``aime_generated_<run>.json`` (failures beside it); return its path."""
-        from assay.tasks.datagen.generate import write_outputs
-
         store = Store()
         try:
             delay = float(self.delay_seconds or 0.0)
@@ -69,8 +70,6 @@ class AIMEGenerator:
 
 def _tool_result(store: Store, run_id: str, output_dir: Path, kind: str,
                  num_problems: int) -> str:
-    from assay.reports.render import write_reports
-
     metrics = run_metrics(store, run_id)
     output_dir.mkdir(parents=True, exist_ok=True)
     result_file = output_dir / f"{kind}_results_{run_id}.json"
@@ -89,9 +88,6 @@ def _reference_file(params: dict[str, Any], output_dir: Path) -> str | None:
         return str(params["reference_data_path"])
     if "reference_year" not in params:
         return None
-    from assay.tasks.datagen.problem import save_problems
-    from assay.tasks.datagen.references import load_reference
-
     refs, _ = load_reference(None)
     return str(save_problems(refs, output_dir / "reference.jsonl"))
 
@@ -105,8 +101,6 @@ class LLMJudgeTool:
 
     def run(self, parameters: dict[str, Any]) -> str:
         """Judge the generated problems with the rubric; invalid verdicts are counted."""
-        from assay.tasks.datagen.problem import load_problems, save_problems
-
         try:
             data = Path(parameters["generated_data_path"])
             out = Path(parameters.get("output_dir") or "evaluation_results/llm_judge")
@@ -164,9 +158,6 @@ class HumanVerificationUI:
 
     def launch(self, port: int = 0, open_browser: bool = True, **kwargs: Any) -> None:
         """Serve until Ctrl-C; every submission is saved at once in the workspace store."""
-        from assay.review.page import ReviewPage
-        from assay.web.server import launch
-
         review = ReviewPage.from_file(self.data_path, self.reviewer,
                                       judge_scores=kwargs.pop("judge_scores", None),
                                       blind=kwargs.pop("blind", False))

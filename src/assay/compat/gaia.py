@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from assay.compat.runs import agent_name, run_metrics, run_task
+from assay.reports.render import write_reports
 from assay.store.sqlite import Store
 from assay.tasks.gaia.dataset import GAIA_REPO, OFFICIAL_COUNTS, GAIAData, load_gaia
+from assay.tasks.gaia.export import write_jsonl
 from assay.tasks.gaia.layouts import GAIAQuestion, check_split, config_level, level_arg
 
 
@@ -202,8 +204,6 @@ class GAIAEvaluator:
     def export_to_gaia_format(self, results: dict[str, Any], output_path: str | Path,
                               include_reasoning: bool = True) -> Path:
         """Submission JSONL (task_id, model_answer as a string[, reasoning_trace])."""
-        from assay.tasks.gaia.export import write_jsonl
-
         lines = []
         for d in results["detailed_results"]:
             line: dict[str, Any] = {"task_id": d["task_id"],
@@ -233,8 +233,6 @@ class GAIAEvaluationTool:
                                   local_data_dir=local_data_dir or self.local_data_path)
         results = evaluator.evaluate(agent, max_samples=max_samples)
         if export_results or generate_report:
-            from assay.reports.render import write_reports
-
             store = Store()
             try:
                 paths = write_reports(store, results["run_id"])

@@ -14,15 +14,16 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from assay.engine.loop import run
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import ConfigError
+from assay.metrics.run import run_metrics as stored_metrics
+from assay.models.python_agent import agent_spec, display_name, python_subject
 from assay.store.sqlite import Store
 
 
 def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coro`` to the end from synchronous code (the book's API is synchronous)."""
-    from assay.engine.loop import run
-
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -36,8 +37,6 @@ def subject_for(agent: Any, *, shared: bool = False) -> Any:
     """The subject for ``agent``: None for a spec string (the engine builds it)."""
     if agent is None or isinstance(agent, str):
         return None
-    from assay.models.python_agent import python_subject
-
     return python_subject(agent, shared=shared)
 
 
@@ -49,8 +48,6 @@ def run_task(task: str, options: dict[str, Any], agent: Any, store: Store, *,
     ``resume`` continues that run (its stored options are used) with ``agent``;
     ``rpm`` caps model calls per minute (the engine's ``--rpm``).
     """
-    from assay.models.python_agent import agent_spec
-
     subject = subject_for(agent, shared=shared)
     spec = None if resume else RunSpec(
         task=task, model=agent_spec(agent if agent is not None else "local"),
@@ -63,8 +60,6 @@ def run_task(task: str, options: dict[str, Any], agent: Any, store: Store, *,
 
 def run_metrics(store: Store, run_id: str) -> dict[str, Any]:
     """A run's metrics, as stored with it when it finished."""
-    from assay.metrics.run import run_metrics as stored_metrics
-
     return stored_metrics(store, run_id)
 
 
@@ -72,6 +67,4 @@ def agent_name(agent: Any) -> str:
     """The book's ``agent_name``: the agent's ``name``, else its spec or type."""
     if isinstance(agent, str):
         return agent
-    from assay.models.python_agent import display_name
-
     return display_name(agent)

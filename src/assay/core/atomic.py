@@ -47,10 +47,3 @@ def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> P
     with atomic_open(path, "w", encoding=encoding) as fh:
         fh.write(text)
     return Path(path)
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically and return the path."""
-    with atomic_open(path, "wb") as fh:
-        fh.write(data)
-    return Path(path)

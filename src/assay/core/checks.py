@@ -7,6 +7,7 @@ anything runs instead of hanging, finishing empty or reaching a server.
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any
 
@@ -55,8 +56,6 @@ def require_module(module: str, what: str, package: str) -> Any:
     """Import ``module`` for ``what`` (a metric, a check), or a one-line ConfigError saying
     which package to install (tests/attack/test_fresh_machine.py checks that each such
     package comes with the test extras)."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError as e:

@@ -477,10 +477,3 @@ def redact_tree(value: Any, name: str = "", *, path: str = "",
         return [redact_tree(v, name, path=f"{path}[{i}]", changed=changed, secrets=secrets)
                 for i, v in enumerate(value)]
     return value
-
-
-def redacted_paths(value: Any) -> list[str]:
-    """The dotted paths of ``value`` that :func:`redact_tree` would change."""
-    changed: list[str] = []
-    redact_tree(value, changed=changed)
-    return changed

@@ -173,8 +173,3 @@ def read_yaml_text(path: Path, what: str) -> str:
                           f"{e.start})") from None
     except OSError as e:
         raise ConfigError(f"cannot read {what} {path}: {e.strerror or e}") from None
-
-
-def read_yaml(path: Path, what: str) -> Any:
-    """The document in the YAML file ``path`` (``what`` names it in errors)."""
-    return load_yaml(read_yaml_text(path, what), path)

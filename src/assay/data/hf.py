@@ -26,7 +26,7 @@ def hub_offline() -> bool:
     if truthy(os.environ.get("HF_HUB_OFFLINE")):
         return True
     try:
-        from huggingface_hub import constants  # slow: imported when used
+        from huggingface_hub import constants  # heavy
     except ImportError:  # pragma: no cover - huggingface_hub is a dependency
         return True
     return bool(constants.HF_HUB_OFFLINE)
@@ -53,6 +53,30 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
+def hub_failure(exc: BaseException) -> tuple[str, int | None]:
+    """What kind of failure a Hugging Face Hub call raised, and its HTTP status: ``offline``
+    (HF_HUB_OFFLINE), ``gated``, ``not_found``, ``no_revision``, ``connection`` (the Hub
+    cannot be reached), ``refused`` (HTTP 401), ``http`` (another status) or ``other``.
+
+    Read from the exception's class names, so the callers word the message for what they
+    were doing and need not import huggingface_hub's error classes."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if "OfflineModeIsEnabled" in names:
+        return "offline", status
+    if "GatedRepoError" in names or status == 403:
+        return "gated", status
+    if "RepositoryNotFoundError" in names or status == 404:
+        return "not_found", status
+    if "RevisionNotFoundError" in names:
+        return "no_revision", status
+    if is_connection_error(exc):
+        return "connection", status
+    if status == 401:
+        return "refused", status
+    return ("http" if status is not None else "other"), status
+
+
 def cache_dir() -> Path:
     """huggingface_hub's cache inside the data cache: ``<data root>/hf``."""
     return data_root() / "hf"
@@ -60,7 +84,7 @@ def cache_dir() -> Path:
 
 def _has_implicit_token() -> bool:
     try:
-        from huggingface_hub import get_token  # slow: imported when used
+        from huggingface_hub import get_token  # heavy
 
         return bool(get_token())
     except Exception:  # only used to word a message
@@ -78,8 +102,7 @@ def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = Non
     to do, ``local_flag`` being the option that reads a local copy instead; the token is
     never part of a message.
     """
-    from huggingface_hub import snapshot_download  # slow: imported when used
-    from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+    from huggingface_hub import snapshot_download  # heavy
 
     label = label or repo_id
     token = token or os.environ.get("HF_TOKEN") or None
@@ -97,25 +120,21 @@ def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = Non
         path = Path(snapshot_download(repo_id=repo_id, repo_type="dataset", token=token,
                                       cache_dir=str(cache), local_files_only=offline,
                                       endpoint=hub_endpoint()))
-    except HfHubHTTPError as e:
-        status = getattr(getattr(e, "response", None), "status_code", None)
-        if isinstance(e, GatedRepoError) or status in (401, 403):
+    except Exception as e:
+        kind, status = hub_failure(e)
+        if kind in ("gated", "refused"):
             no_token = "" if (token or _has_implicit_token()) else "no HF_TOKEN is set; "
             raise DatasetError(f"{label} is gated: {no_token}request access at {page}, then "
                                f"set HF_TOKEN (or pass {local_flag} to a local copy)") from e
-        if isinstance(e, RepositoryNotFoundError) or status == 404:
+        if kind == "not_found":
             raise DatasetError(f"dataset {repo_id} was not found on the Hugging Face Hub; "
                                f"check the name or pass {local_flag} to a local copy") from e
-        if is_connection_error(e):
+        if kind in ("connection", "offline"):
             raise DatasetError(offline_msg) from e
+        why = f"HTTP {status}" if status is not None else type(e).__name__
         raise DatasetError(f"could not download {repo_id} from the Hugging Face Hub "
-                           f"(HTTP {status}); try again later or pass {local_flag} to a "
+                           f"({why}); try again later or pass {local_flag} to a "
                            "local copy") from e
-    except Exception as e:
-        if is_connection_error(e):
-            raise DatasetError(offline_msg) from e
-        raise DatasetError(f"could not download {repo_id} from the Hugging Face Hub "
-                           f"({type(e).__name__}); pass {local_flag} to a local copy") from e
     if lookup("hub", repo_id, path.name) is None:  # once per revision: hashing reads it all
         record("hub", repo_id, source="hf", origin=repo_id, version=path.name, path=path,
                files=tree_files(path))
@@ -124,7 +143,7 @@ def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = Non
 
 def _in_local_cache(dataset_id: str) -> bool:
     """Whether a copy of ``dataset_id`` may be in the Hugging Face caches."""
-    from huggingface_hub import constants  # slow: imported when used
+    from huggingface_hub import constants  # heavy
 
     folders = [Path(constants.HF_HUB_CACHE) / f"datasets--{dataset_id.replace('/', '--')}"]
     try:

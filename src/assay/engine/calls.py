@@ -18,6 +18,7 @@ from typing import Any
 
 from assay.core.redact import content_secrets, scrub_known, scrub_known_tree, secrets_version
 from assay.core.types import Message, Reply, ToolSpec, Usage
+from assay.engine.ratelimit import RateLimiter
 from assay.errors import ModelCallError
 
 
@@ -69,8 +70,6 @@ class CallShared:
     def __init__(self, store: Any, *, max_connections: int, policy: RetryPolicy,
                  use_cache: bool, seed: int | None, model_id: str = "",
                  max_reply_bytes: int | None = None, rpm: float | None = None) -> None:
-        from assay.engine.ratelimit import RateLimiter
-
         self.store = store
         #: spaces call starts to at most ``rpm`` per minute (``None``: no limit)
         self.limiter = RateLimiter(rpm)

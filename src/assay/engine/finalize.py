@@ -26,7 +26,12 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.store.described import first_rate, generic_report, headline_record, is_rate
+from assay.errors import AssayError
+from assay.metrics.registry import get_metric
+from assay.store.described import first_rate, generic_report, headline_record, is_rate, run_report
+from assay.store.sqlite import Store
+from assay.tasks.base import Task as BaseTask
+from assay.tasks.registry import task_class
 
 if TYPE_CHECKING:
     from assay.core.types import SampleResult
@@ -42,9 +47,6 @@ log = logging.getLogger(__name__)
 def _direction(name: str) -> bool | None:
     """Whether metric ``name`` is better higher, as the metric registry says (``None``:
     the registry does not know it)."""
-    from assay.errors import AssayError
-    from assay.metrics.registry import get_metric
-
     try:
         return bool(get_metric(name).higher_is_better)
     except AssayError:
@@ -84,8 +86,6 @@ def write_exports(store: Store, run: dict[str, Any], task: Task | type[Task],
                   out_dir: Path) -> dict[str, Path]:
     """Write the task's official exports (BFCL result files, a GAIA submission, ...) of
     ``run`` into ``out_dir``; returns ``{name: path}`` (empty for a task with none)."""
-    from assay.tasks.base import Task as BaseTask
-
     cls = task if isinstance(task, type) else type(task)
     if cls.write_artifacts.__func__ is BaseTask.write_artifacts.__func__:  # type: ignore[attr-defined]
         return {}
@@ -105,8 +105,6 @@ def finalize(store: Store, run_id: str, *, task: Task | type[Task] | None = None
     """
     run = store.get_run(run_id)
     if task is None:
-        from assay.tasks.registry import task_class
-
         task = task_class(run["spec"]["task"])
     cls = task if isinstance(task, type) else type(task)
     if results is None:
@@ -131,12 +129,8 @@ def exports_for_report(store: Store, run: dict[str, Any], out_dir: Path
     their description) needs nothing here: the report copies them
     (:func:`assay.reports.render.stored_exports`).
     """
-    from assay.store.described import run_report
-
     if run["status"] != "finished" or run_report(run).get("exports") is not None:
         return {}, ""
-    from assay.tasks.registry import task_class
-
     try:
         cls = task_class(run["spec"]["task"])
     except Exception as e:  # noqa: BLE001 - a task file deleted, a plugin uninstalled
@@ -172,9 +166,6 @@ def describe_old_store(path: Path) -> int:
     """:func:`describe_old_runs` on the store file at ``path``, opened for writing only
     when it has runs to describe (a current store is not written); a missing or locked
     store is left as it is (readers then fall back on the stored metrics)."""
-    from assay.errors import AssayError
-    from assay.store.sqlite import Store
-
     if not path.is_file():
         return 0
     try:
@@ -195,9 +186,6 @@ def describe_old_store(path: Path) -> int:
 
 
 def _describe_old(store: Store, run_id: str) -> None:
-    from assay.errors import AssayError
-    from assay.tasks.registry import task_class
-
     run = store.get_run(run_id)
     try:
         cls = task_class(run["spec"]["task"])

@@ -12,7 +12,7 @@ T = TypeVar("T")
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run`` on uvloop when available."""
     try:
-        import uvloop
+        import uvloop  # startup
     except ImportError:
         return asyncio.run(coro)
     return uvloop.run(coro)

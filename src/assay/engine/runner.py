@@ -32,6 +32,7 @@ from assay.store.migrate import current_spec
 from assay.store.owner import owner_alive
 from assay.store.sqlite import Store
 from assay.tasks.base import Task, score_sample
+from assay.tasks.registry import build_task
 
 
 @dataclass
@@ -188,7 +189,7 @@ class _Progress:
         self._bar: Any = None
         self._task: Any = None
         if not quiet:
-            from rich.progress import (
+            from rich.progress import (  # startup
                 BarColumn,
                 MofNCompleteColumn,
                 Progress,
@@ -267,8 +268,6 @@ class Engine:
         spec.validate()
         self.current_run_id = run_id if resume else None
         if task is None:
-            from assay.tasks.registry import build_task
-
             task = build_task(spec.task, spec.task_options)
         loaded = task.load()  # once per run: nothing is kept on, or written to, the task
         samples = select_samples(loaded.samples, spec)

@@ -37,7 +37,7 @@ def _check_pair(a: Sequence[Any], b: Sequence[Any]) -> tuple[list[Any], list[Any
 def _kappa_numpy(a: Sequence[Any], b: Sequence[Any], weights: str | None = "quadratic",
                  labels: Iterable[Any] | None = None) -> float | None:
     """Weighted Cohen's kappa in NumPy (the same definition as scikit-learn)."""
-    import numpy as np
+    import numpy as np  # heavy
 
     a, b = _check_pair(a, b)
     labs = sorted(set(a) | set(b)) if labels is None else list(labels)
@@ -81,7 +81,7 @@ def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = "qu
     if labs is not None and not any(x in labs and y in labs for x, y in zip(a, b, strict=True)):
         return None
     try:
-        from sklearn.metrics import cohen_kappa_score
+        from sklearn.metrics import cohen_kappa_score  # optional
     except ImportError:
         return _kappa_numpy(a, b, weights, labs)
     with warnings.catch_warnings():

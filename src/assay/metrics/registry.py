@@ -19,10 +19,12 @@ modules listed in :data:`MODULES` first.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any, Literal
 
 from assay.errors import ConfigError
@@ -100,8 +102,6 @@ def metric(name: str, *, category: str, dimension: str, description: str, usage:
 
 @functools.lru_cache(maxsize=1)
 def _modules() -> tuple[str, ...]:
-    from importlib.metadata import entry_points
-
     return (*MODULES, *sorted({ep.value for ep in entry_points(group=GROUP)}))
 
 
@@ -126,8 +126,6 @@ def get_metric(name: str) -> MetricInfo:
     _import_modules()
     key = _ALIASES.get(name)
     if key is None:
-        import difflib
-
         close = difflib.get_close_matches(name, list(_ALIASES), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(f"unknown metric {name!r}{hint}; see 'assay list metrics'")

@@ -146,7 +146,7 @@ def bootstrap_interval(strata: dict[str, Sequence[float]],
     of several rates (BFCL's overall scores, GAIA's drop rates), where no closed-form
     interval applies. ``None`` if a stratum is empty or most resamples are undefined.
     """
-    import numpy as np
+    import numpy as np  # heavy
 
     if not strata or any(len(v) == 0 for v in strata.values()):
         return None

@@ -38,8 +38,8 @@ class GreedyGrammarDecoder:
     MAX_FORCED_CHARS = 256
 
     def __init__(self, llama: Any) -> None:
-        import llama_cpp
-        import numpy as np
+        import llama_cpp  # optional
+        import numpy as np  # heavy
 
         self._llama = llama
         self._np = np
@@ -191,8 +191,8 @@ class GreedyGrammarDecoder:
 
 def _token_array(n: int) -> tuple[Any, Any, Any]:
     """A llama.cpp candidate array of ``n`` tokens: (data, the array, a numpy view of data)."""
-    import llama_cpp
-    import numpy as np
+    import llama_cpp  # optional
+    import numpy as np  # heavy
 
     data = (llama_cpp.llama_token_data * n)()
     array = llama_cpp.llama_token_data_array(data=data, size=n, selected=-1, sorted=False)
@@ -202,7 +202,7 @@ def _token_array(n: int) -> tuple[Any, Any, Any]:
 def _single_char_tokens(llama: Any) -> tuple[dict[int, str], list[int]]:
     """One-character tokens ``{token: char}``, and the tokens that show a choice the probe
     cannot spell: lone bytes of longer UTF-8 characters, second tokens for a character."""
-    import llama_cpp
+    import llama_cpp  # optional
 
     vocab = llama._model.vocab
     buf = ctypes.create_string_buffer(16)

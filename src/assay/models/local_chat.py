@@ -68,7 +68,7 @@ def chat_formatter(llama: Any) -> Any:
     template = (llama.metadata or {}).get("tokenizer.chat_template")
     if not template or llama.chat_handler is not None or llama.chat_format != "chat_template.default":
         return None
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # optional
 
     def text(token: int) -> str:
         return llama._model.token_get_text(token) if token != -1 else ""

@@ -32,7 +32,7 @@ def schema_grammar(schema: dict[str, Any]) -> str:
 
 @functools.lru_cache(maxsize=GRAMMAR_CACHE_SIZE)
 def _grammar_text(schema_json: str) -> str:
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # optional
 
     gbnf = json_schema_to_gbnf(schema_json)
     gbnf = re.sub(r"^space ::= .*$", 'space ::= ""', gbnf, flags=re.MULTILINE)
@@ -54,7 +54,7 @@ class GrammarCache:
 
     def get(self, schema: dict[str, Any]) -> Any:
         """The grammar sampler for ``schema``, at its start state."""
-        import llama_cpp
+        import llama_cpp  # optional
 
         key = json.dumps(schema, ensure_ascii=False)  # key order matters: no sort_keys
         sampler = self._items.get(key)
@@ -75,7 +75,7 @@ class GrammarCache:
 
     def close(self) -> None:
         """Free every compiled grammar."""
-        import llama_cpp
+        import llama_cpp  # optional
 
         while self._items:
             llama_cpp.llama_sampler_free(self._items.popitem()[1])

@@ -113,7 +113,7 @@ def _plain_cpu_buffers() -> Iterator[None]:
     are adjusted while it is built (under ``_LOAD_LOCK``). Versions without the field
     are left as they are.
     """
-    from llama_cpp import llama_cpp as lib
+    from llama_cpp import llama_cpp as lib  # optional
 
     default = lib.llama_model_default_params
     if "use_extra_bufts" not in {f[0] for f in getattr(default(), "_fields_", ())}:
@@ -139,7 +139,7 @@ class LocalModel:
 
     def __init__(self, path: Path, *, n_ctx: int = DEFAULT_CONTEXT, seed: int = 0) -> None:
         try:
-            from llama_cpp import Llama
+            from llama_cpp import Llama  # optional
         except ImportError as e:  # pragma: no cover - depends on the install
             raise ModelSpecError(
                 "llama-cpp-python is not installed; run: pip install 'assay[local]'"
@@ -203,7 +203,7 @@ class LocalModel:
             if k in params:
                 kwargs[k] = params[k]
         if schema is not None:
-            from llama_cpp.llama_grammar import LlamaGrammar
+            from llama_cpp.llama_grammar import LlamaGrammar  # optional
 
             kwargs["grammar"] = LlamaGrammar.from_string(schema_grammar(schema))
         return self._llama.create_chat_completion(**kwargs)

@@ -15,14 +15,16 @@ Retries are not done here: a failed call raises :class:`ModelCallError` with
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from assay.core.redact import parse_endpoint, scrub
 from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage, content_text
-from assay.errors import ModelCallError
+from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 from assay.models.registry import ModelCapabilities, Provider
 
@@ -67,8 +69,6 @@ def parse_retry_after(headers: Any) -> float | None:
     try:
         return float(ra)
     except ValueError:
-        from email.utils import parsedate_to_datetime
-
         try:
             return max(0.0, parsedate_to_datetime(ra).timestamp() - time.time())
         except (TypeError, ValueError):
@@ -187,9 +187,6 @@ class OpenAIModel:
 
     async def preflight(self) -> None:
         """Fail fast, with one clear line, when nothing listens at ``base_url``."""
-        import asyncio
-
-        from assay.errors import ConfigError
 
         ep = self._endpoint
         try:
@@ -207,7 +204,7 @@ class OpenAIModel:
 
     def _get_session(self) -> Any:
         if self._session is None or self._session.closed:
-            import aiohttp
+            import aiohttp  # startup
 
             headers = {"Content-Type": "application/json"}
             # user:password@ in the URL is sent as basic auth by aiohttp; a bearer
@@ -230,9 +227,7 @@ class OpenAIModel:
         **params: Any,
     ) -> Reply:
         """One chat completion. Raises :class:`ModelCallError` on any failure."""
-        import asyncio
-
-        import aiohttp
+        import aiohttp  # startup
 
         body: dict[str, Any] = {
             "model": self.model,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from typing import Any
 
 from assay.errors import ModelSpecError
@@ -92,8 +93,6 @@ class Provider:
 def _own_entry_points() -> dict[str, Any]:
     """assay's own providers: read from its one distribution, much cheaper than scanning
     every installed package for a built-in name."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
     try:
         eps = distribution("assay").entry_points
     except PackageNotFoundError:  # run from a source tree without installing
@@ -105,8 +104,6 @@ def _own_entry_points() -> dict[str, Any]:
 def _entry_points() -> dict[str, Any]:
     """Every provider of every installed distribution (read once per process); a plugin
     cannot take a built-in's name."""
-    from importlib.metadata import entry_points
-
     found = {ep.name: ep for ep in entry_points(group=GROUP)}
     found.update(_own_entry_points())
     return found

@@ -11,11 +11,15 @@ costs no model call.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
 
-from assay.core.types import Message
+from assay.core.types import Message, Reply
+from assay.engine.calls import cache_key
+from assay.errors import ModelCallError
+from assay.models.base import get_subject
 
 
 class Asker:
@@ -36,25 +40,17 @@ class Asker:
     def _run(self, coro: Any) -> Any:
         """Run ``coro`` on this asker's own loop (one loop for every call, so that a
         provider's pooled connections stay valid)."""
-        import asyncio
-
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(coro)
 
     def _model(self) -> Any:
         if self._subject is None:
-            from assay.models.base import get_subject
-
             self._subject = get_subject(self.spec, base_url=self.base_url,
                                         timeout=self.timeout)
         return self._subject.session()
 
     def __call__(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any] | None:
-        from assay.core.types import Reply
-        from assay.engine.calls import cache_key
-        from assay.errors import ModelCallError
-
         model = self._model()
         started = time.perf_counter()
         record: dict[str, Any] = {"model": self.spec, "prompt": prompt}

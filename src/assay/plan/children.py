@@ -9,6 +9,7 @@ from typing import Any
 from assay.errors import AssayError
 from assay.plan.schema import Plan, PlanTask
 from assay.store.sqlite import Store
+from assay.tasks.registry import resolve
 
 
 def task_ref(task: PlanTask) -> str:
@@ -46,8 +47,6 @@ def match_children(store: Store, plan_run_id: str, plan: Plan) -> list[dict[str,
 
 def _canonical(task: str) -> str:
     """The task's registered name (a gallery alias resolves to its entry's name)."""
-    from assay.tasks.registry import resolve
-
     try:
         return resolve(task).name
     except AssayError:

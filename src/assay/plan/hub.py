@@ -26,6 +26,7 @@ columns are the question, answer and choices, in :mod:`assay.plan.hub_keys`.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -35,9 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.core.atomic import atomic_open
 from assay.data.cache import data_root
 from assay.data.hf import cache_dir as hf_cache_dir
-from assay.data.hf import hub_endpoint, hub_offline, is_connection_error
+from assay.data.hf import hub_endpoint, hub_failure, hub_offline
 from assay.errors import DatasetError
 from assay.plan.hub_keys import ANSWER_NAMES as ANSWER_NAMES
 from assay.plan.hub_keys import CHOICES_NAMES as CHOICES_NAMES
@@ -81,7 +83,7 @@ def _token(token: str | None) -> str | None:
 
 
 def _api() -> Any:
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi  # heavy
 
     return HfApi(endpoint=hub_endpoint())
 
@@ -98,26 +100,25 @@ def _offline(doing: str) -> DatasetError:
 
 def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> DatasetError:
     """One line for a failed Hub call: what happened and what to do (never the token)."""
-    names = {c.__name__ for c in type(exc).__mro__}
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+    kind, status = hub_failure(exc)
     page = f"https://huggingface.co/datasets/{dataset_id}" if dataset_id else ""
-    if "OfflineModeIsEnabled" in names:
+    if kind == "offline":
         return _offline(doing)
-    if dataset_id and ("GatedRepoError" in names or status == 403):
+    if dataset_id and kind == "gated":
         return DatasetError(f"dataset {dataset_id} is gated: request access at {page}, then "
                             "set HF_TOKEN")
-    if dataset_id and "RepositoryNotFoundError" in names:
+    if dataset_id and kind == "not_found":
         return DatasetError(f"dataset {dataset_id} was not found on the Hugging Face Hub "
                             f"({_where()}); check the id (owner/name), or set HF_TOKEN if it "
                             "is private")
-    if dataset_id and "RevisionNotFoundError" in names:
+    if dataset_id and kind == "no_revision":
         return DatasetError(f"dataset {dataset_id} has no such revision on the Hugging Face "
                             "Hub; remove the plan's hub revision to use the latest one")
-    if is_connection_error(exc):
+    if kind == "connection":
         return DatasetError(f"cannot reach the Hugging Face Hub at {_where()} to {doing} "
                             "(offline?); check the network and HF_ENDPOINT, or set "
                             "HF_HUB_OFFLINE=1 to plan from the gallery only")
-    if status == 401:
+    if kind == "refused":
         return DatasetError(f"the Hugging Face Hub refused to {doing} (HTTP 401); check "
                             "HF_TOKEN")
     if status is not None:
@@ -189,8 +190,8 @@ def _list_datasets(term: str, limit: int, token: str | None) -> list[Any]:
     connection five times with backoff (23 s and ten warnings before the one-line error),
     which a planner that falls back to the gallery does not want. One page holds up to
     1,000 results, so ``limit`` (at most 100) never needs a second page."""
-    from huggingface_hub.hf_api import DatasetInfo
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+    from huggingface_hub.hf_api import DatasetInfo  # heavy
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status  # heavy
 
     params = {"search": term, "limit": limit, "sort": "downloads",
               "expand": list(SEARCH_EXPAND)}
@@ -288,7 +289,7 @@ def _dataset_info(dataset_id: str, revision: str | None, token: str | None,
 
 def _download(dataset_id: str, filename: str, revision: str | None,
               token: str | None, doing: str) -> Path:
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import hf_hub_download  # heavy
 
     cache = hf_cache_dir()
     try:
@@ -363,8 +364,6 @@ def _json_default(v: Any) -> Any:
         try:
             return bytes(v).decode("utf-8")
         except UnicodeDecodeError:
-            import base64
-
             return base64.b64encode(bytes(v)).decode("ascii")
     return str(v)
 
@@ -406,8 +405,6 @@ def fetch_split(ref: HubRef, *, token: str | None = None) -> Path:
         raise DatasetError(f"dataset {ref.id} has no split {ref.split!r} with data files "
                            f"(splits: {names}); fix the plan's hub split")
     paths = [_download(ref.id, f, revision, token, doing) for f in data]
-    from assay.core.atomic import atomic_open
-
     n = 0
     with atomic_open(out, "w") as fh:
         for p in paths:

@@ -215,7 +215,7 @@ def _value_type(v: Any) -> tuple[str, bool]:
 
 
 def _arrow_type(t: Any) -> tuple[str, bool]:
-    import pyarrow as pa
+    import pyarrow as pa  # optional
 
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         return "list", True
@@ -232,7 +232,7 @@ def _open_text(path: Path) -> io.TextIOBase:
 
 def _pyarrow_parquet() -> Any:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # optional
     except ImportError as e:
         raise DatasetError("reading Parquet from the Hub needs pyarrow: pip install pyarrow "
                            "(or pip install 'assay[gallery]')") from e

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.plan.schema import Budget, Intent
+from assay.tasks.gallery.entry import all_entries
+from assay.tasks.registry import plannable_tasks
 
 #: domain -> words that signal it (lower case; matched as whole words or phrases).
 #: Domains are the gallery's categories.
@@ -152,16 +154,12 @@ def _number(word: str) -> int:
 def gallery_names() -> dict[str, str]:
     """Normalised name or alias -> gallery entry name, plus the registered tasks a plan may
     name (``converse``: see :func:`assay.tasks.registry.plannable_tasks`)."""
-    from assay.tasks.gallery.entry import all_entries
-
     out: dict[str, str] = {}
     for entry in all_entries().values():
         if entry.readiness.status != "ready":
             continue
         for n in entry.names:
             out[_norm(n)] = entry.name
-    from assay.tasks.registry import plannable_tasks
-
     for name in plannable_tasks():
         out[_norm(name)] = name
     return out
@@ -169,8 +167,6 @@ def gallery_names() -> dict[str, str]:
 
 def planned_names() -> dict[str, Any]:
     """Normalised name or alias -> gallery entry, for the entries not ready yet."""
-    from assay.tasks.gallery.entry import all_entries
-
     return {_norm(n): e for e in all_entries().values() if e.readiness.status != "ready"
             for n in e.names}
 

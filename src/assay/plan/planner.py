@@ -21,16 +21,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.core.redact import redact_url
+from assay.core.version import __version__
 from assay.errors import AssayError, ConfigError
+from assay.plan.ask import Asker
+from assay.plan.hub import hub_enabled, search_hub
+from assay.plan.intent import parse_rules, parse_with_model
+from assay.plan.retrieve import embedding_scores, retrieve, retriever
 from assay.plan.review import Echo, PlanPaused, Prompt, checkpoint
 from assay.plan.schema import (
+    HubRef,
     Intent,
     Models,
     Plan,
     PlanTask,
     write_plan,
 )
-from assay.plan.steps import answer_sample
+from assay.plan.steps import (
+    answer_sample,
+    check_metrics,
+    recommend_metrics,
+    resolve_hub_task,
+    resolve_task,
+    select,
+)
 from assay.store.sqlite import new_run_id
 
 
@@ -49,8 +63,6 @@ class Settings:
 
     def to_dict(self) -> dict[str, Any]:
         """As stored: credentials in ``base_url`` are removed (a resume asks for them)."""
-        from assay.core.redact import redact_url
-
         out = dict(self.__dict__)
         out["base_url"] = redact_url(self.base_url)
         return out
@@ -70,8 +82,6 @@ class Session:
     # -- persistence ------------------------------------------------------------------
     @classmethod
     def start(cls, store: Any, request: str, settings: Settings) -> Session:
-        from assay.core.version import __version__
-
         request = " ".join(request.split())
         if not request:
             raise ConfigError("the request is empty; say what to evaluate, e.g. assay plan "
@@ -116,8 +126,6 @@ class Session:
 
 # -- the steps --------------------------------------------------------------------------
 def _step_intent(s: Session, ask: Any) -> None:
-    from assay.plan.intent import parse_rules, parse_with_model
-
     request = s.state["request"]
     result = parse_with_model(request, ask) if ask is not None else parse_rules(request)
     settings = s.settings
@@ -133,15 +141,10 @@ def _step_intent(s: Session, ask: Any) -> None:
 
 
 def _hub_enabled(settings: Settings) -> bool:
-    from assay.plan.hub import hub_enabled
-
     return hub_enabled() if settings.hub is None else (settings.hub and hub_enabled())
 
 
 def _step_select(s: Session) -> None:
-    from assay.plan.retrieve import retrieve
-    from assay.plan.steps import select
-
     plan = s.plan
     intent = plan.intent
     query = " ".join([plan.request, *intent.capabilities])
@@ -150,8 +153,6 @@ def _step_select(s: Session) -> None:
     retrieval = {"method": "bm25"}
     settings = s.settings
     if settings.embeddings:
-        from assay.plan.retrieve import embedding_scores
-
         try:
             embed = embedding_scores(plan.request, model=settings.embeddings,
                                      base_url=s.base_url)
@@ -161,15 +162,11 @@ def _step_select(s: Session) -> None:
             retrieval = {"method": "bm25", "embeddings_error": str(e)}
     candidates = retrieve(query, intent.domains, request_first=guessed, embed=embed)
     hub_on = _hub_enabled(s.settings)
-    from assay.plan.retrieve import retriever
-
     sel = select(intent, candidates, hub_enabled=hub_on,
                  more=lambda d: retriever().search(query, domain=d, embed=embed, floor=0.0))
     hub_found: list[dict[str, Any]] = []
     hub_error = None
     if sel.hub_quota and hub_on:
-        from assay.plan.hub import search_hub
-
         seen: set[str] = set()
         try:
             for q in sel.hub_queries:
@@ -182,8 +179,6 @@ def _step_select(s: Session) -> None:
             hub_error = str(e)
             sel.notes.append(f"the Hub search failed: {e}")
     tasks = list(sel.tasks)
-    from assay.plan.schema import HubRef
-
     for h in hub_found:
         tasks.append(PlanTask(task="qa", source="hub", hub=HubRef(id=h["id"]),
                               why={"selected": f"Hub search for {h['query']!r} (unverified: "
@@ -203,8 +198,6 @@ def _step_select(s: Session) -> None:
 
 
 def _step_resolve(s: Session, ask: Any) -> None:
-    from assay.plan.steps import resolve_hub_task, resolve_task
-
     plan = s.plan
     reasons: dict[str, Any] = {}
     calls: list[dict[str, Any]] = []
@@ -237,8 +230,6 @@ def _step_resolve(s: Session, ask: Any) -> None:
 
 
 def _step_metrics(s: Session, ask: Any) -> None:
-    from assay.plan.steps import recommend_metrics
-
     plan = s.plan
     reasons: dict[str, Any] = {}
     calls: list[dict[str, Any]] = []
@@ -295,8 +286,6 @@ def drive(s: Session, *, prompt: Prompt, echo: Echo, yes: bool = False,
 
 
 def _finish(s: Session, asker: Any) -> Path:
-    from assay.plan.steps import check_metrics
-
     plan = s.plan
     for task in plan.tasks:
         check_metrics(task)
@@ -333,8 +322,6 @@ def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
     settings = session.settings
     asker = None
     if settings.planner:
-        from assay.plan.ask import Asker
-
         asker = Asker(settings.planner, base_url=session.base_url, store=session.store)
     try:
         out = drive(session, prompt=prompt, echo=echo, yes=yes, asker=asker)

@@ -29,9 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+from pydantic import ValidationError
+
 from assay.core.atomic import atomic_write_text
 from assay.core.types import SampleResult
 from assay.errors import ConfigError
+from assay.metrics.registry import get_metric
+from assay.metrics.summary import error_messages
 from assay.plan.children import match_children
 from assay.plan.report_render import CASE_CHARS as CASE_CHARS
 from assay.plan.report_render import _html, _markdown, _sections, _short, _trace
@@ -54,8 +59,6 @@ WEAKEST_GROUPS = 3
 
 # -- reading the plan run ---------------------------------------------------------------
 def _plan(run: dict[str, Any]) -> Plan:
-    from pydantic import ValidationError
-
     if run.get("kind") != "plan" or "plan" not in (run.get("dataset") or {}):
         raise ConfigError(f"run {run['id']} is not a plan run (it is a {run.get('kind')} run "
                           f"of {run.get('task')!r}); see 'assay list runs'")
@@ -84,8 +87,6 @@ def task_value(metrics: dict[str, Any], primary: str,
 
 
 def _metric_info(name: str) -> tuple[bool, tuple[float, float] | None]:
-    from assay.metrics.registry import get_metric
-
     try:
         info = get_metric(name)
     except ConfigError:
@@ -116,8 +117,6 @@ def normalise(primary: str, value: float) -> tuple[float | None, str | None]:
 def score_key(results: list[SampleResult], primary: str) -> str | None:
     """The key of the primary metric in the samples' scores: the metric's name or one of
     its aliases (a qa scorer's name), else the first score (the task's own)."""
-    from assay.metrics.registry import get_metric
-
     first = next((r for r in results if r.scores), None)
     if first is None:
         return None
@@ -143,8 +142,6 @@ def failure_categories(results: list[SampleResult], key: str | None, primary: st
                        metrics: dict[str, Any]) -> dict[str, Any]:
     """Counts of errors, unreadable answers, wrong, partly right and right answers, and the
     error messages with their counts (``top_errors`` when the run stored them)."""
-    from assay.metrics.summary import error_messages
-
     higher_is_better, scale = _metric_info(primary)
     low, high = scale or (0.0, 1.0)
     best, worst = (high, low) if higher_is_better else (low, high)
@@ -347,8 +344,6 @@ def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *
     twice; its ``failures`` (``{task index: why}``, tasks that could not start) are shown.
     Without it, the failures stored with the parent's metrics are.
     """
-    import yaml
-
     run = store.get_run(plan_run_id)
     plan = _plan(run)
     if summary is None:

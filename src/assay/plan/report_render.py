@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import yaml
+
 from assay.core.types import SampleResult
 from assay.metrics.format import fmt_rate
 from assay.plan.schema import Plan
@@ -113,8 +115,6 @@ def _sections(summary: dict[str, Any],
 def _trace(plan: Plan) -> list[dict[str, Any]]:
     """Each planning step as ``{name, items: [(key, kind, value)]}``, whatever its keys:
     a text as ``text``, a list of texts as ``list``, anything else as ``yaml`` text."""
-    import yaml
-
     steps = []
     for i, step in enumerate(plan.trace, 1):
         items = []
@@ -237,7 +237,7 @@ assay).</p>{% endfor %}
 
 def _html(ctx: dict[str, Any]) -> str:
     """The HTML page: autoescaped Jinja2 over the shared report style (no script, no link)."""
-    from jinja2 import ChoiceLoader, DictLoader, Environment, PackageLoader
+    from jinja2 import ChoiceLoader, DictLoader, Environment, PackageLoader  # startup
 
     env = Environment(loader=ChoiceLoader([DictLoader({"plan_report.html": _HTML}),
                                            PackageLoader("assay.reports", "templates")]),

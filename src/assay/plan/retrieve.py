@@ -15,12 +15,22 @@ query words it matched). Optional: dense embeddings from an OpenAI-compatible
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
+import math
+import os
 import re
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
+from assay.core.redact import parse_endpoint, scrub
+from assay.errors import ConfigError
 from assay.plan.intent import DOMAIN_WORDS
+from assay.tasks.gallery.entry import all_entries
+from assay.tasks.registry import plannable_tasks
 
 #: a candidate whose normalised score is at least this is a quality match; below it, a
 #: marginal one (taken only to fill a quota, and said so)
@@ -96,9 +106,6 @@ def _stem(word: str) -> str:
 def corpus() -> tuple[Doc, ...]:
     """The retrievable tasks: ready gallery entries and the registered tasks a plan may
     hold (built-in or plugin)."""
-    from assay.tasks.gallery.entry import all_entries
-    from assay.tasks.registry import plannable_tasks
-
     docs: list[Doc] = []
     for e in all_entries().values():
         if e.readiness.status != "ready":
@@ -120,7 +127,7 @@ class Retriever:
     """BM25 over :func:`corpus` (built once per process)."""
 
     def __init__(self) -> None:
-        import bm25s
+        import bm25s  # heavy
 
         self.docs = corpus()
         self.tokens = [tokenize(d.text) for d in self.docs]
@@ -225,15 +232,6 @@ def embedding_scores(request: str, *, model: str, base_url: str | None = None
     """Optional dense retrieval: cosine similarity of the request and each document,
     from an OpenAI-compatible ``/embeddings`` endpoint (``model``); name -> similarity.
     Credentials in ``base_url`` are sent as basic auth and never shown."""
-    import base64
-    import json
-    import math
-    import os
-    import urllib.request
-    from urllib.parse import unquote, urlsplit, urlunsplit
-
-    from assay.core.redact import parse_endpoint, scrub
-    from assay.errors import ConfigError
 
     endpoint = parse_endpoint(base_url or os.environ.get("OPENAI_BASE_URL")
                               or "https://api.openai.com/v1")

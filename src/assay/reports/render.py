@@ -15,6 +15,7 @@ escaped; charts are inline SVG.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -153,7 +154,7 @@ def rows_markdown(rows: list[dict[str, Any]], extraction: bool) -> str:
 
 def rows_html(rows: list[dict[str, Any]], extraction: bool) -> Any:
     """The sample table's HTML rows, every value escaped (as ``Markup`` for the template)."""
-    from markupsafe import Markup, escape
+    from markupsafe import Markup, escape  # startup
 
     out = []
     for s in rows:
@@ -240,8 +241,6 @@ def md_escape(value: Any) -> Any:
 def template_cache_dir() -> Path:
     """Where compiled report templates are kept: ``$XDG_CACHE_HOME/assay/templates``
     (``~/.cache/assay/templates``), shared by every workspace of this user."""
-    import os
-
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "assay" / "templates"
 
@@ -253,7 +252,12 @@ def _env(markdown: bool = False) -> Any:
     keyed by the template source's checksum and Python's bytecode version), which saves
     compiling them on every run; an unwritable cache folder only costs that time.
     """
-    from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
+    from jinja2 import (  # startup
+        Environment,
+        FileSystemBytecodeCache,
+        FileSystemLoader,
+        select_autoescape,
+    )
 
     try:
         # one folder per flavour: ``finalize`` is compiled into the template code, so a

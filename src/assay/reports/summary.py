@@ -20,9 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.compare import compare_runs
+from assay.compare.runs import data_hash, model_name
 from assay.core.atomic import atomic_write_text
-from assay.metrics.run import NOT_FINISHED_NOTE
+from assay.errors import AssayError
+from assay.metrics.registry import get_metric
+from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
+from assay.plan.report import SCALES
 from assay.reports.render import _env, is_rate
+from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
 
 #: below this many samples a number (or a category) is marked "few samples"
@@ -59,9 +65,6 @@ NUMBER = Scale("number")
 
 def _registry_info(name: str) -> Any:
     """The registry's metadata for ``name`` (or an alias), ``None`` if it is not registered."""
-    from assay.errors import AssayError
-    from assay.metrics.registry import get_metric
-
     try:
         return get_metric(name)
     except AssayError:
@@ -75,8 +78,6 @@ def _known_scale(name: str, metrics: dict[str, Any]) -> tuple[float, float] | No
     if (isinstance(own, (list, tuple)) and len(own) == 2
             and all(isinstance(x, (int, float)) for x in own)):
         return float(own[0]), float(own[1])
-    from assay.plan.report import SCALES
-
     info = _registry_info(name)
     names = [name] + ([info.name] if info is not None else [])
     scale = getattr(info, "scale", None) if info is not None else None
@@ -296,8 +297,6 @@ def previous_run(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
     """The latest finished run created before ``run``, of the same task and model (the
     model's name, as ``assay list runs`` shows it) and, where both record it, the same data.
     """
-    from assay.compare.runs import data_hash, model_name
-
     model, digest = model_name(run), data_hash(run)
     for rid in reversed(store.runs_of(run["task"])):
         if rid == run["id"]:
@@ -322,8 +321,6 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
     if prev is None:
         return None
     try:
-        from assay.compare import compare_runs
-
         result = compare_runs(store, prev["id"], run["id"])
         primary = result["primary"]
         # the samples the test used: shared ids, less those errored or unscored in either
@@ -399,9 +396,6 @@ def _report_link(out: Path, default_dir: Path, run_id: str) -> dict[str, str]:
 
 def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dict[str, Any]:
     """Everything the summary templates need, read from the store."""
-    from assay.metrics.run import stored_metrics
-    from assay.store.described import run_headline, run_report
-
     run = store.get_run(run_id)
     # the stored metrics and headline; a run stopped half way (or still running) has none
     # until it finishes: the page shows its counts and says so (see status_note)

@@ -58,7 +58,7 @@ def _safe_mathml(xml: str) -> str | None:
 def tex_to_mathml(tex: str, display: bool = False) -> str | None:
     """One LaTeX span as safe MathML markup, or None when it cannot be converted."""
     try:
-        from latex2mathml.converter import convert
+        from latex2mathml.converter import convert  # heavy
     except ImportError:  # the dependency is missing: show the raw LaTeX
         return None
     try:

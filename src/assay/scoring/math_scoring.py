@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
@@ -29,10 +30,8 @@ class _NoTimeoutWarning(logging.Filter):
 def _math_verify() -> dict[str, Any]:
     """Import math_verify once; return parse/verify and the kwargs that disable signals."""
     if not _MATH:
-        import inspect
-
         try:
-            from math_verify import parse, verify
+            from math_verify import parse, verify  # heavy
         except ImportError as e:  # pragma: no cover - math-verify is a dependency
             raise ConfigError(
                 "the math scorer needs math-verify: pip install 'math-verify[antlr4_13_2]'"

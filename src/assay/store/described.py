@@ -98,12 +98,6 @@ def run_headline(run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return found if found is not None and found[1].get("value") is not None else None
 
 
-def run_direction(run: dict[str, Any]) -> bool | None:
-    """Whether the run's headline metric is better higher (``None``: not known)."""
-    head = run.get("headline")
-    return head.get("higher_is_better") if isinstance(head, dict) else None
-
-
 class DescribedRuns:
     """The :class:`~assay.store.sqlite.Store` methods that write and find run
     descriptions (mixed into it; they use its ``_db`` and ``_write``)."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
+
+from assay.errors import ConfigError
 
 
 def _process_start(pid: int) -> int | None:
@@ -21,8 +24,6 @@ def _process_start(pid: int) -> int | None:
 
 def owner() -> dict[str, Any]:
     """The process that owns a running run: host, pid and (where known) its start time."""
-    import socket
-
     info: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
     start = _process_start(os.getpid())
     if start is not None:
@@ -32,8 +33,6 @@ def owner() -> dict[str, Any]:
 
 def owner_alive(info: dict[str, Any] | None) -> bool | None:
     """Whether the process recorded in ``info`` still runs (``None``: cannot tell)."""
-    import socket
-
     if not info or info.get("host") != socket.gethostname() or not info.get("pid"):
         return None
     try:
@@ -59,8 +58,6 @@ def effective_status(status: str, stats: dict[str, Any]) -> str:
 def check_resumable(record: dict[str, Any], task: str, what: str) -> None:
     """Refuse to resume ``record`` as a ``task`` run (called ``what`` in messages) when it
     is a run of another task, or when another live process still runs it."""
-    from assay.errors import ConfigError
-
     rid = record["id"]
     if record["task"] != task:
         raise ConfigError(f"run {rid} is a {record['task']} run, not a {what}; resume "

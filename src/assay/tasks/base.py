@@ -27,6 +27,8 @@ from typing import Any, ClassVar
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
+from assay.metrics.summary import error_messages, extraction_rate, score_summary, usage_summary
+from assay.scoring import canonical_scorer, get_scorer
 from assay.scoring.judge import jury_roles
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import TaskOptions, validate_options
@@ -147,8 +149,6 @@ class Task:
         if description:
             self.description = description  # type: ignore[misc]
         if isinstance(scorer, str):
-            from assay.scoring import get_scorer
-
             get_scorer(scorer)  # fail fast on a typo
 
     @classmethod
@@ -251,8 +251,6 @@ class Task:
         if scorer is None:
             raise NotImplementedError(f"task {self.name or type(self).__name__} has no scorer")
         if isinstance(scorer, str):
-            from assay.scoring import canonical_scorer, get_scorer
-
             opts: dict[str, Any] = {}
             if canonical_scorer(scorer) == "choice_accuracy":
                 opts["choices"] = sample.metadata.get("choices") or []
@@ -273,13 +271,6 @@ class Task:
         The default: the primary score's rate (clustered by sample over epochs), errors
         apart, extraction rate, latency and tokens. The first rate is the headline.
         """
-        from assay.metrics.summary import (
-            error_messages,
-            extraction_rate,
-            score_summary,
-            usage_summary,
-        )
-
         summary = score_summary(results)
         return {
             "accuracy": summary["score"],

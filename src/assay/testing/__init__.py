@@ -17,7 +17,7 @@ __all__ = ["FakeServer", "FaultPlan", "Rule"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from assay.testing import fake_server
+        from assay.testing import fake_server  # startup
 
         return getattr(fake_server, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

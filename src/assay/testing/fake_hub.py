@@ -59,8 +59,8 @@ def jsonl_bytes(rows: list[dict[str, Any]]) -> bytes:
 
 def parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
     """``rows`` as a Parquet file (needs pyarrow); list values become list columns."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # optional
+    import pyarrow.parquet as pq  # optional
 
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows), buf)

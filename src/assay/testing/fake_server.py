@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import inspect
 import json
 import random
+import re
 import signal
 import sys
 import threading
@@ -62,7 +64,7 @@ def _error(
 
 def _new_loop() -> asyncio.AbstractEventLoop:
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop  # startup  # type: ignore[import-not-found]
 
         return uvloop.new_event_loop()
     except ImportError:
@@ -264,9 +266,6 @@ class FakeServer:
     async def _handle_embeddings(self, request: web.Request) -> web.Response:
         """``/v1/embeddings``: a deterministic bag-of-words vector per input (each lower-case
         word hashed into one of 64 dimensions), so texts that share words are close."""
-        import hashlib
-        import re
-
         body = await request.json()
         with self._lock:
             self.embedding_requests.append(body)

@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from assay.compare import compare_runs
 from assay.errors import AssayError, RunNotFoundError
 from assay.store import queries as q
 from assay.store.sqlite import Store
@@ -53,11 +54,6 @@ def _choices(store: Store) -> list[dict[str, Any]]:
 
 def _compare(store: Store, a: str, b: str, score: str | None, by: str | None,
              alpha: float) -> dict[str, Any]:
-    try:
-        from assay.compare import compare_runs
-    except ImportError as e:
-        raise PageError(501, "Comparison unavailable",
-                        f"this version of assay cannot compare runs ({e})") from None
     try:
         result = compare_runs(store, a, b, score=score, by=by, alpha=alpha)
     except RunNotFoundError as e:

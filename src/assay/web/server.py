@@ -111,6 +111,7 @@ def create_app(store_path: str | Path | None = None, *,
         r.add_get(f"{PREFIX}/api/history", review_api.api_history)
         r.add_get(f"{PREFIX}/api/progress", review_api.api_progress)
         r.add_post(f"{PREFIX}/api/export", review_api.api_export)  # writes a file: POST only
+        r.add_get("/item/{n}", _old_item_url)  # where an item's page was before the viewer
 
     async def _close(app: web.Application) -> None:
         loop = asyncio.get_running_loop()
@@ -120,6 +121,13 @@ def create_app(store_path: str | Path | None = None, *,
 
     app.on_cleanup.append(_close)
     return app
+
+
+async def _old_item_url(request: web.Request) -> web.Response:
+    """An item's page as bookmarked from the review page's own server (``/item/N``, before
+    it moved under ``/review/``): a permanent redirect, so a reviewer's links still work."""
+    raise web.HTTPMovedPermanently(f"{PREFIX}/item/{request.match_info['n']}"
+                                   + (f"?{request.query_string}" if request.query_string else ""))
 
 
 async def _no_icon(request: web.Request) -> web.Response:

@@ -18,12 +18,12 @@ _TS_LOCAL = threading.local()
 
 def _new_parser(language: str) -> Any:
     """A tree-sitter parser; works with the 0.21 API and the >= 0.22 API."""
-    import tree_sitter
+    import tree_sitter  # heavy
 
     if language == "java":
-        import tree_sitter_java as grammar
+        import tree_sitter_java as grammar  # heavy
     else:
-        import tree_sitter_javascript as grammar
+        import tree_sitter_javascript as grammar  # heavy
     handle = grammar.language()
     try:
         lang = tree_sitter.Language(handle)  # tree_sitter >= 0.22

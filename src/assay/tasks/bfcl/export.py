@@ -17,6 +17,7 @@ from typing import Any
 from assay.core.atomic import atomic_open
 from assay.core.types import SampleResult
 from assay.tasks.bfcl.categories import result_group
+from assay.tasks.bfcl.prompts import official_sort_key
 
 
 def model_dir_name(model_id: str) -> str:
@@ -34,8 +35,6 @@ def raw_output(r: SampleResult) -> Any:
 
 def export_results(results: list[SampleResult], result_dir: Path, model_name: str) -> list[Path]:
     """Write the official result files; returns their paths."""
-    from assay.tasks.bfcl.prompts import official_sort_key
-
     by_cat: dict[str, list[SampleResult]] = defaultdict(list)
     for r in results:
         if r.error is None and r.epoch == 0 and raw_output(r) is not None:

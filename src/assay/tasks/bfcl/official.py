@@ -20,6 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.metrics.run import run_metrics
+from assay.store.sqlite import Store
+from assay.tasks.bfcl.data import installed_package_dir
+from assay.tasks.bfcl.export import export_results
+
 _SCRIPT = r"""
 import json, sys
 name, fc, utd, cats = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4].split(",")
@@ -61,8 +66,6 @@ class OfficialResult:
 
 def official_importable() -> tuple[bool, str]:
     """Whether the full ``bfcl_eval`` checker imports here (checked in a subprocess)."""
-    from assay.tasks.bfcl.data import installed_package_dir
-
     if installed_package_dir() is None:
         return False, "bfcl-eval is not installed (pip install bfcl-eval soundfile)"
     env = dict(os.environ, BFCL_PROJECT_ROOT=tempfile.mkdtemp(prefix="bfcl-probe-"))
@@ -79,9 +82,6 @@ def official_importable() -> tuple[bool, str]:
 
 def run_official(run_id: str, store: Any = None) -> OfficialResult:
     """Export the run's result files and score them with the official tool."""
-    from assay.store.sqlite import Store
-    from assay.tasks.bfcl.export import export_results
-
     ok, why = official_importable()
     if not ok:
         return OfficialResult(False, why)
@@ -115,8 +115,6 @@ def run_official(run_id: str, store: Any = None) -> OfficialResult:
         cat = score_file.name[len("BFCL_v4_"):-len("_score.json")]
         with open(score_file, encoding="utf-8") as f:
             official[cat] = json.loads(f.readline())
-    from assay.metrics.run import run_metrics
-
     own = store is None
     store = store or Store()
     try:

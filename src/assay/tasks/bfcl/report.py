@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from assay.metrics.format import fmt_rate
@@ -57,8 +58,6 @@ _MARK = {True: "pass", False: "FAIL", None: "-"}
 
 
 def _short(value: object, limit: int = 240) -> str:
-    import json
-
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -15,8 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.core.types import Sample
 from assay.data.files import parse_json, read_text
 from assay.errors import DatasetError
+from assay.metrics.format import fmt_rate
+from assay.metrics.stats import proportion
+from assay.tasks.bfcl.agentic.answer import check_agentic
+from assay.tasks.bfcl.agentic.data import load_agentic
 from assay.tasks.bfcl.categories import (
     MEMORY,
     OFFICIAL_SIZES,
@@ -26,6 +31,9 @@ from assay.tasks.bfcl.categories import (
     language_of,
 )
 from assay.tasks.bfcl.data import CategoryData, load_category, locate
+from assay.tasks.bfcl.multiturn.data import load_multi_turn
+from assay.tasks.bfcl.multiturn.scoring import score_multi_turn
+from assay.tasks.bfcl.scoring import score_entry
 
 _NAME = re.compile(r"^BFCL_v4_(?P<cat>.+)_result\.json$")
 #: memory prerequisite results (``BFCL_v4_memory_<backend>_prereq_result.json``): written
@@ -51,9 +59,6 @@ class ScoreReport:
 
     def summary(self) -> str:
         """Human-readable table: accuracy per category and overall with 95% intervals."""
-        from assay.metrics.format import fmt_rate
-        from assay.metrics.stats import proportion
-
         lines = []
         total_ok = total = 0
         for cat, (ok, n) in self.per_category().items():
@@ -100,8 +105,6 @@ def category_of(path: Path) -> str:
 def score_results(path: str | Path, *, data_dir: str | Path | None = None,
                   underscore_to_dot: bool | None = None) -> ScoreReport:
     """Score every line of every result file at ``path``."""
-    from assay.tasks.bfcl.scoring import score_entry
-
     source = locate(data_dir)
     report = ScoreReport()
     cache: dict[str, CategoryData] = {}
@@ -109,12 +112,8 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
         cat = category_of(f)
         if cat not in cache:
             if is_multi_turn(cat):
-                from assay.tasks.bfcl.multiturn.data import load_multi_turn
-
                 cache[cat] = load_multi_turn(source, cat)
             elif is_agentic(cat):
-                from assay.tasks.bfcl.agentic.data import load_agentic
-
                 agentic = load_agentic(source, cat)
                 cache[cat] = CategoryData(cat, agentic.entries, agentic.ground_truth,
                                           agentic.files)
@@ -179,9 +178,6 @@ def multi_turn_mode(raw: Any) -> str:
 def _multi_turn_verdict(entry: dict[str, Any], data: CategoryData, cat: str,
                         raw: Any) -> dict[str, Any]:
     """One multi-turn result line scored by the multi-turn checker (the official rules)."""
-    from assay.core.types import Sample
-    from assay.tasks.bfcl.multiturn.scoring import score_multi_turn
-
     sample = Sample(id=entry["id"], input="", target=data.ground_truth[entry["id"]],
                     metadata={"category": cat, "involved_classes": entry["involved_classes"],
                               "initial_config": entry["initial_config"]})
@@ -193,8 +189,6 @@ def _multi_turn_verdict(entry: dict[str, Any], data: CategoryData, cat: str,
 
 def _agentic_verdict(eid: str, data: CategoryData, cat: str, raw: Any) -> dict[str, Any]:
     """One memory or web-search result line scored as the official agentic runner does."""
-    from assay.tasks.bfcl.agentic.answer import check_agentic
-
     verdict = check_agentic(raw, data.ground_truth[eid], multi_turn_mode(raw))
     return {"id": eid, "category": cat, "valid": bool(verdict["valid"]),
             "error_type": verdict.get("error_type")}

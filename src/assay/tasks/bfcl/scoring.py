@@ -7,12 +7,13 @@ from typing import Any
 
 from assay.core.types import Score
 from assay.tasks.bfcl.categories import is_relevance
+from assay.tasks.bfcl.checker import Verdict, check_ast, check_relevance
+from assay.tasks.bfcl.decode import DecodeError, decode_prompt, fc_result_entries
+from assay.tasks.bfcl.decode_tolerant import decode_tolerant
 
 
 def _decode_official(raw: Any, text: str, language: str, mode: str) -> tuple[bool, Any]:
     """Decode as the official handler of ``mode`` would: (decoded_ok, decoded)."""
-    from assay.tasks.bfcl.decode import DecodeError, decode_prompt, fc_result_entries
-
     try:
         if mode == "fc":
             return True, fc_result_entries(raw)
@@ -23,8 +24,6 @@ def _decode_official(raw: Any, text: str, language: str, mode: str) -> tuple[boo
 
 def _verdict(decoded_ok: bool, decoded: Any, *, functions: list[dict[str, Any]],
              ground_truth: Any, category: str, language: str, underscore_to_dot: bool) -> Any:
-    from assay.tasks.bfcl.checker import Verdict, check_ast, check_relevance
-
     if is_relevance(category):
         return check_relevance(decoded_ok, decoded, category=category)
     if not decoded_ok:
@@ -58,8 +57,6 @@ def score_entry(*, raw: Any, text: str, functions: list[dict[str, Any]], ground_
          "category": category, "mode": mode, "raw": raw},
     )]
     if tolerant:
-        from assay.tasks.bfcl.decode_tolerant import decode_tolerant
-
         if ok and (mode == "fc" or v.valid):
             t_ok, t_decoded, method, tv = ok, decoded, "official", v
         else:

@@ -18,6 +18,8 @@ in prose, code fences or JSON; it never replaces the official one.
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -26,6 +28,10 @@ from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolSpec
 from assay.errors import ConfigError
 from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.bfcl.agentic.backends import check_requirements
+from assay.tasks.bfcl.agentic.data import load_agentic
+from assay.tasks.bfcl.agentic.scoring import score_agentic
+from assay.tasks.bfcl.agentic.solve import solve_agentic
 from assay.tasks.bfcl.categories import (
     GROUPS,
     expand,
@@ -33,6 +39,21 @@ from assay.tasks.bfcl.categories import (
     is_multi_turn,
     language_of,
 )
+from assay.tasks.bfcl.data import content_hash, load_category, locate
+from assay.tasks.bfcl.export import export_results
+from assay.tasks.bfcl.metrics import bfcl_metrics
+from assay.tasks.bfcl.multiturn.data import load_multi_turn
+from assay.tasks.bfcl.multiturn.loop import run_entry
+from assay.tasks.bfcl.multiturn.scoring import score_multi_turn
+from assay.tasks.bfcl.official import run_official
+from assay.tasks.bfcl.prompts import (
+    add_language_hints,
+    official_sort_key,
+    prompt_messages,
+    to_openai_tools,
+)
+from assay.tasks.bfcl.report import report_extra
+from assay.tasks.bfcl.scoring import score_entry
 from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -86,8 +107,6 @@ class BFCLOptions(TaskOptions):
 
 def _report_skipped(samples: list[Sample], skipped: dict[str, str]) -> None:
     """One note per category a group left out; when nothing is left, one error line."""
-    import sys
-
     if not skipped:
         return
     if not samples:
@@ -145,9 +164,6 @@ class BFCLTask(Task):
         question, its scenario's prerequisite questions, so a stored sample is enough to
         solve or score it again.
         """
-        from assay.tasks.bfcl.data import content_hash, load_category, locate
-        from assay.tasks.bfcl.prompts import add_language_hints, official_sort_key
-
         source = locate(self.opts.bfcl_data_dir)
         samples: list[Sample] = []
         files: list[Any] = []
@@ -191,9 +207,6 @@ class BFCLTask(Task):
         """A multi-turn category's entries: everything the loop and the checker need (the
         questions of every turn, the classes and their initial state, the visible and the
         withheld function docs) travels in the sample, so a stored run scores again."""
-        from assay.tasks.bfcl.multiturn.data import load_multi_turn
-        from assay.tasks.bfcl.prompts import official_sort_key
-
         cd = load_multi_turn(source, cat)
         files.extend(cd.files)
         counts[cat] = len(cd.entries)
@@ -216,8 +229,6 @@ class BFCLTask(Task):
         one-line error; one that came with a group (``all``, ``agentic``, ...) is left out
         (into ``skipped``) with a note saying what it needs, and the overall score then
         names it as missing."""
-        from assay.tasks.bfcl.agentic.backends import check_requirements
-
         try:
             check_requirements(cat)
         except ConfigError as e:
@@ -234,10 +245,6 @@ class BFCLTask(Task):
         questions, in order; the run shares each chain between the scenario's samples).
         What the backend needs (packages, a SerpAPI key) is checked here, before any model
         call."""
-        from assay.tasks.bfcl.agentic.backends import check_requirements
-        from assay.tasks.bfcl.agentic.data import load_agentic
-        from assay.tasks.bfcl.prompts import official_sort_key
-
         check_requirements(cat)
         data = load_agentic(source, cat)
         files.extend(data.files)
@@ -267,8 +274,6 @@ class BFCLTask(Task):
     # -- driving the agent --------------------------------------------------------------
     def _tools(self, hinted: list[dict[str, Any]]) -> list[ToolSpec]:
         """The OpenAI tools for an entry's (language-hinted) function docs."""
-        from assay.tasks.bfcl.prompts import to_openai_tools
-
         return [
             ToolSpec(t["function"]["name"], t["function"].get("description", ""),
                      t["function"].get("parameters") or {"type": "object", "properties": {}})
@@ -277,18 +282,12 @@ class BFCLTask(Task):
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """One turn: native tools (fc) or the official system prompt (prompt)."""
-        from assay.tasks.bfcl.prompts import add_language_hints, prompt_messages
-
         params = self.generation_params(agent)
         text_only = getattr(agent, "text_only", False)
         mode = "fc" if (self.opts.mode == "fc" and not text_only) else "prompt"
         if is_multi_turn(sample.metadata["category"]):
-            from assay.tasks.bfcl.multiturn.loop import run_entry
-
             return await run_entry(sample.metadata, agent, mode=mode, params=params)
         if is_agentic(sample.metadata["category"]):
-            from assay.tasks.bfcl.agentic.solve import solve_agentic
-
             return await solve_agentic(sample, agent, mode=mode, params=params)
         functions = sample.metadata["functions"]
         if mode == "fc":
@@ -319,17 +318,11 @@ class BFCLTask(Task):
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """The official verdict (``bfcl``) and, when enabled, the tolerant one."""
-        from assay.tasks.bfcl.scoring import score_entry
-
         mode = outcome.metadata.get("mode", self.opts.mode)
         if is_multi_turn(sample.metadata["category"]):
-            from assay.tasks.bfcl.multiturn.scoring import score_multi_turn
-
             return score_multi_turn(sample, outcome.metadata.get("multi_turn"), mode,
                                     check_timeout=self.opts.check_timeout)
         if is_agentic(sample.metadata["category"]):
-            from assay.tasks.bfcl.agentic.scoring import score_agentic
-
             return score_agentic(sample, outcome.metadata.get("agentic"), mode)
         # A text-only agent is driven in prompt mode, where the official handlers keep
         # dots in names; an explicit --underscore-to-dot still wins.
@@ -347,16 +340,12 @@ class BFCLTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Per-category accuracy with intervals, official aggregates, error types."""
-        from assay.tasks.bfcl.metrics import bfcl_metrics
-
         return bfcl_metrics(results, (options or {}).get("weights"))
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],
                      results: list[SampleResult]) -> dict[str, Any]:
         """Category table, aggregates, error-type chart and recommendations."""
-        from assay.tasks.bfcl.report import report_extra
-
         return report_extra(metrics, results)
 
     @classmethod
@@ -364,17 +353,12 @@ class BFCLTask(Task):
         """With ``--official``: run the official ``bfcl evaluate`` and show its numbers."""
         if not options.get("official"):
             return
-        from assay.tasks.bfcl.official import run_official
-
         print(run_official(result.run_id).summary())
 
     @classmethod
     def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
                         out_dir: Any) -> dict[str, Any]:
         """Official result files under ``<run dir>/result/<model>/<group>/``."""
-        from pathlib import Path
-
-        from assay.tasks.bfcl.export import export_results
 
         paths = export_results(results, Path(out_dir) / "result", run["model"].get("model", "model"))
         return {f"bfcl_result:{p.name}": p for p in paths}

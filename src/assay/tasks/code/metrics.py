@@ -23,7 +23,12 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from assay.core.types import SampleResult, Score
+from assay.metrics.passk import pass_at_k
 from assay.metrics.registry import metric
+from assay.metrics.stats import bootstrap_interval, proportion
+from assay.metrics.summary import error_messages, usage_summary
+from assay.tasks.code.execute import code_limits, run_program_blocking
+from assay.tasks.code.extract import humaneval_program, mbpp_program
 
 SCORE_NAME = "pass"
 #: the k of pass@k reported besides 1, where the epochs allow
@@ -47,8 +52,6 @@ def attempts_by_problem(results: list[SampleResult],
 
 
 def _interval(values: list[float]) -> tuple[float | None, float | None]:
-    from assay.metrics.stats import bootstrap_interval
-
     if len(values) < 2:
         return None, None
     if min(values) == max(values):
@@ -60,8 +63,6 @@ def _interval(values: list[float]) -> tuple[float | None, float | None]:
 
 def pass_at_k_summary(groups: dict[str, tuple[int, int]], k: int) -> dict[str, Any]:
     """pass@k over problems ``{id: (n, c)}`` with a bootstrap interval over problems."""
-    from assay.metrics.passk import pass_at_k
-
     values = [pass_at_k(n, c, k) for n, c in groups.values() if n >= k]
     low, high = _interval(values)
     return {"value": sum(values) / len(values) if values else None, "n": len(values),
@@ -73,9 +74,6 @@ def pass_at_k_summary(groups: dict[str, tuple[int, int]], k: int) -> dict[str, A
 def code_metrics(results: list[SampleResult],
                  options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The code tasks' metrics (see the module docstring)."""
-    from assay.metrics.stats import proportion
-    from assay.metrics.summary import error_messages, usage_summary
-
     groups = attempts_by_problem(results)
     errors = [r for r in results if r.error is not None]
     max_n = max((n for n, _ in groups.values()), default=0)
@@ -138,9 +136,6 @@ def code_pass(prediction: str, target: Any = None, *, tests: str | list[str] | N
     :mod:`assay.tasks.code.extract` says. Raises the sandbox's one-line error where
     bubblewrap cannot isolate the code.
     """
-    from assay.tasks.code.execute import code_limits, run_program_blocking
-    from assay.tasks.code.extract import humaneval_program, mbpp_program
-
     tests = target if tests is None else tests
     if not tests:
         raise ValueError("code_pass needs tests (tests=... or the target)")

@@ -39,8 +39,10 @@ from assay.tasks.code.execute import (
     verdict_key,
 )
 from assay.tasks.code.extract import Program, humaneval_program, mbpp_entry_point, mbpp_program
+from assay.tasks.code.metrics import code_metrics
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
+from assay.tasks.qa import template_from_file
 from assay.tasks.registry import task
 
 SCORE_NAME = "pass"
@@ -86,8 +88,6 @@ class _CommonOptions(TaskOptions):
     @field_validator("template")
     @classmethod
     def _template_file(cls, value: str | None) -> str | None:
-        from assay.tasks.qa import template_from_file
-
         return template_from_file(value)
 
 
@@ -238,8 +238,6 @@ class CodeTask(Task):
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """pass@1 with its interval, pass@k over epochs, verdicts by reason, errors apart
         (see :func:`assay.tasks.code.metrics.code_metrics`)."""
-        from assay.tasks.code.metrics import code_metrics
-
         return code_metrics(results, options)
 
 

@@ -43,6 +43,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from assay.core.paths import inside, refuse_links_out
 from assay.core.yamlsafe import parse_yaml, read_yaml_text
 from assay.errors import ConfigError
+from assay.tasks.converse.evalcode import check_syntax
 
 DEFAULT_MAX_ROUNDS = 15
 MAX_ROUNDS_LIMIT = 1000
@@ -174,8 +175,6 @@ def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
             known = Case.model_fields if len(loc) == 1 else ScoringPoint.model_fields
             hint = f" (known fields: {', '.join(known)})"
         raise ConfigError(f"{path}:{_line_of(lines, loc)}: {where}: {msg}{hint}") from None
-    from assay.tasks.converse.evalcode import check_syntax
-
     for i, point in enumerate(case.scoring_points):
         problem = check_syntax(point.eval_code) if point.eval_code else None
         if problem:

@@ -50,6 +50,8 @@ from assay.tasks.converse.cases import (
     unmet_dependencies,
 )
 from assay.tasks.converse.loop import Workspace, converse
+from assay.tasks.converse.metrics import converse_metrics
+from assay.tasks.converse.report import converse_report
 from assay.tasks.converse.scoring import case_scores, judge_points, usage_of
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
@@ -260,14 +262,10 @@ class ConverseTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """See :func:`assay.tasks.converse.metrics.converse_metrics`."""
-        from assay.tasks.converse.metrics import converse_metrics
-
         return converse_metrics(results, options or {})
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],
                      results: list[SampleResult]) -> dict[str, Any]:
         """Cases by score, point hit rates, and every conversation drawn as a chat."""
-        from assay.tasks.converse.report import converse_report
-
         return converse_report(metrics, results)

@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from assay.errors import ModelSpecError
+from assay.models.base import parse_model_spec
+from assay.models.registry import get_provider
+
 _FAMILIES = ("gpt", "claude", "gemini", "gemma", "llama", "qwen", "mistral", "mixtral",
              "phi", "deepseek", "command", "smollm", "grok", "glm", "yi", "falcon", "olmo",
              "granite", "internlm", "nemotron", "kimi", "minimax")
@@ -26,10 +30,6 @@ def _model_base(model: str) -> str:
 def _weights_name(model: str) -> str:
     """The name a family is read from: for a provider's bare spec (``local``, the embedded
     default) what the provider says it stands for (the weights file)."""
-    from assay.errors import ModelSpecError
-    from assay.models.base import parse_model_spec
-    from assay.models.registry import get_provider
-
     try:
         provider, name = parse_model_spec(model)
         if not name:

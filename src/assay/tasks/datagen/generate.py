@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.data.math500 import integer_form
 from assay.errors import ConfigError
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.datagen.generate_metrics import generate_metrics, generate_report_extra
@@ -55,6 +56,7 @@ from assay.tasks.datagen.generate_prompts import (
     response_schema,
 )
 from assay.tasks.datagen.problem import Problem
+from assay.tasks.datagen.references import load_reference
 from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -163,8 +165,6 @@ class GenerateTask(Task):
         ref = self.opts.reference
         if isinstance(ref, str) and ref.strip().lower() in ("none", "off", "no"):
             return [], {"source": None, "kind": "none"}
-        from assay.tasks.datagen.references import load_reference
-
         return load_reference(
             ref, problem_key=self.opts.problem_key, answer_key=self.opts.answer_key,
             solution_key=self.opts.solution_key, allow_fallback=self.opts.allow_fallback,
@@ -173,8 +173,6 @@ class GenerateTask(Task):
 
     def read(self) -> LoadedData:
         """The samples and the dataset record (nothing kept on the task)."""
-        from assay.data.math500 import integer_form
-
         refs, ref_info = self._load_references()
         # AIME-like examples: integer answers 0-999, no Asymptote figure code
         pool = [p for p in refs if (v := integer_form(p.answer)) is not None and 0 <= v <= 999]

@@ -14,7 +14,7 @@ from typing import Any
 
 from assay.core.atomic import atomic_open
 from assay.core.types import SampleResult
-from assay.tasks.datagen.problem import Problem
+from assay.tasks.datagen.problem import Problem, save_problems
 
 
 def solve_metadata(result: SampleResult) -> dict[str, Any]:
@@ -96,8 +96,6 @@ def failures_from_run(store: Any, run_id: str) -> list[dict[str, Any]]:
 def write_problem_files(problems: list[Problem], failures: list[dict[str, Any]], out: Path
                         ) -> dict[str, Any]:
     """The problems at ``out`` and the failures at ``<stem>_failures.jsonl`` beside it."""
-    from assay.tasks.datagen.problem import save_problems
-
     path = save_problems(problems, out)
     fail_path = path.with_name(f"{path.stem}_failures.jsonl")
     with atomic_open(fail_path) as f:

@@ -11,6 +11,7 @@ from typing import Any
 
 from assay.core.types import SampleResult
 from assay.metrics.stats import proportion
+from assay.metrics.summary import error_messages, usage_summary
 from assay.tasks.datagen.families import self_preference_warning
 from assay.tasks.datagen.rubric import LEVELS
 
@@ -30,7 +31,7 @@ def bootstrap_mean(values: Sequence[float], *, confidence: float = 0.95,
     :func:`assay.metrics.stats.mean_with_ci` (``value``, ``n``, ``ci_low``,
     ``ci_high``, ``method``).
     """
-    import numpy as np
+    import numpy as np  # heavy
 
     n = len(values)
     out: dict[str, Any] = {"value": float(sum(values) / n) if n else None, "n": n,
@@ -81,8 +82,6 @@ def mean(xs: Sequence[float]) -> float:
 def judge_metrics(results: list[SampleResult], options: dict[str, Any] | None = None
                   ) -> dict[str, Any]:
     """Metrics of one judge's run (see the module docstring for the methods)."""
-    from assay.metrics.summary import error_messages, usage_summary
-
     options = options or {}
     valid, invalid, errors = split_verdicts(results)
     dims: list[str] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.core.types import SampleResult
+from assay.metrics.agreement import pairwise_agreement
 from assay.metrics.stats import proportion
 from assay.tasks.datagen.families import self_preference_warning
 from assay.tasks.datagen.judge_metrics import (
@@ -40,8 +41,6 @@ def jury_summary(runs: list[tuple[str, list[SampleResult]]], *,
     and exact percent agreement for every pair of judges on the problems both
     scored validly, plus their means over pairs.
     """
-    from assay.metrics.agreement import pairwise_agreement
-
     names: list[str] = []
     for judge, _ in runs:
         name, k = str(judge), 2

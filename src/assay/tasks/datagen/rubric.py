@@ -47,6 +47,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from assay.core.yamlsafe import YamlError, load_yaml
 from assay.errors import ConfigError
 from assay.scoring.judge import one_line_error, read_json
 
@@ -209,8 +210,6 @@ DEFAULT_RUBRIC = Rubric(
 
 def load_rubric(path: str | Path) -> Rubric:
     """A rubric from a YAML file; any problem is a one-line :class:`ConfigError` naming the file."""
-    from assay.core.yamlsafe import YamlError, load_yaml
-
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

@@ -19,6 +19,8 @@ from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.files import sha256_file
 from assay.errors import ConfigError
 from assay.metrics.stats import proportion
+from assay.metrics.summary import clustered_rate
+from assay.scoring import score_math
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.datagen.problem import load_problems
 from assay.tasks.info import TaskInfo
@@ -76,8 +78,6 @@ class VerifyTask(Task):
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """math-verify equivalence of the solver's answer and the stated one."""
-        from assay.scoring import score_math
-
         s = score_math(outcome.output, str(sample.target))
         return [Score("verified", s.value, s.answer, s.explanation, s.metadata)]
 
@@ -85,8 +85,6 @@ class VerifyTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Agreement rate of this solver with the stated answers."""
-        from assay.metrics.summary import clustered_rate
-
         scored = [r for r in results if r.error is None and r.scores]
         return {"agreement_rate": clustered_rate(
                     scored, lambda r: 1.0 if r.score_value("verified") == 1.0 else 0.0),

@@ -51,7 +51,12 @@ from assay.scoring.judge import combine as combine_votes
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.judge_prompts import rationale_limit
 from assay.tasks.datagen.problem import Problem, load_problems
-from assay.tasks.datagen.winrate_metrics import SCORE_NAME, VALUES
+from assay.tasks.datagen.winrate_metrics import (
+    SCORE_NAME,
+    VALUES,
+    winrate_metrics,
+    winrate_report_extra,
+)
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -390,14 +395,10 @@ class WinRateTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """W/T/L rates (Wilson), adjusted win rate (pair-clustered bootstrap), position bias."""
-        from assay.tasks.datagen.winrate_metrics import winrate_metrics
-
         return winrate_metrics(results, options or {})
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],
                      results: list[SampleResult]) -> dict[str, Any]:
         """W/T/L table and bars, the position-consistency statement, recommendations."""
-        from assay.tasks.datagen.winrate_metrics import winrate_report_extra
-
         return winrate_report_extra(metrics)

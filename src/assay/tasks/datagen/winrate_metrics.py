@@ -8,6 +8,7 @@ from typing import Any
 
 from assay.core.types import SampleResult
 from assay.metrics.stats import proportion
+from assay.metrics.summary import error_messages, usage_summary
 from assay.tasks.datagen.families import self_preference_warning
 from assay.tasks.datagen.judge_metrics import BOOTSTRAP_RESAMPLES, bootstrap_mean
 
@@ -21,8 +22,6 @@ __all__ = ["winrate_metrics", "winrate_report_extra"]
 def winrate_metrics(results: list[SampleResult], options: dict[str, Any] | None = None
                     ) -> dict[str, Any]:
     """Metrics of a win-rate run (see :meth:`assay.tasks.datagen.winrate.WinRateTask.metrics`)."""
-    from assay.metrics.summary import error_messages, usage_summary
-
     options = options or {}
     errors = [r for r in results if r.error is not None]
     scored = [r.scores[SCORE_NAME] for r in results

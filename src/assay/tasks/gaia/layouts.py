@@ -127,7 +127,7 @@ def locate_metadata(root: Path, split: str, config: str) -> tuple[Path, str]:
 
 def _read_parquet(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # optional
     except ImportError as e:
         raise DatasetError(
             f"{path} is in GAIA's parquet layout, which needs pyarrow: pip install 'assay[hf]'"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.metrics.format import fmt_rate
+from assay.tasks.gaia.scoring import FIXES_NOTE
 
 
 def _drop(value: dict[str, Any] | None) -> str:
@@ -49,8 +50,6 @@ def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
                     "help diagnose near misses. It is never counted as correct.",
         })
     if metrics.get("scorer") == "lenient":
-        from assay.tasks.gaia.scoring import FIXES_NOTE
-
         sections.append({"title": "Lenient scorer (not the leaderboard's rules)",
                          "note": FIXES_NOTE})
     recs = []

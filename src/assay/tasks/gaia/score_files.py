@@ -13,15 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.data.files import read_jsonl
 from assay.errors import DatasetError
+from assay.metrics.format import fmt_rate
+from assay.metrics.stats import proportion
+from assay.tasks.gaia.scoring import get_scorer
 
 _ANSWER_KEYS = ("Final answer", "final_answer", "answer")
 
 
 def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(location, row) pairs of a JSONL file; every row must carry a ``task_id``."""
-    from assay.data.files import read_jsonl
-
     if not path.is_file():
         raise DatasetError(f"file not found: {path}")
     rows = read_jsonl(path)
@@ -41,9 +43,6 @@ class GAIAScoreReport:
 
     def summary(self) -> str:
         """Exact match overall and per level, with 95% intervals."""
-        from assay.metrics.format import fmt_rate
-        from assay.metrics.stats import proportion
-
         lines = [f"scorer: {self.scorer}"]
         ok = sum(v["correct"] for v in self.verdicts)
         lines.append(f"exact match  {fmt_rate(proportion(ok, len(self.verdicts)))}")
@@ -61,8 +60,6 @@ class GAIAScoreReport:
 def score_predictions(answers: str | Path, predictions: str | Path,
                       scorer: str = "official") -> GAIAScoreReport:
     """Score every prediction line; see the module docstring for the formats."""
-    from assay.tasks.gaia.scoring import get_scorer
-
     match = get_scorer(scorer)
     a_path, p_path = Path(answers), Path(predictions)
     gold: dict[str, dict[str, Any]] = {}

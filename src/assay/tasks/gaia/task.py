@@ -19,6 +19,11 @@ from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.gaia.dataset import GAIA_REPO, load_gaia
+from assay.tasks.gaia.export import write_submission
+from assay.tasks.gaia.metrics import gaia_metrics
+from assay.tasks.gaia.report import report_extra
+from assay.tasks.gaia.scoring import extract_final_answer, get_scorer, partial_match
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -101,8 +106,6 @@ class GAIATask(Task):
         given = options.get("level")
         if o.level is not None and (isinstance(given, bool) or o.level not in (1, 2, 3)):
             raise ConfigError(f"--level must be 1, 2 or 3, got {given!r}")
-        from assay.tasks.gaia.scoring import get_scorer
-
         get_scorer(o.scorer)  # fail fast on a typo
 
     def read(self) -> LoadedData:
@@ -111,8 +114,6 @@ class GAIATask(Task):
         Built from the core loader's plain records; ``row`` is the metadata row as read.
         Where gold answers are private (the test split), every sample says so.
         """
-        from assay.tasks.gaia.dataset import GAIA_REPO, load_gaia
-
         o = self.opts
         data = load_gaia(o.data_dir, split=o.split, level=o.level,
                          dataset_name=o.dataset_name or GAIA_REPO)
@@ -150,8 +151,6 @@ class GAIATask(Task):
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """Extracted answer scored officially (or leniently) plus the partial diagnostic."""
-        from assay.tasks.gaia.scoring import extract_final_answer, get_scorer, partial_match
-
         answer, method = extract_final_answer(outcome.output)
         meta = {"extraction": method, "level": sample.metadata.get("level"),
                 "fallback": method not in ("final_answer", "none")}
@@ -174,22 +173,16 @@ class GAIATask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Exact match with interval, per level, drop rates, steps, extraction, usage."""
-        from assay.tasks.gaia.metrics import gaia_metrics
-
         return gaia_metrics(results, options or {})
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],
                      results: list[SampleResult]) -> dict[str, Any]:
         """Level table and chart, extraction, recommendations."""
-        from assay.tasks.gaia.report import report_extra
-
         return report_extra(metrics)
 
     @classmethod
     def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
                         out_dir: Any) -> dict[str, Any]:
         """The submission JSONL and its SUBMISSION_GUIDE.md."""
-        from assay.tasks.gaia.export import write_submission
-
         return write_submission(run, results, Path(out_dir))

@@ -145,7 +145,7 @@ def read_file(path: Path, fmt: str) -> list[dict[str, Any]]:
     try:
         if fmt == "arrow":
             try:
-                import pyarrow as pa
+                import pyarrow as pa  # optional
             except ImportError as e:
                 raise DatasetError("this entry's data is Arrow; install pyarrow: "
                                    "pip install 'assay[gallery]'") from e

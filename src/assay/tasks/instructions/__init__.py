@@ -20,7 +20,7 @@ __all__ = ["InstructionOptions", "InstructionTask"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from assay.tasks.instructions import task
+        from assay.tasks.instructions import task  # startup
 
         return getattr(task, name)
     raise AttributeError(name)

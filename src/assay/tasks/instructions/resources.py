@@ -40,6 +40,7 @@ from pathlib import Path
 
 from assay.data.files import sha256_file
 from assay.errors import DatasetError
+from assay.store.sqlite import workspace_dir
 
 LLAMA_PACKAGE, LLAMA_VERSION = "llama-index-core", "0.14.25"
 _LLAMA_ROOT = "llama_index/core/_static/nltk_cache/"
@@ -85,8 +86,6 @@ NEEDED = {"ifeval": PUNKT_FILES,
 
 def default_root() -> Path:
     """Where the NLTK data is kept unless a folder is given: ``$ASSAY_HOME/data/nltk``."""
-    from assay.store.sqlite import workspace_dir
-
     return workspace_dir() / "data" / "nltk"
 
 
@@ -206,7 +205,7 @@ def ensure_nltk_data(flavor: str, root: Path | str | None = None, *,
 
 def use_folder(folder: Path) -> None:
     """Put ``folder`` first on NLTK's data path (once)."""
-    import nltk
+    import nltk  # optional
 
     path = str(folder.resolve())
     if not nltk.data.path or nltk.data.path[0] != path:

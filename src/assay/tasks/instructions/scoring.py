@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.tasks.instructions import resources
 
 FLAVORS = ("ifeval", "ifbench")
 _REGISTRY_MODULE = "if_verifiable.{flavor}.instructions_registry"
@@ -112,8 +113,6 @@ def checker_registry(flavor: str, nltk_data: str | None = None) -> dict[str, Cal
     """
     if flavor not in FLAVORS:
         raise ConfigError(f"unknown instruction flavor {flavor!r}; use ifeval or ifbench")
-    from assay.tasks.instructions import resources
-
     folder = Path(nltk_data).expanduser() if nltk_data else resources.default_root()
     key = (flavor, str(folder.resolve()))
     registry = _import_checkers(flavor)
@@ -134,8 +133,8 @@ def _import_checkers(flavor: str) -> dict[str, Callable[..., Any]]:
     """The checker classes; NLTK never downloads anything here: IFBench's checkers call
     ``nltk.download`` when imported, which is made a no-op while they are."""
     try:
-        import langdetect
-        import nltk
+        import langdetect  # optional
+        import nltk  # optional
     except ModuleNotFoundError as e:
         raise ConfigError(f"the {flavor} checkers need {e.name}: {INSTALL_HINT}") from e
     if langdetect.DetectorFactory.seed is None:

@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
+from assay.metrics.stats import mean_with_ci, proportion
+from assay.metrics.summary import error_messages, usage_summary
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.info import TaskInfo
 from assay.tasks.instructions.scoring import Verdict, check_known, checker_registry
@@ -241,8 +243,6 @@ def verdicts_of(result: SampleResult) -> list[dict[str, Any]]:
 def _rate(per_key: dict[Any, list[float]]) -> dict[str, Any]:
     """A rate over keys whose repeats (epochs) are averaged first: Wilson when every key's
     mean is 0 or 1, a t interval over key means otherwise."""
-    from assay.metrics.stats import mean_with_ci, proportion
-
     means = [sum(v) / len(v) for v in per_key.values()]
     if all(m in (0.0, 1.0) for m in means):
         out = proportion(int(sum(means)), len(means))
@@ -256,9 +256,6 @@ def _rate(per_key: dict[Any, list[float]]) -> dict[str, Any]:
 
 def instruction_metrics(results: list[SampleResult]) -> dict[str, Any]:
     """The IFEval metrics of stored results (see :meth:`InstructionTask.metrics`)."""
-    from assay.metrics.stats import proportion
-    from assay.metrics.summary import error_messages, usage_summary
-
     scored = [r for r in results if r.error is None and r.scores]
     errors = [r for r in results if r.error is not None]
     prompt: dict[str, dict[Any, list[float]]] = {"strict": defaultdict(list),

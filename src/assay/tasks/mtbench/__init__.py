@@ -17,7 +17,7 @@ __all__ = ["MTBenchOptions", "MTBenchTask"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from assay.tasks.mtbench import task
+        from assay.tasks.mtbench import task  # startup
 
         return getattr(task, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

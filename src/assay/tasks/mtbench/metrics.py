@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.metrics.registry import metric
 from assay.metrics.stats import proportion, t_quantile
+from assay.metrics.summary import error_messages, score_summary, usage_summary
 
 if TYPE_CHECKING:
     from assay.core.types import SampleResult
@@ -97,8 +98,6 @@ def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dic
     valid votes that give its most common rating; ``tokens`` are per role (the
     run's own token counts are the model's only).
     """
-    from assay.metrics.summary import error_messages, score_summary, usage_summary
-
     summary = score_summary(results, "score")
     scored = [r for r in results if r.error is None and r.scores]
     overall: dict[str, list[float]] = defaultdict(list)

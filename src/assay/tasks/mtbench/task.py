@@ -32,10 +32,11 @@ from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
 from assay.scoring.judge import JudgeModels, jury_of
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
+from assay.tasks.datagen.families import self_preference_warning
 from assay.tasks.info import TaskInfo
 from assay.tasks.mtbench import dataset as ds
 from assay.tasks.mtbench.judging import grade_turn, prompt_name, turn_verdict
-from assay.tasks.mtbench.metrics import mtbench_score
+from assay.tasks.mtbench.metrics import mtbench_metrics, mtbench_score
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
@@ -187,8 +188,6 @@ class MTBenchTask(Task):
                   "favours its own answers, so the MT-Bench score is inflated. Give another "
                   "with --judge-model (-T judge_model=SPEC)", file=sys.stderr)
         else:
-            from assay.tasks.datagen.families import self_preference_warning
-
             warning = self_preference_warning(model, o.judge_model)
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
@@ -268,8 +267,6 @@ class MTBenchTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """See :func:`assay.tasks.mtbench.metrics.mtbench_metrics`."""
-        from assay.tasks.mtbench.metrics import mtbench_metrics
-
         return mtbench_metrics(results, options or {})
 
     @classmethod

@@ -49,8 +49,8 @@ def compile_template(source: str) -> Any:
     tricks that reach Python internals (``{{ cycler.__init__.__globals__.os ... }}``).
     Compiled once per process (a task keeps no compiled template: it is pickled).
     """
-    from jinja2 import StrictUndefined, TemplateError
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2 import StrictUndefined, TemplateError  # startup
+    from jinja2.sandbox import SandboxedEnvironment  # startup
 
     env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
                                keep_trailing_newline=True)
@@ -177,7 +177,7 @@ class QATask(Task):
             DEFAULT_CHOICE_TEMPLATE if choices else DEFAULT_TEMPLATE)
         if source in _BUILTIN_FORMATS:  # a built-in template: same text, without Jinja
             return _BUILTIN_FORMATS[source].format(question=sample.input, choices=choice_text)
-        from jinja2 import TemplateError
+        from jinja2 import TemplateError  # startup
 
         try:
             return compile_template(source).render(question=sample.input, choices=choice_text,

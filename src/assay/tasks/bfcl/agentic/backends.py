@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, DatasetError
+from assay.store.sqlite import workspace_dir
 from assay.tasks.bfcl.agentic.data import backend_class
+from assay.tasks.bfcl.multiturn.sim import load_class
 
 __all__ = ["SERPAPI_ENV", "check_requirements", "ensure_project_root", "load_backend",
            "memory_config", "new_instance", "serpapi_key"]
@@ -49,8 +51,6 @@ def ensure_project_root() -> None:
     makes folders there; the default is beside the installed package)."""
     if os.environ.get("BFCL_PROJECT_ROOT"):
         return
-    from assay.store.sqlite import workspace_dir
-
     root = (workspace_dir() / "data" / "bfcl" / "project").resolve()
     root.mkdir(parents=True, exist_ok=True)
     os.environ["BFCL_PROJECT_ROOT"] = str(root)
@@ -99,8 +99,6 @@ def check_requirements(category: str) -> None:
 
 def load_backend(cls: str) -> type:
     """The official backend class (``BFCL_PROJECT_ROOT`` set first)."""
-    from assay.tasks.bfcl.multiturn.sim import load_class
-
     ensure_project_root()
     return load_class(cls)
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ModelCallError
+from assay.store.sqlite import workspace_dir
 
 __all__ = ["ChainResult", "MemoryChains"]
 
@@ -84,8 +85,6 @@ class MemoryChains:
 
     def _folder(self, key: tuple[Any, ...], attempt: int) -> Path:
         if self._root is None:
-            from assay.store.sqlite import workspace_dir
-
             base = workspace_dir() / "tmp"
             base.mkdir(parents=True, exist_ok=True)
             self._root = Path(tempfile.mkdtemp(prefix="bfcl-memory-", dir=base)).resolve()

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from assay.core.redact import MASK
 from assay.core.types import Outcome, Sample
 from assay.errors import ConfigError
 from assay.tasks.bfcl.agentic.backends import (
@@ -35,6 +36,7 @@ from assay.tasks.bfcl.multiturn import worker
 from assay.tasks.bfcl.multiturn.executor import execute_calls
 from assay.tasks.bfcl.multiturn.loop import converse
 from assay.tasks.bfcl.multiturn.sim import involved_methods
+from assay.tasks.bfcl.prompts import add_language_hints
 
 __all__ = ["memory_chains", "solve_agentic"]
 
@@ -53,8 +55,6 @@ def memory_chains(agent: Any) -> MemoryChains:
 
 
 def _hinted(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from assay.tasks.bfcl.prompts import add_language_hints
-
     return add_language_hints(functions, "python")
 
 
@@ -154,8 +154,6 @@ class _MaskingStream:
         self._secret = secret
 
     def write(self, text: str) -> int:
-        from assay.core.redact import MASK
-
         return self._inner.write(text.replace(self._secret, MASK))
 
     def __getattr__(self, name: str) -> Any:
@@ -195,8 +193,6 @@ async def solve_web_search(sample: Sample, agent: Any, *, mode: str,
     result echo it (an error message with the request URL), is masked before it reaches
     the model or the store.
     """
-    from assay.core.redact import MASK
-
     key = serpapi_key()
     if not key:
         raise ConfigError("web_search needs a SerpAPI key: set SERPAPI_API_KEY")

@@ -30,6 +30,12 @@ from assay.core.types import Message, Outcome, ToolCall, ToolSpec
 from assay.tasks.bfcl.decode_error import DecodeError
 from assay.tasks.bfcl.multiturn import worker
 from assay.tasks.bfcl.multiturn.decode import decode_execute, is_empty_execute_response
+from assay.tasks.bfcl.prompts import (
+    add_language_hints,
+    prompt_messages,
+    system_prompt,
+    to_openai_tools,
+)
 
 __all__ = ["MAXIMUM_STEP_LIMIT", "MORE_FUNCTIONS_FC", "MORE_FUNCTIONS_PROMPT", "Conversation",
            "converse", "run_entry"]
@@ -45,8 +51,6 @@ def is_long_context(category: str) -> bool:
 
 
 def _tools(functions: list[dict[str, Any]]) -> list[ToolSpec]:
-    from assay.tasks.bfcl.prompts import to_openai_tools
-
     return [ToolSpec(t["function"]["name"], t["function"].get("description", ""),
                      t["function"].get("parameters") or {"type": "object", "properties": {}})
             for t in to_openai_tools(functions, underscore_to_dot=True)]
@@ -91,8 +95,6 @@ async def converse(agent: Any, questions: list[list[dict[str, Any]]],
     ``holdout`` (turn index -> docs) adds withheld functions at their turn (``miss_func``).
     Multi-turn entries, memory prerequisites and agentic questions all go through here,
     as the official harness drives all of them with one loop."""
-    from assay.tasks.bfcl.prompts import prompt_messages
-
     tools = _tools(functions) if mode == "fc" else None
     conv = Conversation()
     messages = conv.messages
@@ -157,16 +159,12 @@ async def converse(agent: Any, questions: list[list[dict[str, Any]]],
 
 
 def _system_prompt(functions: list[dict[str, Any]]) -> str:
-    from assay.tasks.bfcl.prompts import system_prompt
-
     return system_prompt(functions)
 
 
 async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
                     params: dict[str, Any]) -> Outcome:
     """Drive ``agent`` through one multi-turn entry (``meta``: the sample's metadata)."""
-    from assay.tasks.bfcl.prompts import add_language_hints
-
     async with worker.session() as sims:  # the entry's instances live in the worker
         opened = False
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import importlib.util
 import inspect
 import sys
 import threading
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import DatasetError
+from assay.tasks.bfcl.data import cache_root
 
 __all__ = ["MULTI_TURN_CLASSES", "STATELESS_CLASSES", "involved_methods", "load_class",
            "make_instances", "pristine_long_context", "sim_root"]
@@ -68,8 +70,6 @@ def sim_root() -> Path | None:
     spec = importlib.util.find_spec("bfcl_eval")
     if spec is not None and spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations))).parent
-    from assay.tasks.bfcl.data import cache_root
-
     cache = cache_root()
     if cache.is_dir():
         for version in sorted(cache.iterdir(), reverse=True):
@@ -166,8 +166,6 @@ def pristine_long_context() -> Iterator[None]:
 def _shipped_values(module: Any) -> dict[str, Any]:
     """The shared dicts as the wheel ships them: read from a private copy of the module's
     source, so a mutation made before the first use cannot become the reference."""
-    import importlib.util
-
     origin = getattr(module, "__file__", None)
     spec = importlib.util.spec_from_file_location("_assay_bfcl_long_context", origin) \
         if origin else None
