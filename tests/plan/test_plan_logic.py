@@ -178,7 +178,9 @@ def test_few_shot_is_added_only_when_asked_and_not_already_set() -> None:
 # -- a plan run, in process: which limit each child gets ------------------------------------
 
 def qa_plan(folder: Path, limits: list[int | None]) -> Path:
-    """A plan of qa tasks over local files of 5 questions, with these own limits."""
+    """A plan of qa tasks over local files of 5 questions, with these own limits, scored
+    by exact_match (the plan's primary metric: the report calls out a task scored by
+    another)."""
     tasks = []
     for i, limit in enumerate(limits):
         name = f"set{i}"
@@ -186,7 +188,7 @@ def qa_plan(folder: Path, limits: list[int | None]) -> Path:
             json.dumps({"id": f"{name}-{j}", "question": f"{name} q{j}?", "answer": f"a{j}"}) + "\n"
             for j in range(5)))
         tasks.append({"task": "qa", "source": "builtin", "limit": limit,
-                      "options": {"data": f"{name}.jsonl"},
+                      "options": {"data": f"{name}.jsonl", "scorer": "exact_match"},
                       "metrics": [{"name": "exact_match", "role": "primary"}]})
     path = folder / "plan.yaml"
     path.write_text(json.dumps({"assay_plan": 1, "request": "small qa sets", "tasks": tasks}))

@@ -195,7 +195,10 @@ def test_a_run_where_every_call_failed_says_nothing_was_scored(fake_server, tmp_
                             data=str(write_rows(tmp_path / "d.jsonl", repeat_rows(3))),
                             max_retries=0)
     md, html = summary(result.run_id, tmp_path / "out")
-    assert verdict_of(md) == "No sample could be scored: all 3 failed to run."
+    # the run ended failed (every sample errored): said first, with its most common error
+    assert verdict_of(md) == "The run failed: no sample could be scored: all 3 failed to run."
+    assert "This run failed: 3 of 3 samples failed; most common error (3x): " in md
+    assert "retries the samples that failed" in md and "Partial result" not in md
     assert "**3 samples failed to run (not counted as wrong).**" in md
     assert "No sample could be scored." in html and "%" not in section(md, "Result")
 
@@ -325,8 +328,11 @@ def test_the_previous_run_of_the_same_task_and_model_is_compared(fake_server, tm
                 "on the 40 samples both runs scored: 0.0% before, 100.0% now (+100.0 points, "
                 "95% interval +")
     assert sentence in section(md, "Compared with the previous run")
+    # the two runs were served from two endpoints: said, as a change of setting may be
+    # what moved the number
     assert section(md, "Compared with the previous run").strip().endswith(
-        "points): a significant improvement.")
+        "points): a significant improvement. The two runs' configurations differ: endpoint "
+        f"{wrong.base_url} → {right.base_url}.")
     assert sentence in html
     assert verdict_of(md).endswith(
         "; significantly better than the previous run (+100.0 points on 40 shared samples).")

@@ -200,29 +200,31 @@ def test_nothing_extracted(scorer, output: str) -> None:
 @pytest.mark.parametrize(
     ("output", "target", "value", "extraction"),
     [
-        ("42", "42", 1.0, "full"),
+        ("42", "42", 1.0, "last_number"),
         ("The answer is 42.", 42, 1.0, "marker"),
         ("Answer: 1,234,567", "1234567", 1.0, "marker"),
         ("Answer: 1234567", "1,234,567", 1.0, "marker"),
         ("Answer: -17", -17, 1.0, "marker"),
         ("Answer: −17", "-17", 1.0, "marker"),  # unicode minus
-        ("x = -3.5", -3.5, 1.0, "full"),
+        ("x = -3.5", -3.5, 1.0, "last_number"),
         ("Answer: 1.5e3", 1500, 1.0, "marker"),
         ("Answer: 2E-3", 0.002, 1.0, "marker"),
         ("Answer: 45%", 45, 1.0, "marker"),
         ("Answer: 45\\%", "45", 1.0, "marker"),
         ("Answer: 45%", "45%", 1.0, "marker"),
         ("Answer: $1,234.50", 1234.5, 1.0, "marker"),
-        ("It costs -$5 now", -5, 1.0, "full"),
+        ("It costs -$5 now", -5, 1.0, "last_number"),
         ("Answer: €12", 12, 1.0, "marker"),
         ("Answer: 3/4", 0.75, 1.0, "marker"),
         ("Answer: -3/4.", -0.75, 1.0, "marker"),
         ("\\boxed{\\frac{3}{4}}", "0.75", 1.0, "boxed"),
         ("Answer: 0.75", "3/4", 1.0, "marker"),
-        ("5 apples and 7 pears, so 12", 12, 1.0, "full"),
+        ("5 apples and 7 pears, so 12", 12, 1.0, "last_number"),
         ("Answer: 12 apples (about 3 kg)", 12, 0.0, "marker"),  # the LAST number counts
-        ("9 - 4", 4, 1.0, "full"),  # a binary minus is not a sign
+        ("9 - 4", 4, 1.0, "last_number"),  # a binary minus is not a sign
         ("Answer: 1,23", 23, 1.0, "marker"),  # not a thousands group
+        ("Answer: 1,14,200", 14200, 0.0, "marker"),  # groups of 3 only: never 14,200
+        ("Answer: 1,14,200", 200, 1.0, "marker"),
         ("Answer: 0.1", 0.1000000001, 1.0, "marker"),  # within rel_tol
         ("Answer: 100.001", 100, 0.0, "marker"),
         ("I computed 18.\nFinal answer: eighteen", 18, 1.0, "last_number"),

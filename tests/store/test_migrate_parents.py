@@ -57,7 +57,7 @@ def test_schema_6_gives_parents_their_kind_and_moves_sessions_to_their_table(
                                      "SELECT id, status, created_at, finished_at, model, "
                                      "dataset, spec FROM runs WHERE task='plan_session'")}
     Store(old_store).close()
-    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("6",)]
+    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("7",)]
     kinds = dict(rows(old_store, "SELECT id, kind FROM runs"))
     assert kinds == {PLAN: "plan", ALPHA: "task", BETA: "task", PIPELINE: "pipeline",
                      **{run: "task" for run in STEPS.values()}}
@@ -84,7 +84,7 @@ def test_schema_6_gives_parents_their_kind_and_moves_sessions_to_their_table(
 def test_migrated_parents_list_and_sessions_are_not_runs(old_store: Path) -> None:
     listed = cli("list", "runs", "--json")
     assert listed.returncode == 0, listed.stderr
-    runs = {r["id"]: r for r in map(json.loads, listed.stdout.splitlines())}
+    runs = {r["id"]: r for r in json.loads(listed.stdout)}  # --json: one array
     assert DONE_SESSION not in runs and PAUSED_SESSION not in runs
     assert (runs[PLAN]["kind"], runs[PIPELINE]["kind"], runs[ALPHA]["kind"]) == (
         "plan", "pipeline", "task")

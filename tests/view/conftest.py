@@ -75,3 +75,28 @@ async def syn_site(syn_store: Store):
     yield site
     await site.session.close()
     await site.runner.cleanup()
+
+
+@pytest.fixture
+def page(browser: Any) -> Any:
+    """A checked browser page (tests/browser.py): script errors and dialogs fail the test."""
+    from tests.browser import checked_page  # the browser tests' modules skip without chromium
+
+    yield from checked_page(browser)
+
+
+@pytest.fixture
+def store(workspace: Path):
+    s = Store(workspace / "assay.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def server(store: Store):
+    """The viewer over ``store``, served from a background thread (browser tests)."""
+    from tests.browser import ServedInThread
+
+    s = ServedInThread(serve(store_path=store.path))
+    yield s
+    s.close()

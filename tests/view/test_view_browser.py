@@ -10,39 +10,19 @@ from __future__ import annotations
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
 import viewhelpers as vh
 
 from assay.store.sqlite import Store
 from assay.web.server import serve
-from tests.browser import ServedInThread, checked_page, expect
-
-
-@pytest.fixture
-def page(browser):
-    yield from checked_page(browser)
+from tests.browser import ServedInThread, expect
 
 
 @pytest.fixture(scope="module")
 def real_server(real_runs):
     s = ServedInThread(serve(store_path=real_runs[0]))
     yield s, real_runs[1]
-    s.close()
-
-
-@pytest.fixture
-def store(workspace: Path):
-    s = Store(workspace / "assay.db")
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def server(store: Store):
-    s = ServedInThread(serve(store_path=store.path))
-    yield s
     s.close()
 
 

@@ -7,27 +7,55 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import click
 
 from assay.api import make_spec, run_async
 from assay.core.redact import redact_url
+from assay.engine.failures import ErrorSummary, error_hint, error_summary
 from assay.engine.loop import run
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
 from assay.metrics.format import fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
-from assay.store.described import run_headline
+from assay.pipelines.models import (
+    ModelsResult,
+    comparison_lines,
+    is_models_run,
+    resume_models,
+    start_models,
+)
+from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
+
+_MODEL_HELP = ("What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
+               "'openai/<model>' (any OpenAI-compatible server) or "
+               "'python/<module>:<factory>'.")
+
+
+def _one_model(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> str:
+    """A command that evaluates one model refuses a repeated ``--model`` (rather than
+    keeping the last one silently)."""
+    if len(value) > 1:
+        raise ConfigError(f"--model given {len(value)} times ({', '.join(value)}); "
+                          f"'{ctx.command_path}' evaluates one model, so give it once")
+    return value[0] if value else "local"
+
+
+#: ``--model`` where one model is evaluated (a plan): repeating it is an error
+MODEL_OPTION = click.Option(["--model", "-m"], multiple=True, default=("local",),
+                            show_default=True, callback=_one_model, help=_MODEL_HELP)
+#: ``--model`` of ``assay run TASK``: repeated, the task runs once per model
+MODELS_OPTION = click.Option(
+    ["--model", "-m"], multiple=True, default=("local",), show_default=True,
+    help=_MODEL_HELP + " Repeat it to run the task once per model (child runs of one "
+    "parent run) and compare them.")
 
 #: the options every ``assay run <task>`` command shares (declared once, here)
 SHARED_OPTIONS = [
-    click.Option(["--model", "-m"], default="local", show_default=True,
-                 help="What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
-                 "'openai/<model>' (any OpenAI-compatible server) or "
-                 "'python/<module>:<factory>'."),
+    MODEL_OPTION,
     click.Option(["--base-url"], default=None,
                  help="Endpoint for openai/ models (default $OPENAI_BASE_URL, then OpenAI). "
                  "The key comes from $OPENAI_API_KEY and is never stored."),
@@ -63,6 +91,9 @@ SHARED_OPTIONS = [
                  "(eval_code, HumanEval/MBPP tests) with weak isolation: the host's files "
                  "and network within its reach. Warned on the console and marked in every "
                  "report; without it such a run is refused."),
+    click.Option(["--max-error-rate"], type=float, default=1.0, show_default=True,
+                 help="The run ends 'failed' (exit 1) when its share of errored samples "
+                 "passes this; 1.0: only when every sample errored."),
     click.Option(["--resume"], default=None,
                  help="Continue an interrupted run by id; finished samples are not redone."),
     click.Option(["--quiet", "-q"], is_flag=True, help="No progress bar (for CI)."),
@@ -72,7 +103,7 @@ SHARED_NAMES = tuple(str(o.name) for o in SHARED_OPTIONS)
 #: shared options that may change when a run is resumed: they do not change its samples
 RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",
                       "max_retries", "no_cache", "max_reply_bytes", "rpm", "quiet", "resume",
-                      "allow_weak_sandbox"}
+                      "allow_weak_sandbox", "max_error_rate"}
 
 
 def parse_params(items: list[str] | None, temperature: float | None) -> dict[str, Any]:
@@ -96,7 +127,8 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
                    max_retries: int, epochs: int, seed: int | None, no_cache: bool,
                    param: list[str] | None, temperature: float | None,
                    max_reply_bytes: int, rpm: float | None = None,
-                   allow_weak_sandbox: bool = False) -> dict[str, Any]:
+                   allow_weak_sandbox: bool = False,
+                   max_error_rate: float = 1.0) -> dict[str, Any]:
     """The engine part of a RunSpec from the shared CLI options."""
     ids = None
     if sample_ids is not None:
@@ -108,7 +140,7 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
         max_connections=max_connections, timeout=timeout, sample_timeout=sample_timeout,
         max_retries=max_retries, epochs=epochs, seed=seed, cache=not no_cache,
         params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes, rpm=rpm,
-        allow_weak_sandbox=bool(allow_weak_sandbox),
+        allow_weak_sandbox=bool(allow_weak_sandbox), max_error_rate=max_error_rate,
     )
 
 
@@ -140,31 +172,45 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
+def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequence[str],
                 engine_options: dict[str, Any], task_options: dict[str, Any],
                 overrides: dict[str, Any] | None = None) -> Any:
     """Shared body of every ``assay run <task>`` command.
 
     On ``--resume`` the stored spec is used; ``overrides`` are the options the user
     gave that may change without changing the samples (endpoint, connections,
-    timeouts, retries); each change is printed.
+    timeouts, retries); each change is printed. Several models (``--model`` repeated)
+    run as child runs of one parent run (:mod:`assay.pipelines.models`). A run that
+    ends ``failed`` (every sample errored, or more than ``--max-error-rate``) prints
+    its most common error and a hint, and exits 1.
     """
+    models = [model] if isinstance(model, str) else list(model)
     store = Store()
     engine = Engine(store, quiet=quiet)
     spec = None
     try:
         if resume:
+            record = store.get_run(resume)
+            if is_models_run(record):
+                return _models_run(store, task, models, resume=record["id"], quiet=quiet,
+                                   engine_options=engine_options, task_options=task_options,
+                                   overrides=overrides)
+            check_same_task(record, task)
             changes = resume_changes(store, resume, overrides or {})
             for line in changes:
                 click.echo(f"resume: {line}", err=True)
+        elif len(models) > 1:
+            return _models_run(store, task, models, resume=None, quiet=quiet,
+                               engine_options=engine_options, task_options=task_options)
         else:
-            spec = make_spec(task, model, task_options=task_options,
+            spec = make_spec(task, models[0], task_options=task_options,
                              engine=engine_options)
         started = time.perf_counter()
         with sigterm_as_interrupt():
             result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
                                    engine=engine, overrides=overrides))
         record = store.get_run(result.run_id)  # its headline, stored when it ended
+        failure = error_summary(store, result.run_id) if record["status"] == "failed" else None
     except KeyboardInterrupt:
         if engine.current_run_id:
             try:
@@ -178,7 +224,8 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
         store.close()
     head = run_headline(record)
     m = result.metrics
-    click.echo(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
+    click.echo(f"run {result.run_id} {record['status']} in "
+               f"{time.perf_counter() - started:.1f}s")
     if head:
         click.echo(f"{head[0]}: {fmt_rate(head[1])}")
     elif result.metrics.get("unscored_note"):
@@ -187,11 +234,70 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str,
     click.echo(f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
                f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
                f"(cache hits {stats.get('cache_hits', 0)})")
+    for advice in run_report(record).get("recommendations") or []:
+        click.echo(f"hint: {advice}")  # stored with the run (report.md has them too)
     for kind, path in result.reports.items():
         click.echo(f"{kind}: {path}")
+    if failure is not None:
+        _explain_failure(failure, f"assay run {task} --resume {result.run_id}")
+        raise SystemExit(1)
     return result
 
 
+def check_same_task(record: dict[str, Any], task: str) -> None:
+    """Refuse to resume ``record`` from ``assay run TASK`` when it is a run of another
+    task, or a plan or pipeline (one line naming the command that resumes it)."""
+    rid, stored = record["id"], record["spec"].get("task") or record["task"]
+    if record["kind"] != "task":
+        raise ConfigError(f"run {rid} is a {record['kind']} run ({record['task']}), not a "
+                          f"{task} run; see 'assay list runs' for how to resume it")
+    if task not in (record["task"], stored):
+        raise ConfigError(f"run {rid} is a {record['task']} run; resume it with "
+                          f"assay run {stored} --resume {rid}")
+
+
+def _explain_failure(failure: ErrorSummary, resume: str) -> None:
+    """The lines that say why a run failed (stderr): its most common error, a hint."""
+    click.echo(f"run failed: {failure.line()}", err=True)
+    if failure.hint:
+        click.echo(f"hint: {failure.hint}", err=True)
+    click.echo(f"nothing is lost: fix the cause, then {resume} (the errored samples are "
+               "run again)", err=True)
+
+
+def _models_run(store: Store, task: str, models: list[str], *, resume: str | None,
+                quiet: bool, engine_options: dict[str, Any], task_options: dict[str, Any],
+                overrides: dict[str, Any] | None = None) -> ModelsResult:
+    """``assay run TASK --model A --model B`` (or ``--resume`` of such a run): a child
+    run per model, then the comparison table; exit 1 when a model's run failed."""
+    try:
+        with sigterm_as_interrupt():
+            if resume:
+                done = resume_models(store, resume, task=task, overrides=overrides,
+                                     quiet=quiet, echo=click.echo)
+            else:
+                done = start_models(store, task, models, task_options=task_options,
+                                    engine=engine_options, quiet=quiet, echo=click.echo,
+                                    on_created=lambda pid: click.echo(f"multi-model run {pid}"))
+    except KeyboardInterrupt:
+        click.echo(f"interrupted; finished runs are saved. Resume with: assay run {task} "
+                   "--resume <multi-model run id> (see 'assay list runs')", err=True)
+        raise SystemExit(130) from None
+    click.echo(f"multi-model run {done.run_id}: {task} on {len(done.children)} models")
+    for line in comparison_lines(done.summary):
+        click.echo(line)
+    for kind, path in done.reports.items():
+        click.echo(f"{kind}: {path}")
+    for model, why in done.failures.items():
+        click.echo(f"{model} failed: {why}", err=True)
+        hint = error_hint(why)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
+    if done.failures:
+        click.echo(f"nothing is lost: fix the cause, then assay run {task} --resume "
+                   f"{done.run_id}", err=True)
+        raise SystemExit(1)
+    return done
 
 
 def _given(ctx: Any, kwargs: dict[str, Any]) -> set[str]:
@@ -216,7 +322,8 @@ def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
             f"--resume continues a run with the options it started with; {flags} would "
             "change its samples or scoring, so start a new run instead (only --base-url, "
             "--max-connections, --timeout, --sample-timeout, --max-retries, --no-cache, "
-            "--max-reply-bytes, --rpm and --allow-weak-sandbox may change on resume)")
+            "--max-reply-bytes, --rpm, --max-error-rate and --allow-weak-sandbox may change "
+            "on resume)")
     out: dict[str, Any] = {}
     for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet"}):
         if name == "no_cache":

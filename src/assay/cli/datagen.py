@@ -133,7 +133,7 @@ def _fmt(v) -> str:  # noqa: ANN001
 @model_option
 @click.option("--reference", default=None,
               help="Style examples: a JSON/JSONL file, an HF id, 'math500' or 'none' (default: "
-              "the book's AIME set, MATH-500 when offline).")
+              "past AIME problems, 1983-2025, from the Hub; MATH-500 when offline).")
 @click.option("--out", type=click.Path(path_type=Path),
               default=Path("generated_problems.jsonl"), show_default=True,
               help="Where to write the problems (.json or .jsonl).")
@@ -147,7 +147,10 @@ def generate(ctx: click.Context, n: int, model: str, reference: str | None, out:
              seed: int, resume: str | None, delay: float | None, base_url: str | None,
              max_connections: int, timeout: float, max_retries: int, no_cache: bool,
              rpm: float | None, quiet: bool) -> None:
-    """Generate AIME-style problems; failures are recorded, never written as problems."""
+    """Generate AIME-style problems.
+
+    Failures are recorded in the run, never written as problems.
+    """
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
                        rpm_of(rpm, delay), seed)
     store = _store()
@@ -188,7 +191,12 @@ def judge(data: Path, judge_model: tuple[str, ...], judge_samples: int, rubric: 
           generator_model: str | None, base_url: str | None, max_connections: int,
           timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
           quiet: bool) -> None:
-    """Rubric-judge problems (four anchored 1-5 dimensions); invalid verdicts never score."""
+    """Rubric-judge problems on four anchored 1-5 dimensions.
+
+    An invalid verdict never scores.
+
+    DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it.
+    """
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     judges = list(judge_model) or ["local"]
     generator_model = generator_model or _generator_of(data)
@@ -230,8 +238,12 @@ def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], judge_sam
             n_comparisons: int | None, base_url: str | None, max_connections: int,
             timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
             quiet: bool) -> None:
-    """Pairwise win rate against real problems, judged in both orders (by a jury when
-    --judge-model is repeated: every judge votes on every order)."""
+    """Pairwise win rate against real problems, judged in both orders.
+
+    A jury when --judge-model is repeated: every judge votes on every order.
+
+    DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it.
+    """
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm, seed)
     judges = list(judge_model) or ["local"]
     store = _store()
@@ -257,7 +269,13 @@ def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], judge_sam
 def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
            base_url: str | None, max_connections: int, timeout: float, max_retries: int,
            no_cache: bool, rpm: float | None, quiet: bool) -> None:
-    """Solve each problem with solver models and check the stated answers (math-verify)."""
+    """Check each problem's stated answer by solving it (math-verify).
+
+    Solver models (--solver-model) solve each problem; math-verify compares their
+    answers with the stated one.
+
+    DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it.
+    """
     engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
     solvers = list(solver_model) or ["local"]
     store = _store()
@@ -286,8 +304,8 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
 @judge_option
 @solver_option
 @click.option("--reference", default=None,
-              help="Reference set (file, HF id, 'math500'); default the book's AIME set, "
-              "MATH-500 when offline.")
+              help="Reference set (file, HF id, 'math500'); default past AIME problems, "
+              "1983-2025, from the Hub; MATH-500 when offline.")
 @click.option("--rubric", default=None, help="Custom rubric YAML.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed for generation and pairing (also sent as the sampling seed).")
@@ -302,7 +320,10 @@ def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...
              seed: int, resume: str | None, delay: float | None, base_url: str | None,
              max_connections: int, timeout: float, max_retries: int, no_cache: bool,
              rpm: float | None, quiet: bool) -> None:
-    """Generate, judge, compare with real problems, verify answers; one comprehensive report.
+    """Generate, judge, compare and verify, with one report.
+
+    Problems are generated, judged on the rubric, compared with real problems (win rate)
+    and their answers verified; one comprehensive report covers every step.
 
     The pipeline is a run in the store and each step a run of its own (its child);
     after Ctrl-C or a crash, --resume ID continues it.
@@ -358,9 +379,13 @@ def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...
 @click.option("--no-browser", is_flag=True, help="Do not open a browser.")
 def review(data: Path, reviewer: str | None, port: int, judge_scores: str | None, blind: bool,
            no_browser: bool) -> None:
-    """Human review page on 127.0.0.1: scores, status, comments; every submission saved.
+    """Review problems by hand in a local web page.
 
-    Bad data, a busy ``--port`` and the like are one-line errors (exit 2).
+    Scores, status and comments per problem, on 127.0.0.1; every submission is saved.
+
+    DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it; the
+    reviews are kept in the workspace store and exported beside it (for problems.jsonl:
+    problems_verifications.json). Bad data, a port in use and the like are one-line errors (exit 2).
     """
     if not data.is_file():
         raise ConfigError(f"problems file not found: {data}")

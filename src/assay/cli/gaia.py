@@ -12,7 +12,7 @@ from assay.tasks.gaia.score_files import score_predictions
 
 scorer_option = click.option(
     "--scorer", default="official", show_default=True,
-    help="official (the leaderboard's rules) or lenient (the book's, with its bugs fixed).")
+    help="official (the leaderboard's rules) or lenient (the Hello-Agents book's quasi-exact match, its bugs fixed).")
 
 
 @click.command("score")

@@ -3,58 +3,93 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from assay.errors import AssayError, ConfigError
 from assay.models.registry import listing
+from assay.pipelines.models import is_models_run
+from assay.store.described import run_headline
 from assay.store.sqlite import Store
 from assay.tasks.gallery.entry import all_entries
 from assay.tasks.gallery.source import cached
 from assay.tasks.gallery.task import readiness_text
 from assay.tasks.registry import available, declared_in, resolve
 
+#: the run's id is its creation time (``20261126-113951-ea146c``), so no date column
+_RUN_COLUMNS = ("run", "task / model", "status", "n", "err", "headline")
+
+
+def _headline(run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A listed run's headline, as stored when it ended (``None``: none, or a parent)."""
+    return run.get("headline_entry")
+
+
+def _short_value(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.4g}"
+
+
+def _model_lines(model: str, width: int = 24) -> str:
+    """A long model name broken after its provider (``openai/`` then the name)."""
+    head, sep, rest = model.partition("/")
+    return f"{head}{sep}\n{rest}" if sep and len(model) > width else model
+
+
+def _task_and_models(run: dict[str, Any]) -> str:
+    """The task over its model (a multi-model run: its task over each of its models)."""
+    models = run.get("models") or [str(run["model"].get("model"))]
+    return "\n".join([run.get("label") or run["task"], *map(_model_lines, models)])
+
+
+def _run_json(run: dict[str, Any]) -> dict[str, Any]:
+    head = _headline(run)
+    return {"id": run["id"], "task": run["task"], "model": run["model"].get("model"),
+            "status": run["status"], "samples": run["samples"], "errors": run["errors"],
+            "resumable": bool(run["resumable"]), "created_at": run["created_at"],
+            "parent": run.get("parent_id"), "kind": run["kind"],
+            "headline": None if head is None else {
+                "metric": head[0], **{k: head[1].get(k) for k in ("value", "ci_low", "ci_high")}},
+            "error": (run["stats"] or {}).get("error") if run["status"] == "failed" else None,
+            **({"models": run["models"]} if run.get("models") else {})}
+
 
 @click.command("runs")
 @click.option("--limit", type=int, default=20, show_default=True, help="How many runs.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line, for scripts.")
-def list_runs(limit: int, as_json: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="The runs as one JSON array, for scripts.")
+@click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per run and line.")
+def list_runs(limit: int, as_json: bool, as_jsonl: bool) -> None:
     """Recent runs in the workspace store."""
+    if as_json and as_jsonl:
+        raise ConfigError("give --json (one array) or --jsonl (one object per line), not both")
     store = Store()
     try:
         runs = store.list_runs(limit)
         sessions = store.list_plan_sessions(limit)
+        for r in runs:  # the headline stored when each run ended
+            record = store.get_run(r["id"])
+            r["headline_entry"] = run_headline(record) if r["kind"] == "task" else None
+            if is_models_run(r):  # the task it ran on several models
+                r["models"] = [str(m) for m in record["model"].get("models") or []]
+                r["label"] = (f"{record['spec']['task_options'].get('task')} on "
+                              f"{len(r['models'])} models")
     finally:
         store.close()
     if as_json:
-        for r in runs:
-            click.echo(json.dumps({
-                "id": r["id"], "task": r["task"], "model": r["model"].get("model"),
-                "status": r["status"], "samples": r["samples"], "errors": r["errors"],
-                "resumable": bool(r["resumable"]), "created_at": r["created_at"],
-                "parent": r.get("parent_id"), "kind": r["kind"]}))
+        click.echo(json.dumps([_run_json(r) for r in runs], indent=1))
         return
-
-    table = Table("run", "task", "model", "status", "samples", "errors", "resumable",
-                  "created")
-    for col in (0, 7):
-        table.columns[col].no_wrap = True
-    for r in runs:
-        table.add_row(r["id"], r["task"], str(r["model"].get("model")), r["status"],
-                      str(r["samples"]), str(r["errors"]), "yes" if r["resumable"] else "",
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])))
-    Console().print(table)
-    kinds = {r["kind"] for r in runs if r["resumable"]}
-    if "task" in kinds:
-        click.echo("resume a run with: assay run <task> --resume <run>")
-    if "plan" in kinds:
-        click.echo("resume a plan run with: assay run <plan.yaml> --resume <run>")
-    if "pipeline" in kinds:
-        click.echo("resume a pipeline with: assay datagen pipeline --resume <run>")
+    if as_jsonl:
+        for r in runs:
+            click.echo(json.dumps(_run_json(r)))
+        return
+    console = Console(highlight=False)
+    console.print(_runs_table(runs, min(console.width, 100)))
+    _resume_hints(runs)
     paused = [s for s in sessions if s["status"] != "finished"]
     for s in paused:
         click.echo(f"planning session {s['id']} ({s['status']}): {s['request'][:60]}")
@@ -62,14 +97,59 @@ def list_runs(limit: int, as_json: bool) -> None:
         click.echo("continue a planning session with: assay plan --resume <session>")
 
 
+def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
+    """The runs as a table ``width`` columns wide (80 fits): ids whole (the id is the
+    creation time), the task over its model, long names wrapped rather than cut."""
+    table = Table(*_RUN_COLUMNS, box=None, pad_edge=False, show_edge=False, width=width,
+                  header_style="bold")
+    for col in table.columns:
+        col.no_wrap = col.header in ("run", "status", "n", "err")
+        col.overflow = "fold"
+    for name in ("n", "err"):
+        table.columns[_RUN_COLUMNS.index(name)].justify = "right"
+    # the room left goes mostly to the model's name; a headline wraps at its space
+    table.columns[1].ratio, table.columns[5].ratio = 1, 1
+    table.columns[1].min_width, table.columns[5].min_width = 8, 15  # choice_accuracy
+    for r in runs:
+        head = _headline(r)
+        parent = r["kind"] != "task"
+        table.add_row(
+            r["id"], _task_and_models(r),
+            Text(r["status"], style=_STATUS_STYLE.get(r["status"], "")),
+            "-" if parent else str(r["samples"]), "-" if parent else str(r["errors"]),
+            f"{head[0]} {_short_value(head[1].get('value'))}" if head else "-")
+    return table
+
+
+#: how a status is shown on a terminal (nothing on a pipe: rich drops colour there)
+_STATUS_STYLE = {"failed": "red", "interrupted": "yellow", "running": "cyan",
+                 "finished": "green"}
+
+
+def _resume_hints(runs: list[dict[str, Any]]) -> None:
+    """One line per kind of resumable run: the command that resumes it."""
+    resumable = [r for r in runs if r["resumable"]]
+    if any(r["kind"] == "task" for r in resumable):
+        click.echo("resume a run that failed, stopped or has errors: "
+                   "assay run <task> --resume <run>")
+    if any(r["kind"] == "plan" for r in resumable):
+        click.echo("resume a plan run with: assay run <plan.yaml> --resume <run>")
+    if any(is_models_run(r) for r in resumable):
+        click.echo("resume a multi-model run with: assay run <task> --resume <run>")
+    if any(r["kind"] == "pipeline" and not is_models_run(r) for r in resumable):
+        click.echo("resume a pipeline with: assay datagen pipeline --resume <run>")
+
+
 @click.command("tasks")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--category", default=None, help="Only gallery entries of this category.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gallery entries as JSON.")
 def list_tasks(files: tuple[str, ...], category: str | None, as_json: bool) -> None:
-    """Tasks that can be run by name, with their source (built-in, plugin or gallery), then
-    the gallery's entries with category, size, data source, readiness and whether their data
-    is cached; with FILES, the tasks those .py or .yaml files declare."""
+    """Tasks that can be run by name, and the gallery's entries.
+
+    Each task with its source (built-in, plugin or gallery), then the gallery's entries
+    with category, size, data source, readiness and whether their data is cached; with
+    FILES, the tasks those .py or .yaml files declare."""
     rows: list[tuple[str, str, str]] = []
     if files:
         for f in files:
@@ -145,8 +225,9 @@ def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) 
 
 @click.command("models")
 def list_models() -> None:
-    """Model providers (the ``assay.models`` entry points, plugins included) and how to
-    name them."""
+    """Model providers and how to name them.
+
+    Every assay.models entry point, plugins included."""
     forms = listing()
     width = max((len(form) for form, _ in forms), default=0)
     for form, what in forms:

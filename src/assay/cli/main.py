@@ -1,7 +1,11 @@
 """The ``assay`` command line (click; ``rich`` for tables).
 
 User errors (:class:`AssayError`) print one line and exit with status 2;
-``--debug`` shows the traceback instead.
+``--debug`` shows the traceback instead. A usage error (an unknown command or option, a
+missing or extra argument) prints the command's short usage line and then that one
+``error:`` line; a bad option value, or a task file's error, is the one line alone. A group given no command
+(``assay``, ``assay run``, ``assay list``) prints its help to stdout and exits with status
+2, as click does for a group's missing command.
 """
 
 from __future__ import annotations
@@ -13,6 +17,23 @@ import click
 from assay.cli.app import STATE, app
 from assay.core.redact import scrub
 from assay.errors import AssayError
+
+#: exit status of usage errors and of a group given no command (click's own)
+USAGE_EXIT = 2
+
+
+def usage_error_lines(e: click.UsageError) -> list[str]:
+    """What a usage error prints: the short usage (for errors of shape, not of a value)
+    and one ``error:`` line pointing at the command's ``--help``."""
+    where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+    message = scrub(" ".join(e.format_message().split()))
+    lines = [f"error: {message}{where}"]
+    bad_value = isinstance(e, click.BadParameter) and not isinstance(e, click.MissingParameter)
+    # a task file's own error, handed on as a usage error (assay run FILE.yaml): one line
+    from_content = isinstance(e.__context__, AssayError)
+    if e.ctx is not None and not bad_value and not from_content:
+        lines.insert(0, e.ctx.get_usage())
+    return lines
 
 
 def main() -> None:
@@ -32,14 +53,15 @@ def main() -> None:
     except (click.Abort, KeyboardInterrupt):
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as e:
+        click.echo(e.ctx.get_help(), color=e.ctx.color)  # the help itself, not an error
+        sys.exit(USAGE_EXIT)
     except click.UsageError as e:
         if STATE["debug"]:
             raise
-        # one line, like every other user error; the command's --help has the rest
-        where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-        message = scrub(" ".join(e.format_message().split()))
-        click.echo(f"error: {message}{where}", err=True)
-        sys.exit(2)
+        for line in usage_error_lines(e):
+            click.echo(line, err=True)
+        sys.exit(USAGE_EXIT)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)

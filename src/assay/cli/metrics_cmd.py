@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 
 import click
 from rich import box
 from rich.console import Console
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -32,8 +32,10 @@ def first_sentence(text: str) -> str:
 @click.option("--json", "as_json", is_flag=True,
               help="The full metadata (description, usage, ...) as one JSON list, for scripts.")
 def metrics(dimension: str | None, as_json: bool) -> None:
-    """Metrics that tasks and plans can name: name, aliases, level, dimension, category and
-    what each measures (the first sentence; --json gives the full description and usage)."""
+    """Metrics that tasks and plans can name, and what each measures.
+
+    Each metric's name, aliases, level, dimension, category and the first sentence of its
+    description; --json gives the full description and usage."""
     infos = [m for m in all_metrics() if dimension is None or m.dimension == dimension]
     if as_json:
         click.echo(json.dumps([m.to_dict() for m in infos], indent=2))
@@ -62,5 +64,8 @@ def metrics(dimension: str | None, as_json: bool) -> None:
             if aliases:
                 head.append(f"  {aliases}", style="dim")
             console.print(head)
-            console.print(Padding(description, (0, 0, 0, 4)), overflow="fold")
+            # wrapped here, not padded by rich: no trailing blanks when piped or copied
+            click.echo(textwrap.fill(description, width=max(console.width, 40),
+                                     initial_indent="    ", subsequent_indent="    ",
+                                     break_on_hyphens=False))
     click.echo(f"{len(infos)} metrics; full text: assay list metrics --json")

@@ -49,11 +49,12 @@ def _prompt(text: str) -> str | None:
 def plan(request: str | None, model: str, planner_model: str | None, judge_model: str | None,
          base_url: str | None, output: Path, yes: bool, no_hub: bool,
          embeddings: str | None, resume: str | None) -> None:
-    """Plan an evaluation from one sentence: the request is structured, the gallery is
-    searched (and the Hub, when online), each task is resolved and given its metrics,
-    with a checkpoint after the plan, the resolution and the metrics, where you approve,
-    edit ($EDITOR), drop TASK, add TASK or go back. The plan is a YAML file; run it
-    with: assay run plan.yaml --model M."""
+    """Plan an evaluation from one sentence, with checkpoints.
+
+    The request is structured, the gallery is searched (and the Hub, when online), each
+    task is resolved and given its metrics, with a checkpoint after the plan, the
+    resolution and the metrics, where you approve, edit ($EDITOR), drop TASK, add TASK or
+    go back. The plan is a YAML file; run it with: assay run plan.yaml --model M."""
     store = Store()
     try:
         if resume:
@@ -121,12 +122,19 @@ def plan_command(path: str) -> click.Command:
         for row in done.summary.get("tasks", []):
             value = row.get("value")
             shown = fmt_value(value) if value is not None else row.get("status", "not run")
-            click.echo(f"  {row.get('label')}: {row.get('primary')} {shown}")
+            metric = row.get("metric_key") or row.get("primary")
+            instead = (f" (not the plan's {row.get('primary')}: {row.get('label')} does not "
+                       "compute it)" if row.get("primary_computed") is False else "")
+            click.echo(f"  {row.get('label')}: {metric} {shown}{instead}")
+        failed = [row.get("label") for row in done.summary.get("tasks", [])
+                  if row.get("status") == "failed"]
         for i, err in done.failures.items():
             click.echo(f"  task {i + 1} failed: {err}", err=True)
+        for label in failed:
+            click.echo(f"  {label}: the run failed (see 'assay report' on it)", err=True)
         for kind, p in done.reports.items():
             click.echo(f"{kind}: {p}")
-        if done.failures:
+        if done.failures or failed:
             raise SystemExit(1)
 
     return click.Command(path, callback=callback, params=list(SHARED_OPTIONS),

@@ -10,14 +10,26 @@ from assay.engine.finalize import describe_old_runs, exports_for_report
 from assay.errors import ConfigError
 from assay.metrics.format import fmt_rate
 from assay.pipelines.datagen import pipeline_dir, pipeline_record
+from assay.pipelines.models import is_models_run, write_models_report
 from assay.plan.report import write_plan_report
 from assay.reports.datagen import write_pipeline_report
 from assay.reports.render import write_reports
 from assay.reports.summary import write_summary
 from assay.rescore import rescore
 from assay.store.described import run_headline
-from assay.store.sqlite import Store
+from assay.store.sqlite import Store, workspace_dir
 from assay.tasks.options import parse_assignments
+
+
+def existing_store(run_id: str) -> Store:
+    """The workspace's store; where there is none, a one-line error naming ``run_id``
+    (no store is created)."""
+    path = workspace_dir() / "assay.db"
+    if not path.is_file():
+        raise ConfigError(f"no run {run_id!r}: there is no store at {path} yet, so 'assay "
+                          "list runs' lists none; run something first ('assay run ...'), or "
+                          "set ASSAY_HOME to the workspace that holds assay.db")
+    return Store(path)
 
 
 @click.command("report")
@@ -28,11 +40,13 @@ from assay.tasks.options import parse_assignments
               help="Write only the one-page summary (summary.md, summary.html) for a product "
               "owner; the full report stays for engineers.")
 def report(run_id: str, out: Path | None, summary: bool) -> None:
-    """Regenerate report.md, report.html and results.jsonl for a run (RUN_ID: its id or a
-    unique prefix) from the store; with --summary, the one-page summary instead."""
+    """Write a run's reports again, from the store.
+
+    report.md, report.html and results.jsonl for RUN_ID (its id or a unique prefix); with
+    --summary, the one-page summary instead."""
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the reports")
-    store = Store()
+    store = existing_store(run_id)
     try:
         # runs an older assay finished without a description are described once (their
         # task's code asked here, where it is present; reports then read only the store)
@@ -48,10 +62,13 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
             return
         record = store.get_run(run_id)
         if record["kind"] != "task":  # a parent run: the report across its steps
-
-            written = write_plan_report(store, record["id"], out) if record["kind"] == "plan" \
-                else write_pipeline_report(store, pipeline_record(store, record["id"]),
-                                           out or pipeline_dir(record["id"]))
+            if record["kind"] == "plan":
+                written = write_plan_report(store, record["id"], out)
+            elif is_models_run(record):
+                written = write_models_report(store, record["id"], out)
+            else:
+                written = write_pipeline_report(store, pipeline_record(store, record["id"]),
+                                                out or pipeline_dir(record["id"]))
             for kind, path in written.items():
                 click.echo(f"{kind}: {path}")
             return
@@ -81,10 +98,11 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
 @click.option("--no-report", is_flag=True, help="Do not write the new run's reports.")
 def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
           judge_model: tuple[str, ...], no_report: bool) -> None:
-    """Score a run's stored outcomes again (RUN_ID: its id or a unique prefix), with no
-    call to the model under test, as a new run linked to it; a judged task's judge is
-    asked again (from the response cache when it is the same judge)."""
-    store = Store()
+    """Score a stored run again, with no call to the model under test.
+
+    RUN_ID: its id or a unique prefix. The new scores are a new run linked to it; a judged
+    task's judge is asked again (from the response cache when it is the same judge)."""
+    store = existing_store(run_id)
     try:
         record = store.get_run(run_id)
         if record["kind"] != "task":

@@ -13,7 +13,9 @@ from typing import Any
 
 import click
 
+from assay.api import RunResult
 from assay.cli.common import (
+    MODELS_OPTION,
     SHARED_NAMES,
     SHARED_OPTIONS,
     engine_options,
@@ -121,7 +123,7 @@ def task_command(text: str) -> click.Command:
             engine_options=engine_options(**eng), task_options=options,
             overrides=overrides)
         after = getattr(ref.declared, "after_run", None)
-        if after is not None and result is not None:
+        if after is not None and isinstance(result, RunResult):  # one model's run
             after(result, options)
         return result
 
@@ -130,9 +132,9 @@ def task_command(text: str) -> click.Command:
                            metavar="KEY=VALUE",
                            help="A task option (see above), VALUE read as JSON when it parses "
                            "(numbers, true/false, lists), else as text; repeatable."),
-              *SHARED_OPTIONS]
+              *(MODELS_OPTION if o.name == "model" else o for o in SHARED_OPTIONS)]
     doc = (ref.declared.__doc__ or ref.description or "").strip()
-    first = doc.split("\n\n")[0].replace("\n", " ").strip()
+    first = " ".join(doc.split("\n\n")[0].split())
     details = getattr(ref.declared, "details", None)  # a gallery entry's data and metrics
     more = f"\n\n{details}" if details else ""
     return TaskCommand(text, callback=callback, params=params,
@@ -172,5 +174,6 @@ run_group = TaskGroup(
     "run", help="Run a task against a model or agent: a task name (see 'assay list tasks'), "
     "FILE.py[@NAME] or FILE.yaml. Task options are flags (see 'assay run TASK --help') or "
     "-T KEY=VALUE. Results go to the workspace store (./assay-runs, or $ASSAY_HOME) and "
-    "reports to assay-runs/runs/<run_id>/.",
-    short_help="Run a task against a model or agent.")
+    "reports to assay-runs/runs/<run_id>/. Repeat --model to run the task once per model "
+    "and compare them.",
+    short_help="Run a task against a model or agent.", subcommand_metavar="TASK [ARGS]...")

@@ -12,7 +12,7 @@ from assay.web.server import launch
               help="Port on 127.0.0.1 to serve on; 0 picks a free one.")
 @click.option("--no-browser", is_flag=True, help="Print the address without opening a browser.")
 def view(port: int, no_browser: bool) -> None:
-    """Browse runs, metrics and every sample's transcript in a local web page.
+    """Browse runs, metrics and transcripts in a local web page.
 
     Serves the workspace store (./assay-runs/assay.db, or $ASSAY_HOME/assay.db) on
     127.0.0.1 only, read-only: nothing you do in the page changes the store, so it is

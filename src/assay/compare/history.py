@@ -1,8 +1,14 @@
 """A task's primary metric over time (``assay history TASK``), with drops flagged.
 
 Every run of the task (optionally of one model) in the store, oldest first, with its
-headline metric and interval as stored with the run (never from the task's code). Within each model's series, each run
-is tested against the one before it: paired on their shared samples (McNemar or the
+headline metric and interval as stored with the run (never from the task's code).
+Runs are grouped by their configuration fingerprint (:mod:`assay.store.fingerprint`):
+one series per configuration, so runs scored by another scorer, with another template,
+temperature or data, or re-scored by ``assay score``, are never drawn as one line. The
+history shows one configuration (the newest run's, or the one ``fingerprint`` names)
+and lists the others with their run counts and how they differ; ``mix`` shows them all,
+each point marked with its fingerprint. Within each series, each run is tested against
+the one before it: paired on their shared samples (McNemar or the
 paired bootstrap, as ``assay compare`` does), or, when they share none, Fisher's exact
 test on the two pass counts. A significant decrease is a drop. Only finished runs are
 tested; a partial run is shown and marked.
@@ -17,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from assay.compare.runs import compare_runs, model_name
 from assay.errors import ConfigError
 from assay.store.described import run_headline
+from assay.store.fingerprint import differences, differences_text
 from assay.tasks.gallery.entry import find_entry
 
 if TYPE_CHECKING:
@@ -48,7 +55,8 @@ def _unpaired(prev: dict[str, Any], cur: dict[str, Any], alpha: float) -> dict[s
 def _change(store: Store, prev: dict[str, Any], cur: dict[str, Any], score: str | None,
             alpha: float) -> dict[str, Any] | None:
     try:
-        res = compare_runs(store, prev["id"], cur["id"], score=score, alpha=alpha)
+        res = compare_runs(store, prev["id"], cur["id"], score=score, alpha=alpha,
+                           outputs=False)
     except ConfigError:  # no shared scored sample
         return _unpaired(prev["metric"], cur["metric"], alpha)
     p = res["primary"]
@@ -57,13 +65,48 @@ def _change(store: Store, prev: dict[str, Any], cur: dict[str, Any], score: str 
             "significant": p["significant"], "warnings": res["warnings"]}
 
 
+def _configurations(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{fingerprint: {"fingerprint", "runs", "newest", "model", "parts"}}``, in the
+    order their first runs were made."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        fp = run["config"]["fingerprint"]
+        entry = out.setdefault(fp, {"fingerprint": fp, "runs": 0, "model": model_name(run),
+                                    "parts": run["config"]["parts"]})
+        entry["runs"] += 1
+        entry["newest"] = run["id"]
+    return out
+
+
+def _pick(configs: dict[str, dict[str, Any]], wanted: str | None, newest: str) -> str:
+    if wanted is None:
+        return newest
+    found = [fp for fp in configs if fp.startswith(wanted)]
+    if len(found) == 1:
+        return found[0]
+    listing = ", ".join(f"{fp} ({c['runs']} runs)" for fp, c in configs.items())
+    what = "matches several" if found else "matches none"
+    raise ConfigError(f"--fingerprint {wanted!r} {what} of this history's configurations: "
+                      f"{listing}")
+
+
 def task_history(store: Store, task: str, *, model: str | None = None,
                  score: str | None = None, alpha: float = 0.05,
-                 limit: int | None = None) -> dict[str, Any]:
-    """Every run of ``task`` (of ``model``: an exact name, else a substring), oldest first,
-    with its headline metric, and each change from the model's previous finished run."""
+                 limit: int | None = None, fingerprint: str | None = None,
+                 mix: bool = False) -> dict[str, Any]:
+    """Every run of ``task`` (of ``model``: an exact name, else a substring) of one
+    configuration, oldest first, with its headline metric, and each change from the
+    previous finished run of that configuration.
+
+    ``fingerprint``: the configuration shown (a unique prefix; default: the newest
+    run's). ``mix``: every configuration, each a series of its own. The others are
+    listed under ``configurations`` with their run counts and differences.
+    """
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
+    if mix and fingerprint:
+        raise ConfigError("give --fingerprint F (one configuration) or --all (every one), "
+                          "not both")
     runs = [store.get_run(rid) for rid in store.runs_of(task)]
     if not runs:  # a catalogue alias (mt_bench) names the entry its runs are stored under
         entry = find_entry(task)
@@ -79,6 +122,15 @@ def task_history(store: Store, task: str, *, model: str | None = None,
         if not runs:
             raise ConfigError(f"no runs of task {task!r} with model {model!r}; see "
                               "'assay list runs'")
+    configs = _configurations(runs)
+    shown = None if mix else _pick(configs, fingerprint, runs[-1]["config"]["fingerprint"])
+    base = configs[shown or runs[-1]["config"]["fingerprint"]]["parts"]
+    for c in configs.values():
+        c["differences"] = differences(base, c["parts"])
+        c["text"] = differences_text(c["differences"])
+        c["shown"] = mix or c["fingerprint"] == shown
+    if shown is not None:
+        runs = [r for r in runs if r["config"]["fingerprint"] == shown]
     if limit:
         runs = runs[-limit:]
     points: list[dict[str, Any]] = []
@@ -86,6 +138,7 @@ def task_history(store: Store, task: str, *, model: str | None = None,
     for run in runs:
         head = _headline(run)
         point = {"id": run["id"], "model": model_name(run), "status": run["status"],
+                 "fingerprint": run["config"]["fingerprint"],
                  "created_at": run["created_at"],
                  "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),
                  "metric_name": head[0] if head else None,
@@ -94,15 +147,16 @@ def task_history(store: Store, task: str, *, model: str | None = None,
         points.append(point)
         if point["metric"] is None or run["status"] != "finished":
             continue
-        prev = last.get(point["model"])
+        prev = last.get(point["fingerprint"])
         if prev is not None:
             change = _change(store, prev, point, score, alpha)
             point["previous"] = prev["id"]
             point["change"] = change
             point["drop"] = bool(change and change["significant"] and change["delta"] < 0)
-        last[point["model"]] = point
+        last[point["fingerprint"]] = point
     series: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(points):
-        series[p["model"]].append(i)
+        series[p["fingerprint"]].append(i)
     return {"task": task, "model": model, "alpha": alpha, "points": points,
+            "fingerprint": shown, "mixed": mix, "configurations": list(configs.values()),
             "series": dict(series), "drops": [p["id"] for p in points if p["drop"]]}

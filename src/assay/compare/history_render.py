@@ -9,7 +9,7 @@ from typing import Any
 from assay.compare.render import fmt_p, write_page_set
 from assay.metrics.format import fmt_rate
 
-__all__ = ["history_lines", "history_svg", "write_history"]
+__all__ = ["configuration_lines", "history_lines", "history_svg", "write_history"]
 
 PALETTE = ("#1f6feb", "#8250df", "#bf8700", "#1a7f37", "#cf222e", "#57606a")
 
@@ -31,15 +31,55 @@ def _change_text(point: dict[str, Any]) -> str:
     return ("DROP " if point["drop"] else "") + text
 
 
+def _summary(parts: dict[str, Any]) -> str:
+    """``qa · openai/x · scorer exact · data 6d4b23ea6676``: a configuration in brief."""
+    bits = [str(parts.get("task")), str(parts.get("model"))]
+    scorer = (parts.get("scorer") or {}).get("scorer")
+    if scorer:
+        bits.append(f"scorer {scorer}")
+    if (parts.get("scorer") or {}).get("rescored"):
+        bits.append("re-scored")
+    gen = {k: v for k, v in (parts.get("generation") or {}).items() if k != "epochs"}
+    bits += [f"{k} {v}" for k, v in gen.items()]
+    if parts.get("data"):
+        bits.append(f"data {str(parts['data'])[:12]}")
+    return " · ".join(bits)
+
+
+def configuration_lines(hist: dict[str, Any]) -> list[str]:
+    """Which configuration the history shows, and the others with how they differ."""
+    configs = hist.get("configurations") or []
+    if hist.get("mixed"):
+        lines = [f"mixing {len(configs)} configuration(s), each point marked [fingerprint]:"]
+        lines += [f"  [{c['fingerprint']}] {c['runs']} run(s): {_summary(c['parts'])}"
+                  for c in configs]
+        return lines
+    shown = next((c for c in configs if c["fingerprint"] == hist["fingerprint"]), None)
+    if shown is None:
+        return []
+    lines = [f"configuration {shown['fingerprint']} ({shown['runs']} run(s)): "
+             f"{_summary(shown['parts'])}"]
+    others = [c for c in configs if c is not shown]
+    if others:
+        lines.append(f"{len(others)} other configuration(s) not shown (--fingerprint F to "
+                     "show one, --all to mix them):")
+        lines += [f"  {c['fingerprint']} ({c['runs']} run(s)): "
+                  f"{c['text'].replace('same configuration except: ', 'differs in ')}"
+                  for c in others]
+    return lines
+
+
 def history_lines(hist: dict[str, Any]) -> list[str]:
-    """One line per run, oldest first, then the drops."""
+    """Which configuration is shown, one line per run, oldest first, then the drops."""
     lines = [f"history of {hist['task']}" + (f" (model {hist['model']})" if hist["model"]
                                              else "")]
+    lines += configuration_lines(hist)
     for p in hist["points"]:
         status = "" if p["status"] == "finished" else f" [{p['status']}: partial]"
         name = f"{p['metric_name']} " if p["metric_name"] else ""
         change = _change_text(p)
-        lines.append(f"{p['created']}  {p['id']}  {p['model']}  {name}{_value(p)}{status}"
+        mark = f"[{p['fingerprint']}]  " if hist.get("mixed") else ""
+        lines.append(f"{p['created']}  {p['id']}  {mark}{p['model']}  {name}{_value(p)}{status}"
                      + (f"  vs previous {change}" if change else ""))
     if hist["drops"]:
         lines.append(f"significant drops at alpha={hist['alpha']:g}: {', '.join(hist['drops'])}")
@@ -49,7 +89,8 @@ def history_lines(hist: dict[str, Any]) -> list[str]:
 
 
 def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> Any:
-    """The chart: one point per run with its interval bar, one line per model; drops red."""
+    """The chart: one point per run with its interval bar, one line per configuration
+    (labelled by its fingerprint and model); drops red."""
     from markupsafe import Markup, escape  # startup
 
     pts = [p for p in hist["points"] if p["metric"] and p["metric"].get("value") is not None]
@@ -78,8 +119,10 @@ def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> An
         out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" '
                    f'text-anchor="end">{v:.2f}</text>')
     index = {p["id"]: i for i, p in enumerate(hist["points"])}
-    for k, (model, members) in enumerate(hist["series"].items()):
+    for k, (fingerprint, members) in enumerate(hist["series"].items()):
         color = PALETTE[k % len(PALETTE)]
+        named = hist["points"][members[0]].get("model") if members else None
+        model = f"{fingerprint} {named}" if named else fingerprint
         seq = [hist["points"][i] for i in members if hist["points"][i] in pts]
         path = " ".join(f"{x(index[p['id']]):.1f},{y(p['metric']['value']):.1f}" for p in seq)
         if len(seq) > 1:
@@ -103,5 +146,6 @@ def write_history(hist: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Write ``history.md``, ``history.html`` and ``history.json`` into ``out_dir``."""
     rows = [{**p, "value_text": _value(p), "change_text": _change_text(p)}
             for p in hist["points"]]
-    ctx = {"h": hist, "rows": rows, "chart": history_svg(hist)}
+    ctx = {"h": hist, "rows": rows, "chart": history_svg(hist),
+           "config_lines": configuration_lines(hist)}
     return write_page_set(out_dir, "history", ctx, hist)

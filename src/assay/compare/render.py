@@ -7,13 +7,19 @@ autoescape, Markdown by the reports' ``md_escape`` finalizer.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_write_text
 from assay.reports.render import _env as report_env
 
-__all__ = ["fmt_delta", "fmt_p", "summary_lines", "write_comparison"]
+#: the comparison's and the history's own templates, found before the reports' ones
+TEMPLATES = Path(__file__).parent / "templates"
+#: flipped samples shown with both outputs per direction on the terminal
+OUTPUTS_SHOWN = 5
+
+__all__ = ["fmt_delta", "fmt_p", "one_line", "summary_lines", "write_comparison"]
 
 
 def fmt_p(p: float | None) -> str:
@@ -42,13 +48,39 @@ def _test_name(result: dict[str, Any]) -> str:
             else "paired bootstrap")
 
 
-def summary_lines(result: dict[str, Any], flips_shown: int = 10) -> list[str]:
-    """The comparison in a few plain lines (the terminal's output)."""
+def one_line(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters (newlines as ``⏎``)."""
+    flat = text.replace("\r\n", "\n").replace("\n", " ⏎ ").replace("\t", " ")
+    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
+
+
+def flip_lines(flip: dict[str, Any], width: int) -> list[str]:
+    """A flipped sample in three lines: its id and target, A's output, B's output."""
+    head = f"  {flip['sample_id']}"
+    if flip.get("target"):
+        head += f"  target: {flip['target']}"
+    return [one_line(head, width),
+            one_line(f"    A: {flip.get('a_output', '')}", width),
+            one_line(f"    B: {flip.get('b_output', '')}", width)]
+
+
+def summary_lines(result: dict[str, Any], flips_shown: int = 10,
+                  outputs_shown: int = OUTPUTS_SHOWN, width: int | None = None) -> list[str]:
+    """The comparison in plain lines (the terminal's output): how B's configuration
+    differs from A's, the runs, the table, then the flipped samples, the first
+    ``outputs_shown`` of each direction with both outputs cut to ``width`` columns
+    (the terminal's width when ``None``)."""
     a, b, p = result["a"], result["b"], result["primary"]
     kind = result["kind"]
-    lines = [f"{k}: {r['id']}  {r['task']}  {r['model']}  ({r['created']}, {r['status']})"
-             + (f"  {r['headline']}" if r.get("headline") else "")
-             for k, r in (("A", a), ("B", b))]
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    lines = []
+    if result.get("configuration"):
+        c = result["configuration"]
+        lines.append(f"configuration: {c['text']}" + ("" if c["same"] else
+                     f" (fingerprints {c['a']} -> {c['b']})"))
+    lines += [f"{k}: {r['id']}  {r['task']}  {r['model']}  ({r['created']}, {r['status']})"
+              + (f"  {r['headline']}" if r.get("headline") else "")
+              for k, r in (("A", a), ("B", b))]
     lines += [f"warning: {w}" for w in result["warnings"]]
     lines.append(f"{result['shared']} shared samples ({result['only_a']} only in A, "
                  f"{result['only_b']} only in B); {result['excluded']} of them left out "
@@ -76,14 +108,25 @@ def summary_lines(result: dict[str, Any], flips_shown: int = 10) -> list[str]:
             shown = ", ".join(f["sample_id"] for f in flips[:flips_shown])
             more = f" (+{len(flips) - flips_shown} more)" if len(flips) > flips_shown else ""
             lines.append(f"{label} ({len(flips)}): {shown}{more}")
+            if outputs_shown and "a_output" in flips[0]:
+                for f in flips[:outputs_shown]:
+                    lines += flip_lines(f, width)
+                if len(flips) > outputs_shown:
+                    lines.append(f"  ... {len(flips) - outputs_shown} more with both outputs "
+                                 "in compare.md and compare.html")
     return lines
 
 
 def _env(markdown: bool) -> Any:
+    from jinja2 import ChoiceLoader, FileSystemLoader  # startup
+
     env = report_env(markdown=markdown)
+    env.loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES)), env.loader])
     env.filters["p"] = fmt_p
     env.filters["delta"] = fmt_delta
     env.filters["num"] = _num
+    env.filters["setting"] = lambda v: "unset" if v is None else (
+        v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str))
     return env
 
 

@@ -5,7 +5,10 @@ Per sample, the compared score is the mean of its scored epochs; a sample that e
 never as a failure. Pass/fail scores (every value 0 or 1) get McNemar's exact test;
 anything else a paired bootstrap (see :mod:`assay.compare.paired`). Differences in task,
 data hash or scorer between the runs are one warning line; only shared sample ids are
-compared either way.
+compared either way. The result says first how B's configuration differs from A's
+(:mod:`assay.store.fingerprint`: options, template, scorer, model, generation
+parameters, data hash), and gives every flipped sample its target and both outputs
+(:mod:`assay.compare.flips`).
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from assay.compare.flips import attach_outputs
 from assay.compare.paired import holm, paired_binary, paired_continuous
 from assay.errors import ConfigError
 from assay.metrics.format import fmt_rate
 from assay.store.described import run_headline
+from assay.store.fingerprint import data_hash as dataset_hash
+from assay.store.fingerprint import differences, differences_text
 
 if TYPE_CHECKING:
     from assay.store.sqlite import Store
@@ -52,7 +58,8 @@ class RunScores:
                 "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
                 "status": r["status"], "n_samples": len(self.values) + len(self.unscored),
                 "data_hash": data_hash(r), "scorer": self.score,
-                "headline": headline_text(r)}
+                "headline": headline_text(r), "fingerprint": r["config"]["fingerprint"],
+                "configuration": r["config"]["parts"]}
 
 
 def headline_text(run: dict[str, Any]) -> str | None:
@@ -70,11 +77,15 @@ def model_name(run: dict[str, Any]) -> str:
 
 def data_hash(run: dict[str, Any]) -> str | None:
     """The content hash of the data a run evaluated, where its task records one."""
-    ds = run.get("dataset") or {}
-    value = ds.get("content_hash") or ds.get("sha256") or ds.get("hash")
-    if isinstance(value, dict):  # per-file hashes
-        value = ",".join(f"{k}:{v}" for k, v in sorted(value.items()))
-    return str(value) if value else None
+    return dataset_hash(run.get("dataset"))
+
+
+def configuration_change(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """How run record ``b``'s configuration differs from ``a``'s: both fingerprints,
+    the differences (``[{"name", "a", "b"}]``) and them in one line."""
+    diffs = differences(a["config"]["parts"], b["config"]["parts"])
+    return {"a": a["config"]["fingerprint"], "b": b["config"]["fingerprint"],
+            "same": not diffs, "differences": diffs, "text": differences_text(diffs)}
 
 
 def load_scores(store: Store, run_id: str, score: str | None = None) -> RunScores:
@@ -148,13 +159,14 @@ def _category_field(by: str | None, metas: list[dict[str, Any]]) -> str | None:
 
 def compare_runs(store: Store, a: str, b: str, *, score: str | None = None,
                  by: str | None = None, alpha: float = 0.05, resamples: int = 10000,
-                 seed: int = 0) -> dict[str, Any]:
+                 seed: int = 0, outputs: bool = True) -> dict[str, Any]:
     """The paired comparison of run ``b`` against run ``a``, JSON-ready.
 
     ``score``: the score to compare (default: each run's primary, its first score).
     ``by``: the metadata field for per-category rows (default: the first of
     :data:`CATEGORY_FIELDS` that splits the samples). ``alpha``: the significance level
-    (the intervals are ``1 - alpha``). Raises :class:`ConfigError` when the runs share
+    (the intervals are ``1 - alpha``). ``outputs``: give every flipped sample its
+    target and both runs' outputs (:mod:`assay.compare.flips`). Raises :class:`ConfigError` when the runs share
     no scored sample.
     """
     if not 0 < alpha < 1:
@@ -205,9 +217,10 @@ def compare_runs(store: Store, a: str, b: str, *, score: str | None = None,
     if not binary:  # the largest changes first
         fixed.sort(key=lambda f: f["a"] - f["b"])
         broken.sort(key=lambda f: f["b"] - f["a"])
-    return {
+    result = {
         "a": ra.info(), "b": rb.info(), "score": ra.score if ra.score == rb.score else
         f"{ra.score} / {rb.score}",
+        "configuration": configuration_change(ra.run, rb.run),
         "kind": "binary" if binary else "continuous",
         "shared": len(shared_ids), "only_a": only_a, "only_b": only_b, "excluded": excluded,
         "warnings": [warning] if warning else [],
@@ -215,3 +228,6 @@ def compare_runs(store: Store, a: str, b: str, *, score: str | None = None,
         "categories": {"field": field, "rows": rows},
         "flips": {"fixed": fixed, "broken": broken},
     }
+    if outputs:
+        attach_outputs(store, result)
+    return result

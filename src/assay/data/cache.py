@@ -37,7 +37,7 @@ MANIFEST = "manifest.json"
 
 def data_root() -> Path:
     """The cache's folder: ``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``."""
-    return Path(os.environ.get(ENV) or workspace_dir() / "data").expanduser()
+    return Path(os.environ.get(ENV) or workspace_dir() / "data").expanduser().absolute()
 
 
 def sha256_files(files: list[Path], base: Path | None = None) -> str:

@@ -16,7 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from assay.core.redact import content_secrets, scrub_known, scrub_known_tree, secrets_version
+from assay.core.redact import (
+    content_secrets,
+    scrub,
+    scrub_known,
+    scrub_known_tree,
+    secrets_version,
+)
 from assay.core.types import Message, Reply, ToolSpec, Usage
 from assay.engine.ratelimit import RateLimiter
 from assay.errors import ModelCallError
@@ -106,12 +112,22 @@ def mask_reply(reply: Reply, secrets: list[str]) -> None:
         tc.arguments = scrub_known_tree(tc.arguments, secrets)
 
 
+MAX_CALL_EVENTS = 200
+"""Model calls kept per sample in its call log (later ones are counted, not kept)."""
+
+_MAX_EVENT_TEXT = 300
+
+
+def _round(value: float) -> float:
+    return round(value, 4)
+
+
 class CallContext:
     """The agent as one sample sees it: same ``generate`` protocol, plus bookkeeping."""
 
     __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
                  "cache_hits", "model_id", "text_only", "model_s", "wait_s", "roles",
-                 "params", "run_state")
+                 "params", "run_state", "events", "events_dropped", "_t0")
 
     def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int, *,
                  params: dict[str, Any] | None = None,
@@ -141,6 +157,10 @@ class CallContext:
         #: what the samples of one run share (one dict per run, e.g. BFCL's memory
         #: chains): the task keeps nothing of a run itself
         self.run_state: dict[str, Any] = {} if run_state is None else run_state
+        #: one event per model call (see :meth:`_event`), at most :data:`MAX_CALL_EVENTS`
+        self.events: list[dict[str, Any]] = []
+        self.events_dropped = 0
+        self._t0 = time.perf_counter()
 
     @property
     def agent(self) -> Any:
@@ -168,12 +188,16 @@ class CallContext:
                     self.calls += 1
                     self.cache_hits += 1
                     self.usage.add(reply.usage)
+                    self._event(time.perf_counter(), 0.0, 0.0, reply=reply, params=params)
                     return reply
         policy = shared.policy
         attempt = 0
+        first_asked = time.perf_counter()
+        errors: list[str] = []
+        waited = 0.0
         while True:
+            asked = time.perf_counter()
             try:
-                asked = time.perf_counter()
                 if shared.limiter.interval:
                     await shared.limiter.wait()
                 async with shared.semaphore:
@@ -185,14 +209,19 @@ class CallContext:
                     finally:
                         wall = time.perf_counter() - started
                         self.wait_s += started - asked
+                        waited += started - asked
                 # the model reports its own service time where it queues calls itself
                 # (the embedded model); the rest of the call's wall time was a wait
                 service = reply.latency_s if 0 < reply.latency_s <= wall else wall
                 self.model_s += service
                 self.wait_s += wall - service
+                waited += wall - service
                 break
             except ModelCallError as e:
+                errors.append(scrub(str(e))[:_MAX_EVENT_TEXT])  # as the error column is
                 if not e.transient or attempt >= policy.max_retries:
+                    self._event(first_asked, time.perf_counter() - first_asked, waited,
+                                params=params, errors=errors)
                     if attempt:
                         raise ModelCallError(
                             f"{e} (gave up after {attempt + 1} attempts)", transient=False,
@@ -203,6 +232,8 @@ class CallContext:
                 attempt += 1
         self.calls += 1
         self.usage.add(reply.usage)
+        self._event(first_asked, time.perf_counter() - first_asked, waited, reply=reply,
+                    params=params, errors=errors)
         secrets = shared.secrets()
         if secrets:
             mask_reply(reply, secrets)
@@ -218,3 +249,59 @@ class CallContext:
             shared.store.cache_put(key, self.model_id, json.dumps(reply.to_dict()))
             shared.cached_keys.add(key)
         return reply
+
+    def _event(self, asked: float, duration: float, waited: float, *,
+               reply: Reply | None = None, params: dict[str, Any] | None = None,
+               errors: list[str] | None = None) -> None:
+        """Log one model call: when it was asked for (seconds since the sample began), how
+        long it took in all and how much of that was waiting, its tokens, whether the
+        cache answered it, the retries it needed and their errors, and the parameters it
+        was sent with where they differ from the previous call's."""
+        if len(self.events) >= MAX_CALL_EVENTS:
+            self.events_dropped += 1
+            return
+        event: dict[str, Any] = {"start_s": _round(asked - self._t0),
+                                 "duration_s": _round(duration), "wait_s": _round(waited)}
+        if reply is not None:
+            event.update(input_tokens=reply.usage.input_tokens,
+                         output_tokens=reply.usage.output_tokens, cached=bool(reply.cached))
+        else:
+            event["failed"] = True
+        if errors:
+            event["retries"] = len(errors) - (1 if reply is None else 0)
+            event["errors"] = errors[-3:]
+        if params and self._params_changed(params):
+            event["params"] = {k: v for k, v in params.items()
+                               if isinstance(v, (str, int, float, bool, type(None)))}
+        self.events.append(event)
+
+    def _params_changed(self, params: dict[str, Any]) -> bool:
+        for e in reversed(self.events):
+            if "params" in e:
+                return e["params"] != {k: v for k, v in params.items()
+                                       if isinstance(v, (str, int, float, bool, type(None)))}
+        return True
+
+    def call_log(self) -> dict[str, Any] | None:
+        """This sample's model calls, its roles' too (an examiner's, a judge's), as stored
+        with the sample (``{"calls": [...], "dropped": n}``, each role's calls marked with
+        its name); None when no call was made."""
+        calls = [dict(e, role="subject") for e in self.events]
+        dropped = self.events_dropped
+        for name, role in self.roles.items():
+            calls += [dict(e, role=name) for e in role.events]
+            dropped += role.events_dropped
+        if not calls:
+            return None
+        calls.sort(key=lambda e: e["start_s"])
+        return {"calls": calls, "dropped": dropped} if dropped else {"calls": calls}
+
+
+def with_call_log(extra: dict[str, Any] | None, ctx: CallContext | None
+                  ) -> dict[str, Any] | None:
+    """The stored ``outcome`` column (:func:`assay.core.stored.outcome_extra`) with the
+    sample's call log added under ``call_log`` (what the viewer's timeline shows)."""
+    log = ctx.call_log() if ctx is not None else None
+    if log is None:
+        return extra
+    return {**(extra or {}), "call_log": log}

@@ -1,6 +1,7 @@
 """Finalize, once: a finished run's metrics, headline, report data and official exports.
 
-The one place where a run's task code is asked what the run means. It runs when a run
+The one place where a run's task code is asked what the run means; its configuration
+fingerprint (:mod:`assay.store.fingerprint`) is stored here too. It runs when a run
 ends (:class:`assay.engine.runner.Engine`), when ``assay score`` has scored a run again
 (:mod:`assay.rescore`), and once for each finished run an older assay stored without a
 description (:func:`describe_old_runs`). What it stores (see
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import AssayError
 from assay.metrics.registry import get_metric
 from assay.store.described import first_rate, generic_report, headline_record, is_rate, run_report
+from assay.store.fingerprint import configuration_of
 from assay.store.sqlite import Store
 from assay.tasks.base import Task as BaseTask
 from assay.tasks.registry import task_class
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from assay.tasks.base import Task
 
 __all__ = ["describe_old_runs", "describe_old_store", "exports_for_report", "finalize",
-           "write_exports"]
+           "run_configuration", "write_exports"]
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +118,20 @@ def finalize(store: Store, run_id: str, *, task: Task | type[Task] | None = None
         written = write_exports(store, {**run, "metrics": metrics}, task, folder)
         report["exports"] = {k: _relative(p, folder) for k, p in written.items()}
     store.set_description(run["id"], metrics=metrics, headline=head, report=report)
+    store.set_config(run["id"], run_configuration(store, run))
     return metrics
+
+
+def run_configuration(store: Store, run: dict[str, Any]) -> dict[str, Any]:
+    """The configuration and fingerprint of ``run`` as it is now (its spec may have
+    changed on ``--resume``): a re-scoring (its parent a task run) is marked so."""
+    parent_kind = None
+    if run.get("parent_id"):
+        try:
+            parent_kind = store.get_run(run["parent_id"])["kind"]
+        except AssayError:  # the parent is gone: not known to be a re-scoring
+            parent_kind = None
+    return configuration_of({**run, "config": None}, parent_kind)
 
 
 def exports_for_report(store: Store, run: dict[str, Any], out_dir: Path

@@ -22,7 +22,8 @@ from assay.core.redact import content_secrets, redact_tree, redact_url, scrub
 from assay.core.stored import outcome_extra, sample_extra
 from assay.core.types import Sample
 from assay.core.version import __version__
-from assay.engine.calls import CallContext, CallShared, RetryPolicy
+from assay.engine.calls import CallContext, CallShared, RetryPolicy, with_call_log
+from assay.engine.failures import ErrorSummary, error_summary, too_many_errors
 from assay.engine.finalize import finalize
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
@@ -60,6 +61,9 @@ class RunSpec:
     #: code from data or from a model may run with weak isolation where bubblewrap does
     #: not work (``--allow-weak-sandbox``); otherwise such a run is refused
     allow_weak_sandbox: bool = False
+    #: the run ends ``failed`` when its share of errored samples passes this (1.0: only
+    #: when every sample errored); see :mod:`assay.engine.failures`
+    max_error_rate: float = 1.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -80,6 +84,8 @@ class RunSpec:
         check_number("--max-reply-bytes", self.max_reply_bytes, minimum=1, integer=True,
                      optional=False)
         check_number("--rpm", self.rpm, above=0)
+        check_number("--max-error-rate", self.max_error_rate, minimum=0, maximum=1,
+                     optional=False)
         if not isinstance(self.params, dict):
             raise ConfigError(f"params must be a dict, got {type(self.params).__name__}")
         check_number("--temperature", self.params.get("temperature"), minimum=0)
@@ -335,7 +341,18 @@ class Engine:
         # finalize, once: metrics, headline, report data and official exports, stored with
         # the run (readers read them and never import the task's code)
         finalize(self.store, run_id, task=task)
+        self._fail_on_errors(run_id, spec)
         return run_id
+
+    def _fail_on_errors(self, run_id: str, spec: RunSpec) -> None:
+        """Mark a finished run ``failed`` when every sample errored or its error rate
+        passes ``spec.max_error_rate``; its most common error is kept in its stats."""
+        totals = self.store.sample_totals(run_id)  # one query; the errors read only if so
+        if too_many_errors(ErrorSummary(totals["samples"], totals["errors"]),
+                           spec.max_error_rate):
+            stats = self.store.get_run(run_id)["stats"]
+            stats["error"] = scrub(error_summary(self.store, run_id).line())[:500]
+            self.store.set_run_status(run_id, "failed", stats)
 
     def _mark(self, run_id: str, status: str, error: str | None) -> None:
         """Record how a run stopped; never raises (the original error matters more)."""
@@ -431,7 +448,7 @@ class Engine:
                 time.time(),
                 ctx.model_s if ctx else None, ctx.wait_s if ctx else None,
                 encode(extra) if (extra := sample_extra(sample)) else None,
-                encode(done) if (done := outcome_extra(outcome)) else None,
+                encode(done) if (done := with_call_log(outcome_extra(outcome), ctx)) else None,
             ))
             return error is not None
 

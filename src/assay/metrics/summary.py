@@ -76,15 +76,29 @@ def score_summary(results: list[SampleResult], score_name: str | None = None) ->
     }
 
 
+#: the extraction method of a score that took the whole reply as its answer (no answer
+#: marker, no ``\boxed{}``, no parser match): not an extraction
+WHOLE_REPLY = "full"
+
+
+def extracted(score: dict[str, Any]) -> bool:
+    """Whether a stored score's answer was really extracted from the reply: there is one,
+    and it is not the whole reply taken as the answer (:data:`WHOLE_REPLY`)."""
+    meta = score.get("metadata") or {}
+    return score.get("answer") is not None and meta.get("extraction") != WHOLE_REPLY
+
+
 def extraction_rate(results: list[SampleResult], score_name: str | None = None) -> dict[str, Any]:
-    """Share of scored samples where the scorer could extract an answer at all."""
+    """Share of scored samples whose answer was extracted from the reply (an answer
+    marker, a ``\\boxed{}``, a parser's match, a number or option read from it); a reply
+    taken whole as the answer does not count (see :func:`extracted`)."""
     scored = [r for r in results if r.error is None and r.scores]
-    extracted = 0
+    count = 0
     for r in scored:
         s = r.scores[score_name] if score_name else next(iter(r.scores.values()))
-        if s.get("answer") is not None:
-            extracted += 1
-    return proportion(extracted, len(scored))
+        if extracted(s):
+            count += 1
+    return proportion(count, len(scored))
 
 
 def usage_summary(results: list[SampleResult]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from assay.plan.children import step_key, task_ref
 from assay.plan.hub import fetch_split
 from assay.plan.report import plan_summary, write_plan_report
 from assay.plan.schema import Plan, PlanTask, read_plan
-from assay.plan.steps import check_metrics
+from assay.plan.steps import QA_SCORERS, check_metrics
 from assay.plan.untrusted import check_models, check_task_ref, task_options
 from assay.store.sqlite import Store
 from assay.tasks.options import path_options, validate_options
@@ -65,6 +65,9 @@ def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[
         options = task_options(options, base, f"plan {base}: task {task.label}")
     if task.source == "hub" and task.hub is not None:
         options["data"] = str(fetch_split(task.hub))
+    if (task.source == "hub" or task.task == "qa") and task.primary in QA_SCORERS:
+        # qa scores by the plan's primary metric, not by the scorer it would infer
+        options.setdefault("scorer", QA_SCORERS[task.primary])
     if plan.models.judge and task.source != "hub":
         # the plan's judge for every task with a judge role (MT-Bench, converse's judge
         # and examiner), unless the task names its own

@@ -131,6 +131,29 @@ def score_key(results: list[SampleResult], primary: str) -> str | None:
     return next(iter(first.scores))
 
 
+def computes_primary(key: str | None, primary: str) -> bool | None:
+    """Whether the samples' score ``key`` (:func:`score_key`) is the plan's primary metric:
+    its name or an alias (``None``: nothing was scored, so nobody can tell). ``False``
+    means the task computes something else, which the report must not pass off as it."""
+    if key is None:
+        return None
+    if key == primary:
+        return True
+    try:
+        return get_metric(key).name == primary
+    except ConfigError:
+        return False
+
+
+def _registry_name(key: str | None) -> str | None:
+    """The registry metric a score key names (``None``: a task's own score, such as
+    ``bfcl``)."""
+    try:
+        return get_metric(key).name if key else None
+    except ConfigError:
+        return None
+
+
 def _sample_value(r: SampleResult, key: str | None) -> float | None:
     if r.error is not None or key is None or key not in (r.scores or {}):
         return None
@@ -193,14 +216,18 @@ def weakest_groups(metrics: dict[str, Any], primary: str,
 def pick_cases(results: list[SampleResult], key: str | None, primary: str,
                n: int = 2) -> dict[str, list[dict[str, Any]]]:
     """The ``n`` worst and ``n`` best scored samples by primary score (dataset order breaks
-    ties; a sample is never both)."""
-    higher_is_better, _ = _metric_info(primary)
+    ties; a sample is never both). A best case scores better than the worst end of the
+    metric's scale: where every sample scored 0, there is no best case to show."""
+    higher_is_better, scale = _metric_info(primary)
+    low, high = scale or (0.0, 1.0)
+    worst_end = low if higher_is_better else high
     scored = [(r, v) for r in results if (v := _sample_value(r, key)) is not None]
     order = sorted(range(len(scored)), key=lambda i: scored[i][1],
                    reverse=not higher_is_better)
     worst = order[:n]
     best = [i for i in sorted(order, key=lambda i: scored[i][1], reverse=higher_is_better)
-            if i not in worst][:n]
+            if i not in worst and (scored[i][1] > worst_end if higher_is_better
+                                   else scored[i][1] < worst_end)][:n]
 
     def case(i: int) -> dict[str, Any]:
         r, v = scored[i]
@@ -221,7 +248,7 @@ def _task_summary(store: Store, index: int, task: PlanTask,
         "run_id": child["id"] if child else None,
         "status": child["status"] if child else "not run",
         "n_samples": None, "n_errors": None, "failures": None, "weakest_groups": [],
-        "cases": {"worst": [], "best": []},
+        "cases": {"worst": [], "best": []}, "primary_computed": None, "scored_by": None,
     }
     if child is None:
         return out
@@ -229,6 +256,8 @@ def _task_summary(store: Store, index: int, task: PlanTask,
     metrics = child.get("metrics") or {}
     results = store.results(child["id"], transcripts=False, texts=False)
     key = score_key(results, task.primary)
+    out["primary_computed"] = computes_primary(key, task.primary)
+    out["scored_by"] = _registry_name(key) if out["primary_computed"] is False else None
     out["n_samples"] = metrics.get("n_samples", len(results))
     out["n_errors"] = metrics.get("n_errors", sum(r.error is not None for r in results))
     out["failures"] = failure_categories(results, key, task.primary, metrics)
@@ -237,7 +266,10 @@ def _task_summary(store: Store, index: int, task: PlanTask,
     found = task_value(metrics, task.primary, child)
     if child["status"] == "finished" and found is not None:
         out["metric_key"], out["value"] = found
-        out["normalised"], out["scale_note"] = normalise(task.primary, found[1]["value"])
+        # on the scale of the metric read: the primary's, or the task's own when it does
+        # not compute the primary
+        out["normalised"], out["scale_note"] = normalise(
+            found[0] if out["primary_computed"] is False else task.primary, found[1]["value"])
     return out
 
 
@@ -290,14 +322,29 @@ def plan_summary(store: Store, plan_run_id: str, *,
     untagged = [t["label"] for t in tasks if not t["capabilities"]]
     if untagged:
         notes.append(f"not on the chart (no capability tag): {', '.join(untagged)}")
+    problems = []
     for t in tasks:
-        if t["value"] is not None and t["metric_key"] != t["primary"]:
+        if t["value"] is None or t["metric_key"] == t["primary"]:
+            continue
+        if t["primary_computed"] is False and t["scored_by"]:
+            problems.append(f"{t['label']}: the plan's primary metric is {t['primary']}, but "
+                            f"the run scored its samples by {t['scored_by']}; the value "
+                            f"shown ({t['metric_key']}) is {t['scored_by']}, not "
+                            f"{t['primary']}. Fix the plan: set the task's scorer option to "
+                            f"{t['primary']}, or make {t['scored_by']} its primary.")
+        elif t["primary_computed"] is False:
+            problems.append(f"{t['label']}: the plan's primary metric {t['primary']} is not "
+                            f"computed by {t['task']}; the value shown is {t['task']}'s own "
+                            f"{t['metric_key']} (its own verdict), not {t['primary']}: read "
+                            f"it as {t['task']}'s {t['metric_key']}.")
+        else:
             notes.append(f"{t['label']}: the run has no {t['primary']}; its headline "
                          f"{t['metric_key']} stands for it")
     return {
         "plan_run": run["id"], "request": plan.request, "status": run["status"],
         "model": (run.get("model") or {}).get("model") or plan.models.model,
         "tasks": tasks, "capabilities": axes, "chart": chart, "notes": notes,
+        "problems": problems,
         "counts": {"tasks": len(tasks),
                    "finished": sum(t["status"] == "finished" for t in tasks),
                    "not_run": sum(t["status"] == "not run" for t in tasks)},
@@ -335,6 +382,26 @@ def radar_geometry(axes: list[dict[str, Any]], width: int = 720,
 
 
 
+def plan_as_run(plan: Plan, run: dict[str, Any]) -> str:
+    """The plan's YAML (without its trace) as this run used it: the models the run was
+    given on the command line replace the file's (``--model``), and a header comment says
+    what the run overrode (the models, ``--limit``), so the report never shows
+    ``model: local`` for a run of another model."""
+    data = plan.without_trace()
+    used = {k: v for k, v in (run.get("model") or {}).items()
+            if k in data["models"] and v is not None}
+    changed = [f"{k} {data['models'][k]} -> {v}" for k, v in used.items()
+               if v != data["models"][k]]
+    data["models"].update(used)
+    limit = (run.get("spec") or {}).get("limit")
+    if limit is not None:
+        changed.append(f"limit -> {limit} sample{'' if limit == 1 else 's'} per task "
+                       "(--limit)")
+    head = ("# as this run used it (changed from the plan file: " + "; ".join(changed) + ")\n"
+            if changed else "")
+    return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100).rstrip()
+
+
 def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *,
                       summary: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write ``report.md``, ``report.html`` and ``summary.json`` (the :func:`plan_summary`)
@@ -369,8 +436,7 @@ def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *
                   ("plan hash", dataset.get("plan_hash") or "-"),
                   ("tasks", f"{counts['tasks']} planned, {counts['finished']} finished, "
                             f"{counts['not_run']} not run")],
-        "plan_yaml": yaml.safe_dump(plan.without_trace(), sort_keys=False, allow_unicode=True,
-                                    width=100).rstrip(),
+        "plan_yaml": plan_as_run(plan, run),
         "trace": _trace(plan),
         "radar": radar_geometry(summary["capabilities"]) if summary["chart"] == "radar" else None,
     }

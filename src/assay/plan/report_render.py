@@ -47,6 +47,19 @@ def _value_text(t: dict[str, Any]) -> str:
     return "not finished" if t["status"] != "finished" else "no scored samples"
 
 
+def _primary_text(t: dict[str, Any]) -> str:
+    """The Tasks table's primary metric: the plan's, and what stands for it; a primary the
+    task does not compute is said to be so, never passed off as computed."""
+    if t["metric_key"] in (None, t["primary"]):
+        return t["primary"]
+    if t.get("primary_computed") is False and t.get("scored_by"):
+        return (f"{t['primary']}: NOT what the run scored (shown: its {t['metric_key']}, "
+                f"by {t['scored_by']})")
+    if t.get("primary_computed") is False:
+        return f"{t['primary']}: NOT COMPUTED by {t['task']} (shown: its {t['metric_key']})"
+    return f"{t['primary']} (read as {t['metric_key']})"
+
+
 def _sections(summary: dict[str, Any],
               texts: dict[tuple[str, str, int], SampleResult]) -> list[dict[str, Any]]:
     """The report's tables, as ``{title, note, headers, rows, long}`` (shared by both formats)."""
@@ -64,8 +77,7 @@ def _sections(summary: dict[str, Any],
         "headers": ["task", "source", "primary metric", "value [95% CI]", "errors", "run",
                     "status"],
         "rows": [[t["label"], "hub (unverified)" if t["source"] == "hub" else t["source"],
-                  t["primary"] + (f" (read as {t['metric_key']})"
-                                  if t["metric_key"] not in (None, t["primary"]) else ""),
+                  _primary_text(t),
                   _value_text(t), "-" if t["n_errors"] is None
                   else f"{t['n_errors']}/{t['n_samples']}", t["run_id"] or "-",
                   t["status"] if t["status"] in ("finished", "not run")
@@ -103,7 +115,9 @@ def _sections(summary: dict[str, Any],
                 rows.append([which, c["sample_id"] if c["epoch"] == 0 else
                              f"{c['sample_id']}#{c['epoch']}", f"{c['score']:.3g}",
                              _short(r.input if r else "", CASE_CHARS),
-                             _short(r.error or r.output if r else "", CASE_CHARS),
+                             # a function-calling reply has no text: its decoded calls
+                             _short(r.error or r.output or r.prediction or ""
+                                    if r else "", CASE_CHARS),
                              _short(r.target if r else "", CASE_CHARS // 2)])
         secs.append({"title": f"Cases: {t['label']}", "long": True,
                      "notes": [] if rows else [f"No scored samples ({_value_text(t)})."],
@@ -148,6 +162,9 @@ def _markdown(ctx: dict[str, Any]) -> str:
              f"{ctx['created']}", "", f"> {_md_text(s['request'])}".replace("\n", " "), "",
              "| | |", "|---|---|"]
     lines += [f"| {md_cell(_md_text(k))} | {md_cell(_md_text(v))} |" for k, v in ctx["facts"]]
+    if s.get("problems"):
+        lines += ["", "## Plan problems", ""]
+        lines += [f"- **{_md_text(p)}**".replace("\n", " ") for p in s["problems"]]
     for sec in ctx["sections"]:
         lines += ["", f"## {_md_text(sec['title'])}".replace("\n", " "), ""]
         notes = sec.get("notes") or []
@@ -189,6 +206,9 @@ h3{font-size:1rem;margin-top:1.2rem}h4{font-size:.9rem;margin:.6rem 0 .2rem}</st
 <div class="muted">plan run {{ s.plan_run }} ({{ s.status }}), {{ created }}</div>
 <p class="headline">{{ s.request }}</p>
 <table>{% for k, v in facts %}<tr><td>{{ k }}</td><td>{{ v }}</td></tr>{% endfor %}</table>
+{% if s.problems %}<h2>Plan problems</h2>
+{% for p in s.problems %}<p class="warning" style="color:#9a3412"><strong>{{ p }}</strong></p>
+{% endfor %}{% endif %}
 <h2>Capability profile</h2>
 {% if not s.capabilities %}<p class="muted">No task has a capability tag.</p>
 {% elif s.chart == "radar" %}{% set g = radar %}
@@ -218,7 +238,7 @@ h3{font-size:1rem;margin-top:1.2rem}h4{font-size:.9rem;margin:.6rem 0 .2rem}</st
 <h2>{{ sec.title }}</h2>
 {% for note in sec.notes %}<p class="muted">{{ note }}</p>{% endfor %}
 {% if sec.headers %}<table><tr>{% for h in sec.headers %}<th>{{ h }}</th>{% endfor %}</tr>
-{% for row in sec.rows %}<tr>{% for c in row %}<td{% if sec.long %} class="q"{% endif %}>{{ c }}</td>{% endfor %}</tr>
+{% for row in sec.rows %}<tr>{% for c in row %}<td{% if sec.long and (c|string|length) > 40 %} class="q"{% endif %}>{{ c }}</td>{% endfor %}</tr>
 {% endfor %}</table>{% endif %}
 {% endfor %}
 <h2>The plan</h2>

@@ -23,24 +23,17 @@ from typing import Any
 
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
+from assay.engine.failures import error_hint
 from assay.metrics.format import fmt_rate
 from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
+from assay.reports.values import fmt_value, model_facts, setting_text, settings_text
 from assay.store.described import first_rate, run_headline, run_report
 from assay.store.described import is_rate as is_rate
 from assay.store.sqlite import Store
 
+__all__ = ["fmt_value", "is_rate"]  # fmt_value: imported from here by the CLI and viewer
+
 _TEMPLATES = Path(__file__).parent / "templates"
-
-
-def fmt_value(value: Any) -> str:
-    """Human text for any metrics value."""
-    if is_rate(value):
-        return fmt_rate(value)
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if value is None:
-        return "n/a"
-    return str(value)
 
 
 def headline(metrics: dict[str, Any], name: str | None = None
@@ -56,6 +49,14 @@ def headline(metrics: dict[str, Any], name: str | None = None
 def _short(value: Any, limit: int = 300) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def failure_line(run: dict[str, Any]) -> str:
+    """Why a failed run failed, with a hint where the cause is a usual one (a base URL
+    without ``/v1``, a missing key): ``This run failed: 3 of 3 samples failed; ...``."""
+    error = str((run.get("stats") or {}).get("error") or "too many samples failed")[:300]
+    hint = error_hint(error)
+    return f"This run failed: {error}." + (f" Hint: {hint}." if hint else "")
 
 
 def _verdict(r: SampleResult) -> str:
@@ -198,10 +199,13 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
         headline_text = "no scored samples"
     return {
         "run": run,
+        # why a run failed (every sample errored, a crash): said under the headline
+        "failure": failure_line(run) if run["status"] == "failed" else "",
         "results": results,
         "metrics": metrics,
-        "metric_rows": [(k, fmt_value(v)) for k, v in metrics.items()
-                        if not isinstance(v, list) and not (isinstance(v, dict) and not is_rate(v))],
+        "metric_rows": metric_rows(metrics),
+        "metric_notes": metric_notes(metrics, described),
+        "model_rows": model_facts(run),
         "rates": [(k, v) for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],
         "top_errors": metrics.get("top_errors") or [],
         "headline": head,
@@ -221,10 +225,36 @@ def build_context(store: Store, run_id: str, *, results: list[SampleResult] | No
         "recommendations": described.get("recommendations") or [],
         "described": described,
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
-        "dataset_items": [(k, _short(v, 200)) for k, v in run["dataset"].items()],
-        "spec_items": [(k, _short(v, 200)) for k, v in run["spec"].items()
-                       if v not in (None, {}, [])],
+        "dataset_items": [(k, _short(settings_text(v), 200)) for k, v in run["dataset"].items()],
+        "spec_items": [(k.replace("_", " "), _short(setting_text(k, v), 200))
+                       for k, v in run["spec"].items()
+                       if v not in (None, {}, []) and k not in _SHOWN_WITH_MODEL],
     }
+
+
+#: run settings shown in the Model rows (:func:`model_facts`), not again under the settings
+_SHOWN_WITH_MODEL = ("model", "base_url", "params", "base_url_has_secrets")
+
+
+def _is_note(name: str, value: Any) -> bool:
+    return isinstance(value, str) and name.endswith("_note")
+
+
+def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """The metrics table: every scalar or rate, each formatted by its kind
+    (:func:`fmt_value`); notes (``*_note`` texts) are shown apart (:func:`metric_notes`)."""
+    return [(k, fmt_value(v, k)) for k, v in metrics.items()
+            if not isinstance(v, list) and not (isinstance(v, dict) and not is_rate(v))
+            and not _is_note(k, v)]
+
+
+def metric_notes(metrics: dict[str, Any], described: dict[str, Any]) -> list[str]:
+    """The metrics' notes, each once: a note a report section already says is left out."""
+    said = " ".join([str(sec.get("note") or "") for sec in described.get("sections") or []]
+                    + [str(c) for sec in described.get("sections") or []
+                       for row in sec.get("rows") or [] for c in row])
+    return list(dict.fromkeys(v for k, v in metrics.items()
+                              if _is_note(k, v) and v not in said))
 
 
 def md_escape(value: Any) -> Any:

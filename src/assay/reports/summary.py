@@ -27,8 +27,9 @@ from assay.errors import AssayError
 from assay.metrics.registry import get_metric
 from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
 from assay.plan.report import SCALES
-from assay.reports.render import _env, is_rate
+from assay.reports.render import _env, failure_line, is_rate
 from assay.store.described import run_headline, run_report
+from assay.store.fingerprint import configuration_of, differences, short_value
 from assay.store.sqlite import Store
 
 #: below this many samples a number (or a category) is marked "few samples"
@@ -153,10 +154,15 @@ def half_width(entry: dict[str, Any]) -> float | None:
 
 
 def fmt_spread(entry: dict[str, Any], scale: Scale) -> str:
-    """``±7 points`` for a rate, ``±0.31`` otherwise (empty with no interval)."""
+    """``±7 points`` for a rate, ``±0.31`` otherwise (empty with no interval); a lopsided
+    interval (0 of 5 correct: 0%–43%) as the interval itself, since ``±43 points`` would
+    claim values below 0."""
     half = half_width(entry)
     if half is None:
         return ""
+    below, above = entry["value"] - entry["ci_low"], entry["ci_high"] - entry["value"]
+    if min(below, above) < 0.5 * max(below, above):
+        return fmt_interval(entry, scale)
     if scale.kind == "percent":
         points = half * 100
         return f"±{points:.0f} points" if points >= 1 else f"±{points:.1f} points"
@@ -321,7 +327,7 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
     if prev is None:
         return None
     try:
-        result = compare_runs(store, prev["id"], run["id"])
+        result = compare_runs(store, prev["id"], run["id"], outputs=False)
         primary = result["primary"]
         # the samples the test used: shared ids, less those errored or unscored in either
         shared = int(result["shared"]) - int(result.get("excluded") or 0)
@@ -344,6 +350,11 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
                 if low is not None and high is not None else "")
     created = time.strftime("%Y-%m-%d", time.localtime(prev["created_at"]))
     better = verdict == "B better"
+    # a change of settings, not of the model, may be what moved the number: say which
+    diffs = differences(configuration_of(prev)["parts"], configuration_of(run)["parts"])
+    differ = (" The two runs' configurations differ: " + "; ".join(
+        f"{d['name']} {short_value(d['a'])} → {short_value(d['b'])}" for d in diffs) + "."
+        if diffs else "")
     return {
         "previous_id": prev["id"],
         "previous_created": created,
@@ -353,7 +364,7 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
         "sentence": (f"Against the previous run of this task and model ({prev['id']}, "
                      f"{created}), on the {shared:,} samples both runs scored: "
                      f"{fmt_number(a, scale)} before, {fmt_number(b, scale)} now "
-                     f"({diff(delta)}{unit}{interval}): {change}."),
+                     f"({diff(delta)}{unit}{interval}): {change}.{differ}"),
         "short": (f"no significant change from the previous run on {shared:,} shared samples"
                   if verdict not in ("B better", "B worse") else
                   f"significantly {'better' if better else 'worse'} than the previous run "
@@ -363,10 +374,16 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
 
 
 def status_note(run: dict[str, Any], evaluated: int) -> str:
-    """A prominent line for a run that is not finished: its numbers are partial."""
+    """A prominent line for a run that is not finished: its numbers are partial; or for a
+    run that ran to its end but failed (every sample errored, or more than
+    ``--max-error-rate``): its numbers are complete, and its most common error is said."""
     status = run["status"]
     if status == "finished":
         return ""
+    if status == "failed" and stored_metrics(run) is not None:
+        return (f"{failure_line(run)} Nothing is lost: 'assay run "
+                f"{(run.get('spec') or {}).get('task') or run['task']} --resume {run['id']}' "
+                "retries the samples that failed.")
     planned = (run.get("dataset") or {}).get("selected")
     epochs = int((run.get("spec") or {}).get("epochs") or 1)
     of = f" of {planned * epochs:,}" if isinstance(planned, int) else ""
@@ -417,6 +434,9 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),
         "status": run["status"],
         "partial": partial,
+        # a run that failed at its end has every number: it is not a partial result
+        "partial_result": bool(partial) and not (run["status"] == "failed"
+                                                 and stored_metrics(run) is not None),
         "evaluated": evaluated,
         "errors": errors,
         "errors_line": (f"{errors:,} {'sample' if errors == 1 else 'samples'} failed to run "
@@ -450,7 +470,9 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
             verdict += "; " + ctx["comparison"]["short"]
     if errors and head is not None:
         verdict += f"; {errors:,} {'sample' if errors == 1 else 'samples'} failed to run"
-    if partial:
+    if partial and run["status"] == "failed" and stored_metrics(run) is not None:
+        verdict = f"The run failed: {verdict[0].lower()}{verdict[1:]}"
+    elif partial:
         verdict = f"Partial result ({run['status']}): {verdict}"
     ctx["verdict"] = verdict[0].upper() + verdict[1:] + "."
     out = out_dir or store.runs_dir / run["id"]

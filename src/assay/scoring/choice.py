@@ -24,6 +24,8 @@ _CHOICE_KEYWORD = re.compile(
 )
 _CHOICE_LEADING = re.compile(r"[(\[]?([A-Z])[)\].:](?:\s|$)")
 _CHOICE_BRACKETED = re.compile(r"[(\[]([A-Za-z])[)\]]")
+#: a line that starts with an option's letter, as a list of the options does
+_OPTION_LINE = re.compile(r"^[ \t]*[(\[]?([A-Z])[)\].:][ \t]+\S", re.MULTILINE)
 _CHOICE_STANDALONE = re.compile(r"(?<![\w'\u2019])([A-Z])(?![\w'\u2019])")
 
 
@@ -69,6 +71,10 @@ def _predict_choice(answer: str, choices: Sequence[str]) -> tuple[int | None, st
     for m in reversed(list(_CHOICE_KEYWORD.finditer(s))):
         if m.group(1).isupper() and (i := _letter_index(m.group(1), n)) is not None:
             return i, "letter"
+    if len({m.group(1) for m in _OPTION_LINE.finditer(s)}) > 1:
+        # the reply lists options ("A. x" / "B. y" ...): it chose none of them, and its
+        # first line is not an answer (else echoing the options would score as A)
+        return None, "listing"
     m = _CHOICE_LEADING.match(s)
     if m and (i := _letter_index(m.group(1), n)) is not None:
         return i, "letter"
@@ -99,7 +105,8 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
     the last standalone capital letter in range.
 
     Returns ``Score("choice", 1.0 | 0.0, predicted_letter | None, explanation,
-    {"extraction": method, "predicted_index": int | None, "target_index": int |
+    {"extraction": method ("option" when no marker was found but an option was read
+    from the whole reply), "predicted_index": int | None, "target_index": int |
     list[int], "match": "letter" | "text" | "none"})``. Raises ``ValueError``
     without choices, with more than 26, or for a target naming no option.
     """
@@ -116,13 +123,15 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
         return nothing_extracted("choice", method, predicted_index=None, target_index=meta_target,
                         match="none")
     idx, how = _predict_choice(answer, choices)
+    if method == "full" and idx is not None:  # an option read from the reply, not the reply
+        method = "option"
     meta = {"extraction": method, "predicted_index": idx, "target_index": meta_target,
             "match": how}
     gold = LETTERS[indices[0]]
     if idx is None:
-        return Score("choice", 0.0, None,
-                     f"nothing extracted from the output (no option A-{LETTERS[n - 1]} found)",
-                     meta)
+        why = ("the output lists several options and names none as its answer"
+               if how == "listing" else f"no option A-{LETTERS[n - 1]} found")
+        return Score("choice", 0.0, None, f"nothing extracted from the output ({why})", meta)
     letter = LETTERS[idx]
     if idx in indices:
         return Score("choice", 1.0, letter, f"{letter} is correct", meta)

@@ -12,7 +12,8 @@ event loop. Every scorer has the signature ``score_X(output, target, **opts) -> 
 * the returned :class:`~assay.core.types.Score` has ``name`` = the scorer's label
   (:data:`assay.scoring.vocabulary.VOCABULARY`), ``answer`` = the extracted prediction
   (``None`` when nothing could be extracted) and ``metadata["extraction"]`` = how it was
-  extracted.
+  extracted: ``"full"`` only where the whole reply was taken as the answer (no marker,
+  no ``\\boxed{}``), which the extraction rate does not count as an extraction.
 
 A target a scorer cannot use (a non-numeric target for ``numeric``, a target
 that is not one of the options for ``choice``, ...) raises ``ValueError`` with
@@ -95,8 +96,9 @@ def score_numeric(output: str, target: Any, *, tolerance: float | None = None,
     """Numeric match of the last number in the extracted answer against the target.
 
     The prediction is the last number (see :func:`extract_numbers`) in the
-    extracted answer; when that has none, the last number in the whole output
-    (``metadata["extraction"] == "last_number"``). Correct when
+    extracted answer; when that has none, or when no answer marker or ``\\boxed{}`` was
+    found, the last number in the whole output (``metadata["extraction"] ==
+    "last_number"``). Correct when
     ``|pred - target| <= max(abs_tol, rel_tol * |target|)``; ``tolerance``
     overrides ``abs_tol``. Raises ``ValueError`` when a target is not a number.
 
@@ -127,6 +129,8 @@ def score_numeric(output: str, target: Any, *, tolerance: float | None = None,
                      {"extraction": method if answer is not None else "none",
                       "predicted": None, "target": meta_target})
     pred, text = nums[-1]
+    if method == "full":  # no marker: the reply's last number, not the reply as the answer
+        method = "last_number"
     meta = {"extraction": method, "predicted": pred, "target": meta_target}
     for v in values:
         if abs(pred - v) <= max(abs_tol, rel_tol * abs(v)):

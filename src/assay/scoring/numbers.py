@@ -15,7 +15,7 @@ _NUMBER = re.compile(
     (?:[$\u20ac\u00a3\u00a5\u20b9][ \t]?)?        # currency symbol
     (?:
         \\[dt]?frac\{(?P<fnum>\d+)\}\{(?P<fden>\d+)\}         # \frac{3}{4}
-      | (?P<num>\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?             # 1,234,567.89
+      | (?P<num>(?<!\d,)\d{1,3}(?:,\d{3})+(?!,?\d)(?:\.\d+)?  # 1,234,567.89: groups of 3
                |\d+(?:\.\d+)?|\.\d+)
         (?P<exp>[eE][-+]?\d+)?                                # 1.5e3
         (?:/(?P<den>\d+(?:\.\d+)?)(?!\d|\.\d))?               # 3/4
@@ -47,7 +47,10 @@ def _match_value(m: re.Match[str]) -> float | None:
 def extract_numbers(text: str) -> list[tuple[float, str]]:
     """All numbers in ``text`` as ``(value, matched_text)``, in order of appearance.
 
-    Understands signs (also U+2212), thousands separators (``1,234,567``),
+    Understands signs (also U+2212), thousands separators (``1,234,567``: every group
+    after a comma is three digits, and the number does not start or end inside a longer
+    run of comma-joined digits, so ``1,14,200`` is the three numbers 1, 14 and 200, never
+    14,200),
     decimals, scientific notation (``1.5e3``), percentages (``45%`` is 45),
     currency symbols (``$``, ``€``, ``£``, ``¥``, ``₹``), fractions (``3/4``,
     ``\\frac{3}{4}``). A ``-`` right after a letter, digit or closing bracket is

@@ -71,6 +71,19 @@ def whole(text: str) -> str | None:
     return text if text.strip() else None
 
 
+def parser_extraction(name: str, text: str) -> str | None:
+    """How parser ``name`` found its answer in ``text``, as a score's
+    ``metadata["extraction"]``: ``answer_line``'s method (``marker``, ``boxed``, or
+    ``full`` for the whole reply taken as the answer), the parser's own name for a pattern
+    parser (``gsm8k_flexible``), ``None`` for ``whole`` (the metric reads the reply itself
+    and says how)."""
+    if name == "whole":
+        return None
+    if name == "answer_line":
+        return extract_answer(text)[1]
+    return name
+
+
 PARSERS: dict[str, Callable[[str], str | None]] = {
     "answer_line": answer_line,
     "gsm8k_strict": gsm8k_strict,

@@ -31,6 +31,7 @@ import json
 from typing import Any
 
 from assay.core.redact import redact_tree
+from assay.store.fingerprint import configuration_of
 
 __all__ = ["DescribedRuns", "generic_report", "is_rate", "run_headline", "run_report"]
 
@@ -127,6 +128,25 @@ class DescribedRuns:
             self._db.commit()
 
         self._write(update, f"save the description of run {run_id}")
+
+    def new_run_config(self, task: str, spec: dict[str, Any], model: dict[str, Any],
+                       dataset: dict[str, Any], parent_id: str | None, kind: str) -> str:
+        """The stored configuration of a run being created (a re-scoring, whose parent
+        is a task run, marked so); :func:`assay.engine.finalize.finalize` stores it again
+        from the spec the run ended with."""
+        row = (self._db.execute("SELECT kind FROM runs WHERE id = ?", (parent_id,)).fetchone()
+               if parent_id else None)
+        run = {"task": task, "spec": spec, "model": model, "dataset": dataset,
+               "parent_id": parent_id, "kind": kind}
+        return stored_json(configuration_of(run, row[0] if row else None))
+
+    def set_config(self, run_id: str, config: dict[str, Any]) -> None:
+        """Store a run's configuration and fingerprint (:mod:`assay.store.fingerprint`)."""
+        def update() -> None:
+            self._db.execute("UPDATE runs SET config=? WHERE id=?", (stored_json(config), run_id))
+            self._db.commit()
+
+        self._write(update, f"save the configuration of run {run_id}")
 
     def undescribed_runs(self) -> list[str]:
         """Ids of finished runs (oldest first) that have no description yet: those stored

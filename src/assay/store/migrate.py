@@ -17,6 +17,9 @@ that another process migrated first is simply seen as current. Version history:
   their kind, and an old plan run's spec its engine settings at the top, as a run's spec
   has them (they were under ``engine``). Planning sessions, which were ``plan_session``
   runs, move to the ``plan_sessions`` table (their state, status and times kept).
+- 6 → 7: ``runs`` gained ``config``: a run's configuration and its fingerprint
+  (:mod:`assay.store.fingerprint`), computed here from each old run's stored spec,
+  model and dataset; a re-scoring (a task run whose parent is a task run) is marked.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import sqlite3
 from typing import Any
 
+from assay.store.fingerprint import configuration
 from assay.store.schema import (
     ADDED_RUN_COLUMNS,
     ADDED_SAMPLE_COLUMNS,
@@ -91,6 +95,9 @@ def migrate(db: sqlite3.Connection) -> bool:
     if schema_version(db) < 6:
         _parents_and_sessions(db)
         changed = True
+    if schema_version(db) < 7:
+        _configurations(db)
+        changed = True
     if changed:
         db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                    (str(SCHEMA_VERSION),))
@@ -117,3 +124,26 @@ def _parents_and_sessions(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM samples WHERE run_id IN (SELECT id FROM runs WHERE task=?)",
                (OLD_SESSION_TASK,))
     db.execute("DELETE FROM runs WHERE task=?", (OLD_SESSION_TASK,))
+
+
+def _configurations(db: sqlite3.Connection) -> None:
+    """Schema 7: every run without one gets its configuration from its stored spec."""
+    rows = db.execute(
+        "SELECT r.id, r.task, r.kind, r.parent_id, r.spec, r.model, r.dataset, p.kind"
+        " FROM runs r LEFT JOIN runs p ON p.id = r.parent_id WHERE r.config IS NULL"
+    ).fetchall()
+    for run_id, task, kind, parent_id, spec, model, dataset, parent_kind in rows:
+        run = {"task": task, "spec": _loads(spec), "model": _loads(model),
+               "dataset": _loads(dataset)}
+        rescored = bool(parent_id) and kind == "task" and parent_kind == "task"
+        db.execute("UPDATE runs SET config=? WHERE id=?",
+                   (json.dumps(configuration(run, rescored=rescored), ensure_ascii=False),
+                    run_id))
+
+
+def _loads(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

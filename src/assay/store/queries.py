@@ -23,7 +23,8 @@ from typing import Any
 from assay.store.owner import effective_status
 from assay.store.sqlite import Store
 
-__all__ = ["CATEGORY_KEYS", "FIELD_PATTERN", "PAGE_SIZE", "PRIMARY", "RunFilter",
+__all__ = ["CATEGORY_KEYS", "FIELD_PATTERN", "PAGE_SIZE", "PRIMARY", "RUN_SORTS", "RunFilter",
+           "SAMPLE_SORTS",
            "SampleFilter", "category_counts", "children", "json_path", "metadata_fields",
            "model_label", "neighbours", "newest_samples", "pages_for", "progress",
            "run_choices", "run_rows", "sample_page", "sample_row", "verdict_of"]
@@ -48,6 +49,8 @@ class RunFilter:
     page: int = 1
     ts_from: float | None = None
     ts_to: float | None = None  # exclusive: the midnight after ``date_to``
+    sort: str = "created"  # a key of RUN_SORTS
+    descending: bool = True
 
     @property
     def active(self) -> bool:
@@ -68,6 +71,8 @@ class SampleFilter:
     score_max: float | None = None
     q: str = ""
     page: int = 1
+    sort: str = "sample"  # a key of SAMPLE_SORTS
+    descending: bool = False
 
     @property
     def active(self) -> bool:
@@ -86,6 +91,23 @@ CATEGORY_KEYS = ("category", "level", "subset", "difficulty", "type", "topic", "
 _MODEL = ("(CASE WHEN json_valid(r.model) THEN COALESCE(json_extract(r.model, '$.model'),"
           " json_extract(r.model, '$.name'), json_extract(r.model, '$.spec')) END)")
 _DATASET_NAMES = ("name", "dataset", "path", "source")
+
+RUN_SORTS = {
+    "run": "r.id", "task": "r.task", "model": _MODEL, "status": "r.status",
+    "created": "r.created_at",
+    "samples": "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id)",
+    "errors": "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL)",
+    "headline": "(CASE WHEN json_valid(r.headline) THEN json_extract(r.headline, '$.value') END)",
+}
+"""The runs list's sortable columns: ``sort=`` key -> SQL."""
+
+SAMPLE_SORTS = ("sample", "verdict", "score", "category", "latency")
+"""The sample table's sortable columns (``sort=``); ``sample`` is dataset order."""
+
+
+def _run_order(f: RunFilter) -> str:
+    way = "DESC" if f.descending else "ASC"
+    return f"ORDER BY {RUN_SORTS.get(f.sort, 'r.created_at')} {way}, r.created_at {way}, r.id {way}"
 
 
 def json_path(key: str) -> str:
@@ -193,21 +215,21 @@ def run_rows(store: Store, f: RunFilter) -> tuple[list[dict[str, Any]], int, int
     db = store._db
     if f.status in ("running", "interrupted"):
         sql, params = _named(f"SELECT r.id, r.status, r.stats FROM runs r WHERE {where}"
-                             " ORDER BY r.created_at DESC, r.id DESC", args, f.q)
+                             f" {_run_order(f)}", args, f.q)
         ids = [r[0] for r in db.execute(sql, params)
                if effective_status(r[1], _loads(r[2], {})) == f.status]
         total = len(ids)
         page = min(f.page, pages_for(total))
         chosen = ids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
         rows = db.execute(f"SELECT {_RUN_COLS} FROM runs r WHERE r.id IN"
-                          " (SELECT value FROM json_each(?))"
-                          " ORDER BY r.created_at DESC, r.id DESC", (json.dumps(chosen),))
+                          f" (SELECT value FROM json_each(?)) {_run_order(f)}",
+                          (json.dumps(chosen),))
     else:
         sql, params = _named(f"SELECT COUNT(*) FROM runs r WHERE {where}", args, f.q)
         total = db.execute(sql, params).fetchone()[0]
         page = min(f.page, pages_for(total))
         sql, params = _named(f"SELECT {_RUN_COLS} FROM runs r WHERE {where}"
-                             " ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
+                             f" {_run_order(f)} LIMIT ? OFFSET ?",
                              [*args, PAGE_SIZE, (page - 1) * PAGE_SIZE], f.q)
         rows = db.execute(sql, params)
     out = [_run_dict(r, effective_status(r[2], _loads(r[7], {}))) for r in rows]
@@ -311,12 +333,29 @@ def verdict_of(error: str | None, value: Any) -> str:
     return f"{value:.3g}"
 
 
+def _sample_key(f: SampleFilter, key: str) -> str:
+    """SQL of the sample table's sort column (``key``: the category field, a checked
+    :data:`FIELD_PATTERN` name, put in the SQL as a literal)."""
+    if f.sort == "score":
+        return PRIMARY
+    if f.sort == "latency":
+        return "s.latency_s"
+    if f.sort == "verdict":  # errors, unscored, then by score
+        return (f"(CASE WHEN s.error IS NOT NULL THEN -2 WHEN {PRIMARY} IS NULL THEN -1"
+                f" ELSE {PRIMARY} END)")
+    if f.sort == "category" and key:
+        path = json_path(key).replace("'", "''")
+        return (f"(CASE WHEN json_valid(s.metadata) THEN"
+                f" CAST(json_extract(s.metadata, '{path}') AS TEXT) END)")
+    return "s.seq"
+
+
 def sample_page(store: Store, run_id: str, f: SampleFilter, key: str
                 ) -> tuple[list[dict[str, Any]], int, int]:
-    """One page (:data:`PAGE_SIZE` rows, dataset order) of the run's samples matching ``f``:
+    """One page (:data:`PAGE_SIZE` rows, in ``f.sort``'s order) of the run's samples matching ``f``:
     ``(rows, total matching, page)``; ``page`` is clamped to the pages there are.
 
-    The page's keys are found first (sorting only ``rowid, seq, epoch, sample_id``) and its
+    The page's keys are found first (sorting only the sort key and ``seq, epoch, sample_id``) and its
     columns read for those 50 rows only. Unfiltered, the total is a ``COUNT(*)`` on the
     primary key; filtered, it comes with the page (``COUNT(*) OVER ()``), so the filter's
     JSON is read once per sample rather than twice.
@@ -326,13 +365,15 @@ def sample_page(store: Store, run_id: str, f: SampleFilter, key: str
     window = f.active
     cat = "CAST(json_extract(s.metadata, ?) AS TEXT)" if key else "NULL"
     cat_args = [json_path(key)] if key else []
-    sql = (f"WITH p AS (SELECT s.rowid AS r, s.seq, s.epoch, s.sample_id"
-           f"{', COUNT(*) OVER () AS total' if window else ''} FROM samples s WHERE {where}"
-           f" {_ORDER} LIMIT ? OFFSET ?)"
+    way = "DESC" if f.descending else "ASC"
+    order = "ORDER BY " + ", ".join(f"{{t}}{c} {way}" for c in ("k", "seq", "epoch", "sample_id"))
+    sql = (f"WITH p AS (SELECT s.rowid AS r, {_sample_key(f, key)} AS k, s.seq, s.epoch,"
+           f" s.sample_id{', COUNT(*) OVER () AS total' if window else ''} FROM samples s"
+           f" WHERE {where} {order.format(t='')} LIMIT ? OFFSET ?)"
            f" SELECT s.sample_id, s.epoch, s.seq, s.error, s.scores, substr(s.prediction, 1, 200),"
            f" substr(s.output, 1, 200), s.latency_s, CASE WHEN json_valid(s.metadata) THEN {cat}"
            f" END, {_PREVIEW}{', p.total' if window else ''} FROM p JOIN samples s"
-           " ON s.rowid = p.r ORDER BY p.seq, p.epoch, p.sample_id")
+           f" ON s.rowid = p.r {order.format(t='p.')}")
 
     def fetch(page: int) -> list[tuple[Any, ...]]:
         return db.execute(sql, [*args, PAGE_SIZE, (page - 1) * PAGE_SIZE, *cat_args]

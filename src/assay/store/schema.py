@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS runs (
     headline TEXT,
     report TEXT,
     kind TEXT NOT NULL DEFAULT 'task',
-    steps TEXT
+    steps TEXT,
+    config TEXT
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -89,10 +90,11 @@ ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"), ("sample", "TEX
                         ("outcome", "TEXT"))
 #: columns of ``runs`` added after schema version 2 (``parent_id``, ``metrics``), 4
 #: (``headline``, ``report``: what a finished run says about itself) and 5 (``kind``:
-#: ``task``, ``plan`` or ``pipeline``; ``steps``: a parent run's steps): (name, type)
+#: ``task``, ``plan`` or ``pipeline``; ``steps``: a parent run's steps) and 6 (``config``:
+#: the run's configuration and its fingerprint, :mod:`assay.store.fingerprint`): (name, type)
 ADDED_RUN_COLUMNS = (("parent_id", "TEXT"), ("metrics", "TEXT"), ("headline", "TEXT"),
                      ("report", "TEXT"), ("kind", "TEXT NOT NULL DEFAULT 'task'"),
-                     ("steps", "TEXT"))
+                     ("steps", "TEXT"), ("config", "TEXT"))
 #: what a run is: an ordinary run of a task, or a parent run whose steps are child runs
 RUN_KINDS = ("task", "plan", "pipeline")
 #: how many columns a sample row has after ``run_id``

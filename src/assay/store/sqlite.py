@@ -16,16 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from assay.core.redact import (
-    content_secrets,
-    scrub,
-    scrub_known,
-    scrub_known_tree,
-    secrets_version,
-)
+from assay.core.redact import content_secrets, scrub, scrub_known, scrub_known_tree, secrets_version
 from assay.core.types import SampleResult
 from assay.errors import RunNotFoundError, StoreError
 from assay.store.described import DescribedRuns, decode, stored_json
+from assay.store.fingerprint import configuration_of
 from assay.store.locking import connect, connect_readonly, write_retrying
 from assay.store.migrate import migrate, schema_version
 from assay.store.owner import effective_status, owner
@@ -187,10 +182,11 @@ class Store(DescribedRuns, ParentRuns):
         def insert() -> None:
             self._db.execute(
                 "INSERT INTO runs (id, task, status, created_at, spec, model, dataset,"
-                " package_version, stats, parent_id, kind) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " package_version, stats, parent_id, kind, config)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, task, "running", time.time(), _stored(spec), _stored(model),
                  _stored(dataset), package_version, _stored({"owner": owner()}), parent_id,
-                 kind),
+                 kind, self.new_run_config(task, spec, model, dataset, parent_id, kind)),
             )
             self._db.commit()
 
@@ -203,9 +199,9 @@ class Store(DescribedRuns, ParentRuns):
             raise RunNotFoundError("empty run id; see 'assay list runs'")
         rows = self._db.execute(
             "SELECT id, task, status, created_at, finished_at, spec, model, dataset,"
-            " package_version, stats, parent_id, metrics, headline, report, kind, steps"
-            " FROM runs"
-            " WHERE substr(id, 1, ?) = ? ORDER BY id",
+            " package_version, stats, parent_id, metrics, headline, report, kind, steps, config,"
+            " (SELECT p.kind FROM runs p WHERE p.id = runs.parent_id)"
+            " FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
             (len(run_id), run_id),
         ).fetchall()
         exact = [r for r in rows if r[0] == run_id]
@@ -219,14 +215,16 @@ class Store(DescribedRuns, ParentRuns):
             raise RunNotFoundError(f"run id prefix {run_id!r} is ambiguous; give more characters")
         r = rows[0]
         stats = json.loads(r[9])
-        return {
+        run = {
             "id": r[0], "task": r[1], "status": effective_status(r[2], stats),
             "created_at": r[3], "finished_at": r[4], "spec": json.loads(r[5]),
             "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
             "stats": stats, "parent_id": r[10],
             "metrics": decode(r[11]), "headline": decode(r[12]), "report": decode(r[13]),
-            "kind": r[14], "steps": decode(r[15]) or [],
+            "kind": r[14], "steps": decode(r[15]) or [], "config": decode(r[16]),
         }
+        run["config"] = configuration_of(run, r[17])  # not stored yet: from its spec
+        return run
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         """Most recent runs first, with sample counts.

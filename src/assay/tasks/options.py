@@ -11,18 +11,19 @@ factory, as the factory's parameters, from which a model is made). The same mode
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from assay.errors import ConfigError
 
-__all__ = ["Field", "PathField", "TaskOptions", "options_from_signature",
+__all__ = ["Field", "PathField", "TaskOptions", "did_you_mean", "options_from_signature",
            "parse_assignments", "path_options", "validate_options"]
 
 
@@ -86,14 +87,27 @@ def _one_line(e: ValidationError, task: str) -> str:
     return f"invalid option for task {task}: " + "; ".join(parts)
 
 
+def did_you_mean(unknown: list[str], valid: Iterable[str]) -> str:
+    """`` (did you mean data?)`` for the valid names nearest to the unknown ones (difflib),
+    or ``""`` when none is near."""
+    names = list(valid)
+    near: list[str] = []
+    for name in unknown:
+        for close in difflib.get_close_matches(name, names, n=2, cutoff=0.6):
+            if close not in near:
+                near.append(close)
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
 def validate_options(model: type[TaskOptions], values: dict[str, Any], task: str) -> TaskOptions:
     """``values`` checked against ``model``; unknown names and bad values are one-line
     :class:`ConfigError` s that name what is valid."""
     unknown = sorted(set(values) - set(model.model_fields))
     if unknown:
         valid = ", ".join(sorted(model.model_fields)) or "none"
+        hint = did_you_mean(unknown, model.model_fields)
         raise ConfigError(f"unknown option{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(unknown)} for task {task}; valid options: {valid}")
+                          f"{', '.join(unknown)} for task {task}{hint}; valid options: {valid}")
     try:
         return model.model_validate(values)
     except ValidationError as e:

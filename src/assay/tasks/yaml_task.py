@@ -57,6 +57,9 @@ OLD_KEYS = {"data": "source", "split": "source.hf.split", "config": "source.hf.c
 #: the files in the older spelling noted so far
 _NOTED: set[Path] = set()
 _DATA_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".ndjson")
+#: a "(default ...)" remark in an option's help: the ``qa`` task's own default, which a
+#: value the file sets replaces
+_DEFAULT_REMARK = re.compile(r"\s*\(default\b[^)]*\)")
 #: a field a YAML task maps: one column of the record
 _COLUMN = re.compile(r"""^\s*record\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*(['"])(.+?)\2\s*\])\s*$""")
 
@@ -252,7 +255,9 @@ class YamlTask:
         fields: dict[str, Any] = {}
         for key, value in qa_defaults(entry, path).items():
             info = QAOptions.model_fields[key]
-            fields[key] = (info.annotation, Field(value, description=info.description))
+            # the help shows the file's value as the default, never qa's own ("inferred", 256)
+            described = _DEFAULT_REMARK.sub("", info.description or "")
+            fields[key] = (info.annotation, Field(value, description=described))
         self.Options = create_model(f"{entry.name.title().replace('-', '')}Options",
                                     __base__=QAOptions, **fields)
 
@@ -263,8 +268,11 @@ class YamlTask:
                         aliases=tuple(self.entry.aliases))
 
     def create(self, options: Any) -> Any:
-        """The ``qa`` task with these options."""
-        return self.task_cls(**options.model_dump())
+        """The ``qa`` task with these options, described by the file (its reports say the
+        file's description, not the ``qa`` task's)."""
+        made: Any = self.task_cls(**options.model_dump())
+        made.description = self.description
+        return made
 
 
 def load_yaml_task(path: Path) -> YamlTask:

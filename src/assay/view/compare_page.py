@@ -1,7 +1,9 @@
 """``/compare?a=RUN&b=RUN``: the paired comparison of two runs, from
-:func:`assay.compare.compare_runs` (McNemar's exact test or a paired bootstrap, the
-difference with its interval, per-category rows with Holm-adjusted p-values, and the
-samples that flipped). Without ``a`` and ``b`` it shows a form to choose them.
+:func:`assay.compare.compare_runs`: how B's configuration differs from A's, McNemar's
+exact test or a paired bootstrap, the difference with its interval, per-category rows
+with Holm-adjusted p-values, and every sample that flipped with its target and both
+outputs side by side (:data:`MAX_FLIPS` a page, ``fixed_page``/``broken_page``; long
+outputs folded). Without ``a`` and ``b`` it shows a form to choose them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from assay.compare import compare_runs
+from assay.compare.flips import attach_outputs
 from assay.errors import AssayError, RunNotFoundError
 from assay.store import queries as q
 from assay.store.sqlite import Store
@@ -21,7 +24,9 @@ from assay.web.state import PageError, sample_url, state_of
 __all__ = ["compare_page"]
 
 MAX_FLIPS = 200
-"""Flipped samples listed per direction (the counts are always complete)."""
+"""Flipped samples listed per direction on a page (the counts are always complete)."""
+#: an output longer than this is folded (``<details>``) after its first part
+FOLD_CHARS = 600
 
 
 def _alpha(query: Any) -> float:
@@ -35,6 +40,15 @@ def _alpha(query: Any) -> float:
     if not (math.isfinite(value) and 0 < value < 1):
         raise BadParam("alpha", raw, "give a significance level between 0 and 1, e.g. 0.05")
     return value
+
+
+def _page(query: Any, name: str) -> int:
+    raw = query.get(name, "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise BadParam(name, raw, "give a page number: 1, 2, ...")
+    return int(raw)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -53,24 +67,31 @@ def _choices(store: Store) -> list[dict[str, Any]]:
 
 
 def _compare(store: Store, a: str, b: str, score: str | None, by: str | None,
-             alpha: float) -> dict[str, Any]:
+             alpha: float, pages: dict[str, int] | None = None) -> dict[str, Any]:
+    pages = pages or {}
     try:
-        result = compare_runs(store, a, b, score=score, by=by, alpha=alpha)
+        result = compare_runs(store, a, b, score=score, by=by, alpha=alpha, outputs=False)
     except RunNotFoundError as e:
         raise PageError(404, "Run not found", str(e)) from None
     except AssayError as e:
         raise PageError(400, "Cannot compare these runs", str(e)) from None
     flips = result.get("flips") or {}
     ids = (result["a"]["id"], result["b"]["id"])
-    links: dict[str, list[dict[str, Any]]] = {}
+    links: dict[str, Any] = {}
     for kind in ("fixed", "broken"):
         rows = list(flips.get(kind) or [])
+        page = min(pages.get(kind, 1), max(1, math.ceil(len(rows) / MAX_FLIPS)))
+        start = (page - 1) * MAX_FLIPS
         links[kind] = [{**f, "a_text": _fmt(f.get("a")), "b_text": _fmt(f.get("b")),
                         "a_url": sample_url(ids[0], str(f["sample_id"])),
                         "b_url": sample_url(ids[1], str(f["sample_id"]))}
-                       for f in rows[:MAX_FLIPS]]
-        links[kind + "_total"] = len(rows)  # type: ignore[assignment]
-    return {"c": result, "flips": links, "fmt": _fmt,
+                       for f in rows[start:start + MAX_FLIPS]]
+        links[kind + "_total"] = len(rows)
+        links[kind + "_page"] = page
+        links[kind + "_start"] = start
+    attach_outputs(store, result, {"fixed": links["fixed"], "broken": links["broken"]})
+    return {"c": result, "flips": links, "fmt": _fmt, "fold": FOLD_CHARS,
+            "page_size": MAX_FLIPS,
             "model_a": q.model_label(result["a"].get("model")),
             "model_b": q.model_label(result["b"].get("model"))}
 
@@ -87,7 +108,8 @@ async def compare_page(request: web.Request) -> web.Response:
         html = st.render("compare_pick.html", title="Compare two runs", runs=runs, a=a, b=b,
                          model_label=q.model_label)
         return web.Response(text=html, content_type="text/html")
-    ctx = await st.call(_compare, a, b, score, by, alpha)
+    pages = {k: _page(request.query, f"{k}_page") for k in ("fixed", "broken")}
+    ctx = await st.call(_compare, a, b, score, by, alpha, pages)
     html = st.render("compare.html", title=f"Compare {a} and {b}", score=score or "",
                      by=by or "", alpha=alpha, **ctx)
     return web.Response(text=html, content_type="text/html")

@@ -17,6 +17,8 @@ from assay.store import queries as q
 from assay.store.queries import PAGE_SIZE
 from assay.store.sqlite import Store
 from assay.view.params import VERDICTS, BadParam, RunFilters, SampleFilters
+from assay.view.run_files import run_files, run_options
+from assay.view.sample_extras import page_extras
 from assay.view.summary import headline_for, metric_sections
 from assay.view.transcript import pretty, sample_view
 from assay.web.state import PageError, WebState, html, sample_url, state_of
@@ -45,9 +47,11 @@ def _runs_context(store: Store, f: RunFilters) -> dict[str, Any]:
     rows, total, page = q.run_rows(store, f)
     for r in rows:
         r["headline"] = headline_for(r)
-        r["dataset_name"] = next((str(r["dataset"][k]) for k in ("name", "dataset", "source")
-                                  if isinstance(r["dataset"], dict) and r["dataset"].get(k)),
-                                 "")
+        name = next((str(r["dataset"][k]) for k in ("name", "dataset", "source")
+                     if isinstance(r["dataset"], dict) and r["dataset"].get(k)), "")
+        # a data file's name, not its whole path (which would widen the column)
+        r["dataset_name"] = name.rstrip("/").rsplit("/", 1)[-1]
+        r["dataset_path"] = name
     return {"runs": rows, "f": f, "choices": q.run_choices(store),
             "pager": _pager(page, total, lambda n: "/?" + f.query(page=n)),
             "statuses": ("running", "finished", "interrupted", "failed")}
@@ -125,7 +129,8 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "sections": metric_sections(metrics), "children": q.children(store, run_id),
         "parent": parent, "model_json": pretty(run["model"]),
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),
-        "stats_json": pretty(run["stats"]),
+        "stats_json": pretty(run["stats"]), "options": run_options(store, run),
+        "files": run_files(st.store_path, run_id),
     }
 
 
@@ -160,9 +165,11 @@ def _sample_context(store: Store, run_id: str, sample_id: str, epoch: int | None
     _, default = q.metadata_fields(store, run_id)
     prev, nxt = q.neighbours(store, run_id, row, f, f.field or default)
     back = f.query(page=None)
+    view = sample_view(row)
     return {
         "run": run, "model_label": q.model_label(run["model"]), "row": row,
-        "view": sample_view(row), "filters": f, "filtered": f.active,
+        "view": view, "extras": page_extras(view, row, run), "filters": f,
+        "filtered": f.active,
         "prev_url": sample_url(run_id, prev[0], prev[1], back) if prev else None,
         "next_url": sample_url(run_id, nxt[0], nxt[1], back) if nxt else None,
         "run_url": f"/run/{run_id}" + (f"?{back}" if back else ""),

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 from multidict import MultiMapping
 
-from assay.store.queries import FIELD_PATTERN, RunFilter, SampleFilter
+from assay.store.queries import FIELD_PATTERN, RUN_SORTS, SAMPLE_SORTS, RunFilter, SampleFilter
 from assay.web.state import PageError
 
 __all__ = ["RUN_STATUSES", "VERDICTS", "BadParam", "RunFilters", "SampleFilters", "page_number"]
@@ -90,6 +90,11 @@ def _choice(query: MultiMapping[str], name: str, choices: tuple[str, ...], defau
     return raw
 
 
+def _order(query: MultiMapping[str], default: str) -> bool:
+    """Whether ``order=`` asks for descending (``desc``) rather than ascending (``asc``)."""
+    return _choice(query, "order", ("asc", "desc"), default) == "desc"
+
+
 def _link(params: dict[str, Any]) -> str:
     return urlencode({k: v for k, v in params.items() if v is not None and v != ""})
 
@@ -108,18 +113,30 @@ class RunFilters(RunFilter):
         return cls(task=_text(query, "task"), model=_text(query, "model"),
                    status=_choice(query, "status", ("all", *RUN_STATUSES), "all"),
                    date_from=date_from, date_to=date_to, q=_text(query, "q"),
-                   page=page_number(query), ts_from=ts_from, ts_to=ts_to)
+                   page=page_number(query), ts_from=ts_from, ts_to=ts_to,
+                   sort=_choice(query, "sort", tuple(RUN_SORTS), "created"),
+                   descending=_order(query, "desc"))
 
     def query(self, **change: Any) -> str:
         """The query string of these filters (with ``change`` applied), for links."""
         params = {"task": self.task, "model": self.model,
                   "status": None if self.status == "all" else self.status,
                   "from": self.date_from, "to": self.date_to, "q": self.q,
-                  "page": self.page if self.page > 1 else None}
+                  "page": self.page if self.page > 1 else None,
+                  "sort": None if self.sort == "created" else self.sort,
+                  "order": None if self.descending else "asc"}
         params.update(change)
         if params.get("page") == 1:
             params["page"] = None
         return _link(params)
+
+    def sort_link(self, column: str) -> str:
+        """The runs list sorted by ``column`` (the other way when it is sorted by it now;
+        newest, biggest or last first otherwise), back on page 1."""
+        descending = (not self.descending if column == self.sort
+                      else column in ("created", "samples", "errors", "headline"))
+        return "/?" + self.query(sort=None if column == "created" else column,
+                                 order=None if descending else "asc", page=None)
 
 
 class SampleFilters(SampleFilter):
@@ -138,7 +155,9 @@ class SampleFilters(SampleFilter):
             raise BadParam("score_min", str(lo), f"it is above score_max={hi}")
         return cls(verdict=_choice(query, "verdict", VERDICTS, "all"), field=fld,
                    category=query.get("category", "")[:_MAX_TEXT], score_min=lo,
-                   score_max=hi, q=_text(query, "q"), page=page_number(query))
+                   score_max=hi, q=_text(query, "q"), page=page_number(query),
+                   sort=_choice(query, "sort", SAMPLE_SORTS, "sample"),
+                   descending=_order(query, "asc"))
 
     def params(self, **change: Any) -> dict[str, Any]:
         """The filters as query parameters (with ``change`` applied)."""
@@ -146,7 +165,9 @@ class SampleFilters(SampleFilter):
             "verdict": None if self.verdict == "all" else self.verdict,
             "field": self.field, "category": self.category,
             "score_min": _num(self.score_min), "score_max": _num(self.score_max),
-            "q": self.q, "page": self.page if self.page > 1 else None}
+            "q": self.q, "page": self.page if self.page > 1 else None,
+            "sort": None if self.sort == "sample" else self.sort,
+            "order": "desc" if self.descending else None}
         params.update(change)
         if params.get("page") == 1:
             params["page"] = None
@@ -155,6 +176,13 @@ class SampleFilters(SampleFilter):
     def query(self, **change: Any) -> str:
         """The query string of these filters (with ``change`` applied), for links."""
         return _link(self.params(**change))
+
+    def sort_link(self, column: str) -> str:
+        """The query string of the table sorted by ``column`` (the other way when it is
+        sorted by it now, ascending otherwise), back on page 1."""
+        descending = not self.descending if column == self.sort else False
+        return self.query(sort=None if column == "sample" else column,
+                          order="desc" if descending else None, page=None)
 
 
 def _num(value: float | None) -> str | None:

@@ -57,10 +57,11 @@ def rate_cells(entry: dict[str, Any] | None) -> dict[str, str]:
             "method": str(entry.get("method") or "")}
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, name: str | None = None) -> str:
+    """A metrics value as text; ``name`` (its key) says its kind: seconds, a count..."""
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
-    return fmt_value(value)
+    return fmt_value(value, name)
 
 
 def _rate_table(title: str, entries: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def _dict_table(title: str, value: dict[str, Any]) -> dict[str, Any]:
         records = [{"name": k, **v} for k, v in value.items()]
         return _records_table(title, records)
     return {"title": title, "kind": "pairs", "columns": ["name", "value"],
-            "rows": [[str(k), _text(v)] for k, v in value.items()]}
+            "rows": [[str(k), _text(v, str(k))] for k, v in value.items()]}
 
 
 def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
@@ -136,5 +137,5 @@ def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
             elif value:
                 figures.append((name, _text(value)))
         elif value is not None:
-            figures.append((name, _text(value)))
+            figures.append((name, _text(value, name)))
     return {"rates": rates, "figures": figures, "tables": tables, "errors": errors}

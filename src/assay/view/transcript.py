@@ -188,7 +188,8 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
                     for k, v in rest["metadata"].items()
                     if not (k == "conversation" and conversation is not None)}
             rest["metadata"] = meta
-        rest = {k: v for k, v in rest.items() if v not in (None, {}, [])}
+        # the call log is the page's timeline, not shown again as JSON
+        rest = {k: v for k, v in rest.items() if v not in (None, {}, []) and k != "call_log"}
         outcome_rest = pretty(rest) if rest else None
     elif outcome is not None:
         outcome_rest = pretty(outcome)

@@ -5,7 +5,9 @@ page, and with a review page mounted the viewer is there too (one server, one po
 
 - The run viewer (read-only, over the store): the runs list (``/``), a run with its
   metrics and samples (``/run/<id>``), one sample in full (``/run/<id>/sample/<id>``),
-  the paired comparison of two runs (``/compare``) and the JSON its live view polls
+  the paired comparison of two runs (``/compare``), full-text search over the samples
+  (``/search``, :mod:`assay.store.search`), a run's report files served read-only from its
+  folder (``/run/<id>/files/<name>``) and the JSON its live view polls
   (``/api/run/<id>/progress``). The store is opened with ``Store(readonly=True)``
   (SQLite ``mode=ro``).
 - The review page of a problems file, under ``/review/`` (:mod:`assay.review.page`),
@@ -39,7 +41,7 @@ from assay.review.page import PREFIX, REVIEW_KEY, STORE_KEY, ReviewPage
 from assay.store.review import ReviewStore
 from assay.store.sqlite import Store, workspace_dir
 from assay.view import api as view_api
-from assay.view import compare_page, pages
+from assay.view import compare_page, pages, run_files, search_page
 from assay.web.security import check_loopback, guard
 from assay.web.state import STATE_KEY, STATIC, PageError, WebState, html, state_of
 
@@ -94,6 +96,8 @@ def create_app(store_path: str | Path | None = None, *,
     r.add_get("/", pages.runs_page)
     r.add_get("/run/{run_id}", pages.run_page)
     r.add_get("/run/{run_id}/sample/{sample_id:.+}", pages.sample_page)
+    r.add_get("/run/{run_id}/files/{name}", run_files.run_file)
+    r.add_get("/search", search_page.search_page)
     r.add_get("/compare", compare_page.compare_page)
     r.add_get("/api/run/{run_id}/progress", view_api.api_progress)
     r.add_get("/favicon.ico", _no_icon)

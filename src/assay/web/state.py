@@ -16,6 +16,7 @@ from urllib.parse import quote
 from aiohttp import web
 from jinja2 import Environment, FileSystemLoader
 
+from assay.store.search import SearchIndex
 from assay.store.sqlite import Store
 
 __all__ = ["STATE_KEY", "STATIC", "TEMPLATES", "PageError", "WebState", "html", "sample_url",
@@ -69,6 +70,8 @@ class WebState:
         self.env.globals["sample_url"] = sample_url
         self.env.globals["quote"] = lambda s: quote(str(s), safe="")
         self.static_version = str(int(max(f.stat().st_mtime for f in STATIC.iterdir())))
+        #: the full-text index of the samples (its own file beside the store)
+        self.search = SearchIndex(store_path)
         #: (run id, field, samples, status) -> that field's values with counts
         self.categories_cache: dict[tuple[Any, ...], list[tuple[str, int]]] = {}
 
@@ -93,6 +96,7 @@ class WebState:
     def close(self) -> None:
         """Stop the worker threads and close their connections."""
         self.pool.shutdown(wait=True)
+        self.search.close()
         with self._lock:
             for store in self._stores:
                 store.close()

@@ -6,6 +6,7 @@ Facts from the official ``bfcl_eval/constants/category_mapping.py`` and
 
 from __future__ import annotations
 
+import difflib
 from typing import Literal
 
 from assay.errors import ConfigError
@@ -102,9 +103,12 @@ def expand(selection: str | list[str] | tuple[str, ...]) -> list[str]:
                 "agentic, all"
             )
         else:
+            known = [*SUPPORTED, *GROUPS, *ALIASES]
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+            hint = f" (did you mean {ALIASES.get(close[0], close[0])!r}?)" if close else ""
             raise ConfigError(
-                f"unknown BFCL category {name!r}; choose from {', '.join(SUPPORTED)} or a group "
-                f"({', '.join(g for g in GROUPS if g != 'all')})"
+                f"unknown BFCL category {name!r}{hint}; choose from {', '.join(SUPPORTED)} or "
+                f"a group ({', '.join(g for g in GROUPS if g != 'all')})"
             )
     seen: set[str] = set()
     return [c for c in out if not (c in seen or seen.add(c))]

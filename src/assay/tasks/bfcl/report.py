@@ -105,6 +105,36 @@ def multi_turn_sections(metrics: dict[str, Any], results: list[Any],
     return sections
 
 
+def aggregate_rows(metrics: dict[str, Any], run_categories: list[str]
+                   ) -> tuple[list[list[Any]], str]:
+    """The leaderboard aggregates this run has (each needs every one of its categories),
+    and one note: how they are computed, and why the others (the overall score among
+    them) are not shown. An aggregate the run cannot have is not listed row by row."""
+    rows = []
+    for name, agg in (metrics.get("aggregates") or {}).items():
+        if agg is None:
+            continue
+        how = f"{agg['weighting']} of {', '.join(agg['parts'])}"
+        if agg["partial"]:
+            how += f"; PARTIAL: {', '.join(agg['partial'])} run on a subset"
+        value = f"{agg['value']:.4f}"
+        if agg.get("ci_low") is not None:
+            value += f" [{agg['ci_low']:.4f}, {agg['ci_high']:.4f}]"
+        rows.append([name, value, how])
+    missing = [k for k, v in (metrics.get("aggregates") or {}).items()
+               if v is None and k != "overall"]
+    note = "Computed as the official generate_leaderboard_csv does."
+    if not rows:
+        note = ("No leaderboard aggregate: each needs every one of its categories, and "
+                f"this run has only {', '.join(run_categories) or 'none'}.")
+    elif missing:
+        note += f" Not computed (some of their categories were not run): {', '.join(missing)}."
+    overall = metrics.get("overall_note")
+    if overall and (metrics.get("aggregates") or {}).get("overall") is None:
+        note += f" Overall score: {overall}."
+    return rows, note
+
+
 def report_extra(metrics: dict[str, Any], results: list[Any] | None = None) -> dict[str, Any]:
     """Sections for the generic report templates."""
     cats = metrics.get("categories") or {}
@@ -113,17 +143,7 @@ def report_extra(metrics: dict[str, Any], results: list[Any] | None = None) -> d
          f"{p['n']}/{p['official_size']}" if p.get("official_size") else p["n"]]
         for cat, p in cats.items()
     ]
-    agg_rows = []
-    for name, agg in (metrics.get("aggregates") or {}).items():
-        if name == "overall" and agg is None:
-            agg_rows.append([name, "not reported", metrics.get("overall_note", "")])
-        elif agg is None:
-            agg_rows.append([name, "not reported", "not all of its categories were run"])
-        else:
-            note = f"{agg['weighting']} of {', '.join(agg['parts'])}"
-            if agg["partial"]:
-                note += f"; PARTIAL: {', '.join(agg['partial'])} run on a subset"
-            agg_rows.append([name, f"{agg['value']:.4f}", note])
+    agg_rows, agg_note = aggregate_rows(metrics, list(cats))
     errors = metrics.get("error_types") or {}
     n_scored = metrics.get("n_scored") or 1
     sections = [
@@ -131,10 +151,9 @@ def report_extra(metrics: dict[str, Any], results: list[Any] | None = None) -> d
                                             "errors", "entries run / official"],
          "rows": cat_rows,
          "bars": [(c, p["value"]) for c, p in cats.items() if p.get("value") is not None]},
-        {"title": "Leaderboard aggregates", "headers": ["aggregate", "value", "how"],
-         "rows": agg_rows,
-         "note": "Computed as the official generate_leaderboard_csv does; shown only when "
-                 "every part was run."},
+        {"title": "Leaderboard aggregates",
+         "headers": ["aggregate", "value [95% CI]", "how"] if agg_rows else None,
+         "rows": agg_rows, "note": agg_note},
     ]
     tol = metrics.get("tolerant_accuracy")
     if tol:

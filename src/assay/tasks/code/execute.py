@@ -67,6 +67,8 @@ class Verdict:
     output: str
     #: which program and limits this verdict is for (see :func:`verdict_key`)
     key: str
+    #: the line of the whole program (tests part) that failed: the failing test
+    test_line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (what a solve stores in the outcome's metadata)."""
@@ -145,9 +147,12 @@ def _judge(result: SandboxResult, key: bytes, limits: Limits, vkey: str) -> Verd
     report, rest = verdict_report(result.stdout, key)
     output = (result.stderr.strip() + "\n" + rest.strip()).strip()[-OUTPUT_KEPT:]
 
+    line = report.get("test_line") if report is not None else None
+
     def verdict(status: str, reason: str) -> Verdict:
         return Verdict(status == "passed", status, reason, result.exit_code, result.timed_out,
-                       result.isolation, output, vkey)
+                       result.isolation, output, vkey,
+                       line if isinstance(line, int) and status != "passed" else None)
 
     if report is not None and report.get("status") == "harness_error":
         raise AssayError(f"the code-test harness could not start in the sandbox: "

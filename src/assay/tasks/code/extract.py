@@ -29,6 +29,7 @@ solution's classes, so it comes after the code, as in the original harness).
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from dataclasses import dataclass
@@ -177,3 +178,37 @@ def mbpp_entry_point(code: str, tests: list[str]) -> str | None:
     match = re.search(r"assert\s+(?:not\s+)?\(?\s*(?:set|sorted|list|round|abs)?\(?\s*"
                       r"([A-Za-z_]\w*)\s*\(", tests[0]) if tests else None
     return match.group(1) if match else (names[-1] if names else None)
+
+
+_LINE_IN_REASON = re.compile(r"\(line (\d+)\)")
+_MAX_TEST_TEXT = 500
+
+
+def failing_test(program: Program, line: int | None, reason: str = "",
+                 status: str = "") -> tuple[str, int] | None:
+    """The source of the test that failed and its line in the whole program: the
+    statement of ``program.tests`` holding ``line`` (a multi-line ``assert`` whole). A
+    verdict stored before test lines were reported gives its line in ``reason`` only for
+    a failed ``assert`` of the tests. None when the failure is not in the tests."""
+    offset = program.candidate.count("\n")
+    if line is None and status == "assertion" and (m := _LINE_IN_REASON.search(reason)):
+        line = int(m.group(1))
+    if line is None or line <= offset:
+        return None
+    at = line - offset  # the line within the tests
+    try:
+        tree = ast.parse(program.tests)
+    except (SyntaxError, ValueError):
+        tree = None
+    best = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if (isinstance(node, ast.stmt) and not hasattr(node, "body")
+                and node.lineno <= at <= (node.end_lineno or node.lineno)):
+            best = node  # a simple statement: the innermost that holds the line
+    if best is not None:
+        text = ast.get_source_segment(program.tests, best) or ""
+    else:
+        lines = program.tests.splitlines()
+        text = lines[at - 1] if 0 < at <= len(lines) else ""
+    text = text.strip()
+    return (text[:_MAX_TEST_TEXT], line) if text else None

@@ -143,6 +143,17 @@ def program_line(exc: BaseException) -> int | None:
     return line
 
 
+def test_line(exc: BaseException) -> int | None:
+    """The line of the tests that was running when ``exc`` ended them (the failing
+    ``assert``, or the test call into which the candidate raised), numbered as in the whole
+    program; None when the tests' own code is not on the traceback."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == PROGRAM:
+            line = frame.lineno
+    return line
+
+
 def run_tests(job: dict[str, Any]) -> dict[str, Any]:
     """Compile the tests, start the candidate, run the tests; how it ended."""
     offset = int(job.get("line_offset") or 0)
@@ -182,7 +193,7 @@ def run_tests(job: dict[str, Any]) -> dict[str, Any]:
         except Exception:
             message = ""
         return {"status": status, "error": getattr(e, "assay_error", type(e).__name__),
-                "message": message, "line": program_line(e)}
+                "message": message, "line": program_line(e), "test_line": test_line(e)}
     if CHANNEL.broken is not None:
         return _broken(CHANNEL.broken)
     return {"status": "passed"}

@@ -38,7 +38,13 @@ from assay.tasks.code.execute import (
     run_program,
     verdict_key,
 )
-from assay.tasks.code.extract import Program, humaneval_program, mbpp_entry_point, mbpp_program
+from assay.tasks.code.extract import (
+    Program,
+    failing_test,
+    humaneval_program,
+    mbpp_entry_point,
+    mbpp_program,
+)
 from assay.tasks.code.metrics import code_metrics
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
@@ -230,6 +236,9 @@ class CodeTask(Task):
                 "extracted_from": program.extracted_from, "exit_code": verdict.exit_code,
                 "timed_out": verdict.timed_out, "isolation": verdict.isolation,
                 "output": verdict.output[-500:]}
+        if not verdict.passed and (failed := failing_test(
+                program, verdict.test_line, verdict.reason, verdict.status)):
+            meta["failing_test"], meta["failing_test_line"] = failed
         return [Score(SCORE_NAME, 1.0 if verdict.passed else 0.0,
                       program.code if program.code.strip() else None, verdict.reason, meta)]
 

@@ -129,7 +129,7 @@ def build_problem(sample: Sample, parsed: dict[str, Any], *, model: str | None,
 
 @task("datagen_generate")
 class GenerateTask(Task):
-    """Generate AIME-style problems (the book's ``AIMEGenerator``, done carefully).
+    """Generate AIME-style problems (as the Hello-Agents book's AIMEGenerator, done carefully).
 
     Options: ``n`` (problems, default 30), ``reference`` (file, Hugging Face id,
     ``math500``, ``none`` for no style example; default the book's

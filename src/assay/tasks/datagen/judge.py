@@ -86,7 +86,7 @@ class JudgeOptions(TaskOptions):
 
 @task("datagen_judge")
 class JudgeTask(Task):
-    """Rubric judging of generated problems (the judge: ``judge_model`` or the run's model).
+    """Rubric judging of generated problems (the judge: the judge_model option or the run's model).
 
     Options: ``data`` (problems file), ``rubric`` (YAML path; default: the
     AIME rubric), ``reference`` (problems file whose first problem is shown as

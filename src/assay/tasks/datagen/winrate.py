@@ -242,7 +242,7 @@ class WinRateOptions(TaskOptions):
 @task("datagen_winrate")
 class WinRateTask(Task):
     """Pairwise win rate of generated problems against real ones (judged by
-    ``judge_model`` or the run's model).
+    the judge_model option or the run's model).
 
     Options: ``data`` (generated problems), ``reference`` (real problems file),
     ``seed`` (pairing seed, default 0), ``n_comparisons`` (default: min of the

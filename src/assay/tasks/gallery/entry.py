@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from assay.core.yamlsafe import load_yaml, read_yaml_text
 from assay.data.wheels import validate_source
 from assay.errors import ConfigError
+from assay.scoring.reference import filter_metric_name
 
 EVAL_TYPES = ("generate", "multiple_choice", "code", "instructions", "mtbench", "native")
 CATEGORIES = ("knowledge", "reasoning", "commonsense", "math", "code", "reading",
@@ -157,6 +158,53 @@ class Metrics(_Strict):
     secondary: list[str] = Field(default_factory=list)
     diagnostic: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
+    #: for an entry whose task has code of its own: the key of the task's metrics that
+    #: holds a declared metric (``code_pass: pass@1``); the generic task reports each
+    #: under its own name
+    reported_as: dict[str, str] = Field(default_factory=dict)
+
+    def reported_name(self, name: str) -> str:
+        """The key of a run's metrics that holds declared metric ``name``."""
+        return self.reported_as.get(name, name)
+
+
+class ReferenceMatch(_Strict):
+    """lm-eval's ``exact_match`` settings, as the task file's ``metric_list`` gives them."""
+
+    regexes_to_ignore: list[str] = Field(default_factory=list)
+    ignore_case: bool = False
+    ignore_punctuation: bool = False
+    ignore_numbers: bool = False
+
+
+class ReferenceStep(_Strict):
+    """One step of an lm-eval filter (``function: regex``, ``take_first``, ...)."""
+
+    function: Literal["regex", "take_first", "remove_whitespace", "lowercase", "uppercase"]
+    regex_pattern: str | None = None
+    group_select: int = 0
+    fallback: str = "[invalid]"
+
+    @model_validator(mode="after")
+    def _pattern(self) -> ReferenceStep:
+        if (self.function == "regex") != (self.regex_pattern is not None):
+            raise ValueError("a regex step (and only a regex step) gives regex_pattern")
+        return self
+
+
+class Reference(_Strict):
+    """A reference harness's scoring of the same replies, stored beside the entry's own
+    metrics so its published numbers can be reproduced: lm-evaluation-harness's filters
+    (``filter_list``) and ``exact_match`` (``metric_list``), copied from ``task_file`` of
+    ``harness`` ``version`` (scored by :mod:`assay.scoring.reference`; one score per
+    filter, named ``lm_eval_exact_match_<filter>``)."""
+
+    harness: Literal["lm-evaluation-harness"] = "lm-evaluation-harness"
+    version: str
+    task_file: str
+    metric: Literal["exact_match"] = "exact_match"
+    options: ReferenceMatch = Field(default_factory=ReferenceMatch)
+    filters: dict[str, list[ReferenceStep]] = Field(min_length=1)
 
 
 class Readiness(_Strict):
@@ -207,6 +255,8 @@ class GalleryEntry(_Strict):
     generation: dict[str, Any] = Field(default_factory=dict)
     parser: Parser = Field(default_factory=Parser)
     metrics: Metrics = Field(default_factory=Metrics)
+    #: a reference harness's own scoring, stored beside the entry's metrics
+    reference: Reference | None = None
     readiness: Readiness = Field(default_factory=Readiness)
     golden: list[Golden] = Field(default_factory=list)
 
@@ -245,6 +295,12 @@ class GalleryEntry(_Strict):
             missing = need - set(self.fields)
             if missing:
                 raise ValueError(f"fields is missing {', '.join(sorted(missing))}")
+
+    @property
+    def reference_metrics(self) -> list[str]:
+        """The names of the reference harness's scores (one per filter), in order."""
+        ref = self.reference
+        return [filter_metric_name(ref.metric, f) for f in ref.filters] if ref else []
 
     @property
     def names(self) -> list[str]:

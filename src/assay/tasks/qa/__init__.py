@@ -18,12 +18,18 @@ from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.files import load_rows
 from assay.errors import ConfigError, DatasetError
-from assay.scoring import canonical_scorer, format_choices, get_scorer, infer_scorer
+from assay.scoring import (
+    canonical_scorer,
+    format_choices,
+    get_scorer,
+    infer_scorer,
+    score_includes,
+)
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.qa.dataset import build_samples
-from assay.tasks.qa.metrics import qa_metrics
+from assay.tasks.qa.metrics import HINTED_SCORERS, includes_hint, qa_metrics
 from assay.tasks.registry import task
 
 DEFAULT_TEMPLATE = (
@@ -206,12 +212,27 @@ class QATask(Task):
         if kind == "numeric_match" and self.opts.tolerance is not None:
             opts["tolerance"] = float(self.opts.tolerance)
         try:
-            return [get_scorer(name)(outcome.output, sample.target, **opts)]
+            score = get_scorer(name)(outcome.output, sample.target, **opts)
         except ValueError as e:
             raise ConfigError(f"{sample.metadata.get('source', sample.id)}: {e}") from e
+        if kind in HINTED_SCORERS and score.value == 0.0:
+            # a wrong answer that states the target in a sentence ("The capital of France
+            # is Paris."): counted at finalize for the --scorer includes hint
+            score.metadata["target_in_reply"] = bool(
+                score_includes(outcome.output, sample.target).value)
+        return [score]
 
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens."""
+        """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens, and how
+        many wrong answers contain the target."""
         return qa_metrics(results)
+
+    @classmethod
+    def report_extra(cls, metrics: dict[str, Any],
+                     results: list[SampleResult]) -> dict[str, Any]:
+        """The hint to try ``--scorer includes`` when many wrong answers contain the
+        target (stored with the run's description, :func:`includes_hint`)."""
+        hint = includes_hint(metrics)
+        return {"recommendations": [hint]} if hint else {}

@@ -1,0 +1,152 @@
+"""Values as words for every report: metric values by their kind (seconds, counts, rates,
+shares), the model under test as provider, model id, endpoint and generation settings, and
+run settings as ``key value`` pairs rather than JSON.
+
+One place decides how a number reads, so ``mean_wait_s`` is ``1.7 ms`` in the report, the
+summary and the plan report alike, and a count is ``12,400`` everywhere. Rates (dicts with
+a value, an interval and counts) keep :func:`assay.metrics.format.fmt_rate`'s form.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from assay.core.redact import redact_url
+from assay.metrics.format import fmt_rate
+from assay.models.registry import forms_of
+from assay.store.described import is_rate
+
+#: metric name endings that hold seconds
+_SECONDS = ("_s", "_seconds", "_secs")
+#: metric name parts that hold a share on [0, 1]
+_SHARES = ("rate", "share", "fraction", "ratio", "accuracy", "_acc", "as_wrong")
+
+
+def provider_text(name: str) -> str:
+    """What the model spec ``name`` names, in the words its provider registered
+    (``assay list models``): the form written exactly so, else the provider's first."""
+    forms = forms_of(name.partition("/")[0])
+    text = dict(forms).get(name) or (forms[0][1] if forms and forms[0][1] else "model")
+    return re.sub(r"\s*\((?:--|-T )[^)]*\)$", "", text)  # not the CLI flag that sets it
+
+
+def fmt_seconds(seconds: float) -> str:
+    """``0.4 ms``, ``47.6 ms``, ``2.34 s``, ``1 min 05 s``, ``2 h 03 min``."""
+    if not math.isfinite(seconds):
+        return str(seconds)
+    if seconds < 0:
+        return "-" + fmt_seconds(-seconds)
+    if seconds < 1:
+        return f"{seconds * 1000:.3g} ms"
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    if seconds < 3600:
+        minutes, rest = divmod(round(seconds), 60)
+        return f"{minutes} min {rest:02d} s"
+    hours, rest = divmod(round(seconds), 3600)
+    return f"{hours} h {rest // 60:02d} min"
+
+
+def fmt_count(value: float) -> str:
+    """A count with thousands separators; a fractional one (a mean) with one decimal."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
+def fmt_value(value: Any, name: str | None = None) -> str:
+    """Human text for any metrics value; ``name`` (the metric's key) says its kind:
+    ``*_s`` seconds, ``*tokens*``/``n_*``/an int a count, ``*rate*``/``*accuracy*`` a
+    share (three decimals). A rate entry reads as :func:`fmt_rate`."""
+    if is_rate(value):
+        return fmt_rate(value)
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        key = (name or "").lower()
+        if key.endswith(_SECONDS):
+            return fmt_seconds(float(value))
+        if isinstance(value, int) or "token" in key or key.startswith(("n_", "num_")):
+            return fmt_count(value)
+        if not math.isfinite(value):
+            return str(value)
+        if any(part in key for part in _SHARES) and -1 <= value <= 1:
+            return f"{value:.3f}"
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, (dict, list)):
+        return settings_text(value)
+    return str(value)
+
+
+def settings_text(value: Any) -> str:
+    """A setting as words: a mapping as ``key value, key value``, a list joined by commas,
+    anything else as text (nested structures stay JSON)."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_scalar(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_scalar(v) for v in value)
+    return _scalar(value)
+
+
+#: run settings that hold seconds, and bytes
+_SECONDS_SETTINGS = ("timeout", "sample_timeout", "retry_initial")
+_BYTES_SETTINGS = ("max_reply_bytes",)
+
+
+def setting_text(name: str, value: Any) -> str:
+    """One run setting as words: seconds and byte sizes with their unit, the rest by
+    :func:`settings_text`."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if name in _SECONDS_SETTINGS:
+            return fmt_seconds(float(value))
+        if name in _BYTES_SETTINGS:
+            return fmt_bytes(int(value))
+    return settings_text(value)
+
+
+def fmt_bytes(size: int) -> str:
+    """``512 B``, ``16 MiB``, ``1.5 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:g} {unit}" if unit == "B" else f"{size:.3g} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return f"{size} B"  # pragma: no cover - the loop returns
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "none"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def model_facts(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """The model under test as rows of words: provider and model id, the endpoint (no
+    credentials), and the generation settings the run set (sampling parameters, the
+    task's ``max_tokens``)."""
+    model = run.get("model") or {}
+    spec = run.get("spec") or {}
+    name = str(model.get("model") or spec.get("model") or "unknown")
+    rows = [("model", f"{name} · {provider_text(name)}")]
+    url = model.get("base_url") or spec.get("base_url")
+    if url:
+        rows.append(("endpoint", redact_url(str(url)) or ""))
+    generation = dict(spec.get("params") or {})
+    for key in ("max_tokens", "temperature"):
+        given = (spec.get("task_options") or {}).get(key)
+        if given is not None and key not in generation:
+            generation[key] = given
+    if spec.get("seed") is not None:
+        generation["seed"] = spec["seed"]
+    rows.append(("generation", ", ".join(f"{k.replace('_', ' ')} {_scalar(v)}"
+                                          for k, v in generation.items())
+                 or "the provider's defaults"))
+    return rows

@@ -1,0 +1,173 @@
+"""A run's configuration and its fingerprint: what makes two runs' numbers comparable.
+
+The **configuration** of a run is what decides its numbers apart from the model's luck:
+the task and its options, the prompt template, the scorer (and judge), the model and
+where it is served, the generation parameters and the hash of the data. Its
+**fingerprint** is a short, stable hash of it (the first 10 hex digits of the SHA-256
+of its canonical JSON). Two runs with the same fingerprint measure the same thing;
+``assay history`` draws one series per fingerprint and ``assay compare`` says how two
+runs' configurations differ.
+
+Stored with the run (the ``config`` column, schema 7) as ``{"fingerprint", "parts"}``
+when it is finalized; old runs get theirs from their stored spec (the schema-7
+migration, or :func:`configuration_of` when a record has none). Secrets never enter
+it: the parts are redacted by the store's one policy, and an endpoint is kept without
+its user, password, query and fragment. A re-scored run (``assay score``: a task run
+whose parent is a task run) is marked ``rescored``, so it never shares a series with
+the runs scored as they ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from assay.core.redact import redact_tree
+
+__all__ = ["FINGERPRINT_LENGTH", "configuration", "configuration_of", "data_hash",
+           "differences", "differences_text", "endpoint", "short_value"]
+
+FINGERPRINT_LENGTH = 10
+#: task options that are the prompt: shown and compared as the ``template`` part
+TEMPLATE_KEYS = ("template", "system", "system_prompt", "prompt", "fewshot", "num_fewshot")
+#: task options that decide the verdict: the ``scorer`` part
+SCORER_KEYS = ("scorer", "judge_model", "judge_models", "judge", "rubric", "match")
+#: the parts in the order differences are told, with the names they are told by
+PART_LABELS = {"task": "task", "options": "option", "template": "template", "scorer": "scorer",
+               "model": "model", "provider": "provider", "endpoint": "endpoint",
+               "weights": "weights", "generation": "", "data": "data hash"}
+
+
+def data_hash(dataset: dict[str, Any] | None) -> str | None:
+    """The content hash of the data a run evaluated, where its task records one."""
+    ds = dataset or {}
+    value = ds.get("content_hash") or ds.get("sha256") or ds.get("hash")
+    if isinstance(value, dict):  # per-file hashes
+        value = ",".join(f"{k}:{v}" for k, v in sorted(value.items()))
+    return str(value) if value else None
+
+
+def endpoint(url: Any) -> str | None:
+    """A base URL without what may be a credential: ``http://host:port/path``."""
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        u = urlsplit(url)
+        host = u.hostname or ""
+        port = f":{u.port}" if u.port else ""
+    except ValueError:
+        return None
+    return f"{u.scheme}://{host}{port}{u.path.rstrip('/')}" if host else None
+
+
+def _provider(model_id: str | None) -> str | None:
+    if not model_id:
+        return None
+    return model_id.split("/", 1)[0].split("?", 1)[0]
+
+
+def _numbers(value: Any) -> Any:
+    """Whole floats as ints (``temperature=0`` and ``0.0`` are one setting)."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def configuration(run: dict[str, Any], *, rescored: bool = False) -> dict[str, Any]:
+    """``{"fingerprint", "parts"}`` of a run record (its ``task``, ``spec``, ``model``
+    and ``dataset``); ``rescored``: the run re-scores another run's outcomes."""
+    spec = run.get("spec") or {}
+    options = dict(spec.get("task_options") or {})
+    dataset = run.get("dataset") if isinstance(run.get("dataset"), dict) else {}
+    described = run.get("model") if isinstance(run.get("model"), dict) else {}
+    data = data_hash(dataset)
+    if data:  # the hash says which data; the path it was read from does not matter
+        options.pop("data", None)
+    template = {k: options.pop(k) for k in TEMPLATE_KEYS if k in options}
+    scorer = {k: options.pop(k) for k in SCORER_KEYS if k in options}
+    if "scorer" not in scorer and dataset.get("scorer"):
+        scorer["scorer"] = dataset["scorer"]
+    roles = described.get("roles")
+    if isinstance(roles, dict) and roles:
+        scorer["roles"] = {k: (v.get("model") if isinstance(v, dict) else v)
+                           for k, v in sorted(roles.items())}
+    if rescored:
+        scorer["rescored"] = True
+    model_id = spec.get("model") or described.get("model")
+    generation = dict(spec.get("params") or {})
+    generation["epochs"] = spec.get("epochs", 1)
+    if spec.get("seed") is not None:
+        generation["seed"] = spec["seed"]
+    parts = {"task": run.get("task") or spec.get("task"), "options": options,
+             "template": template, "scorer": scorer,
+             "model": None if model_id is None else str(model_id),
+             "provider": _provider(None if model_id is None else str(model_id)),
+             "endpoint": endpoint(spec.get("base_url") or described.get("base_url")),
+             "weights": described.get("weights"), "generation": generation, "data": data}
+    parts = redact_tree(parts)
+    canonical = json.dumps(_numbers(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:FINGERPRINT_LENGTH]
+    return {"fingerprint": digest, "parts": parts}
+
+
+def configuration_of(run: dict[str, Any], parent_kind: str | None = None) -> dict[str, Any]:
+    """A run record's stored configuration, else the one its stored spec gives
+    (``parent_kind``: the kind of its parent run, ``task`` for a re-scoring)."""
+    stored = run.get("config")
+    if isinstance(stored, dict) and stored.get("fingerprint"):
+        return stored
+    rescored = bool(run.get("parent_id")) and parent_kind == "task" and (
+        run.get("kind", "task") == "task")
+    return configuration(run, rescored=rescored)
+
+
+def _flat(parts: dict[str, Any]) -> dict[str, Any]:
+    """``{label: value}``: the dict parts one level down (``temperature``, ``option n``)."""
+    out: dict[str, Any] = {}
+    for key, label in PART_LABELS.items():
+        value = parts.get(key)
+        if isinstance(value, dict) and key in ("options", "template", "scorer", "generation"):
+            for k, v in value.items():
+                name = f"{label} {k}" if key == "options" else k
+                out[name] = v
+        else:
+            out[label] = value
+    # a re-scoring is said so on both sides: "re-scored no -> yes"
+    out["re-scored"] = "yes" if out.pop("rescored", None) else "no"
+    return out
+
+
+def differences(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every way configuration parts ``b`` differ from ``a``: ``[{"name", "a", "b"}]``
+    (``None``: not set), in the order of :data:`PART_LABELS`."""
+    fa, fb = _flat(a), _flat(b)
+    names = list(fa) + [k for k in fb if k not in fa]
+    return [{"name": n, "a": fa.get(n), "b": fb.get(n)} for n in names
+            if fa.get(n) != fb.get(n)]
+
+
+def short_value(value: Any, limit: int = 40) -> str:
+    """A configuration value in a line: ``unset``, the text, or compact JSON; long
+    ones shortened with an ellipsis."""
+    if value is None:
+        return "unset"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def differences_text(diffs: list[dict[str, Any]], limit: int = 40) -> str:
+    """``same configuration`` or ``same configuration except: temperature 0.0 -> 0.7``."""
+    if not diffs:
+        return "same configuration"
+    return "same configuration except: " + "; ".join(
+        f"{d['name']} {short_value(d['a'], limit)} -> {short_value(d['b'], limit)}"
+        for d in diffs)

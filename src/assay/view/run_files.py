@@ -1,0 +1,127 @@
+"""A run's options laid out for its page, and its files (``report.md``, ``report.html``,
+``results.jsonl``, ``summary.md``...) listed and served read-only.
+
+Files are served from the run's own folder (``<workspace>/runs/<run id>/``) only: the run
+must be in the store, and the name asked for must be one of the plain files the folder
+lists (no sub-folder, no link, no ``..``), so no request reaches any other file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from assay.errors import RunNotFoundError
+from assay.store.queries import model_label
+from assay.store.sqlite import Store
+from assay.web.state import PageError, state_of
+
+__all__ = ["FILE_TYPES", "REPORT_CSP", "run_file", "run_files", "run_options"]
+
+FILE_TYPES = {".md": "text/plain", ".txt": "text/plain", ".jsonl": "text/plain",
+              ".json": "application/json", ".csv": "text/plain", ".html": "text/html",
+              ".yaml": "text/plain", ".yml": "text/plain", ".log": "text/plain"}
+"""How each kind of run file is answered (anything else is a download)."""
+
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox; "
+              "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+"""A stored HTML report is one self-contained file with its own inline styles: it may
+use those, and nothing else (no script runs in it: ``sandbox``)."""
+
+_MAX_FILES = 200
+_SPEC_SHOWN = ("limit", "epochs", "seed", "max_connections", "max_retries", "timeout",
+               "sample_timeout", "rpm", "cache", "max_error_rate")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _first_score_name(store: Store, run_id: str) -> str:
+    row = store._db.execute("SELECT scores FROM samples WHERE run_id = ? AND error IS NULL"
+                            " LIMIT 1", (run_id,)).fetchone()
+    try:
+        scores = json.loads(row[0]) if row and row[0] else {}
+    except ValueError:
+        return ""
+    return ", ".join(str(k) for k in scores) if isinstance(scores, dict) else ""
+
+
+def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """The run's settings as ``(name, value)`` rows, grouped: ``model``, ``scoring``,
+    ``task options``, ``generation`` (the parameters sent with each call) and ``run``
+    (limit, epochs, seed, concurrency...)."""
+    spec = run["spec"] if isinstance(run.get("spec"), dict) else {}
+    model = run["model"] if isinstance(run.get("model"), dict) else {}
+    options = spec.get("task_options") if isinstance(spec.get("task_options"), dict) else {}
+    params = spec.get("params") if isinstance(spec.get("params"), dict) else {}
+    model_rows = [("model", model_label(model))] + [
+        (str(k), _text(v)) for k, v in model.items()
+        if k not in ("model", "name", "spec") and v not in (None, "", {}, [])]
+    scorer = options.get("scorer")
+    scoring = [("scorer", _text(scorer) if scorer else "the task's default")]
+    if names := _first_score_name(store, run["id"]):
+        scoring.append(("scores", names))
+    headline = run.get("headline")
+    if isinstance(headline, dict) and headline.get("metric"):
+        scoring.append(("headline metric", str(headline["metric"])))
+    generation = [(str(k), _text(v)) for k, v in params.items()]
+    if spec.get("seed") is not None:
+        generation.append(("seed", _text(spec["seed"])))
+    return {
+        "model": model_rows, "scoring": scoring,
+        "task options": [(str(k), _text(v)) for k, v in options.items() if k != "scorer"],
+        "generation": generation,
+        "run": [(k, _text(spec[k])) for k in _SPEC_SHOWN if spec.get(k) is not None],
+    }
+
+
+def _folder(store_path: Path, run_id: str) -> Path:
+    return store_path.parent / "runs" / run_id
+
+
+def run_files(store_path: Path, run_id: str) -> list[dict[str, Any]]:
+    """The plain files in the run's folder (name and size), by name; none when it has no
+    folder."""
+    folder = _folder(store_path, run_id)
+    if not folder.is_dir() or "/" in run_id or run_id in (".", ".."):
+        return []
+    files = [{"name": p.name, "size": p.stat().st_size} for p in sorted(folder.iterdir())
+             if p.is_file() and not p.is_symlink()]
+    return files[:_MAX_FILES]
+
+
+def _file_response(path: Path) -> web.StreamResponse:
+    kind = FILE_TYPES.get(path.suffix.lower())
+    if kind is None:
+        return web.FileResponse(path, headers={
+            "Content-Type": "application/octet-stream",
+            "Content-Disposition": "attachment"})
+    response = web.FileResponse(path, headers={"Content-Type": f"{kind}; charset=utf-8"})
+    if kind == "text/html":
+        response.headers["Content-Security-Policy"] = REPORT_CSP
+    return response
+
+
+def _check_run(store: Store, run_id: str) -> str:
+    try:
+        return store.get_run(run_id)["id"]
+    except RunNotFoundError as e:
+        raise PageError(404, "Run not found", str(e)) from None
+
+
+async def run_file(request: web.Request) -> web.StreamResponse:
+    """``/run/<id>/files/<name>``: one of the files of the run's folder, read-only; any
+    name the folder does not list (``..``, a sub-folder, a link) is a 404."""
+    st = state_of(request)
+    run_id = await st.call(_check_run, request.match_info["run_id"])
+    name = request.match_info["name"]
+    listed = {f["name"] for f in run_files(st.store_path, run_id)}
+    if name not in listed:
+        raise PageError(404, "File not found", f"run {run_id} has no file {name!r}")
+    return _file_response(_folder(st.store_path, run_id) / name)

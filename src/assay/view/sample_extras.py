@@ -1,0 +1,190 @@
+"""What the sample page shows beyond the stored columns: the generation settings, the model
+calls as a timeline, each text once, and code highlighted.
+
+- **Generation settings**: the run's generation parameters (``--param``, ``--seed``) and
+  those the task sent with its calls (recorded with the call log).
+- **Timeline**: the call log the engine stored with the sample (``outcome.call_log``, see
+  :func:`assay.engine.calls.CallContext.call_log`): one row per call with its start,
+  duration, waiting, tokens, cache and retries, drawn as an SVG (attributes, never inline
+  styles: the page's Content-Security-Policy forbids those).
+- **Each text once**: the prediction is not shown again when it is the output (or the
+  output's one fenced block), nor a score's answer when it is the prediction or output.
+- **Code**: Pygments' class-based HTML (the colours are ``/static/highlight.css``), for
+  fenced blocks and for text that is a Python program.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from typing import Any
+
+from markupsafe import Markup, escape
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer, get_lexer_by_name
+from pygments.util import ClassNotFound
+
+__all__ = ["CSS_CLASS", "FENCE", "code_html", "generation_settings", "is_python",
+           "page_extras", "same_text", "stylesheet", "text_html", "timeline"]
+
+CSS_CLASS = "hl"
+"""The class of highlighted blocks (the stylesheet's rules are scoped under it)."""
+
+FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[ \t]*\n(.*?)(?:^[ \t]*```[^\n]*$|\Z)",
+                   re.DOTALL | re.MULTILINE)
+"""A fenced code block: its fences at the start of a line (a mention of three backticks
+inside a sentence is no fence)."""
+_CODE_WORDS = re.compile(r"^\s*(def|class|import|from|return|assert|for|while|if)\b", re.M)
+_MAX_HIGHLIGHT = 100_000  # characters; longer text is shown plain
+_FORMATTER = HtmlFormatter(cssclass=CSS_CLASS)
+_BAR_W, _ROW_H = 720, 18
+
+
+def stylesheet() -> str:
+    """The highlighting colours (what ``/static/highlight.css`` holds)."""
+    return _FORMATTER.get_style_defs(f".{CSS_CLASS}") + "\n"
+
+
+def is_python(text: str) -> bool:
+    """Whether ``text`` is a Python program (it parses, and has a statement a program has:
+    ``def``, ``class``, ``import``, ``return``, ``assert``, a loop or an ``if``)."""
+    if not text or len(text) > _MAX_HIGHLIGHT or not _CODE_WORDS.search(text):
+        return False
+    try:
+        ast.parse(textwrap.dedent(text))  # a function's body alone (HumanEval's target)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def code_html(code: str, language: str = "python") -> Markup:
+    """``code`` highlighted (Pygments escapes every character of it)."""
+    try:
+        lexer = PythonLexer() if language == "python" else get_lexer_by_name(language)
+    except ClassNotFound:
+        lexer = get_lexer_by_name("text")
+    return Markup(highlight(code, lexer, _FORMATTER))
+
+
+def text_html(text: str) -> Markup | None:
+    """``text`` with its fenced code blocks highlighted, or the whole of it when it is a
+    Python program; None when it has no code (the page shows it plain)."""
+    if not text or len(text) > _MAX_HIGHLIGHT:
+        return None
+    if "```" not in text:
+        return code_html(text) if is_python(text) else None
+    parts: list[str] = []
+    at = 0
+    for m in FENCE.finditer(text):
+        if m.start() > at:
+            parts.append(f'<pre class="text">{escape(text[at:m.start()].strip(chr(10)))}</pre>')
+        parts.append(str(code_html(m.group(2), (m.group(1) or "python").lower())))
+        at = m.end()
+    if text[at:].strip():
+        parts.append(f'<pre class="text">{escape(text[at:].strip(chr(10)))}</pre>')
+    return Markup("".join(parts))
+
+
+def _norm(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def same_text(shown: str, other: str) -> bool:
+    """Whether ``other`` says nothing ``shown`` does not: the same text (trailing spaces
+    aside), or the one fenced block ``shown`` holds."""
+    if not shown or not other:
+        return False
+    a, b = _norm(shown), _norm(other)
+    if a == b:
+        return True
+    blocks = FENCE.findall(shown)
+    return len(blocks) == 1 and _norm(blocks[0][1]) == b
+
+
+def _num(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else ""
+
+
+def timeline(outcome: Any) -> dict[str, Any] | None:
+    """The stored call log as table rows and SVG bars; None when the sample has none."""
+    log = outcome.get("call_log") if isinstance(outcome, dict) else None
+    calls = log.get("calls") if isinstance(log, dict) else None
+    if not isinstance(calls, list) or not calls:
+        return None
+    calls = [c for c in calls if isinstance(c, dict)]
+    end = max((float(c.get("start_s") or 0) + float(c.get("duration_s") or 0) for c in calls),
+              default=0.0) or 1.0
+    scale = _BAR_W / end
+    rows, bars = [], []
+    for i, c in enumerate(calls):
+        start, dur = float(c.get("start_s") or 0), float(c.get("duration_s") or 0)
+        wait = min(float(c.get("wait_s") or 0), dur)
+        state = ("failed" if c.get("failed") else "cached" if c.get("cached")
+                 else "retried" if c.get("retries") else "ok")
+        rows.append({"n": i + 1, "role": str(c.get("role") or "subject"),
+                     "start": f"{start:.3f}", "duration": f"{dur:.3f}", "wait": f"{wait:.3f}",
+                     "input_tokens": _num(c.get("input_tokens")),
+                     "output_tokens": _num(c.get("output_tokens")),
+                     "cached": "yes" if c.get("cached") else "no",
+                     "retries": c.get("retries") or 0, "state": state,
+                     "errors": [str(e) for e in c.get("errors") or []],
+                     "params": ", ".join(f"{k}={v}" for k, v in (c.get("params") or {}).items())})
+        y = i * _ROW_H + 2
+        x = round(start * scale, 1)
+        bars.append({"x": x, "y": y, "w": max(round(dur * scale, 1), 2.0), "state": state,
+                     "wait_w": round(wait * scale, 1),
+                     "title": f"call {i + 1}: {start:.3f}s + {dur:.3f}s"})
+    return {"rows": rows, "bars": bars, "width": _BAR_W + 10, "axis_x": _BAR_W,
+            "axis_y": len(calls) * _ROW_H + 16, "height": len(calls) * _ROW_H + 20,
+            "end": f"{end:.3f}",
+            "dropped": log.get("dropped") or 0}
+
+
+def generation_settings(run: dict[str, Any], outcome: Any) -> list[tuple[str, str]]:
+    """The sample's generation settings: the parameters its first call was sent with
+    (the task's defaults with the run's ``--param`` over them), else the run's own."""
+    log = outcome.get("call_log") if isinstance(outcome, dict) else None
+    calls = log.get("calls") if isinstance(log, dict) else None
+    sent = next((c["params"] for c in calls or [] if isinstance(c, dict)
+                 and isinstance(c.get("params"), dict)), None)
+    spec = run.get("spec") if isinstance(run.get("spec"), dict) else {}
+    settings: dict[str, Any] = dict(spec.get("params") or {}) if sent is None else dict(sent)
+    if spec.get("seed") is not None and "seed" not in settings:
+        settings["seed"] = spec["seed"]
+    return [(str(k), str(v)) for k, v in settings.items()]
+
+
+def _failing_test(entry: Any) -> dict[str, Any] | None:
+    meta = entry.get("metadata") if isinstance(entry, dict) else None
+    source = meta.get("failing_test") if isinstance(meta, dict) else None
+    if not isinstance(source, str) or not source.strip():
+        return None
+    return {"source": source, "line": meta.get("failing_test_line"),
+            "html": code_html(source)}
+
+
+def page_extras(view: dict[str, Any], row: dict[str, Any], run: dict[str, Any]
+                ) -> dict[str, Any]:
+    """What :func:`assay.view.transcript.sample_view` leaves to the page: the settings, the
+    timeline, highlighted code, which texts repeat another (a prediction or a score's
+    answer that is the output is shown once), and each score's failing test
+    (``failing_test`` in its metadata, as the code tasks give it)."""
+    output, prediction = view["output"], view["prediction"]
+    prediction_dup = same_text(output, prediction)
+    stored = row.get("scores") if isinstance(row.get("scores"), dict) else {}
+    for score in view["scores"]:
+        answer = score.get("answer") or ""
+        score["answer_dup"] = bool(answer) and (
+            same_text(output, answer) or same_text(prediction, answer))
+        score["answer_html"] = None if score["answer_dup"] else text_html(answer)
+        score["failing_test"] = _failing_test(stored.get(score["name"]))
+    for block in (view["input"], view["target"]):
+        if block is not None and "text" in block:
+            block["html"] = text_html(block["text"])
+    outcome = row.get("outcome")
+    return {"timeline": timeline(outcome), "generation": generation_settings(run, outcome),
+            "metadata_html": {k: text_html(v) for k, v in view["metadata"]},
+            "output_html": text_html(output), "prediction_dup": prediction_dup,
+            "prediction_html": None if prediction_dup else text_html(prediction)}
