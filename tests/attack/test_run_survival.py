@@ -253,7 +253,8 @@ def test_store_locked_mid_run_ends_with_one_line_and_a_resumable_run(
     assert listing.returncode == 0, listing.stderr
     row = next(line for line in listing.stdout.splitlines() if " qa " in line)
     assert ("interrupted" in row or "failed" in row) and "running" not in row, row
-    assert "yes" in row, row
+    (run,) = [r for r in json.loads(cli("list", "runs", "--json").stdout) if r["task"] == "qa"]
+    assert run["resumable"] is True, run
 
 
 # ---------------------------------------------------------------- secrets and files

