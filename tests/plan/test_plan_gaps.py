@@ -68,6 +68,16 @@ from assay.testing.fake_hub import DEFAULT_SHA, FakeHub, jsonl_bytes, parquet_by
 QA = [{"question": f"q{i}?", "answer": f"a{i}"} for i in range(3)]
 
 
+def qa_plan_file(folder: Path, **options: Any) -> Path:
+    """A plan of one qa task over :data:`QA` (written beside it), primary exact_match."""
+    (folder / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in QA))
+    task = {"task": "qa", "source": "builtin", "options": {"data": "set.jsonl", **options},
+            "metrics": [{"name": "exact_match", "role": "primary"}]}
+    path = folder / "plan.yaml"
+    path.write_text(json.dumps({"assay_plan": 1, "request": "qa", "tasks": [task]}))
+    return path
+
+
 def one_line(text: str) -> str:
     assert text and "\n" not in text and text.strip() == text
     return text
@@ -460,13 +470,7 @@ def test_a_task_that_cannot_get_its_data_is_recorded_in_the_summary_and_report(
 
 def test_a_plan_stored_with_credentials_resumes_only_with_its_file(
         fake_server: Any, tmp_path: Path) -> None:
-    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in QA))
-    task = {"task": "qa", "source": "builtin",
-            "options": {"data": "set.jsonl",
-                        "system_prompt": "Be brief. password=hunter2secretvalue"},
-            "metrics": [{"name": "exact_match", "role": "primary"}]}
-    path = tmp_path / "plan.yaml"
-    path.write_text(json.dumps({"assay_plan": 1, "request": "qa", "tasks": [task]}))
+    path = qa_plan_file(tmp_path, system_prompt="Be brief. password=hunter2secretvalue")
     server = fake_server(rules=[], default_reply=None)
     store = Store()
     try:
@@ -788,11 +792,7 @@ def test_the_planner_models_intent_call_is_recorded_with_what_it_added() -> None
 
 def test_a_report_of_a_task_run_says_it_is_not_a_plan_run(fake_server: Any,
                                                           tmp_path: Path) -> None:
-    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in QA))
-    task = {"task": "qa", "source": "builtin", "options": {"data": "set.jsonl"},
-            "metrics": [{"name": "exact_match", "role": "primary"}]}
-    path = tmp_path / "plan.yaml"
-    path.write_text(json.dumps({"assay_plan": 1, "request": "qa", "tasks": [task]}))
+    path = qa_plan_file(tmp_path)
     server = fake_server(rules=[], default_reply=None)
     store = Store()
     try:

@@ -86,10 +86,9 @@ def page(browser: Any) -> Any:
 
 
 @pytest.fixture
-def store(workspace: Path):
-    s = Store(workspace / "assay.db")
-    yield s
-    s.close()
+def store(syn_store: Store) -> Store:
+    """The workspace's store (the browser tests' name for :func:`syn_store`)."""
+    return syn_store
 
 
 @pytest.fixture
