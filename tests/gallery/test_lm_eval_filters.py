@@ -214,6 +214,17 @@ def test_the_numeric_reader_needs_three_digit_groups() -> None:
     assert scores["numeric_match"].value == 0.0
 
 
+def test_gsm8k_numeric_match_takes_no_off_by_one_on_large_answers() -> None:
+    # found on the real test set (bench/gsm8k_reference.py): with numeric_match's default
+    # relative tolerance (1e-6), "#### 1450001" scored right against 1,450,000
+    entry = ENTRIES["gsm8k"]
+    for reply, gold, right in (("#### 1450001", "1450000", 0.0), ("#### 2880001", "2880000", 0.0),
+                               ("#### 1,450,000", "1450000", 1.0), ("#### 18", "18", 1.0)):
+        scores = {s.name: s for s in score_reply(entry, reply, gold, None)}
+        assert scores["numeric_match"].value == right, reply
+        assert scores["lm_eval_exact_match_strict_match"].value == right, reply
+
+
 @pytest.mark.parametrize("name", sorted(NO_REPLY_REFERENCE))
 def test_entries_whose_lm_eval_task_scores_log_likelihoods_have_no_reference(name: str
                                                                             ) -> None:

@@ -15,12 +15,24 @@ three rates are reported:
 
 It also checks the intent's languages, agent flag and stated budget against the
 file. Used by ``test_plan_quality.py`` and ``bench/plan_quality.py``.
+
+The frozen field set of issue 25 (``requests_field.yaml``, :func:`load_field`) states
+capabilities instead of domains, with a map of the tasks that meet each capability and
+the canonical ones the field reports first; :func:`field_rates` measures it:
+executable and named recall as above, **capability recall@5** (one of the capability's
+``meets`` among the first five of :func:`ranked`), **canonical coverage** (the mean share
+of a capability's canonical tasks, cut to the stated ``max_tasks``, in the plan's tasks),
+**unavailable said** (a request asking for something no catalogue task covers, whose
+plan's notes say so), with every miss and the rates by the request's style.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +105,26 @@ def ranked(made: dict[str, Any]) -> list[str]:
     return names + [c for c in made["candidates"] if c not in names]
 
 
+def smoke_key(task: Any) -> str:
+    """A plan task's key among the smoke results (its registry name and options)."""
+    from assay.plan.children import task_ref
+
+    return json.dumps([task_ref(task), task.options], sort_keys=True)
+
+
+def is_executable(plan: Any, smoked: dict[str, dict[str, Any]], *, empty: bool = False
+                  ) -> tuple[bool, str]:
+    """Whether every task of the plan smoke-ran, and why not; ``empty``: the request
+    expects no task (then a plan with none is the executable one)."""
+    tasks = plan.tasks
+    if empty:
+        ok = not tasks
+        return ok, "" if ok else f"expected no task, got {[t.label for t in tasks]}"
+    bad = [f"{t.label}: {smoked[k]['why']}" for t in tasks
+           if not smoked[(k := smoke_key(t))]["ok"]]
+    return bool(tasks) and not bad, "no task" if not tasks else "; ".join(bad)
+
+
 def smoke_options(task: Any, base_url: str) -> dict[str, Any]:
     """Options that point a task's extra roles (judge, examiner) at the fake server."""
     if task.task == "mtbench":
@@ -100,7 +132,20 @@ def smoke_options(task: Any, base_url: str) -> dict[str, Any]:
     if task.task == "converse":
         return {"examiner_model": "openai/fake-examiner", "examiner_base_url": base_url,
                 "judge_model": "openai/fake-judge", "judge_base_url": base_url}
+    if task.task == "gaia":  # gated on the Hub: a local copy, as --data-dir gives one
+        return {"data_dir": str(gaia_copy())}
     return {}
+
+
+def gaia_copy() -> Path:
+    """A local GAIA copy in the tests' layout (made once per process): no test machine
+    has the gated data or an HF token, so GAIA runs the way a user's ``--data-dir`` does."""
+    from tests.tasks.gaia.gaia_fixtures import write_gaia_fixture
+
+    root = Path(os.environ.get("ASSAY_HOME", "/tmp")) / "gaia-copy"
+    if not root.exists():
+        write_gaia_fixture(root)
+    return root
 
 
 def pull_fixture(name: str) -> None:
@@ -133,11 +178,11 @@ def smoke(plans: list[dict[str, Any]], base_url: str, cache: dict[str, dict[str,
         for made in plans:
             plan = made["plan"]
             for task in plan.tasks:
-                key = json.dumps([task_ref(task), task.options], sort_keys=True)
+                key = smoke_key(task)
                 if key in cache:
                     continue
                 ok, why = available(task.task)
-                if not ok:
+                if not ok and task.task != "gaia":  # GAIA gets a local copy (smoke_options)
                     cache[key] = {"ok": False, "why": why}
                     continue
                 try:
@@ -162,23 +207,13 @@ def smoke(plans: list[dict[str, Any]], base_url: str, cache: dict[str, dict[str,
 
 def rates(plans: list[dict[str, Any]], smoked: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The three rates, the intent checks, and what failed."""
-    from assay.plan.children import task_ref
-
     executable = named_hit = named_all = dom_hit = dom_all = 0
     failures: list[str] = []
     intent_misses: list[str] = []
     for made in plans:
         req, plan = made["request"], made["plan"]
         tasks = plan.tasks
-        if req.get("empty"):
-            ok = not tasks
-            why = "" if ok else f"expected no task, got {[t.label for t in tasks]}"
-        else:
-            bad = [f"{t.label}: {smoked[k]['why']}" for t in tasks
-                   if not smoked[(k := json.dumps([task_ref(t), t.options],
-                                                  sort_keys=True))]["ok"]]
-            ok = bool(tasks) and not bad
-            why = "no task" if not tasks else "; ".join(bad)
+        ok, why = is_executable(plan, smoked, empty=bool(req.get("empty")))
         executable += ok
         if not ok:
             failures.append(f"{req['request']!r}: not executable: {why}")
@@ -219,3 +254,140 @@ def rates(plans: list[dict[str, Any]], smoked: dict[str, dict[str, Any]]) -> dic
             "domains": f"{dom_hit}/{dom_all}",
             "seconds_per_plan": round(sum(p["seconds"] for p in plans) / n, 3) if n else None,
             "failures": failures, "intent_misses": intent_misses}
+
+
+# ------------------------------------------------------------------ the field set (issue 25)
+
+#: requests written for issue 25 by someone who had not read the planner (frozen)
+FIELD = HERE / "requests_field.yaml"
+
+#: words by which a plan's notes name a capability that no catalogue task covers
+UNAVAILABLE_WORDS: dict[str, tuple[str, ...]] = {
+    "safety": ("safety", "harm", "jailbreak", "toxic", "refus", "安全", "有害", "越狱"),
+    "truthfulness": ("truthful", "falsehood"),
+    "multilingual": ("multilingual", "chinese", "c-eval", "cmmlu", "中文"),
+    "long_context": ("long context", "long-context", "needle", "haystack"),
+}
+
+
+def load_field(path: Path = FIELD) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The field set's requests and its capability map (id: ``describe``, ``meets``,
+    ``canonical``)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data["requests"], data["capabilities"]
+
+
+def expected_canonical(req: dict[str, Any], canonical: list[str]) -> list[str]:
+    """The canonical tasks a request can expect for one of its capabilities: all of them,
+    or with a stated ``max_tasks`` M the first ceil(M / number of the request's
+    capabilities), at least one."""
+    most = (req.get("budget") or {}).get("max_tasks")
+    if most is None:
+        return list(canonical)
+    share = max(1, math.ceil(most / max(1, len(req.get("capabilities", [])))))
+    return list(canonical[:share])
+
+
+def unavailable_said(plan: Any, capability: str) -> bool:
+    """Whether the plan's notes (or the benchmarks its intent reports unknown) name a
+    capability that no catalogue task covers."""
+    text = " ".join([*plan.notes, *(u["name"] for u in plan.intent.unknown_benchmarks)])
+    words = UNAVAILABLE_WORDS.get(capability, (capability.replace("_", " "),))
+    return any(w in text.lower() for w in words)
+
+
+def field_scores(made: dict[str, Any], smoked: dict[str, dict[str, Any]],
+                 capabilities: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One request's part of every rate, and its misses."""
+    req, plan = made["request"], made["plan"]
+    q = repr(req["request"])
+    misses: list[str] = []
+    intent_misses: list[str] = []
+    # a request that asks only for what no catalogue task covers may get an empty plan
+    nothing = not req.get("named") and not any(capabilities[c]["meets"]
+                                               for c in req.get("capabilities", []))
+    ok, why = is_executable(plan, smoked)
+    if nothing and not plan.tasks:
+        ok, why = True, ""
+    if not ok:
+        misses.append(f"{q}: not executable: {why}")
+    tasks = {t.task for t in plan.tasks}
+    # a named entry that is planned (not runnable yet) is honoured by being reported
+    named_ok = tasks | {u["planned"] for u in plan.intent.unknown_benchmarks
+                        if u.get("planned")}
+    named = [(n, n in named_ok) for n in req.get("named", [])]
+    misses += [f"{q}: named {n} missing" for n, hit in named if not hit]
+    top5 = ranked(made)[:5]
+    recall = []
+    coverage = []
+    for c in req.get("capabilities", []):
+        meets, canonical = capabilities[c]["meets"], capabilities[c]["canonical"]
+        if meets:
+            hit = any(m in top5 for m in meets)
+            recall.append(hit)
+            if not hit:
+                misses.append(f"{q}: capability {c} not in top 5 {top5}")
+        if canonical:
+            want = expected_canonical(req, canonical)
+            got = [w for w in want if w in tasks]
+            coverage.append(len(got) / len(want))
+            if len(got) < len(want):
+                misses.append(f"{q}: capability {c} canonical {sorted(set(want) - tasks)} "
+                              f"not in the plan {sorted(tasks)}")
+    said = [unavailable_said(plan, u) for u in req.get("unavailable", [])]
+    misses += [f"{q}: unavailable {u} not said (notes {plan.notes})"
+               for u, s in zip(req.get("unavailable", []), said, strict=True) if not s]
+    intent = plan.intent
+    for lang in req.get("languages", []):
+        if lang not in intent.languages:
+            intent_misses.append(f"{q}: language {lang} missing")
+    if "agent" in req and intent.agent is not req["agent"]:
+        intent_misses.append(f"{q}: agent {intent.agent}, not {req['agent']}")
+    for key, value in (req.get("budget") or {}).items():
+        if key == "cheap":  # no such quota: a cheap run is the planner's to interpret
+            continue
+        if getattr(intent.budget, key) != value:
+            intent_misses.append(f"{q}: budget.{key} {getattr(intent.budget, key)}, "
+                                 f"not {value}")
+    return {"style": req.get("style", ""), "executable": ok,
+            "named": [hit for _, hit in named], "recall": recall, "coverage": coverage,
+            "said": (all(said) if said else None), "seconds": made["seconds"],
+            "misses": misses, "intent_misses": intent_misses}
+
+
+def _share(hits: list[bool]) -> float | None:
+    return round(sum(hits) / len(hits), 4) if hits else None
+
+
+def field_summary(scores: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rates over some requests' scores."""
+    named = [h for s in scores for h in s["named"]]
+    recall = [h for s in scores for h in s["recall"]]
+    coverage = [x for s in scores for x in s["coverage"]]
+    said = [s["said"] for s in scores if s["said"] is not None]
+    executable = [s["executable"] for s in scores]
+    return {"requests": len(scores),
+            "executable": _share(executable), "executable_n": sum(executable),
+            "named_recall": _share(named), "named": f"{sum(named)}/{len(named)}",
+            "capability_recall_at_5": _share(recall),
+            "capabilities": f"{sum(recall)}/{len(recall)}",
+            "canonical_coverage": round(sum(coverage) / len(coverage), 4) if coverage
+            else None,
+            "canonical_pairs": len(coverage),
+            "unavailable_said": _share(said), "unavailable": f"{sum(said)}/{len(said)}"}
+
+
+def field_rates(plans: list[dict[str, Any]], smoked: dict[str, dict[str, Any]],
+                capabilities: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The field set's rates over every request and by style, the seconds per plan, and
+    every miss (``failures``, ``intent_misses``)."""
+    scores = [field_scores(made, smoked, capabilities) for made in plans]
+    styles: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in scores:
+        styles[s["style"]].append(s)
+    n = len(scores)
+    return {**field_summary(scores),
+            "seconds_per_plan": round(sum(s["seconds"] for s in scores) / n, 3) if n else None,
+            "by_style": {k: field_summary(v) for k, v in sorted(styles.items())},
+            "failures": [m for s in scores for m in s["misses"]],
+            "intent_misses": [m for s in scores for m in s["intent_misses"]]}

@@ -352,3 +352,27 @@ def test_fetch_split_unknown_split_or_config_is_one_line(hub: FakeHub) -> None:
     with pytest.raises(DatasetError) as e:
         fetch_split(HubRef(id="org/plain", config="nope", split="train"))
     assert "has no config 'nope'" in one_line(e)
+
+
+def test_fetch_split_says_what_the_hub_answered_never_offline(hub: FakeHub,
+                                                              monkeypatch: Any) -> None:
+    # the client wraps a file request's HTTP answer in LocalEntryNotFoundError; the Hub
+    # answered, so the message says what it answered, never "cannot reach (offline?)"
+    hub.add_dataset("org/plain", files={"train.jsonl": jsonl_bytes(qa_rows(1, "t"))})
+    hub.fail["resolve"] = 404
+    with pytest.raises(DatasetError) as e:
+        fetch_split(HubRef(id="org/plain", split="train"))
+    assert one_line(e) == ("file train.jsonl of dataset org/plain is not on the Hugging Face "
+                           f"Hub at revision {hub.datasets['org/plain'].sha} (HTTP 404): the "
+                           "dataset changed since the plan was made; make the plan again")
+    hub.fail["resolve"] = 410
+    with pytest.raises(DatasetError) as e:
+        fetch_split(HubRef(id="org/plain", split="train"))
+    assert one_line(e) == ("the Hugging Face Hub answered HTTP 410 (Gone) when asked to "
+                           "download dataset org/plain; the request itself was refused: check "
+                           "the plan's hub id, config and split")
+    # no answer at all is what "cannot reach" means (a port nothing listens on)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    with pytest.raises(DatasetError) as e:
+        fetch_split(HubRef(id="org/plain", split="train"))
+    assert "cannot reach the Hugging Face Hub" in one_line(e)

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from assay.plan.intent import intent_schema, parse_rules, parse_with_model
+from assay.plan.intent import parse_rules
+from assay.plan.intent_model import intent_schema, parse_with_model
 
 
 @pytest.mark.parametrize(("request_text", "budget"), [

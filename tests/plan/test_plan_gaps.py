@@ -31,7 +31,7 @@ from assay.plan.checkpoint import answer_schema
 from assay.plan.children import match_children
 from assay.plan.hub import fetch_split, query_words, resolve_hub, search_hub, split_path
 from assay.plan.hub_layout import _match, iter_rows
-from assay.plan.intent import intent_schema, parse_with_model
+from assay.plan.intent_model import intent_schema, parse_with_model
 from assay.plan.planner import PlanPaused, Session, Settings, plan_request, resume_session
 from assay.plan.report import (
     failure_categories,
@@ -580,8 +580,21 @@ def test_cases_are_only_samples_scored_by_the_primary() -> None:
                result("wrong", {"exact_match": {"value": 0.0}}),
                result("right", {"exact_match": {"value": 1.0}})]
     cases = pick_cases(results, "exact_match", "exact_match", n=2)
-    assert [c["sample_id"] for c in cases["worst"]] == ["wrong", "right"]
-    assert cases["best"] == []
+    # a right answer is never a "worst" case, even when fewer than n samples are wrong
+    assert [c["sample_id"] for c in cases["worst"]] == ["wrong"]
+    assert [c["sample_id"] for c in cases["best"]] == ["right"]
+
+
+def test_a_run_with_every_answer_right_has_no_worst_case() -> None:
+    results = [result(f"s{i}", {"exact_match": {"value": 1.0}}) for i in range(3)]
+    cases = pick_cases(results, "exact_match", "exact_match", n=2)
+    assert cases["worst"] == []
+    assert [c["sample_id"] for c in cases["best"]] == ["s0", "s1"]
+    # a lower-is-better metric: its best end is its low end
+    lower = [result("a", {"repetition_rate": {"value": 0.0}}),
+             result("b", {"repetition_rate": {"value": 1.0}})]
+    cases = pick_cases(lower, "repetition_rate", "repetition_rate", n=2)
+    assert [c["sample_id"] for c in cases["worst"]] == ["b"]
 
 
 def test_a_group_holding_several_rates_is_valued_by_the_primarys() -> None:
@@ -770,10 +783,14 @@ def test_the_planner_models_schemas_take_only_objects_and_strings() -> None:
     answer = {"action": "approve", "targets": []}
     assert jsonschema.Draft202012Validator(answer_schema()).is_valid(answer)
     assert not jsonschema.Draft202012Validator(answer_schema()).is_valid([answer])
-    intent = {"domains": [], "languages": [], "agent": False, "special_requests": ["few-shot"]}
+    intent = {"domains": [], "languages": [], "agent": False, "special_requests": ["few-shot"],
+              "capabilities": ["code"], "benchmarks": ["humaneval"]}
     check = jsonschema.Draft202012Validator(intent_schema())
     assert check.is_valid(intent)
     assert not check.is_valid({**intent, "special_requests": [5]})
+    # the model's suggestions are limited to the vocabulary and the catalogue's names
+    assert not check.is_valid({**intent, "capabilities": ["coding"]})
+    assert not check.is_valid({**intent, "benchmarks": ["humaneval_plus"]})
 
 
 def test_the_planner_models_intent_call_is_recorded_with_what_it_added() -> None:

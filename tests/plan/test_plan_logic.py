@@ -32,7 +32,8 @@ from assay.plan.hub_layout import (
     _match,
     _value_type,
 )
-from assay.plan.intent import intent_schema, parse_rules, parse_with_model
+from assay.plan.intent import parse_rules
+from assay.plan.intent_model import intent_schema, parse_with_model
 from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
 from assay.plan.report import radar_geometry
 from assay.plan.retrieve import DOMAIN_FLOOR, retriever
@@ -44,7 +45,8 @@ from assay.testing.fake_hub import FakeHub
 
 
 def reply(**kw: Any) -> dict[str, Any]:
-    return {"domains": [], "languages": [], "agent": False, "special_requests": [], **kw}
+    return {"domains": [], "languages": [], "agent": False, "special_requests": [],
+            "capabilities": [], "benchmarks": [], **kw}
 
 
 # -- the request's words over the planner model -------------------------------------------
@@ -488,6 +490,8 @@ def test_the_intent_schema_admits_only_known_words_and_at_most_three_wishes() ->
     for bad in (reply(domains=["astrology"]), reply(languages=["klingon"]),
                 reply(agent="yes"), reply(special_requests=["a", "b", "c", "d"]),
                 reply(special_requests=["x" * 61]), reply(domains="math"),
+                reply(capabilities=["astrology"]), reply(benchmarks=["not_in_the_catalogue"]),
+                reply(benchmarks=["mmlu"] * 5),
                 {**ok, "budget": {"limit": 3}},
                 {k: v for k, v in ok.items() if k != "special_requests"},
                 {k: v for k, v in ok.items() if k != "agent"}):
@@ -718,7 +722,7 @@ def test_each_checkpoint_answer_is_traced_and_the_last_view_shows_limits_and_met
     finally:
         store.close()
     assert lines[-1].splitlines()[-2:] == [
-        "  1. bfcl (gallery) limit=10 options={} primary=exact_match",
+        "  1. bfcl (gallery) limit=10 options={} primary=bfcl_accuracy",
         "     why: named in the request (always honoured)"]
     steps = [(t["checkpoint"], a["answer"], a["action"], a["result"])
              for t in read_plan(out).trace if t["step"] == "checkpoint" for a in t["answers"]]

@@ -12,9 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from assay.core.types import SampleResult
+from assay.errors import ConfigError
 from assay.pipelines.plan import start_plan
 from assay.plan.report import pick_cases
+from assay.plan.schema import PlanTask
+from assay.plan.steps import computable
 from assay.store.sqlite import Store
 from assay.testing import Rule
 
@@ -45,31 +50,54 @@ def sums(folder: Path) -> dict[str, Any]:
             "metrics": [{"name": "exact_match", "role": "primary"}]}
 
 
-def test_a_primary_metric_the_task_does_not_compute_is_said_plainly(
-        fake_server: Any, tmp_path: Path) -> None:
+def test_a_metric_a_native_task_does_not_compute_is_refused_at_plan_time(
+        tmp_path: Path) -> None:
+    # bfcl's verdict is its official checker's; a plan naming exact_match for it is refused
+    # before anything runs, with the metric it does compute
     bfcl = {"task": "bfcl", "source": "gallery", "capabilities": ["tool_use"],
             "metrics": [{"name": "exact_match", "role": "primary"}]}
+    with pytest.raises(ConfigError) as e:
+        run_plan(write_plan(tmp_path, [bfcl], {"model": "local"}), "http://127.0.0.1:9", 1)
+    assert "task 1 (bfcl): task bfcl: metric exact_match is not computed by this task; " \
+           "choose from bfcl_accuracy" in str(e.value)
+    assert "\n" not in str(e.value)
+    for name, metric in (("gaia", "gaia_exact_match"), ("tau2_bench", "tau2_pass_hat_1")):
+        task = {"task": name, "source": "gallery", "metrics": [{"name": "exact_match",
+                                                                 "role": "primary"}]}
+        assert computable(PlanTask.model_validate(task))[0] == metric
+
+
+def test_a_native_tasks_own_verdict_is_its_primary_metric_in_the_report(
+        fake_server: Any, tmp_path: Path) -> None:
+    bfcl = {"task": "bfcl", "source": "gallery", "capabilities": ["tool_use"],
+            "metrics": [{"name": "bfcl_accuracy", "role": "primary"}],
+            "why": {"selected": "canonical set for tool_use", "prior": "canonical for "
+                    "tool_use: the function-calling leaderboard", "words": "BM25 3.10, 1.00 "
+                    "of the best", "model": "no planner model (rules)"}}
     call = {"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}
     server = fake_server(rules=[Rule("triangle", {"tool_calls": [call]})],
                          default_reply="I cannot call functions.")
     done = run_plan(write_plan(tmp_path, [sums(tmp_path), bfcl], {"model": "local"}),
                     server.base_url, limit=3)
     qa, tool = done.summary["tasks"]
-    assert (tool["metric_key"], tool["primary_computed"]) == ("accuracy", False)
+    # the entry's reported_as name is where the run keeps it: read, and computed
+    assert (tool["metric_key"], tool["primary_computed"]) == ("accuracy", True)
+    assert tool["value"]["value"] == pytest.approx(1 / 3)
     assert qa["primary_computed"] is True  # qa's accuracy is its exact_match verdicts
     md = done.reports["markdown"].read_text(encoding="utf-8")
-    html = done.reports["html"].read_text(encoding="utf-8")
-    problem = ("bfcl: the plan's primary metric exact_match is not computed by bfcl; the "
-               "value shown is bfcl's own accuracy (its own verdict), not exact_match: read "
-               "it as bfcl's accuracy.")
-    assert f"## Plan problems\n\n- **{problem}**" in md
-    assert problem.replace("'", "&#39;") in html
+    assert "Plan problems" not in md and done.summary["problems"] == []
     row = next(line for line in md.splitlines() if line.startswith("| bfcl |"))
-    assert "| exact_match: NOT COMPUTED by bfcl (shown: its accuracy) |" in row
-    assert "read as accuracy" not in row and "stands for it" not in md.split("bfcl")[0]
-    assert json.loads(done.reports["json"].read_text())["problems"] == [problem]
-    # the one right entry is the best case, shown by its decoded call (it has no text)
+    assert "| bfcl_accuracy (the run's accuracy) |" in row
+    # why each task is in the plan, one line each (a hand-written task says so)
+    why = md.split("## Why these tasks", 1)[1].split("\n## ", 1)[0]
+    assert ("| bfcl | prior: canonical for tool_use: the function-calling leaderboard; "
+            "words: BM25 3.10, 1.00 of the best; model: no planner model (rules) |") in why
+    assert "| qa | added by hand (the plan records no reason) |" in why
+    assert "bfcl: the run has no" not in md
+    # the one right entry is the best case, shown by its decoded call (it has no text); the
+    # worst cases are the two wrong ones, never the right one
     assert [c["sample_id"] for c in tool["cases"]["best"]] == ["simple_python_0"]
+    assert "simple_python_0" not in [c["sample_id"] for c in tool["cases"]["worst"]]
     best = next(line for line in md.splitlines() if line.startswith("| best | simple_python_0"))
     assert '| [{"calculate_triangle_area": {"base": 10, "height": 5}}] |' in best
 

@@ -248,7 +248,7 @@ def test_bfcl_data_is_pulled_before_its_run_when_none_is_here(
     with pytest.raises(Exception, match="BFCL data not found"):
         bfcl_data.locate()
     said: list[str] = []
-    task = PlanTask(task="bfcl", metrics=[{"name": "exact_match", "role": "primary"}])
+    task = PlanTask(task="bfcl", metrics=[{"name": "bfcl_accuracy", "role": "primary"}])
     prepare(task, said.append)
     assert downloads == [bfcl_data.BFCL_EVAL_VERSION]
     assert bfcl_data.locate().kind == "cache"

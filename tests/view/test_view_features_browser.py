@@ -135,6 +135,34 @@ def test_search_from_the_runs_list_and_a_run_page(runs, server, page) -> None:
     expect(page.locator("#search-total")).to_contain_text(f"{2 * CAPITALS} samples")
 
 
+def test_search_results_are_paged(runs, server, page) -> None:
+    store = Store(runs[0])
+    try:  # 120 samples holding a word no other run holds: three pages of 50
+        rid = vh.synthetic_run(store, 120, task="paged", metrics=False,
+                               pattern=lambda i: {"value": 1.0, "text": " okapi"})
+    finally:
+        store.close()
+    page.goto(f"{server.base}/search?q=okapi")
+    expect(page.locator("#search-total")).to_have_text("120 samples · page 1 of 3")
+    seen: list[str] = []
+    for number, rows in ((1, 50), (2, 50), (3, 20)):
+        expect(page.locator("#search-total .page-no")).to_have_text(str(number))
+        hits = page.locator("tr.search-hit")
+        expect(hits).to_have_count(rows)
+        assert set(hits.evaluate_all("rs => rs.map(r => r.dataset.runId)")) == {rid}
+        seen += hits.evaluate_all("rs => rs.map(r => r.dataset.sampleId)")
+        if number < 3:
+            page.locator("a[rel=next]").click()
+    assert sorted(seen) == [f"s{i:04d}" for i in range(120)]  # each sample once
+    expect(page.locator("a[rel=next]")).to_have_count(0)  # the last page
+    page.locator("a[rel=prev]").click()
+    expect(page.locator("#search-total .page-no")).to_have_text("2")
+    # a page past the last shows the last; one run's search pages the same way
+    page.goto(f"{server.base}/search?q=okapi&run={rid}&page=9")
+    expect(page.locator("#search-total")).to_have_text("120 samples · page 3 of 3")
+    expect(page.locator("tr.search-hit")).to_have_count(20)
+
+
 def _copy_store(store_path: Path, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     copy = folder / "assay.db"
@@ -228,6 +256,34 @@ def test_sorting_the_runs_list_and_a_paged_sample_table(runs, server, page, tmp_
     assert second_page == sorted(second_page, reverse=True)
     assert min(first_page) >= max(second_page)
     assert first_page[0] == pytest.approx(119 / 120, abs=1e-3)
+
+
+def test_previous_and_next_follow_the_tables_sort(runs, server, page, tmp_path) -> None:
+    store = Store(runs[0])
+    try:
+        rid = vh.synthetic_run(store, 60, task="neighbours", metrics=False, pattern=lambda i: {
+            "value": (i * 37 % 60) / 60})
+    finally:
+        store.close()
+    page.goto(f"{server.base}/run/{rid}?sort=score&order=desc")
+    table = page.locator("tr.sample-row").evaluate_all("rs => rs.map(r => r.dataset.sampleId)")
+    assert len(table) == 50
+    page.locator("tr.sample-row a").first.click()
+    seen = [page.locator("#sample-id").inner_text()]
+    expect(page.locator("#prev-sample")).to_have_count(0)  # the table's first row
+    for _ in range(3):
+        page.locator("#next-sample").click()
+        seen.append(page.locator("#sample-id").inner_text())
+    assert seen == table[:4]  # the score order, not dataset order
+    page.locator("#prev-sample").click()
+    expect(page.locator("#sample-id")).to_have_text(table[2])
+    # across the table's page break: the 50th row's next is the 51st (page 2's first)
+    page.goto(f"{server.base}/run/{rid}?sort=score&order=desc&page=2")
+    page2 = page.locator("tr.sample-row").evaluate_all("rs => rs.map(r => r.dataset.sampleId)")
+    page.goto(f"{server.base}/run/{rid}?sort=score&order=desc")
+    page.locator(f"tr.sample-row[data-sample-id='{table[-1]}'] a").first.click()
+    page.locator("#next-sample").click()
+    expect(page.locator("#sample-id")).to_have_text(page2[0])
 
 
 # -- 3. generation settings and the model calls' timeline --------------------------------

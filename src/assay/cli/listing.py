@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -15,10 +16,11 @@ from assay.models.registry import listing
 from assay.pipelines.models import is_models_run
 from assay.store.described import run_headline
 from assay.store.sqlite import Store
+from assay.tasks.capabilities import CAPABILITIES, STANDINGS, Measure
 from assay.tasks.gallery.entry import all_entries
 from assay.tasks.gallery.source import cached
 from assay.tasks.gallery.task import readiness_text
-from assay.tasks.registry import available, declared_in, resolve
+from assay.tasks.registry import available, declared_in, plannable_tasks, resolve
 
 #: the run's id is its creation time (``20261126-113951-ea146c``), so no date column
 _RUN_COLUMNS = ("run", "task / model", "status", "n", "err", "headline")
@@ -143,13 +145,19 @@ def _resume_hints(runs: list[dict[str, Any]]) -> None:
 @click.command("tasks")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--category", default=None, help="Only gallery entries of this category.")
+@click.option("--capability", default=None,
+              help="The tasks that measure this capability, the field's standard ones first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gallery entries as JSON.")
-def list_tasks(files: tuple[str, ...], category: str | None, as_json: bool) -> None:
+def list_tasks(files: tuple[str, ...], category: str | None, capability: str | None,
+               as_json: bool) -> None:
     """Tasks that can be run by name, and the gallery's entries.
 
     Each task with its source (built-in, plugin or gallery), then the gallery's entries
     with category, size, data source, readiness and whether their data is cached; with
     FILES, the tasks those .py or .yaml files declare."""
+    if capability is not None:
+        _list_capability(capability, as_json)
+        return
     rows: list[tuple[str, str, str]] = []
     if files:
         for f in files:
@@ -195,6 +203,38 @@ def _declared(info: Any) -> str:
     return f" [{'; '.join(parts)}]" if parts else ""
 
 
+def measured_by(capability: str) -> list[tuple[str, Measure, str]]:
+    """``(task, its measure, readiness)`` of every catalogue entry and plannable task that
+    measures ``capability``: canonical first, then supporting, then niche; by name within."""
+    found = [(e.name, m, e.readiness.status) for e in all_entries().values()
+             for m in e.measures if m.capability == capability]
+    found += [(n, m, "ready") for n, listed in plannable_tasks().items()
+              for m in listed.info.measures if m.capability == capability]
+    return sorted(found, key=lambda x: (STANDINGS.index(x[1].standing), x[0]))
+
+
+def _list_capability(capability: str, as_json: bool) -> None:
+    """Every task that measures ``capability``: canonical first, then supporting, niche."""
+    if capability not in CAPABILITIES:
+        close = difflib.get_close_matches(capability, list(CAPABILITIES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown capability {capability!r}{hint}; capabilities: "
+                          f"{', '.join(CAPABILITIES)}")
+    found = measured_by(capability)
+    if as_json:
+        click.echo(json.dumps([{"name": n, "standing": m.standing, "why": m.why,
+                                "status": status} for n, m, status in found], indent=1))
+        return
+    click.echo(f"{capability}: {CAPABILITIES[capability].describe}")
+    if not found:
+        click.echo("no task measures it yet; add one as a task file (assay run FILE.yaml)")
+        return
+    width = max(len(n) for n, _, _ in found)
+    for name, m, status in found:
+        note = "" if status == "ready" else f" ({status}: not runnable yet)"
+        click.echo(f"  {name:{width}s}  {m.standing:10s} {m.why}{note}")
+
+
 def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) -> None:
     """The gallery's entries: name, category, size, source, readiness, cached."""
     chosen = [e for e in entries.values() if category in (None, e.category)]
@@ -208,6 +248,7 @@ def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) 
               "readiness": readiness_text(e), "status": e.readiness.status,
               "cached": (cached(e) is not None) if e.source else None,
               "primary_metric": e.metrics.primary, "tags": e.tags,
+              "measures": [m.model_dump() for m in e.measures],
               "description": e.description} for e in chosen]
     if as_json:
         click.echo(json.dumps(items, indent=1))

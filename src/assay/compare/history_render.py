@@ -8,6 +8,7 @@ from typing import Any
 
 from assay.compare.render import fmt_p, write_page_set
 from assay.metrics.format import fmt_rate
+from assay.store.fingerprint import data_label
 
 __all__ = ["configuration_lines", "history_lines", "history_svg", "write_history"]
 
@@ -42,7 +43,7 @@ def _summary(parts: dict[str, Any]) -> str:
     gen = {k: v for k, v in (parts.get("generation") or {}).items() if k != "epochs"}
     bits += [f"{k} {v}" for k, v in gen.items()]
     if parts.get("data"):
-        bits.append(f"data {str(parts['data'])[:12]}")
+        bits.append(f"data {data_label(parts['data'])}")
     return " · ".join(bits)
 
 

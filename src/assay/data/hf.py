@@ -53,6 +53,19 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status the Hub answered, anywhere in the cause chain (``None``: none)."""
+    cur: BaseException | None = exc
+    for _ in range(10):
+        if cur is None:
+            return None
+        status = getattr(getattr(cur, "response", None), "status_code", None)
+        if isinstance(status, int):
+            return status
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 def hub_failure(exc: BaseException) -> tuple[str, int | None]:
     """What kind of failure a Hugging Face Hub call raised, and its HTTP status: ``offline``
     (HF_HUB_OFFLINE), ``gated``, ``not_found``, ``no_revision``, ``connection`` (the Hub
@@ -61,7 +74,7 @@ def hub_failure(exc: BaseException) -> tuple[str, int | None]:
     Read from the exception's class names, so the callers word the message for what they
     were doing and need not import huggingface_hub's error classes."""
     names = {c.__name__ for c in type(exc).__mro__}
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+    status = http_status(exc)
     if "OfflineModeIsEnabled" in names:
         return "offline", status
     if "GatedRepoError" in names or status == 403:
@@ -70,7 +83,9 @@ def hub_failure(exc: BaseException) -> tuple[str, int | None]:
         return "not_found", status
     if "RevisionNotFoundError" in names:
         return "no_revision", status
-    if is_connection_error(exc):
+    if status is None and is_connection_error(exc):
+        # the client wraps an HTTP answer in LocalEntryNotFoundError too: only a failure
+        # with no answer at all is "cannot reach the Hub"
         return "connection", status
     if status == 401:
         return "refused", status

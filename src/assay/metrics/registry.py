@@ -10,7 +10,10 @@ dimension, a one-line description and usage, and what it is computed from:
 * ``level="group"``: ``fn(groups, **opts) -> float`` over per-sample groups of attempts
   (pass@k takes, per problem, how many of ``n`` attempts passed);
 * ``level="judge"``: the verdict of a judge model, computed by a task with a judge role;
-  the registry records it so plans can name it.
+  the registry records it so plans can name it;
+* ``level="task"``: a benchmark's own verdict, computed only by its task on its own data
+  (BFCL's official checker, GAIA's leaderboard scorer); recorded so a plan names what the
+  task really reports, and ``fn`` says where it is computed.
 
 ``assay list metrics`` prints the registry; the planner reads the same metadata.
 Metric modules register themselves when imported; :func:`all_metrics` imports the
@@ -30,10 +33,10 @@ from typing import Any, Literal
 from assay.errors import ConfigError
 
 Dimension = Literal["correctness", "similarity", "format", "fluency", "validity", "diagnostic"]
-Level = Literal["sample", "corpus", "group", "judge"]
+Level = Literal["sample", "corpus", "group", "judge", "task"]
 DIMENSIONS: tuple[str, ...] = ("correctness", "similarity", "format", "fluency", "validity",
                                "diagnostic")
-LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge")
+LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge", "task")
 
 #: assay's general metric modules (imported by :func:`all_metrics`); the metrics of a
 #: task's own come from the ``assay.metrics`` entry-point group (:data:`GROUP`)
@@ -130,3 +133,15 @@ def get_metric(name: str) -> MetricInfo:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(f"unknown metric {name!r}{hint}; see 'assay list metrics'")
     return _REGISTRY[key]
+
+
+def task_verdict(name: str, task: str) -> Callable[..., Any]:
+    """The ``fn`` of a ``level="task"`` metric: computed by ``task`` only, so a call says
+    so in one line."""
+
+    def computed_by_task(*_args: Any, **_kwargs: Any) -> Any:
+        raise ConfigError(f"{name} is computed by the {task} task on its own data; run it "
+                          f"with: assay run {task} --model M")
+
+    computed_by_task.__name__ = name
+    return computed_by_task

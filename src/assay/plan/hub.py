@@ -33,6 +33,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -122,8 +123,14 @@ def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> D
         return DatasetError(f"the Hugging Face Hub refused to {doing} (HTTP 401); check "
                             "HF_TOKEN")
     if status is not None:
-        return DatasetError(f"the Hugging Face Hub answered HTTP {status} when asked to "
-                            f"{doing}; try again later")
+        try:
+            phrase = f" ({HTTPStatus(status).phrase})"
+        except ValueError:
+            phrase = ""
+        then = ("try again later" if status >= 500 or status == 429 else
+                "the request itself was refused: check the plan's hub id, config and split")
+        return DatasetError(f"the Hugging Face Hub answered HTTP {status}{phrase} when asked "
+                            f"to {doing}; {then}")
     return DatasetError(f"could not {doing} on the Hugging Face Hub ({type(exc).__name__}); "
                         "try again later")
 
@@ -298,6 +305,10 @@ def _download(dataset_id: str, filename: str, revision: str | None,
                                     revision=revision, cache_dir=str(cache),
                                     token=_token(token), endpoint=hub_endpoint()))
     except Exception as e:
+        if hub_failure(e)[0] == "not_found":  # the dataset answered; this file is gone
+            raise DatasetError(f"file {filename} of dataset {dataset_id} is not on the Hugging "
+                               f"Face Hub at revision {revision} (HTTP 404): the dataset "
+                               "changed since the plan was made; make the plan again") from e
         raise _failure(e, doing, dataset_id) from e
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.plan.schema import Budget, Intent
+from assay.tasks.capabilities import capabilities_in
 from assay.tasks.gallery.entry import all_entries
 from assay.tasks.registry import plannable_tasks
 
@@ -130,6 +131,8 @@ class IntentResult:
     #: ``words`` when the domains come from the request's words, ``planner`` when the
     #: planner model chose them (the words gave none)
     domains_from: str = "words"
+    #: catalogue tasks the planner model suggested from its knowledge of the field
+    suggested: list[str] = field(default_factory=list)
 
 
 # -- the rules ----------------------------------------------------------------------------
@@ -181,6 +184,11 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
     found: list[str] = []
     unknown: list[dict[str, Any]] = []
     words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*", text)
+    # "Jeopardy-style questions", "MMLU-like": the benchmark's name
+    styled = {re.sub(r"[-_](?:style|like|type|format)$", "", w, flags=re.IGNORECASE)
+              for w in words if re.search(r"[-_](?:style|like|type|format)$", w, re.IGNORECASE)}
+    words = [re.sub(r"[-_](?:style|like|type|format)$", "", w, flags=re.IGNORECASE)
+             for w in words]
     # multi-word aliases (e.g. "grade school math") are matched on the normalised text
     flat = _norm(text)
     for key, name in sorted(names.items(), key=lambda kv: -len(kv[0])):
@@ -190,7 +198,7 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
         if key in COMMON_WORD_NAMES:
             # "math" or "drop" in a sentence is a word (capitalised or not); MATH, SQuAD
             # or "the math benchmark" name the benchmark
-            hits = [w for w in hits if any(c.isupper() for c in w[1:]) or re.search(
+            hits = [w for w in hits if any(c.isupper() for c in w[1:]) or (w in styled and w[0].isupper()) or re.search(
                 rf"\b{re.escape(w)}\s+(?:benchmark|dataset|set|test set|eval)\b", text,
                 re.IGNORECASE)]
             if hits and name not in found:
@@ -269,19 +277,22 @@ def name_like(word: str) -> bool | None:
     return None
 
 
-def _domains(text: str) -> tuple[list[str], list[str], dict[str, list[str]]]:
+def _domains(text: str) -> tuple[list[str], dict[str, list[str]]]:
     domains: list[str] = []
-    capabilities: list[str] = []
     hits: dict[str, list[str]] = {}
     for domain, words in DOMAIN_WORDS.items():
         got = [w for w in words if _has(text, w)]
         if got:
             domains.append(domain)
             hits[domain] = got
-            for w in got:
-                if w not in capabilities and not re.search(r"[\u4e00-\u9fff]", w):
-                    capabilities.append(w)
-    return domains, capabilities, hits
+    return domains, hits
+
+
+def domain_words(request: str) -> list[str]:
+    """The domain words ``request`` uses (English ones; the retrieval's query adds them)."""
+    _, hits = _domains(" ".join(request.lower().split()))
+    return list(dict.fromkeys(w for ws in hits.values() for w in ws
+                              if not re.search(r"[\u4e00-\u9fff]", w)))
 
 
 def _languages(text: str) -> tuple[list[str], str]:
@@ -370,7 +381,8 @@ def parse_rules(request: str) -> IntentResult:
     low = text.lower()
     names = gallery_names()
     benchmarks, unknown = _named(text, names)
-    domains, capabilities, hits = _domains(low)
+    domains, hits = _domains(low)
+    capabilities, cap_hits = capabilities_in(text)
     languages, lang_why = _languages(text)
     agent: bool | None = None
     if any(_has(low, w) for w in TEXT_ONLY_WORDS):
@@ -385,6 +397,8 @@ def parse_rules(request: str) -> IntentResult:
                        else "no gallery benchmark named"),
         "domains": ("; ".join(f"{d} ({', '.join(w)})" for d, w in hits.items())
                     or "no domain word found"),
+        "capabilities": ("; ".join(f"{c} ({', '.join(w)})" for c, w in cap_hits.items())
+                         or "no capability named in the request's words"),
         "languages": lang_why,
         "agent": agent_why,
         **{f"budget.{k}": v for k, v in budget_why.items()},
@@ -397,96 +411,3 @@ def parse_rules(request: str) -> IntentResult:
                     unknown_benchmarks=unknown, languages=languages, agent=agent,
                     budget=budget, special_requests=_special(text))
     return IntentResult(intent, reasons)
-
-
-# -- the planner model --------------------------------------------------------------------
-def intent_schema() -> dict[str, Any]:
-    """The JSON schema the planner model answers under (closed lists where they exist)."""
-    domains = list(DOMAIN_WORDS)
-    return {
-        "type": "object",
-        "properties": {
-            "domains": {"type": "array", "items": {"type": "string", "enum": domains},
-                        "maxItems": 4},
-            "languages": {"type": "array", "items": {"type": "string", "enum": list(LANGUAGES)},
-                          "maxItems": 3},
-            "agent": {"type": "boolean"},
-            "special_requests": {"type": "array", "items": {"type": "string", "maxLength": 60},
-                                 "maxItems": 3},
-        },
-        "required": ["domains", "languages", "agent", "special_requests"],
-        "additionalProperties": False,
-    }
-
-
-def intent_prompt(request: str) -> str:
-    """The planner's instruction for step 1."""
-    return ("You plan evaluations of AI models. Read the user's request and fill in the JSON "
-            "fields.\n"
-            f"domains: which of these the request asks to evaluate: {', '.join(DOMAIN_WORDS)}.\n"
-            "languages: language codes the evaluation should cover (en for English, zh for "
-            "Chinese, multi for many).\n"
-            "agent: true if the thing evaluated is an agent that uses tools, false if it is "
-            "plain text generation.\n"
-            "special_requests: short phrases for any other wish (few-shot, a judge, cost).\n\n"
-            f"Request: {request}\nJSON:")
-
-
-def parse_with_model(request: str, ask: Any) -> IntentResult:
-    """The intent from the planner model (``ask(prompt, schema) -> dict | None``, which
-    records nothing itself), merged with the rules; a reply that is not valid under the
-    schema is recorded and the rules' intent is kept."""
-    rules = parse_rules(request)
-    prompt = intent_prompt(request)
-    reply = ask(prompt, intent_schema())
-    call: dict[str, Any] = {"step": "intent", "prompt": prompt, "reply": reply}
-    result = IntentResult(rules.intent.model_copy(deep=True), dict(rules.reasons),
-                          [call], parser="model+rules")
-    if not _valid_reply(reply):
-        call["accepted"] = False
-        result.reasons["model"] = "the planner's reply did not fit the schema; rules kept"
-        return result
-    call["accepted"] = True
-    intent = result.intent
-    added = [d for d in reply["domains"] if d not in intent.domains]
-    if intent.domains or intent.benchmarks:
-        # the request's own words already say what to evaluate: a small planner's extra
-        # domains would only dilute the plan, so they are kept as suggestions
-        if added:
-            result.reasons["domains"] += (f"; the planner also suggested {', '.join(added)} "
-                                          "(not taken: the request names its own)")
-    else:
-        intent.domains = added
-        result.domains_from = "planner"
-        result.reasons["domains"] = (f"no domain word in the request; the planner chose "
-                                     f"{', '.join(added) or 'none'}")
-    langs = [x for x in reply["languages"] if x not in intent.languages]
-    if langs:  # a language is the request's words too: a guess would add a false gap
-        result.reasons["languages"] += (f"; the planner also suggested {', '.join(langs)} "
-                                        "(not taken: no word of the request names it)")
-    if intent.agent is None:
-        intent.agent = bool(reply["agent"])
-        result.reasons["agent"] = f"the planner judged it {'an agent' if intent.agent else 'text'}"
-    for s in reply["special_requests"]:
-        s = " ".join(str(s).split())[:60]
-        if s and s not in intent.special_requests:
-            intent.special_requests.append(s)
-    # named benchmarks, quotas and languages are the request's own words (never the model's)
-    result.reasons["model"] = ("named benchmarks, quotas and languages from the request's "
-                               "words; domains (where the words give none), agent or text "
-                               "(where unstated) and wishes from the planner")
-    return result
-
-
-def _valid_reply(reply: Any) -> bool:
-    if not isinstance(reply, dict):
-        return False
-    try:
-        return (isinstance(reply.get("domains"), list)
-                and all(d in DOMAIN_WORDS for d in reply["domains"])
-                and isinstance(reply.get("languages"), list)
-                and all(x in LANGUAGES for x in reply["languages"])
-                and isinstance(reply.get("agent"), bool)
-                and isinstance(reply.get("special_requests"), list))
-    except TypeError:
-        return False

@@ -25,8 +25,10 @@ from assay.core.redact import redact_url
 from assay.core.version import __version__
 from assay.errors import AssayError, ConfigError
 from assay.plan.ask import Asker
+from assay.plan.field import capability_candidates
 from assay.plan.hub import hub_enabled, search_hub
-from assay.plan.intent import parse_rules, parse_with_model
+from assay.plan.intent import domain_words, parse_rules
+from assay.plan.intent_model import parse_with_model
 from assay.plan.retrieve import embedding_scores, retrieve, retriever
 from assay.plan.review import Echo, PlanPaused, Prompt, checkpoint
 from assay.plan.schema import (
@@ -135,7 +137,7 @@ def _step_intent(s: Session, ask: Any) -> None:
     s.set_plan(plan)
     s.trace("intent", inputs={"request": request}, outputs=result.intent.model_dump(
         mode="json"), reasons=result.reasons, parser=result.parser,
-        domains_from=result.domains_from,
+        domains_from=result.domains_from, suggested=result.suggested,
         model_calls=result.model_calls)
     s.state["stage"] = "select"
 
@@ -147,7 +149,7 @@ def _hub_enabled(settings: Settings) -> bool:
 def _step_select(s: Session) -> None:
     plan = s.plan
     intent = plan.intent
-    query = " ".join([plan.request, *intent.capabilities])
+    query = " ".join([plan.request, *domain_words(plan.request)])
     guessed = s.state["trace"][0].get("domains_from") == "planner"
     embed = None
     retrieval = {"method": "bm25"}
@@ -160,9 +162,14 @@ def _step_select(s: Session) -> None:
         except AssayError as e:
             plan.notes.append(f"{e}: retrieval used BM25 alone")
             retrieval = {"method": "bm25", "embeddings_error": str(e)}
-    candidates = retrieve(query, intent.domains, request_first=guessed, embed=embed)
+    suggested = frozenset(s.state["trace"][0].get("suggested") or ())
+    field = {c: capability_candidates(query, c, suggested=suggested, embed=embed,
+                                      planner=settings.planner)
+             for c in intent.capabilities}
+    candidates = retrieve(query, intent.domains, request_first=guessed, embed=embed,
+                          first=list(field.values()))
     hub_on = _hub_enabled(s.settings)
-    sel = select(intent, candidates, hub_enabled=hub_on,
+    sel = select(intent, candidates, hub_enabled=hub_on, field=field,
                  more=lambda d: retriever().search(query, domain=d, embed=embed, floor=0.0))
     hub_found: list[dict[str, Any]] = []
     hub_error = None

@@ -44,6 +44,7 @@ from assay.plan.schema import Plan, PlanTask
 from assay.reports.render import is_rate
 from assay.store.described import run_headline
 from assay.store.sqlite import Store
+from assay.tasks.gallery.entry import find_entry
 
 #: metrics whose values are not on [0, 1], as (worst end, best end of the scale); a
 #: value on the radar is ``(v - low) / (high - low)``
@@ -71,17 +72,36 @@ def _plan(run: dict[str, Any]) -> Plan:
 
 
 # -- values -------------------------------------------------------------------------------
-def task_value(metrics: dict[str, Any], primary: str,
-               run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """``(key, rate)``: the run's value of the plan's primary metric, else the headline
-    ``run`` stored when it ended (a task such as BFCL, GAIA or converse names its own;
-    never read from the task's code); ``None`` when unset (no scored samples), never
-    another metric's value."""
-    value = metrics.get(primary)
+def reported_key(task: PlanTask) -> str:
+    """The key of a child run's metrics that holds the plan's primary metric: the gallery
+    entry's ``reported_as`` name (``bfcl_accuracy`` -> ``accuracy``, ``code_pass`` ->
+    ``pass@1``), else the metric's own name."""
+    entry = find_entry(task.task) if task.source != "hub" else None
+    return entry.metrics.reported_name(task.primary) if entry is not None else task.primary
+
+
+def chosen_line(task: PlanTask) -> str:
+    """Why the plan holds ``task``, in one line: the field's prior, the words, the model
+    (a task the user added or an older plan: what its plan recorded)."""
+    why = task.why or {}
+    if "prior" in why:
+        return (f"prior: {why['prior']}; words: {why.get('words', '-')}; "
+                f"model: {why.get('model', '-')}")
+    return why.get("selected") or "added by hand (the plan records no reason)"
+
+
+def task_value(metrics: dict[str, Any], primary: str, run: dict[str, Any], *,
+               key: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """``(key, rate)``: the run's value of the plan's primary metric (stored under ``key``,
+    default its name), else the headline ``run`` stored when it ended (a task such as
+    converse names its own; never read from the task's code); ``None`` when unset (no
+    scored samples), never another metric's value."""
+    key = key or primary
+    value = metrics.get(key)
     if is_rate(value):
-        return (primary, value) if value.get("value") is not None else None
+        return (key, value) if value.get("value") is not None else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return primary, {"value": float(value), "ci_low": None, "ci_high": None}
+        return key, {"value": float(value), "ci_low": None, "ci_high": None}
     found = run_headline({**run, "metrics": metrics})
     return found if found is not None and found[1].get("value") is not None else None
 
@@ -216,15 +236,16 @@ def weakest_groups(metrics: dict[str, Any], primary: str,
 def pick_cases(results: list[SampleResult], key: str | None, primary: str,
                n: int = 2) -> dict[str, list[dict[str, Any]]]:
     """The ``n`` worst and ``n`` best scored samples by primary score (dataset order breaks
-    ties; a sample is never both). A best case scores better than the worst end of the
-    metric's scale: where every sample scored 0, there is no best case to show."""
+    ties; a sample is never both). A worst case scores below the best end of the metric's
+    scale and a best case above its worst end: where every sample scored 1 there is no
+    worst case to show, and where every one scored 0 no best case."""
     higher_is_better, scale = _metric_info(primary)
     low, high = scale or (0.0, 1.0)
-    worst_end = low if higher_is_better else high
+    worst_end, best_end = (low, high) if higher_is_better else (high, low)
     scored = [(r, v) for r in results if (v := _sample_value(r, key)) is not None]
     order = sorted(range(len(scored)), key=lambda i: scored[i][1],
                    reverse=not higher_is_better)
-    worst = order[:n]
+    worst = [i for i in order if scored[i][1] != best_end][:n]
     best = [i for i in sorted(order, key=lambda i: scored[i][1], reverse=higher_is_better)
             if i not in worst and (scored[i][1] > worst_end if higher_is_better
                                    else scored[i][1] < worst_end)][:n]
@@ -249,6 +270,8 @@ def _task_summary(store: Store, index: int, task: PlanTask,
         "status": child["status"] if child else "not run",
         "n_samples": None, "n_errors": None, "failures": None, "weakest_groups": [],
         "cases": {"worst": [], "best": []}, "primary_computed": None, "scored_by": None,
+        "reported_as": reported_key(task),
+        "chosen": chosen_line(task),
     }
     if child is None:
         return out
@@ -256,14 +279,17 @@ def _task_summary(store: Store, index: int, task: PlanTask,
     metrics = child.get("metrics") or {}
     results = store.results(child["id"], transcripts=False, texts=False)
     key = score_key(results, task.primary)
-    out["primary_computed"] = computes_primary(key, task.primary)
+    # an entry that keeps the primary under another name (reported_as) computes it: its
+    # samples' score may carry the task's own name (code tasks score "pass")
+    out["primary_computed"] = (True if out["reported_as"] != task.primary and key is not None
+                               else computes_primary(key, task.primary))
     out["scored_by"] = _registry_name(key) if out["primary_computed"] is False else None
     out["n_samples"] = metrics.get("n_samples", len(results))
     out["n_errors"] = metrics.get("n_errors", sum(r.error is not None for r in results))
     out["failures"] = failure_categories(results, key, task.primary, metrics)
     out["weakest_groups"] = weakest_groups(metrics, task.primary)
     out["cases"] = pick_cases(results, key, task.primary)
-    found = task_value(metrics, task.primary, child)
+    found = task_value(metrics, task.primary, child, key=out["reported_as"])
     if child["status"] == "finished" and found is not None:
         out["metric_key"], out["value"] = found
         # on the scale of the metric read: the primary's, or the task's own when it does
@@ -324,7 +350,7 @@ def plan_summary(store: Store, plan_run_id: str, *,
         notes.append(f"not on the chart (no capability tag): {', '.join(untagged)}")
     problems = []
     for t in tasks:
-        if t["value"] is None or t["metric_key"] == t["primary"]:
+        if t["value"] is None or t["metric_key"] in (t["primary"], t["reported_as"]):
             continue
         if t["primary_computed"] is False and t["scored_by"]:
             problems.append(f"{t['label']}: the plan's primary metric is {t['primary']}, but "

@@ -52,6 +52,8 @@ def _primary_text(t: dict[str, Any]) -> str:
     task does not compute is said to be so, never passed off as computed."""
     if t["metric_key"] in (None, t["primary"]):
         return t["primary"]
+    if t["metric_key"] == t.get("reported_as"):
+        return f"{t['primary']} (the run's {t['metric_key']})"
     if t.get("primary_computed") is False and t.get("scored_by"):
         return (f"{t['primary']}: NOT what the run scored (shown: its {t['metric_key']}, "
                 f"by {t['scored_by']})")
@@ -82,6 +84,11 @@ def _sections(summary: dict[str, Any],
                   else f"{t['n_errors']}/{t['n_samples']}", t["run_id"] or "-",
                   t["status"] if t["status"] in ("finished", "not run")
                   else f"{t['status']} (not finished)"] for t in tasks]}]
+    secs.append({"title": "Why these tasks", "notes": [
+        "Per task: the field's prior (its standing for the capability asked about), the "
+        "request's words, and the planner model."],
+        "headers": ["task", "chosen because"],
+        "rows": [[t["label"], t.get("chosen") or "-"] for t in tasks], "long": True})
     failed = summary.get("failures") or {}
     if failed:
         secs.append({"title": "Tasks that could not run", "headers": ["task", "why"],

@@ -70,6 +70,8 @@ class Candidate:
     domain: str | None = None
     source: str = "gallery"
     matched: list[str] = field(default_factory=list)
+    #: why it was chosen, in three parts: the field's prior, the words, the planner model
+    chosen: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "score": round(self.score, 4), "bm25": round(self.bm25, 4),
@@ -200,14 +202,16 @@ def retriever() -> Retriever:
 
 
 def retrieve(request: str, domains: list[str], *, k: int = 10,
-             request_first: bool = False, embed: dict[str, float] | None = None
-             ) -> list[Candidate]:
-    """Candidates for a request: per domain (round-robin, so each domain is represented
-    early), then the whole request; each name once, at its first place. With
-    ``request_first`` (the domains are a planner model's guess, not the request's words)
-    the whole request's best two lead."""
+             request_first: bool = False, embed: dict[str, float] | None = None,
+             first: list[list[Candidate]] | None = None) -> list[Candidate]:
+    """Candidates for a request: ``first`` (each capability's tasks ranked by the field's
+    prior and the words, :mod:`assay.plan.field`), then per domain (round-robin, so each
+    is represented early), then the whole request; each name once, at its first place.
+    With ``request_first`` (the domains are a planner model's guess, not the request's
+    words) the whole request's best two lead."""
     r = retriever()
-    per_domain = [r.search(request, k=k, domain=d, embed=embed) for d in domains]
+    per_domain = [*(first or []),
+                  *(r.search(request, k=k, domain=d, embed=embed) for d in domains)]
     merged: list[Candidate] = []
     seen: set[str] = set()
     if request_first:
@@ -224,7 +228,7 @@ def retrieve(request: str, domains: list[str], *, k: int = 10,
         if c.name not in seen:
             merged.append(c)
             seen.add(c.name)
-    return merged[:max(k, len(domains) * 2)]
+    return merged[:max(k, len(per_domain) * 2)]
 
 
 def embedding_scores(request: str, *, model: str, base_url: str | None = None

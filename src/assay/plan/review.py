@@ -53,7 +53,8 @@ def describe(plan: Plan, checkpoint: str) -> str:
     """What the human sees at a checkpoint."""
     lines = [f"checkpoint {CHECKPOINTS.index(checkpoint) + 1}/3: {checkpoint}",
              f"request: {plan.request}",
-             f"intent: domains {', '.join(plan.intent.domains) or '-'}; named "
+             f"intent: capabilities {', '.join(plan.intent.capabilities) or '-'}; domains "
+             f"{', '.join(plan.intent.domains) or '-'}; named "
              f"{', '.join(plan.intent.benchmarks) or '-'}; languages "
              f"{', '.join(plan.intent.languages)}; agent {plan.intent.agent}"]
     for i, t in enumerate(plan.tasks, 1):

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import AssayError, ConfigError
+from assay.plan.field import canonical_set, measures_of
 from assay.plan.hub import fetch_split, hub_enabled, resolve_hub
 from assay.plan.intent import LANGUAGE_WORDS
 from assay.plan.retrieve import Candidate
 from assay.plan.schema import HubRef, Intent, MetricChoice, PlanTask
 from assay.sandbox import bwrap_problem
+from assay.tasks.capabilities import CAPABILITIES
 from assay.tasks.gaia.dataset import load_gaia
 from assay.tasks.gallery.entry import find_entry
 from assay.tasks.registry import catalogue, plannable_tasks
@@ -89,14 +91,59 @@ def available(name: str) -> tuple[bool, str]:
     return True, "GAIA is in the local Hugging Face cache"
 
 
+def _take_canonical(sel: Selection, asked: list[str], field: dict[str, list[Candidate]],
+                    room: int, usable: Any, add: Any, *, cheap: bool) -> int:
+    """Each capability's canonical set, round-robin (every capability's first task before
+    any second one) within ``room``; a capability with no canonical task that runs here
+    gets its best candidate. What the room or a cheap budget left out is said in a note."""
+    sets: dict[str, list[Candidate]] = {}
+    for cap in asked:
+        ok = [c for c in field.get(cap, []) if usable(c)]
+        sets[cap] = canonical_set(ok) if ok else []
+        if not field.get(cap):
+            sel.notes.append(f"no catalogue task measures {cap} "
+                             f"({CAPABILITIES[cap].describe}); add a task file or a Hub "
+                             "dataset for it")
+        elif not ok:
+            sel.notes.append(f"no task that measures {cap} can run here")
+    if cheap:
+        for cap, got in sets.items():
+            if len(got) > 1:
+                sel.notes.append(f"a cheap run: {cap} gets {got[0].name} only (the field "
+                                 f"also reports {', '.join(c.name for c in got[1:])})")
+                sets[cap] = got[:1]
+    taken, left = 0, []
+    for i in range(max((len(v) for v in sets.values()), default=0)):
+        for cap in asked:
+            if i >= len(sets[cap]):
+                continue
+            c = sets[cap][i]
+            if c.name in {t.task for t in sel.tasks}:
+                continue
+            if taken >= room:
+                left.append(f"{c.name} ({cap})")
+                continue
+            standing = measures_of(c.name)[cap].standing
+            add(c.name, f"{'canonical set' if standing == 'canonical' else 'best available'} "
+                        f"for {cap}: {c.reason}", [cap], c.chosen)
+            taken += 1
+    if left:
+        sel.notes.append(f"left out for the plan's limit of {len(sel.tasks)} tasks: "
+                         f"{', '.join(left)} (raise 'at most N benchmarks' to include them)")
+    return taken
+
+
 def _gap_languages(intent: Intent) -> list[str]:
     return [x for x in intent.languages if x not in ("en",)]
 
 
 def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
-           more: Any = None) -> Selection:
-    """The plan's tasks: every named benchmark, then the best candidate of each domain the
-    named ones do not cover, within the stated (or default) quotas. ``more(domain)``
+           more: Any = None, field: dict[str, list[Candidate]] | None = None) -> Selection:
+    """The plan's tasks: every named benchmark; then, for the capabilities the request
+    asks about that the named ones do not measure, each capability's canonical set
+    (``field``: its candidates ranked by the field's prior and the words), taken
+    round-robin within the stated (or default) quotas and said when trimmed; for a request
+    that names domains but no capability, the best candidate of each domain. ``more(domain)``
     gives a domain's every candidate, for when none of the retrieved ones can run here."""
     budget = intent.budget
     max_tasks = budget.max_tasks if budget.max_tasks is not None else DEFAULT_MAX_TASKS
@@ -105,14 +152,17 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
                                 else f"{max_tasks}, the default")
     chosen: list[str] = []
 
-    def add(name: str, why: str) -> None:
+    def add(name: str, why: str, caps: list[str] | None = None,
+            parts: dict[str, str] | None = None) -> None:
         chosen.append(name)
         sel.tasks.append(PlanTask(task=name, source=source_of(name),  # type: ignore[arg-type]
-                                  capabilities=capabilities_of(name),
-                                  why={"selected": why}))
+                                  capabilities=caps or capabilities_of(name),
+                                  why={"selected": why, **(parts or {})}))
 
     for name in intent.benchmarks:
-        add(name, "named in the request (always honoured)")
+        add(name, "named in the request (always honoured)", parts={
+            "prior": "named in the request", "words": f"the request names {name}",
+            "model": "not needed"})
     if len(intent.benchmarks) > max_tasks:
         sel.notes.append(f"the request names {len(intent.benchmarks)} benchmarks but allows "
                          f"{max_tasks} tasks; every named benchmark is kept")
@@ -125,11 +175,18 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
         sel.notes.append(f"{u['name']} was named but is not in the gallery (closest: {close}); "
                          "add it as a task file or a Hub dataset if you need it")
 
+    field = field or {}
+    measured = {c for n in chosen for c in measures_of(n)}
+    asked = [c for c in intent.capabilities if c not in measured]
     covered = {c for n in chosen for c in capabilities_of(n)}
-    wanted = [d for d in intent.domains if d not in covered]
+    wanted = [] if asked else [d for d in intent.domains if d not in covered]
     if budget.gallery is not None:
         quota = budget.gallery
         sel.reasons["gallery"] = f"{quota}, stated"
+    elif asked:
+        quota = max_tasks
+        sel.reasons["gallery"] = (f"{quota}: each capability asked for gets the field's "
+                                  "canonical set, within the plan's limit")
     else:
         quota = min(DEFAULT_GALLERY, len(wanted)) if wanted else (
             0 if chosen else min(2, DEFAULT_GALLERY))
@@ -150,7 +207,8 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
             sel.skipped.append({"name": c.name, "why": why})
         return ok
 
-    taken = 0
+    taken = _take_canonical(sel, asked, field, room, usable, add, cheap=bool(
+        {"a quick, small run", "keep the cost low"} & set(intent.special_requests)))
     for domain in wanted:
         if taken >= room:
             break
@@ -166,21 +224,26 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
                              and usable(c)), None)
             why = "best available match (below the quality threshold) for"
         if best is not None:
-            add(best.name, f"{why} {domain}: {best.reason}")
+            add(best.name, f"{why} {domain}: {best.reason}", parts={
+                "prior": "none (no capability named: chosen by the words)",
+                "words": best.reason, "model": "-"})
             taken += 1
         else:
             sel.notes.append(f"no gallery task for {domain} can run here")
-    if not wanted and not chosen:
+    if not wanted and not asked and not chosen:
         for c in candidates:
             if taken >= room:
                 break
             if c.quality and usable(c):
-                add(c.name, f"best match for the request: {c.reason}")
+                add(c.name, f"best match for the request: {c.reason}", parts={
+                    "prior": "none (no capability named: chosen by the words)",
+                    "words": c.reason, "model": "-"})
                 taken += 1
     # the Hub: a quota the user stated, else a default when the gallery has a gap
     gaps = _gap_languages(intent)
     unknown = [u for u in intent.unknown_benchmarks if not u.get("planned")]
     missing = [d for d in wanted if not any(capabilities_of(n) == [d] for n in chosen)]
+    missing += [c for c in asked if not any(c in measures_of(n) for n in chosen)]
     if budget.hub is not None:
         sel.hub_quota = budget.hub
         sel.reasons["hub"] = f"{budget.hub}, stated"
@@ -205,6 +268,10 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
         sel.hub_queries.append(d.replace("_", " "))
     for u in reversed(unknown):
         sel.hub_queries.insert(0, u["name"])
+    if not sel.tasks and not (intent.benchmarks or intent.capabilities or intent.domains):
+        sel.notes.append("the request names no benchmark and no capability the planner "
+                         "knows; name one ('assay list tasks --capability code' lists the "
+                         "tasks of a capability, 'assay list tasks' every benchmark)")
     return sel
 
 

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from assay.core.redact import redact_tree
 
 __all__ = ["FINGERPRINT_LENGTH", "configuration", "configuration_of", "data_hash",
-           "differences", "differences_text", "endpoint", "short_value"]
+           "data_label", "differences", "differences_text", "endpoint", "short_value"]
 
 FINGERPRINT_LENGTH = 10
 #: task options that are the prompt: shown and compared as the ``template`` part
@@ -47,6 +47,17 @@ def data_hash(dataset: dict[str, Any] | None) -> str | None:
     if isinstance(value, dict):  # per-file hashes
         value = ",".join(f"{k}:{v}" for k, v in sorted(value.items()))
     return str(value) if value else None
+
+
+def data_label(value: Any) -> str | None:
+    """The data hash in brief (12 hex digits): a content hash's start, or for per-file
+    hashes (``arc/test.jsonl:ab12…,…``) a digest of them all, never a cut path."""
+    if not value:
+        return None
+    text = str(value)
+    if all(c in "0123456789abcdef" for c in text.lower()):
+        return text[:12]
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def endpoint(url: Any) -> str | None:
@@ -138,7 +149,7 @@ def _flat(parts: dict[str, Any]) -> dict[str, Any]:
                 name = f"{label} {k}" if key == "options" else k
                 out[name] = v
         else:
-            out[label] = value
+            out[label] = data_label(value) if key == "data" else value
     # a re-scoring is said so on both sides: "re-scored no -> yes"
     out["re-scored"] = "yes" if out.pop("rescored", None) else "no"
     return out

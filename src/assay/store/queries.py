@@ -409,18 +409,29 @@ def _row_dict(r: tuple[Any, ...]) -> dict[str, Any]:
 
 def neighbours(store: Store, run_id: str, row: dict[str, Any], f: SampleFilter, key: str
                ) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
-    """The samples before and after ``row`` in dataset order among those matching ``f``."""
+    """The samples before and after ``row`` among those matching ``f``, in the order of the
+    table's sort (dataset order by keyset; another sort by the row's rank in it)."""
     where, args = _sample_where(run_id, f, key)
-    here = [row["seq"], row["epoch"], row["sample_id"]]
     db = store._db
-    prev = db.execute(f"SELECT s.sample_id, s.epoch FROM samples s WHERE {where} AND"
-                      " (s.seq, s.epoch, s.sample_id) < (?, ?, ?)"
-                      " ORDER BY s.seq DESC, s.epoch DESC, s.sample_id DESC LIMIT 1",
-                      [*args, *here]).fetchone()
-    nxt = db.execute(f"SELECT s.sample_id, s.epoch FROM samples s WHERE {where} AND"
-                     f" (s.seq, s.epoch, s.sample_id) > (?, ?, ?) {_ORDER} LIMIT 1",
-                     [*args, *here]).fetchone()
-    return (tuple(prev) if prev else None), (tuple(nxt) if nxt else None)  # type: ignore[return-value]
+    if f.sort == "sample" and not f.descending:
+        here = [row["seq"], row["epoch"], row["sample_id"]]
+        prev = db.execute(f"SELECT s.sample_id, s.epoch FROM samples s WHERE {where} AND"
+                          " (s.seq, s.epoch, s.sample_id) < (?, ?, ?) ORDER BY s.seq DESC,"
+                          " s.epoch DESC, s.sample_id DESC LIMIT 1", [*args, *here]).fetchone()
+        nxt = db.execute(f"SELECT s.sample_id, s.epoch FROM samples s WHERE {where} AND"
+                         f" (s.seq, s.epoch, s.sample_id) > (?, ?, ?) {_ORDER} LIMIT 1",
+                         [*args, *here]).fetchone()
+        return (tuple(prev) if prev else None), (tuple(nxt) if nxt else None)  # type: ignore[return-value]
+    way = "DESC" if f.descending else "ASC"
+    order = ", ".join(f"{c} {way}" for c in ("k", "s.seq", "s.epoch", "s.sample_id"))
+    ranked = db.execute(
+        f"WITH o AS (SELECT s.sample_id AS id, s.epoch AS e, ROW_NUMBER() OVER (ORDER BY"
+        f" {order}) AS n FROM (SELECT *, {_sample_key(f, key)} AS k FROM samples s) s"
+        f" WHERE {where}), me AS (SELECT n FROM o WHERE id = ? AND e = ?)"
+        " SELECT o.id, o.e, o.n - me.n FROM o, me WHERE o.n IN (me.n - 1, me.n + 1)",
+        [*args, row["sample_id"], row["epoch"]]).fetchall()
+    found = {d: (i, e) for i, e, d in ranked}
+    return found.get(-1), found.get(1)
 
 
 _DETAIL_COLS = ("sample_id", "epoch", "seq", "input", "target", "transcript", "output",

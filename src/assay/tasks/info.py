@@ -13,6 +13,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from assay.tasks.capabilities import Measure
+
 #: the model roles a task may use beside the model under test
 ROLES = ("judge", "examiner", "user")
 
@@ -70,6 +72,9 @@ class TaskInfo:
     data: tuple[DataSource, ...] = ()
     #: in plans: the task is offered by retrieval (``False``: only when named)
     plannable: bool = True
+    #: the capabilities the field uses it to measure, with its standing
+    #: (:class:`assay.tasks.capabilities.Measure`)
+    measures: tuple[Measure, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.roles if r not in ROLES]

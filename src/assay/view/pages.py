@@ -19,7 +19,7 @@ from assay.store.sqlite import Store
 from assay.view.params import VERDICTS, BadParam, RunFilters, SampleFilters
 from assay.view.run_files import run_files, run_options
 from assay.view.sample_extras import page_extras
-from assay.view.summary import headline_for, metric_sections
+from assay.view.summary import headline_for, metric_sections, models_view
 from assay.view.transcript import pretty, sample_view
 from assay.web.state import PageError, WebState, html, sample_url, state_of
 
@@ -116,6 +116,10 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         except RunNotFoundError:
             parent = {"id": run["parent_id"], "task": "?", "status": "missing"}
     running = run["status"] == "running"
+    children = q.children(store, run_id)
+    models = models_view(metrics) if run["task"] == "multi_model" else None
+    shown = ({k: v for k, v in (metrics or {}).items() if k not in ("rows", "pairs", "task")}
+             if models else metrics)
     return {
         "run": run, "model_label": q.model_label(run["model"]), "f": f, "key": key,
         "fields": fields if key in fields or not key else [*fields, key],
@@ -126,7 +130,10 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "metrics_note": metrics_note,
         "compute_url": None,
         "headline": headline_for(run),
-        "sections": metric_sections(metrics), "children": q.children(store, run_id),
+        "sections": metric_sections(shown), "children": children, "models": models,
+        # a parent run (a plan, a pipeline, a multi-model run) holds no samples of its own
+        "parent_only": bool(children) and not totals["samples"],
+        "fingerprint": (run.get("config") or {}).get("fingerprint"),
         "parent": parent, "model_json": pretty(run["model"]),
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),
         "stats_json": pretty(run["stats"]), "options": run_options(store, run),

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
+from assay.compare.render import fmt_delta, fmt_p
 from assay.metrics.format import fmt_rate
 from assay.reports.render import fmt_value, is_rate
 from assay.store.described import run_headline
 
-__all__ = ["ERROR_KEYS", "headline_for", "metric_sections", "rate_cells"]
+__all__ = ["ERROR_KEYS", "headline_for", "metric_sections", "models_view", "rate_cells"]
 
 ERROR_KEYS = ("n_errors", "error_rate", "top_errors")
 """Metrics shown in the errors box rather than among the scores."""
@@ -139,3 +141,28 @@ def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
         elif value is not None:
             figures.append((name, _text(value, name)))
     return {"rates": rates, "figures": figures, "tables": tables, "errors": errors}
+
+
+def models_view(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A multi-model run's comparison (``rows`` and ``pairs`` of its stored metrics) for
+    the page: each model's run and headline, and each pair's paired test with the link
+    to its side-by-side comparison; ``None`` when the run stored none."""
+    if not metrics or not isinstance(metrics.get("rows"), list):
+        return None
+    rows = [{"model": r.get("model"), "run": r.get("run"), "status": r.get("status"),
+             "metric": r.get("metric") or "",
+             "headline": fmt_rate(r["headline"]) if r.get("headline") else "n/a"}
+            for r in metrics["rows"]]
+    pairs = []
+    for p in metrics.get("pairs") or []:
+        cells = {"model_a": p.get("model_a"), "model_b": p.get("model_b"),
+                 "compare_url": (f"/compare?{urlencode({'a': p['run_a'], 'b': p['run_b']})}"
+                                 if p.get("run_a") and p.get("run_b") else None)}
+        if p.get("error"):
+            pairs.append({**cells, "error": p["error"]})
+            continue
+        pairs.append({**cells, "n": p.get("n"), "delta": fmt_delta(p, p.get("kind") or "binary"),
+                      "p": fmt_p(p.get("p_value")), "p_holm": fmt_p(p.get("p_holm"))
+                      if p.get("p_holm") is not None else "", "test": p.get("test") or "",
+                      "verdict": p.get("verdict") or ""})
+    return {"task": metrics.get("task"), "rows": rows, "pairs": pairs}

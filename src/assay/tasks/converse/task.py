@@ -38,6 +38,7 @@ from assay.sandbox import (
 )
 from assay.scoring.judge import JudgeModels, jury_of
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
+from assay.tasks.capabilities import Measure
 from assay.tasks.converse import examiner as examiner_mod
 from assay.tasks.converse import judge as judge_mod
 from assay.tasks.converse import workfiles
@@ -123,7 +124,14 @@ class ConverseTask(Task):
     info = TaskInfo(category="dialogue", agent=True, roles=("examiner", "judge"),
                     tags=("multi-turn", "conversation", "agent", "examiner", "judge", "tools",
                           "files", "dialogue"),
-                    aliases=("conversation", "examiner", "taskweaver"))
+                    aliases=("conversation", "examiner", "taskweaver"),
+                    measures=(
+                        Measure(capability="agent", standing="niche",
+                                why="assay's own TaskWeaver-style cases: an examiner "
+                                    "drives a multi-turn task, a judge grades its points"),
+                        Measure(capability="chat", standing="niche",
+                                why="multi-turn conversations graded by a judge, but "
+                                    "task-oriented cases, not open-ended chat quality")))
     Options = ConverseOptions
 
     def __init__(self, **options: Any) -> None:

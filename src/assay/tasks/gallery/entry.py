@@ -50,6 +50,7 @@ from assay.core.yamlsafe import load_yaml, read_yaml_text
 from assay.data.wheels import validate_source
 from assay.errors import ConfigError
 from assay.scoring.reference import filter_metric_name
+from assay.tasks.capabilities import Measure
 
 EVAL_TYPES = ("generate", "multiple_choice", "code", "instructions", "mtbench", "native")
 CATEGORIES = ("knowledge", "reasoning", "commonsense", "math", "code", "reading",
@@ -259,6 +260,9 @@ class GalleryEntry(_Strict):
     reference: Reference | None = None
     readiness: Readiness = Field(default_factory=Readiness)
     golden: list[Golden] = Field(default_factory=list)
+    #: the capabilities the field uses it to measure, with its standing for each
+    #: (:mod:`assay.tasks.capabilities`); every catalogue entry declares at least one
+    measures: list[Measure] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> GalleryEntry:
@@ -276,8 +280,13 @@ class GalleryEntry(_Strict):
         missing = [k for k in ("category", "license") if not getattr(self, k)]
         if not self.metrics.primary:
             missing.append("metrics.primary")
+        if not self.measures:
+            missing.append("measures (the capabilities it measures, with its standing)")
         if missing:
             raise ValueError(f"a catalogue entry gives {', '.join(missing)}")
+        seen = [m.capability for m in self.measures]
+        if len(set(seen)) != len(seen):
+            raise ValueError("measures names a capability twice")
         if not all(c.islower() or c.isdigit() or c == "_" for c in self.name):
             raise ValueError("a catalogue entry's name is lower case letters, digits and _")
         if len(self.description) < 40:

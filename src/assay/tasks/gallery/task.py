@@ -372,7 +372,8 @@ class GalleryFactory:
                                pull="assay.tasks.gallery.source:pull_line",
                                present="assay.tasks.gallery.source:present"),)
         return TaskInfo(category=e.category, tags=tuple(e.tags), aliases=tuple(e.aliases),
-                        agent=base.agent, roles=base.roles, data=data)
+                        agent=base.agent, roles=base.roles, data=data,
+                        measures=tuple(e.measures))
 
     @property
     def task_cls(self) -> type[Task]:

@@ -1,0 +1,88 @@
+"""Plans that know the field: the capabilities a request asks about, in the user's words,
+and each capability's tasks ranked by what the field uses for it.
+
+* :func:`~assay.tasks.capabilities.capabilities_in` reads the vocabulary's capabilities
+  from a request's words (whole words and phrases; Chinese as substrings).
+* :func:`capability_candidates` ranks the tasks that declare a capability (their
+  ``measures``): the score is :data:`PRIOR_WEIGHT` x the standing's prior (canonical 1.0,
+  supporting 0.6, niche 0.3) + the rest x the task's BM25 score on the request and the
+  capability's phrases, normalised by the best of that capability's tasks. The reason
+  of each candidate records both (``prior canonical for code (why); BM25 2.10 (0.80 of
+  the best); matched python``), and a task the planner model suggested says so.
+* :func:`canonical_set` is a capability's standard set: its canonical tasks, in rank
+  order (a capability with none falls back to its best candidate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.plan.retrieve import Candidate, retriever
+from assay.tasks.capabilities import CAPABILITIES, PRIOR, capabilities_in
+from assay.tasks.registry import catalogue
+
+__all__ = ["PRIOR_WEIGHT", "canonical_set", "capabilities_in", "capability_candidates",
+           "measures_of"]
+
+#: the weight of the field's prior in a candidate's score (the words get the rest)
+PRIOR_WEIGHT = 0.6
+
+
+def measures_of(name: str) -> dict[str, Any]:
+    """A runnable task's declared measures, by capability (empty when it declares none)."""
+    listed = catalogue().get(name)
+    return {m.capability: m for m in listed.info.measures} if listed is not None else {}
+
+
+def capability_candidates(request: str, capability: str, *,
+                          suggested: frozenset[str] = frozenset(),
+                          embed: dict[str, float] | None = None,
+                          planner: str | None = None) -> list[Candidate]:
+    """Every runnable task that measures ``capability``, best first (see the module
+    docstring); ``suggested``: the tasks the planner model named from its knowledge;
+    ``embed`` (name -> cosine similarity to the request): the words' part is the mean of
+    the normalised BM25 score and the similarity; ``planner``: the planner model, if any."""
+    cap = CAPABILITIES[capability]
+    tasks = {n: m for n, listed in catalogue().items() for m in listed.info.measures
+             if m.capability == capability}
+    if not tasks:
+        return []
+    words = f"{request} {' '.join(p for p in cap.phrases if p.isascii())}"
+    scored = {d.name: (s, matched) for d, s, matched in retriever().scores(words)
+              if d.name in tasks}
+    top = max((s for s, _ in scored.values()), default=0.0)
+    out = []
+    for name, m in tasks.items():
+        bm25, matched = scored.get(name, (0.0, []))
+        norm = bm25 / top if top > 0 else 0.0
+        reason = (f"prior {m.standing} for {capability} ({m.why}); BM25 {bm25:.2f} "
+                  f"({norm:.2f} of the best); matched {', '.join(matched[:6]) or 'nothing'}")
+        if embed is not None:
+            cos = max(0.0, embed.get(name, 0.0))
+            norm = (norm + cos) / 2
+            reason += f"; embedding cosine {cos:.2f}"
+        score = PRIOR_WEIGHT * PRIOR[m.standing] + (1 - PRIOR_WEIGHT) * norm
+        chosen = {"prior": f"{m.standing} for {capability}: {m.why}",
+                  "words": (f"BM25 {bm25:.2f}, {norm:.2f} of the best"
+                            + (f" (matched {', '.join(matched[:4])})" if matched else "")),
+                  "model": ("no planner model (rules)" if planner is None else
+                            f"suggested by {planner}" if name in suggested
+                            else f"not among {planner}'s suggestions")}
+        if name in suggested:
+            reason += "; the planner model suggested it"
+        out.append(Candidate(name, score, bm25, m.standing != "niche", reason,
+                             capability, "builtin" if name in _builtins() else "gallery",
+                             matched, chosen))
+    out.sort(key=lambda c: (-c.score, c.name))
+    return out
+
+
+def _builtins() -> set[str]:
+    return {d.name for d in retriever().docs if d.source == "builtin"}
+
+
+def canonical_set(candidates: list[Candidate]) -> list[Candidate]:
+    """A capability's canonical candidates in rank order (its best one when it has none)."""
+    canon = [c for c in candidates if c.domain and getattr(
+        measures_of(c.name).get(c.domain), "standing", None) == "canonical"]
+    return canon or candidates[:1]
