@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from assay.plan.intent import parse_rules
 from assay.plan.intent_model import parse_with_model
 from assay.plan.planner import Settings, plan_request
 from assay.plan.report import chosen_line
@@ -158,3 +159,37 @@ def test_an_older_plan_without_reasons_still_gets_a_line(tmp_path: Path) -> None
     assert made.tasks and all(chosen_line(t).startswith("prior: ") for t in made.tasks)
     bare = made.tasks[0].model_copy(update={"why": {}})
     assert chosen_line(bare) == "added by hand (the plan records no reason)"
+
+
+def test_phrases_are_read_leftmost_longest_and_english_inside_chinese_counts() -> None:
+    # 常识推理 is commonsense; its 推理 is not also a reasoning request
+    assert capabilities_in("评估模型的阅读理解和常识推理能力")[0] == ["reading", "commonsense"]
+    assert capabilities_in("数学推理")[0] == ["math"]
+    assert capabilities_in("评测agent能力")[0] == ["agent"]  # ASCII word edges, not \w
+    assert capabilities_in("用大语言模型做评测")[0] == []  # 语言模型 is not language modelling
+
+
+@pytest.mark.parametrize(("request_text", "budget"), [
+    ("最多4个基准", {"max_tasks": 4}),
+    ("总共不超过五个任务，不要从Hugging Face下载数据", {"max_tasks": 5, "hub": 0}),
+    ("每个数据集跑100条", {"limit": 100}),
+    ("每个基准二十道题", {"limit": 20}),
+    ("三个任务以内", {"max_tasks": 3}),
+])
+def test_a_budget_stated_in_chinese_is_taken(request_text: str,
+                                             budget: dict[str, int]) -> None:
+    got = parse_rules(request_text).intent.budget.model_dump(exclude_none=True)
+    assert got == budget
+
+
+def test_a_benchmark_named_as_a_style_is_named() -> None:
+    assert parse_rules("Jeopardy-style trivia and MMLU-like exams").intent.benchmarks == [
+        "jeopardy", "mmlu"]
+    assert parse_rules("math-style puzzles, in jeopardy of failing").intent.benchmarks == []
+
+
+def test_a_request_the_planner_cannot_read_gets_a_plan_that_says_so(tmp_path: Path) -> None:
+    made = plan("please check it", tmp_path)
+    assert not made.tasks
+    assert any("names no benchmark and no capability the planner knows" in n
+               and "assay list tasks --capability" in n for n in made.notes), made.notes

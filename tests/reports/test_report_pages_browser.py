@@ -54,12 +54,17 @@ def test_a_small_bfcl_report_reads_as_words(page: Any, fake_server: Any) -> None
 
 def test_the_plan_report_puts_its_problems_first(page: Any, fake_server: Any,
                                                   tmp_path: Path) -> None:
-    plan = {"assay_plan": 1, "request": "tool calling", "models": {"model": "local"},
-            "tasks": [{"task": "bfcl", "source": "gallery", "capabilities": ["tool_use"],
-                       "metrics": [{"name": "exact_match", "role": "primary"}]}]}
+    # a plan whose primary metric is not what its task's scorer option scores by
+    rows = [{"id": f"s{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i)}
+            for i in range(3)]
+    (tmp_path / "sums.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    plan = {"assay_plan": 1, "request": "sums", "models": {"model": "local"},
+            "tasks": [{"task": "qa", "source": "builtin", "capabilities": ["math"],
+                       "options": {"data": "sums.jsonl", "scorer": "exact"},
+                       "metrics": [{"name": "token_f1", "role": "primary"}]}]}
     path = tmp_path / "plan.yaml"
     path.write_text(json.dumps(plan), encoding="utf-8")
-    server = fake_server(rules=[], default_reply="I cannot call functions.")
+    server = fake_server(rules=[], default_reply="Answer: 99")
     store = Store()
     try:
         done = in_thread(start_plan, store, path, model="openai/fake",
@@ -72,12 +77,12 @@ def test_the_plan_report_puts_its_problems_first(page: Any, fake_server: Any,
     expect(problems).to_be_visible()
     warning = page.locator("p.warning")
     expect(warning).to_have_text(
-        "bfcl: the plan's primary metric exact_match is not computed by bfcl; the value "
-        "shown is bfcl's own accuracy (its own verdict), not exact_match: read it as bfcl's "
-        "accuracy.")
+        "qa: the plan's primary metric is token_f1, but the run scored its samples by "
+        "exact_match; the value shown (accuracy) is exact_match, not token_f1. Fix the plan: "
+        "set the task's scorer option to token_f1, or make exact_match its primary.")
     profile = page.get_by_role("heading", name="Capability profile")
     assert warning.bounding_box()["y"] < profile.bounding_box()["y"]
-    expect(page.locator("tr", has_text="NOT COMPUTED by bfcl")).to_have_count(1)
+    expect(page.locator("tr", has_text="NOT what the run scored")).to_have_count(1)
     expect(page.locator("td", has_text="best")).to_have_count(0)  # every score was 0
     plan_text = page.locator("pre").first.inner_text()
     assert "model: openai/fake" in plan_text and "model: local" not in plan_text

@@ -241,7 +241,8 @@ def test_one_schema_validates_entries_and_users_files(tmp_path):
     assert read_yaml_task(user).source.file == "caps.jsonl"
     with pytest.raises(ConfigError) as e:
         read_entry(user)
-    assert str(e.value) == f"{user}: entry: a catalogue entry gives license"
+    assert str(e.value) == (f"{user}: entry: a catalogue entry gives license, measures (the "
+                            "capabilities it measures, with its standing)")
 
 
 @pytest.mark.parametrize("extra, key", [

@@ -151,7 +151,28 @@ def _number(word: str) -> int:
     word = word.strip().lower()
     if word in _NUM_WORDS:
         return _NUM_WORDS[word]
+    if word and all(c in _ZH_DIGITS for c in word):
+        return _zh_number(word)
     return int(word.replace(",", ""))
+
+
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+              "八": 8, "九": 9, "十": 10, "百": 100}
+#: a number in a Chinese request: digits or Chinese numerals up to 999 (一百, 二十, 五)
+_ZH_NUM = r"(\d[\d,]*|[零一二两三四五六七八九十百]+)"
+
+
+def _zh_number(word: str) -> int:
+    """A Chinese numeral up to 999: 五 5, 十二 12, 二十 20, 一百 100, 三百五十 350."""
+    total, current = 0, 0
+    for c in word:
+        v = _ZH_DIGITS[c]
+        if v >= 10:
+            total += (current or 1) * v
+            current = 0
+        else:
+            current = v
+    return total + current
 
 
 def gallery_names() -> dict[str, str]:
@@ -363,6 +384,15 @@ def _budget(text: str) -> tuple[Budget, dict[str, str]]:
     take("max_tasks", rf"\b{_NUM}\s+{_BENCH}\b(?!\s+(?:from|off|on|via))")
     take("limit", rf"\b{_NUM}\s+{_SAMPLES}\b")
     take("limit", r"\b(?:limit|--limit|sample\s+size)\s*(?:of|=|:)?\s*(\d[\d,]*)\b")
+    # the same, in Chinese: 最多4个基准, 不超过5个任务, 每个100条, 不要从Hugging Face下载
+    take("hub", r"(?:不要|别|不能|不用|无法|不)\s*(?:从|在|用)?\s*(?:hugging\s*face|hf|hub)"
+         r"\s*(?:上)?\s*(?:下载|拉取|获取|搜索|找)|(?:离线|不能联网|没有网络|无法联网|断网)", 0)
+    take("max_tasks", rf"(?:最多|至多|不超过|不多于|限制?在?|只要|只用|只选)\s*{_ZH_NUM}\s*"
+         rf"(?:个|项|套)?\s*(?:基准|benchmark|任务|数据集|评测集|测试集|评测)")
+    take("max_tasks", rf"{_ZH_NUM}\s*(?:个|项|套)\s*(?:基准|benchmark|任务|数据集|评测集|测试集)"
+         r"(?:以内|之内)")
+    take("limit", rf"(?:每个|每项|每套|各)?\s*(?:任务|基准|数据集)?\s*(?:各|只)?\s*(?:跑|测|取|用)?\s*"
+         rf"{_ZH_NUM}\s*(?:条|道题|道|个样本|个问题|个例子|题|样本)")
     return Budget(**b), why
 
 

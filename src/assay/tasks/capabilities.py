@@ -222,23 +222,32 @@ class Measure(BaseModel):
         return v
 
 
-def _has(text: str, phrase: str) -> bool:
-    """``phrase`` in lower-cased ``text`` as whole words (CJK: as a substring)."""
+def _spans(text: str, phrase: str) -> list[tuple[int, int]]:
+    """Where ``phrase`` occurs in lower-cased ``text``: as whole words (ASCII word edges, so
+    "评测agent能力" holds "agent"), or anywhere for a CJK phrase."""
     if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", phrase):
-        return phrase in text
-    # ASCII word edges, so "评测agent能力" holds "agent"
-    return re.search(rf"(?<![A-Za-z0-9_-]){re.escape(phrase)}(?![A-Za-z0-9_-])",
-                     text) is not None
+        pattern = re.escape(phrase)
+    else:
+        pattern = rf"(?<![A-Za-z0-9_-]){re.escape(phrase)}(?![A-Za-z0-9_-])"
+    return [m.span() for m in re.finditer(pattern, text)]
 
 
 def capabilities_in(text: str) -> tuple[list[str], dict[str, list[str]]]:
-    """The capabilities ``text`` asks about (vocabulary order) and the phrases that said so."""
+    """The capabilities ``text`` asks about (vocabulary order) and the phrases that said so.
+
+    Phrases are read leftmost-longest, as a tokenizer would: where two found phrases
+    overlap, the one that starts first (the longer, at the same start) is read and the
+    other is not, so "常识推理能力" is commonsense, not also reasoning through 推理能力."""
     low = " ".join(text.lower().split())
-    found: list[str] = []
+    found = sorted(((start, -(end - start), end, cap.name, p)
+                    for cap in CAPABILITIES.values() for p in cap.phrases
+                    for start, end in _spans(low, p)))
+    taken: list[tuple[int, int]] = []
     hits: dict[str, list[str]] = {}
-    for cap in CAPABILITIES.values():
-        got = [p for p in cap.phrases if _has(low, p)]
-        if got:
-            found.append(cap.name)
-            hits[cap.name] = got
-    return found, hits
+    for start, _, end, cap, phrase in found:
+        if any(start < e and s < end for s, e in taken):
+            continue
+        taken.append((start, end))
+        if phrase not in hits.setdefault(cap, []):
+            hits[cap].append(phrase)
+    return [c for c in CAPABILITIES if c in hits], hits
