@@ -100,3 +100,27 @@ def test_hostile_eval_code_is_a_miss_with_its_reason_and_the_host_is_untouched(
         if f.is_file():
             assert SECRET.encode() not in f.read_bytes(), f
     assert r.score_value("score") == pytest.approx(1 / len(attacks))
+
+
+def test_the_reason_is_the_exception_line_even_when_forked_children_print_after_it() -> None:
+    # a fork bomb's children print tracebacks too: the last stderr line may be any line of
+    # one (seen on a busy CI machine: "    _result = _check()"); the reason is the error
+    from types import SimpleNamespace
+
+    from assay.sandbox import Limits
+    from assay.tasks.converse.evalcode import _reason
+
+    stderr = ("Traceback (most recent call last):\n  File \"/run/check.py\", line 9\n"
+              "BlockingIOError: [Errno 11] Resource temporarily unavailable\n"
+              "Traceback (most recent call last):\n  File \"/run/check.py\", line 9\n"
+              "    _result = _check()\n")
+    result = SimpleNamespace(timed_out=False, exit_code=1, isolation="bwrap", stderr=stderr,
+                             stdout="")
+    assert _reason(result, Limits()) == ("BlockingIOError: [Errno 11] Resource temporarily "
+                                         "unavailable")
+    said = SimpleNamespace(timed_out=False, exit_code=1, isolation="bwrap", stdout="",
+                           stderr="assertion failed: no file written\n")
+    assert _reason(said, Limits()) == "assertion failed: no file written"
+    plain = SimpleNamespace(timed_out=False, exit_code=3, isolation="bwrap", stdout="",
+                            stderr="something odd\n")
+    assert _reason(plain, Limits()) == "something odd"

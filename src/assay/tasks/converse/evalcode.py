@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,8 +129,16 @@ def _reason(result: Any, limits: Limits) -> str:
         return f"killed by signal {code - 128} (a resource limit)"
     text = (result.stderr.strip() or result.stdout.strip())
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    tail = lines[-1] if lines else f"exit status {result.exit_code}"
+    # the exception or the harness's own line: where forked children print tracebacks
+    # too (a fork bomb), the last line may be any line of one
+    said = [ln.strip() for ln in lines if _SAID.match(ln.strip())]
+    tail = said[-1] if said else lines[-1] if lines else f"exit status {result.exit_code}"
     return tail[:500]
+
+
+#: a line that says why eval_code failed: an exception, or the harness's own message
+_SAID = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|assertion failed|"
+                   r"eval_code returned)")
 
 
 async def run_eval_code(code: str, messages: list[dict[str, str]], workdir: Path | None,
