@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_cli import assay, assert_user_error, run_id_of
-from tests.compare.test_compare_cli import qid, write_data
+from tests.cli.test_cli import assay, assert_user_error
+from tests.compare.test_compare_cli import qid, run_qa, write_data
 
 N = 40
 FIXED = set(range(20, 32))  # wrong at temperature 0, right at 0.7
@@ -39,20 +39,12 @@ def responder(body: dict[str, Any]) -> str:
     return f"Answer: not sure about {i} ({'hot' if hot(body) else 'cold'})"
 
 
-def run_qa(srv: Any, data: Path, *extra: str) -> str:
-    p = assay("run", "qa", "--data", str(data), "--model", "openai/m", "--base-url",
-              srv.base_url, "--scorer", "exact", "-q", "--max-connections", "8", *extra,
-              timeout=180)
-    assert p.returncode == 0, p.stderr
-    return run_id_of(p.stdout)
-
-
 @pytest.fixture
 def cold_and_hot(fake_server, tmp_path: Path) -> tuple[str, str, Any, Path]:
     srv = fake_server(responder=responder)
     data = write_data(tmp_path / "items.jsonl", range(N))
-    a = run_qa(srv, data, "--temperature", "0.0")
-    b = run_qa(srv, data, "--temperature", "0.7")
+    a = run_qa(srv.base_url, data, "m", "--temperature", "0.0")
+    b = run_qa(srv.base_url, data, "m", "--temperature", "0.7")
     return a, b, srv, data
 
 
@@ -114,7 +106,7 @@ def test_compare_cuts_long_outputs_to_the_terminal(cold_and_hot, workspace):
 
 def test_same_configuration_is_said_so(cold_and_hot):
     a, _, srv, data = cold_and_hot
-    again = run_qa(srv, data, "--temperature", "0", "--no-cache")
+    again = run_qa(srv.base_url, data, "m", "--temperature", "0", "--no-cache")
     p = assay("compare", a, again)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[0] == "configuration: same configuration"
@@ -122,10 +114,11 @@ def test_same_configuration_is_said_so(cold_and_hot):
 
 def test_history_draws_one_series_per_configuration(cold_and_hot, workspace):
     a, b, srv, data = cold_and_hot
-    includes = run_qa(srv, data, "--temperature", "0.0", "--scorer", "includes")
+    includes = run_qa(srv.base_url, data, "m", "--temperature", "0.0", "--scorer", "includes")
     p = assay("score", a, "--scorer", "includes")
     assert p.returncode == 0, p.stderr
-    a2 = run_qa(srv, data, "--temperature", "0.0", "--no-cache")  # newest: A's configuration
+    # newest: A's configuration
+    a2 = run_qa(srv.base_url, data, "m", "--temperature", "0.0", "--no-cache")
     hist = json.loads(assay("history", "qa", "--json").stdout)
     assert [pt["id"] for pt in hist["points"]] == [a, a2]
     configs = {c["fingerprint"]: c for c in hist["configurations"]}

@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import assay
 from assay.metrics.registry import all_metrics
-from assay.scoring.choice import choice_target_index
 from assay.tasks.gallery import source
 from assay.tasks.gallery.entry import GalleryEntry, all_entries
-from assay.tasks.gallery.task import LETTERS, GalleryTask
+from assay.tasks.gallery.task import GalleryTask
+from tests.gallery.test_gallery import gold_reply, mini_wheel
 
 ENTRIES = all_entries()
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "wheels"
 GENERIC = sorted(n for n, e in ENTRIES.items() if e.eval_type in ("generate", "multiple_choice"))
 PYTHON = sorted(n for n, e in ENTRIES.items() if e.eval_type in ("code", "instructions",
                                                                   "mtbench"))
@@ -77,23 +75,6 @@ def claims(entry: GalleryEntry) -> list[tuple[set[str], str]]:
             found.append((set(entry.metrics.secondary) | set(entry.reference_metrics)
                           or {"<a secondary metric>"}, "secondary"))
     return found
-
-
-def gold_reply(entry: GalleryEntry, sample: Any) -> str:
-    """The reply a perfect model gives, in the form the entry's parser reads."""
-    target = sample.target[0] if isinstance(sample.target, list) else sample.target
-    if entry.eval_type == "multiple_choice":
-        return f"Answer: {LETTERS[choice_target_index(target, sample.metadata['choices'])]}"
-    if entry.parser.name.startswith("gsm8k"):
-        return f"Let me think.\n#### {target}"
-    if entry.metrics.primary == "math_verify":
-        return f"So the answer is $\\boxed{{{target}}}$."
-    return f"Answer: {target}"
-
-
-def mini_wheel(entry: GalleryEntry) -> Path:
-    ws = entry.source.wheel  # type: ignore[union-attr]
-    return FIXTURES / f"{ws.package.replace('-', '_')}-{ws.version}-mini.whl"
 
 
 def run_metrics(name: str, fake_server: Any) -> dict[str, Any]:

@@ -205,6 +205,20 @@ def smoke(plans: list[dict[str, Any]], base_url: str, cache: dict[str, dict[str,
         store.close()
 
 
+def intent_checks(req: dict[str, Any], intent: Any) -> list[str]:
+    """How the intent differs from the request's stated languages, agent flag and budget
+    (a ``cheap`` budget is no quota: the planner interprets it)."""
+    q = repr(req["request"])
+    out = [f"{q}: language {lang} missing" for lang in req.get("languages", [])
+           if lang not in intent.languages]
+    if "agent" in req and intent.agent is not req["agent"]:
+        out.append(f"{q}: agent {intent.agent}, not {req['agent']}")
+    for key, value in (req.get("budget") or {}).items():
+        if key != "cheap" and getattr(intent.budget, key) != value:
+            out.append(f"{q}: budget.{key} {getattr(intent.budget, key)}, not {value}")
+    return out
+
+
 def rates(plans: list[dict[str, Any]], smoked: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The three rates, the intent checks, and what failed."""
     executable = named_hit = named_all = dom_hit = dom_all = 0
@@ -233,15 +247,7 @@ def rates(plans: list[dict[str, Any]], smoked: dict[str, dict[str, Any]]) -> dic
             if not hit:
                 failures.append(f"{req['request']!r}: domain {d} not in top 5 {top5}")
         intent = plan.intent
-        for lang in req.get("languages", []):
-            if lang not in intent.languages:
-                intent_misses.append(f"{req['request']!r}: language {lang} missing")
-        if "agent" in req and intent.agent is not req["agent"]:
-            intent_misses.append(f"{req['request']!r}: agent {intent.agent}, not {req['agent']}")
-        for key, value in (req.get("budget") or {}).items():
-            if getattr(intent.budget, key) != value:
-                intent_misses.append(f"{req['request']!r}: budget.{key} "
-                                     f"{getattr(intent.budget, key)}, not {value}")
+        intent_misses += intent_checks(req, intent)
         for u in req.get("unknown", []):
             if u.lower() not in {x["name"].lower() for x in intent.unknown_benchmarks}:
                 intent_misses.append(f"{req['request']!r}: {u} not reported unknown")
@@ -337,18 +343,7 @@ def field_scores(made: dict[str, Any], smoked: dict[str, dict[str, Any]],
     said = [unavailable_said(plan, u) for u in req.get("unavailable", [])]
     misses += [f"{q}: unavailable {u} not said (notes {plan.notes})"
                for u, s in zip(req.get("unavailable", []), said, strict=True) if not s]
-    intent = plan.intent
-    for lang in req.get("languages", []):
-        if lang not in intent.languages:
-            intent_misses.append(f"{q}: language {lang} missing")
-    if "agent" in req and intent.agent is not req["agent"]:
-        intent_misses.append(f"{q}: agent {intent.agent}, not {req['agent']}")
-    for key, value in (req.get("budget") or {}).items():
-        if key == "cheap":  # no such quota: a cheap run is the planner's to interpret
-            continue
-        if getattr(intent.budget, key) != value:
-            intent_misses.append(f"{q}: budget.{key} {getattr(intent.budget, key)}, "
-                                 f"not {value}")
+    intent_misses += intent_checks(req, plan.intent)
     return {"style": req.get("style", ""), "executable": ok,
             "named": [hit for _, hit in named], "recall": recall, "coverage": coverage,
             "said": (all(said) if said else None), "seconds": made["seconds"],

@@ -106,6 +106,15 @@ def _status(url: str) -> int:
         return e.code
 
 
+def _add_run(store_path: Path, n: int, task: str, pattern: Any) -> str:
+    """A synthetic run of ``n`` samples added to the module's store (its id)."""
+    store = Store(store_path)
+    try:
+        return vh.synthetic_run(store, n, task=task, metrics=False, pattern=pattern)
+    finally:
+        store.close()
+
+
 # -- 1. search ----------------------------------------------------------------------------
 def test_search_from_the_runs_list_and_a_run_page(runs, server, page) -> None:
     store_path, ids = runs
@@ -136,12 +145,8 @@ def test_search_from_the_runs_list_and_a_run_page(runs, server, page) -> None:
 
 
 def test_search_results_are_paged(runs, server, page) -> None:
-    store = Store(runs[0])
-    try:  # 120 samples holding a word no other run holds: three pages of 50
-        rid = vh.synthetic_run(store, 120, task="paged", metrics=False,
-                               pattern=lambda i: {"value": 1.0, "text": " okapi"})
-    finally:
-        store.close()
+    # 120 samples holding a word no other run holds: three pages of 50
+    rid = _add_run(runs[0], 120, "paged", lambda i: {"value": 1.0, "text": " okapi"})
     page.goto(f"{server.base}/search?q=okapi")
     expect(page.locator("#search-total")).to_have_text("120 samples · page 1 of 3")
     seen: list[str] = []
@@ -235,12 +240,7 @@ def test_sorting_the_runs_list_and_a_paged_sample_table(runs, server, page, tmp_
     tasks = page.locator("tr.run-row td.task").all_inner_texts()
     assert tasks == sorted(tasks) and len(set(tasks)) > 1
 
-    store = Store(store_path)
-    try:
-        rid = vh.synthetic_run(store, 120, task="sorting", metrics=False, pattern=lambda i: {
-            "value": (i * 37 % 120) / 120})
-    finally:
-        store.close()
+    rid = _add_run(store_path, 120, "sorting", lambda i: {"value": (i * 37 % 120) / 120})
     page.goto(f"{server.base}/run/{rid}")
     page.locator("th[data-sort=score] a").click()
     expect(page.locator("th[data-sort=score]")).to_have_attribute("aria-sort", "ascending")
@@ -259,12 +259,7 @@ def test_sorting_the_runs_list_and_a_paged_sample_table(runs, server, page, tmp_
 
 
 def test_previous_and_next_follow_the_tables_sort(runs, server, page, tmp_path) -> None:
-    store = Store(runs[0])
-    try:
-        rid = vh.synthetic_run(store, 60, task="neighbours", metrics=False, pattern=lambda i: {
-            "value": (i * 37 % 60) / 60})
-    finally:
-        store.close()
+    rid = _add_run(runs[0], 60, "neighbours", lambda i: {"value": (i * 37 % 60) / 60})
     page.goto(f"{server.base}/run/{rid}?sort=score&order=desc")
     table = page.locator("tr.sample-row").evaluate_all("rs => rs.map(r => r.dataset.sampleId)")
     assert len(table) == 50

@@ -135,13 +135,14 @@ def get_metric(name: str) -> MetricInfo:
     return _REGISTRY[key]
 
 
-def task_verdict(name: str, task: str) -> Callable[..., Any]:
-    """The ``fn`` of a ``level="task"`` metric: computed by ``task`` only, so a call says
-    so in one line."""
+def task_metric(name: str, task: str, **meta: Any) -> None:
+    """Register ``name`` as a ``level="task"`` correctness metric of ``task`` (``meta``:
+    the rest of :func:`metric`'s arguments); calling it says in one line that only the
+    task computes it."""
 
     def computed_by_task(*_args: Any, **_kwargs: Any) -> Any:
         raise ConfigError(f"{name} is computed by the {task} task on its own data; run it "
                           f"with: assay run {task} --model M")
 
     computed_by_task.__name__ = name
-    return computed_by_task
+    metric(name, level="task", dimension="correctness", **meta)(computed_by_task)

@@ -48,12 +48,12 @@ def capability_candidates(request: str, capability: str, *,
     if not tasks:
         return []
     words = f"{request} {' '.join(p for p in cap.phrases if p.isascii())}"
-    scored = {d.name: (s, matched) for d, s, matched in retriever().scores(words)
+    scored = {d.name: (s, matched, d.source) for d, s, matched in retriever().scores(words)
               if d.name in tasks}
-    top = max((s for s, _ in scored.values()), default=0.0)
+    top = max((s for s, _, _ in scored.values()), default=0.0)
     out = []
     for name, m in tasks.items():
-        bm25, matched = scored.get(name, (0.0, []))
+        bm25, matched, source = scored.get(name, (0.0, [], "gallery"))
         norm = bm25 / top if top > 0 else 0.0
         reason = (f"prior {m.standing} for {capability} ({m.why}); BM25 {bm25:.2f} "
                   f"({norm:.2f} of the best); matched {', '.join(matched[:6]) or 'nothing'}")
@@ -71,18 +71,12 @@ def capability_candidates(request: str, capability: str, *,
         if name in suggested:
             reason += "; the planner model suggested it"
         out.append(Candidate(name, score, bm25, m.standing != "niche", reason,
-                             capability, "builtin" if name in _builtins() else "gallery",
-                             matched, chosen))
+                             capability, source, matched, chosen, m.standing))
     out.sort(key=lambda c: (-c.score, c.name))
     return out
 
 
-def _builtins() -> set[str]:
-    return {d.name for d in retriever().docs if d.source == "builtin"}
-
-
 def canonical_set(candidates: list[Candidate]) -> list[Candidate]:
     """A capability's canonical candidates in rank order (its best one when it has none)."""
-    canon = [c for c in candidates if c.domain and getattr(
-        measures_of(c.name).get(c.domain), "standing", None) == "canonical"]
+    canon = [c for c in candidates if c.standing == "canonical"]
     return canon or candidates[:1]

@@ -72,6 +72,8 @@ class Candidate:
     matched: list[str] = field(default_factory=list)
     #: why it was chosen, in three parts: the field's prior, the words, the planner model
     chosen: dict[str, str] = field(default_factory=dict)
+    #: its standing for the capability it was found for (``domain``), when it was
+    standing: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "score": round(self.score, 4), "bm25": round(self.bm25, 4),

@@ -6,7 +6,7 @@
     request: how good is my agent at grade-school math and calling tools?
     intent:                             # what the request was understood to ask
       domains: [math, tool_use]
-      capabilities: [arithmetic, function-calling]
+      capabilities: [math, tool_use]    # the field's capabilities the words name
       benchmarks: [gsm8k]               # named in the request (always honoured)
       unknown_benchmarks: []            # named, but not in the gallery
       languages: [en]

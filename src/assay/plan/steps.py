@@ -123,9 +123,8 @@ def _take_canonical(sel: Selection, asked: list[str], field: dict[str, list[Cand
             if taken >= room:
                 left.append(f"{c.name} ({cap})")
                 continue
-            standing = measures_of(c.name)[cap].standing
-            add(c.name, f"{'canonical set' if standing == 'canonical' else 'best available'} "
-                        f"for {cap}: {c.reason}", [cap], c.chosen)
+            add(c.name, f"{'canonical set' if c.standing == 'canonical' else 'best available'}"
+                        f" for {cap}: {c.reason}", [cap], c.chosen)
             taken += 1
     if left:
         sel.notes.append(f"left out for the plan's limit of {len(sel.tasks)} tasks: "

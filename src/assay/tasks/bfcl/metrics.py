@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.core.types import SampleResult
-from assay.metrics.registry import metric, task_verdict
+from assay.metrics.registry import task_metric
 from assay.metrics.stats import bootstrap_interval, proportion
 from assay.metrics.summary import (
     clustered_rate,
@@ -43,15 +43,15 @@ SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
 
 
-metric("bfcl_accuracy", aliases=("bfcl", "bfcl_overall_accuracy"), category="tool_use",
-       dimension="correctness", level="task",
-       description="BFCL accuracy: the share of entries the official BFCL checker accepts "
-                   "(AST match of the calls, or execution for multi-turn state), with the "
-                   "leaderboard's category aggregates beside it.",
-       usage="Computed by the bfcl task only (assay run bfcl --category C); the run's "
-             "'accuracy' holds it. Never a score of free text.",
-       reference="ShishirPatil/gorilla berkeley-function-call-leaderboard (bfcl-eval)")(
-    task_verdict("bfcl_accuracy", "bfcl"))
+task_metric("bfcl_accuracy", "bfcl", aliases=("bfcl", "bfcl_overall_accuracy"),
+            category="tool_use",
+            description="BFCL accuracy: the share of entries the official BFCL checker accepts "
+                        "(AST match of the calls, or execution for multi-turn state), with the "
+                        "leaderboard's category aggregates beside it.",
+            usage="Computed by the bfcl task only (assay run bfcl --category C); the run's "
+                  "'accuracy' holds it. Never a score of free text.",
+            reference="ShishirPatil/gorilla berkeley-function-call-leaderboard (bfcl-eval)")
+
 
 def _aggregate(parts: tuple[str, ...], per: dict[str, dict[str, Any]],
                weighted: bool) -> dict[str, Any] | None:

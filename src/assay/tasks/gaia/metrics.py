@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 from assay.core.types import SampleResult
-from assay.metrics.registry import metric, task_verdict
+from assay.metrics.registry import task_metric
 from assay.metrics.stats import bootstrap_interval, mean_with_ci, proportion
 from assay.metrics.summary import (
     clustered_rate,
@@ -29,14 +29,13 @@ from assay.metrics.summary import (
 OFFICIAL_TOTAL = {"validation": 165, "test": 301}
 
 
-metric("gaia_exact_match", aliases=("gaia",), category="agent", dimension="correctness",
-       level="task",
-       description="GAIA exact match: the share of questions whose final answer the "
-                   "leaderboard's quasi-exact-match scorer accepts (numbers, comma lists and "
-                   "strings normalised as the official scorer does).",
-       usage="Computed by the gaia task only (assay run gaia); the run's 'exact_match_rate' "
-             "holds it.",
-       reference="gaia-benchmark/leaderboard scorer.py")(task_verdict("gaia_exact_match", "gaia"))
+task_metric("gaia_exact_match", "gaia", aliases=("gaia",), category="agent",
+            description="GAIA exact match: the share of questions whose final answer the "
+                        "leaderboard's quasi-exact-match scorer accepts (numbers, comma lists and "
+                        "strings normalised as the official scorer does).",
+            usage="Computed by the gaia task only (assay run gaia); the run's 'exact_match_rate' "
+                  "holds it.",
+            reference="gaia-benchmark/leaderboard scorer.py")
 
 
 def _score(r: SampleResult, name: str = "gaia") -> dict[str, Any]:
