@@ -56,7 +56,10 @@ def test_a_yaml_task_runs_with_its_keys_template_and_scorer(workspace, tmp_path,
     run_id, head = run_line(p.stdout)
     assert head.startswith("accuracy: 0.667") and "(2/3)" in head  # exact: 'oslo' != 'Oslo'
     sent = [r["messages"][-1]["content"] for r in server.requests]
-    assert sent[0] == "Quiz. Repeat after me: Paris" and server.requests[0]["max_tokens"] == 16
+    # the samples run concurrently: their requests may arrive in any order
+    assert sorted(sent) == ["Quiz. Repeat after me: Paris", "Quiz. Repeat after me: Rome",
+                            "Quiz. Repeat after me: oslo"]
+    assert [r["max_tokens"] for r in server.requests] == [16, 16, 16]
     # -T overrides a value of the file for one run
     p = cli("run", str(tmp_path / "caps.yaml"), "-T", "scorer=normalized", "--model",
             "openai/fake", "--base-url", server.base_url, "-q")

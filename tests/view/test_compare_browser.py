@@ -16,8 +16,8 @@ import viewhelpers as vh
 
 from assay.view.compare_page import MAX_FLIPS
 from tests.browser import expect
-from tests.compare.test_compare_cli import write_data
-from tests.compare.test_compare_outputs import BROKEN, FIXED, LONG, responder, run_qa
+from tests.compare.test_compare_cli import run_qa, write_data
+from tests.compare.test_compare_outputs import BROKEN, FIXED, LONG, responder
 
 SHOTS = Path(os.environ.get("ASSAY_SHOTS", "/tmp/shots"))
 
@@ -26,8 +26,8 @@ def test_compare_page_shows_the_configuration_and_both_outputs_side_by_side(
         fake_server, tmp_path, store, server, page) -> None:
     srv = fake_server(responder=responder)
     data = write_data(tmp_path / "items.jsonl", range(40))
-    a = run_qa(srv, data, "--temperature", "0.0")
-    b = run_qa(srv, data, "--temperature", "0.7")
+    a = run_qa(srv.base_url, data, "m", "--temperature", "0.0")
+    b = run_qa(srv.base_url, data, "m", "--temperature", "0.7")
     page.goto(f"{server.base}/compare?a={a}&b={b}")
     expect(page.locator("#configuration-text")).to_contain_text(
         "same configuration except: temperature 0.0 -> 0.7")
