@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from assay.core.stored import outcome_of, sample_of
@@ -32,7 +32,7 @@ from assay.tasks.registry import build_task, resolve
 
 
 async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
-                      rows: list[Any], counts: list[int]
+                      rows: list[Any], counts: list[int], judges: list[str]
                       ) -> list[tuple[dict[str, Any], str | None]]:
     """Each stored sample's new scores (and a scoring error), in order. A judged task's
     ``async score`` gets the judge its options name now, through the engine's calls
@@ -57,6 +57,7 @@ async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
     if not task.judged():
         return [await one(r, None, limit) for r in rows]
     async with scoring_contexts(store, task, spec, str(model.get("model") or "")) as make:
+        judges.extend(f"{name} {who}" for name, who in make(0).who.items())
         return list(await asyncio.gather(*(one(r, make, limit) for r in rows)))
 
 
@@ -72,23 +73,30 @@ class RescoreResult:
     #: calls to the judge (a judged task), and how many the response cache answered
     judge_calls: int = 0
     judge_cache_hits: int = 0
+    #: the judges asked: ``judge openai/m at http://host/v1`` (the endpoint as shown)
+    judges: list[str] = field(default_factory=list)
 
 
 def rescore(store: Store, run_id: str, *, scorer: str | None = None,
             options: dict[str, Any] | None = None,
-            judge_model: str | list[str] | None = None) -> RescoreResult:
+            judge_model: str | list[str] | None = None,
+            judge_base_url: str | None = None) -> RescoreResult:
     """Score the stored outcomes of ``run_id`` again into a new run (linked as its child).
 
     ``scorer`` sets the task's ``scorer`` option (the tasks that have one: qa, gaia,
     task files declaring it); ``options`` change other task options that only affect
     scoring. Options that change the samples do not apply: there are no new outputs.
+    ``judge_base_url``: the new judge's endpoint; a new ``judge_model`` never inherits the
+    stored judge's endpoint (nor the model under test's): without it, its own environment
+    or its provider's default (see :func:`assay.engine.judging.role_subject`).
     """
     parent = store.get_run(run_id)
     spec = RunSpec.from_dict(parent["spec"])
     opts = dict(spec.task_options)
     opts.update(options or {})
     fields = (resolve(spec.task).Options.model_fields
-              if scorer is not None or judge_model is not None else {})
+              if scorer is not None or judge_model is not None or judge_base_url is not None
+              else {})
     if scorer is not None:
         if "scorer" not in fields:
             raise ConfigError(f"task {spec.task} has no alternative scorers; 'assay score "
@@ -99,6 +107,14 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
             raise ConfigError(f"task {spec.task} has no judge; --judge-model re-judges runs of "
                               "tasks that have one (mt_bench, converse, ...)")
         opts["judge_model"] = judge_model
+        if "judge_base_url" not in (options or {}):  # the stored one served another judge
+            opts.pop("judge_base_url", None)
+    if judge_base_url is not None:
+        if "judge_base_url" not in fields:
+            raise ConfigError(f"task {spec.task} takes no judge endpoint; --judge-base-url "
+                              "applies to tasks with a judge_base_url option (mt_bench, converse, "
+                              "datagen_judge, datagen_winrate)")
+        opts["judge_base_url"] = judge_base_url
     task = build_task(spec.task, opts)
     if judge_model is None and task.judged() and getattr(
             getattr(task, "opts", None), "judge_model", None) == []:
@@ -118,6 +134,7 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     rescored = errors = 0
     judge_calls = [0, 0]  # the judge's calls and cache hits (a judged task only)
+    judges: list[str] = []
     started = time.perf_counter()
     try:
         # code run at scoring time (HumanEval/MBPP tests) runs with weak isolation only
@@ -125,7 +142,7 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
         with allow_weak_isolation(spec.allow_weak_sandbox), store.background_writes():
             rows = list(store.iter_results(parent["id"]))
             verdicts = asyncio.run(_score_rows(store, task, spec, parent["model"], rows,
-                                               judge_calls))
+                                               judge_calls, judges))
             for seq, (r, (scores, error)) in enumerate(zip(rows, verdicts, strict=True)):
                 prediction = None
                 if error is None and r.error is None:
@@ -151,4 +168,5 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     store.set_run_status(new_id, "finished", stats)
     # finalize, as the engine does when a run ends: metrics, headline, report data, exports
     metrics = finalize(store, new_id, task=task)
-    return RescoreResult(new_id, parent["id"], metrics, rescored, errors, *judge_calls)
+    return RescoreResult(new_id, parent["id"], metrics, rescored, errors, *judge_calls,
+                         judges=judges)

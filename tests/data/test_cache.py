@@ -124,10 +124,13 @@ def test_wheel_data_is_recorded_and_stays_inside_its_folder(tmp_path: Path,
     whl = a_wheel(tmp_path, members={"tiny_data/rows.jsonl": b'{"q": 1}\n',
                                      "tiny_data/../../../../escape.txt": b"x"})
     path = wheel_data("tiny-data", "1.0", "tiny_data/rows.jsonl", wheel=whl)
-    assert path == (workspace / "data" / "wheels" / "tiny-data-1.0" / "tiny_data" /
+    # a task's own wheel is kept under its sha256, never under PyPI's tiny-data-1.0
+    space = f"_local/{hashlib.sha256(whl.read_bytes()).hexdigest()[:32]}"
+    assert path == (workspace / "data" / "wheels" / space / "tiny_data" /
                     "rows.jsonl").resolve()
-    item = cache.lookup("yaml", "tiny-data/tiny_data/rows.jsonl")
+    item = cache.lookup("yaml", f"{space}/tiny_data/rows.jsonl")
     assert item is not None and item.sha256 == hashlib.sha256(b'{"q": 1}\n').hexdigest()
+    assert item.origin == str(whl.resolve())
     with pytest.raises(Exception, match="member") as e:
         wheel_data("tiny-data", "1.0", "tiny_data/../../../../escape.txt", wheel=whl)
     assert "\n" not in str(e.value)
@@ -157,13 +160,14 @@ def test_data_list_reads_the_manifest(tmp_path: Path, workspace: Path) -> None:
     assert head.split() == ["name", "cached", "files", "size", "version", "sha256", "for",
                             "fetched", "origin"]
     cells = row.split()
-    assert cells[:3] == ["tiny-data/tiny_data/rows.jsonl", "yes", "1"]
+    space = f"_local/{hashlib.sha256(whl.read_bytes()).hexdigest()[:32]}"
+    assert cells[:3] == [f"{space}/tiny_data/rows.jsonl", "yes", "1"]
     assert hashlib.sha256(b'{"q": 1}\n').hexdigest().startswith(cells[6])
-    assert cells[-1] == "tiny-data==1.0"
+    assert cells[-1] == str(whl.resolve())  # the task's own file, not tiny-data==1.0
     everything = subprocess.run([sys.executable, "-m", "assay", "data", "list", "--all"],
                                 capture_output=True, text=True)
     rows = {ln.split()[0]: ln.split()[1] for ln in everything.stdout.splitlines()[1:]}
-    assert rows["tiny-data/tiny_data/rows.jsonl"] == "yes" and rows["gsm8k"] == "no"
+    assert rows[f"{space}/tiny_data/rows.jsonl"] == "yes" and rows["gsm8k"] == "no"
 
 
 MINI = Path(__file__).resolve().parents[1] / "gallery" / "fixtures" / "wheels" / \

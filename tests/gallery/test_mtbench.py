@@ -108,7 +108,10 @@ class Players:
 
 
 def evaluate(srv: Any, **options: Any) -> assay.api.RunResult:
+    """A run at ``srv``, where the judge is served too (a role's endpoint is its own)."""
     options.setdefault("data", str(QUESTIONS))
+    if options.get("judge_model"):
+        options.setdefault("judge_base_url", srv.base_url)
     return assay.evaluate(TASK, "openai/agent", base_url=srv.base_url, quiet=True, **options)
 
 
@@ -301,8 +304,8 @@ def test_assay_score_rejudges_a_stored_run_with_another_judge_and_never_the_agen
     first = evaluate(srv, judge_model="openai/judge")
     agent_calls, sent = len(players.agent_bodies), len(srv.requests)
     p = subprocess.run([sys.executable, "-m", "assay", "score", first.run_id, "--judge-model",
-                        "openai/judge2"], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ))
+                        "openai/judge2", "--judge-base-url", srv.base_url], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ))
     assert p.returncode == 0, p.stderr
     new = srv.requests[sent:]
     assert {b["model"] for b in new} == {"judge2"} and len(new) == 8

@@ -231,9 +231,13 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
     elif result.metrics.get("unscored_note"):
         click.echo(f"not scored: {result.metrics['unscored_note']}")
     stats = result.stats
+    roles = "".join(
+        f" · {name} {r['model']}{' at ' + r['endpoint'] if r.get('endpoint') else ''}: "
+        f"{r['calls']} calls (cache hits {r['cache_hits']})"
+        for name, r in (stats.get("role_calls") or {}).items())
     click.echo(f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
                f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
-               f"(cache hits {stats.get('cache_hits', 0)})")
+               f"(cache hits {stats.get('cache_hits', 0)}){roles}")
     for advice in run_report(record).get("recommendations") or []:
         click.echo(f"hint: {advice}")  # stored with the run (report.md has them too)
     for kind, path in result.reports.items():

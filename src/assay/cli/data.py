@@ -55,10 +55,12 @@ def pull(name: str, version: str | None, wheel: Path | None, force: bool) -> Non
 def list_data(show_all: bool) -> None:
     """What the data cache holds: files, size, version, SHA-256 and origin.
 
-    Read from the cache's manifest. The cache is $ASSAY_DATA_DIR, else $ASSAY_HOME/data."""
+    Read from the cache's manifest; CHANGED marks an item whose files are no longer as
+    pulled (delete them, or pull again with --force). The cache is $ASSAY_DATA_DIR, else
+    $ASSAY_HOME/data."""
     found = [i for i in cache.items() if i.present()]
     rows = [(i.name, "yes", str(len(i.files)), f"{i.size() / 1e6:.1f} MB", i.version or "-",
-             i.sha256[:12] or "-", i.owner,
+             "CHANGED" if i.changed() else i.sha256[:12] or "-", i.owner,
              datetime.datetime.fromtimestamp(i.fetched_at).strftime("%Y-%m-%d %H:%M"),
              i.origin) for i in found]
     if show_all:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay.errors import AssayError, ConfigError
+from assay.errors import AssayError, ConfigError, DatasetError
 from assay.models.registry import listing
 from assay.pipelines.models import is_models_run
 from assay.store.described import run_headline
@@ -235,6 +235,15 @@ def _list_capability(capability: str, as_json: bool) -> None:
         click.echo(f"  {name:{width}s}  {m.standing:10s} {m.why}{note}")
 
 
+def _cached_state(entry: Any) -> bool | str:
+    """Whether an entry's data is cached; ``"changed"`` when the cache no longer holds
+    what was pulled (running it says how to pull it again)."""
+    try:
+        return cached(entry) is not None
+    except DatasetError:
+        return "changed"
+
+
 def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) -> None:
     """The gallery's entries: name, category, size, source, readiness, cached."""
     chosen = [e for e in entries.values() if category in (None, e.category)]
@@ -246,7 +255,7 @@ def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) 
               "size": e.size, "eval_type": e.eval_type,
               "source": e.source.describe() if e.source else f"task {e.task}",
               "readiness": readiness_text(e), "status": e.readiness.status,
-              "cached": (cached(e) is not None) if e.source else None,
+              "cached": _cached_state(e) if e.source else None,
               "primary_metric": e.metrics.primary, "tags": e.tags,
               "measures": [m.model_dump() for m in e.measures],
               "description": e.description} for e in chosen]
@@ -257,7 +266,8 @@ def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) 
                "fetch its data with: assay data pull NAME)")
     head = ("name", "category", "size", "source", "readiness", "cached")
     table = [head] + [(i["name"], i["category"], str(i["size"] or "?"), i["source"],
-                       i["readiness"], {True: "yes", False: "no", None: "-"}[i["cached"]])
+                       i["readiness"], {True: "yes", False: "no", None: "-"}.get(
+                           i["cached"], str(i["cached"])))
                       for i in items]
     widths = [max(len(r[c]) for r in table) for c in range(len(head))]
     for r in table:

@@ -95,9 +95,13 @@ def report(run_id: str, out: Path | None, summary: bool) -> None:
               help="Judge the stored outputs again with this model (the tasks with a judge: "
               "MT-Bench, converse, rubric, win rate); repeat it for a jury. The model under "
               "test is never called.")
+@click.option("--judge-base-url", default=None, metavar="URL",
+              help="The judge's endpoint (default: ASSAY_JUDGE_BASE_URL, else the provider's: "
+              "OPENAI_BASE_URL, then OpenAI); never the endpoint of the model under test. Its "
+              "key: ASSAY_JUDGE_API_KEY, else OPENAI_API_KEY.")
 @click.option("--no-report", is_flag=True, help="Do not write the new run's reports.")
 def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
-          judge_model: tuple[str, ...], no_report: bool) -> None:
+          judge_model: tuple[str, ...], judge_base_url: str | None, no_report: bool) -> None:
     """Score a stored run again, with no call to the model under test.
 
     RUN_ID: its id or a unique prefix. The new scores are a new run linked to it; a judged
@@ -111,12 +115,15 @@ def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
         done = rescore(store, record["id"], scorer=scorer,
                        options=parse_assignments(task_option),
                        judge_model=(None if not judge_model else judge_model[0]
-                                    if len(judge_model) == 1 else list(judge_model)))
+                                    if len(judge_model) == 1 else list(judge_model)),
+                       judge_base_url=judge_base_url)
         run = store.get_run(done.run_id)
-        judged = (f"; judge: {done.judge_calls} calls, {done.judge_cache_hits} from the cache"
-                  if done.judge_calls else "")
+        judged = (f"; {done.judge_calls} calls to {', '.join(done.judges)} "
+                  f"({done.judge_cache_hits} answered by the response cache)"
+                  if done.judges else "")
         click.echo(f"run {done.run_id} scores run {done.parent_id} again: {done.rescored} "
-                   f"samples scored, {done.errors} errors, 0 model calls{judged}")
+                   f"samples scored, {done.errors} errors, no call to the model under "
+                   f"test{judged}")
         head = run_headline(run)  # stored with the new run when it was finalized
         if head:
             click.echo(f"{head[0]}: {fmt_rate(head[1])}")

@@ -27,6 +27,7 @@ URL's ``user:password``, base64-encoded as HTTP basic auth sends it.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -215,6 +216,18 @@ class Endpoint:
     secrets: list[str] = field(default_factory=list)
     #: the URL carries ``user:password@`` (sent as basic auth)
     has_userinfo: bool = False
+
+    @property
+    def identity(self) -> str | None:
+        """What tells this endpoint from another shown the same (one that differs only in
+        its query or credentials): a slow, salted hash of the whole URL, never the URL
+        (``None`` when the display is the whole URL). Cache keys and fingerprints hold it."""
+        if not self.query and not self.has_userinfo:
+            return None
+        parts = urlsplit(self.raw)
+        whole = urlunsplit((parts.scheme, parts.netloc, self.path, parts.query, ""))
+        digest = hashlib.pbkdf2_hmac("sha256", whole.encode(), b"assay-endpoint", 100_000)
+        return digest.hex()[:16]
 
     def url_for(self, suffix: str) -> str:
         """``suffix`` (e.g. ``/chat/completions``) joined to the path, the query kept."""

@@ -10,7 +10,8 @@ The cache root is ``$ASSAY_DATA_DIR`` when set, else ``$ASSAY_HOME/data``
                               math500/<version>, gallery/<package>-<version>, ...
 
 The manifest is rewritten atomically under a lock, so two pulls at once never lose a
-record and a reader never sees half a file. ``assay data list`` reads it.
+record and a reader never sees half a file. ``assay data list`` reads it. What
+:func:`lookup` serves is first checked against the record: each file's size and sha256.
 """
 
 from __future__ import annotations
@@ -53,6 +54,18 @@ def sha256_files(files: list[Path], base: Path | None = None) -> str:
     return h.hexdigest()
 
 
+_hashed: dict[tuple[Any, ...], str] = {}
+
+
+def cached_sha256(files: list[Path], base: Path | None = None) -> str:
+    """:func:`sha256_files`, computed once per process while no file's size or mtime moves
+    (never kept across processes: a rewrite that restores the mtime is caught next run)."""
+    key = (base, *((str(f), (st := f.stat()).st_size, st.st_mtime_ns) for f in files))
+    if key not in _hashed:
+        _hashed[key] = sha256_files(files, base)
+    return _hashed[key]
+
+
 def tree_files(folder: Path) -> list[Path]:
     """Every file under ``folder`` (links followed), sorted by relative name."""
     return sorted((p for p in folder.rglob("*") if p.is_file()),
@@ -68,7 +81,8 @@ class Item:
     ``math500``, a Hub repository); ``source`` is ``wheel``, ``hf`` or ``file``;
     ``origin`` is where it came from (``bfcl-eval==2026.3.23``, ``gaia-benchmark/GAIA``,
     a path); ``version`` the package version or Hub commit (empty for a local file);
-    ``sha256`` covers ``files`` in order.
+    ``sha256`` covers ``files`` in order; ``sums`` holds each file's size and sha256
+    (empty in a record of an older assay).
     """
 
     owner: str
@@ -81,6 +95,7 @@ class Item:
     files: list[str] = field(default_factory=list)
     fetched_at: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
+    sums: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -94,6 +109,18 @@ class Item:
     def size(self) -> int:
         """Bytes on disk of the files listed."""
         return sum(Path(f).stat().st_size for f in self.files if Path(f).is_file())
+
+    def changed(self) -> str | None:
+        """The first file listed whose size or sha256 is not the recorded one (an older
+        record: the item's path, when the hash over all differs), else ``None``."""
+        files = [Path(f) for f in self.files]
+        if not self.sums:
+            base = Path(self.path) if Path(self.path).is_dir() else None
+            return self.path if files and cached_sha256(files, base) != self.sha256 else None
+        if len(self.sums) != len(files):
+            return self.path
+        return next((str(f) for f, (size, sha) in zip(files, self.sums, strict=True)
+                     if f.stat().st_size != size or cached_sha256([f]) != sha), None)
 
 
 @contextmanager
@@ -125,9 +152,10 @@ def record(owner: str, name: str, *, source: str, origin: str, version: str, pat
     computed over ``files`` (relative to ``path`` when it is a folder)."""
     base = path if path.is_dir() else None
     item = Item(owner=owner, name=name, source=source, origin=origin, version=version,
-                sha256=sha256_files(files, base) if files else "", path=str(path),
+                sha256=cached_sha256(files, base) if files else "", path=str(path),
                 files=[str(f) for f in files], fetched_at=time.time(),
-                detail=dict(detail or {}))
+                detail=dict(detail or {}),
+                sums=[(f.stat().st_size, cached_sha256([f])) for f in files])
     root = data_root().resolve()
     stored = {**asdict(item), "path": _relative(path, root),
               "files": [_relative(f, root) for f in files]}
@@ -162,8 +190,20 @@ def items() -> list[Item]:
 
 def lookup(owner: str, name: str, version: str | None = None) -> Item | None:
     """The manifest's record of ``owner``'s ``name`` (at ``version``; else the last
-    fetched) whose files are all still there, or ``None``."""
+    fetched) whose files are all still there, or ``None``; a file that is not as pulled
+    (:meth:`Item.changed`) is one :class:`DatasetError` line saying how to fetch it again."""
     mine = [i for i in items() if (i.owner, i.name) == (owner, name)
             and (version is None or i.version == version)]
     mine = [i for i in mine if i.present()]
-    return max(mine, key=lambda i: i.fetched_at) if mine else None
+    item = max(mine, key=lambda i: i.fetched_at) if mine else None
+    bad = item.changed() if item is not None else None
+    if item is not None and bad is not None:
+        again = f", or run: assay data pull {name} --force" if owner in _PULLED else ""
+        raise DatasetError(f"{Path(bad).resolve()}: not the file the data cache fetched from "
+                           f"{item.origin} (its size or sha256 differs from the manifest's); "
+                           f"delete it to fetch it again{again}")
+    return item
+
+
+#: the owners whose item names are names ``assay data pull`` takes
+_PULLED = ("gallery", "bfcl", "datagen")

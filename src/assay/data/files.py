@@ -19,6 +19,9 @@ from typing import Any
 from assay.data.hf import load_split
 from assay.errors import DatasetError
 
+#: a data source that is a Hugging Face dataset id, never a local file of that name
+HF_SCHEME = "hf://"
+
 
 @dataclass
 class Rows:
@@ -194,7 +197,10 @@ def read_hf(dataset_id: str, *, split: str | None, config: str | None) -> Rows:
 
 
 def load_rows(source: str, *, split: str | None = None, config: str | None = None) -> Rows:
-    """Load rows from a local file (``.jsonl``, ``.json``, ``.csv``, ``.tsv``) or an HF id."""
+    """Load rows from a local file (``.jsonl``, ``.json``, ``.csv``, ``.tsv``) or an HF id
+    (``hf://org/name``: only the Hub, never a local file of that name)."""
+    if source.startswith(HF_SCHEME):
+        return read_hf(source[len(HF_SCHEME):], split=split, config=config)
     path = Path(source).expanduser()
     if path.is_dir():
         raise DatasetError(f"{path} is a folder; give a .jsonl, .json or .csv file")

@@ -20,6 +20,25 @@ def truthy(value: str | None) -> bool:
     return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
+def hub_id(dataset_id: str, what: str) -> str:
+    """``dataset_id`` when it is a Hub dataset id (``org/name`` or ``name``) and names
+    nothing on this disk; else one :class:`DatasetError` line naming ``what`` (the option or
+    key it came from). ``datasets.load_dataset`` reads a local file or folder given as an
+    id, so an id that exists here, relative or absolute, is refused too: local data is
+    a file option, under the one path policy."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id  # heavy
+
+    try:
+        validate_repo_id(dataset_id)
+    except (HFValidationError, TypeError) as e:
+        raise DatasetError(f"{what}: {str(dataset_id)[:200]!r} is not a Hugging Face dataset id "
+                           f"(org/name): {str(e).splitlines()[0][:120]}") from None
+    if Path(dataset_id).expanduser().exists():
+        raise DatasetError(f"{what}: {dataset_id!r} names a local file or folder, which a "
+                           "dataset id never reads; name local data as a file")
+    return dataset_id
+
+
 def hub_offline() -> bool:
     """Whether ``HF_HUB_OFFLINE`` is set: the variable now, or huggingface_hub's constant
     (which it read at import)."""
@@ -195,6 +214,7 @@ def load_split(dataset_id: str, *, split: str | None = None, config: str | None 
     retries; every failure is one :class:`DatasetError` line, ``{id} unreachable
     (why)`` followed by ``hint``.
     """
+    hub_id(dataset_id, "the Hugging Face dataset")
     try:
         import datasets  # optional: assay[hf]
     except ImportError as e:

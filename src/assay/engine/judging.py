@@ -11,6 +11,8 @@ evaluated: its outputs are the stored ones.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -18,8 +20,42 @@ from typing import Any
 
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
 from assay.errors import ConfigError
-from assay.models.base import get_subject
+from assay.models.base import Subject, get_subject
 from assay.scoring.judge import is_judge_role
+
+
+def role_subject(name: str, role: Any, spec: Any) -> Subject:
+    """The model playing role ``name`` (``judge``, ``judge_2``, ``examiner``, ...).
+
+    Its endpoint is its own: the task's option (``-T judge_base_url=``), else
+    ``ASSAY_<ROLE>_BASE_URL`` (``ASSAY_JUDGE_BASE_URL`` for every judge of a jury), else
+    the provider's default (``OPENAI_BASE_URL``, then OpenAI); its key is
+    ``ASSAY_<ROLE>_API_KEY``, else the provider's. Never the run's ``--base-url``, unless
+    the role is played by the model under test itself (self-judging), which is warned.
+    """
+    kind = re.sub(r"_\d+$", "", name).upper()
+    base_url = role.base_url or os.environ.get(f"ASSAY_{kind}_BASE_URL") or None
+    if base_url is None and role.model == spec.model:
+        base_url = spec.base_url
+    return get_subject(role.model, base_url=base_url,
+                       api_key=os.environ.get(f"ASSAY_{kind}_API_KEY") or None,
+                       timeout=spec.timeout, max_reply_bytes=spec.max_reply_bytes)
+
+
+async def preflight_roles(roles: dict[str, Subject]) -> None:
+    """Fail fast, in one line naming the role and how to point it elsewhere, when a
+    role's endpoint does not answer."""
+    for name, one in roles.items():
+        preflight = getattr(getattr(one, "model", None), "preflight", None)
+        if preflight is None:
+            continue
+        try:
+            await preflight()
+        except ConfigError as e:
+            kind = re.sub(r"_\d+$", "", name)
+            raise ConfigError(f"the {name} ({one.model_id}): {str(e).split('; start')[0]}; "
+                              f"give its endpoint with -T {kind}_base_url=URL or "
+                              f"ASSAY_{kind.upper()}_BASE_URL") from e
 
 
 @dataclass
@@ -31,6 +67,8 @@ class ScoreContext:
     epoch: int
     roles: dict[str, CallContext] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+    #: who plays each role: ``openai/m at http://host/v1`` (the endpoint as shown)
+    who: dict[str, str] = field(default_factory=dict)
 
     async def generate(self, *args: Any, **kwargs: Any) -> Any:
         """Never: scoring a stored run makes no call to the model under test."""
@@ -46,14 +84,9 @@ async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
     # only a jury's roles: an examiner plays its part in solve, so it is not built here
     wanted = {name: role for name, role in task.roles(model_id).items()
               if is_judge_role(name)}
-    subjects = {name: get_subject(role.model, base_url=role.base_url or spec.base_url,
-                                  timeout=spec.timeout, max_reply_bytes=spec.max_reply_bytes)
-                for name, role in wanted.items()}
+    subjects = {name: role_subject(name, role, spec) for name, role in wanted.items()}
     try:
-        for one in subjects.values():
-            preflight = getattr(getattr(one, "model", None), "preflight", None)
-            if preflight is not None:
-                await preflight()
+        await preflight_roles(subjects)
         shared = {name: (s, json.dumps(s.describe(), sort_keys=True), CallShared(
             store, max_connections=spec.max_connections,
             policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
@@ -68,6 +101,8 @@ async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
             for name, (s, identity, calls) in shared.items():
                 ctx.roles[name] = CallContext(s.session(), calls, identity, epoch,
                                               params=params)
+                where = s.describe().get("base_url")
+                ctx.who[name] = s.model_id + (f" at {where}" if where else "")
             return ctx
 
         yield make

@@ -9,6 +9,7 @@ datasets; the per-endpoint semaphore lives in :mod:`assay.engine.calls`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from assay.core.version import __version__
 from assay.engine.calls import CallContext, CallShared, RetryPolicy, with_call_log
 from assay.engine.failures import ErrorSummary, error_summary, too_many_errors
 from assay.engine.finalize import finalize
+from assay.engine.judging import preflight_roles, role_subject
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES, Subject, get_subject
 from assay.models.registry import capabilities_of
@@ -280,6 +282,10 @@ class Engine:
         if not samples:
             raise ConfigError("the dataset has no samples to run; check the file and --limit")
         dataset = dict(loaded.info, selected=len(samples))
+        ran = sorted(str(s.id) for s in samples)
+        if ran != sorted(str(s.id) for s in loaded.samples):  # part of the data: which part
+            digest = hashlib.sha256("\n".join(ran).encode()).hexdigest()[:12]
+            dataset["selection"] = f"{len(samples)} of {len(loaded.samples)} ({digest})"
         weak = weak_isolation_mark(spec, dataset)
         if weak:  # said on the console, and kept with the run for every report
             dataset["isolation"] = weak
@@ -301,13 +307,11 @@ class Engine:
         started = False
         try:
             for name, role in task.roles(spec.model).items():
-                roles[name] = get_subject(role.model, base_url=role.base_url or spec.base_url,
-                                          timeout=spec.timeout,
-                                          max_reply_bytes=spec.max_reply_bytes)
-            for one in (subj, *roles.values()):
-                preflight = getattr(getattr(one, "model", None), "preflight", None)
-                if preflight is not None:
-                    await preflight()
+                roles[name] = role_subject(name, role, spec)
+            preflight = getattr(getattr(subj, "model", None), "preflight", None)
+            if preflight is not None:
+                await preflight()
+            await preflight_roles(roles)
             described = subj.describe()
             if roles:
                 described = {**described,
@@ -394,6 +398,8 @@ class Engine:
         shared = shared_for(subj.model_id)
         role_calls = {name: (r, json.dumps(r.describe(), sort_keys=True), shared_for(r.model_id))
                       for name, r in (roles or {}).items()}
+        #: each role's calls and cache hits in this session (said when the run ends)
+        role_counts = {name: [0, 0] for name in role_calls}
         queue: asyncio.Queue[tuple[int, Sample, int]] = asyncio.Queue()
         for item in todo:
             queue.put_nowait(item)
@@ -435,6 +441,9 @@ class Engine:
                         prediction = next(iter(scores.values()))["answer"]
                 except Exception as e:
                     error = f"scoring failed: {type(e).__name__}: {e}"
+            for name, role in (ctx.roles.items() if ctx else ()):
+                role_counts[name][0] += role.calls
+                role_counts[name][1] += role.cache_hits
             transcript = [m.to_dict() for m in outcome.transcript] if outcome else []
             usage = ctx.usage if ctx else None
             record(run_id, (
@@ -484,4 +493,11 @@ class Engine:
         stats.pop("owner", None)
         stats["elapsed_s"] = round(old.get("elapsed_s", 0.0) + elapsed, 3)
         stats["sessions"] = old.get("sessions", 0) + 1
+        if role_calls:  # whom the roles called: model_calls are the subject's alone
+            before = old.get("role_calls") or {}
+            stats["role_calls"] = {name: {
+                "model": r.model_id, "endpoint": r.describe().get("base_url"),
+                "calls": role_counts[name][0] + (before.get(name) or {}).get("calls", 0),
+                "cache_hits": role_counts[name][1] + (before.get(name) or {}).get("cache_hits", 0)}
+                for name, (r, _, _) in role_calls.items()}
         self.store.set_run_status(run_id, "finished", stats)

@@ -182,8 +182,11 @@ class OpenAIModel:
         self._secrets = [*self._endpoint.secrets, *([self._api_key] if self._api_key else [])]
 
     def describe(self) -> dict[str, Any]:
-        """Identity recorded with the run and used in cache keys (no secrets)."""
-        return {"model": self.model_id, "base_url": self.display_url}
+        """Identity recorded with the run and used in cache keys (no secrets): the shown
+        URL masks query values, so an endpoint with a query adds its ``endpoint_id``."""
+        ident = self._endpoint.identity
+        return {"model": self.model_id, "base_url": self.display_url,
+                **({"endpoint_id": ident} if ident else {})}
 
     async def preflight(self) -> None:
         """Fail fast, with one clear line, when nothing listens at ``base_url``."""

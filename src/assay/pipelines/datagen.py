@@ -179,7 +179,9 @@ def _run_steps(p: ParentRun, generator: str, o: PipelineOptions, engine: dict[st
     if reference_file is not None:
         steps[WINRATE].append(p.step("winrate", WINRATE, o.judge_models[0], {
             "data": str(data), "reference": str(reference_file), "seed": o.seed,
-            "generator_model": generator, "judge_model": list(o.judge_models)},
+            "generator_model": generator, "judge_model": list(o.judge_models),
+            # every model the pipeline names is served where its --base-url says
+            "judge_base_url": (engine or {}).get("base_url")},
             engine=engine, needs=["generate"]))
         summary["near_duplicates"] = near_duplicates(
             load_problems(data), load_problems(reference_file),

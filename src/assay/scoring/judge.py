@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BeforeValidator, PlainSerializer, ValidationError
+from pydantic import AfterValidator, BeforeValidator, PlainSerializer, ValidationError
 
 from assay.core.types import Message
 
@@ -95,6 +95,19 @@ def _stored(models: list[str]) -> str | list[str] | None:
 #: several (a jury; ``--judge-model`` repeated, ``-T judge_model=M`` for one); stored as
 #: it was before juries (one spec: a string; none: ``None``)
 JudgeModels = Annotated[list[str], BeforeValidator(as_models), PlainSerializer(_stored)]
+
+
+def _no_credentials(url: str | None) -> str | None:
+    if url and "@" in url.split("//", 1)[-1].split("/", 1)[0]:
+        raise ValueError("put credentials in ASSAY_<ROLE>_API_KEY or OPENAI_API_KEY, not in "
+                         "the URL (a run keeps its URLs, never the secrets in them)")
+    return url
+
+
+#: the one shape of a role's endpoint option (``judge_base_url``, ``examiner_base_url``):
+#: unset means the role's own environment or its provider's default, never the run's
+#: ``--base-url`` (see :func:`assay.engine.judging.role_subject`)
+RoleURL = Annotated[str | None, AfterValidator(_no_credentials)]
 
 
 # -- reading a reply --------------------------------------------------------------------------

@@ -12,8 +12,11 @@ Stored with the run (the ``config`` column, schema 7) as ``{"fingerprint", "part
 when it is finalized; old runs get theirs from their stored spec (the schema-7
 migration, or :func:`configuration_of` when a record has none). Secrets never enter
 it: the parts are redacted by the store's one policy, and an endpoint is kept without
-its user, password, query and fragment. A re-scored run (``assay score``: a task run
-whose parent is a task run) is marked ``rescored``, so it never shares a series with
+its user, password, query and fragment, but with a hash of them where it has any (two
+endpoints that differ only there are two configurations). A run of part of the data
+(``--limit``, ``--sample-ids``) has a ``samples`` part: how many of how many, and a hash
+of which. A re-scored run (``assay score``: a task run whose parent is a task run) is
+marked ``rescored``, so it never shares a series with
 the runs scored as they ran.
 """
 
@@ -37,7 +40,8 @@ SCORER_KEYS = ("scorer", "judge_model", "judge_models", "judge", "rubric", "matc
 #: the parts in the order differences are told, with the names they are told by
 PART_LABELS = {"task": "task", "options": "option", "template": "template", "scorer": "scorer",
                "model": "model", "provider": "provider", "endpoint": "endpoint",
-               "weights": "weights", "generation": "", "data": "data hash"}
+               "weights": "weights", "generation": "", "data": "data hash",
+               "samples": "samples"}
 
 
 def data_hash(dataset: dict[str, Any] | None) -> str | None:
@@ -60,8 +64,10 @@ def data_label(value: Any) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def endpoint(url: Any) -> str | None:
-    """A base URL without what may be a credential: ``http://host:port/path``."""
+def endpoint(url: Any, identity: Any = None) -> str | None:
+    """A base URL without what may be a credential: ``http://host:port/path``, followed by
+    the endpoint's ``identity`` (a hash of its query and credentials) where it has one:
+    two endpoints shown alike are still told apart."""
     if not isinstance(url, str) or not url:
         return None
     try:
@@ -70,7 +76,13 @@ def endpoint(url: Any) -> str | None:
         port = f":{u.port}" if u.port else ""
     except ValueError:
         return None
-    return f"{u.scheme}://{host}{port}{u.path.rstrip('/')}" if host else None
+    shown = f"{u.scheme}://{host}{port}{u.path.rstrip('/')}"
+    return (shown + (f" #{identity}" if identity else "")) if host else None
+
+
+def _described_endpoint(described: dict[str, Any]) -> str | None:
+    """The endpoint part of a model as the run described it (a role's)."""
+    return endpoint(described.get("base_url"), described.get("endpoint_id"))
 
 
 def _provider(model_id: str | None) -> str | None:
@@ -104,10 +116,14 @@ def configuration(run: dict[str, Any], *, rescored: bool = False) -> dict[str, A
     scorer = {k: options.pop(k) for k in SCORER_KEYS if k in options}
     if "scorer" not in scorer and dataset.get("scorer"):
         scorer["scorer"] = dataset["scorer"]
+    subject_at = endpoint(spec.get("base_url") or described.get("base_url"),
+                          described.get("endpoint_id"))
     roles = described.get("roles")
     if isinstance(roles, dict) and roles:
-        scorer["roles"] = {k: (v.get("model") if isinstance(v, dict) else v)
-                           for k, v in sorted(roles.items())}
+        # a role is its model, and its endpoint where that is not the subject's
+        scorer["roles"] = {k: (v.get("model") if _described_endpoint(v) in (None, subject_at)
+                               else f"{v.get('model')} at {_described_endpoint(v)}")
+                           if isinstance(v, dict) else v for k, v in sorted(roles.items())}
     if rescored:
         scorer["rescored"] = True
     model_id = spec.get("model") or described.get("model")
@@ -119,8 +135,10 @@ def configuration(run: dict[str, Any], *, rescored: bool = False) -> dict[str, A
              "template": template, "scorer": scorer,
              "model": None if model_id is None else str(model_id),
              "provider": _provider(None if model_id is None else str(model_id)),
-             "endpoint": endpoint(spec.get("base_url") or described.get("base_url")),
+             "endpoint": subject_at,
              "weights": described.get("weights"), "generation": generation, "data": data}
+    if dataset.get("selection"):  # a part of the data ran: which part
+        parts["samples"] = dataset["selection"]
     parts = redact_tree(parts)
     canonical = json.dumps(_numbers(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            default=str)

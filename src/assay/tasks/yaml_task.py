@@ -32,6 +32,8 @@ from pydantic import Field, create_model
 
 from assay.core.paths import file_value, inside
 from assay.core.yamlsafe import load_yaml, read_yaml_text
+from assay.data.files import HF_SCHEME
+from assay.data.hf import hub_id
 from assay.data.wheels import wheel_data
 from assay.errors import ConfigError
 from assay.tasks.gallery.entry import (
@@ -220,8 +222,8 @@ def _data_path(entry: GalleryEntry, path: Path) -> str:
         return str(wheel_data(src.wheel.package, src.wheel.version, src.wheel.members[0],
                               wheel=wheel,
                               what=f"{path}: the data source.wheel.members"))
-    if src.hf is not None:
-        return src.hf.id
+    if src.hf is not None:  # a Hub id, never a path (see hub_id)
+        return HF_SCHEME + hub_id(src.hf.id, f"{path}: source.hf.id")
     assert src.file is not None
     return str(inside(folder, src.file, what=f"{path}: the data file source.file"))
 

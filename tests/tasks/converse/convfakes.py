@@ -109,9 +109,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None,
 
 
 def converse_args(cases: Path, base_url: str, *extra: str) -> list[str]:
-    """``run converse`` with the three fake models."""
+    """``run converse`` with the three fake models, all served at ``base_url`` (each
+    role's endpoint given: a role never falls back to the agent's)."""
     return ["run", "converse", "--cases", str(cases), *ROLES, "--base-url", base_url,
-            "-q", *extra]
+            *role_urls(base_url), "-q", *extra]
+
+
+def role_urls(base_url: str) -> list[str]:
+    """The examiner and the judge at ``base_url``."""
+    return ["-T", f"examiner_base_url={base_url}", "-T", f"judge_base_url={base_url}"]
 
 
 def stored(run_id: str) -> dict[str, Any]:

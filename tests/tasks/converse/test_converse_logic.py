@@ -312,7 +312,8 @@ def test_a_run_in_process_scores_cases_and_reports_its_metrics(tmp_path: Path) -
     with ConverseServer(examiner=examiner, judge=judge) as srv:
         got = assay.evaluate("converse", "openai/agent", cases=str(tmp_path),
                              examiner_model="openai/examiner", judge_model=["openai/judge"],
-                             base_url=srv.base_url, epochs=2, quiet=True, seed=7)
+                             base_url=srv.base_url, examiner_base_url=srv.base_url,
+                             judge_base_url=srv.base_url, epochs=2, quiet=True, seed=7)
         judged = srv.bodies("judge")
         asked = srv.bodies("examiner")
         agent_bodies = srv.bodies("agent")
@@ -507,7 +508,8 @@ def test_the_report_lists_cases_lowest_first_and_draws_each_chat(tmp_path: Path)
     with ConverseServer(examiner=never_stop, judge=judge) as srv:
         got = assay.evaluate("converse", "openai/agent", cases=str(tmp_path),
                              examiner_model="openai/examiner", judge_model=["openai/judge"],
-                             base_url=srv.base_url, quiet=True)
+                             base_url=srv.base_url, examiner_base_url=srv.base_url,
+                             judge_base_url=srv.base_url, quiet=True)
     store = Store()
     try:
         results = store.results(got.run_id)

@@ -26,6 +26,7 @@ from convfakes import (
     ConverseServer,
     converse_args,
     marker,
+    role_urls,
     run_cli,
     run_id_of,
     stop_after,
@@ -57,7 +58,7 @@ def python_agent_args(cases: Path, base_url: str, agent: str, *extra: str) -> li
     """``run converse`` with a Python agent and the fake examiner and judge."""
     return ["run", "converse", "--cases", str(cases), "--model", agent,
             "--examiner-model", "openai/examiner", "--judge-model", "openai/judge",
-            "--base-url", base_url, "-q", *extra]
+            "--base-url", base_url, *role_urls(base_url), "-q", *extra]
 
 
 def examiner_numbered(body: dict[str, Any]) -> str:
@@ -339,6 +340,8 @@ def test_a_taskweaver_virtual_user_is_built_per_case_with_its_config_and_app_dir
                 "tw-b": ("apps/beta", {"greeting": "salut", "level": 2})}
     for name, (app_dir, config) in settings.items():
         write_case(folder, name, max_rounds=5, extra={"app_dir": app_dir, "config_var": config})
+    # the agent gets the app folder resolved inside the case's folder (the one path policy)
+    settings = {k: (str((folder / a).resolve()), c) for k, (a, c) in settings.items()}
     with ConverseServer(examiner=stop_after(2)) as srv:
         out = run_cli(*python_agent_args(folder, srv.base_url, "python/twuser:MyUser"),
                       env={**with_pythonpath(mods), "TWUSER_LOG": str(log)})

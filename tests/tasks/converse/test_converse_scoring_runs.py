@@ -58,7 +58,9 @@ def test_rescoring_makes_no_model_call_and_a_lower_threshold_passes_a_partial_ca
         again = run_cli("score", run_id_of(out.stdout), "-T", "threshold=0.5")
         assert srv.stats["requests"] == before, "rescoring called a model"  # of any role
         assert again.returncode == 0, again.stderr
-    assert "0 model calls" in again.stdout
+    # nobody is called: no model under test, and the stored judge answers from the cache
+    assert "no call to the model under test; 2 calls to judge openai/judge at " in again.stdout
+    assert "(2 answered by the response cache)" in again.stdout
     original = stored(run_id_of(out.stdout))
     rescored = stored(run_id_of(again.stdout))
     assert rescored["run"]["parent_id"] == original["run"]["id"]

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from convfakes import ConverseServer, run_cli, run_id_of, stop_after, stored, write_case
+from convfakes import (
+    ConverseServer,
+    role_urls,
+    run_cli,
+    run_id_of,
+    stop_after,
+    stored,
+    write_case,
+)
 
 from assay.core.types import SampleResult
 from assay.tasks.converse.task import ConverseTask
@@ -84,7 +92,7 @@ def first_run(case: Path, srv: ConverseServer, *extra: str) -> str:
     """``run converse`` judged by ``openai/judge-a``; the run id."""
     out = run_cli("run", "converse", "--cases", str(case), "--model", "openai/agent",
                   "--examiner-model", "openai/examiner", "--judge-model", "openai/judge-a",
-                  "--base-url", srv.base_url, "-q", *extra)
+                  "--base-url", srv.base_url, *role_urls(srv.base_url), "-q", *extra)
     assert out.returncode == 0, out.stderr
     return run_id_of(out.stdout)
 
@@ -93,7 +101,7 @@ def score_cli(run_id: str, *extra: str) -> str:
     """``assay score RUN ...``; the new run's id."""
     out = run_cli("score", run_id, *extra)
     assert out.returncode == 0, out.stderr
-    assert "0 model calls" in out.stdout
+    assert "no call to the model under test" in out.stdout
     return run_id_of(out.stdout)
 
 

@@ -171,7 +171,8 @@ def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
     dependencies are never installed. The folder is recorded in the cache's manifest.
     """
     dest = cache_root() / check_version(version, what="BFCL version")  # a folder name
-    if (dest / _PROBE).is_file() and (dest / CODE_DIR).is_dir() and not force:
+    if (dest / _PROBE).is_file() and (dest / CODE_DIR).is_dir() and not force \
+            and cache.lookup("bfcl", "bfcl", version) is not None:  # kept only as pulled
         return DataSource(dest, "cache", version)
     cache_root().mkdir(parents=True, exist_ok=True)
     tmp_dest = Path(tempfile.mkdtemp(prefix=".pull-", dir=cache_root()))

@@ -197,6 +197,9 @@ def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
             raise ConfigError(f"{where}: {name} and {seen[base]} have the same file name "
                               f"{base!r}; data files are copied into the agent's folder by name")
         seen[base] = name
+    if case.app_dir is not None:  # a folder the agent is told to read: the case's, like its data
+        case.app_dir = str(inside(path.parent, case.app_dir,
+                                  what=f"{path}:{_line_of(lines, ('app_dir',))}: app_dir"))
     return case, case.id or _default_id(path, root)
 
 

@@ -23,8 +23,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
-
 from assay.core.paths import copy_inside
 from assay.core.redact import redact_value
 from assay.core.types import Outcome, Sample, SampleResult, Score
@@ -36,7 +34,7 @@ from assay.sandbox import (
     describe_isolation,
     scratch_folder,
 )
-from assay.scoring.judge import JudgeModels, jury_of
+from assay.scoring.judge import JudgeModels, RoleURL, jury_of
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.capabilities import Measure
 from assay.tasks.converse import examiner as examiner_mod
@@ -72,10 +70,11 @@ class ConverseOptions(TaskOptions):
     examiner_model: str = Field("local", description="The examiner model (plays the user).")
     judge_model: JudgeModels = Field(["local"], min_length=1, description="The judge "
                                      "model (grades the LLM points); repeat for a jury.")
-    examiner_base_url: str | None = Field(None, description="The examiner's endpoint "
-                                          "(default: --base-url).")
-    judge_base_url: str | None = Field(None, description="The judge's endpoint "
-                                       "(default: --base-url).")
+    examiner_base_url: RoleURL = Field(None, description="The examiner's endpoint (default: "
+                                       "ASSAY_EXAMINER_BASE_URL, else OPENAI_BASE_URL).")
+    judge_base_url: RoleURL = Field(None, description="The judge's endpoint (default: ASSAY_JUDGE_BASE_URL, "
+                                   "else OPENAI_BASE_URL; never --base-url unless the "
+                                   "judge is the model under test).")
     judge_samples: int = Field(1, ge=1, le=15, description="Judge each LLM point N times; "
                                "the majority decides (agreement reported).")
     threshold: float = Field(1.0, ge=0, le=1, description="A case passes when its score "
@@ -95,13 +94,6 @@ class ConverseOptions(TaskOptions):
     max_tokens: int | None = Field(None, ge=1, description="Max tokens per agent reply "
                                    "(default 512; 128 for a local model).")
 
-    @field_validator("examiner_base_url", "judge_base_url")
-    @classmethod
-    def _no_credentials(cls, v: str | None) -> str | None:
-        if v and "@" in v.split("//", 1)[-1].split("/", 1)[0]:
-            raise ValueError("put credentials in OPENAI_API_KEY, not in the URL (a run keeps "
-                             "its URLs, never the secrets in them)")
-        return v
 
 
 def _copy_data(case: Case, case_dir: Path, workdir: Path) -> None:

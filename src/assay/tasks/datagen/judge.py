@@ -27,7 +27,7 @@ from typing import Any
 
 from assay.core.types import Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.scoring.judge import JudgeModels, combine, jury_of, poll
+from assay.scoring.judge import JudgeModels, RoleURL, combine, jury_of, poll
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.families import model_family, self_preference_warning
 from assay.tasks.datagen.judge_metrics import (
@@ -80,6 +80,9 @@ class JudgeOptions(TaskOptions):
     max_tokens: int | None = Field(None, description="Max tokens per verdict.")
     judge_model: JudgeModels = Field([], description="The judge model; repeat for a jury "
                                      "(default: the run's model).")
+    judge_base_url: RoleURL = Field(None, description="The judge's endpoint (default: ASSAY_JUDGE_BASE_URL, "
+                                   "else OPENAI_BASE_URL; never --base-url unless the "
+                                   "judge is the model under test).")
     judge_samples: int = Field(1, ge=1, le=15, description="Verdicts asked per judge (more "
                                "than one: sampled at temperature 0.7, averaged).")
 
@@ -147,7 +150,7 @@ class JudgeTask(Task):
     def roles(self, model: str) -> dict[str, RoleModel]:
         """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
         it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
-        return jury(self.opts.judge_model)
+        return jury(self.opts.judge_model, self.opts.judge_base_url)
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Deterministic judging with room for a rationale; the run's parameters override."""

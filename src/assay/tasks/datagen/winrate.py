@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.scoring.judge import JudgeModels, jury_of, poll, read_json
+from assay.scoring.judge import JudgeModels, RoleURL, jury_of, poll, read_json
 from assay.scoring.judge import combine as combine_votes
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.judge_prompts import rationale_limit
@@ -235,6 +235,9 @@ class WinRateOptions(TaskOptions):
     max_tokens: int | None = Field(None, description="Max tokens per verdict.")
     judge_model: JudgeModels = Field([], description="The judge model; repeat for a jury "
                                      "(default: the run's model).")
+    judge_base_url: RoleURL = Field(None, description="The judge's endpoint (default: ASSAY_JUDGE_BASE_URL, "
+                                   "else OPENAI_BASE_URL; never --base-url unless the "
+                                   "judge is the model under test).")
     judge_samples: int = Field(1, ge=1, le=15, description="Verdicts asked per judge and "
                                "order (more than one: sampled at temperature 0.7).")
 
@@ -308,7 +311,7 @@ class WinRateTask(Task):
     def roles(self, model: str) -> dict[str, RoleModel]:
         """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
         it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
-        return jury(self.opts.judge_model)
+        return jury(self.opts.judge_model, self.opts.judge_base_url)
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Deterministic judging; the run's parameters override."""

@@ -26,11 +26,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
-
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
-from assay.scoring.judge import JudgeModels, jury_of
+from assay.scoring.judge import JudgeModels, RoleURL, jury_of
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.families import self_preference_warning
 from assay.tasks.info import TaskInfo
@@ -62,8 +60,9 @@ class MTBenchOptions(TaskOptions):
     judge_model: JudgeModels = Field([], description="The judge model; repeat for a jury "
                                      "(default: the model under test, with a warning: "
                                      "self-judging is biased).")
-    judge_base_url: str | None = Field(None, description="The judge's endpoint (default: "
-                                       "--base-url).")
+    judge_base_url: RoleURL = Field(None, description="The judge's endpoint (default: ASSAY_JUDGE_BASE_URL, "
+                                   "else OPENAI_BASE_URL; never --base-url unless the "
+                                   "judge is the model under test).")
     max_tokens: int = Field(ANSWER_TOKENS, ge=1, description="Max tokens per answer.")
     judge_max_tokens: int = Field(JUDGE_TOKENS, ge=1, description="Max tokens per judge "
                                   "reply.")
@@ -71,13 +70,6 @@ class MTBenchOptions(TaskOptions):
                                "than one: sampled at temperature 0.7, averaged, agreement "
                                "reported).")
 
-    @field_validator("judge_base_url")
-    @classmethod
-    def _no_credentials(cls, v: str | None) -> str | None:
-        if v and "@" in v.split("//", 1)[-1].split("/", 1)[0]:
-            raise ValueError("put credentials in OPENAI_API_KEY, not in the URL (a run keeps "
-                             "its URLs, never the secrets in them)")
-        return v
 
 
 def _absolute(value: str | None) -> str | None:
