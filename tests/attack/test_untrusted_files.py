@@ -578,8 +578,9 @@ def test_case_data_files_inside_the_folder_are_copied_with_inner_links_resolved(
     case = write(folder / "a.yaml", case_text(data_files='["datadir"]', workspace="true"))
     server = converse_server(fake_server)
     p = cli("run", "converse", "--cases", str(case), *CONVERSE, "--base-url",
-            server.base_url, "-q", "--no-cache", env={"OPENAI_API_KEY": "sk-test"},
-            cwd=tmp_path)
+            server.base_url, "-q", "--no-cache", env={
+                "OPENAI_API_KEY": "sk-test", "ASSAY_EXAMINER_BASE_URL": server.base_url,
+                "ASSAY_JUDGE_BASE_URL": server.base_url}, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     from assay.store.sqlite import Store
 

@@ -148,3 +148,29 @@ def test_a_gallery_runs_data_is_named_by_a_digest_never_a_cut_path() -> None:
     assert data_label("143c99bcab80ffee") == "143c99bcab80"  # a content hash: its start
     (diff,) = differences({"data": per_file}, {"data": other})
     assert diff["name"] == "data hash" and data_label(other) == diff["b"] != diff["a"]
+
+
+def test_only_the_data_or_only_the_seed_changes_the_fingerprint(fake_server, tmp_path,
+                                                                 workspace):
+    """Two runs that differ in one thing only: the rows of the data file (same path, same
+    ids) or ``--seed``. Each is another configuration, and compare says which part."""
+    srv = fake_server(responder=lambda body: "Answer: code1")
+    data = write_data(tmp_path / "items.jsonl", range(4))
+
+    def run(*extra: str) -> str:
+        p = assay("run", "qa", "--data", str(data), "--model", "openai/m", "--base-url",
+                  srv.base_url, "-q", "--scorer", "exact", *extra)
+        assert p.returncode == 0, p.stderr
+        return run_id_of(p.stdout)
+
+    first = run()
+    seeded, reseeded = run("--seed", "1"), run("--seed", "2")
+    write_data(data, range(4), salt=" (reworded)")  # the same file and ids, other rows
+    changed = run()
+    configs = stored_configs(workspace / "assay.db")
+    fp = {rid: c["fingerprint"] for rid, c in configs.items()}
+    assert len({fp[first], fp[seeded], fp[reseeded], fp[changed]}) == 4
+    seeds = differences(configs[seeded]["parts"], configs[reseeded]["parts"])
+    assert [(d["name"], d["a"], d["b"]) for d in seeds] == [("seed", 1, 2)]
+    data_diff = differences(configs[first]["parts"], configs[changed]["parts"])
+    assert [d["name"] for d in data_diff] == ["data hash"]

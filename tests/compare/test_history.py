@@ -77,19 +77,43 @@ def test_history_flags_the_significant_drop_only(fake_server, tmp_path, workspac
     assert assay("history", "qa", "--model", "model-y", "--fail-on-drop").returncode == 0
 
 
-def test_runs_without_shared_samples_use_fishers_exact_test(fake_server, tmp_path):
+def test_runs_without_shared_scored_samples_use_fishers_exact_test(fake_server, tmp_path):
+    """Two runs of one configuration (the same data, the same samples) whose scored
+    samples do not overlap: each errored on the half the other scored."""
     behaviour = Behaviour()
-    srv = fake_server(responder=behaviour)
-    # one data set (one configuration), two disjoint halves of it
+    broken = set(range(500, 500 + N))  # replies past --max-reply-bytes: those samples error
+
+    def reply(body: dict[str, Any]) -> str:
+        i = int(re.search(r"Item (\d+)", body["messages"][-1]["content"]).group(1))
+        return "x" * 5000 if i in broken else behaviour(body)
+
+    srv = fake_server(responder=reply)
     data = write_data(tmp_path / "a.jsonl", [*range(N), *range(500, 500 + N)])
-    run(srv, data, "model-x", "--sample-ids", ",".join(qid(i) for i in range(N)))
-    behaviour.right = set()
-    run(srv, data, "model-x", "--sample-ids", ",".join(qid(i) for i in range(500, 500 + N)))
+    run(srv, data, "model-x", "--max-reply-bytes", "2000")
+    behaviour.right, broken = set(), set(range(N))
+    run(srv, data, "model-x", "--max-reply-bytes", "2000")
     hist = json.loads(assay("history", "qa", "--json").stdout)
+    assert len(hist["points"]) == 2  # one configuration
     change = hist["points"][1]["change"]
     assert change["test"] == "fisher_exact" and change["shared"] == 0
     assert change["p_value"] == fisher_exact([[0, N], [80, N - 80]]).pvalue
     assert hist["points"][1]["drop"]
+
+
+def test_two_parts_of_one_data_set_are_two_configurations_never_compared(fake_server,
+                                                                          tmp_path):
+    """``--sample-ids`` of two disjoint halves: other samples, so another configuration;
+    history draws them apart and finds no drop between them (issue 32)."""
+    behaviour = Behaviour()
+    srv = fake_server(responder=behaviour)
+    data = write_data(tmp_path / "a.jsonl", [*range(N), *range(500, 500 + N)])
+    run(srv, data, "model-x", "--sample-ids", ",".join(qid(i) for i in range(N)))
+    behaviour.right = set()
+    run(srv, data, "model-x", "--sample-ids", ",".join(qid(i) for i in range(500, 500 + N)))
+    hist = json.loads(assay("history", "qa", "--all", "--json").stdout)
+    assert len({pt["fingerprint"] for pt in hist["points"]}) == 2
+    assert all(pt["change"] is None for pt in hist["points"]) and hist["drops"] == []
+    assert assay("history", "qa", "--fail-on-drop").returncode == 0
 
 
 def test_history_errors_are_one_line(fake_server, tmp_path):

@@ -197,7 +197,8 @@ def test_winrate_takes_a_jury_and_assay_score_rejudges_it_with_another_judge(
     assert [v["judge"] for v in meta["judgments"]["A"]["votes"]] == ["openai/judge-a",
                                                                     "openai/judge-b"]
     sent = len(srv.requests)
-    p = cli("score", run["id"], "--judge-model", "openai/judge-c")
+    p = cli("score", run["id"], "--judge-model", "openai/judge-c", "--judge-base-url",
+            srv.base_url)
     assert p.returncode == 0, p.stderr
     new_id = re.search(r"^run (\S+) scores run", p.stdout, re.M).group(1)
     assert [b["model"] for b in srv.requests[sent:]] == ["judge-c"] * 6  # 3 pairs, 2 orders
@@ -219,7 +220,7 @@ def test_the_rubric_judge_takes_a_jury_and_averages_it_per_dimension(
     data = write_problems(tmp_path / "gen.jsonl", 2)
     p = cli("run", "datagen_judge", "--data", str(data), "--model", "openai/judge-a",
             "--judge-model", "openai/judge-a", "--judge-model", "openai/judge-b",
-            "--base-url", srv.base_url, "-q")
+            "--base-url", srv.base_url, "--judge-base-url", srv.base_url, "-q")
     assert p.returncode == 0, p.stderr
     assert sorted(b["model"] for b in srv.requests) == ["judge-a"] * 2 + ["judge-b"] * 2
     store = Store()
@@ -246,7 +247,7 @@ def test_the_rubric_judge_takes_a_jury_and_averages_it_per_dimension(
     assert store_metrics(again)["overall_mean"]["value"] == 3.0
     # a repeated --judge-model re-judges with a new jury: only its two judges are asked
     p = cli("score", run["id"], "--judge-model", "openai/judge-b", "--judge-model",
-            "openai/judge-c")
+            "openai/judge-c", "--judge-base-url", srv.base_url)
     assert p.returncode == 0, p.stderr
     jury = re.search(r"^run (\S+) scores run", p.stdout, re.M).group(1)
     assert sorted(b["model"] for b in srv.requests[sent:]) == ["judge-c"] * 2

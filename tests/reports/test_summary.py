@@ -369,6 +369,7 @@ def test_a_judge_scale_is_shown_on_its_scale_not_as_a_percentage(fake_server, tm
     srv = fake_server(responder=players)
     result = assay.evaluate(f"{MTBENCH / 'mtbench_task.py'}@mtbench", "openai/agent",
                             base_url=srv.base_url, quiet=True, judge_model="openai/judge",
+                            judge_base_url=srv.base_url,
                             data=str(MTBENCH / "data" / "mt_bench" / "question.jsonl"))
     m = stored_metrics(result.run_id)
     score = m["score"]

@@ -73,7 +73,8 @@ def make_real_runs(home: Path) -> dict[str, str]:
         with ConverseServer(examiner=stop_after(2)) as srv:
             ids["converse"] = _run(store, "converse", "openai/agent", base_url=srv.base_url,
                                    cases=str(case), examiner_model="openai/examiner",
-                                   judge_model="openai/judge")
+                                   judge_model="openai/judge",
+                                   examiner_base_url=srv.base_url, judge_base_url=srv.base_url)
     finally:
         store.close()
     return ids

@@ -251,7 +251,8 @@ def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], judge_sam
         rid = run_step(store, "datagen_winrate", judges[0],
                        {"data": str(data), "reference": str(reference), "seed": seed,
                         "n_comparisons": n_comparisons, "judge_model": judges,
-                        "judge_samples": judge_samples},
+                        # every model named here is served at --base-url
+                        "judge_base_url": base_url, "judge_samples": judge_samples},
                        engine=engine, quiet=quiet)
         m = metrics_of(store, rid)
     finally:

@@ -142,8 +142,9 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
                                   for d in dups] or [["none", "", ""]]})
     judge_runs = record.get("judge_runs") or []
     judged = judge_item_scores(store, judge_runs[0]) if judge_runs else None
+    # the problems file may be gone (a moved or cleaned folder): the report still reads
     review = (review_status(Path(outputs["problems"]), judged)
-              if outputs.get("problems") else None)
+              if outputs.get("problems") and Path(outputs["problems"]).is_file() else None)
     sections.append({"title": "Human review",
                      "headers": ["status", "reviews"],
                      "rows": [[k, v] for k, v in (review or {}).get("statuses", {}).items()]
