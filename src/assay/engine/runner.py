@@ -324,7 +324,9 @@ class Engine:
                 self.current_run_id = run_id
             else:
                 self.store.set_run_status(run_id, "running")
-                if spec.to_dict() != record["spec"]:  # allowed overrides (endpoint, limits)
+                # allowed overrides (endpoint, limits); an endpoint shown alike may still be
+                # another (its query or credentials): the record says which was called
+                if spec.to_dict() != record["spec"] or described != record["model"]:
                     self.store.update_run(run_id, spec=spec.to_dict(), model=described)
                 if weak and record["dataset"].get("isolation") != weak:  # weak from now on
                     self.store.set_run_dataset(run_id, {**record["dataset"], "isolation": weak})

@@ -77,7 +77,7 @@ def endpoint(url: Any, identity: Any = None) -> str | None:
     except ValueError:
         return None
     shown = f"{u.scheme}://{host}{port}{u.path.rstrip('/')}"
-    return (shown + (f" #{identity}" if identity else "")) if host else None
+    return (shown + (f" #{str(identity)[:8]}" if identity else "")) if host else None
 
 
 def _described_endpoint(described: dict[str, Any]) -> str | None:
