@@ -18,11 +18,13 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 from markupsafe import Markup, escape
-from pygments import highlight
+from pygments import format as format_tokens
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
 from pygments.lexers import PythonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
@@ -32,12 +34,14 @@ __all__ = ["CSS_CLASS", "FENCE", "code_html", "generation_settings", "is_python"
 CSS_CLASS = "hl"
 """The class of highlighted blocks (the stylesheet's rules are scoped under it)."""
 
-FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[ \t]*\n(.*?)(?:^[ \t]*```[^\n]*$|\Z)",
+FENCE = re.compile(r"^[ \t]*```[ \t]*(?:([\w+#.-]+)[ \t]*)?\n(.*?)(?:^[ \t]*```[^\n]*$|\Z)",
                    re.DOTALL | re.MULTILINE)
 """A fenced code block: its fences at the start of a line (a mention of three backticks
-inside a sentence is no fence)."""
-_CODE_WORDS = re.compile(r"^\s*(def|class|import|from|return|assert|for|while|if)\b", re.M)
+inside a sentence is no fence). Each run of blanks has one way to match: a line of
+100,000 spaces after a fence costs linear time, not quadratic."""
+_CODE_WORDS = re.compile(r"^[ \t]*(def|class|import|from|return|assert|for|while|if)\b", re.M)
 _MAX_HIGHLIGHT = 100_000  # characters; longer text is shown plain
+_STRETCH = 2_000  # characters lexed at once: some lexers take the square of it in time
 _FORMATTER = HtmlFormatter(cssclass=CSS_CLASS)
 _BAR_W, _ROW_H = 720, 18
 
@@ -49,7 +53,8 @@ def stylesheet() -> str:
 
 def is_python(text: str) -> bool:
     """Whether ``text`` is a Python program (it parses, and has a statement a program has:
-    ``def``, ``class``, ``import``, ``return``, ``assert``, a loop or an ``if``)."""
+    ``def``, ``class``, ``import``, ``return``, ``assert``, a loop or an ``if``). Nesting
+    too deep for Python's parser raises its RecursionError or MemoryError."""
     if not text or len(text) > _MAX_HIGHLIGHT or not _CODE_WORDS.search(text):
         return False
     try:
@@ -59,13 +64,35 @@ def is_python(text: str) -> bool:
     return True
 
 
+def _plain(text: str, why: str) -> Markup:
+    return Markup(f'<pre class="text">{escape(text)}</pre><p class="muted">shown plain: '
+                  f'{escape(why)}</p>')
+
+
 def code_html(code: str, language: str = "python") -> Markup:
     """``code`` highlighted (Pygments escapes every character of it)."""
+    whole = {"stripnl": False, "ensurenl": False}  # _tokens trims the text, then cuts it
     try:
-        lexer = PythonLexer() if language == "python" else get_lexer_by_name(language)
+        lexer = (PythonLexer(**whole) if language == "python"
+                 else get_lexer_by_name(language, **whole))
     except ClassNotFound:
-        lexer = get_lexer_by_name("text")
-    return Markup(highlight(code, lexer, _FORMATTER))
+        lexer = get_lexer_by_name("text", **whole)
+    return Markup(format_tokens(_tokens(code, lexer), _FORMATTER))
+
+
+def _tokens(code: str, lexer: Lexer) -> Iterator[tuple[Any, str]]:
+    """``code``'s tokens (as ``highlight`` reads it: no blank lines around it, one line
+    break after it), lexed a stretch of whole lines at a time: a lexer whose time grows as
+    the square of its input (Java's over many words, Python's over blank lines) stays
+    linear. A string or comment across two stretches is coloured as code after the cut."""
+    code = code.strip("\n") + "\n"
+    at = 0
+    while at < len(code):
+        end = at + _STRETCH
+        if end < len(code):
+            end = code.rfind("\n", at, end) + 1 or end
+        yield from lexer.get_tokens(code[at:end])
+        at = end
 
 
 def text_html(text: str) -> Markup | None:
@@ -74,7 +101,10 @@ def text_html(text: str) -> Markup | None:
     if not text or len(text) > _MAX_HIGHLIGHT:
         return None
     if "```" not in text:
-        return code_html(text) if is_python(text) else None
+        try:
+            return code_html(text) if is_python(text) else None
+        except (RecursionError, MemoryError):  # the parser's own limits on nesting
+            return _plain(text, "nested too deeply to read as Python")
     parts: list[str] = []
     at = 0
     for m in FENCE.finditer(text):

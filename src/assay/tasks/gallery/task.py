@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import create_model
 
+from assay.core.templates import render, sandbox
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.math500 import last_boxed
 from assay.errors import ConfigError, DatasetError
@@ -39,15 +40,8 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _env() -> Any:
-    from jinja2 import StrictUndefined  # startup
-    from jinja2.sandbox import SandboxedEnvironment  # startup
-
-
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
-                               keep_trailing_newline=True)
-    env.filters["last_boxed"] = lambda text: last_boxed(str(text))
-    env.filters["re_sub"] = lambda text, pattern, repl="": re.sub(pattern, repl, str(text))
-    return env
+    return sandbox(last_boxed=lambda text: last_boxed(str(text)),
+                   re_sub=lambda text, pattern, repl="": re.sub(pattern, repl, str(text)))
 
 
 def _plain(value: Any) -> Any:
@@ -184,9 +178,9 @@ class GalleryTask(Task):
         from jinja2 import TemplateError  # startup
 
         try:
-            return _compiled(self.entry.name)[0].render(
-                question=sample.input, choices=self._choice_block(sample),
-                meta=sample.metadata, letters=LETTERS)
+            return render(_compiled(self.entry.name)[0],
+                          question=sample.input, choices=self._choice_block(sample),
+                          meta=sample.metadata, letters=LETTERS)
         except TemplateError as e:
             raise ConfigError(f"gallery entry {self.entry.name}: template: {e}") from e
 
@@ -196,7 +190,7 @@ class GalleryTask(Task):
 
         try:
             return (self._question_text(shot)
-                    + _compiled(self.entry.name)[1].render(answer=self._answer_text(shot)))
+                    + render(_compiled(self.entry.name)[1], answer=self._answer_text(shot)))
         except TemplateError as e:
             raise ConfigError(f"gallery entry {self.entry.name}: template: {e}") from e
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from string import Formatter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -169,7 +170,9 @@ def load_judge_prompts(path: Path) -> dict[str, JudgePrompt]:
             raise DatasetError(f"{path}: judge prompt {name!r} must be of type 'single' with "
                                f"output_format {RATING_FORMAT!r} (got {p.type!r}, "
                                f"{p.output_format!r})")
-        try:
+        try:  # a width (``{answer:>999999999}``) would fill the judge's prompt: plain fields
+            if any(spec for _, f, spec, _ in Formatter().parse(p.prompt_template) if f is not None):
+                raise ValueError("a field has a format spec; FastChat's are plain {name}")
             p.prompt_template.format(**{f: "" for f in fields})
         except (KeyError, IndexError, ValueError) as e:
             raise DatasetError(f"{path}: judge prompt {name!r} cannot be filled in with "

@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import field_validator
 
 from assay.core.checks import check_number
+from assay.core.templates import render as render_template
+from assay.core.templates import sandbox
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.files import load_rows
 from assay.errors import ConfigError, DatasetError
@@ -52,16 +54,14 @@ def compile_template(source: str) -> Any:
     """A user's prompt template, compiled in Jinja2's sandbox.
 
     A template comes from the user or a shared file: the sandbox refuses attribute
-    tricks that reach Python internals (``{{ cycler.__init__.__globals__.os ... }}``).
-    Compiled once per process (a task keeps no compiled template: it is pickled).
+    tricks that reach Python internals (``{{ cycler.__init__.__globals__.os ... }}``) and
+    bounds what it builds (:mod:`assay.core.templates`). Compiled once per process (a task
+    keeps no compiled template: it is pickled).
     """
-    from jinja2 import StrictUndefined, TemplateError  # startup
-    from jinja2.sandbox import SandboxedEnvironment  # startup
+    from jinja2 import TemplateError  # startup
 
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
-                               keep_trailing_newline=True)
     try:
-        return env.from_string(source)
+        return sandbox().from_string(source)
     except TemplateError as e:
         raise ConfigError(f"invalid --template: {e}") from e
 
@@ -186,8 +186,8 @@ class QATask(Task):
         from jinja2 import TemplateError  # startup
 
         try:
-            return compile_template(source).render(question=sample.input, choices=choice_text,
-                                                   row=sample.row or {})
+            return render_template(compile_template(source), question=sample.input,
+                                   choices=choice_text, row=sample.row or {})
         except TemplateError as e:  # SecurityError is one: the sandbox refused something
             raise ConfigError(f"--template failed on {sample.metadata['source']}: {e}") from e
         except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as e:
