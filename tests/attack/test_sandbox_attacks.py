@@ -333,7 +333,8 @@ def _converse(cases: Path, url: str, model: str, *extra: str, env: dict[str, str
               timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return cli("run", "converse", "--cases", str(cases), "--model", model,
                "--examiner-model", "openai/examiner", "--judge-model", "openai/judge",
-               "--base-url", url, "-q", *extra,
+               "--base-url", url, "-T", f"examiner_base_url={url}", "-T",
+               f"judge_base_url={url}", "-q", *extra,
                env={"OPENAI_API_KEY": "sk-test", **(env or {})}, timeout=timeout)
 
 
@@ -744,7 +745,8 @@ def test_eval_code_points_run_a_few_at_a_time(tmp_path: Path) -> None:
             [sys.executable, "-m", "assay", "run", "converse", "--cases", str(cases),
              "--model", "openai/agent", "--examiner-model", "openai/examiner",
              "--judge-model", "openai/judge", "--base-url", srv.base_url, "-q",
-             "-T", "eval_timeout=2"],
+             "-T", f"examiner_base_url={srv.base_url}", "-T",
+             f"judge_base_url={srv.base_url}", "-T", "eval_timeout=2"],
             env={**os.environ, "OPENAI_API_KEY": "sk-test"}, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, cwd=REPO)
         try:
