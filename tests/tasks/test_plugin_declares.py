@@ -132,7 +132,9 @@ def test_a_plugin_task_declares_itself_to_list_pull_plan_and_run(
 
     # and it runs, its judge role answered by the judge model given
     ran = cli("run", "riddle_judge", "-T", "judge_model=openai/judge", "--model",
-              "openai/fake", "--base-url", server.base_url, "-q", env=env)
+              "openai/fake", "--base-url", server.base_url, "-q",
+              # a plugin's judge has no endpoint option: the role's environment gives it
+              env={**env, "ASSAY_JUDGE_BASE_URL": server.base_url})
     assert ran.returncode == 0, ran.stderr
     assert "(1/2)" in ran.stdout.splitlines()[1], ran.stdout
     judged = [r for r in server.requests if "Grade:" in json.dumps(r["messages"])]
