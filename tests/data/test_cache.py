@@ -195,3 +195,29 @@ def test_a_catalogue_pull_is_recorded_and_an_older_cache_still_read(workspace: P
     assert old is not None and old.members == got.members and old.info == got.info
     got.members[0].unlink()  # a file gone: not cached, whichever record names it
     assert source.cached(entry) is None
+
+
+def test_a_cache_folder_that_is_a_link_to_another_disk_is_served(
+        tmp_path: Path, workspace: Path) -> None:
+    """``$ASSAY_HOME/data`` as a link to a folder on another disk (a common set-up): a
+    wheel's member is extracted, hashed, recorded and served (issue 33, point 7)."""
+    real = tmp_path / "other-disk" / "data"
+    real.mkdir(parents=True)
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "data").symlink_to(real, target_is_directory=True)
+    whl = a_wheel(tmp_path, members={"tiny_data/rows.jsonl": b'{"q": 1}\n',
+                                     "tiny_data/more.jsonl": b'{"q": 2}\n'})
+    path = wheel_data("tiny-data", "1.0", "tiny_data/rows.jsonl", wheel=whl)
+    assert path.read_bytes() == b'{"q": 1}\n' and path.is_relative_to(real.resolve())
+    assert wheel_data("tiny-data", "1.0", "tiny_data/rows.jsonl", wheel=whl) == path
+    space = f"_local/{hashlib.sha256(whl.read_bytes()).hexdigest()[:32]}"
+    assert cache.lookup("yaml", f"{space}/tiny_data/rows.jsonl") is not None
+    # a folder's files recorded as a gallery pull records them (members resolved by the
+    # path policy, the folder under the cache root): `assay data pull copa` died here
+    folder = cache.data_root() / "gallery" / "tiny-1.0"
+    (folder / "x").mkdir(parents=True)
+    member = (folder / "x" / "rows.jsonl")
+    member.write_bytes(b'{"q": 3}\n')
+    cache.record("gallery", "tiny", source="wheel", origin="PyPI tiny==1.0", version="1.0",
+                 path=folder, files=[member.resolve()])
+    assert cache.lookup("gallery", "tiny") is not None

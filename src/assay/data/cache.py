@@ -37,8 +37,9 @@ MANIFEST = "manifest.json"
 
 
 def data_root() -> Path:
-    """The cache's folder: ``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``."""
-    return Path(os.environ.get(ENV) or workspace_dir() / "data").expanduser().absolute()
+    """The cache's folder: ``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``, resolved (a
+    link to another disk is followed once here, as the path policy follows it for files)."""
+    return Path(os.environ.get(ENV) or workspace_dir() / "data").expanduser().resolve()
 
 
 def sha256_files(files: list[Path], base: Path | None = None) -> str:
