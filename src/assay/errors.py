@@ -8,10 +8,16 @@ from __future__ import annotations
 
 
 class AssayError(Exception):
-    """Base class for user-facing errors (bad input, bad configuration)."""
+    """Base class for user-facing errors: ``problem`` and, apart, the ``hint`` that fixes it
+    (a caller that knows a better fix replaces the hint, not a cut of the message)."""
+
+    def __init__(self, problem: str = "", *, hint: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.hint = problem, hint
 
     def __str__(self) -> str:  # keep messages on one line
-        return " ".join(super().__str__().split())
+        text = f"{self.problem}; {self.hint}" if self.hint else str(self.problem)
+        return " ".join(text.split())
 
 
 class DatasetError(AssayError):

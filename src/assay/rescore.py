@@ -14,16 +14,16 @@ its metrics, headline and report data are stored with it.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from assay.core.spec import RunSpec
 from assay.core.stored import outcome_of, sample_of
 from assay.core.version import __version__
 from assay.engine.finalize import finalize
 from assay.engine.judging import scoring_contexts
-from assay.engine.runner import RunSpec
+from assay.engine.sample import role_usage
 from assay.errors import ConfigError
 from assay.sandbox import allow_weak_isolation
 from assay.store.sqlite import Store
@@ -32,26 +32,23 @@ from assay.tasks.registry import build_task, resolve
 
 
 async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
-                      rows: list[Any], counts: list[int], judges: list[str]
-                      ) -> list[tuple[dict[str, Any], str | None]]:
-    """Each stored sample's new scores (and a scoring error), in order. A judged task's
-    ``async score`` gets the judge its options name now, through the engine's calls
+                      rows: list[Any], judges: list[str]
+                      ) -> list[tuple[dict[str, Any], str | None, dict[str, Any]]]:
+    """Each stored sample's new scores, scoring error and judges' usage, in order. A judged
+    task's ``async score`` gets the judge its options name now, through the engine's calls
     (cached, retried); a sample that failed in the original run is not scored."""
-    async def one(r: Any, make: Any, limit: asyncio.Semaphore) -> tuple[dict[str, Any],
-                                                                         str | None]:
+    async def one(r: Any, make: Any, limit: asyncio.Semaphore
+                  ) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
         if r.error is not None:
-            return {}, None
+            return {}, None, {}
         async with limit:
             ctx = make(r.epoch) if make is not None else None
+            roles = ctx.roles if ctx is not None else {}
             try:
                 scored = await score_sample(task, sample_of(r), outcome_of(r), ctx)
-                return {sc.name: sc.to_dict() for sc in scored}, None
+                return {sc.name: sc.to_dict() for sc in scored}, None, role_usage(roles)
             except Exception as e:  # a scorer bug or a judge that never answered
-                return {}, f"scoring failed: {type(e).__name__}: {e}"
-            finally:
-                for role in (ctx.roles.values() if ctx is not None else ()):
-                    counts[0] += role.calls
-                    counts[1] += role.cache_hits
+                return {}, f"scoring failed: {type(e).__name__}: {e}", role_usage(roles)
 
     limit = asyncio.Semaphore(max(1, spec.max_connections))
     if not task.judged():
@@ -131,7 +128,6 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     new_id = store.create_run(
         task=parent["task"], spec=spec.to_dict(), model=parent["model"],
         dataset=parent["dataset"], package_version=__version__, parent_id=parent["id"])
-    encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     rescored = errors = 0
     judge_calls = [0, 0]  # the judge's calls and cache hits (a judged task only)
     judges: list[str] = []
@@ -142,23 +138,20 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
         with allow_weak_isolation(spec.allow_weak_sandbox), store.background_writes():
             rows = list(store.iter_results(parent["id"]))
             verdicts = asyncio.run(_score_rows(store, task, spec, parent["model"], rows,
-                                               judge_calls, judges))
-            for seq, (r, (scores, error)) in enumerate(zip(rows, verdicts, strict=True)):
-                prediction = None
-                if error is None and r.error is None:
-                    prediction = next(iter(scores.values()))["answer"] if scores else None
-                    rescored += 1
-                error = r.error if r.error is not None else error
-                if error is not None:
-                    errors += 1
-                store.record(new_id, (
-                    r.sample_id, r.epoch, seq, encode(r.input), encode(r.target),
-                    encode(r.transcript), r.output, prediction, encode(scores), error,
-                    r.latency_s, r.input_tokens, r.output_tokens, 0, 0,
-                    encode(r.metadata) if r.metadata else None, time.time(),
-                    r.model_s, r.wait_s, encode(r.sample) if r.sample else None,
-                    encode(r.outcome) if r.outcome else None,
-                ))
+                                               judges))
+            for seq, (r, (scores, error, used)) in enumerate(zip(rows, verdicts, strict=True)):
+                error = r.error or error
+                rescored += error is None
+                errors += error is not None
+                for u in used.values():
+                    judge_calls[0] += u["calls"]
+                    judge_calls[1] += u["cache_hits"]
+                outcome = {k: v for k, v in r.outcome.items() if k != "role_usage"}
+                store.record(new_id, replace(
+                    r, run_id=new_id, seq=seq, scores=scores, error=error,
+                    prediction=next(iter(scores.values()))["answer"] if scores and error is None
+                    else None, model_calls=0, cache_hits=0, created_at=time.time(),
+                    outcome={**outcome, "role_usage": used} if used else outcome))
     except BaseException:
         store.set_run_status(new_id, "failed", {"rescored_from": parent["id"]})
         raise

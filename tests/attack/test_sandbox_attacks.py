@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 import yaml
 
-from assay import sandbox, sandbox_process
+from assay import sandbox
 from assay.sandbox import Limits, run_python
 from assay.store.sqlite import Store
 from assay.tasks.code import task as code_task
@@ -96,7 +96,7 @@ def _left(base: Path) -> list[str]:
 
 
 async def _run(code: str, limits: Limits, **kwargs: Any) -> sandbox.SandboxResult:
-    backstop = limits.timeout_s + sandbox_process.KILL_GRACE_S + 60
+    backstop = limits.timeout_s + sandbox.KILL_GRACE_S + 60
     return await asyncio.wait_for(
         run_python("attack.py", files={"attack.py": code}, limits=limits, **kwargs), backstop)
 

@@ -22,7 +22,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from assay.core.templates import MAX_SIZE, MAX_STEPS, render, sandbox
 from assay.errors import DatasetError
-from assay.tasks.mtbench import MTBenchTask
+from assay.tasks.mtbench.task import MTBenchTask
 from attack.clitools import one_line_error
 from attack.test_untrusted_files import limited_cli, write
 

@@ -69,6 +69,8 @@ def test_two_models_run_as_children_of_one_parent_with_a_paired_test(fake_server
     assert "-1.000" in test and "p=0.0312" in test and "n=6" in test, test
     report = (workspace / "runs" / parent / "report.md").read_text()
     assert "| openai/good |" in report and "p=0.0312" in report
+    page = (workspace / "runs" / parent / "report.html").read_text()
+    assert "<td>openai/good</td>" in page and "p=0.0312" in page
     listed = cli("list", "runs").stdout
     assert "qa on 2 models" in listed, listed
 

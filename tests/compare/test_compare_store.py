@@ -30,6 +30,7 @@ from assay.engine.finalize import finalize
 from assay.engine.loop import run as run_coro
 from assay.errors import ConfigError
 from assay.store.sqlite import Store
+from assay.tasks.registry import task_class
 from assay.testing import FakeServer
 
 ERR = "error"  # an epoch that errored
@@ -44,11 +45,13 @@ def store(workspace: Path):
 
 def write_run(store: Store, samples: dict[str, list[Any]], *, task: str = "qa",
               model: str = "openai/m", status: str = "finished", scorer: str | None = None,
-              data_hash: str | None = None, meta: Any = None, describe: bool = True) -> str:
+              data_hash: str | None = None, meta: Any = None, describe: bool = True,
+              started_as: str | None = None) -> str:
     """A run whose sample ``sid`` has one stored result per entry of ``samples[sid]``
     (epoch 0, 1, ...): a number (the ``exact`` score's value), ``None`` (no score),
-    ``ERR`` (the epoch errored), ``nan``, or a dict of scores (name -> value)."""
-    spec = {"task": task, "epochs": max(len(v) for v in samples.values()),
+    ``ERR`` (the epoch errored), ``nan``, or a dict of scores (name -> value).
+    ``started_as``: the name it was run by (its spec's task; default ``task``)."""
+    spec = {"task": started_as or task, "epochs": max(len(v) for v in samples.values()),
             "task_options": {"scorer": scorer} if scorer else {}}
     dataset = {"source": "synthetic", "selected": len(samples)}
     if data_hash:
@@ -70,7 +73,7 @@ def write_run(store: Store, samples: dict[str, list[Any]], *, task: str = "qa",
                                json.dumps(metadata), time.time(), None, None, None, None))
     store.set_run_status(rid, "finished" if status == "finished" else status)
     if describe:
-        finalize(store, rid)
+        finalize(store, rid, task=task_class(task))
     if status != "finished":
         store.set_run_status(rid, status)
     return rid
@@ -441,9 +444,13 @@ def test_a_run_without_metrics_is_listed_as_n_a_and_left_off_the_chart(store):
 
 
 def test_history_by_alias_fields_and_runs_without_pass_counts(store):
-    # runs stored under a catalogue entry's name are found by its alias
-    m1 = write_run(store, {"s0": [1.0], "s1": [0.0]}, task="mtbench", describe=False)
+    # runs stored under a catalogue entry's name are found by the alias they were run by
+    m1 = write_run(store, {"s0": [1.0], "s1": [0.0]}, task="mtbench", started_as="mt_bench",
+                   describe=False)
     assert [p["id"] for p in task_history(store, "mt_bench")["points"]] == [m1]
+    # another alias: the history reads no catalogue; its error names the tasks with runs
+    with pytest.raises(ConfigError, match="no runs of task 'mt-bench' .*tasks with runs: mtbench"):
+        task_history(store, "mt-bench")
     with pytest.raises(ConfigError, match="--alpha must be between 0 and 1"):
         task_history(store, "qa", alpha=0)
     # a run of scores (no pass counts) then a run of other samples: nothing to test with

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from assay.engine.runner import Engine, RunSpec
+from assay.errors import ConfigError
 from assay.store.sqlite import Store
 from assay.tasks.datagen.generate import (
     GenerateTask,
@@ -29,6 +30,8 @@ from assay.tasks.datagen.generate import (
     write_outputs,
 )
 from assay.tasks.datagen.problem import load_problems
+from assay.tasks.options import parse_assignments
+from assay.tasks.registry import build_task
 
 TOPIC = re.compile(r"on the topic (\S+),")
 
@@ -205,6 +208,25 @@ def test_seeded_reference_choice_is_reproducible(tmp_path: Path) -> None:
                                                      seed=7).load().info["content_hash"]
     no_ref = GenerateTask(n=2, reference="none").samples()
     assert no_ref[0].metadata["reference_id"] is None and "Reference" not in no_ref[0].input
+
+
+def test_options_are_checked_by_the_typed_model_from_every_front_end(tmp_path: Path) -> None:
+    refs = str(write_references(tmp_path / "refs.jsonl"))
+    # -T text is coerced and a comma string of topics split, blanks and repeats dropped
+    task = build_task("datagen_generate", {"reference": refs, **parse_assignments(
+        ["n=4", "seed=3", "max-attempts=2", "topics= A, B,,A "])})
+    assert (task.opts.n, task.opts.seed, task.opts.max_attempts) == (4, 3, 2)
+    assert [s.metadata["topic"] for s in task.samples()].count("A") == 2
+    assert task.load().info["topics"] == ["A", "B"]
+    assert GenerateTask(reference=refs, topics="").topics == GenerateTask(reference=refs).topics
+    for bad, where in ((dict(n=0), "n: Input should be greater than or equal to 1"),
+                       (dict(max_attempts="x"), "max_attempts: Input should be a valid "
+                                                "integer"),
+                       (dict(max_tokens=0), "max_tokens: Input should be greater than"),
+                       (dict(topics=" , "), "topics: Value error, needs at least one topic")):
+        with pytest.raises(ConfigError, match="invalid option for task datagen_generate") as e:
+            GenerateTask(reference=refs, **bad)
+        assert where in str(e.value) and "\n" not in str(e.value)
 
 
 def test_resume_redoes_errored_samples_only_and_outputs_each_problem_once(

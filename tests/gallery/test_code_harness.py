@@ -1,5 +1,5 @@
 """The judge's side of the code tests (``assay.tasks.code.harness``) and the host's
-reading of its verdict (``assay.tasks.code.execute``), piece by piece.
+reading of its verdict (``assay.sandbox.verdict_report``), piece by piece.
 
 What crosses from the candidate is read by :func:`channel.decode`: plain data and handles
 only, whatever pickle the candidate writes. The verdict is only a line signed with the
@@ -18,6 +18,7 @@ import pickle
 
 import pytest
 
+from assay import sandbox
 from assay.tasks.code import channel, execute, harness
 from assay.tasks.code.channel import Malformed, Remote, decode
 from assay.tasks.code.extract import humaneval_program, mbpp_program
@@ -180,11 +181,11 @@ def test_only_a_line_signed_with_the_runs_key_is_a_verdict():
         "noise", signed(other, {"status": "passed"}),
         "assay-verdict 00 " + json.dumps({"status": "passed"}),
         "@@assay-0123@@" + json.dumps({"status": "passed"}), signed(key, fail), ""])
-    report, rest = execute.verdict_report(stdout, key)
+    report, rest = sandbox.verdict_report(stdout, key)
     assert report == fail
     assert "noise" in rest and "assay-verdict 00" in rest  # kept as output, never a verdict
-    assert execute.verdict_report(stdout, other)[0] == {"status": "passed"}
-    assert execute.verdict_report("assay-verdict 00 {}", key)[0] is None
+    assert sandbox.verdict_report(stdout, other)[0] == {"status": "passed"}
+    assert sandbox.verdict_report("assay-verdict 00 {}", key)[0] is None
 
 
 def test_the_runner_version_and_key_change_with_the_runner():

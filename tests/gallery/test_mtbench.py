@@ -31,9 +31,9 @@ from assay.errors import DatasetError
 from assay.metrics.registry import get_metric
 from assay.metrics.stats import mean_with_ci
 from assay.store.sqlite import Store
-from assay.tasks.mtbench import MTBenchTask
 from assay.tasks.mtbench.judging import parse_rating
 from assay.tasks.mtbench.metrics import clustered_mean
+from assay.tasks.mtbench.task import MTBenchTask
 
 FIX = Path(__file__).parent / "fixtures" / "mtbench"
 TASK = f"{FIX / 'mtbench_task.py'}@mtbench"

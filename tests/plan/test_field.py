@@ -23,10 +23,12 @@ from assay.plan.intent_model import parse_with_model
 from assay.plan.planner import Settings, plan_request
 from assay.plan.report import chosen_line
 from assay.plan.schema import read_plan
+from assay.sandbox import allow_weak_isolation
 from assay.store.sqlite import Store
 from assay.tasks.capabilities import CAPABILITIES, STANDINGS, Measure, capabilities_in
 from assay.tasks.gallery.entry import GalleryEntry, all_entries
 from assay.tasks.registry import plannable_tasks
+from tests.plan import quality
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,12 +40,14 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def plan(request: str, folder: Path, **settings: Any) -> Any:
+    """The plan made as the field was measured: code tasks run (quality.without_bwrap)."""
     store = Store()
     try:
-        path = plan_request(store, request, Settings(model="openai/fake", hub=False,
-                                                     output=str(folder / "plan.yaml"),
-                                                     **settings),
-                            prompt=lambda _t: None, echo=lambda _t: None, yes=True)
+        with allow_weak_isolation(quality.without_bwrap()):
+            path = plan_request(store, request, Settings(model="openai/fake", hub=False,
+                                                         output=str(folder / "plan.yaml"),
+                                                         **settings),
+                                prompt=lambda _t: None, echo=lambda _t: None, yes=True)
     finally:
         store.close()
     return read_plan(path)
@@ -117,7 +121,7 @@ def test_a_capability_gets_the_fields_canonical_set_with_the_prior_recorded(
     assert reason.startswith("prior canonical for code (") and "BM25 " in reason
     for t in made.tasks:
         assert t.capabilities == ["code"]
-        line = chosen_line(t)
+        line = chosen_line(t.model_dump())
         assert line.startswith("prior: canonical for code: ") and "; words: BM25 " in line
         assert line.endswith("; model: no planner model (rules)")
 
@@ -156,9 +160,10 @@ def test_a_planner_models_suggestions_are_catalogue_names_the_prior_ranks() -> N
 
 def test_an_older_plan_without_reasons_still_gets_a_line(tmp_path: Path) -> None:
     made = plan("reading comprehension", tmp_path)
-    assert made.tasks and all(chosen_line(t).startswith("prior: ") for t in made.tasks)
+    assert made.tasks and all(chosen_line(t.model_dump()).startswith("prior: ")
+                          for t in made.tasks)
     bare = made.tasks[0].model_copy(update={"why": {}})
-    assert chosen_line(bare) == "added by hand (the plan records no reason)"
+    assert chosen_line(bare.model_dump()) == "added by hand (the plan records no reason)"
 
 
 def test_phrases_are_read_leftmost_longest_and_english_inside_chinese_counts() -> None:

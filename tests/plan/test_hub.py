@@ -3,14 +3,17 @@ huggingface_hub client (``assay.testing.fake_hub.FakeHub``), never the network."
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from assay.data import cache
+from assay.data.hf import split_path
 from assay.errors import DatasetError
-from assay.plan.hub import fetch_split, hub_enabled, resolve_hub, search_hub, split_path
+from assay.plan.hub import fetch_split, hub_enabled, resolve_hub, search_hub
 from assay.plan.schema import HubRef
 from assay.testing.fake_hub import FakeHub, jsonl_bytes, parquet_bytes
 
@@ -329,6 +332,40 @@ def test_fetch_split_writes_one_jsonl_and_reuses_it(hub: FakeHub, workspace: Pat
     unpinned = HubRef(id="org/pq", config="default", split="test")
     assert fetch_split(unpinned) == path
     assert [r.kind for r in hub.requests] == ["info"]  # which commit is latest; no download
+
+
+def test_fetch_split_goes_through_the_data_cache_and_its_manifest(
+        hub: FakeHub, workspace: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    # recorded as `assay data pull` records: under ASSAY_DATA_DIR, each file's size and sha256
+    moved = (tmp_path / "moved").resolve()  # the cache's root is kept with links followed
+    monkeypatch.setenv(cache.ENV, str(moved))
+    card = card_configs(("default", {"test": "data/test-*"}))
+    shards = {f"data/test-0000{i}-of-00002.parquet": parquet_bytes(qa_rows(2, f"s{i}"))
+              for i in range(2)}
+    hub.add_dataset("org/pq", card=card, sha=SHA, files=shards)
+    ref = HubRef(id="org/pq", config="default", split="test", revision=SHA)
+    path = fetch_split(ref)
+    assert path.is_relative_to(moved / "hub")
+    assert not (workspace / "data").exists()
+    kept = {i.name: i for i in cache.items()}
+    assert sorted(kept) == ["org/pq/data/test-00000-of-00002.parquet",
+                            "org/pq/data/test-00001-of-00002.parquet", "org/pq[default/test]"]
+    assert all((i.owner, i.source, i.origin, i.version) == ("hub", "hf", "org/pq", SHA)
+               for i in kept.values())
+    split = kept["org/pq[default/test]"]
+    assert split.files == [str(path)]
+    assert split.sums == [[path.stat().st_size, hashlib.sha256(path.read_bytes()).hexdigest()]]
+    for name, data in shards.items():
+        one = kept[f"org/pq/{name}"]
+        assert one.sums == [[len(data), hashlib.sha256(data).hexdigest()]]
+        assert Path(one.files[0]).is_relative_to(moved / "hf")
+    # a kept split that is not as written is refused, not read
+    path.write_text(path.read_text().replace("s1-1", "s1-X"))
+    with pytest.raises(DatasetError) as e:
+        fetch_split(ref)
+    assert "not the file the data cache fetched from org/pq" in one_line(e)
+    path.unlink()  # deleted: fetched again
+    assert read_jsonl(fetch_split(ref)) == qa_rows(2, "s0") + qa_rows(2, "s1")
 
 
 def test_fetch_split_multiple_choice_runs_as_qa(hub: FakeHub) -> None:

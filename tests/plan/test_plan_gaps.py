@@ -12,6 +12,7 @@ import csv
 import gzip
 import io
 import json
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -25,11 +26,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from assay.core.types import SampleResult
+from assay.data.hf import split_path
+from assay.engine.finalize import metric_facts
 from assay.errors import ConfigError, DatasetError
 from assay.pipelines.plan import child_options, resume_plan, start_plan
 from assay.plan.checkpoint import answer_schema
 from assay.plan.children import match_children
-from assay.plan.hub import fetch_split, query_words, resolve_hub, search_hub, split_path
+from assay.plan.hub import fetch_split, query_words, resolve_hub, search_hub
 from assay.plan.hub_layout import _match, iter_rows
 from assay.plan.intent_model import intent_schema, parse_with_model
 from assay.plan.planner import PlanPaused, Session, Settings, plan_request, resume_session
@@ -63,7 +66,9 @@ from assay.plan.steps import (
     select,
 )
 from assay.store.sqlite import Store
+from assay.tasks.registry import catalogue
 from assay.testing.fake_hub import DEFAULT_SHA, FakeHub, jsonl_bytes, parquet_bytes
+from tests.plugins import install_dist
 
 QA = [{"question": f"q{i}?", "answer": f"a{i}"} for i in range(3)]
 
@@ -593,7 +598,8 @@ def test_a_run_with_every_answer_right_has_no_worst_case() -> None:
     # a lower-is-better metric: its best end is its low end
     lower = [result("a", {"repetition_rate": {"value": 0.0}}),
              result("b", {"repetition_rate": {"value": 1.0}})]
-    cases = pick_cases(lower, "repetition_rate", "repetition_rate", n=2)
+    cases = pick_cases(lower, "repetition_rate", "repetition_rate", n=2,
+                       facts=metric_facts(["repetition_rate"]))  # as the run stored them
     assert [c["sample_id"] for c in cases["worst"]] == ["b"]
 
 
@@ -755,7 +761,7 @@ def test_a_task_that_failed_then_ran_on_resume_keeps_its_own_child(
         capsys.readouterr()
         again = resume_plan(store, first.run_id, path=path, echo=lambda _x: None)
         assert capsys.readouterr() == ("", "")  # quiet unless asked
-        matched = match_children(store, first.run_id, read_plan(path))
+        matched = match_children(store, first.run_id, read_plan(path).model_dump()["tasks"])
         summary = plan_summary(store, first.run_id)
     finally:
         store.close()
@@ -878,7 +884,7 @@ def test_a_case_shows_the_last_question_asked_and_a_trace_its_filled_keys() -> N
     assert _short("x" * 10, 5) == "xxxx…"
     plan = Plan(request="r", trace=[{"step": "select", "note": "kept", "empty": [],
                                      "picked": {"a": "数"}}])
-    assert _trace(plan) == [{"name": "select", "items": [("note", "text", "kept"),
+    assert _trace(plan.trace) == [{"name": "select", "items": [("note", "text", "kept"),
                                                          ("picked", "yaml", "a: 数")]}]
 
 
@@ -911,6 +917,35 @@ def test_gaia_can_be_planned_online_only_with_a_token(online: Any,
                                         "(or run gaia with --data-dir)")
     monkeypatch.setenv("HF_TOKEN", "hf_x")
     assert available("gaia") == (True, "GAIA downloads with $HF_TOKEN")
+
+
+FROB = '''
+from assay import Task, task
+from assay.tasks.info import TaskInfo
+
+
+def runs_here():
+    return False, "the frobnicator is unplugged"
+
+
+@task("frob")
+class Frob(Task):
+    """A task that cannot run on this machine."""
+
+    info = TaskInfo(category="reasoning", runs_here="assay_plugin_frob:runs_here")
+'''
+
+
+def test_whether_a_task_runs_here_is_what_the_task_declares(tmp_path: Path) -> None:
+    # declared on the task (TaskInfo.runs_here), read by the planner: no list of its own
+    assert catalogue()["gaia"].info.runs_here == "assay.tasks.gaia.dataset:runs_here"
+    env = install_dist(tmp_path / "site", "assay-plugin-frob",
+                       {"assay_plugin_frob.py": FROB},
+                       "[assay.tasks]\nfrob = assay_plugin_frob:Frob\n")
+    code = "from assay.plan.steps import available\nprint(available('frob'))"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.strip() == "(False, 'the frobnicator is unplugged')", p.stderr[-2000:]
 
 
 def test_a_session_is_stored_with_its_request_and_keeps_its_plan_without_the_trace(

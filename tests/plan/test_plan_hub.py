@@ -9,6 +9,7 @@ from typing import Any
 from assay.pipelines.plan import start_plan
 from assay.plan.planner import Settings, plan_request
 from assay.plan.schema import read_plan
+from assay.plan.steps import available
 from assay.store.sqlite import Store
 from assay.testing.fake_hub import FakeHub, jsonl_bytes
 from tests.patching import patch_everywhere
@@ -152,6 +153,9 @@ def test_code_benchmarks_need_the_sandbox(monkeypatch: Any, tmp_path: Path) -> N
         "NOT AVAILABLE: humaneval runs model-written code only inside the bubblewrap "
         "sandbox, and bwrap is not installed (apt-get install bubblewrap)")
     assert "mbpp" not in [t.task for t in plan.tasks]  # retrieved: passed over
+    with sandbox.allow_weak_isolation():  # --allow-weak-sandbox: planned, and said so
+        assert available("mbpp") == (True, "data from PyPI; tests run with weak isolation, "
+                                     "as bwrap is not installed (apt-get install bubblewrap)")
 
 
 def test_a_named_benchmark_the_gallery_lacks_is_looked_for_on_the_hub(

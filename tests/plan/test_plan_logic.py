@@ -653,7 +653,7 @@ def test_a_plan_run_resumes_only_with_the_plan_it_started_with(tmp_path: Path,
         done = start_plan(store, path, model="openai/fake",
                           engine={"base_url": server.base_url}, echo=lambda _x: None)
         plan = read_plan(path)
-        children = match_children(store, done.run_id, plan)
+        children = match_children(store, done.run_id, plan.model_dump()["tasks"])
         assert [c["id"] for c in children] == store.children(done.run_id)
         assert [step_key(i) for i in range(2)] == ["task 1", "task 2"]
         again = resume_plan(store, done.run_id, path=path, echo=lambda _x: None)

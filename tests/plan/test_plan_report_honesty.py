@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from assay.core.types import SampleResult
+from assay.engine.finalize import metric_facts
 from assay.errors import ConfigError
 from assay.pipelines.plan import start_plan
 from assay.plan.report import pick_cases
@@ -130,7 +131,8 @@ def test_the_best_cases_are_picked_by_their_real_score() -> None:
     # a metric where lower is better: the best case is below the scale's worst end (1)
     scored = [result(s, "repetition_rate", v)
               for s, v in (("x", 1.0), ("y", 1.0), ("z", 1.0), ("w", 0.25))]
-    got = pick_cases(scored, "repetition_rate", "repetition_rate", n=2)
+    got = pick_cases(scored, "repetition_rate", "repetition_rate", n=2,
+                     facts=metric_facts(["repetition_rate"]))  # as the run stored them
     assert [c["sample_id"] for c in got["best"]] == ["w"]
 
 

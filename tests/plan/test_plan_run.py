@@ -236,15 +236,16 @@ def test_bfcl_data_is_pulled_before_its_run_when_none_is_here(
     from assay.plan.schema import PlanTask
     from assay.tasks.bfcl import data as bfcl_data
 
-    wheel = real_wheel("bfcl-eval", bfcl_data.BFCL_EVAL_VERSION)
+    real = real_wheel("bfcl-eval", bfcl_data.BFCL_EVAL_VERSION)
     monkeypatch.setattr(bfcl_data, "installed_package_dir", lambda: None)
     downloads: list[str] = []
 
-    def download(version: str) -> Path:  # PyPI's wheel, fetched once per test session
+    def download(package: str, version: str, *, wheel: Any = None, hint: str) -> Path:
+        assert (package, wheel) == (bfcl_data.PACKAGE, None)  # fetched, not given
         downloads.append(version)
-        return wheel
+        return real  # PyPI's wheel, fetched once per test session
 
-    monkeypatch.setattr(bfcl_data, "_download_wheel", download)
+    monkeypatch.setattr(bfcl_data, "fetch_wheel", download)
     with pytest.raises(Exception, match="BFCL data not found"):
         bfcl_data.locate()
     said: list[str] = []

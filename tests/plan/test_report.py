@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import assay
+from assay.engine.finalize import metric_facts
 from assay.pipelines.parent import run_step
 from assay.plan.report import normalise, plan_summary, write_plan_report
 from assay.plan.schema import Plan
@@ -261,8 +262,11 @@ def test_plan_and_trace_are_shown(plan_run: Any) -> None:
 
 def test_normalise_maps_scales_and_directions() -> None:
     assert normalise("exact_match", 0.7) == (0.7, None)
-    v, note = normalise("empty_answer_rate", 0.2)
+    # the direction is the registry's, as the runs stored it (none stored: higher)
+    facts = metric_facts(["empty_answer_rate"])
+    v, note = normalise("empty_answer_rate", 0.2, facts)
     assert v == pytest.approx(0.8) and "better when lower" in note
+    assert normalise("empty_answer_rate", 0.2) == (0.2, None)
     v, note = normalise("mtbench_score", 5.5)
     assert v == pytest.approx(0.5) and "1-10 scale" in note
     assert normalise("bleu", 40.0)[0] == pytest.approx(0.4)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from assay import sandbox, sandbox_process
+from assay import sandbox
 from assay.errors import ConfigError
 from assay.sandbox import Limits, SandboxResult, bwrap_problem, isolation_level, run_python
 
@@ -46,7 +46,7 @@ async def _run(code: str, *, limits: Limits = FAST, name: str = "snippet.py",
     run = run_python(name, files={name: code, **(files or {})}, copy=copy, limits=limits,
                      require=require, **extra)
     # a backstop, far past the run's own timeout: a run that hangs fails the test
-    backstop = limits.timeout_s + sandbox_process.KILL_GRACE_S + 60
+    backstop = limits.timeout_s + sandbox.KILL_GRACE_S + 60
     try:
         return await asyncio.wait_for(run, backstop)
     except asyncio.TimeoutError:
@@ -217,7 +217,7 @@ async def test_endless_output_is_cut_to_its_tail() -> None:
     peak_after_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert r.exit_code == 0, r.stderr
     assert r.stdout.endswith("THE END\n")
-    assert len(r.stdout) <= sandbox_process.OUTPUT_LIMIT
+    assert len(r.stdout) <= sandbox.OUTPUT_LIMIT
     assert (peak_after_kib - peak_before_kib) < 100 * 1024, "the output was held in memory"
 
 

@@ -55,7 +55,7 @@ def test_an_old_store_is_migrated_once_in_place_and_lists(old_store: Path) -> No
     assert "benchmark" not in columns and {"headline", "report", "kind", "steps"} <= columns
     assert rows(old_store, "SELECT DISTINCT kind FROM runs") == [("task",)]
     # the store layer adds the columns; describing the runs needs their task code, which
-    # only 'assay report' and 'assay view' ask for: listing leaves them undescribed
+    # only 'assay store migrate' asks for: listing (like every reader) leaves them as stored
     assert rows(old_store, "SELECT COUNT(*) FROM runs WHERE report IS NOT NULL") == [(0,)]
     specs = {i: json.loads(s) for i, s in rows(old_store, "SELECT id, spec FROM runs")}
     assert specs[QA]["task"] == "qa" and "benchmark" not in specs[QA]
@@ -92,35 +92,56 @@ def task_file_gone(db: Path) -> None:
         con.close()
 
 
-def test_old_runs_are_described_once_by_the_first_report(old_store: Path) -> None:
+def test_old_runs_are_described_once_by_store_migrate_never_by_a_reader(
+        old_store: Path) -> None:
     task_file_gone(old_store)
-    p = cli("report", QA)
+    p = cli("report", QA)  # a reader: the run as stored, and how to upgrade it
     assert p.returncode == 0, p.stderr
+    assert "'assay store migrate' describes it with its task's code" in p.stderr
+    assert rows(old_store, "SELECT COUNT(*) FROM runs WHERE report IS NOT NULL") == [(0,)]
+    p = cli("store", "migrate")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.endswith(": 4 runs upgraded\n"), p.stdout  # all but the killed one
     described = {i: (json.loads(h) if h else None, json.loads(r) if r else None)
                  for i, h, r in rows(old_store, "SELECT id, headline, report FROM runs")}
-    # with the task code present: the task's headline and its report data
+    # with the task code present: the task's headline and its report data, with what
+    # readers show of its metrics and model
     head, report = described[GSM8K]
     assert head["metric"] == "numeric_match" and head["value"] == 0.0
-    assert report["task_code"] is True and report["exports"] is None
+    assert head["higher_is_better"] is True
+    assert report["task_code"] is True and report["exports"] == {}
+    assert report["metric_facts"]["numeric_match"] == {
+        "name": "numeric_match", "higher_is_better": True, "level": "sample",
+        "dimension": "correctness"}
+    assert report["provider"] == "embedded SmolLM2-135M-Instruct (Q4_1) via llama.cpp"
     assert described[BFCL][0]["metric"] == "accuracy" and described[BFCL][1]["sections"]
     # the @task file is gone: its stored metrics, the first rate as headline, no sections
     head, report = described[DOUBLES]
     assert head["metric"] == "accuracy" and report["task_code"] is False
     assert "was not found" in report["note"] and report["sections"] == []
+    assert report["provider"] and "accuracy" not in report["metric_facts"]  # unregistered
     # a run killed half way stays undescribed: no metrics are made up for it
     assert described[KILLED] == (None, None)
     assert rows(old_store, f"SELECT metrics FROM runs WHERE id='{KILLED}'") == [(None,)]
     before = old_store.read_bytes()
-    assert cli("report", GSM8K).returncode == 0
-    assert old_store.read_bytes() == before  # described once: the next report only reads
+    again = cli("store", "migrate")
+    assert again.returncode == 0 and again.stdout.endswith(": 0 runs upgraded\n")
+    p = cli("report", GSM8K)
+    assert p.returncode == 0 and "store migrate" not in p.stderr
+    assert old_store.read_bytes() == before  # upgraded once: the rest only read
 
 
 def test_an_old_run_of_a_task_file_that_is_gone_reports_from_its_stored_metrics(
         old_store: Path) -> None:
     task_file_gone(old_store)
-    p = cli("report", DOUBLES)
+    p = cli("report", DOUBLES)  # as stored: its metrics, its first rate the headline
     assert p.returncode == 0, p.stderr
-    assert "official exports not written" in p.stderr
+    assert "assay store migrate" in p.stderr
+    report = (old_store.parent / "runs" / DOUBLES / "report.md").read_text()
+    assert "**accuracy 0.000 [0.000, 0.561] (0/3)**" in report
+    assert cli("store", "migrate").returncode == 0
+    p = cli("report", DOUBLES)
+    assert p.returncode == 0 and "assay store migrate" not in p.stderr, p.stderr
     report = (old_store.parent / "runs" / DOUBLES / "report.md").read_text()
     assert "**accuracy 0.000 [0.000, 0.561] (0/3)**" in report
     assert "described from its stored metrics" in report

@@ -5,6 +5,7 @@ made once per session by the engine against the fake server, plus helpers import
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,16 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     home = tmp_path_factory.mktemp("view-real") / "home"
     ids = vh.make_real_runs(home)
     return home / "assay.db", ids
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser tests' screenshots go: ``$ASSAY_SHOTS`` to keep them, else this
+    session's temporary folder (never a fixed folder shared with other runs)."""
+    kept = os.environ.get("ASSAY_SHOTS")
+    folder = Path(kept) if kept else tmp_path_factory.mktemp("shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 class Site:

@@ -9,9 +9,6 @@ writes its runs into the store directly.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import viewhelpers as vh
 
 from assay.view.compare_page import MAX_FLIPS
@@ -19,11 +16,9 @@ from tests.browser import expect
 from tests.compare.test_compare_cli import run_qa, write_data
 from tests.compare.test_compare_outputs import BROKEN, FIXED, LONG, responder
 
-SHOTS = Path(os.environ.get("ASSAY_SHOTS", "/tmp/shots"))
-
 
 def test_compare_page_shows_the_configuration_and_both_outputs_side_by_side(
-        fake_server, tmp_path, store, server, page) -> None:
+        fake_server, tmp_path, store, server, page, shots) -> None:
     srv = fake_server(responder=responder)
     data = write_data(tmp_path / "items.jsonl", range(40))
     a = run_qa(srv.base_url, data, "m", "--temperature", "0.0")
@@ -65,8 +60,7 @@ def test_compare_page_shows_the_configuration_and_both_outputs_side_by_side(
     shown = long_row.locator(".flip-a-output pre").all_text_contents()
     assert "".join(shown) == "Answer: " + "long winded " * 75
     # a sample's link opens it in B
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
+    page.screenshot(path=str(shots / "compare.png"), full_page=True)
     first.locator("a.flip-b").click()
     expect(page.locator("#run-link")).to_have_text(b)
     expect(page.locator("#sample-id")).to_have_text("q020")

@@ -90,9 +90,10 @@ async def test_runs_list_status_and_date_filters(syn_store, syn_site):
     assert run_ids((await syn_site.get("/?status=finished"))[1]) == [done]
     assert run_ids((await syn_site.get("/?status=running"))[1]) == [running]
     assert run_ids((await syn_site.get("/?status=all"))[1]) == [running, failed, done]
-    today = time.strftime("%Y-%m-%d")
-    yesterday = time.strftime("%Y-%m-%d", time.localtime(time.time() - 86_400))
-    tomorrow = time.strftime("%Y-%m-%d", time.localtime(time.time() + 86_400))
+    made = syn_store.get_run(done)["created_at"]  # the runs' day, not the clock's now
+    today = time.strftime("%Y-%m-%d", time.localtime(made))
+    yesterday = time.strftime("%Y-%m-%d", time.localtime(made - 86_400))
+    tomorrow = time.strftime("%Y-%m-%d", time.localtime(made + 86_400))
     assert len(run_ids((await syn_site.get(f"/?to={today}"))[1])) == 3  # the whole day
     assert run_ids((await syn_site.get(f"/?to={yesterday}"))[1]) == []
     assert len(run_ids((await syn_site.get(f"/?from={yesterday}&to={tomorrow}"))[1])) == 3

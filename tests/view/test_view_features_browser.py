@@ -36,7 +36,6 @@ from tests.browser import ServedInThread, expect
 REPO = Path(__file__).resolve().parents[2]
 HUMANEVAL_MINI = REPO / "tests" / "gallery" / "fixtures" / "code" / "humaneval_mini.jsonl"
 CODE_TASK = REPO / "src" / "assay" / "tasks" / "code" / "task.py"
-SHOTS = Path("/tmp/shots")
 CAPITALS = sum("capital" in line.lower() for line in vh.EXAMPLE_QA.read_text().splitlines())
 """The questions of the qa example that name a capital (each qa run asks them all)."""
 
@@ -93,9 +92,8 @@ def server(runs):
     s.close()
 
 
-def _shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+def _shot(page: Any, shots: Path, name: str) -> None:
+    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
 
 
 def _status(url: str) -> int:
@@ -116,7 +114,7 @@ def _add_run(store_path: Path, n: int, task: str, pattern: Any) -> str:
 
 
 # -- 1. search ----------------------------------------------------------------------------
-def test_search_from_the_runs_list_and_a_run_page(runs, server, page) -> None:
+def test_search_from_the_runs_list_and_a_run_page(runs, server, page, shots) -> None:
     store_path, ids = runs
     page.goto(server.base + "/")
     page.fill("#search-q", "capital Italy")
@@ -126,7 +124,7 @@ def test_search_from_the_runs_list_and_a_run_page(runs, server, page) -> None:
     expect(hits.first.locator("mark").first).to_have_text(re.compile("capital|Italy", re.I))
     assert set(hits.evaluate_all("rs => rs.map(r => r.dataset.runId)")) == {
         ids["qa"], ids["wrong_url"]}
-    _shot(page, "search")
+    _shot(page, shots, "search")
     page.goto(f"{server.base}/run/{ids['qa']}")
     page.fill("#run-search-q", "Rome")  # in the target and in the output
     page.click("#run-search-apply")
@@ -282,7 +280,8 @@ def test_previous_and_next_follow_the_tables_sort(runs, server, page, tmp_path) 
 
 
 # -- 3. generation settings and the model calls' timeline --------------------------------
-def test_sample_shows_generation_settings_and_each_calls_timing(runs, server, page) -> None:
+def test_sample_shows_generation_settings_and_each_calls_timing(runs, server, page,
+                                                               shots) -> None:
     _, ids = runs
     page.goto(f"{server.base}/run/{ids['qa']}")
     page.locator("a.sample-link", has_text="capital-france").click()
@@ -296,7 +295,7 @@ def test_sample_shows_generation_settings_and_each_calls_timing(runs, server, pa
     assert float(cells.nth(3).inner_text()) > 0  # duration
     assert int(cells.nth(5).inner_text()) > 0  # input tokens
     expect(page.locator("svg.timeline g.call-retried rect.bar")).to_have_count(1)
-    _shot(page, "sample-qa")
+    _shot(page, shots, "sample-qa")
     page.goto(f"{server.base}/run/{ids['wrong_url']}")
     page.locator("a.sample-link").first.click()
     expect(page.locator("#calls tr.call-row.state-failed")).to_have_count(1)
@@ -304,7 +303,8 @@ def test_sample_shows_generation_settings_and_each_calls_timing(runs, server, pa
 
 
 # -- 4. run options and files -------------------------------------------------------------
-def test_run_page_shows_its_options_and_serves_its_files_only(runs, server, page) -> None:
+def test_run_page_shows_its_options_and_serves_its_files_only(runs, server, page,
+                                                             shots) -> None:
     store_path, ids = runs
     page.goto(f"{server.base}/run/{ids['qa']}")
     options = page.locator("#options")
@@ -314,7 +314,7 @@ def test_run_page_shows_its_options_and_serves_its_files_only(runs, server, page
     expect(options.locator("[data-group=scoring]")).to_contain_text("scorer")
     box = options.bounding_box()
     assert box is not None and box["y"] < page.locator("#samples").bounding_box()["y"]
-    _shot(page, "run-qa")
+    _shot(page, shots, "run-qa")
     names = page.locator("a.run-file").all_inner_texts()
     assert {"report.md", "report.html", "results.jsonl"} <= set(names)
     page.locator("a.run-file", has_text="report.md").click()
@@ -332,7 +332,7 @@ def test_run_page_shows_its_options_and_serves_its_files_only(runs, server, page
 
 # -- 5, 6, 7. each text once, highlighted code, the failing test --------------------------
 def test_code_sample_shows_each_text_once_highlighted_with_its_failing_test(runs, server,
-                                                                           page) -> None:
+                                                                           page, shots) -> None:
     _, ids = runs
     if "humaneval" not in ids:
         pytest.skip(bwrap_problem() or "")
@@ -353,15 +353,15 @@ def test_code_sample_shows_each_text_once_highlighted_with_its_failing_test(runs
     failing = page.locator("#scores .failing-test")
     expect(failing).to_contain_text("assert candidate([1, 2, 4]) == 2")
     expect(failing.locator(".hl")).to_have_count(1)
-    _shot(page, "sample-humaneval")
+    _shot(page, shots, "sample-humaneval")
     page.goto(f"{server.base}/run/{ids['humaneval']}")
     page.locator("a.sample-link", has_text="Mini/0").click()
     expect(page.locator("#scores .failing-test")).to_have_count(0)  # it passed
 
 
 # -- 8. failed runs are red ---------------------------------------------------------------
-def test_a_run_whose_samples_all_failed_is_red_and_interrupted_amber(runs, server, page
-                                                                     ) -> None:
+def test_a_run_whose_samples_all_failed_is_red_and_interrupted_amber(runs, server, page,
+                                                                     shots) -> None:
     store_path, ids = runs
     store = Store(store_path)
     try:
@@ -369,7 +369,7 @@ def test_a_run_whose_samples_all_failed_is_red_and_interrupted_amber(runs, serve
     finally:
         store.close()
     page.goto(server.base + "/")
-    _shot(page, "runs-list")
+    _shot(page, shots, "runs-list")
 
     def colour(run_id: str) -> str:
         badge = page.locator(f"tr.run-row[data-run-id='{run_id}'] .status")

@@ -71,16 +71,20 @@ async def test_runs_list_shows_the_real_runs_with_model_status_and_headline(real
 
 
 async def test_run_filters_narrow_the_list(real_site) -> None:
-    site, ids, _ = real_site
+    site, ids, path = real_site
     assert run_ids((await site.get("/?task=gaia"))[1]) == [ids["gaia"]]
     assert run_ids((await site.get("/?model=openai/agent"))[1]) == [ids["converse"]]
     assert run_ids((await site.get("/?q=bfcl-mod"))[1]) == [ids["bfcl"]]
     assert run_ids((await site.get("/?q=GAIA"))[1]) == [ids["gaia"]]  # dataset name, any case
     assert set(run_ids((await site.get("/?status=finished"))[1])) == set(ids.values())
     assert run_ids((await site.get("/?status=running"))[1]) == []
-    today = time.strftime("%Y-%m-%d")
+    # the runs' own day, not the clock's: the session's runs may be made before midnight
+    store = Store(path)
+    made = store.get_run(ids["gaia"])["created_at"]
+    store.close()
+    today = time.strftime("%Y-%m-%d", time.localtime(made))
     assert len(run_ids((await site.get(f"/?from={today}&to={today}"))[1])) == 4
-    tomorrow = time.strftime("%Y-%m-%d", time.localtime(time.time() + 86_400))
+    tomorrow = time.strftime("%Y-%m-%d", time.localtime(made + 86_400))
     _, html, _ = await site.get(f"/?from={tomorrow}")
     assert run_ids(html) == [] and "No run matches these filters" in html
 

@@ -120,6 +120,7 @@ def synthetic_run(store: Store, n: int, *, task: str = "qa", model: str = "opena
         store.set_run_status(rid, status)
     if metrics and status == "finished":  # described as the engine's finalize does
         from assay.engine.finalize import finalize
+        from assay.tasks.registry import task_class
 
-        finalize(store, rid)
+        finalize(store, rid, task=task_class(task))
     return rid

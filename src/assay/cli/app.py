@@ -31,16 +31,12 @@ START_WITH = "Start with:\n\n\b\n" + "\n".join(
     f"  {command:<42}  # {what}" for command, what in START_COMMANDS)
 
 
-def _lazy(**commands: tuple[str, str]) -> dict[str, tuple[str, str]]:
-    return commands
-
-
 @click.group(
     cls=LazyGroup,
-    lazy=_lazy(
+    lazy=dict(
         run=("assay.cli.run:run_group", "Run a task against a model or agent."),
         report=("assay.cli.report:report", "Write a run's reports again, from the store."),
-        score=("assay.cli.report:score",
+        score=("assay.cli.score:score",
                "Score a stored run again, with no call to the model under test."),
         compare=("assay.cli.compare:compare",
                  "Compare run B with run A on the samples they share."),
@@ -69,7 +65,7 @@ def _group(name: str, help: str, lazy: dict[str, tuple[str, str]]) -> LazyGroup:
     return group
 
 
-list_app = _group("list", "List runs, tasks, metrics or model providers.", _lazy(
+list_app = _group("list", "List runs, tasks, metrics or model providers.", dict(
     runs=("assay.cli.listing:list_runs", "Recent runs in the workspace store."),
     tasks=("assay.cli.listing:list_tasks",
            "Tasks that can be run by name, and the gallery's entries."),
@@ -77,7 +73,7 @@ list_app = _group("list", "List runs, tasks, metrics or model providers.", _lazy
             "Model providers and how to name them."),
     metrics=("assay.cli.metrics_cmd:metrics",
              "Metrics that tasks and plans can name, and what each measures.")))
-data_app = _group("data", "Fetch official datasets into the workspace cache.", _lazy(
+data_app = _group("data", "Fetch official datasets into the workspace cache.", dict(
     pull=("assay.cli.data:pull",
           "Fetch a task's data into the cache, without installing its package."),
     list=("assay.cli.data:list_data",
@@ -85,7 +81,7 @@ data_app = _group("data", "Fetch official datasets into the workspace cache.", _
 datagen_app = _group(
     "datagen", "Generate problems and measure their quality. Judge them on a rubric, "
     "compare them with real problems (win rate), verify their answers, or all in one "
-    "pipeline.", _lazy(
+    "pipeline.", dict(
         generate=("assay.cli.datagen:generate", "Generate AIME-style problems."),
         judge=("assay.cli.datagen:judge",
                "Rubric-judge problems on four anchored 1-5 dimensions."),
@@ -95,9 +91,12 @@ datagen_app = _group(
                 "Check each problem's stated answer by solving it (math-verify)."),
         pipeline=("assay.cli.datagen:pipeline",
                   "Generate, judge, compare and verify, with one report.")))
+store_app = _group("store", "The workspace store.", dict(
+    migrate=("assay.cli.store:migrate",
+             "Upgrade the runs an older assay stored, with their tasks' code.")))
 bfcl_app = _group("bfcl", "BFCL tools that need no model: score existing result files.",
-                  _lazy(score=("assay.cli.bfcl:score",
+                  dict(score=("assay.cli.bfcl:score",
                                "Score official-format result files without running a model.")))
 gaia_app = _group("gaia", "GAIA tools that need no model: score existing answers.",
-                  _lazy(score=("assay.cli.gaia:score",
+                  dict(score=("assay.cli.gaia:score",
                                "Score existing answers without running a model.")))

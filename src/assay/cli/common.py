@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import signal
 import threading
@@ -13,20 +14,13 @@ from typing import Any
 import click
 
 from assay.api import make_spec, run_async
+from assay.core.failures import ErrorSummary, error_summary
 from assay.core.redact import redact_url
-from assay.engine.failures import ErrorSummary, error_hint, error_summary
 from assay.engine.loop import run
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
 from assay.metrics.format import fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
-from assay.pipelines.models import (
-    ModelsResult,
-    comparison_lines,
-    is_models_run,
-    resume_models,
-    start_models,
-)
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
 
@@ -191,8 +185,8 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
     try:
         if resume:
             record = store.get_run(resume)
-            if is_models_run(record):
-                return _models_run(store, task, models, resume=record["id"], quiet=quiet,
+            if record.get("kind") == "pipeline" and _models().is_models_run(record):
+                return _models().run_models(store, task, models, resume=record["id"], quiet=quiet,
                                    engine_options=engine_options, task_options=task_options,
                                    overrides=overrides)
             check_same_task(record, task)
@@ -200,7 +194,7 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
             for line in changes:
                 click.echo(f"resume: {line}", err=True)
         elif len(models) > 1:
-            return _models_run(store, task, models, resume=None, quiet=quiet,
+            return _models().run_models(store, task, models, resume=None, quiet=quiet,
                                engine_options=engine_options, task_options=task_options)
         else:
             spec = make_spec(task, models[0], task_options=task_options,
@@ -248,6 +242,11 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
     return result
 
 
+def _models() -> Any:
+    """The multi-model driver's module (``--model`` given twice), loaded when asked for."""
+    return importlib.import_module("assay.cli.models")
+
+
 def check_same_task(record: dict[str, Any], task: str) -> None:
     """Refuse to resume ``record`` from ``assay run TASK`` when it is a run of another
     task, or a plan or pipeline (one line naming the command that resumes it)."""
@@ -267,41 +266,6 @@ def _explain_failure(failure: ErrorSummary, resume: str) -> None:
         click.echo(f"hint: {failure.hint}", err=True)
     click.echo(f"nothing is lost: fix the cause, then {resume} (the errored samples are "
                "run again)", err=True)
-
-
-def _models_run(store: Store, task: str, models: list[str], *, resume: str | None,
-                quiet: bool, engine_options: dict[str, Any], task_options: dict[str, Any],
-                overrides: dict[str, Any] | None = None) -> ModelsResult:
-    """``assay run TASK --model A --model B`` (or ``--resume`` of such a run): a child
-    run per model, then the comparison table; exit 1 when a model's run failed."""
-    try:
-        with sigterm_as_interrupt():
-            if resume:
-                done = resume_models(store, resume, task=task, overrides=overrides,
-                                     quiet=quiet, echo=click.echo)
-            else:
-                done = start_models(store, task, models, task_options=task_options,
-                                    engine=engine_options, quiet=quiet, echo=click.echo,
-                                    on_created=lambda pid: click.echo(f"multi-model run {pid}"))
-    except KeyboardInterrupt:
-        click.echo(f"interrupted; finished runs are saved. Resume with: assay run {task} "
-                   "--resume <multi-model run id> (see 'assay list runs')", err=True)
-        raise SystemExit(130) from None
-    click.echo(f"multi-model run {done.run_id}: {task} on {len(done.children)} models")
-    for line in comparison_lines(done.summary):
-        click.echo(line)
-    for kind, path in done.reports.items():
-        click.echo(f"{kind}: {path}")
-    for model, why in done.failures.items():
-        click.echo(f"{model} failed: {why}", err=True)
-        hint = error_hint(why)
-        if hint:
-            click.echo(f"hint: {hint}", err=True)
-    if done.failures:
-        click.echo(f"nothing is lost: fix the cause, then assay run {task} --resume "
-                   f"{done.run_id}", err=True)
-        raise SystemExit(1)
-    return done
 
 
 def _given(ctx: Any, kwargs: dict[str, Any]) -> set[str]:

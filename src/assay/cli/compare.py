@@ -60,15 +60,11 @@ def compare(run_a: str, run_b: str, fail_if_worse: bool, alpha: float, score: st
             by: str | None, out: Path | None, as_json: bool, seed: int) -> None:
     """Compare run B with run A on the samples they share.
 
-    RUN_A and RUN_B are run ids or unique prefixes. Pass/fail scores get McNemar's exact test; continuous scores a paired bootstrap of
-    the mean difference. Samples that errored in either run are left out and counted.
-    Prints how B's configuration differs from A's, the verdict, per-category
-    differences with intervals and the samples that flipped each way (the first few
-    with both outputs); writes Markdown, HTML and JSON with every flipped sample's
-    two outputs side by side.
+    RUN_A and RUN_B are run ids or unique prefixes. Pass/fail scores get McNemar's exact
+    test, continuous ones a paired bootstrap; samples that errored in either run are left
+    out and counted. Prints the configuration's differences, the verdict, per-category
+    differences and the flipped samples; writes Markdown, HTML and JSON.
     """
-
-
     store = Store(readonly=True)
     try:
         result = compare_runs(store, run_a, run_b, score=score, by=by, alpha=alpha, seed=seed)
@@ -111,11 +107,9 @@ def history(task: str, model: str | None, alpha: float, score: str | None, limit
     """A task's primary metric over time, run by run, with intervals.
 
     Every run of TASK with its 95% interval; significant drops between a model's
-    consecutive runs are flagged. One configuration at a time (task options, template, scorer, model, generation
-    parameters, data: its fingerprint), the newest run's unless --fingerprint names
-    another; the others are listed with how they differ. --all mixes them.
+    consecutive runs are flagged. One configuration (its fingerprint) at a time, the
+    newest run's unless --fingerprint names another; --all mixes them.
     """
-
     store = Store(readonly=True)
     try:
         hist = task_history(store, task, model=model, score=score, alpha=alpha, limit=limit,

@@ -1,10 +1,8 @@
 """``assay datagen ...`` and ``assay review``: generated-data quality.
 
-Every model-driven step is an ordinary run (``RunSpec``) with the engine settings of
-``assay run`` and its defaults (``--max-connections``, ``--timeout``, ``--max-retries``,
-``--no-cache``, ``--rpm``); ``--delay SECONDS`` is kept for readers of the book and
-means ``--rpm 60/SECONDS``. ``assay datagen pipeline`` is a parent run whose steps are
-child runs, resumed with ``--resume ID``.
+Every model-driven step is an ordinary run with ``assay run``'s engine settings and
+defaults; ``--delay SECONDS`` (the book's spelling) means ``--rpm 60/SECONDS``.
+``assay datagen pipeline`` is a parent run whose steps are child runs (``--resume ID``).
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from assay.engine.runner import RunSpec
 from assay.errors import ConfigError
 from assay.pipelines.datagen import resume_pipeline, start_pipeline
 from assay.pipelines.parent import metrics_of, resume_step, run_step
-from assay.reports.render import fmt_value
+from assay.reports.render import fmt_value as _fmt
 from assay.review.page import ReviewPage
 from assay.store.sqlite import Store
 from assay.tasks.datagen.families import self_preference_warning
@@ -34,30 +32,20 @@ from assay.web.server import launch
 _DEFAULTS = {name: f.default for name, f in RunSpec.__dataclass_fields__.items()}
 
 
-def model_option(f):  # noqa: ANN001, ANN201
-    """--model: the generator."""
-    return click.option("--model", "-m", default="local", show_default=True,
-                        help="Generator model spec.")(f)
-
-
-def judge_option(f):  # noqa: ANN001, ANN201
-    """--judge-model, repeatable (a jury)."""
-    return click.option("--judge-model", multiple=True,
-                        help="Judge model spec; repeat for a jury (scores averaged, agreement "
-                        "reported). Use a different family than the generator.")(f)
-
-
-def judge_samples_option(f):  # noqa: ANN001, ANN201
-    """--judge-samples N: verdicts per judge (sampled, combined; agreement reported)."""
-    return click.option("--judge-samples", type=click.IntRange(1, 15), default=1,
-                        show_default=True, help="Verdicts asked per judge (more than one: "
-                        "sampled at temperature 0.7 and combined).")(f)
-
-
-def solver_option(f):  # noqa: ANN001, ANN201
-    """--solver-model, repeatable."""
-    return click.option("--solver-model", multiple=True,
-                        help="Solver model spec for answer verification; repeatable.")(f)
+model_option = click.option("--model", "-m", default="local", show_default=True,
+                            help="Generator model spec.")
+judge_option = click.option("--judge-model", multiple=True,
+                            help="Judge model spec; repeat for a jury (scores averaged, "
+                            "agreement reported). Use a different family than the generator.")
+judge_samples_option = click.option("--judge-samples", type=click.IntRange(1, 15), default=1,
+                                    show_default=True, help="Verdicts asked per judge (more "
+                                    "than one: sampled at temperature 0.7 and combined).")
+solver_option = click.option("--solver-model", multiple=True,
+                             help="Solver model spec for answer verification; repeatable.")
+delay_option = click.option("--delay", type=float, default=None,
+                            help="Seconds between call starts: the same as --rpm 60/SECONDS.")
+#: the problems file every datagen command but generate reads (its docstring says which)
+data_argument = click.argument("data", type=click.Path(path_type=Path))
 
 
 def engine_options(f):  # noqa: ANN001, ANN201
@@ -80,16 +68,6 @@ def engine_options(f):  # noqa: ANN001, ANN201
                         help="Endpoint for openai/ models (default $OPENAI_BASE_URL).")(f)
 
 
-def delay_option(f):  # noqa: ANN001, ANN201
-    """--delay SECONDS, the book's spelling of --rpm 60/SECONDS."""
-    return click.option("--delay", type=float, default=None,
-                        help="Seconds between call starts: the same as --rpm 60/SECONDS.")(f)
-
-
-#: the problems file every datagen command but generate reads (its docstring says which)
-data_argument = click.argument("data", type=click.Path(path_type=Path))
-
-
 def rpm_of(rpm: float | None, delay: float | None) -> float | None:
     """The engine's ``rpm`` from ``--rpm`` or the book's ``--delay SECONDS``."""
     check_number("--delay", delay, minimum=0)
@@ -100,32 +78,24 @@ def rpm_of(rpm: float | None, delay: float | None) -> float | None:
     return 60.0 / delay
 
 
-def engine_of(base_url: str | None, max_connections: int, timeout: float, max_retries: int,
-              no_cache: bool, rpm: float | None, seed: int | None = None) -> dict[str, Any]:
-    """The RunSpec settings of a step from the engine options (validated now)."""
-    settings = {"base_url": base_url, "max_connections": max_connections, "timeout": timeout,
-                "max_retries": max_retries, "cache": not no_cache, "rpm": rpm, "seed": seed}
+def engine_of(o: dict[str, Any], seed: int | None = None, delay: float | None = None
+              ) -> dict[str, Any]:
+    """The RunSpec settings of a step from its :func:`engine_options` (validated now)."""
+    settings = {"base_url": o["base_url"], "max_connections": o["max_connections"],
+                "timeout": o["timeout"], "max_retries": o["max_retries"],
+                "cache": not o["no_cache"], "rpm": rpm_of(o["rpm"], delay), "seed": seed}
     RunSpec(task="-", **settings)  # one-line errors for bad numbers, before any work
     return settings
 
 
-def _resume_overrides(ctx: click.Context, given: dict[str, Any], delay: float | None,
-                      rpm: float | None) -> dict[str, Any]:
-    """The engine settings a ``--resume`` changes (as ``assay run --resume``: the endpoint,
-    connections, timeouts, retries, cache and rate may change; what would change the
-    samples is refused with a one-line error)."""
+def _resume_overrides(ctx: click.Context, delay: float | None, rpm: float | None) -> dict[str, Any]:
+    """What a ``--resume`` changes, as ``assay run --resume`` (what would change the samples
+    is refused with a one-line error)."""
+    given = {k: v for k, v in ctx.params.items() if k not in ("out", "delay")}
     overrides: dict[str, Any] = resume_overrides(ctx, given)
     if delay:
         overrides["rpm"] = rpm
     return overrides
-
-
-def _store():  # noqa: ANN202
-    return Store()
-
-
-def _fmt(v) -> str:  # noqa: ANN001
-    return fmt_value(v)
 
 
 @click.command("generate")
@@ -144,23 +114,17 @@ def _fmt(v) -> str:  # noqa: ANN001
 @engine_options
 @click.pass_context
 def generate(ctx: click.Context, n: int, model: str, reference: str | None, out: Path,
-             seed: int, resume: str | None, delay: float | None, base_url: str | None,
-             max_connections: int, timeout: float, max_retries: int, no_cache: bool,
-             rpm: float | None, quiet: bool) -> None:
+             seed: int, resume: str | None, delay: float | None, quiet: bool,
+             **options: Any) -> None:
     """Generate AIME-style problems.
 
     Failures are recorded in the run, never written as problems.
     """
-    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
-                       rpm_of(rpm, delay), seed)
-    store = _store()
+    engine = engine_of(options, seed, delay)
+    store = Store()
     try:
         if resume:
-            overrides = _resume_overrides(ctx, {
-                "n": n, "model": model, "reference": reference, "seed": seed,
-                "base_url": base_url, "max_connections": max_connections, "timeout": timeout,
-                "max_retries": max_retries, "no_cache": no_cache, "rpm": rpm, "quiet": quiet,
-                "resume": resume}, delay, engine["rpm"])
+            overrides = _resume_overrides(ctx, delay, engine["rpm"])
             run_id = resume_step(store, resume, quiet=quiet, overrides=overrides)
         else:
             run_id = run_step(store, "datagen_generate", model,
@@ -188,22 +152,20 @@ def _generator_of(data: Path) -> str | None:
               help="The model that generated the data (default: from its provenance).")
 @engine_options
 def judge(data: Path, judge_model: tuple[str, ...], judge_samples: int, rubric: str | None,
-          generator_model: str | None, base_url: str | None, max_connections: int,
-          timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
-          quiet: bool) -> None:
+          generator_model: str | None, quiet: bool, **options: Any) -> None:
     """Rubric-judge problems on four anchored 1-5 dimensions.
 
     An invalid verdict never scores.
 
     DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it.
     """
-    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
+    engine = engine_of(options)
     judges = list(judge_model) or ["local"]
     generator_model = generator_model or _generator_of(data)
     warning = self_preference_warning(generator_model, judges)
     if warning:
         click.echo(f"warning: {warning}", err=True)
-    store = _store()
+    store = Store()
     try:
         run_ids = [run_step(store, "datagen_judge", jm,
                             {"data": str(data), "rubric": rubric,
@@ -234,25 +196,22 @@ def judge(data: Path, judge_model: tuple[str, ...], judge_samples: int, rubric: 
 @click.option("--n-comparisons", type=int, default=None, help="Pairs to judge.")
 @engine_options
 def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], judge_samples: int,
-            seed: int,
-            n_comparisons: int | None, base_url: str | None, max_connections: int,
-            timeout: float, max_retries: int, no_cache: bool, rpm: float | None,
-            quiet: bool) -> None:
+            seed: int, n_comparisons: int | None, quiet: bool, **options: Any) -> None:
     """Pairwise win rate against real problems, judged in both orders.
 
     A jury when --judge-model is repeated: every judge votes on every order.
 
     DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it.
     """
-    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm, seed)
+    engine = engine_of(options, seed)
     judges = list(judge_model) or ["local"]
-    store = _store()
+    store = Store()
     try:  # the run's model is the first judge; the judges are the task's jury
         rid = run_step(store, "datagen_winrate", judges[0],
                        {"data": str(data), "reference": str(reference), "seed": seed,
                         "n_comparisons": n_comparisons, "judge_model": judges,
                         # every model named here is served at --base-url
-                        "judge_base_url": base_url, "judge_samples": judge_samples},
+                        "judge_base_url": options["base_url"], "judge_samples": judge_samples},
                        engine=engine, quiet=quiet)
         m = metrics_of(store, rid)
     finally:
@@ -264,12 +223,10 @@ def winrate(data: Path, reference: Path, judge_model: tuple[str, ...], judge_sam
 @click.command("verify")
 @data_argument
 @solver_option
-@click.option("--reference", default=None,
-              help="Also flag near-duplicates of this reference set.")
+@click.option("--reference", default=None, help="Also flag near-duplicates of this reference set.")
 @engine_options
-def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
-           base_url: str | None, max_connections: int, timeout: float, max_retries: int,
-           no_cache: bool, rpm: float | None, quiet: bool) -> None:
+def verify(data: Path, solver_model: tuple[str, ...], reference: str | None, quiet: bool,
+           **options: Any) -> None:
     """Check each problem's stated answer by solving it (math-verify).
 
     Solver models (--solver-model) solve each problem; math-verify compares their
@@ -277,9 +234,9 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
 
     DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it.
     """
-    engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache, rpm)
+    engine = engine_of(options)
     solvers = list(solver_model) or ["local"]
-    store = _store()
+    store = Store()
     try:
         run_ids = [run_step(store, "datagen_verify", sm, {"data": str(data)}, engine=engine,
                             quiet=quiet) for sm in solvers]
@@ -318,37 +275,27 @@ def verify(data: Path, solver_model: tuple[str, ...], reference: str | None,
 @click.pass_context
 def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...],
              solver_model: tuple[str, ...], reference: str | None, rubric: str | None,
-             seed: int, resume: str | None, delay: float | None, base_url: str | None,
-             max_connections: int, timeout: float, max_retries: int, no_cache: bool,
-             rpm: float | None, quiet: bool) -> None:
+             seed: int, resume: str | None, delay: float | None, quiet: bool,
+             **options: Any) -> None:
     """Generate, judge, compare and verify, with one report.
-
-    Problems are generated, judged on the rubric, compared with real problems (win rate)
-    and their answers verified; one comprehensive report covers every step.
 
     The pipeline is a run in the store and each step a run of its own (its child);
     after Ctrl-C or a crash, --resume ID continues it.
     """
-    rpm = rpm_of(rpm, delay)
-    store = _store()
+    rpm = rpm_of(options["rpm"], delay)
+    store = Store()
     started: list[str] = [resume] if resume else []
     try:
         with sigterm_as_interrupt():
             if resume:
-                overrides = _resume_overrides(ctx, {
-                    "n": n, "model": model, "judge_model": judge_model,
-                    "solver_model": solver_model, "reference": reference, "rubric": rubric,
-                    "seed": seed, "base_url": base_url, "max_connections": max_connections,
-                    "timeout": timeout, "max_retries": max_retries, "no_cache": no_cache,
-                    "rpm": rpm, "quiet": quiet, "resume": resume}, delay, rpm)
+                overrides = _resume_overrides(ctx, delay, rpm)
                 record = resume_pipeline(store, resume, overrides=overrides, quiet=quiet)
             else:
                 judges = list(judge_model) or ["local"]
                 warning = self_preference_warning(model, judges)
                 if warning:
                     click.echo(f"warning: {warning}", err=True)
-                engine = engine_of(base_url, max_connections, timeout, max_retries, no_cache,
-                                   rpm, seed)
+                engine = engine_of(options, seed, delay)
                 record = start_pipeline(store, model=model, engine=engine, quiet=quiet, n=n,
                                         judge_models=judges, solver_models=list(solver_model),
                                         reference=reference, rubric=rubric, seed=seed,
@@ -374,8 +321,7 @@ def pipeline(ctx: click.Context, n: int, model: str, judge_model: tuple[str, ...
 @click.option("--reviewer", default=None, help="Your reviewer name.")
 @click.option("--port", type=int, default=0, show_default=True,
               help="Port on 127.0.0.1 (0: any free port).")
-@click.option("--judge-scores", default=None,
-              help="JSON of judge scores to show beside each item.")
+@click.option("--judge-scores", default=None, help="JSON of judge scores to show beside each item.")
 @click.option("--blind/--no-blind", default=False, help="Hide judge scores until you submit.")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser.")
 def review(data: Path, reviewer: str | None, port: int, judge_scores: str | None, blind: bool,
@@ -386,7 +332,7 @@ def review(data: Path, reviewer: str | None, port: int, judge_scores: str | None
 
     DATA: a problems file, JSON or JSONL, as 'assay datagen generate' writes it; the
     reviews are kept in the workspace store and exported beside it (for problems.jsonl:
-    problems_verifications.json). Bad data, a port in use and the like are one-line errors (exit 2).
+    problems_verifications.json).
     """
     if not data.is_file():
         raise ConfigError(f"problems file not found: {data}")

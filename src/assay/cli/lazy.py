@@ -1,14 +1,8 @@
 """Command groups whose commands load on first use, so ``assay --help`` imports no command.
 
-Each lazy command is named with where it lives and its one-line help (the help listing
-shows that line without importing the command; ``tests/cli/test_lazy_help.py`` checks that
-it matches the command's own). A command module is imported when its command runs or
-shows its own ``--help``, and imports what it needs at its top.
-
-A group's help lists one line per command, cut to the terminal's width, and ends by
-pointing at a command's own ``--help``; a command name it does not know is answered with
-the nearest names, or with the group that has it (``assay datagen review`` names
-``assay review``).
+Each lazy command is named with where it lives and its one-line help, shown without
+importing it (``tests/cli/test_lazy_help.py`` checks it matches the command's own). An
+unknown command name is answered with the nearest names, or with the group that has it.
 """
 
 from __future__ import annotations
@@ -29,10 +23,8 @@ _WIDEST = 160
 
 
 class LazyGroup(click.Group):
-    """A group whose commands live in other modules, imported when first asked for.
-
-    ``lazy`` maps a command name to ``("module:attribute", "its one-line help")``.
-    """
+    """A group whose commands live in other modules, imported when first asked for
+    (``lazy``: a command name -> ``("module:attribute", "its one-line help")``)."""
 
     def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None,
                  **kwargs: Any) -> None:
@@ -92,8 +84,7 @@ class LazyGroup(click.Group):
 
 
 def one_line(text: str, limit: int) -> str:
-    """A help text's first sentence on one line, cut at a word to ``limit`` characters
-    (``...`` marks the cut)."""
+    """A help text's first sentence on one line, cut at a word to ``limit`` (``...``)."""
     words = text.split("\n\n")[0].split()
     if words and words[0] == "\b":  # click's no-rewrap marker
         words = words[1:]
@@ -113,8 +104,7 @@ def one_line(text: str, limit: int) -> str:
 
 def command_paths(root: click.Group, root_name: str) -> dict[str, list[str]]:
     """Every command name under ``root`` (one level of sub-groups, no lazy import) with
-    the full command lines that reach it, such as ``{"score": ["assay score", "assay bfcl
-    score", ...]}``."""
+    the command lines that reach it (``{"score": ["assay score", "assay bfcl score"]}``)."""
     found: dict[str, list[str]] = {}
     top = root.known_names() if isinstance(root, LazyGroup) else sorted(root.commands)
     for name in top:
@@ -127,8 +117,7 @@ def command_paths(root: click.Group, root_name: str) -> dict[str, list[str]]:
 
 
 def unknown_command_message(ctx: click.Context, group: click.Group, name: str) -> str:
-    """One line for a command ``group`` lacks: where else it lives, else the nearest names,
-    and the group's commands when they are few."""
+    """One line for a command ``group`` lacks: where else it lives, else the nearest names."""
     names = group.known_names() if isinstance(group, LazyGroup) else group.list_commands(ctx)
     message = f"no command {name!r} in '{ctx.command_path}'"
     root = ctx.find_root()

@@ -26,11 +26,6 @@ from assay.tasks.registry import available, declared_in, plannable_tasks, resolv
 _RUN_COLUMNS = ("run", "task / model", "status", "n", "err", "headline")
 
 
-def _headline(run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """A listed run's headline, as stored when it ended (``None``: none, or a parent)."""
-    return run.get("headline_entry")
-
-
 def _short_value(value: Any) -> str:
     if not isinstance(value, (int, float)):
         return str(value)
@@ -50,7 +45,7 @@ def _task_and_models(run: dict[str, Any]) -> str:
 
 
 def _run_json(run: dict[str, Any]) -> dict[str, Any]:
-    head = _headline(run)
+    head = run.get("headline_entry")  # as stored when it ended (None: none, or a parent)
     return {"id": run["id"], "task": run["task"], "model": run["model"].get("model"),
             "status": run["status"], "samples": run["samples"], "errors": run["errors"],
             "resumable": bool(run["resumable"]), "created_at": run["created_at"],
@@ -100,8 +95,7 @@ def list_runs(limit: int, as_json: bool, as_jsonl: bool) -> None:
 
 
 def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
-    """The runs as a table ``width`` columns wide (80 fits): ids whole (the id is the
-    creation time), the task over its model, long names wrapped rather than cut."""
+    """The runs as a table ``width`` columns wide (80 fits); long names wrap, never cut."""
     table = Table(*_RUN_COLUMNS, box=None, pad_edge=False, show_edge=False, width=width,
                   header_style="bold")
     for col in table.columns:
@@ -113,7 +107,7 @@ def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
     table.columns[1].ratio, table.columns[5].ratio = 1, 1
     table.columns[1].min_width, table.columns[5].min_width = 8, 15  # choice_accuracy
     for r in runs:
-        head = _headline(r)
+        head = r.get("headline_entry")
         parent = r["kind"] != "task"
         table.add_row(
             r["id"], _task_and_models(r),
@@ -124,8 +118,7 @@ def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
 
 
 #: how a status is shown on a terminal (nothing on a pipe: rich drops colour there)
-_STATUS_STYLE = {"failed": "red", "interrupted": "yellow", "running": "cyan",
-                 "finished": "green"}
+_STATUS_STYLE = {"failed": "red", "interrupted": "yellow", "running": "cyan", "finished": "green"}
 
 
 def _resume_hints(runs: list[dict[str, Any]]) -> None:
@@ -165,7 +158,6 @@ def list_tasks(files: tuple[str, ...], category: str | None, capability: str | N
                 ref = resolve(f)
                 rows.append((ref.ref, f"file {f}", ref.description))
                 continue
-
             for name in declared_in(f):
                 ref = resolve(f"{f}@{name}")
                 rows.append((f"{f}@{name}", "file", ref.description))
@@ -204,8 +196,7 @@ def _declared(info: Any) -> str:
 
 
 def measured_by(capability: str) -> list[tuple[str, Measure, str]]:
-    """``(task, its measure, readiness)`` of every catalogue entry and plannable task that
-    measures ``capability``: canonical first, then supporting, then niche; by name within."""
+    """``(task, its measure, readiness)`` of every task measuring ``capability``, by standing."""
     found = [(e.name, m, e.readiness.status) for e in all_entries().values()
              for m in e.measures if m.capability == capability]
     found += [(n, m, "ready") for n, listed in plannable_tasks().items()
@@ -214,7 +205,6 @@ def measured_by(capability: str) -> list[tuple[str, Measure, str]]:
 
 
 def _list_capability(capability: str, as_json: bool) -> None:
-    """Every task that measures ``capability``: canonical first, then supporting, niche."""
     if capability not in CAPABILITIES:
         close = difflib.get_close_matches(capability, list(CAPABILITIES), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -236,8 +226,7 @@ def _list_capability(capability: str, as_json: bool) -> None:
 
 
 def _cached_state(entry: Any) -> bool | str:
-    """Whether an entry's data is cached; ``"changed"`` when the cache no longer holds
-    what was pulled (running it says how to pull it again)."""
+    """Whether an entry's data is cached (``"changed"``: no longer as pulled)."""
     try:
         return cached(entry) is not None
     except DatasetError:

@@ -1,11 +1,9 @@
 """The ``assay`` command line (click; ``rich`` for tables).
 
-User errors (:class:`AssayError`) print one line and exit with status 2;
-``--debug`` shows the traceback instead. A usage error (an unknown command or option, a
-missing or extra argument) prints the command's short usage line and then that one
-``error:`` line; a bad option value, or a task file's error, is the one line alone. A group given no command
-(``assay``, ``assay run``, ``assay list``) prints its help to stdout and exits with status
-2, as click does for a group's missing command.
+A user error (:class:`AssayError`) prints one line and exits 2 (``--debug``: the
+traceback); a usage error prints the short usage, then that ``error:`` line (a bad value
+or a task file's error: the line alone). A group given no command prints its help to
+stdout and exits 2, as click does.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ USAGE_EXIT = 2
 
 
 def usage_error_lines(e: click.UsageError) -> list[str]:
-    """What a usage error prints: the short usage (for errors of shape, not of a value)
-    and one ``error:`` line pointing at the command's ``--help``."""
+    """The short usage (for errors of shape, not of a value), then one ``error:`` line."""
     where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
     message = scrub(" ".join(e.format_message().split()))
     lines = [f"error: {message}{where}"]

@@ -12,7 +12,7 @@ from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resum
 from assay.errors import ConfigError
 from assay.pipelines.plan import resume_plan, start_plan
 from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
-from assay.plan.schema import read_plan
+from assay.plan.schema import is_plan_file, read_plan  # noqa: F401 - assay run asks it
 from assay.reports.render import fmt_value
 from assay.store.sqlite import Store
 
@@ -104,8 +104,7 @@ def plan_command(path: str) -> click.Command:
                 done = resume_plan(store, kwargs["resume"], path=path, overrides=overrides,
                                    quiet=kwargs["quiet"], echo=click.echo)
             else:
-                eng = {k: kwargs[k] for k in SHARED_NAMES
-                       if k not in ("resume", "quiet", "model")}
+                eng = {k: kwargs[k] for k in SHARED_NAMES if k not in ("resume", "quiet", "model")}
                 eng["param"] = list(eng["param"] or ())
                 settings = engine_options(**eng)
                 done = start_plan(store, path, model=kwargs["model"] if given_model else None,

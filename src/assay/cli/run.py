@@ -8,6 +8,7 @@ engine flag (``--seed``, say) are given with ``-T`` only.
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -23,9 +24,7 @@ from assay.cli.common import (
     resume_overrides,
 )
 from assay.cli.lazy import LazyGroup
-from assay.cli.plan import plan_command
 from assay.errors import ConfigError
-from assay.plan.schema import is_plan_file
 from assay.tasks.options import field_kind, parse_assignments
 from assay.tasks.registry import available, resolve
 
@@ -162,8 +161,10 @@ class TaskGroup(LazyGroup):
         return list(available())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if is_plan_file(cmd_name):
-            return plan_command(cmd_name)
+        if cmd_name.endswith((".yaml", ".yml")):  # a plan file: its command loads lazily
+            plans = importlib.import_module("assay.cli.plan")
+            if plans.is_plan_file(cmd_name):
+                return plans.plan_command(cmd_name)
         try:
             return task_command(cmd_name)
         except ConfigError as e:

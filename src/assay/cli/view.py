@@ -15,10 +15,7 @@ def view(port: int, no_browser: bool) -> None:
     """Browse runs, metrics and transcripts in a local web page.
 
     Serves the workspace store (./assay-runs/assay.db, or $ASSAY_HOME/assay.db) on
-    127.0.0.1 only, read-only: nothing you do in the page changes the store, so it is
-    safe to open while runs are going (a running run's page updates itself). Pages:
-    the runs list with filters, a run's metrics with intervals and its samples (filter
-    by verdict, category, score or id), one sample's full transcript, and the paired
-    comparison of two runs. Ctrl-C stops the server.
+    127.0.0.1 only, read-only, so it is safe while runs are going: runs, a run's metrics
+    and samples, one sample's transcript, the paired comparison of two runs. Ctrl-C stops.
     """
     launch(port=port, open_browser=not no_browser, echo=click.echo)

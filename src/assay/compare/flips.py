@@ -1,9 +1,5 @@
-"""The two outputs of every sample that flipped between two runs (fixed or broken by B),
-with its target: what ``assay compare`` shows side by side.
-
-Read from the store (the first stored epoch of each sample in each run), never from a
-task's code. Tool calls stand in for the text where a reply had none (BFCL).
-"""
+"""Both outputs and the target of every sample that flipped between two runs (the first
+stored epoch of each), read from the store; tool calls stand in for an empty reply."""
 
 from __future__ import annotations
 
@@ -18,7 +14,6 @@ __all__ = ["attach_outputs", "as_text"]
 
 
 def as_text(value: Any) -> str:
-    """A target or an output as text: strings as they are, anything else as JSON."""
     if value is None:
         return ""
     if isinstance(value, str):

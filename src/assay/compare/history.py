@@ -1,18 +1,9 @@
 """A task's primary metric over time (``assay history TASK``), with drops flagged.
 
-Every run of the task (optionally of one model) in the store, oldest first, with its
-headline metric and interval as stored with the run (never from the task's code).
-Runs are grouped by their configuration fingerprint (:mod:`assay.store.fingerprint`):
-one series per configuration, so runs scored by another scorer, with another template,
-temperature or data, or re-scored by ``assay score``, are never drawn as one line. The
-history shows one configuration (the newest run's, or the one ``fingerprint`` names)
-and lists the others with their run counts and how they differ; ``mix`` shows them all,
-each point marked with its fingerprint. Within each series, each run is tested against
-the one before it: paired on their shared samples (McNemar or the
-paired bootstrap, as ``assay compare`` does), or, when they share none, Fisher's exact
-test on the two pass counts. A significant decrease is a drop. Only finished runs are
-tested; a partial run is shown and marked.
-"""
+Runs are grouped by configuration fingerprint (:mod:`assay.store.fingerprint`) into series,
+so runs with another scorer, template, temperature or data are never one line. Each finished
+run is tested against the previous one of its series: paired on shared samples (as ``assay
+compare``), else Fisher's exact test on the pass counts; a significant decrease is a drop."""
 
 from __future__ import annotations
 
@@ -24,18 +15,11 @@ from assay.compare.runs import compare_runs, model_name
 from assay.errors import ConfigError
 from assay.store.described import run_headline
 from assay.store.fingerprint import differences, differences_text
-from assay.tasks.gallery.entry import find_entry
 
 if TYPE_CHECKING:
     from assay.store.sqlite import Store
 
 __all__ = ["task_history"]
-
-
-def _headline(run: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The run's headline as stored when it ended (else its stored metrics' first rate);
-    never from the task's code, so a run of a deleted task file is in its history."""
-    return run_headline(run)
 
 
 def _unpaired(prev: dict[str, Any], cur: dict[str, Any], alpha: float) -> dict[str, Any] | None:
@@ -66,8 +50,7 @@ def _change(store: Store, prev: dict[str, Any], cur: dict[str, Any], score: str 
 
 
 def _configurations(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{fingerprint: {"fingerprint", "runs", "newest", "model", "parts"}}``, in the
-    order their first runs were made."""
+    """``{fingerprint: {fingerprint, runs, newest, model, parts}}`` in first-run order."""
     out: dict[str, dict[str, Any]] = {}
     for run in runs:
         fp = run["config"]["fingerprint"]
@@ -94,24 +77,19 @@ def task_history(store: Store, task: str, *, model: str | None = None,
                  score: str | None = None, alpha: float = 0.05,
                  limit: int | None = None, fingerprint: str | None = None,
                  mix: bool = False) -> dict[str, Any]:
-    """Every run of ``task`` (of ``model``: an exact name, else a substring) of one
-    configuration, oldest first, with its headline metric, and each change from the
-    previous finished run of that configuration.
-
-    ``fingerprint``: the configuration shown (a unique prefix; default: the newest
-    run's). ``mix``: every configuration, each a series of its own. The others are
-    listed under ``configurations`` with their run counts and differences.
-    """
+    """Every run of ``task`` (``model``: exact, else a substring) oldest first, with its
+    headline and change from the previous finished run of its configuration: the ``fingerprint``
+    given (a unique prefix) or the newest run's, or, with ``mix``, each as a series."""
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
     if mix and fingerprint:
         raise ConfigError("give --fingerprint F (one configuration) or --all (every one), "
                           "not both")
     runs = [store.get_run(rid) for rid in store.runs_of(task)]
-    if not runs:  # a catalogue alias (mt_bench) names the entry its runs are stored under
-        entry = find_entry(task)
-        if entry is not None and entry.name != task:
-            runs = [store.get_run(rid) for rid in store.runs_of(entry.name)]
+    if not runs:  # a catalogue alias (mt_bench): the task of the runs started by it
+        named = [t for t in store.tasks() if any(
+            store.get_run(rid)["spec"].get("task") == task for rid in store.runs_of(t))]
+        runs = [store.get_run(rid) for t in named[:1] for rid in store.runs_of(t)]
     if not runs:
         known = store.tasks()
         raise ConfigError(f"no runs of task {task!r} in {store.path}; tasks with runs: "
@@ -136,7 +114,7 @@ def task_history(store: Store, task: str, *, model: str | None = None,
     points: list[dict[str, Any]] = []
     last: dict[str, dict[str, Any]] = {}
     for run in runs:
-        head = _headline(run)
+        head = run_headline(run)  # as stored: a deleted task file's runs are here too
         point = {"id": run["id"], "model": model_name(run), "status": run["status"],
                  "fingerprint": run["config"]["fingerprint"],
                  "created_at": run["created_at"],

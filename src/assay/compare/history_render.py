@@ -1,13 +1,13 @@
-"""A task's history as text: terminal lines, ``history.md``, ``history.html`` (an inline SVG
-chart of the metric with its intervals, drops in red) and ``history.json``."""
+"""A task's history as terminal lines, ``history.md``, ``history.html`` (an SVG chart,
+drops in red) and ``history.json``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from assay.compare.render import fmt_p, write_page_set
 from assay.metrics.format import fmt_rate
+from assay.reports.pages import fmt_p, write_pages
 from assay.store.fingerprint import data_label
 
 __all__ = ["configuration_lines", "history_lines", "history_svg", "write_history"]
@@ -33,7 +33,7 @@ def _change_text(point: dict[str, Any]) -> str:
 
 
 def _summary(parts: dict[str, Any]) -> str:
-    """``qa · openai/x · scorer exact · data 6d4b23ea6676``: a configuration in brief."""
+    """``qa · openai/x · scorer exact · data 6d4b23ea6676``."""
     bits = [str(parts.get("task")), str(parts.get("model"))]
     scorer = (parts.get("scorer") or {}).get("scorer")
     if scorer:
@@ -90,8 +90,7 @@ def history_lines(hist: dict[str, Any]) -> list[str]:
 
 
 def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> Any:
-    """The chart: one point per run with its interval bar, one line per configuration
-    (labelled by its fingerprint and model); drops red."""
+    """One point per run with its interval, a line per configuration; drops red."""
     from markupsafe import Markup, escape  # startup
 
     pts = [p for p in hist["points"] if p["metric"] and p["metric"].get("value") is not None]
@@ -144,9 +143,8 @@ def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> An
 
 
 def write_history(hist: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Write ``history.md``, ``history.html`` and ``history.json`` into ``out_dir``."""
     rows = [{**p, "value_text": _value(p), "change_text": _change_text(p)}
             for p in hist["points"]]
     ctx = {"h": hist, "rows": rows, "chart": history_svg(hist),
            "config_lines": configuration_lines(hist)}
-    return write_page_set(out_dir, "history", ctx, hist)
+    return write_pages(out_dir, "history", ctx, data=hist)

@@ -1,17 +1,10 @@
 """Paired statistics for two runs scored on the same samples.
 
-- Pass/fail scores: McNemar's exact test, which is the two-sided binomial test of the
-  discordant pairs (B fixed ``c``, B broke ``b``) against p = 1/2 (``scipy.stats.binomtest``),
-  and Newcombe's hybrid score interval for the paired difference of proportions
-  (Newcombe 1998, method 10), built from the two Wilson intervals and the pairs'
-  correlation. Both use every shared sample; neither needs a normal approximation.
-- Continuous scores (judge scores, F1, epochs averaged): a paired bootstrap of the mean
-  difference. The interval is the percentile interval; the p-value is the share of
-  resamples of the centred differences whose mean is at least as far from 0 as the
-  observed one (the bootstrap under the null of no difference). Seeded: a report is
-  reproducible.
-- Many categories: Holm's step-down adjustment of their p-values.
-"""
+- Pass/fail: McNemar's exact test (binomial on the discordant pairs) and Newcombe's hybrid
+  score interval of the paired difference (Newcombe 1998, method 10).
+- Continuous: a seeded paired bootstrap of the mean difference (percentile interval;
+  p from the resamples of the centred differences).
+- Many categories: Holm's step-down adjustment."""
 
 from __future__ import annotations
 
@@ -37,11 +30,8 @@ def mcnemar_exact(broken: int, fixed: int) -> float:
 
 def newcombe_paired_interval(both: int, a_only: int, b_only: int, neither: int,
                              confidence: float = 0.95) -> tuple[float, float] | None:
-    """Interval for ``rate(B) - rate(A)`` on paired pass/fail outcomes (Newcombe, method 10).
-
-    ``both``: both passed; ``a_only``: only A passed; ``b_only``: only B passed;
-    ``neither``: both failed.
-    """
+    """Interval of ``rate(B) - rate(A)`` from the counts: both passed,
+    only A, only B, neither."""
     n = both + a_only + b_only + neither
     if n == 0:
         return None

@@ -1,15 +1,9 @@
-"""Compare two stored runs on the samples they share (``assay compare``, the viewer's page).
+"""Compare two stored runs on their shared samples (``assay compare``, the viewer's page).
 
-Per sample, the compared score is the mean of its scored epochs; a sample that errored
-(or went unscored) in either run is left out of the test and counted as ``excluded``,
-never as a failure. Pass/fail scores (every value 0 or 1) get McNemar's exact test;
-anything else a paired bootstrap (see :mod:`assay.compare.paired`). Differences in task,
-data hash or scorer between the runs are one warning line; only shared sample ids are
-compared either way. The result says first how B's configuration differs from A's
-(:mod:`assay.store.fingerprint`: options, template, scorer, model, generation
-parameters, data hash), and gives every flipped sample its target and both outputs
-(:mod:`assay.compare.flips`).
-"""
+A sample's score is the mean of its scored epochs; one errored or unscored in either run is
+``excluded``, never a failure. Pass/fail scores get McNemar's exact test, others a paired
+bootstrap. Task, data or scorer differences are a warning; the configuration change is
+said first (:mod:`assay.store.fingerprint`)."""
 
 from __future__ import annotations
 
@@ -51,7 +45,6 @@ class RunScores:
         self.score: str | None = score
 
     def info(self) -> dict[str, Any]:
-        """What the comparison shows about this run."""
         r = self.run
         return {"id": r["id"], "task": r["task"], "model": model_name(r),
                 "created_at": r["created_at"],
@@ -63,8 +56,7 @@ class RunScores:
 
 
 def headline_text(run: dict[str, Any]) -> str | None:
-    """``accuracy 0.650 [0.433, 0.819] (13/20)``: the run's headline as stored when it
-    ended (else its stored metrics' first rate); ``None`` when it has none."""
+    """``accuracy 0.650 [0.433, 0.819] (13/20)`` from the stored headline; None without."""
     head = run_headline(run)
     return f"{head[0]} {fmt_rate(head[1])}" if head else None
 
@@ -81,15 +73,14 @@ def data_hash(run: dict[str, Any]) -> str | None:
 
 
 def configuration_change(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """How run record ``b``'s configuration differs from ``a``'s: both fingerprints,
-    the differences (``[{"name", "a", "b"}]``) and them in one line."""
+    """Both fingerprints and how ``b``'s configuration differs from ``a``'s."""
     diffs = differences(a["config"]["parts"], b["config"]["parts"])
     return {"a": a["config"]["fingerprint"], "b": b["config"]["fingerprint"],
             "same": not diffs, "differences": diffs, "text": differences_text(diffs)}
 
 
 def load_scores(store: Store, run_id: str, score: str | None = None) -> RunScores:
-    """A run's per-sample values of ``score`` (the primary, i.e. first, score when ``None``)."""
+    """Per-sample values of ``score`` (``None``: the primary, i.e. first, score)."""
     run = store.get_run(run_id)
     out = RunScores(run, score)
     per: dict[str, list[float]] = defaultdict(list)
@@ -160,15 +151,9 @@ def _category_field(by: str | None, metas: list[dict[str, Any]]) -> str | None:
 def compare_runs(store: Store, a: str, b: str, *, score: str | None = None,
                  by: str | None = None, alpha: float = 0.05, resamples: int = 10000,
                  seed: int = 0, outputs: bool = True) -> dict[str, Any]:
-    """The paired comparison of run ``b`` against run ``a``, JSON-ready.
-
-    ``score``: the score to compare (default: each run's primary, its first score).
-    ``by``: the metadata field for per-category rows (default: the first of
-    :data:`CATEGORY_FIELDS` that splits the samples). ``alpha``: the significance level
-    (the intervals are ``1 - alpha``). ``outputs``: give every flipped sample its
-    target and both runs' outputs (:mod:`assay.compare.flips`). Raises :class:`ConfigError` when the runs share
-    no scored sample.
-    """
+    """The paired comparison of run ``b`` against ``a``, JSON-ready; ``by``: the
+    category field (default: the first of CATEGORY_FIELDS that splits the samples); ``outputs``:
+    give flips both outputs. A ConfigError when they share no scored sample."""
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha must be between 0 and 1, not {alpha}")
     ra, rb = load_scores(store, a, score), load_scores(store, b, score)

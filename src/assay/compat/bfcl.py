@@ -1,18 +1,6 @@
-"""The book's BFCL classes: ``BFCLDataset``, ``BFCLEvaluator``, ``BFCLEvaluationTool``.
-
-Same names, arguments and result keys as HelloAgents chapter 12; the verdicts are
-the official checker's and every run lands in the workspace store::
-
-    from assay.compat import BFCLEvaluator
-
-    evaluator = BFCLEvaluator(category="simple_python")
-    results = evaluator.evaluate(make_agent, max_samples=20)
-    evaluator.export_to_bfcl_format(results, "result/BFCL_v4_simple_python_result.json")
-
-``agent`` is a factory (called once per sample), an agent object with
-``run(prompt) -> str`` (deep-copied per sample), or a model spec string such as
-``"local"``, ``"openai/gpt-4o"`` or ``"python/my_agent:make"``.
-"""
+"""The book's BFCL classes: ``BFCLDataset``, ``BFCLEvaluator``, ``BFCLEvaluationTool``, with
+HelloAgents chapter 12's names, arguments and result keys; the verdicts are the official
+checker's and every run lands in the workspace store."""
 
 from __future__ import annotations
 
@@ -21,10 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.compat.runs import agent_name, run_metrics, run_task
+from assay.compat.runs import agent_name, evaluate, run_metrics, write_run_reports
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.errors import ConfigError
-from assay.reports.render import write_reports
 from assay.store.sqlite import Store
 from assay.tasks.bfcl.categories import SINGLE_TURN, expand, result_group
 from assay.tasks.bfcl.data import load_category, locate
@@ -32,11 +19,8 @@ from assay.tasks.bfcl.official import run_official
 
 
 class BFCLDataset:
-    """The book's dataset API over the official data.
-
-    ``BFCLDataset(bfcl_data_dir=..., category="simple_python").load()`` returns the
-    entries with ``ground_truth`` merged in; ``.ground_truth`` maps id to answer.
-    """
+    """``BFCLDataset(bfcl_data_dir=..., category=...).load()``: the entries with
+    ``ground_truth`` merged in; ``.ground_truth`` maps id to answer."""
 
     def __init__(self, bfcl_data_dir: str | Path | None = None,
                  category: str | None = "simple_python") -> None:
@@ -72,7 +56,6 @@ class BFCLDataset:
         return self.ground_truth.get(sample_id, [])
 
     def get_sample(self, index: int) -> dict[str, Any]:
-        """Entry by position."""
         self._ensure()
         return self.data[index]
 
@@ -95,12 +78,8 @@ def check_evaluation_mode(mode: str) -> str:
 
 
 class BFCLEvaluator:
-    """``BFCLEvaluator(dataset=..., category=..., evaluation_mode="ast")``.
-
-    ``mode`` chooses how the agent is driven (``"prompt"`` for text agents, the
-    book's setting; ``"fc"`` for native tool calls with model specs).
-    ``evaluation_mode="execution"`` is refused until it exists.
-    """
+    """``BFCLEvaluator(dataset=..., category=..., evaluation_mode="ast")``; ``mode`` drives the
+    agent (``"prompt"``, the book's, for text agents; ``"fc"`` for native tool calls)."""
 
     def __init__(self, dataset: BFCLDataset | None = None, category: str | None = None,
                  evaluation_mode: str = "ast", local_data_dir: str | None = None,
@@ -115,21 +94,9 @@ class BFCLEvaluator:
 
     def evaluate(self, agent: Any, max_samples: int | None = None,
                  resume: str | None = None) -> dict[str, Any]:
-        """Run the agent; returns the book's result dict (official verdicts).
-
-        ``resume`` continues an interrupted run (by id) with this agent.
-        """
-        store = self.store or Store()
-        try:
-            run_id, elapsed = run_task(
-                "bfcl", {"category": self.category, "mode": self.mode,
-                         "bfcl_data_dir": self.data_dir}, agent, store,
-                limit=max_samples, resume=resume)
-            self.last_run_id = run_id
-            return self._book_results(store, run_id, agent, elapsed)
-        finally:
-            if self.store is None:
-                store.close()
+        """Run the agent; the book's result dict (official verdicts); ``resume``: a run id."""
+        options = {"category": self.category, "mode": self.mode, "bfcl_data_dir": self.data_dir}
+        return evaluate(self, "bfcl", options, agent, max_samples, resume)
 
     def _book_results(self, store: Store, run_id: str, agent: Any, elapsed: float
                       ) -> dict[str, Any]:
@@ -179,9 +146,8 @@ class BFCLEvaluator:
 
 
 class BFCLEvaluationTool:
-    """``BFCLEvaluationTool().run(agent=..., category=..., max_samples=..., run_official_eval=...,
-    model_name=...)`` returning ``overall_accuracy``, ``correct_samples``, ``total_samples``
-    and ``category_metrics``, with result files and a report written like the book's."""
+    """``BFCLEvaluationTool().run(agent=..., category=..., max_samples=...)``: the book's result
+    keys, with official result files and a report written like the book's."""
 
     def __init__(self, bfcl_data_dir: str | None = None, project_root: str | None = None) -> None:
         self.bfcl_data_dir = bfcl_data_dir
@@ -190,7 +156,7 @@ class BFCLEvaluationTool:
     def run(self, agent: Any, category: str = "simple_python", max_samples: int | None = 5,
             run_official_eval: bool = False, model_name: str | None = None,
             mode: str = "prompt") -> dict[str, Any]:
-        """Evaluate, export official result files, write a report; optionally run the official tool."""
+        """Evaluate, export official result files, write a report; optionally the official tool."""
         evaluator = BFCLEvaluator(category=category, local_data_dir=self.bfcl_data_dir, mode=mode)
         results = evaluator.evaluate(agent, max_samples=max_samples)
         name = (model_name or "assay-agent").replace("/", "_")
@@ -209,12 +175,7 @@ class BFCLEvaluationTool:
 
     def generate_report(self, results: dict[str, Any], output_file: str | Path | None = None
                         ) -> Path:
-        """The run's Markdown report (written from the store)."""
-        store = Store()
-        try:
-            paths = write_reports(store, results["run_id"])
-        finally:
-            store.close()
+        paths = write_run_reports(results["run_id"])
         if output_file:
             atomic_write_text(Path(output_file), paths["markdown"].read_text(encoding="utf-8"),
                               encoding="utf-8")

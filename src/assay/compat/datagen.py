@@ -1,16 +1,13 @@
 """The book's data-generation classes: ``AIMEGenerator``, ``LLMJudgeTool``, ``WinRateTool``,
-``HumanVerificationUI``.
-
-``llm`` may be a model spec string (``"local"``, ``"openai/gpt-4o"``) or an object in
-the book's ``HelloAgentsLLM`` style with ``invoke(messages) -> str``. Such a client
-is stateless, so every call shares it (an agent under test, by contrast, gets a
-copy per sample). Every step is an ordinary run in the workspace store; the tools
-return the book's JSON (``status``, ``metrics`` ...) and write the book's files.
+``HumanVerificationUI``. ``llm`` is a model spec string or a stateless ``HelloAgentsLLM``-style
+object with ``invoke(messages) -> str`` (shared by every call). Every step is an ordinary
+run in the workspace store; the tools return the book's JSON and write the book's files.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +33,8 @@ def _run(store: Store, task: str, llm: Any, options: dict[str, Any],
 
 
 class AIMEGenerator:
-    """``AIMEGenerator(llm=..., delay_seconds=..., use_reference_examples=...,
-    reference_dataset=...).generate_and_save(num_problems, output_dir)``.
-
-    ``delay_seconds`` between call starts is the engine's rate limit: ``rpm = 60 / delay``.
-    """
+    """``AIMEGenerator(llm=..., delay_seconds=...).generate_and_save(num_problems, output_dir)``;
+    ``delay_seconds`` between call starts is the engine's rate limit: ``rpm = 60 / delay``."""
 
     def __init__(self, llm: Any = None, delay_seconds: float = 1.0,
                  use_reference_examples: bool = True,
@@ -55,8 +49,7 @@ class AIMEGenerator:
                           output_dir: str | Path = "data_generation/generated_data",
                           seed: int = 0) -> str:
         """Generate; write ``aime_generated_<run>.json`` (failures beside it); return its path."""
-        store = Store()
-        try:
+        with closing(Store()) as store:
             delay = float(self.delay_seconds or 0.0)
             run_id = _run(store, "datagen_generate", self.llm,
                           {"n": num_problems, "reference": self.reference, "seed": seed},
@@ -64,8 +57,6 @@ class AIMEGenerator:
             self.last_run_id = run_id
             out = Path(output_dir) / f"aime_generated_{run_id}.json"
             return str(write_outputs(store, run_id, out)["problems"])
-        finally:
-            store.close()
 
 
 def _tool_result(store: Store, run_id: str, output_dir: Path, kind: str,
@@ -109,13 +100,10 @@ class LLMJudgeTool:
                 problems = problems[: int(parameters["max_samples"])]
                 data = save_problems(problems, out / "judged_subset.jsonl")
             llm = parameters.get("judge_model") if self.llm is None else self.llm
-            store = Store()
-            try:
+            with closing(Store()) as store:
                 run_id = _run(store, "datagen_judge", llm,
                               {"data": str(data), "reference": _reference_file(parameters, out)})
                 return _tool_result(store, run_id, out, "llm_judge", len(problems))
-            finally:
-                store.close()
         except Exception as e:  # the book's tools report failures as JSON
             return json.dumps({"status": "error", "message": str(e)})
 
@@ -135,16 +123,13 @@ class WinRateTool:
             if ref is None:
                 raise ValueError("WinRateTool needs reference_data_path or reference_year")
             llm = parameters.get("judge_model") if self.llm is None else self.llm
-            store = Store()
-            try:
+            with closing(Store()) as store:
                 run_id = _run(store, "datagen_winrate", llm,
                               {"data": str(parameters["generated_data_path"]), "reference": ref,
                                "n_comparisons": parameters.get("num_comparisons"),
                                "seed": parameters.get("seed", 0)})
                 n = run_metrics(store, run_id).get("n_pairs") or parameters.get("num_comparisons")
                 return _tool_result(store, run_id, out, "win_rate", int(n or 0))
-            finally:
-                store.close()
         except Exception as e:  # the book's tools report failures as JSON
             return json.dumps({"status": "error", "message": str(e)})
 

@@ -1,10 +1,6 @@
-"""The book's GAIA classes: ``GAIADataset``, ``GAIAEvaluator``, ``GAIAEvaluationTool``.
-
-``GAIADataset`` returns the book's dict items; it is a thin adapter over the core
-loader :func:`assay.tasks.gaia.dataset.load_gaia`, which the ``gaia`` task uses
-directly. The evaluators run the ``gaia`` task (official scorer) in the workspace
-store and return the book's result keys.
-"""
+"""The book's GAIA classes: ``GAIADataset`` (book items over the core loader
+:func:`assay.tasks.gaia.dataset.load_gaia`), ``GAIAEvaluator`` and ``GAIAEvaluationTool``
+(the ``gaia`` task, official scorer, in the workspace store; the book's result keys)."""
 
 from __future__ import annotations
 
@@ -12,8 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.compat.runs import agent_name, run_metrics, run_task
-from assay.reports.render import write_reports
+from assay.compat.runs import agent_name, evaluate, run_metrics, write_run_reports
 from assay.store.sqlite import Store
 from assay.tasks.gaia.dataset import GAIA_REPO, OFFICIAL_COUNTS, GAIAData, load_gaia
 from assay.tasks.gaia.export import write_jsonl
@@ -22,27 +17,17 @@ from assay.tasks.gaia.layouts import GAIAQuestion, check_split, config_level, le
 
 def book_item(task: GAIAQuestion) -> dict[str, Any]:
     """The item shape of the book's ``GAIADataset`` for one task record."""
-    return {
-        "task_id": task.task_id,
-        "question": task.question,
-        "level": task.level,
-        "final_answer": task.final_answer,
-        "file_name": task.file_name,
-        "file_path": str(task.file_path) if task.file_path else "",
-        "annotator_metadata": dict(task.annotator_metadata),
-        "steps": task.steps,
-        "tools": list(task.tools) if isinstance(task.tools, list) else task.tools,
-        "raw_item": task.raw,
-    }
+    return {"task_id": task.task_id, "question": task.question, "level": task.level,
+            "final_answer": task.final_answer, "file_name": task.file_name,
+            "file_path": str(task.file_path) if task.file_path else "",
+            "annotator_metadata": dict(task.annotator_metadata), "steps": task.steps,
+            "tools": list(task.tools) if isinstance(task.tools, list) else task.tools,
+            "raw_item": task.raw}
 
 
 class GAIADataset:
-    """The book's ``GAIADataset`` over local files or a Hub snapshot.
-
-    ``GAIADataset(local_data_dir="GAIA", split="validation", level=1).load()`` returns
-    book items (see :func:`book_item`); ``.tasks`` holds the core
-    :class:`~assay.tasks.gaia.layouts.GAIAQuestion` records.
-    """
+    """``GAIADataset(local_data_dir=..., split=..., level=...).load()``: book items
+    (:func:`book_item`) over local files or a Hub snapshot; ``.tasks`` holds the core records."""
 
     def __init__(self, dataset_name: str = GAIA_REPO, split: str = "validation",
                  level: int | None = None, local_data_dir: str | Path | None = None,
@@ -88,11 +73,9 @@ class GAIADataset:
         return self._ensure().answers_public
 
     def get_level_distribution(self) -> dict[int, int]:
-        """Number of tasks per level."""
         return self._ensure().level_distribution()
 
     def get_by_level(self, level: int | str) -> list[dict[str, Any]]:
-        """The book items of one level."""
         want = level_arg(level)
         return [book_item(t) for t in self._ensure().tasks if t.level == want]
 
@@ -131,11 +114,8 @@ class GAIADataset:
 
 
 class GAIAEvaluator:
-    """``GAIAEvaluator(dataset=..., level=...)``: the book's GAIA evaluator, official scoring.
-
-    ``strict_mode`` picks the scorer: True (default) is the leaderboard's
-    ``official`` rules, False the book's ``lenient`` rules (bugs fixed).
-    """
+    """``GAIAEvaluator(dataset=..., level=...)``: official scoring; ``strict_mode=False``
+    uses the book's ``lenient`` rules (bugs fixed) instead of the leaderboard's."""
 
     def __init__(self, dataset: GAIADataset | None = None, level: int | None = None,
                  local_data_dir: str | None = None, strict_mode: bool = True,
@@ -151,21 +131,10 @@ class GAIAEvaluator:
 
     def evaluate(self, agent: Any, max_samples: int | None = None,
                  resume: str | None = None) -> dict[str, Any]:
-        """Run the agent on GAIA; returns the book's result dict.
-
-        ``resume`` continues an interrupted run (by id) with this agent.
-        """
-        store = self.store or Store()
-        try:
-            options = {"data_dir": self.data_dir, "split": self.split, "level": self.level,
-                       "scorer": "official" if self.strict_mode else "lenient"}
-            run_id, elapsed = run_task("gaia", options, agent, store, limit=max_samples,
-                                       resume=resume)
-            self.last_run_id = run_id
-            return self._book_results(store, run_id, agent, elapsed)
-        finally:
-            if self.store is None:
-                store.close()
+        """Run the agent on GAIA; the book's result dict; ``resume``: a run id to continue."""
+        options = {"data_dir": self.data_dir, "split": self.split, "level": self.level,
+                   "scorer": "official" if self.strict_mode else "lenient"}
+        return evaluate(self, "gaia", options, agent, max_samples, resume)
 
     def _book_results(self, store: Store, run_id: str, agent: Any, elapsed: float
                       ) -> dict[str, Any]:
@@ -216,9 +185,8 @@ class GAIAEvaluator:
 
 
 class GAIAEvaluationTool:
-    """``GAIAEvaluationTool().run(agent=..., level=..., max_samples=..., export_results=...,
-    generate_report=...)`` returning ``exact_match_rate``, ``partial_match_rate``,
-    ``exact_matches``, ``total_samples`` and ``level_metrics`` (the book's keys)."""
+    """``GAIAEvaluationTool().run(agent=..., level=..., max_samples=...)``: the book's result
+    keys, with the submission file, its guide and the report written."""
 
     def __init__(self, local_data_path: str | None = None,
                  output_dir: str | Path = "evaluation_results/gaia_official") -> None:
@@ -233,11 +201,7 @@ class GAIAEvaluationTool:
                                   local_data_dir=local_data_dir or self.local_data_path)
         results = evaluator.evaluate(agent, max_samples=max_samples)
         if export_results or generate_report:
-            store = Store()
-            try:
-                paths = write_reports(store, results["run_id"])
-            finally:
-                store.close()
+            paths = write_run_reports(results["run_id"])
             if export_results:
                 self.output_dir.mkdir(parents=True, exist_ok=True)
                 tag = f"level{level}" if level else "all"

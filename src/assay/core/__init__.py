@@ -12,14 +12,5 @@ from assay.core.types import (
     Usage,
 )
 
-__all__ = [
-    "Message",
-    "Outcome",
-    "Reply",
-    "Sample",
-    "SampleResult",
-    "Score",
-    "ToolCall",
-    "ToolSpec",
-    "Usage",
-]
+__all__ = ["Message", "Outcome", "Reply", "Sample", "SampleResult", "Score", "ToolCall",
+           "ToolSpec", "Usage"]

@@ -1,9 +1,6 @@
-"""Writing files so that a reader never sees half of one.
-
-Every report, export and results file is written to a temporary name in the same
-folder, flushed to disk, then renamed over the target. ``kill -9`` at any moment
-leaves either the old file or the new one, never a truncated file that looks complete.
-"""
+"""Writing files so that a reader never sees half of one: a temporary name in the same
+folder, fsynced, renamed over the target; ``kill -9`` at any moment leaves the old file or
+the new one, never a truncated file that looks complete."""
 
 from __future__ import annotations
 
@@ -20,10 +17,8 @@ os.umask(_UMASK)
 
 @contextmanager
 def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Open a temporary file beside ``path``; on a clean exit it replaces ``path``.
-
-    On an exception the temporary file is removed and ``path`` is left untouched.
-    """
+    """A temporary file beside ``path`` that replaces it on a clean exit (on an exception
+    it is removed and ``path`` left untouched)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -43,7 +38,6 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
 
 
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to ``path`` atomically and return the path."""
     with atomic_open(path, "w", encoding=encoding) as fh:
         fh.write(text)
     return Path(path)

@@ -1,9 +1,6 @@
-"""Checks on numeric options, shared by the run spec and the benchmarks' own options.
-
-Every check raises a one-line :class:`ConfigError` naming the flag, what it must
-be and what was given, so ``--epochs 0`` or ``--temperature nan`` fails before
-anything runs instead of hanging, finishing empty or reaching a server.
-"""
+"""Checks on numeric options: a one-line :class:`ConfigError` naming the flag, what it must
+be and what was given, so ``--epochs 0`` or ``--temperature nan`` fails before anything
+runs instead of hanging, finishing empty or reaching a server."""
 
 from __future__ import annotations
 
@@ -17,10 +14,8 @@ from assay.errors import ConfigError
 def check_number(flag: str, value: Any, *, minimum: float | None = None,
                  above: float | None = None, maximum: float | None = None,
                  integer: bool = False, optional: bool = True) -> None:
-    """Refuse ``value`` unless it is a finite number within the bounds.
-
-    ``minimum`` is inclusive, ``above`` exclusive. ``None`` passes when ``optional``.
-    """
+    """Refuse ``value`` unless a finite number within the bounds (``minimum`` inclusive,
+    ``above`` exclusive); ``None`` passes when ``optional``."""
     if value is None:
         if optional:
             return
@@ -53,9 +48,8 @@ def check_json_finite(flag: str, value: Any) -> None:
 
 
 def require_module(module: str, what: str, package: str) -> Any:
-    """Import ``module`` for ``what`` (a metric, a check), or a one-line ConfigError saying
-    which package to install (tests/attack/test_fresh_machine.py checks that each such
-    package comes with the test extras)."""
+    """Import ``module`` for ``what``, or a one-line ConfigError naming the package to install
+    (tests/attack/test_fresh_machine.py checks each comes with the test extras)."""
     try:
         return importlib.import_module(module)
     except ImportError as e:

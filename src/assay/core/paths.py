@@ -1,16 +1,9 @@
-"""One path policy for every file that a task, plan, case or wheel names.
-
-A file of that kind comes from someone else (a shared task, a downloaded plan, a case
-folder, a wheel from an index), so every name it holds is read the same way: relative
-to the folder it belongs to (its *base*), and resolved inside that folder, links
-included. An absolute path, a ``..`` that climbs out, a link that leads out, an empty
-name or a NUL byte is refused with one line naming the file and the field.
-
-The check resolves first and compares resolved paths second: comparing the text of a
-path misses links (``data/x.csv -> /etc/shadow``), and resolving only the base misses
-``..`` inside links. :func:`inside` is the one function that does it; everything else
-here is built on it.
-"""
+"""One path policy for every file that a task, plan, case or wheel names (files from
+someone else): each name is read relative to its folder (its *base*) and resolved inside
+it, links included; an absolute path, a ``..`` or link leading out, an empty name or a NUL
+byte is refused in one line naming the file and the field.
+:func:`inside` resolves first and compares resolved paths second: comparing text misses
+links (``data/x.csv -> /etc/shadow``), resolving only the base misses ``..`` in links."""
 
 from __future__ import annotations
 
@@ -28,14 +21,9 @@ def _refuse(what: str, name: object, why: str) -> ConfigError:
 
 
 def inside(base: Path, name: str, *, what: str) -> Path:
-    """``name`` (relative to ``base``) resolved inside ``base``, links included.
-
-    ``what`` names the file and the field for the error (``"cases/a.yaml:7: data_files"``).
-    Refused, each as one :class:`ConfigError` line: a name that is not text or is empty,
-    holds a NUL byte, is absolute (``/x``, ``~/x``, ``C:\\x``, ``\\\\server\\x``), climbs
-    out with ``..``, or passes through a link that leads out of ``base``. The returned
-    path is absolute and resolved; it need not exist.
-    """
+    """``name`` resolved inside ``base`` (absolute; it need not exist), or a ConfigError
+    naming ``what`` (``"cases/a.yaml:7: data_files"``) for an empty name, a NUL byte, an
+    absolute path (``/x``, ``~/x``, ``C:\\x``, ``\\\\server\\x``), or leading out."""
     if not isinstance(name, str) or not name.strip():
         raise _refuse(what, name, "is not a file name; give a path relative to "
                       f"{base}")
@@ -77,16 +65,11 @@ def _is_file(p: Path) -> bool:
 
 
 def file_value(value: str, base: Path, *, what: str) -> str:
-    """A value from a file that a task may read as a file name (``template: FILE``):
-    passed on unchanged when it names nothing on disk (it is text), rewritten to the
-    absolute path of the file it names inside ``base`` (see :func:`inside`), or refused in
-    one line naming ``what``: an absolute or ``~`` path that exists, a relative one that
-    leads out of ``base``, or one that is not in ``base`` but names a file in the current
-    folder (which the task would read instead).
-
-    A plain name that is a folder only in the current folder is left as text (a split
-    called ``test``); values on several lines or of 4,096 characters or more are text,
-    as ``--template`` reads them."""
+    """A value a task may read as a file name (``template: FILE``): unchanged when it names
+    nothing on disk (text; so are multi-line or 4,096+ character values, and a plain name
+    that is a folder only here, like a split ``test``), else the absolute path inside
+    ``base``; refused: an existing absolute or ``~`` path, one leading out of ``base``, or
+    one not in ``base`` but naming a file in the current folder (read instead)."""
     if "\x00" in value:
         raise ConfigError(f"{what}: the value holds a NUL byte")
     if "\n" in value or len(value) >= _MAX_PATH or not value.strip():
@@ -113,14 +96,9 @@ def file_value(value: str, base: Path, *, what: str) -> str:
 
 
 def refuse_links_out(base: Path, folder: Path, *, what: str) -> None:
-    """Refuse (one line) a link under ``folder`` that resolves outside ``base``, or that
-    names a folder.
-
-    A folder named by a data file is copied with its links followed, so each link to a
-    file must lead somewhere inside ``base`` (checked with :func:`inside`); a link to a
-    folder is refused outright, as one could lead back to where it is (a copy without
-    end) or to a folder whose own links were never checked.
-    """
+    """Refuse a link under ``folder`` that resolves outside ``base`` (the folder is copied
+    with links followed), or that names a folder (it could lead back, a copy without end,
+    or to a folder whose own links were never checked)."""
     root = Path(base).resolve()
     for dirpath, dirnames, filenames in os.walk(folder):  # does not enter linked folders
         for entry in [*dirnames, *filenames]:
@@ -134,9 +112,8 @@ def refuse_links_out(base: Path, folder: Path, *, what: str) -> None:
 
 
 def copy_inside(base: Path, name: str, dest: Path, *, what: str) -> Path:
-    """Copy the file or folder ``name`` (relative to ``base``, see :func:`inside`) to
-    ``dest``; links are copied as what they point to only when that lies inside
-    ``base``, and a link leading out is refused. Returns ``dest``."""
+    """Copy the file or folder ``name`` inside ``base`` to ``dest``, links followed only
+    where they stay inside ``base``."""
     src = inside(base, name, what=what)
     if src.is_dir():
         refuse_links_out(base, src, what=what)

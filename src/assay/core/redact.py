@@ -1,28 +1,18 @@
 """Keeping secrets out of what is stored or shown: one policy, used at every choke point.
 
-Three kinds of text are written (the store, ``results.jsonl``, the reports, the viewer,
-the console), and each gets the part of the policy that fits it:
-
-* **Configuration** (a run's spec, model identity, dataset record, stats and metrics):
-  :func:`redact_tree`. A value is masked when its *name* says it is a credential
-  (``api_key``, ``*_token``, ``secret``, ``password``, ``authorization``, ...); a URL,
-  whatever its name, loses its ``user:password@`` and every query value; other text
-  loses embedded URL passwords, ``name=value`` credentials and the known secrets. The
-  paths it changed are returned, so that ``--resume`` can ask for those values again.
-* **Error text** (a failed call, a sample's error, a run's stop reason): :func:`scrub`:
-  the known secrets in every encoding seen on the wire, then ``Authorization:``
-  headers, bearer and basic credentials, ``api_key=``/``key=``/``token=`` values, URL
-  passwords and provider key shapes (``sk-...``, ``hf_...``).
+* **Configuration** (a run's spec, model, dataset, stats, metrics): :func:`redact_tree`
+  masks a value whose *name* says it is a credential; a URL loses ``user:password@`` and
+  every query value; other text loses URL passwords, ``name=value`` credentials and the
+  known secrets. The changed paths are returned (``--resume`` asks for them again).
+* **Error text**: :func:`scrub`: the known secrets in every encoding, then auth headers,
+  bearer and basic credentials, ``key=``-like values, URL passwords, provider key shapes.
 * **Content** (prompts, transcripts, outputs, cached replies): only the known secrets
   (:func:`scrub_known`); a pattern could change what a model said and so its score.
 
-*Known secrets* are the literal values the process has seen: the API keys in the
-environment (any ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*``, ``*PASSWORD*`` variable, e.g.
-``OPENAI_API_KEY``, ``HF_TOKEN``, ``SERPAPI_API_KEY``), the passwords and query values of
-every endpoint parsed (:func:`parse_endpoint` remembers them), and any value given to
-:func:`remember_secret`. Each is matched raw, percent-encoded, JSON-escaped and, for a
-URL's ``user:password``, base64-encoded as HTTP basic auth sends it.
-"""
+*Known secrets* are the literal values the process has seen: secret-named environment
+variables (``*_API_KEY``, ``*_TOKEN``, ...), the passwords and query values of every
+endpoint parsed, and :func:`remember_secret`'s; each matched raw, percent-encoded,
+JSON-escaped and, for ``user:password``, base64-encoded as HTTP basic auth sends it."""
 
 from __future__ import annotations
 
@@ -42,12 +32,10 @@ from assay.errors import ConfigError
 MASK = "***"
 
 # -- names that say a value is a credential ---------------------------------------------
-#: a name's parts (split on ``_``, ``-``, ``.``, case changes are not split) that make
-#: it a credential by themselves
+#: name parts (split on ``_``, ``-``, ``.``, not on case) that alone make it a credential
 _SECRET_PARTS = {"token", "secret", "password", "passwd", "pwd", "apikey", "credential",
                  "credentials", "authorization", "cookie", "passphrase"}
-#: ``<part>_key`` is a credential for these parts (``api_key``, ``access_key``); a bare
-#: ``key`` or ``question_key`` names a dataset column, not a secret
+#: ``<part>_key`` is a credential (``api_key``); a bare ``key`` or ``question_key`` is a column
 _KEY_OWNERS = {"api", "access", "secret", "private", "auth", "client", "signing",
                "encryption", "master", "subscription"}
 _NAME_SPLIT = re.compile(r"[_\-.\s]+")
@@ -59,11 +47,8 @@ _URL_ENV = re.compile(r"(?:^|_)(?:URL|URI|ENDPOINT|PROXY)$")
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether an option, field or header called ``name`` holds a credential.
-
-    ``api_key``, ``hf_token``, ``client_secret``, ``password``, ``Authorization`` are;
-    ``max_tokens``, ``question_key``, ``key``, ``tokenizer`` are not.
-    """
+    """Whether ``name`` holds a credential: ``api_key``, ``hf_token``, ``Authorization`` do;
+    ``max_tokens``, ``question_key``, ``key``, ``tokenizer`` do not."""
     parts = [p for p in _NAME_SPLIT.split(name.lower()) if p]
     if any(p in _SECRET_PARTS for p in parts):
         return True
@@ -74,13 +59,11 @@ def is_secret_name(name: str) -> bool:
 _lock = threading.Lock()
 _remembered: set[str] = set()
 _version = 0
-#: shorter values would mask ordinary words; they are still never stored where their
-#: name or place says what they are (a URL's password, an ``api_key`` option)
+#: shorter would mask ordinary words (but a URL's password or ``api_key`` is never stored)
 MIN_SECRET = 4
-#: a known secret must be at least this long to be looked for in content (a prompt, a
-#: transcript, a configuration text) and an environment variable's value to be a secret
-#: at all (``HF_HUB_DISABLE_TOKEN=1`` is a switch): a four-letter password such as
-#: ``pass`` is masked in error text only, never in what a model said (``passed``)
+#: the least length of a known secret looked for in content, and of an environment
+#: variable's secret (``HF_HUB_DISABLE_TOKEN=1`` is a switch): a password ``pass`` is
+#: masked in error text only, never in what a model said (``passed``)
 MIN_ENV_SECRET = 8
 #: query parameters whose values are credentials even when short
 _SECRET_QUERY = {"key", "token", "sig", "signature", "auth", "code", "access_token",
@@ -88,7 +71,6 @@ _SECRET_QUERY = {"key", "token", "sig", "signature", "auth", "code", "access_tok
 
 
 def _forms(value: str) -> set[str]:
-    """The ways ``value`` appears in text: raw, percent-encoded, JSON-escaped."""
     forms = {value, unquote(value), quote(value, safe=""), quote(value),
              json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
     return {f for f in forms if len(f) >= MIN_SECRET}
@@ -104,7 +86,7 @@ def _basic_forms(user: str, password: str) -> set[str]:
 
 
 def remember_secret(*values: str | None, min_len: int = MIN_SECRET) -> None:
-    """Add literal secrets that must never be written (each in all its encodings)."""
+    """Add literal secrets that must never be written (in all their encodings)."""
     global _version
     new = set()
     for v in values:
@@ -117,7 +99,6 @@ def remember_secret(*values: str | None, min_len: int = MIN_SECRET) -> None:
 
 
 def _remember_url(url: str) -> None:
-    """Remember the password, basic-auth token and query values of ``url``."""
     global _version
     try:
         parts = urlsplit(url.strip())
@@ -143,19 +124,19 @@ def _remember_url(url: str) -> None:
 
 
 def _token_like(value: str) -> bool:
-    """A long string mixing letters and digits: an API key's shape, not a word."""
+    """An API key's shape: a long string mixing letters and digits."""
     return (len(value) >= 16 and any(c.isdigit() for c in value)
             and any(c.isalpha() for c in value))
 
 
 def secrets_version() -> int:
-    """A number that changes whenever a secret is remembered (to refresh snapshots)."""
+    """Changes whenever a secret is remembered (to refresh snapshots)."""
     return _version
 
 
 def known_secrets(min_len: int = MIN_SECRET) -> list[str]:
-    """Every known secret form at least ``min_len`` long, longest first: remembered
-    ones and the environment's."""
+    """Every known secret form at least ``min_len`` long (remembered or in the
+    environment), longest first."""
     found: set[str] = set()
     for name, value in os.environ.items():
         upper = name.upper()
@@ -177,11 +158,8 @@ _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#\"'<>@]+@")
 
 
 def _text_display(url: str) -> str:
-    """A best-effort credential-free form of a URL that may not parse.
-
-    Everything between ``://`` and the last ``@`` is dropped (a password may hold
-    ``#``, ``/`` or ``?``), and so is any query or fragment.
-    """
+    """A credential-free form of a URL that may not parse: all between ``://`` and the last
+    ``@`` dropped (a password may hold ``#``, ``/`` or ``?``), and any query or fragment."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
@@ -202,26 +180,21 @@ def _mask_query(query: str) -> str:
 class Endpoint:
     """A parsed base URL: how to send to it, how to show it, and what to hide."""
 
-    #: the URL as given (credentials and query included); used only for requests
-    raw: str
-    #: scheme, host and port, path without a trailing slash
+    raw: str  # as given, credentials and query included: used only for requests
     scheme: str
     host: str
     port: int
-    path: str
+    path: str  # without a trailing slash
     query: str
-    #: the URL as stored and shown: no user info, every query value masked
-    display: str
-    #: strings that must never be written (the password and query values)
-    secrets: list[str] = field(default_factory=list)
-    #: the URL carries ``user:password@`` (sent as basic auth)
-    has_userinfo: bool = False
+    display: str  # as stored and shown: no user info, every query value masked
+    secrets: list[str] = field(default_factory=list)  # the password and query values
+    has_userinfo: bool = False  # ``user:password@``, sent as basic auth
 
     @property
     def identity(self) -> str | None:
-        """What tells this endpoint from another shown the same (one that differs only in
-        its query or credentials): a slow, salted hash of the whole URL, never the URL
-        (``None`` when the display is the whole URL). Cache keys and fingerprints hold it."""
+        """Tells this endpoint from another shown the same (differing in query or
+        credentials): a slow, salted hash of the whole URL, for cache keys and fingerprints
+        (``None`` when the display is the whole URL)."""
         if not self.query and not self.has_userinfo:
             return None
         parts = urlsplit(self.raw)
@@ -230,18 +203,15 @@ class Endpoint:
         return digest.hex()[:16]
 
     def url_for(self, suffix: str) -> str:
-        """``suffix`` (e.g. ``/chat/completions``) joined to the path, the query kept."""
+        """``suffix`` joined to the path, the query kept."""
         parts = urlsplit(self.raw)
         path = parts.path.rstrip("/") + suffix
         return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def parse_endpoint(url: str) -> Endpoint:
-    """Parse and check a base URL; bad URLs are a one-line :class:`ConfigError`.
-
-    The message never repeats the credentials or query of the URL it rejects. The
-    URL's password, basic-auth token and query values become known secrets.
-    """
+    """Parse and check a base URL: a one-line ConfigError never repeating its credentials or
+    query; its password, basic-auth token and query values become known secrets."""
     url = url.strip()
     _remember_url(url)
     shown = _text_display(url)
@@ -285,10 +255,7 @@ def parse_endpoint(url: str) -> Endpoint:
 
 
 def redact_url(url: str | None) -> str | None:
-    """The form of a URL that may be stored or shown: no ``user:password@``, no query values.
-
-    A URL that does not parse is reduced to a credential-free text form.
-    """
+    """A URL as it may be stored or shown: no ``user:password@``, no query values."""
     if not url:
         return url
     try:
@@ -298,8 +265,7 @@ def redact_url(url: str | None) -> str | None:
 
 
 def _redact_any_url(url: str) -> str:
-    """``url`` (any scheme) without user info and with every query value masked; a URL
-    with neither comes back unchanged, character for character."""
+    """``url`` (any scheme) without user info and query values; else unchanged."""
     text = url.strip()
     try:
         parts = urlsplit(text)
@@ -344,7 +310,7 @@ def _query_value(m: re.Match[str]) -> str:
 
 
 def _credential_like(value: str) -> bool:
-    """At least 8 characters mixing letters and digits (a key, not a word)."""
+    """At least 8 characters mixing letters and digits: a key, not a word."""
     return (len(value) >= 8 and any(c.isdigit() for c in value)
             and any(c.isalpha() for c in value))
 
@@ -370,11 +336,7 @@ def _replace_known(text: str, secrets: Iterable[str]) -> str:
 
 
 def scrub(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
-    """``text`` (an error message, a server's reply) with every secret masked.
-
-    ``secrets``: extra literal values to mask, besides the known ones. See the module
-    docstring for what is masked.
-    """
+    """Error text with every secret masked; ``secrets``: extra literal values to mask."""
     if not text:
         return text
     extra = sorted({f for s in secrets if s for f in _forms(s)} | {s for s in secrets if s},
@@ -398,8 +360,8 @@ def content_secrets() -> list[str]:
 
 
 def scrub_known(text: str, secrets: list[str] | None = None) -> str:
-    """``text`` with the known secrets masked, nothing else changed (for content: a
-    prompt, a transcript, a reply). ``secrets``: a snapshot of :func:`content_secrets`."""
+    """Content with the known secrets masked, nothing else changed; ``secrets``: a snapshot
+    of :func:`content_secrets`."""
     if not text:
         return text
     return _replace_known(text, content_secrets() if secrets is None else secrets)
@@ -412,8 +374,7 @@ _ERROR_NAMES = {"error", "errors", "failure", "failures", "reason", "detail", "m
 
 
 def scrub_known_tree(value: Any, secrets: list[str]) -> Any:
-    """A copy of a JSON-like tree with the known ``secrets`` masked in every string and
-    key (numbers and the tree's shape are kept)."""
+    """A copy of a JSON-like tree with ``secrets`` masked in every string and key."""
     if isinstance(value, str):
         return _replace_known(value, secrets)
     if isinstance(value, dict):
@@ -426,8 +387,7 @@ def scrub_known_tree(value: Any, secrets: list[str]) -> Any:
 
 # -- configuration -----------------------------------------------------------------------------
 def redact_value(name: str, value: str, secrets: list[str] | None = None) -> str:
-    """A configuration string as it may be stored: see :func:`redact_tree`.
-    ``secrets``: a snapshot of :func:`content_secrets` (read here when not given)."""
+    """A configuration string as it may be stored (see :func:`redact_tree`)."""
     if not value:
         return value
     if is_secret_name(name):
@@ -465,17 +425,10 @@ def redact_value(name: str, value: str, secrets: list[str] | None = None) -> str
 
 def redact_tree(value: Any, name: str = "", *, path: str = "",
                 changed: list[str] | None = None, secrets: list[str] | None = None) -> Any:
-    """A copy of a JSON-like configuration tree that may be stored or shown.
-
-    Per string, by the name of the key it sits under (a list's items take the list's
-    name): a credential's name (:func:`is_secret_name`) masks the whole value; a URL,
-    whatever its name, keeps its scheme, host and path but not its ``user:password@``
-    nor its query values; an error message (``error``, ``reason``, ...) gets the
-    error-text policy (:func:`scrub`); other text loses URL passwords, ``name=value``
-    credentials, bearer tokens and the known secrets. A masked value is remembered as a
-    known secret, so that an error echoing it is scrubbed too. ``changed`` collects the
-    dotted paths of the values that were changed (what a resume must be given again).
-    """
+    """A copy of a configuration tree that may be stored or shown, each string by the key
+    it sits under (a list's items take the list's): see the module; an error message
+    (``error``, ``reason``, ...) gets :func:`scrub`. A masked value becomes a known secret,
+    so an error echoing it is scrubbed too. ``changed`` collects the changed dotted paths."""
     if secrets is None:
         secrets = content_secrets()
     if isinstance(value, str):

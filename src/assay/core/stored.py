@@ -1,10 +1,5 @@
-"""What the store keeps of a sample and an outcome beyond their columns, and the way back.
-
-A stored result holds everything scoring needs: the sample's input, target, metadata,
-tools, files and original row, and the outcome's output, transcript, tool calls and
-metadata. :func:`sample_of` and :func:`outcome_of` rebuild the two objects a task's
-``score`` takes, so ``assay score RUN`` scores a run again in any process.
-"""
+"""What the store keeps of a sample and an outcome beyond their columns, and the way back:
+everything scoring needs, so ``assay score RUN`` scores a run again in any process."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ from assay.core.types import Message, Outcome, Sample, SampleResult, ToolCall, T
 
 
 def sample_extra(sample: Sample) -> dict[str, Any] | None:
-    """The ``sample`` column: tools, files and row (``None`` when the sample has none)."""
+    """The ``sample`` column: tools, files and row."""
     extra: dict[str, Any] = {}
     if sample.tools:
         extra["tools"] = [{"name": t.name, "description": t.description,
@@ -27,7 +22,7 @@ def sample_extra(sample: Sample) -> dict[str, Any] | None:
 
 
 def outcome_extra(outcome: Outcome | None) -> dict[str, Any] | None:
-    """The ``outcome`` column: tool calls and the solve's metadata (``None`` when empty)."""
+    """The ``outcome`` column: tool calls and the solve's metadata."""
     if outcome is None:
         return None
     extra: dict[str, Any] = {}
@@ -56,10 +51,8 @@ def outcome_of(result: SampleResult) -> Outcome:
     """The outcome as the solve returned it (read with ``texts=True`` and transcripts)."""
     extra = result.outcome or {}
     calls = extra.get("tool_calls")
-    return Outcome(
-        transcript=[Message.from_dict(m) for m in result.transcript or []],
-        output=result.output or "",
-        tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id")) for c in calls]
-        if calls is not None else None,
-        metadata=dict(extra.get("metadata") or {}),
-    )
+    return Outcome(transcript=[Message.from_dict(m) for m in result.transcript or []],
+                   output=result.output or "",
+                   tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id"))
+                               for c in calls] if calls is not None else None,
+                   metadata=dict(extra.get("metadata") or {}))

@@ -11,6 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+#: one encoder for every stored value (``json.dumps`` with options builds one per call)
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
 
 @dataclass(slots=True)
 class ToolCall:
@@ -187,7 +190,8 @@ class Score:
 
 @dataclass(slots=True)
 class SampleResult:
-    """A stored sample result as read back from the store (what reports and metrics see)."""
+    """One sample's result: what the engine and ``assay score`` commit (:meth:`row`) and
+    what reports and metrics read back."""
 
     run_id: str
     sample_id: str
@@ -209,8 +213,24 @@ class SampleResult:
     wait_s: float | None = None
     #: the rest of the sample: ``tools``, ``files`` and the original ``row``
     sample: dict[str, Any] = field(default_factory=dict)
-    #: the rest of the outcome: ``tool_calls`` and the solve's ``metadata``
+    #: the rest of the outcome: ``tool_calls``, the solve's ``metadata``, the ``call_log``
+    #: and each role's ``usage``
     outcome: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0
+    model_calls: int = 0
+    cache_hits: int = 0
+    created_at: float = 0.0
+
+    def row(self) -> tuple[Any, ...]:
+        """The ``samples`` columns after ``run_id``, JSON encoded (``INSERT_SAMPLE``)."""
+        enc = _encode
+        return (self.sample_id, self.epoch, self.seq, enc(self.input), enc(self.target),
+                enc(self.transcript), self.output, self.prediction, enc(self.scores),
+                self.error, self.latency_s, self.input_tokens, self.output_tokens,
+                self.model_calls, self.cache_hits, enc(self.metadata) if self.metadata else None,
+                self.created_at, self.model_s, self.wait_s,
+                enc(self.sample) if self.sample else None,
+                enc(self.outcome) if self.outcome else None)
 
     def score_value(self, name: str | None = None) -> float | None:
         """The value of score ``name`` (the first score when ``None``)."""

@@ -1,17 +1,8 @@
-"""The one YAML loader for every file assay reads: safe, bounded, one-line errors.
-
-Task files, gallery entries, plan files, conversation cases and rubrics may come from
-someone else, so they are read the same way:
-
-* PyYAML's safe loader (no Python objects), refusing a key given twice in a mapping;
-* at most :data:`MAX_BYTES` of text;
-* aliases expanded to at most :data:`ALIAS_BUDGET` nodes beyond the document's own (an
-  alias bomb is a few lines that expand to 10⁹ nodes: the first reader that walks it,
-  pydantic or ``json.dumps``, spends gigabytes) and no alias to a node that contains it;
-* every failure — syntax, a duplicated or unhashable key (``? [a, b]``), a tag PyYAML
-  refuses, an integer past Python's digit limit, a bad date, nesting too deep — a
-  :class:`ConfigError` of one line: ``FILE:LINE: invalid YAML: problem``.
-"""
+"""The one YAML loader for every file assay reads (they may come from someone else): PyYAML's
+safe loader refusing a key given twice; at most :data:`MAX_BYTES`; aliases expanded to at
+most :data:`ALIAS_BUDGET` extra nodes (an alias bomb expands a few lines to 10⁹ nodes for
+the first reader that walks it), none to a node containing it; every failure one
+:class:`ConfigError` line: ``FILE:LINE: invalid YAML: problem``."""
 
 from __future__ import annotations
 
@@ -23,17 +14,14 @@ import yaml
 
 from assay.errors import ConfigError
 
-#: the most text one YAML file may hold
 MAX_BYTES = 8 * 1024 * 1024
 #: nodes that aliases may add when expanded, beyond the nodes written in the file
 ALIAS_BUDGET = 100_000
 
 
 class YamlError(ConfigError):
-    """A YAML file assay cannot read: ``where:line: invalid YAML: problem`` (one line).
-
-    ``line`` (1-based, or ``None``) and ``problem`` are kept apart for a reader that
-    words its errors its own way."""
+    """``where:line: invalid YAML: problem``; ``line`` (1-based) and ``problem`` are kept
+    apart for a reader that words its errors its own way."""
 
     def __init__(self, where: str | Path, problem: str, line: int | None = None) -> None:
         self.where, self.problem, self.line = str(where), problem, line
@@ -47,7 +35,6 @@ class SafeYamlLoader(yaml.SafeLoader):
     last_mark: Any = None
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        """Build ``node``, remembering where it is."""
         self.last_mark = node.start_mark
         return super().construct_object(node, deep=deep)
 
@@ -76,7 +63,6 @@ SafeYamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _
 
 
 def yaml_error(where: str | Path, e: yaml.YAMLError) -> YamlError:
-    """A YAML error as one line: ``where:line: invalid YAML: problem``."""
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     problem = getattr(e, "problem", None) or (str(e).splitlines() or ["unreadable"])[0]
     return YamlError(where, problem, mark.line + 1 if mark is not None else None)
@@ -84,10 +70,7 @@ def yaml_error(where: str | Path, e: yaml.YAMLError) -> YamlError:
 
 def _expanded_size(root: yaml.Node, where: str | Path) -> tuple[int, int]:
     """(nodes written, nodes once aliases are expanded); a node holding itself is refused.
-
-    Each distinct node is visited once (sizes are memoised), so this costs the size of
-    the file, never of its expansion.
-    """
+    Each node is visited once: this costs the file's size, never its expansion's."""
     size: dict[int, int] = {}
     state: dict[int, int] = {}  # 1: being visited, 2: done
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -120,8 +103,8 @@ def _expanded_size(root: yaml.Node, where: str | Path) -> tuple[int, int]:
 
 
 def parse_yaml(text: str, where: str | Path) -> tuple[Any, yaml.Node | None]:
-    """The document in ``text`` and its node tree (for line numbers), read by the rules in
-    the module docstring; ``where`` names the file in errors."""
+    """The document in ``text`` and its node tree (for line numbers); ``where`` names the
+    file in errors."""
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlError(where, f"the file is over {MAX_BYTES // (1024 * 1024)} MiB; a YAML "
                         "file assay reads is smaller")
@@ -152,7 +135,6 @@ def parse_yaml(text: str, where: str | Path) -> tuple[Any, yaml.Node | None]:
 
 
 def load_yaml(text: str, where: str | Path) -> Any:
-    """The document in ``text`` (see :func:`parse_yaml`)."""
     return parse_yaml(text, where)[0]
 
 

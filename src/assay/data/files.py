@@ -1,14 +1,11 @@
-"""Reading tabular datasets: JSONL, JSON, CSV files and Hugging Face datasets.
-
-Every row comes back with its location (``file:line``) so a bad row gets an
-error that says exactly where it is. Every source also yields an identity and
-a content hash, which each run records.
-"""
+"""Reading tabular datasets: JSONL, JSON, CSV files and Hugging Face datasets; each row
+with its location (``file:line``) for errors, each source with an identity and a content
+hash for the run's record."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import hashlib
 import io
 import json
 import re
@@ -16,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.data.cache import sha256_files
 from assay.data.hf import load_split
 from assay.errors import DatasetError
 
@@ -25,20 +23,13 @@ HF_SCHEME = "hf://"
 
 @dataclass
 class Rows:
-    """Rows of a dataset with where they came from."""
-
     rows: list[dict[str, Any]]
     locations: list[str]
     info: dict[str, Any] = field(default_factory=dict)
 
 
 def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_files([path])
 
 
 def read_text(path: Path) -> str:
@@ -54,17 +45,12 @@ def read_text(path: Path) -> str:
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         raise DatasetError(
             f"{path}:{line}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {col}); "
-            "save the file as UTF-8"
-        ) from None
+            "save the file as UTF-8") from None
 
 
 def parse_json(text: str, where: str) -> Any:
-    """``json.loads`` whose every failure is a one-line :class:`DatasetError` at ``where``.
-
-    Besides syntax errors this covers integers past Python's digit limit, nesting
-    deep enough to exhaust the stack, and lone UTF-16 surrogates (``"\\ud800"``),
-    which parse but are not text and could not be stored.
-    """
+    """``json.loads`` whose every failure (syntax, huge integers, deep nesting, and lone
+    UTF-16 surrogates, which parse but could not be stored) is one DatasetError line."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
@@ -98,7 +84,7 @@ def _has_lone_surrogate(value: Any) -> bool:
 
 
 def read_jsonl(path: Path) -> Rows:
-    """Read a JSONL file; blank lines are skipped, a bad line is a one-line error."""
+    """Read a JSONL file; blank lines are skipped."""
     rows: list[dict[str, Any]] = []
     locs: list[str] = []
     name = str(path)
@@ -108,8 +94,7 @@ def read_jsonl(path: Path) -> Rows:
         row = parse_json(line, f"{path}:{lineno}")
         if not isinstance(row, dict):
             raise DatasetError(
-                f"{path}:{lineno}: each line must be a JSON object, got {type(row).__name__}"
-            )
+                f"{path}:{lineno}: each line must be a JSON object, got {type(row).__name__}")
         rows.append(row)
         locs.append(f"{name}:{lineno}")
     return Rows(rows, locs)
@@ -140,24 +125,19 @@ def read_json(path: Path) -> Rows:
 
 
 def _first_long_number(text: str, path: Path) -> str:
-    """``file:line`` of the first run of 4,000+ digits (Python refuses such ints), else the file."""
+    """``file:line`` of the first run of 4,000+ digits (Python refuses such ints)."""
     m = re.search(r"\d{4000,}", text)
     return f"{path}:{text.count(chr(10), 0, m.start()) + 1}" if m else str(path)
 
 
 def read_csv(path: Path) -> Rows:
-    """Read a CSV (or TSV) file with a header row.
-
-    Only the delimiter is sniffed (``,``, ``;`` or tab); quoting is standard CSV
-    (``"`` with doubling), since sniffed quote characters mangle apostrophes.
-    """
+    """Read a CSV (or TSV) file with a header row; only the delimiter is sniffed (sniffed
+    quote characters mangle apostrophes)."""
     f = io.StringIO(read_text(path), newline="")
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     if delimiter == ",":
-        try:
+        with contextlib.suppress(csv.Error):
             delimiter = csv.Sniffer().sniff(f.read(4096), delimiters=",;\t").delimiter
-        except csv.Error:
-            pass
         f.seek(0)
     reader = csv.DictReader(f, delimiter=delimiter)
     try:
@@ -184,8 +164,8 @@ def read_csv(path: Path) -> Rows:
 
 
 def read_hf(dataset_id: str, *, split: str | None, config: str | None) -> Rows:
-    """Load one split (default ``test``) of a Hugging Face dataset (:func:`assay.data.hf.
-    load_split`); unreachable or offline, one line saying to use a local file."""
+    """One split (default ``test``) of a Hugging Face dataset; unreachable or offline, one
+    line saying to use a local file."""
     split = split or "test"
     rows, split, fingerprint = load_split(
         dataset_id, split=split, config=config,

@@ -1,16 +1,22 @@
 """The Hugging Face Hub source: what every Hub caller here needs to know about the Hub,
 read at call time (whether it is switched off, where it is, whether a failure was the
-connection), and :func:`snapshot`, which fetches a dataset repository into the data
-cache (``<data root>/hf``) and records it in the manifest."""
+connection), and what the data cache (``<data root>/hf``, ``<data root>/hub``) keeps from the
+Hub, each recorded in the manifest: a repository's :func:`snapshot`, one file
+(:func:`hub_file`), a split as one JSONL file (:func:`keep_split`)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import re
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from assay.core.atomic import atomic_open
 from assay.data.cache import data_root, lookup, record, tree_files
 from assay.errors import DatasetError
 
@@ -21,11 +27,9 @@ def truthy(value: str | None) -> bool:
 
 
 def hub_id(dataset_id: str, what: str) -> str:
-    """``dataset_id`` when it is a Hub dataset id (``org/name`` or ``name``) and names
-    nothing on this disk; else one :class:`DatasetError` line naming ``what`` (the option or
-    key it came from). ``datasets.load_dataset`` reads a local file or folder given as an
-    id, so an id that exists here, relative or absolute, is refused too: local data is
-    a file option, under the one path policy."""
+    """``dataset_id`` when it is a Hub dataset id naming nothing on this disk (``load_dataset``
+    would read a local path given as an id; local data is a file option, under the path
+    policy); else one DatasetError line naming ``what``."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id  # heavy
 
     try:
@@ -40,8 +44,7 @@ def hub_id(dataset_id: str, what: str) -> str:
 
 
 def hub_offline() -> bool:
-    """Whether ``HF_HUB_OFFLINE`` is set: the variable now, or huggingface_hub's constant
-    (which it read at import)."""
+    """``HF_HUB_OFFLINE`` now, or as huggingface_hub read it at import."""
     if truthy(os.environ.get("HF_HUB_OFFLINE")):
         return True
     try:
@@ -86,12 +89,9 @@ def http_status(exc: BaseException) -> int | None:
 
 
 def hub_failure(exc: BaseException) -> tuple[str, int | None]:
-    """What kind of failure a Hugging Face Hub call raised, and its HTTP status: ``offline``
-    (HF_HUB_OFFLINE), ``gated``, ``not_found``, ``no_revision``, ``connection`` (the Hub
-    cannot be reached), ``refused`` (HTTP 401), ``http`` (another status) or ``other``.
-
-    Read from the exception's class names, so the callers word the message for what they
-    were doing and need not import huggingface_hub's error classes."""
+    """The kind of a Hub call's failure (``offline``, ``gated``, ``not_found``,
+    ``no_revision``, ``connection``, ``refused`` (401), ``http``, ``other``) and its status,
+    from class names (callers need not import huggingface_hub's errors)."""
     names = {c.__name__ for c in type(exc).__mro__}
     status = http_status(exc)
     if "OfflineModeIsEnabled" in names:
@@ -112,7 +112,6 @@ def hub_failure(exc: BaseException) -> tuple[str, int | None]:
 
 
 def cache_dir() -> Path:
-    """huggingface_hub's cache inside the data cache: ``<data root>/hf``."""
     return data_root() / "hf"
 
 
@@ -127,15 +126,9 @@ def _has_implicit_token() -> bool:
 
 def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = None,
              label: str | None = None, local_flag: str = "--data-dir") -> Path:
-    """Snapshot the Hub dataset ``repo_id`` into the cache (``cache``, default
-    :func:`cache_dir`); returns the snapshot folder, recorded in the manifest.
-
-    The token is ``token`` or ``HF_TOKEN`` (else huggingface_hub's stored login); with
-    ``HF_HUB_OFFLINE=1`` only a cached snapshot is used. Every failure is one
-    :class:`DatasetError` line naming ``label`` (default: the repository) and saying what
-    to do, ``local_flag`` being the option that reads a local copy instead; the token is
-    never part of a message.
-    """
+    """Snapshot the Hub dataset into the cache (recorded); the folder. Token: ``token``,
+    ``HF_TOKEN`` or the stored login (never in a message); offline, only a cached copy.
+    A failure is one DatasetError line naming ``label`` and ``local_flag`` (a local copy)."""
     from huggingface_hub import snapshot_download  # heavy
 
     label = label or repo_id
@@ -175,8 +168,65 @@ def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = Non
     return path
 
 
+def hub_file(repo_id: str, filename: str, revision: str | None, token: str | None) -> Path:
+    """One file of a Hub dataset, recorded as ``hub:<repo_id>/<filename>@<commit>``; the
+    client's exception is raised as it is, for the caller to word."""
+    from huggingface_hub import hf_hub_download  # heavy
+
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    path = Path(hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
+                                cache_dir=str(cache_dir()), token=token,
+                                endpoint=hub_endpoint()))
+    commit = path.parents[len(Path(filename).parts) - 1].name  # .../snapshots/<commit>/...
+    if lookup("hub", f"{repo_id}/{filename}", commit) is None:
+        record("hub", f"{repo_id}/{filename}", source="hf", origin=repo_id, version=commit,
+               path=path, files=[path])
+    return path
+
+
+def split_path(repo_id: str, revision: str, config: str | None, split: str) -> Path:
+    """Where a split is kept:
+    ``<data root>/hub/<owner>__<name>/<revision>/<config>/<split>.jsonl``."""
+    def safe(part: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]", "_", part.replace("/", "__")).lstrip(".") or "_"
+
+    return (data_root() / "hub" / safe(repo_id) / safe(revision)
+            / safe(config or "default") / f"{safe(split)}.jsonl")
+
+
+def kept_split(repo_id: str, revision: str, config: str | None, split: str) -> Path | None:
+    """The split's JSONL file as :func:`keep_split` recorded it (size and sha256 checked)."""
+    item = lookup("hub", f"{repo_id}[{config or 'default'}/{split}]", revision)
+    return Path(item.path) if item is not None else None
+
+
+def keep_split(repo_id: str, revision: str, config: str | None, split: str,
+               rows: Iterable[dict[str, Any]]) -> Path:
+    """Write ``rows`` as the split's JSONL file (:func:`split_path`) and record it as
+    ``hub:<repo_id>[<config>/<split>]@<revision>``; no row at all is a :class:`DatasetError`."""
+    out, n = split_path(repo_id, revision, config, split), 0
+    with atomic_open(out, "w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=_json_default) + "\n")
+            n += 1
+        if n == 0:
+            raise DatasetError(f"dataset {repo_id}: split {split!r} has no rows; choose "
+                               "another split or dataset")
+    record("hub", f"{repo_id}[{config or 'default'}/{split}]", source="hf", origin=repo_id,
+           version=revision, path=out, files=[out])
+    return out
+
+
+def _json_default(v: Any) -> Any:
+    if isinstance(v, (bytes, bytearray)):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(bytes(v)).decode("ascii")
+    return str(v)
+
+
 def _in_local_cache(dataset_id: str) -> bool:
-    """Whether a copy of ``dataset_id`` may be in the Hugging Face caches."""
     from huggingface_hub import constants  # heavy
 
     folders = [Path(constants.HF_HUB_CACHE) / f"datasets--{dataset_id.replace('/', '--')}"]
@@ -206,14 +256,9 @@ def _hub_unreachable(timeout: float = 3.0) -> str | None:
 
 def load_split(dataset_id: str, *, split: str | None = None, config: str | None = None,
                hint: str = "") -> tuple[list[dict[str, Any]], str, str | None]:
-    """One split of a Hub dataset through ``datasets`` (token from ``HF_TOKEN``, kept in
-    the ``datasets`` cache the user already has): its rows, the split used and the
-    dataset's fingerprint. Without ``split``: ``test``, else ``train``, else the only one.
-
-    An unreachable Hub (and no cached copy) fails in seconds, not after the client's
-    retries; every failure is one :class:`DatasetError` line, ``{id} unreachable
-    (why)`` followed by ``hint``.
-    """
+    """One split of a Hub dataset through ``datasets`` (its own cache): rows, the split
+    used (default ``test``, else ``train``, else the only one) and fingerprint. An
+    unreachable Hub fails in seconds; a failure is ``{id} unreachable (why){hint}``."""
     hub_id(dataset_id, "the Hugging Face dataset")
     try:
         import datasets  # optional: assay[hf]

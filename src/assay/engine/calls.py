@@ -296,12 +296,3 @@ class CallContext:
         calls.sort(key=lambda e: e["start_s"])
         return {"calls": calls, "dropped": dropped} if dropped else {"calls": calls}
 
-
-def with_call_log(extra: dict[str, Any] | None, ctx: CallContext | None
-                  ) -> dict[str, Any] | None:
-    """The stored ``outcome`` column (:func:`assay.core.stored.outcome_extra`) with the
-    sample's call log added under ``call_log`` (what the viewer's timeline shows)."""
-    log = ctx.call_log() if ctx is not None else None
-    if log is None:
-        return extra
-    return {**(extra or {}), "call_log": log}

@@ -19,21 +19,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.engine.calls import CallContext, CallShared, RetryPolicy
-from assay.errors import ConfigError
+from assay.errors import AssayError, ConfigError
 from assay.models.base import Subject, get_subject
 from assay.scoring.judge import is_judge_role
+
+
+def _kind(role: str) -> str:
+    """A role's kind: ``judge`` for every judge of a jury (``judge_2``, ...)."""
+    return re.sub(r"_\d+$", "", role)
 
 
 def role_subject(name: str, role: Any, spec: Any) -> Subject:
     """The model playing role ``name`` (``judge``, ``judge_2``, ``examiner``, ...).
 
-    Its endpoint is its own: the task's option (``-T judge_base_url=``), else
-    ``ASSAY_<ROLE>_BASE_URL`` (``ASSAY_JUDGE_BASE_URL`` for every judge of a jury), else
-    the provider's default (``OPENAI_BASE_URL``, then OpenAI); its key is
-    ``ASSAY_<ROLE>_API_KEY``, else the provider's. Never the run's ``--base-url``, unless
-    the role is played by the model under test itself (self-judging), which is warned.
+    Its endpoint: the task's option (``-T judge_base_url=``), else ``ASSAY_<KIND>_BASE_URL``,
+    else the provider's default; its key ``ASSAY_<KIND>_API_KEY``, else the provider's.
+    The run's ``--base-url`` only when the model under test plays the role itself.
     """
-    kind = re.sub(r"_\d+$", "", name).upper()
+    kind = _kind(name).upper()
     base_url = role.base_url or os.environ.get(f"ASSAY_{kind}_BASE_URL") or None
     if base_url is None and role.model == spec.model:
         base_url = spec.base_url
@@ -42,20 +45,22 @@ def role_subject(name: str, role: Any, spec: Any) -> Subject:
                        timeout=spec.timeout, max_reply_bytes=spec.max_reply_bytes)
 
 
-async def preflight_roles(roles: dict[str, Subject]) -> None:
-    """Fail fast, in one line naming the role and how to point it elsewhere, when a
-    role's endpoint does not answer."""
-    for name, one in roles.items():
-        preflight = getattr(getattr(one, "model", None), "preflight", None)
-        if preflight is None:
+async def preflight(subject: Subject | None, roles: dict[str, Subject]) -> None:
+    """Fail fast, in one line, when the subject's or a role's endpoint does not answer; a
+    role's line names it and how to point it elsewhere."""
+    for name, one in (({"": subject} if subject is not None else {}) | roles).items():
+        check = getattr(getattr(one, "model", None), "preflight", None)
+        if check is None:
             continue
         try:
-            await preflight()
-        except ConfigError as e:
-            kind = re.sub(r"_\d+$", "", name)
-            raise ConfigError(f"the {name} ({one.model_id}): {str(e).split('; start')[0]}; "
-                              f"give its endpoint with -T {kind}_base_url=URL or "
-                              f"ASSAY_{kind.upper()}_BASE_URL") from e
+            await check()
+        except AssayError as e:
+            if not name:
+                raise
+            kind = _kind(name)
+            raise ConfigError(f"the {name} ({one.model_id}): {e.problem}",
+                              hint=f"give its endpoint with -T {kind}_base_url=URL or "
+                                   f"ASSAY_{kind.upper()}_BASE_URL") from e
 
 
 @dataclass
@@ -71,8 +76,9 @@ class ScoreContext:
     who: dict[str, str] = field(default_factory=dict)
 
     async def generate(self, *args: Any, **kwargs: Any) -> Any:
-        """Never: scoring a stored run makes no call to the model under test."""
-        raise ConfigError(f"scoring a stored run calls no model under test ({self.model_id})")
+        """Never: scoring makes no call to the model under test (live or stored)."""
+        raise ConfigError(f"score calls no model under test ({self.model_id}); a task "
+                          "whose scoring needs a model declares it as a role (its judge)")
 
 
 @asynccontextmanager
@@ -86,7 +92,7 @@ async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
               if is_judge_role(name)}
     subjects = {name: role_subject(name, role, spec) for name, role in wanted.items()}
     try:
-        await preflight_roles(subjects)
+        await preflight(None, subjects)
         shared = {name: (s, json.dumps(s.describe(), sort_keys=True), CallShared(
             store, max_connections=spec.max_connections,
             policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),

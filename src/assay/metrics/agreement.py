@@ -1,20 +1,9 @@
 """Agreement between raters (judges, reviewers): weighted Cohen's kappa and percent agreement.
-
-Ordinal 1-5 ratings call for *quadratic-weighted* kappa: unweighted kappa counts
-a 4 against a 5 as a full disagreement and badly understates agreement on Likert
-scales. scikit-learn's ``cohen_kappa_score`` is used when it is installed; the
-NumPy implementation here is the fallback and computes the same quantity
-(checked against scikit-learn in the tests).
-
-Pass ``labels`` with the full scale (``range(1, 6)``) for rubric scores: the
-weights are computed from positions in ``labels``, and without it only the
-values that occur are used (scikit-learn's convention), so unevenly spaced
-observed values would be treated as adjacent.
-
-Every function returns ``None`` when the quantity is undefined (no items, or
-kappa with zero expected disagreement, e.g. both raters always give the same
-single value) rather than a number that looks like a result.
-"""
+Ordinal 1-5 ratings call for *quadratic-weighted* kappa (unweighted kappa counts 4 against
+5 as a full disagreement). scikit-learn's ``cohen_kappa_score`` is used when installed, the
+NumPy fallback computes the same (tested). Pass the full scale as ``labels``: else only the
+values seen are used, and unevenly spaced ones are treated as adjacent. An undefined
+quantity (no items, no expected disagreement) is ``None``, never a number."""
 
 from __future__ import annotations
 
@@ -36,7 +25,6 @@ def _check_pair(a: Sequence[Any], b: Sequence[Any]) -> tuple[list[Any], list[Any
 
 def _kappa_numpy(a: Sequence[Any], b: Sequence[Any], weights: str | None = "quadratic",
                  labels: Iterable[Any] | None = None) -> float | None:
-    """Weighted Cohen's kappa in NumPy (the same definition as scikit-learn)."""
     import numpy as np  # heavy
 
     a, b = _check_pair(a, b)
@@ -59,19 +47,13 @@ def _kappa_numpy(a: Sequence[Any], b: Sequence[Any], weights: str | None = "quad
     else:
         w = ((i - j) ** 2).astype(float)
     denom = float((w * expected).sum())
-    if denom == 0:
-        return None
-    return float(1.0 - (w * conf).sum() / denom)
+    return None if denom == 0 else float(1.0 - (w * conf).sum() / denom)
 
 
 def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = "quadratic",
                    labels: Iterable[Any] | None = None) -> float | None:
-    """Cohen's kappa between two raters' ratings of the same items, weighted for ordinal data.
-
-    ``weights``: ``"quadratic"`` (default), ``"linear"`` or ``None`` (unweighted).
-    ``labels``: the rating scale in order (e.g. ``range(1, 6)``); default: the values seen.
-    Returns ``None`` when undefined (no items, or no expected disagreement).
-    """
+    """Cohen's kappa of two raters on the same items; ``weights``: ``"quadratic"``,
+    ``"linear"`` or ``None``; ``labels``: the scale in order (e.g. ``range(1, 6)``)."""
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     a, b = _check_pair(a, b)
@@ -92,10 +74,7 @@ def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = "qu
 
 
 def percent_agreement(a: Sequence[Any], b: Sequence[Any], tolerance: float = 0) -> float | None:
-    """Share of items on which the two raters agree (within ``tolerance`` for numbers).
-
-    ``tolerance=1`` gives "adjacent agreement" on a Likert scale. ``None`` for no items.
-    """
+    """Share of items the two raters agree on (``tolerance=1``: "adjacent agreement")."""
     a, b = _check_pair(a, b)
     if not a:
         return None
@@ -109,30 +88,19 @@ def percent_agreement(a: Sequence[Any], b: Sequence[Any], tolerance: float = 0) 
 def pairwise_agreement(ratings: Mapping[str, Mapping[Hashable, Any]], *,
                        weights: str | None = "quadratic",
                        labels: Iterable[Any] | None = None) -> dict[str, Any]:
-    """Kappa and percent agreement for every pair of raters, on the items both rated.
-
-    ``ratings`` maps a rater to ``{item: rating}`` (missing items are simply not
-    compared). Returns ``{"pairs": [{"raters", "n", "kappa", "percent_agreement"}],
-    "mean_kappa", "mean_percent_agreement", "weights"}``; the means are over pairs
-    where the value is defined.
-    """
+    """Kappa and percent agreement for every pair of raters (``{rater: {item: rating}}``) on
+    the items both rated; the means are over pairs where the value is defined."""
     labs = None if labels is None else list(labels)
     pairs = []
     for r1, r2 in combinations(list(ratings), 2):
         common = [i for i in ratings[r1] if i in ratings[r2]]
         a = [ratings[r1][i] for i in common]
         b = [ratings[r2][i] for i in common]
-        pairs.append({
-            "raters": [r1, r2],
-            "n": len(common),
-            "kappa": weighted_kappa(a, b, weights, labs) if common else None,
-            "percent_agreement": percent_agreement(a, b) if common else None,
-        })
+        pairs.append({"raters": [r1, r2], "n": len(common),
+                      "kappa": weighted_kappa(a, b, weights, labs) if common else None,
+                      "percent_agreement": percent_agreement(a, b) if common else None})
     kappas = [p["kappa"] for p in pairs if p["kappa"] is not None]
     pcts = [p["percent_agreement"] for p in pairs if p["percent_agreement"] is not None]
-    return {
-        "pairs": pairs,
-        "mean_kappa": sum(kappas) / len(kappas) if kappas else None,
-        "mean_percent_agreement": sum(pcts) / len(pcts) if pcts else None,
-        "weights": weights or "unweighted",
-    }
+    return {"pairs": pairs, "mean_kappa": sum(kappas) / len(kappas) if kappas else None,
+            "mean_percent_agreement": sum(pcts) / len(pcts) if pcts else None,
+            "weights": weights or "unweighted"}

@@ -1,5 +1,4 @@
-"""Metric values as text, for every layer that prints them (reports, the CLI, a task's own
-report sections)."""
+"""Metric values as text, for every layer that prints them."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ from typing import Any
 
 
 def fmt_rate(value: dict[str, Any]) -> str:
-    """``0.650 [0.433, 0.819] (13/20)`` style text for a rate entry."""
+    """``0.650 [0.433, 0.819] (13/20)`` for a rate entry."""
     if value.get("value") is None:
         return "n/a"
     s = f"{value['value']:.3f}"

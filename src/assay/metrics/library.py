@@ -1,17 +1,8 @@
 """assay's own metrics, registered in :mod:`assay.metrics.registry` when imported.
-
-The answer-matching metrics are the scorers of :mod:`assay.scoring` under their canonical
-names and declared aliases (one vocabulary, one implementation of extraction and matching);
-BLEU and chrF are sacrebleu's, ROUGE-L is rouge-score's, pass@k is
-:mod:`assay.metrics.passk`, and the judge metrics read verdicts with the datagen
-judge's parsers and aggregate them with its metric code. What is defined here is
-only what no library offers: set F1, JSON validity, the diagnostic rates.
-
-Bad input (a non-numeric target for ``numeric_match``, ``k`` above ``n`` for
-``pass_at_k``, lists of different lengths) raises a one-line :class:`ConfigError`
-that says what to fix. Aggregate metrics (corpus, group, judge) return ``None``
-when there is nothing to aggregate.
-"""
+The answer-matching metrics are :mod:`assay.scoring`'s scorers under their canonical names
+and aliases; BLEU and chrF are sacrebleu's, ROUGE-L rouge-score's. Defined here is only
+what no library offers. Bad input raises a one-line :class:`ConfigError` saying what to
+fix; aggregate metrics return ``None`` when there is nothing to aggregate."""
 
 from __future__ import annotations
 
@@ -38,7 +29,6 @@ from assay.scoring import (
     strip_reasoning,
 )
 
-# categories used by this module (a small fixed vocabulary)
 CATEGORIES = ("match", "math", "overlap", "code", "structure", "judge", "diagnostic")
 
 
@@ -50,7 +40,7 @@ def _text(prediction: Any) -> str:
 
 
 def _scorer_metric(name: str, **kw: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``@metric`` for a scorer of the vocabulary: its canonical name, its declared aliases."""
+    """``@metric`` for a scorer of the vocabulary, with its declared aliases."""
     info = scorer_info(name)
     if info.name != name:
         raise ValueError(f"metric {name}: not a canonical scorer name (that is {info.name})")
@@ -58,8 +48,7 @@ def _scorer_metric(name: str, **kw: Any) -> Callable[[Callable[..., Any]], Calla
 
 
 def _qa(name: str, prediction: Any, target: Any, **opts: Any) -> Score:
-    """Run the scorer ``name``; its score renamed to the metric, its ValueError a one-line
-    ConfigError."""
+    """Scorer ``name``'s score renamed to the metric; its ValueError a ConfigError."""
     try:
         score = scorer_info(name).fn(_text(prediction), target, **opts)
     except ValueError as e:
@@ -77,14 +66,13 @@ def _same_length(name: str, predictions: Sequence[Any], targets: Sequence[Any]) 
 
 
 @_scorer_metric("exact_match", category="match", dimension="correctness",
-        description="""The extracted answer equals the target exactly, after stripping
-        surrounding whitespace only (case and punctuation count). The answer is taken after an
-        'Answer:' marker, from the last \\boxed{}, or as the whole output, with <think> blocks
-        removed (assay.scoring extraction). 1.0 or 0.0 per sample.""",
+        description="""The extracted answer equals the target exactly, after stripping surrounding
+        whitespace only (case and punctuation count). The answer is taken after an 'Answer:' marker,
+        from the last \\boxed{}, or as the whole output, with <think> blocks removed (assay.scoring
+        extraction). 1.0 or 0.0 per sample.""",
         usage="strict checks of short canonical answers (ids, codes, labels); targets may be a "
               "list of acceptable answers")
 def exact_match(prediction: str, target: Any, **opts: Any) -> Score:
-    """1.0 when the extracted answer equals a target exactly (the ``exact`` scorer)."""
     return _qa("exact_match", prediction, target)
 
 
@@ -94,34 +82,30 @@ def exact_match(prediction: str, target: Any, **opts: Any) -> Score:
         'Paris.' against 'paris'; does not forgive extra words. 1.0 or 0.0 per sample.""",
         usage="primary for short factual answers; targets may be a list of acceptable answers")
 def normalized_match(prediction: str, target: Any, **opts: Any) -> Score:
-    """1.0 when the normalized extracted answer equals a normalized target."""
     return _qa("normalized_match", prediction, target)
 
 
 @_scorer_metric("includes_match", category="match", dimension="correctness",
-        description="""The normalized target appears as whole words inside the normalized
-        extracted answer ('The capital is Paris.' contains 'paris'). More lenient than
-        normalized_match: a long answer listing many candidates also passes, so report it as
-        such. 1.0 or 0.0 per sample.""",
+        description="""The normalized target appears as whole words inside the normalized extracted
+        answer ('The capital is Paris.' contains 'paris'). More lenient than normalized_match: a
+        long answer listing many candidates also passes, so report it as such. 1.0 or 0.0 per
+        sample.""",
         usage="chatty models that answer in a sentence; targets may be a list of acceptable "
               "answers")
 def includes_match(prediction: str, target: Any, **opts: Any) -> Score:
-    """1.0 when a normalized target occurs as whole words in the normalized answer."""
     return _qa("includes_match", prediction, target)
 
 
 @_scorer_metric("numeric_match", category="match", dimension="correctness",
-        description="""The last number of the answer equals the numeric target within a
-        tolerance. The number is taken from the extracted answer (or from the whole output when
-        the answer has none); correct when |pred - target| <=
-        max(abs_tol, rel_tol * |target|), with abs_tol 1e-9 and rel_tol 1e-6 by default.
-        Thousands separators, signs and scientific notation are understood. A target that is
-        not a number is an error. 1.0 or 0.0 per sample.""",
+        description="""The last number of the answer equals the numeric target within a tolerance.
+        The number is taken from the extracted answer (or from the whole output when the answer has
+        none); correct when |pred - target| <= max(abs_tol, rel_tol * |target|), with abs_tol 1e-9
+        and rel_tol 1e-6 by default. Thousands separators, signs and scientific notation are
+        understood. A target that is not a number is an error. 1.0 or 0.0 per sample.""",
         usage="numeric answers (GSM8K-style word problems, measurements); options abs_tol, "
               "rel_tol (tolerance= is an alias of abs_tol)")
 def numeric_match(prediction: str, target: Any, *, tolerance: float | None = None,
                   abs_tol: float = 1e-9, rel_tol: float = 1e-6, **opts: Any) -> Score:
-    """1.0 when the predicted number is within ``max(abs_tol, rel_tol*|target|)``."""
     check_number("numeric_match tolerance", tolerance, minimum=0)
     check_number("numeric_match abs_tol", abs_tol, minimum=0, optional=False)
     check_number("numeric_match rel_tol", rel_tol, minimum=0, optional=False)
@@ -130,15 +114,13 @@ def numeric_match(prediction: str, target: Any, *, tolerance: float | None = Non
 
 
 @_scorer_metric("choice_accuracy", category="match", dimension="correctness",
-        description="""Multiple choice: the option the model picked equals the target option.
-        The pick is read from the extracted answer as a letter ('B', '(B)', 'The answer is B')
-        or as the text of one of the choices; the target is a letter, a 0-based index or a
-        choice text. Needs the sample's choices (at most 26). 1.0 or 0.0 per sample.""",
-        usage="multiple-choice benchmarks (MMLU, ARC, HellaSwag); option choices=[...] is "
-              "required")
+        description="""Multiple choice: the option the model picked equals the target option. The
+        pick is read from the extracted answer as a letter ('B', '(B)', 'The answer is B') or as the
+        text of one of the choices; the target is a letter, a 0-based index or a choice text. Needs
+        the sample's choices (at most 26). 1.0 or 0.0 per sample.""",
+        usage="multiple-choice benchmarks (MMLU, ARC, HellaSwag); option choices=[...] is required")
 def choice_accuracy(prediction: str, target: Any, *, choices: Sequence[str] | None = None,
                     **opts: Any) -> Score:
-    """1.0 when the predicted option is the target option; ``choices`` is required."""
     if not choices:
         raise ConfigError("choice_accuracy needs the sample's options: pass choices=[...]")
     return _qa("choice_accuracy", prediction, target, choices=choices)
@@ -146,66 +128,60 @@ def choice_accuracy(prediction: str, target: Any, *, choices: Sequence[str] | No
 
 @_scorer_metric("math_verify", category="math", dimension="correctness",
         reference="math-verify (Hugging Face)",
-        description="""Mathematical equivalence checked by math-verify, so 1/2, 0.5 and
-        \\frac{1}{2} match. The answer math-verify parses from the output (boxed, LaTeX or
-        plain) is compared symbolically with the target; equal sets and intervals match too. Parse
-        failures score 0.0 with the error in the explanation. 1.0 or 0.0 per sample.""",
+        description="""Mathematical equivalence checked by math-verify, so 1/2, 0.5 and \\frac{1}{2}
+        match. The answer math-verify parses from the output (boxed, LaTeX or plain) is compared
+        symbolically with the target; equal sets and intervals match too. Parse failures score 0.0
+        with the error in the explanation. 1.0 or 0.0 per sample.""",
         usage="primary for competition math (MATH, AIME, GSM8K with LaTeX answers)")
 def math_verify(prediction: str, target: Any, **opts: Any) -> Score:
-    """1.0 when math-verify finds the output's answer equivalent to a target."""
     return _qa("math_verify", prediction, target)
 
 
 @_scorer_metric("token_f1", category="overlap", dimension="similarity",
         reference="SQuAD evaluate-v1.1.py f1_score (empty answers as in v2.0)",
         description="""SQuAD token F1 between the extracted answer and the target. Both are
-        lowercased, stripped of punctuation and of the articles a/an/the, split on whitespace,
-        and F1 is computed on the multiset of shared tokens. Unlike the SQuAD script, symbols
-        such as $ and + are kept as text; two answers empty after normalization score 1.0 (as
-        in SQuAD v2.0), one empty answer 0.0; with several targets the best F1 counts. A value in [0, 1].""",
+        lowercased, stripped of punctuation and of the articles a/an/the, split on whitespace, and
+        F1 is computed on the multiset of shared tokens. Unlike the SQuAD script, symbols such as $
+        and + are kept as text; two answers empty after normalization score 1.0 (as in SQuAD v2.0),
+        one empty answer 0.0; with several targets the best F1 counts. A value in [0, 1].""",
         usage="extractive and short free-form QA (SQuAD, TriviaQA, DROP spans); partial credit "
               "beside normalized_match")
 def token_f1(prediction: str, target: Any, **opts: Any) -> Score:
-    """SQuAD token F1 of the extracted answer against the best target."""
     return _qa("token_f1", prediction, target)
 
 
 @metric("squad_f1", category="overlap", dimension="similarity",
         reference="SQuAD v1.1 evaluate-v1.1.py f1_score, rule for rule",
-        description="""The official SQuAD v1.1 F1 (Rajpurkar et al. 2016), rule for rule:
-        lowercase, delete every ASCII punctuation character, drop the articles a/an/the,
-        split on whitespace, F1 on the multiset of shared tokens; 0.0 when nothing is shared
-        (two empty answers included); the best over the targets. Differs from token_f1 only
-        in those two details.""",
+        description="""The official SQuAD v1.1 F1 (Rajpurkar et al. 2016), rule for rule: lowercase,
+        delete every ASCII punctuation character, drop the articles a/an/the, split on whitespace,
+        F1 on the multiset of shared tokens; 0.0 when nothing is shared (two empty answers
+        included); the best over the targets. Differs from token_f1 only in those two details.""",
         usage="primary for SQuAD v1.1 and extractive QA where the official number matters")
 def squad_f1(prediction: str, target: Any, **opts: Any) -> Score:
-    """SQuAD v1.1 F1 of the extracted answer against the best target."""
     return score_squad_f1(_text(prediction), target)
 
 
 @metric("squad_exact_match", category="match", dimension="correctness", aliases=("squad_em",),
         reference="SQuAD v1.1 evaluate-v1.1.py exact_match_score",
-        description="""The official SQuAD v1.1 exact match: 1.0 when the extracted answer equals
-        a target after SQuAD's normalization. That is lowercase, every ASCII punctuation
-        character and the articles a/an/the deleted, whitespace collapsed.""",
+        description="""The official SQuAD v1.1 exact match: 1.0 when the extracted answer equals a
+        target after SQuAD's normalization. That is lowercase, every ASCII punctuation character and
+        the articles a/an/the deleted, whitespace collapsed.""",
         usage="secondary beside squad_f1 for SQuAD v1.1")
 def squad_exact_match(prediction: str, target: Any, **opts: Any) -> Score:
-    """SQuAD v1.1 exact match of the extracted answer against any target."""
     return score_squad_exact(_text(prediction), target)
 
 
 # ------------------------------------------------------------------ item sets
 
 @metric("set_f1", category="overlap", dimension="correctness", aliases=("list_f1",),
-        description="""F1 between the set of items the model gave and the target set,
-        2|P and G| / (|P| + |G|). Items come from a JSON list (the output or its first ```json
-        block) or from the extracted answer split on commas, semicolons and newlines; each item
-        is normalized (case, punctuation and spacing ignored) and duplicates count once. Two
-        empty sets score 1.0, one empty set 0.0. A value in [0, 1].""",
+        description="""F1 between the set of items the model gave and the target set, 2|P and G| /
+        (|P| + |G|). Items come from a JSON list (the output or its first ```json block) or from the
+        extracted answer split on commas, semicolons and newlines; each item is normalized (case,
+        punctuation and spacing ignored) and duplicates count once. Two empty sets score 1.0, one
+        empty set 0.0. A value in [0, 1].""",
         usage="answers that are lists (all authors, every prime below 20, tags); target a list "
               "or a comma-separated string")
 def set_f1(prediction: str, target: Any, **opts: Any) -> Score:
-    """F1 between the predicted item set and the target item set."""
     pred = label_set(_text(prediction), from_output=True)
     gold = label_set(target)
     tp, np_, ng = set_counts(pred, gold)
@@ -219,15 +195,14 @@ def set_f1(prediction: str, target: Any, **opts: Any) -> Score:
 
 @metric("multilabel_f1", category="overlap", dimension="correctness", level="corpus",
         aliases=("micro_f1",), reference="sklearn.metrics.f1_score(average='micro')",
-        description="""Micro-averaged F1 of label sets over the whole run. True positives,
-        predicted and gold labels are summed over all samples first, then F1 = 2 TP / (sum|P|
-        + sum|G|), so frequent labels weigh more than in a mean of per-sample F1. Label sets are
-        read as in set_f1. A value in [0, 1]; a run with no label anywhere is an error.""",
+        description="""Micro-averaged F1 of label sets over the whole run. True positives, predicted
+        and gold labels are summed over all samples first, then F1 = 2 TP / (sum|P| + sum|G|), so
+        frequent labels weigh more than in a mean of per-sample F1. Label sets are read as in
+        set_f1. A value in [0, 1]; a run with no label anywhere is an error.""",
         usage="multi-label classification (topics, intents, entity types) where one score "
               "over the corpus is wanted")
 def multilabel_f1(predictions: Sequence[Any], targets: Sequence[Any], **opts: Any
                   ) -> float | None:
-    """Micro-F1 of predicted label sets against target label sets."""
     _same_length("multilabel_f1", predictions, targets)
     if not predictions:
         return None
@@ -246,8 +221,7 @@ def multilabel_f1(predictions: Sequence[Any], targets: Sequence[Any], **opts: An
 
 
 def _reference_streams(name: str, targets: Sequence[Any]) -> list[list[str | None]]:
-    """Per-sample references (a string or a list of strings) as sacrebleu's reference
-    streams, padded with ``None`` where a sample has fewer references."""
+    """Per-sample references as sacrebleu's streams, padded with ``None``."""
     refs: list[list[str]] = []
     for i, t in enumerate(targets):
         items = list(t) if isinstance(t, (list, tuple)) else [t]
@@ -265,15 +239,14 @@ def _hypotheses(predictions: Sequence[Any]) -> list[str]:
 
 @metric("bleu", category="overlap", dimension="similarity", level="corpus",
         aliases=("sacrebleu",), reference="sacrebleu.corpus_bleu",
-        description="""Corpus BLEU from sacrebleu, on its 0-100 scale exactly as the library
-        gives it (not 0-1). It uses sacrebleu's defaults: 13a tokenization, exponential smoothing,
-        case-sensitive; computed once over the whole run from summed n-gram counts, not as a
-        mean of sentence scores. Several references per sample are allowed.""",
+        description="""Corpus BLEU from sacrebleu, on its 0-100 scale exactly as the library gives
+        it (not 0-1). It uses sacrebleu's defaults: 13a tokenization, exponential smoothing,
+        case-sensitive; computed once over the whole run from summed n-gram counts, not as a mean of
+        sentence scores. Several references per sample are allowed.""",
         usage="machine translation and other tasks with close reference texts; options "
               "tokenize (e.g. 'zh', 'intl'), lowercase")
 def bleu(predictions: Sequence[Any], targets: Sequence[Any], *, tokenize: str | None = None,
          lowercase: bool = False, **opts: Any) -> float | None:
-    """sacrebleu's corpus BLEU (0-100) of the outputs against their references."""
     BLEU = _require("sacrebleu.metrics", "bleu", "sacrebleu").BLEU
     _same_length("bleu", predictions, targets)
     if not predictions:
@@ -291,14 +264,13 @@ def bleu(predictions: Sequence[Any], targets: Sequence[Any], *, tokenize: str | 
         aliases=("chrF", "chrf++"), reference="sacrebleu.corpus_chrf",
         description="""Corpus chrF (or chrF++) from sacrebleu, on its 0-100 scale as the library
         gives it. A character n-gram F-score (n up to 6, beta 2, whitespace ignored), with word
-        n-grams up to word_order added for chrF++ (word_order=2), computed once over the run
-        from summed statistics. Robust to morphology and needs no tokenizer, so it suits
-        languages where BLEU's word matching is too harsh.""",
+        n-grams up to word_order added for chrF++ (word_order=2), computed once over the run from
+        summed statistics. Robust to morphology and needs no tokenizer, so it suits languages where
+        BLEU's word matching is too harsh.""",
         usage="translation or generation into morphologically rich or unsegmented languages; "
               "options char_order, word_order, beta")
 def chrf(predictions: Sequence[Any], targets: Sequence[Any], *, char_order: int = 6,
          word_order: int = 0, beta: int = 2, **opts: Any) -> float | None:
-    """sacrebleu's corpus chrF (0-100) of the outputs against their references."""
     CHRF = _require("sacrebleu.metrics", "chrf", "sacrebleu").CHRF
     _same_length("chrf", predictions, targets)
     check_number("chrf char_order", char_order, minimum=1, integer=True, optional=False)
@@ -318,13 +290,12 @@ _ROUGE: dict[bool, Any] = {}
         reference="rouge_score.rouge_scorer.RougeScorer(['rougeL'])",
         description="""ROUGE-L F-measure from Google's rouge-score package, without stemming by
         default. The longest common subsequence of the output's and the target's tokens gives a
-        precision and a recall, combined as an F-measure. Its tokenizer lowercases and keeps only ASCII letters and digits, so text in
-        other scripts scores 0 (use chrf there). use_stemmer=True turns on the Porter
-        stemmer. With several targets the best counts. A value in [0, 1].""",
-        usage="summaries and long free-form answers against a reference text; option "
-              "use_stemmer")
+        precision and a recall, combined as an F-measure. Its tokenizer lowercases and keeps only
+        ASCII letters and digits, so text in other scripts scores 0 (use chrf there).
+        use_stemmer=True turns on the Porter stemmer. With several targets the best counts. A value
+        in [0, 1].""",
+        usage="summaries and long free-form answers against a reference text; option use_stemmer")
 def rouge_l(prediction: str, target: Any, *, use_stemmer: bool = False, **opts: Any) -> Score:
-    """rouge-score's ROUGE-L F-measure against the best target."""
     key = bool(use_stemmer)
     if key not in _ROUGE:
         scorers = _require("rouge_score.rouge_scorer", "rouge_l", "rouge-score")
@@ -346,13 +317,12 @@ def rouge_l(prediction: str, target: Any, *, use_stemmer: bool = False, **opts: 
 @metric("pass_at_k", category="code", dimension="correctness", level="group",
         aliases=("pass@k",), reference="Chen et al. 2021 (Codex) unbiased pass@k estimator",
         description="""The probability that at least one of k attempts passes, averaged over
-        problems. Estimated without bias from n >= k attempts per problem of which c passed:
-        1 - C(n-c, k) / C(n, k) (Chen et al. 2021). Sampling more attempts than k lowers the
-        variance; k may not exceed any problem's n.""",
+        problems. Estimated without bias from n >= k attempts per problem of which c passed: 1 -
+        C(n-c, k) / C(n, k) (Chen et al. 2021). Sampling more attempts than k lowers the variance; k
+        may not exceed any problem's n.""",
         usage="code generation with several sampled attempts per problem (HumanEval, MBPP); "
               "groups of (n, c), option k")
 def pass_at_k_metric(groups: Iterable[Any], *, k: int = 1, **opts: Any) -> float | None:
-    """pass@k over problems given as ``(n, c)`` pairs."""
     check_number("pass_at_k k", k, minimum=1, integer=True, optional=False)
     pairs = []
     for i, g in enumerate(groups):
@@ -380,14 +350,12 @@ def pass_at_k_metric(groups: Iterable[Any], *, k: int = 1, **opts: Any) -> float
         aliases=("valid_json", "json_valid"),
         description="""The output is JSON, optionally matching a JSON Schema. The whole output
         (reasoning blocks removed) must parse, or else its first fenced ```json block. With
-        schema= (a JSON Schema, checked
-        with jsonschema) the parsed value must also validate against it. The target is not
-        used. 1.0 or 0.0 per sample; the explanation gives the parse or schema error.""",
+        schema= (a JSON Schema, checked with jsonschema) the parsed value must also validate
+        against it. The target is not used. 1.0 or 0.0 per sample; the explanation gives the
+        parse or schema error.""",
         usage="structured-output and tool-argument tasks; option schema={...} for a shape check")
 def json_validity(prediction: str, target: Any = None, *, schema: Any = None,
                   **opts: Any) -> Score:
-    """1.0 when the output (or its first ```json block) parses, and validates if a schema
-    is given."""
     validator = schema_validator(schema) if schema is not None else None
     text = strip_reasoning(_text(prediction))
     value, where, why = json_value(text)
@@ -409,17 +377,14 @@ def json_validity(prediction: str, target: Any = None, *, schema: Any = None,
 
 
 @metric("extraction_rate", category="diagnostic", dimension="format",
-        description="""Whether the output states its final answer explicitly, after an answer
-        marker or in a \\boxed{}. The qa answer extraction must find it after 'Answer:' / 'The
-        answer is' or in a \\boxed{}, not merely take the whole output as the answer. With accept_full=True any non-empty
-        output counts. 1.0 or 0.0 per sample; a low rate explains low accuracy that is a
+        description="""Whether the output states its final answer explicitly, after an answer marker
+        or in a \\boxed{}. The qa answer extraction must find it after 'Answer:' / 'The answer is'
+        or in a \\boxed{}, not merely take the whole output as the answer. With accept_full=True any
+        non-empty output counts. 1.0 or 0.0 per sample; a low rate explains low accuracy that is a
         format problem rather than a knowledge problem.""",
-        usage="diagnose answer-format compliance beside an accuracy metric; option "
-              "accept_full")
+        usage="diagnose answer-format compliance beside an accuracy metric; option accept_full")
 def extraction_rate(prediction: str, target: Any = None, *, accept_full: bool = False,
                     **opts: Any) -> Score:
-    """1.0 when an answer was extracted by a marker or ``\\boxed{}`` (or at all, with
-    ``accept_full``)."""
     answer, method = extract_answer(_text(prediction))
     ok = answer is not None and (method in ("marker", "boxed") or bool(accept_full))
     return Score("extraction_rate", 1.0 if ok else 0.0, answer,
@@ -429,12 +394,11 @@ def extraction_rate(prediction: str, target: Any = None, *, accept_full: bool = 
 
 @metric("empty_answer_rate", category="diagnostic", dimension="diagnostic",
         higher_is_better=False, aliases=("empty_rate",),
-        description="""Whether the output is empty once <think> reasoning blocks are removed.
-        Only whitespace left counts as empty (a model that spends its whole token budget thinking gives
+        description="""Whether the output is empty once <think> reasoning blocks are removed. Only
+        whitespace left counts as empty (a model that spends its whole token budget thinking gives
         an empty answer). 1.0 for an empty output, 0.0 otherwise; lower is better.""",
         usage="diagnose truncated reasoning, refusals to answer and broken endpoints")
 def empty_answer_rate(prediction: str, target: Any = None, **opts: Any) -> Score:
-    """1.0 when the output is empty once reasoning blocks are removed."""
     text = strip_reasoning(_text(prediction)).strip()
     empty = not text
     return Score("empty_answer_rate", 1.0 if empty else 0.0, text or None,
@@ -451,15 +415,13 @@ def repeated_ngram_share(text: str, n: int = 4) -> float:
 
 @metric("repetition_rate", category="diagnostic", dimension="fluency", higher_is_better=False,
         aliases=("rep_n",),
-        description="""The share of the output's word n-grams that repeat an earlier one
-        (rep-n of Welleck et al. 2019). That is 1 - unique/total over the n-grams (n=4 by
-        default) of the lowercased whitespace tokens, reasoning removed; 0.0 for text without
-        repeats or shorter than n words; it nears 1.0 for an output stuck in a loop. Lower is
-        better.""",
+        description="""The share of the output's word n-grams that repeat an earlier one (rep-n of
+        Welleck et al. 2019). That is 1 - unique/total over the n-grams (n=4 by default) of the
+        lowercased whitespace tokens, reasoning removed; 0.0 for text without repeats or shorter
+        than n words; it nears 1.0 for an output stuck in a loop. Lower is better.""",
         usage="detect degenerate looping generation, especially from small or quantized "
               "models; option n")
 def repetition_rate(prediction: str, target: Any = None, *, n: int = 4, **opts: Any) -> Score:
-    """rep-n of the output."""
     check_number("repetition_rate n", n, minimum=1, integer=True, optional=False)
     value = repeated_ngram_share(strip_reasoning(_text(prediction)), n)
     return Score("repetition_rate", value, None, f"{value:.1%} of {n}-grams repeat", {"n": n})
@@ -467,14 +429,13 @@ def repetition_rate(prediction: str, target: Any = None, *, n: int = 4, **opts: 
 
 @metric("degenerate_repetition", category="diagnostic", dimension="fluency",
         higher_is_better=False, aliases=("looping",),
-        description="""A 0/1 flag for an output stuck in a loop, from its repeated n-grams.
-        It is 1.0 when the output's rep-n (see repetition_rate, n=4) is at least the threshold (0.5 by default: half of its 4-grams are
-        repeats), else 0.0. Its mean is the share of samples where the model looped; lower is
-        better.""",
+        description="""A 0/1 flag for an output stuck in a loop, from its repeated n-grams. It is
+        1.0 when the output's rep-n (see repetition_rate, n=4) is at least the threshold (0.5 by
+        default: half of its 4-grams are repeats), else 0.0. Its mean is the share of samples where
+        the model looped; lower is better.""",
         usage="count looping outputs in a run; options n, threshold")
 def degenerate_repetition(prediction: str, target: Any = None, *, n: int = 4,
                           threshold: float = 0.5, **opts: Any) -> Score:
-    """1.0 when rep-n of the output reaches ``threshold``."""
     check_number("degenerate_repetition n", n, minimum=1, integer=True, optional=False)
     check_number("degenerate_repetition threshold", threshold, above=0, maximum=1,
                  optional=False)

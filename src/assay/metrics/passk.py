@@ -1,10 +1,5 @@
-"""pass@k with the unbiased estimator of Chen et al. (2021), "Evaluating Large Language
-Models Trained on Code": with ``n`` attempts of which ``c`` pass,
-
-    pass@k = 1 - C(n - c, k) / C(n, k)
-
-computed as a running product (no huge binomials), exactly 1.0 when ``n - c < k``.
-"""
+"""pass@k by the unbiased estimator of Chen et al. (2021): with ``n`` attempts of which ``c``
+pass, ``1 - C(n - c, k) / C(n, k)``, as a running product (no huge binomials)."""
 
 from __future__ import annotations
 
@@ -12,8 +7,6 @@ from collections.abc import Iterable
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """The probability that at least one of ``k`` attempts drawn from ``n`` (``c`` correct)
-    passes. ``k`` must be between 1 and ``n``."""
     if not (isinstance(n, int) and isinstance(c, int) and isinstance(k, int)):
         raise TypeError("pass_at_k takes integers n, c, k")
     if n < 1 or not 0 <= c <= n:
@@ -29,6 +22,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def mean_pass_at_k(groups: Iterable[tuple[int, int]], k: int) -> float | None:
-    """pass@k averaged over problems, each given as ``(n, c)``; ``None`` for no problem."""
+    """pass@k averaged over ``(n, c)`` problems; ``None`` for none."""
     values = [pass_at_k(n, c, k) for n, c in groups]
     return sum(values) / len(values) if values else None

@@ -1,10 +1,6 @@
 """Statistics every metric uses: proportions with Wilson intervals, means with t intervals.
-
-Both are closed forms plus one special function (the Student-t quantile, from the
-regularised incomplete beta function), computed here with the standard library:
-importing ``scipy.stats`` for them cost 1.3 s on every run. The tests check every
-value against SciPy to 1e-9.
-"""
+The Student-t quantile is computed here with the standard library (importing
+``scipy.stats`` cost 1.3 s on every run); the tests check it against SciPy to 1e-9."""
 
 from __future__ import annotations
 
@@ -15,7 +11,7 @@ from typing import Any
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
-    """Wilson score interval for a binomial proportion (``None`` when ``n == 0``)."""
+    """Wilson score interval (``None`` when ``n == 0``)."""
     if n <= 0:
         return None
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
@@ -46,7 +42,6 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
 
 
 def _beta_regularized(a: float, b: float, x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b)."""
     if x <= 0.0:
         return 0.0
     if x >= 1.0:
@@ -59,12 +54,12 @@ def _beta_regularized(a: float, b: float, x: float) -> float:
 
 
 def t_upper_tail(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom, ``t >= 0``."""
+    """P(T > t) for Student's t, ``t >= 0``."""
     return 0.5 * _beta_regularized(df / 2, 0.5, df / (df + t * t))
 
 
 def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t (``0.5 <= p < 1``): bracketed Newton steps."""
+    """The ``p`` quantile of Student's t (``0.5 <= p < 1``) by bracketed Newton steps."""
     if not 0.5 <= p < 1 or df <= 0:
         raise ValueError(f"t_quantile needs 0.5 <= p < 1 and df > 0, got {p}, {df}")
     if p == 0.5:
@@ -108,44 +103,27 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[fl
 
 
 def proportion(successes: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
-    """A rate with its Wilson interval, as reports show it."""
     ci = wilson_interval(successes, n, confidence)
-    return {
-        "value": successes / n if n else None,
-        "successes": successes,
-        "n": n,
-        "ci_low": ci[0] if ci else None,
-        "ci_high": ci[1] if ci else None,
-        "method": "wilson",
-    }
+    return {"value": successes / n if n else None, "successes": successes, "n": n,
+            "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
+            "method": "wilson"}
 
 
 def mean_with_ci(values: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
-    """A mean with its t interval, as reports show it."""
     n = len(values)
     ci = mean_interval(values, confidence)
-    return {
-        "value": sum(values) / n if n else None,
-        "n": n,
-        "ci_low": ci[0] if ci else None,
-        "ci_high": ci[1] if ci else None,
-        "method": "t",
-    }
+    return {"value": sum(values) / n if n else None, "n": n,
+            "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None, "method": "t"}
 
 
 def bootstrap_interval(strata: dict[str, Sequence[float]],
                        statistic: Callable[[dict[str, float]], float | None], *,
                        resamples: int = 2000, seed: int = 0,
                        confidence: float = 0.95) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of ``statistic`` over stratified resamples.
-
-    Each stratum (a category, a level) is resampled with replacement on its own, keeping
-    its size; ``statistic`` gets each stratum's resampled mean and returns the value
-    (``None`` where it is undefined, e.g. a drop rate from a level with nothing solved;
-    those resamples are left out). Seeded, so a report is reproducible. For aggregates
-    of several rates (BFCL's overall scores, GAIA's drop rates), where no closed-form
-    interval applies. ``None`` if a stratum is empty or most resamples are undefined.
-    """
+    """Seeded percentile bootstrap interval of ``statistic`` for aggregates of several rates
+    (BFCL's overall, GAIA's drop rates): each stratum resampled on its own; ``statistic``
+    gets each one's resampled mean (``None``: undefined, left out). ``None`` if a stratum
+    is empty or most resamples are undefined."""
     import numpy as np  # heavy
 
     if not strata or any(len(v) == 0 for v in strata.values()):

@@ -1,11 +1,7 @@
 """Summaries shared by benchmarks: score rate, errors apart, extraction, latency, tokens.
-
-Pure functions over stored :class:`SampleResult` s. Errors (a sample whose
-model call failed after retries) are never counted as wrong answers: the
-headline rate is over scored samples, and the error count stands beside it.
-With several epochs, scores are averaged per sample first and the interval is
-computed over samples (clustered), since epochs of one item are not independent.
-"""
+Errors (a model call failed after retries) are never wrong answers: the headline rate is
+over scored samples, the error count beside it. Epochs of one sample are not independent:
+they are averaged per sample first, and the interval is over samples (clustered)."""
 
 from __future__ import annotations
 
@@ -17,32 +13,28 @@ from assay.core.types import SampleResult
 from assay.metrics.stats import mean_with_ci, proportion
 
 
-def per_sample_means(results: list[SampleResult],
-                     value: Callable[[SampleResult], float | None]) -> list[float]:
-    """``value`` averaged over each sample's epochs (``None`` values left out)."""
+def _by_sample(results: list[SampleResult],
+               value: Callable[[SampleResult], float | None]) -> dict[str, list[float]]:
     per_sample: dict[str, list[float]] = defaultdict(list)
     for r in results:
         v = value(r)
         if v is not None:
             per_sample[r.sample_id].append(float(v))
-    return [sum(v) / len(v) for v in per_sample.values()]
+    return per_sample
+
+
+def per_sample_means(results: list[SampleResult],
+                     value: Callable[[SampleResult], float | None]) -> list[float]:
+    """``value`` averaged over each sample's epochs (``None`` values left out)."""
+    return [sum(v) / len(v) for v in _by_sample(results, value).values()]
 
 
 def clustered_rate(results: list[SampleResult],
                    value: Callable[[SampleResult], float | None]) -> dict[str, Any]:
-    """The mean of ``value`` over results (``None``: left out), with a 95% interval over
-    *samples*: a sample's epochs are averaged first, since they are not independent.
-
-    One value per sample and all 0/1: a Wilson interval (``successes``/``n``). With
-    several epochs whose per-sample means are still all 0 or 1 (the epochs agreed), the
-    same Wilson interval over samples; otherwise a t interval over per-sample means.
-    Several epochs are marked ``clustered_by: "sample"``.
-    """
-    per_sample: dict[str, list[float]] = defaultdict(list)
-    for r in results:
-        v = value(r)
-        if v is not None:
-            per_sample[r.sample_id].append(float(v))
+    """The mean of ``value`` (``None``: left out) with a 95% interval over samples: Wilson
+    when the per-sample means are all 0 or 1, else t; several epochs are marked
+    ``clustered_by: "sample"``."""
+    per_sample = _by_sample(results, value)
     means = [sum(v) / len(v) for v in per_sample.values()]
     repeated = any(len(v) > 1 for v in per_sample.values())
     if all(m in (0.0, 1.0) for m in means):
@@ -64,52 +56,34 @@ def score_summary(results: list[SampleResult], score_name: str | None = None) ->
     epochs = len({r.epoch for r in results}) or 1
     headline = clustered_rate(scored, lambda r: r.score_value(score_name))
     n_total = len(results)
-    return {
-        "score": headline,
-        "n_samples": n_total,
-        "n_scored": len(scored),
-        "n_errors": len(errors),
-        "error_rate": proportion(len(errors), n_total),
-        # Errors counted as failures: the pessimistic number, shown beside the headline.
-        "score_errors_as_wrong": (sum(values) / n_total) if n_total else None,
-        "epochs": epochs,
-    }
+    return {"score": headline, "n_samples": n_total, "n_scored": len(scored),
+            "n_errors": len(errors), "error_rate": proportion(len(errors), n_total),
+            # errors counted as failures: the pessimistic number, beside the headline
+            "score_errors_as_wrong": (sum(values) / n_total) if n_total else None,
+            "epochs": epochs}
 
 
-#: the extraction method of a score that took the whole reply as its answer (no answer
-#: marker, no ``\boxed{}``, no parser match): not an extraction
-WHOLE_REPLY = "full"
+WHOLE_REPLY = "full"  # the extraction of a score that took the whole reply as its answer
 
 
 def extracted(score: dict[str, Any]) -> bool:
-    """Whether a stored score's answer was really extracted from the reply: there is one,
-    and it is not the whole reply taken as the answer (:data:`WHOLE_REPLY`)."""
+    """Whether a stored score has an answer, not the whole reply taken as one."""
     meta = score.get("metadata") or {}
     return score.get("answer") is not None and meta.get("extraction") != WHOLE_REPLY
 
 
 def extraction_rate(results: list[SampleResult], score_name: str | None = None) -> dict[str, Any]:
-    """Share of scored samples whose answer was extracted from the reply (an answer
-    marker, a ``\\boxed{}``, a parser's match, a number or option read from it); a reply
-    taken whole as the answer does not count (see :func:`extracted`)."""
+    """Share of scored samples whose answer was :func:`extracted`."""
     scored = [r for r in results if r.error is None and r.scores]
-    count = 0
-    for r in scored:
-        s = r.scores[score_name] if score_name else next(iter(r.scores.values()))
-        if extracted(s):
-            count += 1
+    count = sum(extracted(r.scores[score_name] if score_name else next(iter(r.scores.values())))
+                for r in scored)
     return proportion(count, len(scored))
 
 
 def usage_summary(results: list[SampleResult]) -> dict[str, Any]:
-    """Mean latency, split into model time and waiting, and token totals.
-
-    ``mean_latency_s`` is a sample's whole time from start to stored result;
-    ``mean_model_time_s`` the time the model spent on its calls, and
-    ``mean_wait_s`` the time its calls waited for a connection slot or in the
-    model's own queue (the embedded model runs one call at a time, so with many
-    samples in flight most of a sample's latency is waiting).
-    """
+    """Mean latency (start to stored result), split into the model's time and its calls'
+    waiting (for a connection slot or in the model's queue: the embedded model answers one
+    call at a time), and token totals."""
     n = len(results)
     ok = [r for r in results if r.error is None]
     lat = [r.latency_s for r in ok]
@@ -117,18 +91,14 @@ def usage_summary(results: list[SampleResult]) -> dict[str, Any]:
     wait = [r.wait_s for r in ok if r.wait_s is not None]
     tin = sum(r.input_tokens for r in results)
     tout = sum(r.output_tokens for r in results)
-    return {
-        "mean_latency_s": sum(lat) / len(lat) if lat else None,
-        "mean_model_time_s": sum(model) / len(model) if model else None,
-        "mean_wait_s": sum(wait) / len(wait) if wait else None,
-        "input_tokens": tin,
-        "output_tokens": tout,
-        "mean_tokens_per_sample": (tin + tout) / n if n else None,
-    }
+    return {"mean_latency_s": sum(lat) / len(lat) if lat else None,
+            "mean_model_time_s": sum(model) / len(model) if model else None,
+            "mean_wait_s": sum(wait) / len(wait) if wait else None,
+            "input_tokens": tin, "output_tokens": tout,
+            "mean_tokens_per_sample": (tin + tout) / n if n else None}
 
 
 def error_messages(results: list[SampleResult], limit: int = 5) -> list[dict[str, Any]]:
-    """The most frequent error messages with counts (for reports)."""
     counts: dict[str, int] = defaultdict(int)
     for r in results:
         if r.error:

@@ -1,8 +1,5 @@
-"""Greedy decoding under a llama.cpp grammar, with the text the grammar forces fed in batches.
-
-What makes the embedded model's constrained calls cheap; :class:`GreedyGrammarDecoder`
-explains both shortcuts. llama-cpp-python and numpy are imported when a decoder is made.
-"""
+"""Greedy decoding under a llama.cpp grammar, with the text the grammar forces fed in batches
+(llama-cpp-python and numpy are imported when a decoder is made)."""
 
 from __future__ import annotations
 
@@ -13,26 +10,11 @@ __all__ = ["GreedyGrammarDecoder"]
 
 
 class GreedyGrammarDecoder:
-    """Greedy decoding under a grammar: the best token the grammar accepts.
-
-    Two shortcuts; neither changes what the grammar allows:
-
-    - The chain llama-cpp-python runs (grammar over the whole vocabulary, then
-      argmax; its chat default has no repeat penalty) gives the same token as
-      taking the argmax first and asking the grammar about that one token,
-      masking the vocabulary only when it is refused. Checking one token costs
-      microseconds, masking ~50,000 costs milliseconds.
-    - Text the grammar forces (a call's name, ``", "arguments": {"``, a
-      required key, the closing braces) is found by probing the one-character
-      tokens, then tokenized and evaluated in one batch instead of decoded one
-      token at a time; when only end-of-text is allowed, generation stops
-      without another decode. The run's last token is left to the model, so
-      that it can join it to the free text after it as its tokenizer would.
-      The model then reads the forced text as its tokenizer spells it, not as
-      it might have spelled it token by token, so a model torn between two
-      allowed values may pick the other one (``bench/embedded.py`` checks
-      accuracy on BFCL).
-    """
+    """The best token the grammar accepts, by two shortcuts that allow nothing new: argmax
+    first, masking the vocabulary (milliseconds, not microseconds) only when the grammar
+    refuses it; and text the grammar forces (probed with one-character tokens) evaluated in
+    one batch, its last token left to the model. The model reads forced text as its
+    tokenizer spells it, so it may pick another value (``bench/embedded.py`` checks)."""
 
     #: longest forced run taken at once (a safety bound; JSON runs are short)
     MAX_FORCED_CHARS = 256
@@ -66,26 +48,24 @@ class GreedyGrammarDecoder:
         self._lc.llama_sampler_apply(grammar, ctypes.byref(self._one_arr))
         return self._one[0].logit != float("-inf")
 
+    def _apply(self, grammar: Any, array: Any, view: Any, ids: Any, logits: Any) -> None:
+        view["id"] = ids
+        view["logit"] = logits
+        view["p"] = 0.0
+        array.size, array.selected, array.sorted = len(view), -1, False
+        self._lc.llama_sampler_apply(grammar, ctypes.byref(array))
+
     def _masked_argmax(self, grammar: Any, logits: Any) -> int:
         self.full_masks += 1
         view = self._all_view
-        view["id"] = self._ids
-        view["logit"] = logits
-        view["p"] = 0.0
-        self._all_arr.size, self._all_arr.selected, self._all_arr.sorted = self._n_vocab, -1, False
-        self._lc.llama_sampler_apply(grammar, ctypes.byref(self._all_arr))
+        self._apply(grammar, self._all_arr, view, self._ids, logits)
         best = int(self._np.argmax(view["logit"]))
         return -1 if view["logit"][best] == float("-inf") else int(view["id"][best])
 
     def _only_next(self, grammar: Any) -> int | None:
-        """The one probe token the grammar allows next, or None when it allows more or none."""
+        """The one probe token the grammar allows next, else None."""
         view = self._probe_view
-        view["id"] = self._probe_ids
-        view["logit"] = 0.0
-        view["p"] = 0.0
-        self._probe_arr.size, self._probe_arr.selected = len(view), -1
-        self._probe_arr.sorted = False
-        self._lc.llama_sampler_apply(grammar, ctypes.byref(self._probe_arr))
+        self._apply(grammar, self._probe_arr, view, self._probe_ids, 0.0)
         allowed = self._np.flatnonzero(view["logit"] != float("-inf"))
         if len(allowed) != 1:
             return None
@@ -115,7 +95,7 @@ class GreedyGrammarDecoder:
         return text, ends
 
     def prime(self, tokens: list[int]) -> None:
-        """Evaluate the prompt, reusing the KV cache for the prefix it shares with the last one."""
+        """Evaluate the prompt, reusing the KV cache for the prefix shared with the last one."""
         llama = self._llama
         np = self._np
         keep = 0
@@ -190,7 +170,7 @@ class GreedyGrammarDecoder:
 
 
 def _token_array(n: int) -> tuple[Any, Any, Any]:
-    """A llama.cpp candidate array of ``n`` tokens: (data, the array, a numpy view of data)."""
+    """A llama.cpp candidate array of ``n`` tokens: (data, array, numpy view of data)."""
     import llama_cpp  # optional
     import numpy as np  # heavy
 

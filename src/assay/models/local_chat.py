@@ -1,11 +1,5 @@
-"""The local model's side of a chat: what it is asked and how its answers are read.
-
-Tool calls are asked for as JSON matching :func:`tool_call_schema` (the decoder is
-constrained to it), after a system prompt listing the tools
-(:func:`tools_system_prompt`); messages are flattened for a chat template that knows
-no tool roles (:func:`to_chat_message`); the JSON answer becomes tool calls again
-(:func:`decode_tool_reply`).
-"""
+"""The local model's side of a chat: tool calls asked for as constrained JSON, messages
+flattened for a chat template that knows no tool roles, the JSON read back as calls."""
 
 from __future__ import annotations
 
@@ -20,31 +14,18 @@ __all__ = ["chat_formatter", "decode_tool_reply", "to_chat_message", "tool_call_
 
 def tool_call_schema(tools: list[ToolSpec], allow_text: bool = False,
                      parallel: bool = False) -> dict[str, Any]:
-    """JSON Schema for calls to ``tools`` (optionally: or a text answer).
-
-    Each call is ``{"name": <const>, "arguments": <the tool's parameter schema>}``.
-    Without ``parallel`` the answer is that one call object: greedy decoding of a
-    small model otherwise tends to repeat its call until the token limit. With
-    it, the calls are listed as ``{"tool_calls": [call, ...]}``. A text answer
-    is ``{"content": <string>}``.
-    """
-    options = []
-    for t in tools:
-        params = t.parameters or {"type": "object", "properties": {}}
-        options.append(
-            {
-                "type": "object",
-                "properties": {"name": {"const": t.name}, "arguments": params},
-                "required": ["name", "arguments"],
-            }
-        )
+    """JSON Schema for one call ``{"name", "arguments"}`` (or with ``parallel``,
+    ``{"tool_calls": [...]}``: a small model's greedy decoding otherwise repeats its call
+    to the token limit), or with ``allow_text`` a text answer ``{"content": ...}``."""
+    options = [{"type": "object",
+                "properties": {"name": {"const": t.name},
+                               "arguments": t.parameters or {"type": "object", "properties": {}}},
+                "required": ["name", "arguments"]} for t in tools]
     call = options[0] if len(options) == 1 else {"anyOf": options}
     if parallel:
-        call = {
-            "type": "object",
-            "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
-            "required": ["tool_calls"],
-        }
+        call = {"type": "object",
+                "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
+                "required": ["tool_calls"]}
     if not allow_text:
         return call
     text = {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}
@@ -52,19 +33,16 @@ def tool_call_schema(tools: list[ToolSpec], allow_text: bool = False,
 
 
 def tools_system_prompt(tools: list[ToolSpec], parallel: bool = False) -> str:
-    """The system prompt that lists ``tools`` and the JSON shape of an answer."""
     # The instructions come first so that every call shares them as a cached prefix.
     shape = ('{"tool_calls": [{"name": <function name>, "arguments": {...}}, ...]}' if parallel
              else '{"name": <function name>, "arguments": {...}}')
     listing = json.dumps([t.to_openai()["function"] for t in tools], ensure_ascii=False)
-    return (
-        f"You are a function-calling assistant. Answer with JSON: {shape}. "
-        f"These functions are available:\n{listing}"
-    )
+    return (f"You are a function-calling assistant. Answer with JSON: {shape}. "
+            f"These functions are available:\n{listing}")
 
 
 def chat_formatter(llama: Any) -> Any:
-    """The GGUF's own chat template as a formatter (what create_chat_completion uses), or None."""
+    """The GGUF's own chat template as create_chat_completion would use it, or None."""
     template = (llama.metadata or {}).get("tokenizer.chat_template")
     if not template or llama.chat_handler is not None or llama.chat_format != "chat_template.default":
         return None
@@ -90,7 +68,6 @@ def to_chat_message(m: Message) -> dict[str, Any]:
 
 
 def decode_tool_reply(text: str) -> Message:
-    """Turn constrained JSON output back into tool calls (or text)."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -99,12 +76,10 @@ def decode_tool_reply(text: str) -> Message:
     if isinstance(data, dict) and "name" in data and "arguments" in data:
         data = {"tool_calls": [data]}
     if isinstance(data, dict) and isinstance(data.get("tool_calls"), list):
-        calls = [
-            ToolCall(str(c.get("name", "")),
-                     c["arguments"] if isinstance(c.get("arguments"), dict) else {}, f"call_{i}")
-            for i, c in enumerate(data["tool_calls"])
-            if isinstance(c, dict)
-        ]
+        calls = [ToolCall(str(c.get("name", "")),
+                          c["arguments"] if isinstance(c.get("arguments"), dict) else {},
+                          f"call_{i}")
+                 for i, c in enumerate(data["tool_calls"]) if isinstance(c, dict)]
         return Message("assistant", None, calls or None)
     if isinstance(data, dict) and "content" in data:
         return Message("assistant", str(data["content"]))

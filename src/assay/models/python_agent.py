@@ -1,28 +1,10 @@
-"""Python agents: the one adapter from a user's object to the model protocol.
-
-Everything that evaluates user code goes through here: ``python/<module>:<name>``
-specs, and the HelloAgents-compatible classes in :mod:`assay.compat` that take
-an agent or an LLM object in Python. What is given may be:
-
-- a **factory**: a class, or a function that takes no arguments, returning an
-  agent. It is called once per sample, so agent state (memory, scratchpads)
-  never leaks between samples;
-- an **agent function**: ``async def agent(prompt) -> str`` or ``def agent(prompt)
-  -> str``. It is called for every sample (a function holds no state to reset);
-- an **agent object**: anything with ``run(prompt) -> str`` (HelloAgents
-  ``SimpleAgent`` style), ``reply(message) -> str`` (a conversational agent that keeps
-  its own history: it receives only the newest message), ``async generate(messages,
-  ...) -> Reply`` (assay's model protocol), ``invoke(messages) -> str`` (HelloAgents ``HelloAgentsLLM`` style), or
-  a callable instance. Each sample gets its own ``copy.deepcopy`` of it; an object
-  that cannot be deep-copied is refused up front with a message asking for a
-  factory. (The data-generation tools of :mod:`assay.compat` share an LLM client
-  instead, see ``shared``: a client holds no per-sample state.)
-
-Sync methods run on a worker thread so they never block the event loop. A text
-agent receives the text of the conversation (the last user message for a
-single-turn sample) and returns text; a ``generate`` agent receives the messages,
-tools and parameters.
-"""
+"""Python agents: the one adapter from a user's object (``python/<module>:<name>`` specs,
+:mod:`assay.compat`) to the model protocol. Given a **factory** (a class, or a function of
+no arguments: called per sample, so agent state never leaks), an **agent function**
+``(async) def agent(prompt) -> str``, or an **agent object** with ``run(prompt)``,
+``reply(message)`` (keeps its own history), ``async generate(messages, ...)``,
+``invoke(messages)``, or callable: deep-copied per sample unless ``shared`` (an LLM client).
+Sync methods run on a worker thread."""
 
 from __future__ import annotations
 
@@ -44,11 +26,8 @@ from assay.models.registry import ModelCapabilities, Provider
 OBJECT_MARK = "<object>"
 AGENT_METHODS = ("run", "generate", "invoke", "reply")
 Kind = Literal["factory", "function", "object", "virtual_user"]
-#: what a user's agent can do as far as assay knows: prompt in, text out (an agent with
-#: ``generate(messages, tools=...)`` gets native tools: see :attr:`PythonAgent.capabilities`)
-CAPABILITIES = ModelCapabilities(context_window=None, native_tools=False,
-                                 constrained_decoding=False, logprobs=False,
-                                 one_call_at_a_time=False)
+#: prompt in, text out (a ``generate`` agent gets native tools: PythonAgent.capabilities)
+CAPABILITIES = ModelCapabilities(native_tools=False)
 
 
 def load_target(target: str) -> Any:
@@ -62,8 +41,7 @@ def load_target(target: str) -> Any:
             "runs resumable from the command line")
     if not sep or not module_name or not attr:
         raise ModelSpecError(
-            f"python agent spec must look like python/<module>:<factory>, got 'python/{target}'"
-        )
+            f"python agent spec must look like python/<module>:<factory>, got 'python/{target}'")
     cwd = str(Path.cwd())
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
@@ -84,18 +62,13 @@ def load_target(target: str) -> Any:
 
 
 def conversation_text(messages: list[Message]) -> str:
-    """The prompt a text-only agent sees.
-
-    A single user turn is passed as is, after the system message when there is
-    one (separated by a blank line); a longer dialogue is passed as a
-    role-labelled transcript.
-    """
+    """The prompt a text-only agent sees: a single user turn as is (after the system
+    message and a blank line), a longer dialogue as a role-labelled transcript."""
     system = [m.content or "" for m in messages if m.role == "system"]
     rest = [m for m in messages if m.role != "system"]
     if len(rest) == 1 and rest[0].role == "user":
         return "\n\n".join([*system, rest[0].content or ""])
-    lines = [f"{m.role}: {m.content or ''}" for m in rest]
-    return "\n\n".join([*system, *lines])
+    return "\n\n".join([*system, *(f"{m.role}: {m.content or ''}" for m in rest)])
 
 
 def _is_async(fn: Any) -> bool:
@@ -120,12 +93,8 @@ def _has_agent_method(obj: Any) -> bool:
 
 
 def agent_kind(obj: Any) -> Kind:
-    """How a user's object is used: a ``factory`` (called once per sample), an agent
-    ``function`` (called for every sample) or an agent ``object`` (copied per sample).
-
-    A callable that needs no argument is a factory; one that takes the prompt is an
-    agent. Raises :class:`ModelSpecError` for anything that is neither.
-    """
+    """``factory`` (a callable of no arguments), agent ``function``, agent ``object`` or
+    ``virtual_user``; raises :class:`ModelSpecError` for anything else."""
     if isinstance(obj, type):
         # a TaskWeaver-style VirtualUser subclass: built per conversation with its case
         return "virtual_user" if callable(getattr(obj, "get_reply_from_agent", None)) \
@@ -179,13 +148,8 @@ def importable_name(obj: Any) -> str | None:
 
 
 def agent_spec(agent: Any) -> str:
-    """The model spec stored with a run of ``agent``.
-
-    A spec string is kept; a factory or agent function that can be imported again
-    becomes ``python/<module>:<name>``, so the run can be resumed from the command
-    line. An object given in code becomes ``python/<object>:<module>.<type>``, which
-    names it but cannot be rebuilt (resume it from Python with the same object).
-    """
+    """The spec stored with a run: ``python/<module>:<name>`` when importable (resumable
+    from the command line), else ``python/<object>:<module>.<type>`` (resume from Python)."""
     if isinstance(agent, str):
         return agent
     name = importable_name(agent)
@@ -196,14 +160,11 @@ def agent_spec(agent: Any) -> str:
 
 
 class PythonAgent:
-    """One agent instance, adapted to the model protocol."""
-
     cacheable = False  # user code changes between runs; a cache would serve stale answers
 
     def __init__(self, agent: Any, model_id: str) -> None:
         self.model_id = model_id
-        #: prompt in, text out: tools are described in the prompt, not sent
-        self.text_only = True
+        self.text_only = True  # prompt in, text out: tools are described in the prompt
         self._style = "prompt"
         #: the user's object (a conversation task hands it its working folder)
         self.target = agent
@@ -248,15 +209,9 @@ class PythonAgent:
             return ((last.content or "") if last else "",), {}
         return (conversation_text(messages),), {}
 
-    async def generate(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[ToolSpec] | None = None,
-        response_schema: dict[str, Any] | None = None,
-        **params: Any,
-    ) -> Reply:
-        """Run the agent on the conversation; its exceptions become call errors."""
+    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
+                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
+        """Run the agent; its exceptions become call errors."""
         args, kwargs = self._arguments(messages, tools, response_schema, params)
         spent = 0.0
 
@@ -282,9 +237,7 @@ class PythonAgent:
         except ModelCallError:
             raise
         except Exception as e:
-            raise ModelCallError(
-                f"agent raised {type(e).__name__}: {e}", transient=False
-            ) from e
+            raise ModelCallError(f"agent raised {type(e).__name__}: {e}", transient=False) from e
         if isinstance(out, Reply):
             return out
         if isinstance(out, Message):
@@ -294,9 +247,8 @@ class PythonAgent:
 
 
 class VirtualUserSlot:
-    """A TaskWeaver VirtualUser-style class (``get_reply_from_agent``, see
-    :mod:`assay.tasks.converse.agents`), built when its conversation starts
-    (:meth:`start_case`, called by the conversation task)."""
+    """A TaskWeaver VirtualUser-style class (``get_reply_from_agent``), built when its
+    conversation starts (:meth:`start_case`)."""
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
@@ -304,7 +256,7 @@ class VirtualUserSlot:
 
     def start_case(self, *, task_description: str, app_dir: str | None,
                    config_var: dict[str, Any] | None, workdir: Path) -> None:
-        """Build the user's object for this case (the arguments its ``__init__`` takes)."""
+        """Build the user's object with the arguments its ``__init__`` takes."""
         offered: dict[str, Any] = {"task_description": task_description, "app_dir": app_dir,
                                    "config_var": config_var, "workdir": str(workdir)}
         try:
@@ -320,7 +272,6 @@ class VirtualUserSlot:
                                  f"{type(e).__name__}: {e}", transient=False) from e
 
     def reply(self, message: str) -> str:
-        """The user's ``get_reply_from_agent``."""
         if self.instance is None:
             raise RuntimeError(f"{self.cls.__name__} is a TaskWeaver-style VirtualUser: it "
                                "runs only in a conversation task (assay run converse)")
@@ -328,13 +279,6 @@ class VirtualUserSlot:
 
 
 class PythonAgentSubject:
-    """The subject for a user's object: ``session()`` gives every sample its own agent.
-
-    A factory is called once per sample; an agent function is used as is; an agent
-    object is deep-copied per sample (refused here, up front, when it cannot be
-    copied), unless ``shared`` (an LLM client used as a generator or judge).
-    """
-
     capabilities = CAPABILITIES
 
     def __init__(self, target: Any, model_id: str | None = None, *,
@@ -357,7 +301,6 @@ class PythonAgentSubject:
 
     @classmethod
     def from_spec(cls, target: str) -> PythonAgentSubject:
-        """The subject of ``python/<target>`` (``module:name``)."""
         obj = load_target(target)
         try:
             return cls(obj, f"python/{target}")
@@ -376,7 +319,6 @@ class PythonAgentSubject:
                 "arguments that builds a fresh agent), so every sample gets its own") from e
 
     def session(self) -> PythonAgent:
-        """A new agent for one sample."""
         if self.kind == "virtual_user":
             return PythonAgent(VirtualUserSlot(self._target), self.model_id)
         if self.kind == "factory":
@@ -396,7 +338,6 @@ class PythonAgentSubject:
         return PythonAgent(agent, self.model_id)
 
     def describe(self) -> dict[str, Any]:
-        """Identity recorded with the run."""
         return {"model": self.model_id}
 
     async def aclose(self) -> None:
@@ -404,17 +345,14 @@ class PythonAgentSubject:
 
 
 def python_subject(agent: Any, *, shared: bool = False) -> PythonAgentSubject:
-    """The subject for an agent given in Python (see the module docstring)."""
     name = importable_name(agent) if not isinstance(agent, str) else None
     return PythonAgentSubject(agent, f"python/{name}" if name else None, shared=shared)
 
 
 def _build(name: str, **options: Any) -> PythonAgentSubject:
-    """``python/<module>:<factory>``: a fresh agent per sample; the options do not apply."""
     return PythonAgentSubject.from_spec(name)
 
 
-#: the ``python`` entry point of ``assay.models``
 PROVIDER = Provider(
     build=_build, capabilities=CAPABILITIES,
     forms=(("python/<module>:<factory>", "a Python agent with run(prompt) -> str"),))

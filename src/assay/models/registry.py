@@ -1,29 +1,9 @@
-"""Model providers, found by name through the ``assay.models`` entry-point group.
-
-A spec ``<provider>/<name>`` names a provider registered under the entry-point group
-``assay.models`` (assay's own, ``local``, ``openai`` and ``python``, are registered
-exactly as a plugin registers one). An entry point's value, ``module:attr``, is a
-:class:`Provider`: how to build the model and what it can do (:class:`ModelCapabilities`).
-A new provider is one file plus one entry point::
-
-    # my_provider.py
-    from assay.models import ModelCapabilities, Provider
-
-    class MyModel:
-        def __init__(self, name): self.model_id = f"myprov/{name}"
-        async def generate(self, messages, *, tools=None, response_schema=None, **params): ...
-
-    PROVIDER = Provider(build=lambda name, **options: MyModel(name),
-                        capabilities=ModelCapabilities(context_window=32768))
-
-    # pyproject.toml
-    [project.entry-points."assay.models"]
-    myprov = "my_provider:PROVIDER"
-
-Nothing here imports a provider's module until that provider is used, so ``assay --help``
-stays fast and a provider's optional dependency only matters when it is used. Callers
-never look at a model's name: they ask :func:`capabilities_of`.
-"""
+"""Model providers by name: ``<provider>/<name>`` names an ``assay.models`` entry point
+(assay's own are registered as a plugin's are) whose value is a :class:`Provider`, e.g.
+``myprov = "my_provider:PROVIDER"`` with ``PROVIDER = Provider(build=lambda name,
+**options: MyModel(name), capabilities=ModelCapabilities(context_window=32768))``.
+A provider's module is imported only when it is used (``assay --help`` stays fast).
+Callers never look at a model's name: they ask :func:`capabilities_of`."""
 
 from __future__ import annotations
 
@@ -43,17 +23,10 @@ SMALL_CONTEXT_TOKENS = 16384
 
 @dataclass(frozen=True)
 class ModelCapabilities:
-    """What a model can do, as its provider declares it (never read from its name).
-
-    ``context_window``: tokens the model reads at once (``None``: unknown, assumed large);
-    ``native_tools``: tools are sent as tools and replies carry tool calls (otherwise the
-    tools are described in the prompt and the reply is text); ``constrained_decoding``: a
-    reply asked for with ``response_schema`` always matches it (the provider constrains
-    decoding itself rather than passing the schema to a server that may ignore it);
-    ``logprobs``: the model implements ``loglikelihood(requests)``;
-    ``one_call_at_a_time``: the model answers one call at a time (one in-process model on
-    one KV cache), so running samples side by side gains nothing.
-    """
+    """What a model can do, as its provider declares it (never read from its name):
+    ``context_window`` ``None`` is unknown, assumed large; ``constrained_decoding``: replies
+    always match ``response_schema``; ``logprobs``: it has ``loglikelihood(requests)``;
+    ``one_call_at_a_time``: one KV cache, so samples side by side gain nothing."""
 
     context_window: int | None = None
     native_tools: bool = True
@@ -63,25 +36,16 @@ class ModelCapabilities:
 
     @property
     def small_context(self) -> bool:
-        """Whether the context window is known and small (see :data:`SMALL_CONTEXT_TOKENS`):
-        a task keeps the conversation, the judge's transcript and the replies short."""
+        """Known and small: a task keeps conversation, judge transcript and replies short."""
         return self.context_window is not None and self.context_window <= SMALL_CONTEXT_TOKENS
 
 
 @dataclass(frozen=True)
 class Provider:
-    """A model provider, the value of an ``assay.models`` entry point.
-
-    ``build(name, **options)`` makes the model (anything with ``model_id`` and ``generate``)
-    or a subject (anything with ``session()``) for ``<provider>/<name>``; ``options`` are
-    ``base_url``, ``api_key``, ``timeout``, ``params`` and ``max_reply_bytes`` (a provider
-    takes the ones it needs and ignores the rest with ``**options``). ``capabilities`` are
-    what its models can do. ``bare``: ``None`` when the provider's name alone is not a
-    spec, otherwise what the bare spec stands for (the default model's name, e.g. a
-    weights file: model families are read from it; ``""`` when it has none), and ``build``
-    then gets ``""`` as the name. ``forms``: how its specs are written, each with what it
-    names (``assay list models``, error messages); by default ``<provider>/<model>``.
-    """
+    """An ``assay.models`` entry point's value: ``build(name, **options)`` makes a model or
+    a subject (options: ``base_url``, ``api_key``, ``timeout``, ``params``,
+    ``max_reply_bytes``); ``bare``: what the provider's name alone stands for (``build``
+    gets ``""``), ``None`` when no spec; ``forms``: how its specs are written."""
 
     build: Callable[..., Any]
     capabilities: ModelCapabilities = ModelCapabilities()
@@ -91,8 +55,7 @@ class Provider:
 
 @functools.lru_cache(maxsize=1)
 def _own_entry_points() -> dict[str, Any]:
-    """assay's own providers: read from its one distribution, much cheaper than scanning
-    every installed package for a built-in name."""
+    """assay's own providers, from its one distribution (cheaper than scanning them all)."""
     try:
         eps = distribution("assay").entry_points
     except PackageNotFoundError:  # run from a source tree without installing
@@ -102,8 +65,7 @@ def _own_entry_points() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _entry_points() -> dict[str, Any]:
-    """Every provider of every installed distribution (read once per process); a plugin
-    cannot take a built-in's name."""
+    """Every installed provider; a plugin cannot take a built-in's name."""
     found = {ep.name: ep for ep in entry_points(group=GROUP)}
     found.update(_own_entry_points())
     return found
@@ -167,10 +129,8 @@ def spec_forms_text() -> str:
 
 
 def split_spec(spec: str) -> tuple[str, str]:
-    """``provider/name`` as its parts; a provider's bare name gives ``(provider, "")``.
-
-    Raises :class:`ModelSpecError` (one line, naming the accepted forms) for anything else.
-    """
+    """``provider/name`` as its parts (a bare ``local`` gives ``(provider, "")``); imports
+    no provider module. Raises :class:`ModelSpecError` naming the accepted forms."""
     spec = (spec or "").strip()
     provider, sep, name = spec.partition("/")
     if provider and is_registered(provider):
@@ -195,13 +155,9 @@ def provider_capabilities(spec: str | None) -> ModelCapabilities | None:
 
 
 def capabilities_of(model: Any) -> ModelCapabilities:
-    """What ``model`` can do: a model, a subject, the engine's per-sample context around
-    either, or a model spec string.
-
-    Its own ``capabilities`` first; then what it wraps (``agent``, ``model``); then what
-    the provider of its ``model_id`` declares; otherwise nothing special (unknown context,
-    native tools unless it says ``text_only``).
-    """
+    """What a model, subject, per-sample context or spec string can do: its own
+    ``capabilities``, else what it wraps (``agent``, ``model``), else its provider's,
+    else nothing special (native tools unless it says ``text_only``)."""
     seen: set[int] = set()
     obj = model
     while obj is not None and id(obj) not in seen:
@@ -217,9 +173,7 @@ def capabilities_of(model: Any) -> ModelCapabilities:
         obj = None if isinstance(inner, str) else inner
     spec = model if isinstance(model, str) else getattr(model, "model_id", None)
     caps = provider_capabilities(spec) if isinstance(spec, str) else None
-    if caps is not None:
-        return caps
-    return ModelCapabilities(native_tools=not getattr(model, "text_only", False))
+    return caps or ModelCapabilities(native_tools=not getattr(model, "text_only", False))
 
 
 def clear_cache() -> None:

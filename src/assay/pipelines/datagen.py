@@ -1,17 +1,10 @@
-"""The generated-data pipeline: a parent run whose steps are child runs, resumable.
+"""The generated-data pipeline: a parent run (kind ``pipeline``) whose steps are child runs.
 
-``start_pipeline`` records the pipeline as a parent run of kind ``pipeline`` (task name
-``datagen_pipeline``; its spec: the generator, the pipeline's arguments as its options and
-the engine settings every step inherits; its dataset: the reference set) and runs the
-steps with the parent-run driver (:mod:`assay.pipelines.parent`): ``datagen_generate``
-with the generator, ``datagen_judge`` once per judge (a jury when there are several),
-``datagen_winrate`` with the whole jury, ``datagen_verify`` once per solver.
-``resume_pipeline`` (``assay datagen pipeline --resume ID``, after Ctrl-C or kill -9)
-keeps the finished steps, continues an interrupted one with the engine's own resume and
-runs the rest; a failed step stops the pipeline (``--resume`` tries it again).
-
-The problems, the reference set and the comprehensive report are written to
-``assay-runs/datagen/<pipeline id>/`` (``pipeline.json`` there is a snapshot for
+Steps: ``datagen_generate`` with the generator, ``datagen_judge`` once per judge (a jury
+when several), ``datagen_winrate`` with the whole jury, ``datagen_verify`` once per
+solver. ``--resume ID`` keeps the finished steps, continues an interrupted one and runs
+the rest; a failed step stops the pipeline. The problems, the reference set and the
+report go to ``assay-runs/datagen/<pipeline id>/`` (``pipeline.json``: a snapshot for
 readers, never read back).
 """
 
@@ -28,8 +21,16 @@ from assay.core.atomic import atomic_write_text
 from assay.engine.runner import RunSpec
 from assay.errors import ConfigError, DatasetError
 from assay.pipelines.parent import ParentRun, engine_settings
-from assay.reports.datagen import write_pipeline_report
-from assay.store.sqlite import Store, new_run_id, workspace_dir
+from assay.reports.datagen import (
+    GENERATE,
+    JUDGE,
+    VERIFY,
+    WINRATE,
+    pipeline_dir,
+    pipeline_record,
+    write_pipeline_report,
+)
+from assay.store.sqlite import Store, new_run_id
 from assay.tasks.datagen.generate import write_outputs
 from assay.tasks.datagen.jury import jury_summary
 from assay.tasks.datagen.problem import load_problems, save_problems
@@ -39,8 +40,6 @@ from assay.tasks.datagen.verify import near_duplicates, verification_summary
 from assay.tasks.options import Field, TaskOptions, validate_options
 
 NAME = "datagen_pipeline"
-GENERATE, JUDGE, WINRATE, VERIFY = ("datagen_generate", "datagen_judge", "datagen_winrate",
-                                    "datagen_verify")
 
 
 class PipelineOptions(TaskOptions):
@@ -63,11 +62,6 @@ class PipelineOptions(TaskOptions):
         return v
 
 
-def pipeline_dir(pipeline_id: str) -> Path:
-    """Folder of a pipeline's files (absolute: its steps' options name files in it)."""
-    return (workspace_dir() / "datagen" / pipeline_id).resolve()
-
-
 def _load_reference(reference: str | None, folder: Path
                     ) -> tuple[Path | None, dict[str, Any] | None, list[str]]:
     """The reference set saved in the pipeline's folder, its description, and notes."""
@@ -83,11 +77,7 @@ def _load_reference(reference: str | None, folder: Path
 def start_pipeline(store: Store, *, model: str, engine: dict[str, Any] | None = None,
                    quiet: bool = True, on_created: Callable[[str], Any] | None = None,
                    **arguments: Any) -> dict[str, Any]:
-    """Start a pipeline for generator ``model``; returns its record (see
-    :func:`pipeline_record`). ``arguments`` are :class:`PipelineOptions` (``n``,
-    ``judge_models``, ``solver_models``, ``reference``, ``rubric``, ``seed``,
-    ``near_duplicate_threshold``); ``engine`` the RunSpec settings every step uses.
-    ``on_created`` is called with the pipeline's id once its run is in the store."""
+    """Start a pipeline (``arguments``: :class:`PipelineOptions`); returns its record."""
     options = validate_options(PipelineOptions,
                                {k: v for k, v in arguments.items() if v is not None}, NAME)
     if options.rubric:  # a bad rubric is a one-line error now, not after the generation
@@ -95,8 +85,7 @@ def start_pipeline(store: Store, *, model: str, engine: dict[str, Any] | None = 
         # stored absolute, so that the pipeline resumes from any folder
         options.rubric = str(Path(options.rubric).expanduser().resolve())
     # the pipeline's seed also seeds the models' sampling, unless the engine has its own
-    settings = {"seed": options.seed, **{k: v for k, v in (engine or {}).items()
-                                        if v is not None}}
+    settings = {"seed": options.seed, **{k: v for k, v in (engine or {}).items() if v is not None}}
     spec = RunSpec(task=NAME, model=model, task_options=options.model_dump(), **settings)
     pid = new_run_id()
     folder = pipeline_dir(pid)
@@ -113,10 +102,7 @@ def start_pipeline(store: Store, *, model: str, engine: dict[str, Any] | None = 
 
 def resume_pipeline(store: Store, pipeline_id: str, *, overrides: dict[str, Any] | None = None,
                     quiet: bool = True) -> dict[str, Any]:
-    """Continue a pipeline after Ctrl-C or kill -9: finished steps are kept, an
-    interrupted step is resumed by the engine, the steps not started are run.
-    ``overrides``: engine settings that may change (``base_url``, ``max_connections``,
-    ``timeout``, ``max_retries``, ``cache``, ``rpm``, ...)."""
+    """Continue a pipeline after Ctrl-C or kill -9 (``overrides``: changed engine settings)."""
     parent = ParentRun.reopen(store, pipeline_id, kind="pipeline", what="pipeline",
                               overrides=overrides, quiet=quiet)
     ref = parent.record["dataset"].get("reference_file")
@@ -197,50 +183,12 @@ def _run_steps(p: ParentRun, generator: str, o: PipelineOptions, engine: dict[st
     return summary
 
 
-def pipeline_record(store: Store, pipeline_id: str) -> dict[str, Any]:
-    """A pipeline as the report reads it, from the store: its arguments, the reference
-    set, each step's run id, the outputs and the summaries stored when it finished."""
-    run = store.get_run(pipeline_id)
-    opts = run["spec"]["task_options"]
-    metrics = run.get("metrics") or {}
-    # the steps its last pass used (stored with its summaries when it finished), else
-    # those recorded so far (a pipeline stored by an older assay: its children)
-    steps = metrics.get("steps")
-    if steps is None:
-        steps = {}
-        recorded = [(s["task"], s["run"]) for s in run.get("steps") or [] if s.get("run")]
-        if not recorded:
-            recorded = [(c["task"], c["id"]) for c in map(store.get_run,
-                                                          store.children(run["id"]))]
-        for task, child in recorded:
-            steps.setdefault(task, []).append(child)
-
-    def ids(task: str) -> list[str]:
-        return list(steps.get(task) or [])
-
-    dataset = run["dataset"] or {}
-    return {
-        "id": run["id"], "status": run["status"], "created_at": run["created_at"],
-        "n": opts["n"], "model": run["spec"]["model"], "judge_models": opts["judge_models"],
-        "solver_models": opts["solver_models"], "seed": opts["seed"],
-        "reference": dataset.get("reference"),
-        "notes": list(dataset.get("notes") or []) + list(metrics.get("notes") or []),
-        "generate_run": next(iter(ids(GENERATE)), None),
-        "outputs": metrics.get("outputs"),
-        "judge_runs": ids(JUDGE), "jury": metrics.get("jury"),
-        "winrate_run": next(iter(ids(WINRATE)), None),
-        "near_duplicates": metrics.get("near_duplicates"),
-        "verify_runs": ids(VERIFY), "verification": metrics.get("verification"),
-    }
-
-
 def run_pipeline(*, n: int, model: str, judge_models: list[str],
                  solver_models: list[str] | None = None, reference: str | None = None,
                  rubric: str | None = None, seed: int = 0,
                  engine: dict[str, Any] | None = None, store: Store | None = None,
                  near_duplicate_threshold: float = 0.5, quiet: bool = True) -> dict[str, Any]:
-    """Generate, judge, compare, verify, then write the comprehensive report (a new
-    pipeline; see :func:`start_pipeline`)."""
+    """A new pipeline (:func:`start_pipeline`) in ``store`` or the workspace's."""
     own = store is None
     store = store or Store()
     try:

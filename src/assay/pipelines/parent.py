@@ -1,19 +1,12 @@
 """The one parent-run driver: a plan, a datagen pipeline (any run made of runs).
 
-A parent run is a run of ``kind`` ``plan`` or ``pipeline`` (an ordinary run's kind is
-``task``) with no samples of its own: its steps are child runs (``parent_id``), each an
-ordinary engine run built as ``assay run`` builds one (:func:`run_step`). The driver
-runs the steps in the order its caller asks for them and records each step's status in
-the parent's ``steps`` (:mod:`assay.store.parents`) as it starts, finishes or fails.
-
-The store is the only state. A parent reopened after Ctrl-C or ``kill -9``
-(:meth:`ParentRun.reopen`) finds its children again: a finished step's run is reused,
-a half-done one is continued with the engine's own resume (no committed sample is sent
-again, task options whose credentials were never stored are given back from the
-caller's options), the rest run. A step with unmet dependencies (``needs``) is skipped.
-A failed step raises :class:`StepFailed` after it is recorded: the caller decides
-whether the others still run (a plan) or the parent stops (a datagen pipeline); either
-way nothing finished is lost, and the parent's status says how it ended.
+A parent run (``kind`` ``plan`` or ``pipeline``) has no samples of its own: its steps are
+child runs, each built as ``assay run`` builds one, their status recorded in the
+parent's ``steps`` as they start, finish or fail. The store is the only state: a parent
+reopened after Ctrl-C or ``kill -9`` reuses a finished step's run, resumes a half-done
+one (credentials never stored are given back from the caller's options) and runs the
+rest. A failed step raises :class:`StepFailed` once recorded; the caller decides whether
+the others still run (a plan) or the parent stops (a datagen pipeline).
 """
 
 from __future__ import annotations
@@ -53,8 +46,7 @@ def engine_settings(spec: RunSpec, fields: tuple[str, ...] = ENGINE_FIELDS) -> d
 def run_step(store: Store, task: str, model: str, options: dict[str, Any], *,
              engine: dict[str, Any] | None = None, parent_id: str | None = None,
              quiet: bool = True) -> str:
-    """Run ``task`` on ``model`` with the task ``options`` and the ``engine`` settings, as
-    ``assay run`` would (its reports are written); returns the run id."""
+    """Run ``task`` on ``model`` as ``assay run`` would (reports written); returns its id."""
     spec = make_spec(task, model, task_options={k: v for k, v in options.items()
                                                 if v is not None},
                      engine={k: v for k, v in (engine or {}).items() if v is not None})
@@ -63,10 +55,8 @@ def run_step(store: Store, task: str, model: str, options: dict[str, Any], *,
 
 def resume_step(store: Store, run_id: str, *, overrides: dict[str, Any] | None = None,
                 parent_id: str | None = None, quiet: bool = True) -> str:
-    """Continue an interrupted run with the engine's resume: samples already committed
-    are not sent again. ``overrides``: settings that may change on resume (endpoint,
-    connections, timeouts, retries, cache, rpm; ``task_options`` whose credentials were
-    never stored)."""
+    """Continue an interrupted run with the engine's resume (``overrides``: what may change,
+    and ``task_options`` whose credentials were never stored)."""
     return _execute(store, None, run_id, overrides, parent_id, quiet)
 
 
@@ -78,9 +68,7 @@ def _execute(store: Store, spec: RunSpec | None, resume: str | None,
     return result.run_id
 
 
-def metrics_of(store: Store, run_id: str) -> dict[str, Any]:
-    """A run's metrics, as stored when it finished."""
-    return run_metrics(store, run_id)
+metrics_of = run_metrics  # a run's metrics, as stored when it finished
 
 
 def stop(store: Store, run_id: str, status: str, error: str | None = None) -> None:
@@ -116,8 +104,8 @@ class ParentRun:
     def create(cls, store: Store, spec: RunSpec, *, kind: str, model: dict[str, Any],
                dataset: dict[str, Any], quiet: bool = True, run_id: str | None = None,
                on_created: Callable[[str], Any] | None = None) -> ParentRun:
-        """A new parent run of ``kind`` (``plan``, ``pipeline``) in the store, its spec
-        stored without credentials; ``on_created`` is called with its id once it is there."""
+        """A new parent run of ``kind`` in the store (its spec without credentials);
+        ``on_created`` is called with its id once it is there."""
         pid = store.create_run(task=spec.task, kind=kind, spec=spec.to_dict(), model=model,
                                dataset=dataset, package_version=__version__,
                                run_id=run_id or new_run_id())
@@ -128,9 +116,8 @@ class ParentRun:
     @classmethod
     def reopen(cls, store: Store, run_id: str, *, kind: str, what: str,
                overrides: dict[str, Any] | None = None, quiet: bool = True) -> ParentRun:
-        """A stopped parent run of ``kind`` (called ``what`` in messages) to resume, its
-        spec as stored plus ``overrides`` (credentials given again: see
-        :func:`assay.api.resume_spec`; a changed spec is stored)."""
+        """A stopped parent run of ``kind`` (``what`` in messages) to resume, its spec as
+        stored plus ``overrides`` (a changed spec is stored)."""
         record = store.get_run(run_id)
         if record["kind"] != kind:
             raise ConfigError(f"run {record['id']} is a {record['kind']} run ({record['task']}), "
@@ -144,7 +131,6 @@ class ParentRun:
 
     @property
     def record(self) -> dict[str, Any]:
-        """The parent's stored record."""
         return self.store.get_run(self.id)
 
     def step(self, key: str, task: str, model: str,
@@ -152,16 +138,11 @@ class ParentRun:
              engine: dict[str, Any] | None = None, names: Iterable[str] = (),
              needs: Iterable[str] = (), before: Callable[[], Any] | None = None,
              echo: Callable[[str], Any] | None = None, label: str | None = None) -> str:
-        """Run step ``key`` (``task`` on ``model``, as :func:`run_step`); returns its run id.
-
-        A finished run of the step is reused, a half-done one resumed; otherwise
-        ``before`` is called (fetch what the step needs) and a new child run made.
-        ``options``: the task options, or a function making them (called only when the
-        step runs: they may need a download).
-        ``names``: other names the step's runs may have in the store (an alias's entry).
-        ``needs``: keys of steps that must have finished first. Raises :class:`StepFailed`
-        (recorded) when the step fails or cannot run.
-        """
+        """Run step ``key`` (``task`` on ``model``); returns its run id. A finished run of
+        the step is reused, a half-done one resumed; else ``before`` fetches what it needs
+        and a child run is made. ``options`` may be a function (called only when the step
+        runs: they may need a download); ``names``: other names its runs may have (an
+        alias's entry); ``needs``: steps that must have finished first."""
         say = echo or (lambda _text: None)
         label = label or key
         entry = self._entry(key, task)
@@ -217,11 +198,9 @@ class ParentRun:
     def drive(self, body: Callable[[ParentRun], dict[str, Any]],
               summarize: Callable[[ParentRun, dict[str, Any]], dict[str, Any]] | None = None
               ) -> dict[str, Any]:
-        """Run ``body`` (which runs the steps and returns the parent's summary), then store
-        the parent's status (``failed`` when a step failed, else ``finished``) and its
-        summary as its metrics (``summarize``, when given, makes the summary again once
-        the status is stored). Ctrl-C or an error stops it as ``interrupted`` or
-        ``failed`` with everything done kept, and is raised again."""
+        """Run ``body`` (the steps; returns the summary), then store the parent's status and
+        the summary as its metrics (``summarize`` remakes it once the status is stored).
+        Ctrl-C or an error stops it as ``interrupted`` or ``failed``, and is raised again."""
         started = time.perf_counter()
         self.store.set_run_status(self.id, "running")
         try:
@@ -233,8 +212,7 @@ class ParentRun:
             stop(self.store, self.id, "failed", f"{type(e).__name__}: {e}")
             raise
         stats = {k: v for k, v in self.record["stats"].items() if k != "owner"}
-        stats["elapsed_s"] = round(stats.get("elapsed_s", 0.0) + time.perf_counter() - started,
-                                   3)
+        stats["elapsed_s"] = round(stats.get("elapsed_s", 0.0) + time.perf_counter() - started, 3)
         stats["sessions"] = stats.get("sessions", 0) + 1
         failed = any(s["status"] in ("failed", "skipped") for s in self.steps)
         self.store.set_run_status(self.id, "failed" if failed else "finished", stats)
@@ -243,7 +221,6 @@ class ParentRun:
         self.store.set_metrics(self.id, summary)
         return summary
 
-    # -- the steps' record ----------------------------------------------------------------
     def _entry_of(self, key: str) -> dict[str, Any] | None:
         return next((s for s in self.steps if s["key"] == key), None)
 
@@ -265,9 +242,8 @@ class ParentRun:
         self.store.set_run_steps(self.id, self.steps)
 
     def _found(self, entry: dict[str, Any], names: set[str]) -> dict[str, Any] | None:
-        """The step's run in the store: the one recorded, else (a run whose id was not
-        recorded before a kill, or a parent stored by an older assay) the first child of
-        the step's task stored before the parent was reopened that no step has taken."""
+        """The step's run: the one recorded, else (its id lost to a kill, or an older
+        assay's parent) the first known child of the step's task no step has taken."""
         if entry["run"]:
             return self.store.get_run(entry["run"])
         taken = {s["run"] for s in self.steps if s["run"]}
@@ -280,8 +256,7 @@ class ParentRun:
 
     def _resume_overrides(self, found: dict[str, Any], options: dict[str, Any]
                           ) -> dict[str, Any] | None:
-        """The overrides a resumed step gets: the parent's, plus the task options whose
-        credentials were never stored (from ``options``, the step's options now)."""
+        """The parent's overrides, plus the task options whose credentials were never stored."""
         masked = {p.split(".")[1].split("[")[0] for p in found["spec"].get("redacted") or []
                   if p.startswith("task_options.")}
         again = {k: v for k, v in options.items() if k in masked}

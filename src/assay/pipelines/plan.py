@@ -1,17 +1,10 @@
 """``assay run plan.yaml``: every task of a plan as a child run of one parent run.
 
-The parent is a run of kind ``plan`` (task name ``plan``) whose dataset record holds the
-plan (trace included), its file and its hash. Each task is a step of the parent-run
-driver (:mod:`assay.pipelines.parent`): an ordinary engine run, one after another in
-the plan's order, so each child is exactly what ``assay run TASK`` would have made
-(options, data hash, scorer, metrics, report). A Hub task is downloaded first
-(:func:`assay.plan.hub.fetch_split`) and runs as ``qa`` on the local file.
-
-``assay run plan.yaml --resume ID`` (after Ctrl-C or kill -9) keeps the finished tasks,
-continues an interrupted one with the engine's own resume (no committed sample is sent
-again) and runs the rest. A task that fails (its data cannot be had, say) is recorded
-and the others still run; ``--resume`` tries it again. The combined report is written
-last (:mod:`assay.plan.report`).
+The parent (kind ``plan``) stores the plan, its file and its hash; each task is a step of
+:mod:`assay.pipelines.parent`, in the plan's order, so each child is exactly what ``assay
+run TASK`` would make. A Hub task is downloaded first and runs as ``qa``. A failed task is
+recorded and the others still run; ``--resume`` keeps the finished ones, continues an
+interrupted one and tries the rest. The combined report is written last.
 """
 
 from __future__ import annotations
@@ -24,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.engine.runner import RunSpec
+from assay.engine.upgrade import plan_facts
 from assay.errors import AssayError, ConfigError
 from assay.pipelines.parent import ALL_ENGINE_FIELDS, ParentRun, StepFailed, engine_settings
 from assay.plan.children import step_key, task_ref
@@ -47,8 +41,6 @@ def plan_hash(plan: Plan) -> str:
 
 @dataclass
 class PlanRun:
-    """What ``run_plan`` did."""
-
     run_id: str
     children: list[str | None]
     failures: dict[int, str] = field(default_factory=dict)
@@ -57,9 +49,8 @@ class PlanRun:
 
 
 def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[str, Any]:
-    """The task options a child run gets: a Hub task's data fetched here first, a
-    relative path read from the plan file's folder ``base`` (and kept inside it: see
-    :mod:`assay.plan.untrusted`)."""
+    """The task options a child run gets: a Hub task's data fetched first, relative paths
+    read from (and kept inside) the plan file's folder ``base``."""
     options = dict(task.options)
     if base is not None:  # every file an option names: inside the plan's folder, absolute
         options = task_options(options, base, f"plan {base}: task {task.label}")
@@ -79,10 +70,8 @@ def child_options(task: PlanTask, plan: Plan, base: Path | None = None) -> dict[
 
 
 def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
-    """Fetch what a task needs before its run, as ``assay data pull`` would: each data
-    source the task declares that can tell it is missing here (BFCL's data from the
-    bfcl-eval wheel on PyPI), unless an option of the task names its data. Catalogue
-    entries pull their own data when they start."""
+    """Fetch the data sources a task declares and misses here, as ``assay data pull``
+    would, unless an option names its data (catalogue entries pull their own)."""
     if task.source == "hub":
         return
     ref = resolve(task_ref(task))
@@ -98,9 +87,8 @@ def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
 def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dict[str, Any],
                quiet: bool = True, echo: Callable[[str], None] = print,
                on_created: Callable[[str], None] | None = None) -> PlanRun:
-    """Run the plan in ``path`` as a new parent run. ``model`` overrides the plan's
-    model under test; ``engine`` holds the engine settings every child uses (``limit``
-    overrides each task's own limit)."""
+    """Run the plan in ``path`` as a new parent run (``model`` overrides the plan's;
+    ``engine``: every child's settings, ``limit`` over each task's own)."""
     path = Path(path)
     plan = read_plan(path)
     if not plan.tasks:
@@ -108,24 +96,20 @@ def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dic
                           "tasks:) before running it")
     _validate(plan, path, model_given=bool(model))
     subject = model or plan.models.model
-    # the engine settings every task inherits (an endpoint's credentials are never stored:
-    # a resume is given them again)
-    spec = RunSpec(task=NAME, model=subject, **{k: v for k, v in engine.items()
-                                                if v is not None})
+    # the settings every task inherits (credentials never stored: a resume gets them again)
+    spec = RunSpec(task=NAME, model=subject, **{k: v for k, v in engine.items() if v is not None})
     parent = ParentRun.create(
         store, spec, kind="plan", quiet=quiet, on_created=on_created,
         model={"model": subject, "judge": plan.models.judge, "planner": plan.models.planner},
         dataset={"plan": plan.model_dump(mode="json"), "plan_file": str(path.resolve()),
-                 "plan_hash": plan_hash(plan)})
+                 "plan_hash": plan_hash(plan), **plan_facts(plan.model_dump(mode="json"))})
     return _drive(parent, plan, echo=echo)
 
 
 def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
                 overrides: dict[str, Any] | None = None, quiet: bool = True,
                 echo: Callable[[str], None] = print) -> PlanRun:
-    """Continue a plan run: finished children kept, an interrupted one resumed by the
-    engine, the rest run. ``path``: the plan file given on the command line, which must
-    still be the plan the run started with."""
+    """Continue a plan run (``path``: its plan file, which must not have changed)."""
     parent = ParentRun.reopen(store, run_id, kind="plan", what="plan run",
                               overrides=overrides, quiet=quiet)
     record = parent.record
@@ -145,10 +129,9 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
 
 
 def _validate(plan: Plan, path: Path, *, model_given: bool = False) -> None:
-    """Every task builds and names only metrics it computes, names no file outside the
-    plan's folder and no code (:mod:`assay.plan.untrusted`); one line otherwise. The
-    files are checked before any task's options are validated (a task may read a file
-    while validating its options)."""
+    """Every task builds, names only metrics it computes, and no file outside the plan's
+    folder nor code; one line otherwise. Files are checked before options are validated
+    (a task may read a file while validating them)."""
     check_models(plan.models, model_given=model_given, where=str(path))
     base = path.resolve().parent
     for i, task in enumerate(plan.tasks, 1):
@@ -172,8 +155,7 @@ def _canonical(name: str) -> str:
 
 
 def _drive(parent: ParentRun, plan: Plan, *, echo: Callable[[str], None]) -> PlanRun:
-    """Each task of the plan as a step (a failed one recorded, the others still run),
-    then the plan's summary and its combined report."""
+    """Each task as a step (a failed one recorded, the others still run), then the report."""
     result = PlanRun(parent.id, [None] * len(plan.tasks))
     model, engine = parent.spec.model, engine_settings(parent.spec, ALL_ENGINE_FIELDS)
     base = Path(parent.record["dataset"]["plan_file"]).parent

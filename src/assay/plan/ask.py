@@ -1,12 +1,9 @@
 """The planner model: one JSON answer under a schema, recorded for the trace.
 
-``Asker(spec)`` wraps any model spec (``local`` is the embedded model, whose decoding
-is constrained to the schema; ``openai/<model>`` sends the schema as
-``response_format``). A reply that is not one JSON object is returned as ``None``
-(the caller keeps its rules' answer) and every call is kept in :attr:`Asker.calls`.
-With a ``store``, answers are kept in the workspace's response cache under the engine's
-key (model identity, messages, schema, parameters), so planning the same request again
-costs no model call.
+``local`` decodes constrained to the schema; ``openai/<model>`` sends it as
+``response_format``. A reply that is not one JSON object is ``None`` (the caller keeps
+its rules' answer). With a ``store``, answers are kept in the response cache under the
+engine's key, so planning the same request again costs no model call.
 """
 
 from __future__ import annotations
@@ -38,16 +35,14 @@ class Asker:
         self._loop: Any = None
 
     def _run(self, coro: Any) -> Any:
-        """Run ``coro`` on this asker's own loop (one loop for every call, so that a
-        provider's pooled connections stay valid)."""
+        """Run ``coro`` on this asker's one loop (a provider's pooled connections stay valid)."""
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(coro)
 
     def _model(self) -> Any:
         if self._subject is None:
-            self._subject = get_subject(self.spec, base_url=self.base_url,
-                                        timeout=self.timeout)
+            self._subject = get_subject(self.spec, base_url=self.base_url, timeout=self.timeout)
         return self._subject.session()
 
     def __call__(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any] | None:

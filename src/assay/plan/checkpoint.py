@@ -1,12 +1,10 @@
 """Human checkpoints: a free-text answer becomes one of five actions, or nothing.
 
-The actions are ``approve``, ``edit`` (opens ``$EDITOR`` on the plan's YAML), ``drop
-TASK``, ``add TASK`` and ``back`` (one step). An answer is read by exact rules first;
-when a planner model is given, an answer the rules cannot read is put to it under a
-schema whose ``action`` is one of the five, and its reply is checked like a typed
-answer (a task to drop must be in the plan, a task to add must exist). Anything else
-is ``None``: the caller asks again. Nothing is ever approved by default: not an
-unreadable answer, not a model reply that does not parse, not the end of input.
+``approve``, ``edit`` ($EDITOR on the plan's YAML), ``drop TASK``, ``add TASK``, ``back``.
+Exact rules first; then, with a planner model, an answer the rules cannot read is put to
+it under a schema and its reply is checked like a typed answer. Anything else is
+``None``: ask again. Nothing is ever approved by default (not an unreadable answer, not
+a reply that does not parse, not the end of input).
 """
 
 from __future__ import annotations
@@ -26,8 +24,6 @@ _EDIT = {"edit", "e", "open editor", "editor", "change it", "let me edit"}
 
 @dataclass
 class Action:
-    """One interpreted answer."""
-
     action: str
     targets: list[str]
     by: str  # rules | model
@@ -76,8 +72,7 @@ def answer_schema() -> dict[str, Any]:
 
 def read_with_model(answer: str, ask: Any, tasks: list[str]) -> tuple[Action | None,
                                                                        dict[str, Any]]:
-    """The planner model's reading of an answer (``unclear`` and any malformed reply
-    are ``None``); returns the call for the trace."""
+    """The planner model's reading of an answer (``None``: unclear), and the call made."""
     prompt = ("A user reviews an evaluation plan whose tasks are: "
               f"{', '.join(tasks) or 'none'}. Their answer: {answer!r}\n"
               "Which action does the answer ask for? approve (accept the plan as it is), "
@@ -91,8 +86,7 @@ def read_with_model(answer: str, ask: Any, tasks: list[str]) -> tuple[Action | N
     call["accepted"] = bool(ok)
     if not ok:
         return None, call
-    action = Action(reply["action"], [t.strip() for t in reply["targets"] if t.strip()],
-                    "model")
+    action = Action(reply["action"], [t.strip() for t in reply["targets"] if t.strip()], "model")
     # approval (and edit, back) must be said in words the rules read: a model never
     # approves for the user; a drop or add is taken only with targets the answer names
     said = _norm(answer)
@@ -109,8 +103,7 @@ def _norm(text: str) -> str:
 
 def interpret(answer: str, *, ask: Any = None, tasks: list[str] | None = None
               ) -> tuple[Action | None, list[dict[str, Any]]]:
-    """The action an answer asks for (rules, then the planner model), or ``None``: ask
-    again. Returns the model calls made."""
+    """The action an answer asks for (``None``: ask again), and the model calls made."""
     action = read_rules(answer)
     if action is not None or ask is None or not _clean(answer):
         return action, []

@@ -1,16 +1,9 @@
-"""Plans that know the field: the capabilities a request asks about, in the user's words,
-and each capability's tasks ranked by what the field uses for it.
+"""Plans that know the field: each capability's tasks ranked by what the field uses for it.
 
-* :func:`~assay.tasks.capabilities.capabilities_in` reads the vocabulary's capabilities
-  from a request's words (whole words and phrases; Chinese as substrings).
-* :func:`capability_candidates` ranks the tasks that declare a capability (their
-  ``measures``): the score is :data:`PRIOR_WEIGHT` x the standing's prior (canonical 1.0,
-  supporting 0.6, niche 0.3) + the rest x the task's BM25 score on the request and the
-  capability's phrases, normalised by the best of that capability's tasks. The reason
-  of each candidate records both (``prior canonical for code (why); BM25 2.10 (0.80 of
-  the best); matched python``), and a task the planner model suggested says so.
-* :func:`canonical_set` is a capability's standard set: its canonical tasks, in rank
-  order (a capability with none falls back to its best candidate).
+A candidate's score is :data:`PRIOR_WEIGHT` x its standing's prior (canonical 1.0,
+supporting 0.6, niche 0.3) + the rest x its BM25 score on the request and the
+capability's phrases, normalised by that capability's best; its reason records both
+(and whether the planner model suggested it).
 """
 
 from __future__ import annotations
@@ -38,10 +31,9 @@ def capability_candidates(request: str, capability: str, *,
                           suggested: frozenset[str] = frozenset(),
                           embed: dict[str, float] | None = None,
                           planner: str | None = None) -> list[Candidate]:
-    """Every runnable task that measures ``capability``, best first (see the module
-    docstring); ``suggested``: the tasks the planner model named from its knowledge;
-    ``embed`` (name -> cosine similarity to the request): the words' part is the mean of
-    the normalised BM25 score and the similarity; ``planner``: the planner model, if any."""
+    """Every runnable task that measures ``capability``, best first; ``suggested``: the
+    planner model's; ``embed`` (name -> cosine to the request) is averaged into the
+    words' part."""
     cap = CAPABILITIES[capability]
     tasks = {n: m for n, listed in catalogue().items() for m in listed.info.measures
              if m.capability == capability}

@@ -11,8 +11,8 @@ When the gallery has nothing for a request, the planner may look on the Hub:
   ``qa`` task, recording one reason per decision (:class:`HubResolution`). Rules come
   first; a planner model (``ask``) is asked only for the keys the rules could not map,
   under a JSON schema whose values are the dataset's real columns.
-- :func:`fetch_split` downloads the split (``hf_hub_download``, pinned to the revision)
-  into one JSONL file under ``$ASSAY_HOME/data/hub`` that the ``qa`` task reads.
+- :func:`fetch_split` downloads the split (pinned to the revision) through the data cache
+  into one JSONL file, recorded in its manifest, that the ``qa`` task reads.
 
 A Hub dataset is never *verified*: it runs only as generic QA. ``HF_ENDPOINT`` is read
 at call time (not at import), the token is ``token`` or ``HF_TOKEN`` (else
@@ -26,8 +26,6 @@ columns are the question, answer and choices, in :mod:`assay.plan.hub_keys`.
 
 from __future__ import annotations
 
-import base64
-import json
 import math
 import os
 import re
@@ -37,10 +35,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.core.atomic import atomic_open
-from assay.data.cache import data_root
-from assay.data.hf import cache_dir as hf_cache_dir
-from assay.data.hf import hub_endpoint, hub_failure, hub_offline
+from assay.data.hf import hub_endpoint, hub_failure, hub_file, hub_offline, keep_split, kept_split
 from assay.errors import DatasetError
 from assay.plan.hub_keys import ANSWER_NAMES as ANSWER_NAMES
 from assay.plan.hub_keys import CHOICES_NAMES as CHOICES_NAMES
@@ -296,14 +291,10 @@ def _dataset_info(dataset_id: str, revision: str | None, token: str | None,
 
 def _download(dataset_id: str, filename: str, revision: str | None,
               token: str | None, doing: str) -> Path:
-    from huggingface_hub import hf_hub_download  # heavy
-
-    cache = hf_cache_dir()
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        return Path(hf_hub_download(dataset_id, filename, repo_type="dataset",
-                                    revision=revision, cache_dir=str(cache),
-                                    token=_token(token), endpoint=hub_endpoint()))
+        return hub_file(dataset_id, filename, revision, _token(token))
+    except DatasetError:
+        raise
     except Exception as e:
         if hub_failure(e)[0] == "not_found":  # the dataset answered; this file is gone
             raise DatasetError(f"file {filename} of dataset {dataset_id} is not on the Hugging "
@@ -360,47 +351,24 @@ def resolve_hub(dataset_id: str, *, ask: Callable[[str, dict], dict | None] | No
 
 # -- fetching ------------------------------------------------------------------------------
 
-def split_path(dataset_id: str, revision: str, config: str | None, split: str) -> Path:
-    """Where :func:`fetch_split` keeps a split:
-    ``$ASSAY_HOME/data/hub/<owner>__<name>/<revision>/<config>/<split>.jsonl``."""
-    def safe(part: str) -> str:
-        return re.sub(r"[^A-Za-z0-9._-]", "_", part.replace("/", "__")).lstrip(".") or "_"
-
-    return (data_root() / "hub" / safe(dataset_id) / safe(revision)
-            / safe(config or "default") / f"{safe(split)}.jsonl")
-
-
-def _json_default(v: Any) -> Any:
-    if isinstance(v, (bytes, bytearray)):
-        try:
-            return bytes(v).decode("utf-8")
-        except UnicodeDecodeError:
-            return base64.b64encode(bytes(v)).decode("ascii")
-    return str(v)
-
-
 def fetch_split(ref: HubRef, *, token: str | None = None) -> Path:
     """The split ``ref`` names as one local JSONL file (downloaded once per revision).
 
-    The split's data files are downloaded with ``hf_hub_download`` (pinned to
-    ``ref.revision`` when given, else to the commit the Hub reports now) and written as
-    ``$ASSAY_HOME/data/hub/<id with / as __>/<revision>/<config>/<split>.jsonl``; when
-    that file is already there it is returned without any request (for a pinned
-    revision) or after one info request (for the latest). Offline, unreachable or a
-    missing config/split: a one-line :class:`DatasetError`.
+    The split's data files are downloaded through the data cache (pinned to
+    ``ref.revision`` when given, else to the commit the Hub reports now) and kept as one
+    recorded JSONL file (:func:`~assay.data.hf.keep_split`), returned later without any
+    request (for a pinned revision) or after one info request (for the latest). Offline,
+    unreachable or a missing config/split: a one-line :class:`DatasetError`.
     """
-    if ref.revision:
-        known = split_path(ref.id, ref.revision, ref.config, ref.split)
-        if known.is_file():
-            return known
+    if ref.revision and (known := kept_split(ref.id, ref.revision, ref.config, ref.split)):
+        return known
     doing = f"download dataset {ref.id}"
     if not hub_enabled():
         raise _offline(doing)
     sha, card, files = _dataset_info(ref.id, ref.revision, token, doing)
     revision = sha or ref.revision or "main"
-    out = split_path(ref.id, revision, ref.config, ref.split)
-    if out.is_file():
-        return out
+    if known := kept_split(ref.id, revision, ref.config, ref.split):
+        return known
     configs, _ = _layout(card, files)
     config = next((c for c in configs if c.name == ref.config), None)
     if config is None and configs and (ref.config is None or len(configs) == 1
@@ -415,15 +383,5 @@ def fetch_split(ref: HubRef, *, token: str | None = None) -> Path:
         names = ", ".join(s for s, fs in config.splits.items() if fs) or "none"
         raise DatasetError(f"dataset {ref.id} has no split {ref.split!r} with data files "
                            f"(splits: {names}); fix the plan's hub split")
-    paths = [_download(ref.id, f, revision, token, doing) for f in data]
-    n = 0
-    with atomic_open(out, "w") as fh:
-        for p in paths:
-            for row in iter_rows(p):
-                fh.write(json.dumps(row, ensure_ascii=False, default=_json_default) + "\n")
-                n += 1
-    if n == 0:
-        out.unlink()
-        raise DatasetError(f"dataset {ref.id}: split {ref.split!r} has no rows; choose "
-                           "another split or dataset")
-    return out
+    rows = (row for f in data for row in iter_rows(_download(ref.id, f, revision, token, doing)))
+    return keep_split(ref.id, revision, ref.config, ref.split, rows)

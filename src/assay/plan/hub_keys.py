@@ -1,9 +1,8 @@
 """Which columns of a Hub dataset are the question, the answer and the choices.
 
-Rules first (:func:`match_column` over the usual names); for a required key the rules
-cannot map, the planner model is asked under a schema whose values are the dataset's
-real columns, and its reply is accepted only when every value is an unused column.
-Every decision is recorded in the resolution's ``reasons`` and ``model_calls``.
+Rules first (the usual names); a required key they cannot map is put to the planner
+model under a schema of the dataset's real columns, its reply accepted only when every
+value is an unused column. Every decision is recorded (``reasons``, ``model_calls``).
 """
 
 from __future__ import annotations
@@ -69,8 +68,7 @@ def _ask_schema(missing: list[str], columns: list[str]) -> dict[str, Any]:
             "required": list(missing), "additionalProperties": False}
 
 
-def _check_reply(reply: Any, missing: list[str], columns: list[str],
-                 used: set[str]) -> str | None:
+def _check_reply(reply: Any, missing: list[str], columns: list[str], used: set[str]) -> str | None:
     """Why the planner's reply cannot be accepted (None: it can)."""
     if not isinstance(reply, dict):
         return "the planner gave no JSON object"

@@ -1,18 +1,10 @@
 """How a Hugging Face Hub dataset is laid out, and how its data files are read.
 
-The part of :mod:`assay.plan.hub` that needs no network: given a dataset's card (its
-YAML metadata) and its file names, and the data files once downloaded, it finds
-
-- the configs and their splits' files (:func:`_layout`): from the card's ``configs``
-  (``data_files`` patterns or ``data_dir``), else its ``dataset_info`` splits, else the
-  file names (``data/test-00000-of-00001.parquet``, ``train.jsonl``); and which config and
-  split to take, with the reason (:func:`_choose_config`, :func:`_choose_split`);
-- the columns, as (type name, holds a list): from the card's ``dataset_info`` features
-  (:func:`_card_columns`), else from a data file's schema or first row
-  (:func:`_file_columns`);
-- the rows of a downloaded data file: Parquet, JSON Lines, JSON or CSV, ``.gz`` too
-  (:func:`iter_rows`); a file that cannot be read is a one-line
-  :class:`~assay.errors.DatasetError`.
+The part of :mod:`assay.plan.hub` that needs no network: the configs and their splits'
+files (from the card's ``configs``, else its ``dataset_info``, else the file names) and
+which to take, with the reason; the columns (type, holds a list) from the card's
+features or a data file; and a downloaded file's rows (Parquet, JSON Lines, JSON, CSV,
+``.gz`` too), a file that cannot be read being a one-line :class:`DatasetError`.
 """
 
 from __future__ import annotations
@@ -37,8 +29,6 @@ SPLIT_WORDS = {"test": ("test", "testing"),
                "train": ("train", "training")}
 SPLIT_ORDER = ("test", "validation", "valid", "dev", "val", "train")
 
-
-# -- the repository's layout ---------------------------------------------------------------
 
 @dataclass
 class _Config:
@@ -173,8 +163,6 @@ def _choose_split(config: _Config) -> tuple[str, str]:
                      f"(available: {listed})"
 
 
-# -- columns -------------------------------------------------------------------------------
-
 def _feature_type(f: dict[str, Any]) -> tuple[str, bool]:
     """A card feature's type name, and whether it holds a list."""
     for key in ("sequence", "list", "large_list"):
@@ -287,4 +275,3 @@ def _file_columns(path: Path) -> tuple[dict[str, tuple[str, bool]], dict[str, An
         return cols, (rows[0] if rows else {})
     row = next(iter_rows(path), {})
     return {k: _value_type(v) for k, v in row.items()}, row
-

@@ -1,21 +1,12 @@
 """Step 1 of planning: the request, structured into an :class:`~assay.plan.schema.Intent`.
 
-Two readers, the same schema:
-
-* :func:`parse_rules` needs no model: keyword tables for domains and languages, the
-  gallery's names and aliases for named benchmarks, and exact patterns for the quotas
-  and limits a user states ("at most 3 benchmarks", "50 samples each", "nothing from
-  the Hub"). A stated ``0`` stays ``0``.
-* :func:`parse_with_model` asks the planner model for the same fields under a JSON
-  schema (constrained decoding on the embedded model), then merges with the rules:
-  named benchmarks and quotas come from the request's own words (a model may not
-  invent a benchmark the user did not name, nor a quota the user did not state); the
-  model gives the domains when the request's words give none (and no benchmark is
-  named), decides agent or text where the words do not, and may add special requests;
-  languages are the request's words (a model's guess is recorded, not taken).
-
-Every decision carries a reason (``reasons``), and the model call is returned for the
-trace.
+:func:`parse_rules` needs no model: keyword tables for domains and languages, the
+gallery's names for named benchmarks, exact patterns for stated quotas and limits (a
+stated ``0`` stays ``0``). :func:`~assay.plan.intent_model.parse_with_model` asks the
+planner model for the same fields and merges: named benchmarks, quotas and languages
+are the request's own words; the model gives domains only where the words give none,
+decides agent or text where the words do not, and may add special requests. Every
+decision carries a reason.
 """
 
 from __future__ import annotations
@@ -135,7 +126,6 @@ class IntentResult:
     suggested: list[str] = field(default_factory=list)
 
 
-# -- the rules ----------------------------------------------------------------------------
 def _norm(text: str) -> str:
     return re.sub(r"[\s_\-]+", "", text.lower())
 
@@ -176,8 +166,7 @@ def _zh_number(word: str) -> int:
 
 
 def gallery_names() -> dict[str, str]:
-    """Normalised name or alias -> gallery entry name, plus the registered tasks a plan may
-    name (``converse``: see :func:`assay.tasks.registry.plannable_tasks`)."""
+    """Normalised name or alias -> ready gallery entry, plus the tasks a plan may name."""
     out: dict[str, str] = {}
     for entry in all_entries().values():
         if entry.readiness.status != "ready":
@@ -200,16 +189,14 @@ COMMON_WORD_NAMES = frozenset({"math", "drop", "squad", "jeopardy", "lambada", "
 
 
 def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, Any]]]:
-    """Gallery names the request mentions, and benchmark-like names it mentions that the
-    gallery does not hold (with the closest gallery names)."""
+    """Gallery names the request mentions, and benchmark-like names the gallery lacks."""
     found: list[str] = []
     unknown: list[dict[str, Any]] = []
     words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*", text)
     # "Jeopardy-style questions", "MMLU-like": the benchmark's name
     styled = {re.sub(r"[-_](?:style|like|type|format)$", "", w, flags=re.IGNORECASE)
               for w in words if re.search(r"[-_](?:style|like|type|format)$", w, re.IGNORECASE)}
-    words = [re.sub(r"[-_](?:style|like|type|format)$", "", w, flags=re.IGNORECASE)
-             for w in words]
+    words = [re.sub(r"[-_](?:style|like|type|format)$", "", w, flags=re.IGNORECASE) for w in words]
     # multi-word aliases (e.g. "grade school math") are matched on the normalised text
     flat = _norm(text)
     for key, name in sorted(names.items(), key=lambda kv: -len(kv[0])):
@@ -280,9 +267,8 @@ _NOT_NAMES = {"llm", "llms", "ai", "api", "apis", "json", "sql", "gpu", "cpu", "
 
 
 def name_like(word: str) -> bool | None:
-    """Whether ``word`` looks like a benchmark's name: ``True`` (an acronym of 3+ capitals,
-    letters with digits, or ending in bench/qa/eval), ``False`` (a word known not to be
-    one), ``None`` (an ordinary word)."""
+    """Whether ``word`` looks like a benchmark's name (``True``: an acronym, letters with
+    digits, ...bench/qa/eval), is known not to be one (``False``), or is a word (``None``)."""
     low = word.lower()
     if low in _NOT_NAMES or low.startswith(("gpt", "llama", "qwen", "claude")):
         return False
@@ -292,8 +278,7 @@ def name_like(word: str) -> bool | None:
         return True
     if re.search(r"[a-z]", low) and re.search(r"\d", low) and len(low) >= 4:
         return True
-    if re.search(r"(bench|qa|eval|arena)$", low) and len(low) >= 5 and low not in (
-            "eval", "qa"):
+    if re.search(r"(bench|qa|eval|arena)$", low) and len(low) >= 5 and low not in ("eval", "qa"):
         return True
     return None
 
@@ -351,8 +336,7 @@ def _budget(text: str) -> tuple[Budget, dict[str, str]]:
     why: dict[str, str] = {}
 
     def take(key: str, pattern: str, value: int | None = None) -> None:
-        """The first match of ``pattern`` sets ``key``: to ``value`` when given, else to
-        the number the pattern's first group captured."""
+        """The first match of ``pattern`` sets ``key`` (to ``value``, else its first group)."""
         if key in b:
             return
         m = re.search(pattern, t)

@@ -1,12 +1,9 @@
-"""Step 1 of planning with a planner model: the model fills the intent's fields under a
-JSON schema (constrained decoding on the embedded model), merged with the rules of
-:mod:`assay.plan.intent` (see its docstring for who decides what).
+"""Step 1 of planning with a planner model: the intent's fields under a JSON schema,
+merged with the rules of :mod:`assay.plan.intent`.
 
-Beside the domains, the model names the **capabilities** the request asks about (the
-vocabulary of :mod:`assay.tasks.capabilities`, taken where the request's words name none)
-and may **suggest benchmarks** from its own knowledge of the field, limited to the
-catalogue's names: they become candidates marked as the model's, and the field's prior
-still ranks them (:mod:`assay.plan.field`); a suggestion is never a named benchmark.
+The model also names the capabilities asked about (taken where the words name none) and
+may suggest benchmarks from the catalogue: candidates the field's prior still ranks,
+never named benchmarks.
 """
 
 from __future__ import annotations
@@ -22,32 +19,22 @@ __all__ = ["intent_prompt", "intent_schema", "parse_with_model"]
 
 def intent_schema() -> dict[str, Any]:
     """The JSON schema the planner model answers under (closed lists where they exist)."""
-    domains = list(DOMAIN_WORDS)
-    return {
-        "type": "object",
-        "properties": {
-            "domains": {"type": "array", "items": {"type": "string", "enum": domains},
-                        "maxItems": 4},
-            "languages": {"type": "array", "items": {"type": "string", "enum": list(LANGUAGES)},
-                          "maxItems": 3},
-            "agent": {"type": "boolean"},
-            "special_requests": {"type": "array", "items": {"type": "string", "maxLength": 60},
-                                 "maxItems": 3},
-            "capabilities": {"type": "array", "items": {"type": "string",
-                                                        "enum": list(CAPABILITIES)},
-                             "maxItems": 4},
-            "benchmarks": {"type": "array", "items": {"type": "string",
-                                                      "enum": _measuring()},
-                           "maxItems": 4},
-        },
-        "required": ["domains", "languages", "agent", "special_requests", "capabilities",
-                     "benchmarks"],
-        "additionalProperties": False,
-    }
+    def strings(at_most: int, **item: Any) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "string", **item}, "maxItems": at_most}
+
+    return {"type": "object",
+            "properties": {"domains": strings(4, enum=list(DOMAIN_WORDS)),
+                           "languages": strings(3, enum=list(LANGUAGES)),
+                           "agent": {"type": "boolean"},
+                           "special_requests": strings(3, maxLength=60),
+                           "capabilities": strings(4, enum=list(CAPABILITIES)),
+                           "benchmarks": strings(4, enum=_measuring())},
+            "required": ["domains", "languages", "agent", "special_requests", "capabilities",
+                         "benchmarks"],
+            "additionalProperties": False}
 
 
 def intent_prompt(request: str) -> str:
-    """The planner's instruction for step 1."""
     return ("You plan evaluations of AI models. Read the user's request and fill in the JSON "
             "fields.\n"
             f"domains: which of these the request asks to evaluate: {', '.join(DOMAIN_WORDS)}.\n"
@@ -63,9 +50,8 @@ def intent_prompt(request: str) -> str:
 
 
 def parse_with_model(request: str, ask: Any) -> IntentResult:
-    """The intent from the planner model (``ask(prompt, schema) -> dict | None``, which
-    records nothing itself), merged with the rules; a reply that is not valid under the
-    schema is recorded and the rules' intent is kept."""
+    """The intent from the planner model (``ask(prompt, schema) -> dict | None``) merged
+    with the rules; an invalid reply is recorded and the rules' intent kept."""
     rules = parse_rules(request)
     prompt = intent_prompt(request)
     reply = ask(prompt, intent_schema())
@@ -115,8 +101,7 @@ def _measuring() -> list[str]:
 
 
 def _merge_field(result: IntentResult, reply: dict[str, Any]) -> None:
-    """The model's capabilities (taken where the request's words name none and no
-    benchmark) and its suggested benchmarks (candidates, never named ones)."""
+    """The model's capabilities (where the words name none) and suggested benchmarks."""
     intent = result.intent
     caps = [c for c in reply.get("capabilities") or [] if c in CAPABILITIES]
     known = catalogue()

@@ -1,16 +1,11 @@
 """``assay plan``: from one sentence to a reviewed, traced plan file.
 
-The session is a row of the store's ``plan_sessions`` table whose state holds the
-whole of it: the request, the stage, the plan so far, the plans before each step
-(for ``back``), the trace, and the settings. It is saved after every step and every
-answer, so ``assay plan --resume ID`` continues at the checkpoint where it stopped
-(Ctrl-C, a closed terminal, kill -9).
-
-Stages: ``intent`` -> ``select`` -> checkpoint ``plan`` -> ``resolve`` -> checkpoint
-``resolution`` -> ``metrics`` -> checkpoint ``metrics`` -> ``done`` (the file is
-written). At a checkpoint the human approves, edits, drops, adds or goes back one
-step; ``--yes`` approves every checkpoint (CI); a closed input pauses the session,
-never approves it.
+The session's whole state (request, stage, plan so far, the plans before each step for
+``back``, trace, settings) is a row of the store's ``plan_sessions``, saved after every
+step and answer, so ``assay plan --resume ID`` continues where it stopped (Ctrl-C, a
+closed terminal, kill -9). Stages: ``intent`` -> ``select`` -> checkpoint ``plan`` ->
+``resolve`` -> checkpoint ``resolution`` -> ``metrics`` -> checkpoint ``metrics`` ->
+``done``. ``--yes`` approves every checkpoint (CI); a closed input pauses, never approves.
 """
 
 from __future__ import annotations
@@ -31,14 +26,7 @@ from assay.plan.intent import domain_words, parse_rules
 from assay.plan.intent_model import parse_with_model
 from assay.plan.retrieve import embedding_scores, retrieve, retriever
 from assay.plan.review import Echo, PlanPaused, Prompt, checkpoint
-from assay.plan.schema import (
-    HubRef,
-    Intent,
-    Models,
-    Plan,
-    PlanTask,
-    write_plan,
-)
+from assay.plan.schema import HubRef, Intent, Models, Plan, PlanTask, write_plan
 from assay.plan.steps import (
     answer_sample,
     check_metrics,
@@ -81,7 +69,6 @@ class Session:
         #: the endpoint as given (the stored one has its credentials removed)
         self.base_url = base_url or state["settings"].get("base_url")
 
-    # -- persistence ------------------------------------------------------------------
     @classmethod
     def start(cls, store: Any, request: str, settings: Settings) -> Session:
         request = " ".join(request.split())
@@ -118,15 +105,13 @@ class Session:
 
     def set_plan(self, plan: Plan, *, remember: bool = False) -> None:
         if remember and self.state["plan"] is not None:
-            self.state["history"].append({"stage": self.state["stage"],
-                                          "plan": self.state["plan"]})
+            self.state["history"].append({"stage": self.state["stage"], "plan": self.state["plan"]})
         self.state["plan"] = plan.model_dump(mode="json", exclude={"trace"})
 
     def trace(self, step: str, **entry: Any) -> None:
         self.state["trace"].append({"step": step, "at": round(time.time(), 3), **entry})
 
 
-# -- the steps --------------------------------------------------------------------------
 def _step_intent(s: Session, ask: Any) -> None:
     request = s.state["request"]
     result = parse_with_model(request, ask) if ask is not None else parse_rules(request)
@@ -156,8 +141,7 @@ def _step_select(s: Session) -> None:
     settings = s.settings
     if settings.embeddings:
         try:
-            embed = embedding_scores(plan.request, model=settings.embeddings,
-                                     base_url=s.base_url)
+            embed = embedding_scores(plan.request, model=settings.embeddings, base_url=s.base_url)
             retrieval = {"method": "bm25+embeddings", "model": settings.embeddings}
         except AssayError as e:
             plan.notes.append(f"{e}: retrieval used BM25 alone")
@@ -255,9 +239,7 @@ def _step_metrics(s: Session, ask: Any) -> None:
     s.state["stage"] = "checkpoint:metrics"
 
 
-# -- the driver ---------------------------------------------------------------------------
-def drive(s: Session, *, prompt: Prompt, echo: Echo, yes: bool = False,
-          asker: Any = None) -> Path:
+def drive(s: Session, *, prompt: Prompt, echo: Echo, yes: bool = False, asker: Any = None) -> Path:
     """Run the session from its stage to the written plan; returns the plan file."""
     ask = asker
     while True:
@@ -320,8 +302,7 @@ def plan_request(store: Any, request: str, settings: Settings, *, prompt: Prompt
 
 def resume_session(store: Any, session_id: str, *, prompt: Prompt, echo: Echo,
                    yes: bool = False, base_url: str | None = None) -> Path:
-    """Continue a paused or interrupted session at its stage (``base_url``: the planner's
-    endpoint again, when it held credentials, which are never stored)."""
+    """Continue a session at its stage (``base_url``: again, when it held credentials)."""
     return _run(Session.load(store, session_id, base_url), prompt=prompt, echo=echo, yes=yes)
 
 
@@ -332,10 +313,7 @@ def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
         asker = Asker(settings.planner, base_url=session.base_url, store=session.store)
     try:
         out = drive(session, prompt=prompt, echo=echo, yes=yes, asker=asker)
-    except PlanPaused:
-        session.save("interrupted")
-        raise
-    except BaseException:
+    except BaseException:  # a pause (PlanPaused), Ctrl-C or an error: resumable
         session.save("interrupted")
         raise
     finally:
@@ -344,5 +322,4 @@ def _run(session: Session, *, prompt: Prompt, echo: Echo, yes: bool) -> Path:
     return out
 
 
-__all__ = ["Intent", "PlanPaused", "Session", "Settings", "drive", "plan_request",
-           "resume_session"]
+__all__ = ["Intent", "PlanPaused", "Session", "Settings", "drive", "plan_request", "resume_session"]

@@ -1,9 +1,11 @@
 """The combined report of a plan run: one ``report.md``, ``report.html`` and ``summary.json``.
 
-A plan run is a parent run (``task == "plan"``, the plan in its ``dataset``) whose
-children are the plan's tasks, in order. Everything here is read from the store: each
-child's stored metrics, headline and results; nothing is re-scored, and no task's code
-is imported (a child run of a deleted task file still reports). The report shows
+A plan run is a parent run (``task == "plan"``, the plan in its ``dataset``, with what
+the report shows of the plan's metrics: :func:`assay.engine.upgrade.plan_facts`) whose
+children are the plan's tasks, in order. Everything here is read from the store: the
+plan as the run stored it, each child's stored metrics, headline, metric facts and
+results; nothing is re-scored, and no task's or metric's code is imported (a child run
+of a deleted task file still reports). The report shows
 
 * a capability radar: one axis per capability tag of the plan's tasks, valued by the mean
   of the tagged tasks' primary metric, normalised to [0, 1] (bars below three axes);
@@ -17,8 +19,8 @@ is imported (a child run of a deleted task file still reports). The report shows
 The HTML is one self-contained file rendered by Jinja2 with autoescaping on; the radar is
 inline SVG. In Markdown, ``&<>`` become entities and table pipes are escaped. This module
 makes the numbers (:func:`plan_summary`) and the radar's geometry, and writes the files
-(:func:`write_plan_report`); the tables, Markdown and HTML are made in
-:mod:`assay.plan.report_render`.
+(:func:`write_plan_report`); the tables are made in :mod:`assay.plan.report_render`, the
+pages by :mod:`assay.reports.pages` (page ``plan``).
 """
 
 from __future__ import annotations
@@ -30,21 +32,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from assay.core.atomic import atomic_write_text
 from assay.core.types import SampleResult
 from assay.errors import ConfigError
-from assay.metrics.registry import get_metric
 from assay.metrics.summary import error_messages
 from assay.plan.children import match_children
 from assay.plan.report_render import CASE_CHARS as CASE_CHARS
-from assay.plan.report_render import _html, _markdown, _sections, _short, _trace
-from assay.plan.schema import Plan, PlanTask
+from assay.plan.report_render import _sections, _short, _trace
+from assay.reports.pages import write_pages
 from assay.reports.render import is_rate
-from assay.store.described import run_headline
+from assay.store.described import metric_fact, run_headline, run_report
 from assay.store.sqlite import Store
-from assay.tasks.gallery.entry import find_entry
 
 #: metrics whose values are not on [0, 1], as (worst end, best end of the scale); a
 #: value on the radar is ``(v - low) / (high - low)``
@@ -59,31 +58,20 @@ WEAKEST_GROUPS = 3
 
 
 # -- reading the plan run ---------------------------------------------------------------
-def _plan(run: dict[str, Any]) -> Plan:
-    if run.get("kind") != "plan" or "plan" not in (run.get("dataset") or {}):
+def _plan(run: dict[str, Any]) -> dict[str, Any]:
+    """The plan as the run stored it (validated when it ran)."""
+    plan = (run.get("dataset") or {}).get("plan")
+    if run.get("kind") != "plan" or not isinstance(plan, dict):
         raise ConfigError(f"run {run['id']} is not a plan run (it is a {run.get('kind')} run "
                           f"of {run.get('task')!r}); see 'assay list runs'")
-    try:
-        return Plan.model_validate(run["dataset"]["plan"])
-    except ValidationError as e:
-        first = e.errors()[0]
-        raise ConfigError(f"run {run['id']}: its stored plan no longer validates: "
-                          f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
+    return plan
 
 
 # -- values -------------------------------------------------------------------------------
-def reported_key(task: PlanTask) -> str:
-    """The key of a child run's metrics that holds the plan's primary metric: the gallery
-    entry's ``reported_as`` name (``bfcl_accuracy`` -> ``accuracy``, ``code_pass`` ->
-    ``pass@1``), else the metric's own name."""
-    entry = find_entry(task.task) if task.source != "hub" else None
-    return entry.metrics.reported_name(task.primary) if entry is not None else task.primary
-
-
-def chosen_line(task: PlanTask) -> str:
+def chosen_line(task: dict[str, Any]) -> str:
     """Why the plan holds ``task``, in one line: the field's prior, the words, the model
     (a task the user added or an older plan: what its plan recorded)."""
-    why = task.why or {}
+    why = task.get("why") or {}
     if "prior" in why:
         return (f"prior: {why['prior']}; words: {why.get('words', '-')}; "
                 f"model: {why.get('model', '-')}")
@@ -106,18 +94,20 @@ def task_value(metrics: dict[str, Any], primary: str, run: dict[str, Any], *,
     return found if found is not None and found[1].get("value") is not None else None
 
 
-def _metric_info(name: str) -> tuple[bool, tuple[float, float] | None]:
-    try:
-        info = get_metric(name)
-    except ConfigError:
-        return True, SCALES.get(name)
-    return info.higher_is_better, SCALES.get(info.name) or getattr(info, "scale", None)
+def _metric_info(name: str, facts: dict[str, Any] | None
+                 ) -> tuple[bool, tuple[float, float] | None]:
+    """Whether metric ``name`` is better higher and its scale, from the metric facts
+    stored with the runs (higher, and the table of scales, where none are stored)."""
+    fact = metric_fact(facts, name)
+    return fact.get("higher_is_better", True), SCALES.get(fact.get("name") or name)
 
 
-def normalise(primary: str, value: float) -> tuple[float | None, str | None]:
+def normalise(primary: str, value: float, facts: dict[str, Any] | None = None
+              ) -> tuple[float | None, str | None]:
     """``value`` of metric ``primary`` on [0, 1] with 1 the best, and a note saying how
-    it was mapped (``None``: as is); a value off its scale gives ``(None, why)``."""
-    higher_is_better, scale = _metric_info(primary)
+    it was mapped (``None``: as is); a value off its scale gives ``(None, why)``.
+    ``facts``: the metric facts stored with the runs (:func:`metric_fact`)."""
+    higher_is_better, scale = _metric_info(primary, facts)
     notes = []
     low, high = scale or (0.0, 1.0)
     v = (value - low) / (high - low)
@@ -134,7 +124,8 @@ def normalise(primary: str, value: float) -> tuple[float | None, str | None]:
 
 
 # -- per-sample views ---------------------------------------------------------------------
-def score_key(results: list[SampleResult], primary: str) -> str | None:
+def score_key(results: list[SampleResult], primary: str,
+              facts: dict[str, Any] | None = None) -> str | None:
     """The key of the primary metric in the samples' scores: the metric's name or one of
     its aliases (a qa scorer's name), else the first score (the task's own)."""
     first = next((r for r in results if r.scores), None)
@@ -143,35 +134,19 @@ def score_key(results: list[SampleResult], primary: str) -> str | None:
     if primary in first.scores:
         return primary
     for key in first.scores:
-        try:
-            if get_metric(key).name == primary:
-                return key
-        except ConfigError:
-            continue
+        if metric_fact(facts, key).get("name") == primary:
+            return key
     return next(iter(first.scores))
 
 
-def computes_primary(key: str | None, primary: str) -> bool | None:
+def computes_primary(key: str | None, primary: str,
+                     facts: dict[str, Any] | None = None) -> bool | None:
     """Whether the samples' score ``key`` (:func:`score_key`) is the plan's primary metric:
     its name or an alias (``None``: nothing was scored, so nobody can tell). ``False``
     means the task computes something else, which the report must not pass off as it."""
     if key is None:
         return None
-    if key == primary:
-        return True
-    try:
-        return get_metric(key).name == primary
-    except ConfigError:
-        return False
-
-
-def _registry_name(key: str | None) -> str | None:
-    """The registry metric a score key names (``None``: a task's own score, such as
-    ``bfcl``)."""
-    try:
-        return get_metric(key).name if key else None
-    except ConfigError:
-        return None
+    return key == primary or metric_fact(facts, key).get("name") == primary
 
 
 def _sample_value(r: SampleResult, key: str | None) -> float | None:
@@ -182,10 +157,11 @@ def _sample_value(r: SampleResult, key: str | None) -> float | None:
 
 
 def failure_categories(results: list[SampleResult], key: str | None, primary: str,
-                       metrics: dict[str, Any]) -> dict[str, Any]:
+                       metrics: dict[str, Any], facts: dict[str, Any] | None = None
+                       ) -> dict[str, Any]:
     """Counts of errors, unreadable answers, wrong, partly right and right answers, and the
     error messages with their counts (``top_errors`` when the run stored them)."""
-    higher_is_better, scale = _metric_info(primary)
+    higher_is_better, scale = _metric_info(primary, facts)
     low, high = scale or (0.0, 1.0)
     best, worst = (high, low) if higher_is_better else (low, high)
     counts = dict.fromkeys(("errors", "no_answer", "wrong", "partial", "correct",
@@ -212,11 +188,11 @@ def failure_categories(results: list[SampleResult], key: str | None, primary: st
     return {"samples": len(results), **counts, "error_messages": messages}
 
 
-def weakest_groups(metrics: dict[str, Any], primary: str,
-                   limit: int = WEAKEST_GROUPS) -> list[dict[str, Any]]:
+def weakest_groups(metrics: dict[str, Any], primary: str, limit: int = WEAKEST_GROUPS,
+                   facts: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The lowest-scoring groups of every ``by_<field>`` breakdown with two groups or more
     (a group holding several rates is valued by the primary's, else its first)."""
-    higher_is_better, _ = _metric_info(primary)
+    higher_is_better, _ = _metric_info(primary, facts)
     out = []
     for field, groups in metrics.items():
         if not (field.startswith("by_") and isinstance(groups, dict)) or len(groups) < 2:
@@ -234,12 +210,13 @@ def weakest_groups(metrics: dict[str, Any], primary: str,
 
 
 def pick_cases(results: list[SampleResult], key: str | None, primary: str,
-               n: int = 2) -> dict[str, list[dict[str, Any]]]:
+               n: int = 2, facts: dict[str, Any] | None = None
+               ) -> dict[str, list[dict[str, Any]]]:
     """The ``n`` worst and ``n`` best scored samples by primary score (dataset order breaks
     ties; a sample is never both). A worst case scores below the best end of the metric's
     scale and a best case above its worst end: where every sample scored 1 there is no
     worst case to show, and where every one scored 0 no best case."""
-    higher_is_better, scale = _metric_info(primary)
+    higher_is_better, scale = _metric_info(primary, facts)
     low, high = scale or (0.0, 1.0)
     worst_end, best_end = (low, high) if higher_is_better else (high, low)
     scored = [(r, v) for r in results if (v := _sample_value(r, key)) is not None]
@@ -258,44 +235,51 @@ def pick_cases(results: list[SampleResult], key: str | None, primary: str,
 
 
 # -- the summary ----------------------------------------------------------------------------
-def _task_summary(store: Store, index: int, task: PlanTask,
-                  child: dict[str, Any] | None) -> dict[str, Any]:
-    higher_is_better, _ = _metric_info(task.primary)
+def _task_summary(store: Store, index: int, task: dict[str, Any], child: dict[str, Any] | None,
+                  reported_as: str | None, facts: dict[str, Any]) -> dict[str, Any]:
+    """``reported_as``: the key of the child's metrics that holds the primary (as the plan
+    run stored it); ``facts``: the metric facts the plan run stored."""
+    primary = next((m["name"] for m in task.get("metrics") or [] if m.get("role") == "primary"),
+                   None)  # None before the plan's metrics step
+    if child is not None:  # the child's own facts: its metrics' and its scores' keys
+        facts = {**facts, **(run_report(child).get("metric_facts") or {})}
     out: dict[str, Any] = {
-        "index": index, "task": task.task, "label": task.label, "source": task.source,
-        "verified": task.source != "hub", "capabilities": list(task.capabilities),
-        "primary": task.primary, "higher_is_better": higher_is_better, "metric_key": None,
+        "index": index, "task": task["task"], "label": f"hub:{task['hub']['id']}" if task.get("hub") else task["task"],
+        "source": task.get("source"), "verified": task.get("source") != "hub",
+        "capabilities": list(task.get("capabilities") or []), "primary": primary,
+        "higher_is_better": _metric_info(primary, facts)[0], "metric_key": None,
         "value": None, "normalised": None, "scale_note": None,
         "run_id": child["id"] if child else None,
         "status": child["status"] if child else "not run",
         "n_samples": None, "n_errors": None, "failures": None, "weakest_groups": [],
         "cases": {"worst": [], "best": []}, "primary_computed": None, "scored_by": None,
-        "reported_as": reported_key(task),
-        "chosen": chosen_line(task),
+        "reported_as": reported_as or primary, "chosen": chosen_line(task),
     }
     if child is None:
         return out
     # the stored metrics (a child stopped half way has none: its value is not shown)
     metrics = child.get("metrics") or {}
     results = store.results(child["id"], transcripts=False, texts=False)
-    key = score_key(results, task.primary)
+    key = score_key(results, primary, facts)
     # an entry that keeps the primary under another name (reported_as) computes it: its
     # samples' score may carry the task's own name (code tasks score "pass")
-    out["primary_computed"] = (True if out["reported_as"] != task.primary and key is not None
-                               else computes_primary(key, task.primary))
-    out["scored_by"] = _registry_name(key) if out["primary_computed"] is False else None
+    out["primary_computed"] = (True if out["reported_as"] != primary and key is not None
+                               else computes_primary(key, primary, facts))
+    if out["primary_computed"] is False:  # the registry metric its score key names, if any
+        out["scored_by"] = metric_fact(facts, key).get("name")
     out["n_samples"] = metrics.get("n_samples", len(results))
     out["n_errors"] = metrics.get("n_errors", sum(r.error is not None for r in results))
-    out["failures"] = failure_categories(results, key, task.primary, metrics)
-    out["weakest_groups"] = weakest_groups(metrics, task.primary)
-    out["cases"] = pick_cases(results, key, task.primary)
-    found = task_value(metrics, task.primary, child, key=out["reported_as"])
+    out["failures"] = failure_categories(results, key, primary, metrics, facts)
+    out["weakest_groups"] = weakest_groups(metrics, primary, facts=facts)
+    out["cases"] = pick_cases(results, key, primary, facts=facts)
+    found = task_value(metrics, primary, child, key=out["reported_as"])
     if child["status"] == "finished" and found is not None:
         out["metric_key"], out["value"] = found
         # on the scale of the metric read: the primary's, or the task's own when it does
         # not compute the primary
         out["normalised"], out["scale_note"] = normalise(
-            found[0] if out["primary_computed"] is False else task.primary, found[1]["value"])
+            found[0] if out["primary_computed"] is False else primary, found[1]["value"],
+            facts)
     return out
 
 
@@ -327,14 +311,17 @@ def plan_summary(store: Store, plan_run_id: str, *,
     run = store.get_run(plan_run_id)
     plan = _plan(run)
     if children is not None:
-        if len(children) != len(plan.tasks):
-            raise ConfigError(f"plan run {run['id']} has {len(plan.tasks)} tasks, but "
+        if len(children) != len(plan["tasks"]):
+            raise ConfigError(f"plan run {run['id']} has {len(plan['tasks'])} tasks, but "
                               f"{len(children)} child runs were given")
         runs = [store.get_run(c) if c else None for c in children]
     else:
-        runs = match_children(store, run["id"], plan)
-    tasks = [_task_summary(store, i, t, c)
-             for i, (t, c) in enumerate(zip(plan.tasks, runs, strict=True))]
+        runs = match_children(store, run["id"], plan["tasks"])
+    # stored by the plan run when it started (an older one's: the metrics' own names)
+    keys = run["dataset"].get("reported_as") or [None] * len(runs)
+    facts = run["dataset"].get("metric_facts") or {}
+    tasks = [_task_summary(store, i, t, c, k, facts)
+             for i, (t, c, k) in enumerate(zip(plan["tasks"], runs, keys, strict=True))]
     labels = [t["label"] for t in tasks]
     for t in tasks:  # two tasks with one label (two runs of qa): tell them apart
         if labels.count(t["label"]) > 1:
@@ -367,8 +354,8 @@ def plan_summary(store: Store, plan_run_id: str, *,
             notes.append(f"{t['label']}: the run has no {t['primary']}; its headline "
                          f"{t['metric_key']} stands for it")
     return {
-        "plan_run": run["id"], "request": plan.request, "status": run["status"],
-        "model": (run.get("model") or {}).get("model") or plan.models.model,
+        "plan_run": run["id"], "request": plan["request"], "status": run["status"],
+        "model": (run.get("model") or {}).get("model") or plan["models"]["model"],
         "tasks": tasks, "capabilities": axes, "chart": chart, "notes": notes,
         "problems": problems,
         "counts": {"tasks": len(tasks),
@@ -408,12 +395,13 @@ def radar_geometry(axes: list[dict[str, Any]], width: int = 720,
 
 
 
-def plan_as_run(plan: Plan, run: dict[str, Any]) -> str:
+def plan_as_run(plan: dict[str, Any], run: dict[str, Any]) -> str:
     """The plan's YAML (without its trace) as this run used it: the models the run was
     given on the command line replace the file's (``--model``), and a header comment says
     what the run overrode (the models, ``--limit``), so the report never shows
     ``model: local`` for a run of another model."""
-    data = plan.without_trace()
+    data = {k: v for k, v in plan.items() if k != "trace"}
+    data["models"] = dict(data["models"])
     used = {k: v for k, v in (run.get("model") or {}).items()
             if k in data["models"] and v is not None}
     changed = [f"{k} {data['models'][k]} -> {v}" for k, v in used.items()
@@ -456,21 +444,19 @@ def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *
     ctx = {
         "s": summary, "summary": summary, "sections": _sections(summary, texts),
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
-        "facts": [("request", plan.request), ("model under test", summary["model"]),
-                  ("judge", plan.models.judge or "none"), ("planner", plan.models.planner),
+        "facts": [("request", plan["request"]), ("model under test", summary["model"]),
+                  ("judge", plan["models"]["judge"] or "none"),
+                  ("planner", plan["models"]["planner"]),
                   ("plan file", dataset.get("plan_file") or "-"),
                   ("plan hash", dataset.get("plan_hash") or "-"),
                   ("tasks", f"{counts['tasks']} planned, {counts['finished']} finished, "
                             f"{counts['not_run']} not run")],
         "plan_yaml": plan_as_run(plan, run),
-        "trace": _trace(plan),
+        "trace": _trace(plan.get("trace") or []),
         "radar": radar_geometry(summary["capabilities"]) if summary["chart"] == "radar" else None,
     }
     folder = out or store.runs_dir / run["id"]
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {"markdown": folder / "report.md", "html": folder / "report.html",
-             "json": folder / "summary.json"}
-    atomic_write_text(paths["markdown"], _markdown(ctx))
-    atomic_write_text(paths["html"], _html(ctx))
-    atomic_write_text(paths["json"], json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    paths = write_pages(folder, "plan", ctx, stem="report")
+    paths["json"] = atomic_write_text(folder / "summary.json",
+                                      json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     return paths

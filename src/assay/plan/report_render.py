@@ -1,4 +1,4 @@
-"""The rendering of a plan run's report: its tables, Markdown and HTML (with inline SVG).
+"""The text of a plan run's report: its tables and trace, for the ``plan`` page.
 
 The part of :mod:`assay.plan.report` that turns numbers into text; nothing here reads the
 store or computes a value. From :func:`~assay.plan.report.plan_summary`'s summary it makes
@@ -6,12 +6,11 @@ store or computes a value. From :func:`~assay.plan.report.plan_summary`'s summar
 * the report's tables, shared by both formats (:func:`_sections`): capabilities, tasks,
   tasks that could not run, failure categories, errors by message, weakest groups and
   case studies (each cut to :data:`CASE_CHARS`);
-* the plan's trace as steps of ``(key, kind, value)`` items (:func:`_trace`);
-* ``report.md`` (:func:`_markdown`): ``&<>`` become entities and table pipes are
-  escaped, and the plan and any structured value are escaped ``<pre>`` blocks;
-* ``report.html`` (:func:`_html`): one self-contained page rendered by Jinja2 with
-  autoescaping on over the shared report style, with the capability radar (from
-  :func:`~assay.plan.report.radar_geometry`) or bars as inline SVG.
+* the plan's trace as steps of ``(key, kind, value)`` items (:func:`_trace`).
+
+``report.md`` and ``report.html`` (with the capability radar from
+:func:`~assay.plan.report.radar_geometry`, or bars, as inline SVG) are the ``plan`` page
+of :mod:`assay.reports.pages`.
 """
 
 from __future__ import annotations
@@ -23,14 +22,11 @@ import yaml
 
 from assay.core.types import SampleResult
 from assay.metrics.format import fmt_rate
-from assay.plan.schema import Plan
-from assay.reports.render import md_cell, md_escape
 
 #: characters of a case study's input and output (its target: half of it)
 CASE_CHARS = 400
 
 
-# -- rendering ------------------------------------------------------------------------------
 def _short(value: Any, limit: int) -> str:
     if isinstance(value, list):  # a message list: its last user turn
         users = [m.get("content") for m in value if isinstance(m, dict) and m.get("role") == "user"]
@@ -133,11 +129,12 @@ def _sections(summary: dict[str, Any],
     return secs
 
 
-def _trace(plan: Plan) -> list[dict[str, Any]]:
-    """Each planning step as ``{name, items: [(key, kind, value)]}``, whatever its keys:
-    a text as ``text``, a list of texts as ``list``, anything else as ``yaml`` text."""
+def _trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each planning step of a plan's ``trace`` as ``{name, items: [(key, kind, value)]}``,
+    whatever its keys: a text as ``text``, a list of texts as ``list``, anything else as
+    ``yaml`` text."""
     steps = []
-    for i, step in enumerate(plan.trace, 1):
+    for i, step in enumerate(trace, 1):
         items = []
         for key, v in step.items():
             if key == "step" or v in (None, "", [], {}):
@@ -151,122 +148,3 @@ def _trace(plan: Plan) -> list[dict[str, Any]]:
                     v, sort_keys=False, allow_unicode=True, width=100).rstrip()))
         steps.append({"name": str(step.get("step") or f"step {i}"), "items": items})
     return steps
-
-
-def _md_block(text: str) -> list[str]:
-    """A ``<pre>`` block: Markdown passes it through as HTML, so its text is escaped
-    (``&<>`` as entities, shown as the characters) and nothing in it is markup."""
-    return [f"<pre>{md_escape(text)}</pre>", ""]
-
-
-def _md_text(value: Any) -> str:
-    return md_escape(str(value))
-
-
-def _markdown(ctx: dict[str, Any]) -> str:
-    s = ctx["summary"]
-    lines = ["# Evaluation plan report", "", f"Plan run {s['plan_run']} ({s['status']}), "
-             f"{ctx['created']}", "", f"> {_md_text(s['request'])}".replace("\n", " "), "",
-             "| | |", "|---|---|"]
-    lines += [f"| {md_cell(_md_text(k))} | {md_cell(_md_text(v))} |" for k, v in ctx["facts"]]
-    if s.get("problems"):
-        lines += ["", "## Plan problems", ""]
-        lines += [f"- **{_md_text(p)}**".replace("\n", " ") for p in s["problems"]]
-    for sec in ctx["sections"]:
-        lines += ["", f"## {_md_text(sec['title'])}".replace("\n", " "), ""]
-        notes = sec.get("notes") or []
-        lines += [("- " if len(notes) > 1 else "") + _md_text(n).replace("\n", " ")
-                  for n in notes] + ([""] if notes else [])
-        if sec.get("headers"):
-            lines += ["| " + " | ".join(sec["headers"]) + " |",
-                      "|" + "---|" * len(sec["headers"])]
-            lines += ["| " + " | ".join(md_cell(_md_text(c)) for c in row) + " |"
-                      for row in sec["rows"]]
-    lines += ["", "## The plan", "", *_md_block(ctx["plan_yaml"]), "## How the plan was made", ""]
-    for i, step in enumerate(ctx["trace"], 1):
-        lines += [f"### {i}. {_md_text(step['name'])}".replace("\n", " "), ""]
-        for key, kind, value in step["items"]:
-            lines += [f"**{_md_text(key)}**", ""]
-            if kind == "text":
-                lines += [_md_text(value), ""]
-            elif kind == "list":
-                lines += [f"- {_md_text(x)}".replace("\n", " ") for x in value] + [""]
-            else:
-                lines += _md_block(value)
-    if not ctx["trace"]:
-        lines += ["The plan has no trace (written by hand, or by an older assay).", ""]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-_HTML = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Evaluation plan: {{ s.request|truncate(80) }}</title>
-{% include "_style.html" %}
-<style>pre{background:#f6f8fa;padding:.5rem;white-space:pre-wrap;word-break:break-word}
-h3{font-size:1rem;margin-top:1.2rem}h4{font-size:.9rem;margin:.6rem 0 .2rem}</style>
-</head>
-<body>
-<h1>Evaluation plan report</h1>
-<div class="muted">plan run {{ s.plan_run }} ({{ s.status }}), {{ created }}</div>
-<p class="headline">{{ s.request }}</p>
-<table>{% for k, v in facts %}<tr><td>{{ k }}</td><td>{{ v }}</td></tr>{% endfor %}</table>
-{% if s.problems %}<h2>Plan problems</h2>
-{% for p in s.problems %}<p class="warning" style="color:#9a3412"><strong>{{ p }}</strong></p>
-{% endfor %}{% endif %}
-<h2>Capability profile</h2>
-{% if not s.capabilities %}<p class="muted">No task has a capability tag.</p>
-{% elif s.chart == "radar" %}{% set g = radar %}
-<svg width="{{ g.width }}" height="{{ g.height }}" viewBox="0 0 {{ g.width }} {{ g.height }}"
- role="img" aria-label="capability radar">
-{% for ring in g.rings %}<polygon points="{{ ring }}" fill="none" stroke="#dde3ea"></polygon>
-{% endfor %}{% for x, y in g.spokes %}<line x1="{{ g.cx }}" y1="{{ g.cy }}" x2="{{ x }}"
- y2="{{ y }}" stroke="#dde3ea"></line>
-{% endfor %}{% if g.dots %}<polygon points="{{ g.polygon }}" fill="#e07a5f" fill-opacity="0.3"
- stroke="#e07a5f" stroke-width="2"></polygon>{% endif %}
-{% for x, y in g.dots %}<circle cx="{{ x }}" cy="{{ y }}" r="3.5" fill="#e07a5f"></circle>
-{% endfor %}{% for l in g.labels %}<text x="{{ l.x }}" y="{{ l.y }}" font-size="12"
- text-anchor="{{ l.anchor }}">{{ l.text }}</text>
-{% endfor %}</svg>
-{% else %}
-<svg width="640" height="{{ s.capabilities|length * 24 + 8 }}" role="img"
- aria-label="capability bars">
-{% for a in s.capabilities %}{% set y = loop.index0 * 24 + 4 %}
-<text x="0" y="{{ y + 14 }}" font-size="12">{{ a.capability }}</text>
-{% if a.value is not none %}<rect x="220" y="{{ y + 3 }}" width="{{ (a.value * 340)|round(1) }}"
- height="14" fill="#e07a5f"></rect>{% endif %}
-<text x="570" y="{{ y + 14 }}" font-size="12">{{ "not measured" if a.value is none
- else "%.3f"|format(a.value) }}</text>
-{% endfor %}</svg>
-{% endif %}
-{% for sec in sections %}
-<h2>{{ sec.title }}</h2>
-{% for note in sec.notes %}<p class="muted">{{ note }}</p>{% endfor %}
-{% if sec.headers %}<table><tr>{% for h in sec.headers %}<th>{{ h }}</th>{% endfor %}</tr>
-{% for row in sec.rows %}<tr>{% for c in row %}<td{% if sec.long and (c|string|length) > 40 %} class="q"{% endif %}>{{ c }}</td>{% endfor %}</tr>
-{% endfor %}</table>{% endif %}
-{% endfor %}
-<h2>The plan</h2>
-<pre>{{ plan_yaml }}</pre>
-<h2>How the plan was made</h2>
-{% for step in trace %}<h3>{{ loop.index }}. {{ step.name }}</h3>
-{% for key, kind, value in step["items"] %}<h4>{{ key }}</h4>
-{% if kind == "text" %}<p>{{ value }}</p>{% elif kind == "list" %}<ul>{% for x in value %}<li>{{ x }}</li>{% endfor %}</ul>
-{% else %}<pre>{{ value }}</pre>{% endif %}
-{% endfor %}{% else %}<p class="muted">The plan has no trace (written by hand, or by an older
-assay).</p>{% endfor %}
-</body>
-</html>
-"""
-
-
-def _html(ctx: dict[str, Any]) -> str:
-    """The HTML page: autoescaped Jinja2 over the shared report style (no script, no link)."""
-    from jinja2 import ChoiceLoader, DictLoader, Environment, PackageLoader  # startup
-
-    env = Environment(loader=ChoiceLoader([DictLoader({"plan_report.html": _HTML}),
-                                           PackageLoader("assay.reports", "templates")]),
-                      autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("plan_report.html").render(**ctx)

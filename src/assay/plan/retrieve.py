@@ -1,16 +1,11 @@
-"""Step 2 of planning: retrieval over the gallery (BM25, with ``bm25s``).
+"""Step 2 of planning: BM25 retrieval (``bm25s``) over the gallery and plannable tasks.
 
-Each ready gallery entry (and each built-in task a plan may hold, such as ``converse``)
-is one document: its name and aliases, description, tags, category, and the words that
-signal that category (:data:`assay.plan.intent.DOMAIN_WORDS`). A request is searched
-once as a whole and once per domain of its intent (the request plus that domain's
-words), so that "grade-school math and calling tools" finds a math entry *and* a tool
-entry instead of two math entries.
-
-Every candidate carries its BM25 score, the score normalised by the best score of its
-query (``score``, in [0, 1]), whether it clears the quality threshold, and a reason (the
-query words it matched). Optional: dense embeddings from an OpenAI-compatible
-``/embeddings`` endpoint (:func:`embedding_scores`), mixed in when a planner asks for it.
+A document is an entry's name, aliases, description, tags, category and that category's
+signal words. A request is searched as a whole and once per domain of its intent (plus
+that domain's words), so "grade-school math and calling tools" finds a math entry *and*
+a tool entry. A candidate's ``score`` is its BM25 normalised by its query's best, with a
+quality flag and the words it matched; dense embeddings from an OpenAI-compatible
+``/embeddings`` endpoint may be mixed in (:func:`embedding_scores`).
 """
 
 from __future__ import annotations
@@ -108,8 +103,7 @@ def _stem(word: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def corpus() -> tuple[Doc, ...]:
-    """The retrievable tasks: ready gallery entries and the registered tasks a plan may
-    hold (built-in or plugin)."""
+    """The retrievable tasks: ready gallery entries and the tasks a plan may hold."""
     docs: list[Doc] = []
     for e in all_entries().values():
         if e.readiness.status != "ready":
@@ -139,8 +133,7 @@ class Retriever:
         self._bm25.index(self.tokens, show_progress=False)
 
     def scores(self, query: str) -> list[tuple[Doc, float, list[str]]]:
-        """Every document with its BM25 score for ``query`` and the query words it has,
-        best first."""
+        """Every document with its BM25 score for ``query`` and the words matched, best first."""
         q = tokenize(query)
         if not q:
             return [(d, 0.0, []) for d in self.docs]
@@ -154,11 +147,9 @@ class Retriever:
     def search(self, query: str, *, k: int = 10, domain: str | None = None,
                embed: dict[str, float] | None = None,
                floor: float = DOMAIN_FLOOR) -> list[Candidate]:
-        """The ``k`` best candidates for ``query``; with ``domain``, only documents of that
-        category (or tagged with it), scored on the query plus the domain's words. With
-        ``embed`` (name -> cosine similarity to the request), the score is the mean of the
-        normalised BM25 score and the similarity. A domain's candidates below ``floor`` of
-        its best are left out (``floor=0`` keeps every one with a score)."""
+        """The ``k`` best candidates for ``query``; with ``domain``, only that category's (or
+        tag's) documents, on the query plus the domain's words, none below ``floor`` of the
+        best. ``embed`` (name -> cosine to the request) is averaged into the score."""
         text = query
         if domain:
             text = f"{query} {domain.replace('_', ' ')} {' '.join(DOMAIN_WORDS.get(domain, ()))}"
@@ -199,21 +190,17 @@ def _in_domain(doc: Doc, domain: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def retriever() -> Retriever:
-    """The process's retriever."""
     return Retriever()
 
 
 def retrieve(request: str, domains: list[str], *, k: int = 10,
              request_first: bool = False, embed: dict[str, float] | None = None,
              first: list[list[Candidate]] | None = None) -> list[Candidate]:
-    """Candidates for a request: ``first`` (each capability's tasks ranked by the field's
-    prior and the words, :mod:`assay.plan.field`), then per domain (round-robin, so each
-    is represented early), then the whole request; each name once, at its first place.
-    With ``request_first`` (the domains are a planner model's guess, not the request's
-    words) the whole request's best two lead."""
+    """Candidates for a request: ``first`` (each capability's ranked tasks), then per domain
+    (round-robin, so each shows early), then the whole request; each name once. With
+    ``request_first`` (domains guessed by a planner model) the request's best two lead."""
     r = retriever()
-    per_domain = [*(first or []),
-                  *(r.search(request, k=k, domain=d, embed=embed) for d in domains)]
+    per_domain = [*(first or []), *(r.search(request, k=k, domain=d, embed=embed) for d in domains)]
     merged: list[Candidate] = []
     seen: set[str] = set()
     if request_first:
@@ -233,12 +220,9 @@ def retrieve(request: str, domains: list[str], *, k: int = 10,
     return merged[:max(k, len(per_domain) * 2)]
 
 
-def embedding_scores(request: str, *, model: str, base_url: str | None = None
-                     ) -> dict[str, float]:
-    """Optional dense retrieval: cosine similarity of the request and each document,
-    from an OpenAI-compatible ``/embeddings`` endpoint (``model``); name -> similarity.
-    Credentials in ``base_url`` are sent as basic auth and never shown."""
-
+def embedding_scores(request: str, *, model: str, base_url: str | None = None) -> dict[str, float]:
+    """Name -> cosine similarity of the request and each document, from an
+    OpenAI-compatible ``/embeddings`` endpoint (credentials in ``base_url``: basic auth)."""
     endpoint = parse_endpoint(base_url or os.environ.get("OPENAI_BASE_URL")
                               or "https://api.openai.com/v1")
     parts = urlsplit(endpoint.raw)
@@ -261,8 +245,7 @@ def embedding_scores(request: str, *, model: str, base_url: str | None = None
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - http(s) only
             data = json.loads(resp.read())
-        vectors = [item["embedding"] for item in sorted(data["data"],
-                                                         key=lambda x: x["index"])]
+        vectors = [item["embedding"] for item in sorted(data["data"], key=lambda x: x["index"])]
         if len(vectors) != len(docs) + 1:
             raise ValueError(f"{len(vectors)} vectors for {len(docs) + 1} inputs")
     except (OSError, ValueError, KeyError, TypeError) as e:

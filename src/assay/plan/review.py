@@ -1,10 +1,8 @@
 """The human checkpoints of a planning session: what is shown, and what each answer does.
 
-:func:`checkpoint` runs one checkpoint to its end: it shows the plan (:func:`describe`),
-reads answers until one is an action (:mod:`assay.plan.checkpoint` interprets them),
-applies it (approve, edit with ``$EDITOR``, drop, add, back) and records every answer in
-the session's trace, saving the session after each. A closed input raises
-:class:`PlanPaused`; nothing is approved by default.
+:func:`checkpoint` shows the plan, reads answers until one is an action, applies it
+(approve, edit with ``$EDITOR``, drop, add, back) and records every answer in the trace,
+saving the session after each. A closed input raises :class:`PlanPaused`.
 """
 
 from __future__ import annotations
@@ -44,7 +42,6 @@ class PlanPaused(AssayError):
     """The session stopped at a checkpoint with no answer (closed input); it resumes."""
 
 
-# -- checkpoints ------------------------------------------------------------------------
 Prompt = Callable[[str], "str | None"]
 Echo = Callable[[str], None]
 
@@ -60,9 +57,8 @@ def describe(plan: Plan, checkpoint: str) -> str:
     for i, t in enumerate(plan.tasks, 1):
         line = f"  {i}. {t.label} ({t.source})"
         if checkpoint in ("resolution", "metrics"):
-            extra = {k: v for k, v in t.options.items()}
-            line += f" limit={t.limit} options={extra}" if extra or t.limit is not None else \
-                f" limit={t.limit}"
+            line += f" limit={t.limit}" + (f" options={t.options}" if t.options
+                                           or t.limit is not None else "")
             if t.hub:
                 line += f" config={t.hub.config} split={t.hub.split}"
         if checkpoint == "metrics":
@@ -80,8 +76,7 @@ def _find_task(plan: Plan, target: str) -> int | None:
     if t.isdigit() and 1 <= int(t) <= len(plan.tasks):
         return int(t) - 1
     for i, task in enumerate(plan.tasks):
-        if t in (task.task.lower(), task.label.lower()) or (
-                task.hub and t == task.hub.id.lower()):
+        if t in (task.task.lower(), task.label.lower()) or (task.hub and t == task.hub.id.lower()):
             return i
     entry = find_entry(target)
     if entry is not None:
@@ -110,7 +105,6 @@ def _new_task(s: Any, target: str, checkpoint: str, ask: Any) -> PlanTask | str:
         name = entry.name if entry is not None else (target if target in plannable_tasks()
                                                     else None)
         if name is None or (entry is not None and entry.readiness.status != "ready"):
-
             close = difflib.get_close_matches(target.lower(), sorted(set(
                 gallery_names().values())), n=3)
             return (f"unknown task {target!r}" + (f" (closest: {', '.join(close)})" if close
@@ -158,13 +152,11 @@ def _check_tasks(plan: Plan) -> None:
             validate_options(resolve(task.task).Options, dict(task.options), task.task)
 
 
-def checkpoint(s: Any, name: str, prompt: Prompt, echo: Echo, ask: Any,
-                yes: bool) -> str:
+def checkpoint(s: Any, name: str, prompt: Prompt, echo: Echo, ask: Any, yes: bool) -> str:
     """Run one checkpoint to its end; returns the next stage."""
     echo(describe(s.plan, name))
     if yes:
-        s.trace("checkpoint", checkpoint=name, answers=[{"answer": "--yes",
-                                                         "action": "approve"}])
+        s.trace("checkpoint", checkpoint=name, answers=[{"answer": "--yes", "action": "approve"}])
         return AFTER[name]
     while True:
         answer = prompt(f"[{PROMPT}] > ")
@@ -202,11 +194,9 @@ def _apply(s: Any, name: str, action: Any, echo: Echo, ask: Any) -> str:
             return "nothing to go back to: this is the first checkpoint's first plan"
         last = s.state["history"].pop()
         s.state["plan"] = last["plan"]
-        stage = last["stage"]
-        return f"back:{stage}"
+        return f"back:{last['stage']}"
     if action.action == "edit":
-        err = _edit(s, echo)
-        return err or "edited"
+        return _edit(s, echo) or "edited"
     plan = s.plan
     if action.action == "drop":
         idx = [_find_task(plan, t) for t in action.targets]

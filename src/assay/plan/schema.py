@@ -4,32 +4,23 @@
 
     assay_plan: 1                       # the format's version
     request: how good is my agent at grade-school math and calling tools?
-    intent:                             # what the request was understood to ask
-      domains: [math, tool_use]
-      capabilities: [math, tool_use]    # the field's capabilities the words name
-      benchmarks: [gsm8k]               # named in the request (always honoured)
-      unknown_benchmarks: []            # named, but not in the gallery
-      languages: [en]
-      agent: true                       # an agent (tools, multi-step) or plain text
-      budget: {max_tasks: 5, limit: null, gallery: null, hub: null}
-      special_requests: []
+    intent: {domains, capabilities, benchmarks, unknown_benchmarks, languages, agent,
+             budget: {max_tasks, limit, gallery, hub}, special_requests}
     models: {model: local, judge: null, planner: rules}
     tasks:
-      - task: gsm8k                     # as `assay list tasks` shows it (or qa for a Hub id)
+      - task: gsm8k                     # as `assay list tasks` shows it (qa for a Hub id)
         source: gallery                 # gallery | hub | builtin
         options: {}                     # the task's options (-T KEY=VALUE)
         limit: null                     # samples per task (null: all)
-        hub: null                       # for a Hub dataset: {id, config, split, revision}
+        hub: null                       # a Hub dataset: {id, config, split, revision}
         capabilities: [math]            # the report's radar axes
-        metrics:
-          - {name: numeric_match, role: primary, why: the entry's primary metric}
+        metrics: [{name: numeric_match, role: primary, why: ...}]
         why: {selected: ..., options: ...}
     notes: []
     trace: [...]                        # every planning step (written by assay plan)
 
-Every metric must be in the registry (``assay list metrics``), each task has exactly one
-``primary``; unknown keys, a duplicated key or a bad value are one line with the file and
-line. Editing a plan by hand is expected: ``assay run plan.yaml`` validates it again.
+Every metric is in the registry, each task has exactly one ``primary``; an error is one
+line with the file and line. ``assay run plan.yaml`` validates a hand-edited plan again.
 """
 
 from __future__ import annotations
@@ -48,7 +39,6 @@ from assay.plan.untrusted import check_task_ref
 from assay.tasks.yaml_task import read_yaml_model, yaml_model_from_text
 
 PLAN_VERSION = 1
-ROLES = ("primary", "secondary", "diagnostic")
 
 
 class _Strict(BaseModel):
@@ -70,8 +60,6 @@ class Budget(_Strict):
 
 
 class Intent(_Strict):
-    """The structured request."""
-
     domains: list[str] = Field(default_factory=list)
     capabilities: list[str] = Field(default_factory=list)
     benchmarks: list[str] = Field(default_factory=list)
@@ -108,8 +96,6 @@ class HubRef(_Strict):
 
 
 class PlanTask(_Strict):
-    """One task of the plan."""
-
     task: str
     source: Literal["gallery", "hub", "builtin"] = "gallery"
     options: dict[str, Any] = Field(default_factory=dict)
@@ -202,10 +188,8 @@ def is_plan_file(path: str | Path) -> bool:
 
 
 def read_plan(path: str | Path) -> Plan:
-    """A validated plan, read by the one safe YAML loader; every error is one line with
-    the file (and the line for YAML)."""
-    return read_yaml_model(Path(path), Plan, "plan file", default_where="plan",
-                           known_keys=True)
+    """A validated plan, read by the one safe YAML loader; one-line errors."""
+    return read_yaml_model(Path(path), Plan, "plan file", default_where="plan", known_keys=True)
 
 
 def plan_from_text(text: str, where: str = "plan") -> Plan:

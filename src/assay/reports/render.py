@@ -1,50 +1,28 @@
-"""Reports from the store: ``report.md``, ``report.html`` (one self-contained file), ``results.jsonl``.
+"""``report.md``, ``report.html`` (self-contained) and ``results.jsonl`` of a stored run.
 
-Reports read only the store: the metrics, headline and report data (sections,
-recommendations, official exports) a run stored when it ended (see
-:mod:`assay.store.described`). They never import a task's code and never write the
-store, so a run of a deleted task file still reports. A run stopped half way has no
-metrics yet: its report shows its samples and says the metrics come when it finishes
-or is resumed. A run described without its task's code (an old run whose task file is
-gone) reports its stored metrics with the first rate as its headline, without sections.
-
-The HTML is rendered by Jinja2 with autoescaping on, so every dataset or model string is
-escaped; charts are inline SVG.
-"""
+Reads only what the run stored when it ended (:mod:`assay.store.described`), never a task's
+code, so a run of a deleted task file still reports; an unfinished run shows its samples."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from assay.core.atomic import atomic_open, atomic_write_text
+from assay.core.atomic import atomic_open
+from assay.core.failures import error_hint
 from assay.core.types import SampleResult
-from assay.engine.failures import error_hint
 from assay.metrics.format import fmt_rate
 from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
+from assay.reports.pages import md_cell, write_pages
 from assay.reports.values import fmt_value, model_facts, setting_text, settings_text
-from assay.store.described import first_rate, run_headline, run_report
 from assay.store.described import is_rate as is_rate
+from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
 
 __all__ = ["fmt_value", "is_rate"]  # fmt_value: imported from here by the CLI and viewer
-
-_TEMPLATES = Path(__file__).parent / "templates"
-
-
-def headline(metrics: dict[str, Any], name: str | None = None
-             ) -> tuple[str, dict[str, Any]] | None:
-    """The benchmark's headline rate: ``name`` when given (``None`` if it is unset),
-    else the first rate in the metrics."""
-    if name is not None:
-        value = metrics.get(name)
-        return (name, value) if is_rate(value) and value.get("value") is not None else None
-    return first_rate(metrics)
-
 
 def _short(value: Any, limit: int = 300) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -52,8 +30,7 @@ def _short(value: Any, limit: int = 300) -> str:
 
 
 def failure_line(run: dict[str, Any]) -> str:
-    """Why a failed run failed, with a hint where the cause is a usual one (a base URL
-    without ``/v1``, a missing key): ``This run failed: 3 of 3 samples failed; ...``."""
+    """``This run failed: ...``, with a hint for a usual cause (a base URL without /v1)."""
     error = str((run.get("stats") or {}).get("error") or "too many samples failed")[:300]
     hint = error_hint(error)
     return f"This run failed: {error}." + (f" Hint: {hint}." if hint else "")
@@ -92,8 +69,7 @@ MAX_SAMPLE_ROWS = 1000
 
 def shown_samples(results: list[SampleResult],
                   limit: int = MAX_SAMPLE_ROWS) -> list[SampleResult]:
-    """The samples a report lists: all of them up to ``limit``; past it, errors and
-    wrong answers first, then the rest, each group in dataset order."""
+    """All up to ``limit``; past it, errors and wrong answers first (in dataset order)."""
     if len(results) <= limit:
         return results
     rank = {"error": 0, "wrong": 1}
@@ -131,17 +107,8 @@ def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def md_cell(value: Any) -> str:
-    """A Markdown table cell: ``|`` escaped, newlines as spaces (the ``md`` filter)."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def rows_markdown(rows: list[dict[str, Any]], extraction: bool) -> str:
-    """The sample table's Markdown rows (the template's ``finalize`` escapes ``&<>``).
-
-    Rendered here rather than in the template: a loop of a thousand rows costs several
-    times more in Jinja than in Python.
-    """
+    """The sample table's Markdown rows (built here: a 1000-row loop is far slower in Jinja)."""
     lines = []
     for s in rows:
         shown = s["error"] if s["verdict"] == "error" else s["prediction"]
@@ -173,19 +140,10 @@ def rows_html(rows: list[dict[str, Any]], extraction: bool) -> Any:
     return Markup("\n".join(out))
 
 
-def build_context(store: Store, run_id: str, *, results: list[SampleResult] | None = None,
-                  metrics: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the templates need, read from the store (never from a task's code).
-
-    ``results`` may be passed when the caller has just read them from the store; they
-    may be lean (``Store.results(texts=False)``): the texts of the samples a report
-    lists are read for those samples only. ``metrics`` is ignored: a report shows the
-    metrics stored with the run (kept for callers that passed them).
-    """
-    del metrics
+def build_context(store: Store, run_id: str) -> dict[str, Any]:
+    """The templates' context, from the store; texts are read for the listed samples only."""
     run = store.get_run(run_id)
-    if results is None:
-        results = store.results(run["id"], transcripts=False, texts=False)
+    results = store.results(run["id"], transcripts=False, texts=False)
     stored = stored_metrics(run)
     metrics = stored or {}
     described = run_report(run)
@@ -241,8 +199,7 @@ def _is_note(name: str, value: Any) -> bool:
 
 
 def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
-    """The metrics table: every scalar or rate, each formatted by its kind
-    (:func:`fmt_value`); notes (``*_note`` texts) are shown apart (:func:`metric_notes`)."""
+    """Every scalar or rate, formatted by its kind; ``*_note`` texts go to metric_notes."""
     return [(k, fmt_value(v, k)) for k, v in metrics.items()
             if not isinstance(v, list) and not (isinstance(v, dict) and not is_rate(v))
             and not _is_note(k, v)]
@@ -257,94 +214,28 @@ def metric_notes(metrics: dict[str, Any], described: dict[str, Any]) -> list[str
                               if _is_note(k, v) and v not in said))
 
 
-def md_escape(value: Any) -> Any:
-    """Text made inert in Markdown: ``&``, ``<`` and ``>`` as entities.
-
-    Markdown viewers render raw HTML, so a ``<script>`` or ``<img onerror>`` from a
-    dataset or a model reply must not reach ``report.md`` as markup.
-    """
-    if not isinstance(value, str):
-        return value
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def template_cache_dir() -> Path:
-    """Where compiled report templates are kept: ``$XDG_CACHE_HOME/assay/templates``
-    (``~/.cache/assay/templates``), shared by every workspace of this user."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "assay" / "templates"
-
-
-def _env(markdown: bool = False) -> Any:
-    """The template environment: HTML autoescaped; Markdown escaped by ``finalize``.
-
-    Compiled templates are kept in :func:`template_cache_dir` (Jinja's bytecode cache,
-    keyed by the template source's checksum and Python's bytecode version), which saves
-    compiling them on every run; an unwritable cache folder only costs that time.
-    """
-    from jinja2 import (  # startup
-        Environment,
-        FileSystemBytecodeCache,
-        FileSystemLoader,
-        select_autoescape,
-    )
-
-    try:
-        # one folder per flavour: ``finalize`` is compiled into the template code, so a
-        # Markdown template's bytecode must never be loaded by the HTML environment
-        cache_dir = template_cache_dir() / ("markdown" if markdown else "html")
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        cache = FileSystemBytecodeCache(str(cache_dir))
-    except (OSError, RuntimeError):  # RuntimeError: no home directory to find
-        cache = None
-    env = Environment(
-        loader=FileSystemLoader(str(_TEMPLATES)),
-        bytecode_cache=cache,
-        autoescape=select_autoescape(["html", "j2.html"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        finalize=md_escape if markdown else None,
-    )
-    env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-    return env
-
-
 def write_results_jsonl(lines: Any, path: Path) -> None:
-    """One JSON object per sample result, from :meth:`Store.iter_result_lines` (streamed)."""
+    """One JSON object per sample result, streamed."""
     with atomic_open(path) as f:
         for line in lines:
             f.write(line + "\n")
 
 
-def write_reports(store: Store, run_id: str, out_dir: Path | None = None, *,
-                  results: list[SampleResult] | None = None,
-                  metrics: dict[str, Any] | None = None) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` and ``results.jsonl``; returns their paths,
-    with those of the official exports the run wrote when it ended (:func:`stored_exports`).
-
-    ``results``: what the caller just read from the store (``metrics`` is ignored).
-    """
-    ctx = build_context(store, run_id, results=results, metrics=metrics)
+def write_reports(store: Store, run_id: str, out_dir: Path | None = None) -> dict[str, Path]:
+    """``report.md``, ``report.html``, ``results.jsonl`` and the stored exports; their paths."""
+    ctx = build_context(store, run_id)
     out = out_dir or store.runs_dir / ctx["run"]["id"]
-    out.mkdir(parents=True, exist_ok=True)
-    env, md_env = _env(), _env(markdown=True)
-    paths = {
-        "markdown": out / "report.md",
-        "html": out / "report.html",
-        "results": out / "results.jsonl",
-    }
-    atomic_write_text(paths["markdown"], md_env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
-    atomic_write_text(paths["html"], env.get_template("report.html").render(**ctx), encoding="utf-8")
+    paths = write_pages(out, "report", ctx)
     # the full results, transcripts included, streamed from the store
+    paths["results"] = out / "results.jsonl"
     write_results_jsonl(store.iter_result_lines(ctx["run"]["id"]), paths["results"])
     paths.update(stored_exports(store, ctx["run"], out))
     return paths
 
 
 def stored_exports(store: Store, run: dict[str, Any], out: Path) -> dict[str, Path]:
-    """The official exports the run wrote when it ended (its report data lists them, in
-    its run folder), copied into ``out`` when that is another folder; an export whose
-    file is gone is left out."""
+    """The exports the run wrote when it ended, copied into ``out`` when that is
+    another folder; one whose file is gone is left out."""
     folder = store.runs_dir / run["id"]
     paths: dict[str, Path] = {}
     for name, rel in (run_report(run).get("exports") or {}).items():
@@ -356,22 +247,4 @@ def stored_exports(store: Store, run: dict[str, Any], out: Path) -> dict[str, Pa
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest)
         paths[name] = dest
-    return paths
-
-
-def write_sections_report(out_dir: Path, *, title: str, subtitle: str = "",
-                          facts: list[tuple[str, Any]] | None = None,
-                          sections: list[dict[str, Any]] | None = None,
-                          recommendations: list[str] | None = None,
-                          stem: str = "report") -> dict[str, Path]:
-    """A report made only of sections (used for reports that span several runs)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    env, md_env = _env(), _env(markdown=True)
-    ctx = {"title": title, "subtitle": subtitle, "facts": facts or [],
-           "sections": sections or [], "recommendations": recommendations or []}
-    paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html"}
-    atomic_write_text(paths["markdown"], md_env.get_template("sections_report.md.j2").render(**ctx),
-                                 encoding="utf-8")
-    atomic_write_text(paths["html"], env.get_template("sections_report.html").render(**ctx),
-                             encoding="utf-8")
     return paths

@@ -1,17 +1,8 @@
 """The one-page summary of a run for a product owner: ``summary.md`` and ``summary.html``.
 
-The full report (:mod:`assay.reports.render`) is for engineers; this page says in plain
-words what was evaluated, the headline number with its 95% interval, the samples that
-failed to run (apart, never counted as wrong), the strongest and weakest categories,
-and how the run compares with the previous finished run of the same task and model.
-
-It reads only the store (the metrics, headline and report data stored when the run
-ended), like every report, and never a task's code. A run that has not finished has no
-metrics: the page shows how many samples it evaluated and that the metrics are computed
-when it finishes or is resumed. The HTML is
-rendered with autoescaping and the Markdown with :func:`assay.reports.render.md_escape`
-as ``finalize``, so every model, dataset or category string is inert text.
-"""
+In plain words: what was evaluated, the headline with its 95% interval, samples that failed
+to run (never counted as wrong), strongest and weakest categories, and the change from the
+previous finished run of the task and model. Reads only the store, like every report."""
 
 from __future__ import annotations
 
@@ -22,13 +13,11 @@ from typing import Any
 
 from assay.compare import compare_runs
 from assay.compare.runs import data_hash, model_name
-from assay.core.atomic import atomic_write_text
-from assay.errors import AssayError
-from assay.metrics.registry import get_metric
 from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
 from assay.plan.report import SCALES
-from assay.reports.render import _env, failure_line, is_rate
-from assay.store.described import run_headline, run_report
+from assay.reports.pages import write_pages
+from assay.reports.render import failure_line, is_rate
+from assay.store.described import metric_fact, run_headline, run_report
 from assay.store.fingerprint import configuration_of, differences, short_value
 from assay.store.sqlite import Store
 
@@ -47,8 +36,7 @@ CORRECTNESS_NAMES = frozenset({"accuracy", "exact_match_rate", "pass@1", "tolera
 # -- how a value is shown -----------------------------------------------------------------
 @dataclass(frozen=True)
 class Scale:
-    """How a metric's values are shown: ``percent`` (a rate on [0, 1]), ``scale`` (a mean on
-    ``low``-``high``, e.g. a 1-10 judge score) or ``number`` (printed as is)."""
+    """``percent`` (a rate on [0, 1]), ``scale`` (a mean on ``low``-``high``) or ``number``."""
 
     kind: str
     low: float = 0.0
@@ -56,7 +44,6 @@ class Scale:
 
     @property
     def span(self) -> float | None:
-        """The width of the scale (``None`` for a plain number)."""
         return None if self.kind == "number" else self.high - self.low
 
 
@@ -64,57 +51,35 @@ PERCENT = Scale("percent")
 NUMBER = Scale("number")
 
 
-def _registry_info(name: str) -> Any:
-    """The registry's metadata for ``name`` (or an alias), ``None`` if it is not registered."""
-    try:
-        return get_metric(name)
-    except AssayError:
-        return None
-
-
-def _known_scale(name: str, metrics: dict[str, Any]) -> tuple[float, float] | None:
-    """A scale recorded for ``name``: the run's own ``metrics["scale"]`` (MT-Bench's 1-10),
-    the registry's ``scale`` when it has one, or the plan report's table of scales."""
+def _known_scale(name: str, metrics: dict[str, Any],
+                 fact: dict[str, Any]) -> tuple[float, float] | None:
+    """``metrics["scale"]`` (MT-Bench's 1-10), else the plan report's scale for the name."""
     own = metrics.get("scale")
     if (isinstance(own, (list, tuple)) and len(own) == 2
             and all(isinstance(x, (int, float)) for x in own)):
         return float(own[0]), float(own[1])
-    info = _registry_info(name)
-    names = [name] + ([info.name] if info is not None else [])
-    scale = getattr(info, "scale", None) if info is not None else None
-    if scale:
-        return float(scale[0]), float(scale[1])
-    for n in names:
-        if n in SCALES:
-            return SCALES[n]
-    return None
+    return next((SCALES[n] for n in (name, fact.get("name")) if n in SCALES), None)
 
 
-def _rate_like_name(name: str) -> bool:
-    info = _registry_info(name)
+def _rate_like_name(name: str, fact: dict[str, Any]) -> bool:
     return (name in CORRECTNESS_NAMES or name.endswith(("_rate", "_accuracy"))
-            or name.startswith("pass@") or (info is not None and info.level == "sample"
-                                            and info.dimension == "correctness"))
+            or name.startswith("pass@")
+            or (fact.get("level") == "sample" and fact.get("dimension") == "correctness"))
 
 
-def value_scale(name: str, entry: dict[str, Any], metrics: dict[str, Any]) -> Scale:
-    """How ``entry`` (a value of metric ``name`` in ``metrics``) is shown.
-
-    A proportion (it has ``successes``) is a percentage. A metric on a known scale (the
-    run's ``scale``, the registry's, e.g. 1-10 judge scores or 0-100 BLEU) is a number on
-    that scale. A mean of a rate-like metric (accuracy, ``*_rate``, a correctness metric of
-    the registry) whose value and interval lie in [0, 1] is a percentage. Anything else is
-    printed as is: a number is never made a percentage on a guess.
-    """
+def value_scale(name: str, entry: dict[str, Any], metrics: dict[str, Any],
+                fact: dict[str, Any] | None = None) -> Scale:
+    """How metric ``name``'s ``entry`` is shown: a proportion, or a rate-like mean in
+    [0, 1], as a percentage; a metric on a known scale on it; else as is (never a guessed %)."""
     if "successes" in entry:
         return PERCENT
-    scale = _known_scale(name, metrics)
+    scale = _known_scale(name, metrics, fact or {})
     if scale is not None and scale != (0.0, 1.0):
         return Scale("scale", *scale)
     values = [entry.get(k) for k in ("value", "ci_low", "ci_high")]
     in_unit = all(v is None or (isinstance(v, (int, float)) and -1e-9 <= v <= 1 + 1e-9)
                   for v in values)
-    if in_unit and (scale == (0.0, 1.0) or _rate_like_name(name)):
+    if in_unit and (scale == (0.0, 1.0) or _rate_like_name(name, fact or {})):
         return PERCENT
     return NUMBER
 
@@ -154,9 +119,8 @@ def half_width(entry: dict[str, Any]) -> float | None:
 
 
 def fmt_spread(entry: dict[str, Any], scale: Scale) -> str:
-    """``±7 points`` for a rate, ``±0.31`` otherwise (empty with no interval); a lopsided
-    interval (0 of 5 correct: 0%–43%) as the interval itself, since ``±43 points`` would
-    claim values below 0."""
+    """``±7 points`` for a rate, ``±0.31`` otherwise; a lopsided interval (0%–43%) as
+    itself, since ``±43 points`` would claim values below 0."""
     half = half_width(entry)
     if half is None:
         return ""
@@ -170,8 +134,7 @@ def fmt_spread(entry: dict[str, Any], scale: Scale) -> str:
 
 
 def sample_count(entry: dict[str, Any]) -> int | None:
-    """How many samples an entry rests on: its questions (MT-Bench pools two turns per
-    question) or its ``n``."""
+    """The samples an entry rests on: its questions (MT-Bench: two turns each), or ``n``."""
     for key in ("questions", "n"):
         if isinstance(entry.get(key), int):
             return int(entry[key])
@@ -179,9 +142,7 @@ def sample_count(entry: dict[str, Any]) -> int | None:
 
 
 def too_few(entry: dict[str, Any], scale: Scale) -> bool:
-    """Whether a number rests on too little to be sure of: fewer than
-    :data:`FEW_SAMPLES` samples, no interval, or an interval wider than
-    :data:`WIDE_HALF_WIDTH` of the scale either side."""
+    """Fewer than FEW_SAMPLES samples, no interval, or one wider than WIDE_HALF_WIDTH of scale."""
     n = sample_count(entry)
     half = half_width(entry)
     if half is None or (n is not None and n < FEW_SAMPLES):
@@ -194,23 +155,17 @@ def _label(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _correctness(name: str) -> bool:
-    info = _registry_info(name)
-    return name in CORRECTNESS_NAMES or (info is not None and info.dimension == "correctness"
-                                         and info.higher_is_better)
-
-
-def _higher_is_better(name: str) -> bool:
-    info = _registry_info(name)
-    return True if info is None else bool(info.higher_is_better)
+def _correctness(name: str, fact: dict[str, Any]) -> bool:
+    return name in CORRECTNESS_NAMES or (fact.get("dimension") == "correctness"
+                                         and bool(fact.get("higher_is_better")))
 
 
 # -- the parts of the page ---------------------------------------------------------------
-def headline_sentence(name: str, entry: dict[str, Any], scale: Scale) -> str:
-    """The headline in a sentence: ``answered 124 of 200 correctly: 62.0% (95% interval
-    55.1%–68.4%)``; other metrics by name, on their own scale."""
+def headline_sentence(name: str, entry: dict[str, Any], scale: Scale,
+                      fact: dict[str, Any]) -> str:
+    """``answered 124 of 200 correctly: 62.0% (95% interval 55.1%–68.4%)``."""
     shown = fmt_with_interval(entry, scale)
-    if scale.kind == "percent" and "successes" in entry and _correctness(name):
+    if scale.kind == "percent" and "successes" in entry and _correctness(name, fact):
         return f"answered {entry['successes']:,} of {entry['n']:,} correctly: {shown}"
     n = sample_count(entry)
     over = f", over {n:,} {'questions' if 'questions' in entry else 'samples'}" if n else ""
@@ -219,12 +174,13 @@ def headline_sentence(name: str, entry: dict[str, Any], scale: Scale) -> str:
     return f"{_label(name)}: {shown}{over}"
 
 
-def short_headline(name: str, entry: dict[str, Any], scale: Scale) -> str:
+def short_headline(name: str, entry: dict[str, Any], scale: Scale,
+                   fact: dict[str, Any]) -> str:
     """The verdict's opening: ``62% correct (±7 points)``, ``6.4 out of 10 (±0.3)``."""
     v = entry["value"]
     if scale.kind == "percent":
         pct = f"{v * 100:.0f}%" if v >= 0.095 else f"{v * 100:.1f}%"
-        text = f"{pct} correct" if _correctness(name) else f"{_label(name)} {pct}"
+        text = f"{pct} correct" if _correctness(name, fact) else f"{_label(name)} {pct}"
     elif scale.kind == "scale":
         text = (f"{v:.1f} out of {scale.high:g}" if scale.low in (0, 1)
                 else f"{v:.1f} on the {scale.low:g}–{scale.high:g} scale")
@@ -236,8 +192,7 @@ def short_headline(name: str, entry: dict[str, Any], scale: Scale) -> str:
 
 
 def _group_entry(value: Any, primary: str) -> dict[str, Any] | None:
-    """A group's rate: itself, or (a group holding several rates) the primary's, else its
-    first rate."""
+    """A group's rate: itself, else its ``primary`` rate, else its first rate."""
     if is_rate(value):
         return value
     if isinstance(value, dict):
@@ -257,16 +212,12 @@ def _breakdown_title(key: str) -> str:
     return _label(key)
 
 
-def categories(metrics: dict[str, Any], primary: str) -> list[dict[str, Any]]:
-    """Strongest and weakest groups of every breakdown with two groups or more.
-
-    A breakdown is any metrics dict whose values are all rates (BFCL's ``categories``,
-    GAIA's ``level_accuracy``, a gallery entry's ``by_<field>``), or groups holding
-    rates (the primary's is used). At most :data:`MAX_CATEGORIES` each side, and never
-    a group on both; a group on fewer than :data:`FEW_SAMPLES` samples is marked.
-    """
+def categories(metrics: dict[str, Any], primary: str,
+               fact: dict[str, Any]) -> list[dict[str, Any]]:
+    """Strongest and weakest groups (at most MAX_CATEGORIES a side, none on both) of
+    every breakdown: a metrics dict of rates, or of groups holding rates (the primary's used)."""
     out = []
-    better_high = _higher_is_better(primary)
+    better_high = fact.get("higher_is_better", True)
     for key, groups in metrics.items():
         if key in NOT_CATEGORIES or not isinstance(groups, dict) or is_rate(groups) or not groups:
             continue
@@ -277,7 +228,7 @@ def categories(metrics: dict[str, Any], primary: str) -> list[dict[str, Any]]:
         for group, entry in entries.items():
             if entry is None or entry.get("value") is None:
                 continue
-            scale = value_scale(primary, entry, metrics)
+            scale = value_scale(primary, entry, metrics, fact)
             n = sample_count(entry)
             unit = "questions" if "questions" in entry else "samples"
             rows.append({"name": group, "value": entry["value"],
@@ -288,7 +239,7 @@ def categories(metrics: dict[str, Any], primary: str) -> list[dict[str, Any]]:
             continue
         rows.sort(key=lambda r: r["value"], reverse=better_high)
         k = min(MAX_CATEGORIES, len(rows) // 2)
-        scale = value_scale(primary, next(e for e in entries.values() if e), metrics)
+        scale = value_scale(primary, next(e for e in entries.values() if e), metrics, fact)
         same = rows[0]["value"] == rows[-1]["value"]
         out.append({"title": _breakdown_title(key), "count": len(rows),
                     "scale": (f"{scale.low:g}–{scale.high:g} scale" if scale.kind == "scale"
@@ -300,9 +251,8 @@ def categories(metrics: dict[str, Any], primary: str) -> list[dict[str, Any]]:
 
 
 def previous_run(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
-    """The latest finished run created before ``run``, of the same task and model (the
-    model's name, as ``assay list runs`` shows it) and, where both record it, the same data.
-    """
+    """The latest finished run before ``run`` of the same task, model and (where
+    both record it) data."""
     model, digest = model_name(run), data_hash(run)
     for rid in reversed(store.runs_of(run["task"])):
         if rid == run["id"]:
@@ -320,9 +270,8 @@ def previous_run(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any] | None:
-    """The paired comparison with :func:`previous_run` (a = previous, b = this run), from
-    :func:`assay.compare.compare_runs`; ``None`` when there is no previous run, no shared
-    sample, or the comparison cannot be made (the page then leaves the line out)."""
+    """The paired comparison with :func:`previous_run` (a = previous); ``None`` when
+    there is none, no shared sample, or it fails (the page leaves the line out)."""
     prev = previous_run(store, run)
     if prev is None:
         return None
@@ -374,9 +323,8 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
 
 
 def status_note(run: dict[str, Any], evaluated: int) -> str:
-    """A prominent line for a run that is not finished: its numbers are partial; or for a
-    run that ran to its end but failed (every sample errored, or more than
-    ``--max-error-rate``): its numbers are complete, and its most common error is said."""
+    """A line for an unfinished run (its numbers are partial), or for one that failed at
+    its end (its numbers are complete; its most common error is said)."""
     status = run["status"]
     if status == "finished":
         return ""
@@ -456,14 +404,15 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
             f": all {evaluated:,} failed to run" if errors and errors >= evaluated else ""))
     else:
         name, entry = head
-        scale = value_scale(name, entry, metrics)
+        fact = metric_fact(run_report(run).get("metric_facts"), name)
+        scale = value_scale(name, entry, metrics, fact)
         few = too_few(entry, scale)
-        sentence = headline_sentence(name, entry, scale)
+        sentence = headline_sentence(name, entry, scale, fact)
         ctx["headline"] = {"name": name, "sentence": sentence[0].upper() + sentence[1:] + ".",
                            "few": few, "n": sample_count(entry)}
         ctx["comparison"] = comparison(store, run, scale)
-        ctx["categories"] = categories(metrics, name)
-        verdict = short_headline(name, entry, scale)
+        ctx["categories"] = categories(metrics, name, fact)
+        verdict = short_headline(name, entry, scale, fact)
         if few:
             verdict += ", too few samples to be sure"
         if ctx["comparison"]:
@@ -481,16 +430,8 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
 
 
 def write_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dict[str, Path]:
-    """Write ``summary.md`` and ``summary.html`` (in ``out_dir``, else the run's folder);
-    returns their paths."""
+    """``summary.md`` and ``summary.html`` (in ``out_dir``, else the run's folder)."""
     run = store.get_run(run_id)
     out = out_dir or store.runs_dir / run["id"]
-    out.mkdir(parents=True, exist_ok=True)
-    ctx = build_summary(store, run["id"], out)
-    paths = {"summary_markdown": out / "summary.md", "summary_html": out / "summary.html"}
-    atomic_write_text(paths["summary_markdown"],
-                      _env(markdown=True).get_template("summary.md.j2").render(**ctx),
-                      encoding="utf-8")
-    atomic_write_text(paths["summary_html"], _env().get_template("summary.html").render(**ctx),
-                      encoding="utf-8")
-    return paths
+    pages = write_pages(out, "summary", build_summary(store, run["id"], out))
+    return {f"summary_{name}": path for name, path in pages.items()}

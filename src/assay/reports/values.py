@@ -1,36 +1,20 @@
-"""Values as words for every report: metric values by their kind (seconds, counts, rates,
-shares), the model under test as provider, model id, endpoint and generation settings, and
-run settings as ``key value`` pairs rather than JSON.
-
-One place decides how a number reads, so ``mean_wait_s`` is ``1.7 ms`` in the report, the
-summary and the plan report alike, and a count is ``12,400`` everywhere. Rates (dicts with
-a value, an interval and counts) keep :func:`assay.metrics.format.fmt_rate`'s form.
-"""
+"""Values as words for every report: metrics by their kind (seconds, counts, rates,
+shares), the model under test, and run settings as ``key value`` pairs rather than JSON."""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 from assay.core.redact import redact_url
 from assay.metrics.format import fmt_rate
-from assay.models.registry import forms_of
-from assay.store.described import is_rate
+from assay.store.described import is_rate, run_report
 
 #: metric name endings that hold seconds
 _SECONDS = ("_s", "_seconds", "_secs")
 #: metric name parts that hold a share on [0, 1]
 _SHARES = ("rate", "share", "fraction", "ratio", "accuracy", "_acc", "as_wrong")
-
-
-def provider_text(name: str) -> str:
-    """What the model spec ``name`` names, in the words its provider registered
-    (``assay list models``): the form written exactly so, else the provider's first."""
-    forms = forms_of(name.partition("/")[0])
-    text = dict(forms).get(name) or (forms[0][1] if forms and forms[0][1] else "model")
-    return re.sub(r"\s*\((?:--|-T )[^)]*\)$", "", text)  # not the CLI flag that sets it
 
 
 def fmt_seconds(seconds: float) -> str:
@@ -58,9 +42,8 @@ def fmt_count(value: float) -> str:
 
 
 def fmt_value(value: Any, name: str | None = None) -> str:
-    """Human text for any metrics value; ``name`` (the metric's key) says its kind:
-    ``*_s`` seconds, ``*tokens*``/``n_*``/an int a count, ``*rate*``/``*accuracy*`` a
-    share (three decimals). A rate entry reads as :func:`fmt_rate`."""
+    """Any metrics value as text, by the kind ``name`` says: ``*_s`` seconds, tokens,
+    ``n_*`` or an int a count, ``*rate*``/``*accuracy*`` a share; a rate entry by fmt_rate."""
     if is_rate(value):
         return fmt_rate(value)
     if value is None:
@@ -84,8 +67,7 @@ def fmt_value(value: Any, name: str | None = None) -> str:
 
 
 def settings_text(value: Any) -> str:
-    """A setting as words: a mapping as ``key value, key value``, a list joined by commas,
-    anything else as text (nested structures stay JSON)."""
+    """A mapping as ``key value, key value``, a list comma-joined, else text."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {_scalar(v)}" for k, v in value.items())
     if isinstance(value, list):
@@ -99,8 +81,7 @@ _BYTES_SETTINGS = ("max_reply_bytes",)
 
 
 def setting_text(name: str, value: Any) -> str:
-    """One run setting as words: seconds and byte sizes with their unit, the rest by
-    :func:`settings_text`."""
+    """One run setting as words: seconds and byte sizes with their unit."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if name in _SECONDS_SETTINGS:
             return fmt_seconds(float(value))
@@ -129,13 +110,13 @@ def _scalar(value: Any) -> str:
 
 
 def model_facts(run: dict[str, Any]) -> list[tuple[str, str]]:
-    """The model under test as rows of words: provider and model id, the endpoint (no
-    credentials), and the generation settings the run set (sampling parameters, the
-    task's ``max_tokens``)."""
+    """The model id and provider, the endpoint (no credentials) and the generation
+    settings the run set."""
     model = run.get("model") or {}
     spec = run.get("spec") or {}
     name = str(model.get("model") or spec.get("model") or "unknown")
-    rows = [("model", f"{name} · {provider_text(name)}")]
+    provider = run_report(run).get("provider")
+    rows = [("model", f"{name} · {provider}" if provider else name)]
     url = model.get("base_url") or spec.get("base_url")
     if url:
         rows.append(("endpoint", redact_url(str(url)) or ""))

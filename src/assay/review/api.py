@@ -1,9 +1,5 @@
-"""The review page's JSON API (under ``/review/api/``): save and read reviews, progress,
-history, export.
-
-Writes (``POST``) reach these handlers only as same-origin JSON (see
-:mod:`assay.web.security`).
-"""
+"""The review page's JSON API under ``/review/api/``; writes (``POST``) reach it only as
+same-origin JSON (:mod:`assay.web.security`)."""
 
 from __future__ import annotations
 
@@ -106,11 +102,8 @@ async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
 
 
 async def api_export(request: web.Request) -> web.Response:
-    """``POST /api/export``: write the verifications file and return it.
-
-    The JSON body may hold ``reviewer`` (one reviewer's file) and ``download``
-    (ask for a ``Content-Disposition: attachment``).
-    """
+    """``POST /api/export``: write the verifications file and return it; the body may
+    name a ``reviewer`` (their own file) and ask for a ``download`` (an attachment)."""
     st, store = review_of(request)
     body = await _json_body(request)
     if isinstance(body, web.Response):

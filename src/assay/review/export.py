@@ -1,9 +1,7 @@
-"""Which data a review is about, and the reviews in the book's ``_verifications.json`` shape.
+"""Which data a review is about, and the reviews in the book's ``_verifications.json``.
 
-``dataset_id`` ties reviews to the data they are about: a hash of the problems' content
-(id, problem, answer, solution), so the same problems saved as JSON or JSONL, or
-re-indented, keep their reviews, while any edit to a problem starts afresh.
-"""
+``dataset_id`` hashes the problems' content, so the same problems saved as JSON or JSONL
+keep their reviews, while any edit to a problem starts afresh."""
 
 from __future__ import annotations
 
@@ -14,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_write_text
+from assay.data.problems import Problem, load_problems
 from assay.store.review import Review, ReviewStore, iso_time
-from assay.tasks.datagen.problem import Problem, load_problems
 
 __all__ = ["book_entry", "book_verifications", "dataset_id", "dataset_id_for_file",
            "export_verifications"]
 
 
 def dataset_id(problems: Iterable[Problem]) -> str:
-    """A content hash of the problems (16 hex digits): ids, texts, answers, solutions, in order."""
+    """16 hex digits of a hash of the problems' ids, texts, answers, solutions, in order."""
     h = hashlib.sha256()
     for p in problems:
         h.update(json.dumps([p.problem_id, p.problem, str(p.answer), p.solution or ""],
@@ -32,7 +30,6 @@ def dataset_id(problems: Iterable[Problem]) -> str:
 
 
 def dataset_id_for_file(path: str | Path) -> str:
-    """The dataset id of a problems file (JSON, JSONL or CSV, as :func:`load_problems` reads)."""
     return dataset_id(load_problems(path))
 
 
@@ -53,12 +50,9 @@ def book_entry(r: Review) -> dict[str, Any]:
 
 def book_verifications(dataset_id: str, reviews: Sequence[Review],
                        problems: Sequence[Problem] | None) -> dict[str, Any]:
-    """The book's verifications mapping for ``reviews``, keyed by problem id.
-
-    Each entry is the latest review of the item, with ``dataset_id`` and every reviewer's
-    entry under ``reviews``; entries follow the problems' order, then the other reviewed
-    ids sorted. Items nobody reviewed are left out, as in the book.
-    """
+    """The book's verifications mapping, keyed by problem id in the problems'
+    order (then other ids sorted): each item's latest review, with ``dataset_id`` and every
+    reviewer's entry under ``reviews``; items nobody reviewed are left out, as in the book."""
     by_item: dict[str, list[Review]] = {}
     for r in reviews:
         by_item.setdefault(r.problem_id, []).append(r)
@@ -80,14 +74,8 @@ def book_verifications(dataset_id: str, reviews: Sequence[Review],
 def export_verifications(store: ReviewStore, dataset_id: str,
                          problems: Sequence[Problem] | None, path: str | Path | None, *,
                          reviewer: str | None = None) -> dict[str, Any]:
-    """Write (and return) the book's ``_verifications.json``, keyed by problem id.
-
-    Each entry has the book's fields ``problem_id, scores, total_score, status, comments,
-    verified_at`` (the latest review of the item, or ``reviewer``'s when given), plus
-    ``reviewer``, ``created_at``, ``version``, ``dataset_id`` and ``reviews``: every
-    reviewer's entry in the same shape, for the audit. ``path=None`` only returns the
-    mapping; the file is replaced atomically.
-    """
+    """Write (unless ``path`` is None) and return the book's verifications:
+    :func:`book_verifications` of every review, or of ``reviewer``'s; replaced atomically."""
     out = book_verifications(dataset_id, store.reviews_for(dataset_id, reviewer), problems)
     if path is not None:
         atomic_write_text(path, json.dumps(out, ensure_ascii=False, indent=2))

@@ -14,12 +14,9 @@ __all__ = ["load_judge_scores", "utf8_error"]
 
 def load_judge_scores(source: str | Path | Mapping[str, Any] | Sequence[Any] | None
                       ) -> dict[str, dict[str, float]]:
-    """Judge scores as ``problem_id -> {dimension: score}``.
-
-    Accepts that mapping (or a JSON file holding it), a list of
-    ``{"problem_id": ..., "scores": {...}}`` rows, or an object with such a list
-    under ``results``/``items``/``details``. Non-numeric values are dropped.
-    """
+    """Judge scores as ``problem_id -> {dimension: score}``, from that mapping (or a
+    JSON file of it), a list of ``{"problem_id", "scores"}`` rows, or such a list under
+    ``results``/``items``/``details``. Non-numeric values are dropped."""
     if source is None:
         return {}
     data: Any = source

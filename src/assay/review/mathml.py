@@ -1,9 +1,5 @@
-"""LaTeX in review text rendered as MathML on the server, with no script or external asset.
-
-``$...$``, ``$$...$$``, ``\\(...\\)`` and ``\\[...\\]`` spans are converted with
-``latex2mathml`` and the result is rebuilt keeping only MathML elements and layout
-attributes; everything else is HTML-escaped.
-"""
+"""LaTeX in review text as MathML rendered on the server (no script, no external asset):
+``latex2mathml`` output rebuilt with MathML elements and layout attributes only."""
 
 from __future__ import annotations
 
@@ -32,13 +28,9 @@ _SAFE_VALUE = re.compile(r"^[\w .%#+-]*$")
 
 
 def _safe_mathml(xml: str) -> str | None:
-    """Re-serialize converter output keeping only MathML elements and layout attributes.
-
-    The converter copies ``\\text{...}`` verbatim and turns ``\\href`` into an
-    attribute, so its output is parsed and rebuilt here: any non-MathML element
-    rejects the span (it is then shown as raw text), other attributes are dropped,
-    and text is escaped on the way out.
-    """
+    """The converter's output rebuilt: it copies ``\\text{...}`` verbatim and turns
+    ``\\href`` into an attribute, so a non-MathML element rejects the span, other attributes are
+    dropped, and text is escaped."""
     try:
         root = ET.fromstring(xml)
     except ET.ParseError:
@@ -73,11 +65,8 @@ def _text(segment: str) -> str:
 
 
 def render_math(text: str | None) -> Markup:
-    """HTML for text with ``$...$``, ``$$...$$``, ``\\(...\\)`` and ``\\[...\\]`` as MathML.
-
-    Everything outside math is HTML-escaped; a span the converter rejects is
-    shown escaped, as typed, in a ``<code class="tex">``.
-    """
+    """HTML for text with ``$...$``, ``$$...$$``, ``\\(...\\)`` and ``\\[...\\]`` as
+    MathML; the rest escaped, and a span the converter rejects shown as typed in ``code.tex``."""
     if not text:
         return Markup("")
     out: list[str] = []
@@ -96,8 +85,7 @@ def render_math(text: str | None) -> Markup:
 
 
 def _inline_end(text: str, i: int) -> int:
-    """Where the ``$...$`` span opened at ``i`` closes (the index of its closing ``$``), or
-    -1: the next ``$`` not escaped by a backslash, after at least one character."""
+    """The index of the ``$`` that closes the span opened at ``i`` (unescaped, not empty), or -1."""
     j, n = i + 1, len(text)
     while j < n:
         c = text[j]
@@ -113,14 +101,12 @@ def _inline_end(text: str, i: int) -> int:
 
 
 def math_spans(text: str) -> Iterator[tuple[int, int, str, str]]:
-    """The math spans of ``text`` as ``(start, end, kind, tex)``, left to right, in linear time.
+    """``(start, end, kind, tex)`` of each math span, left to right, in linear time.
 
-    The spans are those of the regular expression ``\\$\\$(.+?)\\$\\$ | \\\\\\[(.+?)\\\\\\] |
-    \\\\\\((.+?)\\\\\\) | (?<![\\\\$])\\$((?:\\\\.|[^$\\\\])+?)\\$`` (DOTALL), which takes quadratic time
-    on text full of openers with no closer (32 KB of ``\\[`` cost 2.4 s a render): here a form
-    whose closer is missing after one opener is never searched for again, since it is then
-    missing after every later opener too. ``kind`` is ``d1``/``d2`` (display) or ``i1``/``i2``.
-    """
+    The spans of ``\\$\\$(.+?)\\$\\$ | \\\\\\[(.+?)\\\\\\] | \\\\\\((.+?)\\\\\\) |
+    (?<![\\\\$])\\$((?:\\\\.|[^$\\\\])+?)\\$`` (DOTALL), which is quadratic on openers with no
+    closer: here a form whose closer is missing is never searched for again. ``kind``:
+    ``d1``/``d2`` (display), ``i1``/``i2``."""
     n = len(text)
     dead: set[str] = set()  # forms with no closer left in the text
     i = 0

@@ -1,18 +1,8 @@
-"""The human review page: what one page shows (:class:`ReviewPage`), mounted under
-``/review/`` in the local web app (:mod:`assay.web.server`).
+"""The human review page (:class:`ReviewPage`), mounted under ``/review/``.
 
-One problem at a time (``/review/item/<n>``, 1-based), with its answer and solution (LaTeX
-shown as MathML, rendered here), four 1-5 scores, a status, a comment, previous/next,
-progress, a status filter, keyboard shortcuts and an optional blind mode that keeps the
-judge's scores off the page until the reviewer has given a verdict on the item. Every
-submission is a ``POST /review/api/review`` committed to the workspace database before the
-page says "saved"; coming back to an item, reloading or restarting the server shows the
-saved state. Writes are POST-only same-origin JSON (:mod:`assay.web.security`).
-
-The pieces: :mod:`.pages` (HTML), :mod:`.api` (JSON), :mod:`.mathml` (LaTeX),
-:mod:`.inputs` (judge scores), :mod:`.export` (dataset ids, the book's export); the
-reviews themselves are kept by :class:`assay.store.review.ReviewStore`.
-"""
+One problem at a time (``/review/item/<n>``) with four 1-5 scores, a status and a comment;
+blind mode hides the judge's scores until the reviewer decides. Each submission is
+committed to the workspace database before the page says "saved"."""
 
 from __future__ import annotations
 
@@ -24,12 +14,12 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from assay.data.problems import Problem, load_problems
 from assay.errors import DatasetError
 from assay.review.export import dataset_id
 from assay.review.inputs import load_judge_scores, utf8_error
 from assay.store.review import DIMENSIONS, ReviewError, ReviewStore, normalize_reviewer
 from assay.store.sqlite import workspace_dir
-from assay.tasks.datagen.problem import Problem, load_problems
 
 __all__ = ["PREFIX", "REVIEW_KEY", "STORE_KEY", "ReviewPage", "default_export_path",
            "review_of", "reviewer_param"]
@@ -39,7 +29,7 @@ PREFIX = "/review"
 
 
 def default_export_path(data_path: str | Path | None, dataset_id: str) -> Path:
-    """The book's ``<data>_verifications.json`` beside the data file, else in the workspace."""
+    """``<data>_verifications.json`` beside the data file, else in the workspace."""
     if data_path is not None:
         p = Path(data_path)
         return p.with_name(f"{p.stem}_verifications.json")
@@ -48,11 +38,9 @@ def default_export_path(data_path: str | Path | None, dataset_id: str) -> Path:
 
 @dataclass
 class ReviewPage:
-    """What one review page shows and where its reviews go: the problems (filed under
-    ``dataset_id``), the judge's scores (``problem_id -> {dimension: score}``), the
-    reviewer used when a URL names none, the export file, the rubric, a title, whether
-    the page opens blind, and the review store (``None``: one on the app's store file,
-    closed with the app)."""
+    """One review page: the problems (filed under ``dataset_id``), judge scores, the
+    default reviewer, export file, rubric, title, blind mode and review store (``None``: one
+    on the app's store file, closed with the app)."""
 
     problems: Sequence[Problem]
     dataset_id: str
@@ -80,9 +68,8 @@ class ReviewPage:
                   judge_scores: str | Path | Mapping[str, Any] | None = None,
                   blind: bool = False, export_path: str | Path | None = None,
                   store: ReviewStore | None = None) -> ReviewPage:
-        """The review page of a problems file: reviews filed under the file's
-        :func:`dataset_id`; the export goes to ``<data>_verifications.json`` beside the
-        file unless ``export_path`` says otherwise. Bad files are one-line errors."""
+        """The review page of a problems file, reviews filed under its
+        :func:`dataset_id`; bad files are one-line errors."""
         if reviewer is not None:
             reviewer = normalize_reviewer(reviewer)
         try:
@@ -95,7 +82,7 @@ class ReviewPage:
                    title=Path(str(data_path)).name, blind=blind, store=store)
 
     def start_path(self) -> str:
-        """Where a browser opens the page: ``/review/`` with the reviewer and blind mode."""
+        """``/review/`` with the reviewer and blind mode."""
         q = {"reviewer": self.reviewer} if self.reviewer else {}
         if self.blind:
             q["blind"] = "1"
@@ -107,12 +94,11 @@ STORE_KEY = web.AppKey("review_store", ReviewStore)
 
 
 def review_of(request: web.Request) -> tuple[ReviewPage, ReviewStore]:
-    """The review page of the app that received ``request``, and its review store."""
     return request.app[REVIEW_KEY], request.app[STORE_KEY]
 
 
 def reviewer_param(request: web.Request, page: ReviewPage) -> str | None:
-    """The reviewer a URL names (else the page's default); None when the name is not usable."""
+    """The reviewer a URL names (else the page's); None when the name is not usable."""
     raw = request.query.get("reviewer")
     if raw is None:
         return page.reviewer

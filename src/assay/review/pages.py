@@ -57,7 +57,7 @@ def _item_url(n: int, reviewer: str, flt: str, blind: bool) -> str:
 
 
 def _ask_reviewer(st: ReviewPage, request: web.Request) -> web.Response:
-    """The form asking for a reviewer name (saying why when the URL named an unusable one)."""
+    """The reviewer-name form (saying why when the URL named an unusable one)."""
     message = ("That name is not usable: 1-64 printable characters."
                if "reviewer" in request.query else "")
     return html(state_of(request), "reviewer.html", title=st.title, path=request.path,

@@ -1,26 +1,7 @@
 """Scoring shared by every task: answer extraction, normalization, matching and the one
-scoring vocabulary.
-
-A layer below tasks and metrics: it imports only :mod:`assay.core`, :mod:`assay.errors`,
-the data layer (:func:`assay.data.math500.last_boxed` for the ``boxed`` parser) and
-third-party libraries. Everything is pure and fast; ``math_verify`` is imported on first
-use.
-
-* :mod:`.extraction`: the final answer of an output (``Answer:``, ``\\boxed{}``, whole);
-* :mod:`.normalize`: text normalization and SQuAD-style tokens;
-* :mod:`.numbers`: numbers in answers and targets;
-* :mod:`.matching`, :mod:`.choice`, :mod:`.math_scoring`: the scorers;
-* :mod:`.squad`, :mod:`.structured`: SQuAD v1.1 matching, JSON and label sets;
-* :mod:`.parsers`: the answer parsers catalogue entries name;
-* :mod:`.vocabulary`: the names.
-
-One name per function
----------------------
-Every scorer has one canonical name: the name of the metric it is in the metric registry.
-Its other spellings are declared aliases and resolve to the same function wherever a name
-is read: qa's ``scorer`` option, a YAML task's ``scorer:``, ``Task(scorer="...")`` and the
-metric registry (``assay list metrics``). The per-sample ``Score`` a scorer returns keeps
-the short label that stored runs hold; a metric renames it to the canonical name.
+scoring vocabulary (:mod:`.vocabulary`): each scorer's canonical name is its metric's name;
+its aliases resolve to it wherever a name is read; its label is the ``Score.name`` stored
+runs hold. An unknown name is a one-line ``ConfigError`` suggesting the closest.
 
 ==================  ===========================  ==========  =========================
 canonical name      aliases                      label       function
@@ -34,14 +15,8 @@ choice_accuracy     choice, mc_accuracy          choice      choice.score_choice
 math_verify         math, math_equivalence       math        math_scoring.score_math
 ==================  ===========================  ==========  =========================
 
-No scorer is scorer-only today (:data:`.vocabulary.SCORER_ONLY`): every canonical name is a
-registered metric. ``squad_f1`` and ``squad_exact_match`` (alias ``squad_em``) are metrics
-only, whose matching is :mod:`.squad`. The answer parsers (:data:`.parsers.PARSERS`) have
-one name each and no aliases: ``answer_line`` (:func:`.extraction.extract_answer`),
-``gsm8k_strict``, ``gsm8k_flexible``, ``gsm8k_cot``, ``boxed``, ``first_line``, ``whole``.
-An unknown name is a one-line ``ConfigError`` listing the canonical names, with the
-closest one suggested.
-"""
+A layer below tasks and metrics: imports only :mod:`assay.core`, :mod:`assay.errors`,
+:mod:`assay.data.math500` and third-party libraries (``math_verify`` on first use)."""
 
 from __future__ import annotations
 

@@ -15,13 +15,11 @@ from assay.scoring.targets import nothing_extracted, short_repr, target_list, ta
 
 __all__ = ["LETTERS", "choice_target_index", "format_choices", "score_choice"]
 
-LETTERS = string.ascii_uppercase
-"""The option letters, ``A`` to ``Z``: at most 26 choices."""
+LETTERS = string.ascii_uppercase  # at most 26 choices
 _CHOICE_WHOLE = re.compile(r"[(\[]?([A-Za-z])[)\].:]?")
 _CHOICE_KEYWORD = re.compile(
     r"(?:answer|option|choice)[ \t]*(?:is|:)?[ \t]*(?:\*\*)?[ \t]*[(\[]?([A-Z])(?![\w])",
-    re.IGNORECASE,
-)
+    re.IGNORECASE)
 _CHOICE_LEADING = re.compile(r"[(\[]?([A-Z])[)\].:](?:\s|$)")
 _CHOICE_BRACKETED = re.compile(r"[(\[]([A-Za-z])[)\]]")
 #: a line that starts with an option's letter, as a list of the options does
@@ -57,12 +55,10 @@ def choice_target_index(t: Any, choices: Sequence[str]) -> int:
         return int(s)
     raise ValueError(
         f"choice target {short_repr(s)} is not a letter A-{LETTERS[n - 1]}, a 0-based index "
-        "or the text of one of the choices"
-    )
+        "or the text of one of the choices")
 
 
 def _predict_choice(answer: str, choices: Sequence[str]) -> tuple[int | None, str]:
-    """``(index, how)`` predicted by an extracted answer."""
     n = len(choices)
     s = clean_answer(answer)
     m = _CHOICE_WHOLE.fullmatch(s)
@@ -94,22 +90,11 @@ def _predict_choice(answer: str, choices: Sequence[str]) -> tuple[int | None, st
 
 def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = None,
                  **opts: Any) -> Score:
-    """Multiple choice: the predicted option index equals the target's.
-
-    ``choices`` (required) are the option texts, lettered A, B, ... The target
-    is a letter (``"B"``), a 0-based int index, or a choice text (a list of
-    these: any counts). The prediction, from the extracted answer, is in order:
-    the answer being a letter (``B``, ``(B)``, ``B.``, ``B)``); a letter after
-    ``answer``/``option``/``choice`` (``The answer is B``); a leading ``B)`` /
-    ``B.``; a bracketed ``(B)``; the answer equal to a choice text (normalized);
-    the last standalone capital letter in range.
-
-    Returns ``Score("choice", 1.0 | 0.0, predicted_letter | None, explanation,
-    {"extraction": method ("option" when no marker was found but an option was read
-    from the whole reply), "predicted_index": int | None, "target_index": int |
-    list[int], "match": "letter" | "text" | "none"})``. Raises ``ValueError``
-    without choices, with more than 26, or for a target naming no option.
-    """
+    """The predicted option (lettered A, B, ...) is the target's: a letter, a 0-based index
+    or a choice text. Predicted, in order: the answer as a letter (``(B)``, ``B.``); a
+    letter after answer/option/choice; a leading ``B)``; a bracketed ``(B)``; a choice's
+    text; the last standalone capital in range. Extraction ``option``: no marker, but an
+    option read from the reply. ``ValueError`` for no or over 26 choices, or a bad target."""
     if not choices:
         raise ValueError("the choice scorer needs the sample's `choices`")
     n = len(choices)
@@ -120,8 +105,8 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
 
     answer, method = extract_answer(output)
     if answer is None:
-        return nothing_extracted("choice", method, predicted_index=None, target_index=meta_target,
-                        match="none")
+        return nothing_extracted("choice", method, predicted_index=None,
+                                 target_index=meta_target, match="none")
     idx, how = _predict_choice(answer, choices)
     if method == "full" and idx is not None:  # an option read from the reply, not the reply
         method = "option"
@@ -139,11 +124,7 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
 
 
 def format_choices(question: str, choices: Sequence[str]) -> str:
-    """The question, a blank line, ``A. choice`` lines, a blank line and the instruction.
-
-    The last line is ``Answer with the letter of the correct option.``. Raises
-    ``ValueError`` for more than 26 choices.
-    """
+    """The question, then ``A. choice`` lines, then the instruction to answer with a letter."""
     if len(choices) > len(LETTERS):
         raise ValueError(f"at most {len(LETTERS)} choices are supported, got {len(choices)}")
     lines = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))

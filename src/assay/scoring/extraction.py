@@ -1,9 +1,4 @@
-"""Extraction of the final answer from a model output, for the question/answer scorers.
-
-Reasoning blocks are removed first (:func:`strip_reasoning`), then the answer is taken
-after an ``Answer:`` marker, from the last ``\\boxed{...}``, or as the whole output
-(:func:`extract_answer`). Regexes are compiled at import; everything is pure and fast.
-"""
+"""Extraction of the final answer from a model output, for the question/answer scorers."""
 
 from __future__ import annotations
 
@@ -16,13 +11,10 @@ _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 # "Answer:", "Final answer:", "**Final Answer:**", "ANSWER :" ... (colon forms win)
 _MARKER_COLON = re.compile(
     r"(?<![^\W_])(?:final[ \t]+)?answer[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?",
-    re.IGNORECASE,
-)
+    re.IGNORECASE)
 # "The answer is 42", "final answer is: 42" (used only when no colon marker exists)
-_MARKER_IS = re.compile(
-    r"(?<![^\W_])(?:final[ \t]+)?answer[ \t]+is[ \t]*:?[ \t]*(?:\*\*|__)?",
-    re.IGNORECASE,
-)
+_MARKER_IS = re.compile(r"(?<![^\W_])(?:final[ \t]+)?answer[ \t]+is[ \t]*:?[ \t]*(?:\*\*|__)?",
+                        re.IGNORECASE)
 _BOXED = re.compile(r"\\(?:boxed|fbox)[ \t]*\{")
 _BRACE = re.compile(r"[{}]")
 
@@ -32,13 +24,8 @@ _EMPHASIS = ("**", "__", "*", "_")
 
 
 def strip_reasoning(output: str) -> str:
-    """Remove ``<think>...</think>`` reasoning blocks from a model output.
-
-    Complete blocks are removed; if a stray ``</think>`` remains (the opening tag
-    was part of the prompt), only the text after the last one is kept; if an
-    unclosed ``<think>`` remains (reasoning cut off), it and everything after it
-    are dropped. Outputs without ``think`` tags are returned unchanged.
-    """
+    """Remove ``<think>...</think>`` blocks; after a stray ``</think>`` (the opening tag was
+    in the prompt) keep only what follows, from an unclosed ``<think>`` (cut off) drop all."""
     if "think>" not in output and "THINK>" not in output.upper():
         return output
     # One linear pass over the tags (a non-greedy regex would be quadratic on
@@ -146,21 +133,9 @@ def _after_marker(text: str) -> str | None:
 
 
 def extract_answer(output: str) -> tuple[str | None, str]:
-    """Extract the final answer from a model output.
-
-    Returns ``(answer, method)``. Reasoning blocks are removed first
-    (:func:`strip_reasoning`). Then, in order:
-
-    * ``"marker"``: the text after the last ``Answer:`` / ``Final answer:`` /
-      ``FINAL ANSWER:`` (case-insensitive, markdown bold allowed) up to the end
-      of its line (the next non-empty line when the marker ends its line), with
-      surrounding brackets, quotes, emphasis and a trailing period removed and a
-      ``\\boxed{}`` inside unwrapped. ``The answer is X`` counts as a marker
-      only when no colon marker is present;
-    * ``"boxed"``: the content of the last balanced ``\\boxed{...}``;
-    * ``"full"``: the whole output, stripped;
-    * ``(None, "none")`` for an empty or whitespace-only output.
-    """
+    """``(answer, method)`` of an output, reasoning removed: ``marker`` (after the last
+    ``Answer:``/``Final answer:``, else ``The answer is``, to the end of its line or the
+    next, cleaned, a ``\\boxed{}`` unwrapped), ``boxed`` (the last), ``full``, or ``none``."""
     if not output or output.isspace():
         return None, "none"
     text = strip_reasoning(output)

@@ -1,35 +1,18 @@
-"""The one judge helper: ask a model for a verdict, read it, retry once, vote, combine.
+"""The one judge helper, so every judged task and the converse examiner behave the same:
 
-Every judged task (MT-Bench, converse points, the datagen rubric and win rate) and the
-converse examiner go through it, so all of them behave the same:
-
-* **ask** (:func:`ask`): one request, schema-constrained where the task gives a JSON
-  Schema (``response_schema``); the reply is read by the task's ``parse`` (for JSON
-  replies, :func:`read_json` is the one reader). A reply that is not a verdict gets ONE
-  corrective retry: the conversation, the judge's reply (its first :data:`RETRY_CLIP`
-  characters) and the task's corrective message with ``{why}`` filled in. A second
-  refusal makes the vote *invalid*: kept with its replies and reasons, counted, never
-  scored.
-* **vote** (:func:`poll`): every judge of the jury gives ``samples`` votes. One vote is
-  asked with the task's parameters as they are (its deterministic setting); several are
-  sampled at temperature 0.7 with seeds ``seed + i``, so they can differ and their
-  agreement means something.
-* **combine** (:func:`combine`): ``majority`` (labels: the most common valid vote; a
-  tie between the most common is *invalid*, or the task's ``tie`` value, e.g. win rate's
-  ``"tie"``) or ``mean`` (numbers, or dicts of numbers key by key). No valid vote:
-  invalid. ``agreement`` is the share of the valid votes equal to the most common one
-  (``None`` with a single vote).
-* **jury**: the judges are roles ``judge``, ``judge_2``, ``judge_3``, ... of the scoring
-  context (:func:`jury_roles` names them for a task's ``roles()``, :func:`jury_of` reads
-  them from ``ctx.roles``); their votes are pooled and combined by the same rule.
-
-A judge is anything with ``async generate(messages, *, response_schema=None, **params)``
-returning a reply whose ``message.content`` is the text: the engine's per-role context.
-"""
+* **ask**: one request (schema-constrained when given), read by the task's ``parse``; a
+  reply that is no verdict gets ONE corrective retry (the reply clipped to
+  :data:`RETRY_CLIP`, then the task's message with ``{why}``), after which the vote is
+  *invalid*: kept, never scored;
+* **poll**: each judge of the jury (``judge``, ``judge_2``, ...) gives ``samples`` votes: one
+  with the task's parameters, several at temperature 0.7 with seeds ``seed+i``;
+* **combine**: ``majority`` (a tie is invalid, or the task's ``tie``) or ``mean`` (numbers,
+  or dicts key by key); ``agreement``: the share of valid votes equal to the most common."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections import Counter
@@ -43,12 +26,9 @@ from assay.core.types import Message
 
 T = TypeVar("T")
 
-#: the first judge's role; the others are ``judge_2``, ``judge_3``, ...
 JUDGE_ROLE = "judge"
-#: characters of a refused reply shown back to the judge with the corrective message
-RETRY_CLIP = 2000
-#: the temperature of sampled votes (``samples`` > 1)
-SAMPLED_TEMPERATURE = 0.7
+RETRY_CLIP = 2000  # characters of a refused reply shown back to the judge
+SAMPLED_TEMPERATURE = 0.7  # of votes when ``samples`` > 1
 
 _FENCE = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.S)
 _WHOLE_FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.S)
@@ -58,12 +38,11 @@ _MAX_SCAN = 64  # opening braces tried when the JSON is buried in prose
 # -- the jury ---------------------------------------------------------------------------------
 
 def jury_roles(models: Sequence[str]) -> list[tuple[str, str]]:
-    """``[(role name, model)]`` for a jury: ``judge`` for the first, ``judge_2``, ... after."""
+    """``[(role name, model)]``: ``judge`` for the first, ``judge_2``, ... after."""
     return [(JUDGE_ROLE if i == 0 else f"{JUDGE_ROLE}_{i + 1}", m) for i, m in enumerate(models)]
 
 
 def jury_of(ctx: Any) -> list[Any]:
-    """The judges a scoring context offers, in jury order (``judge``, ``judge_2``, ...)."""
     roles = getattr(ctx, "roles", None) or {}
     out = []
     for name, _ in jury_roles([""] * len(roles)):
@@ -74,26 +53,21 @@ def jury_of(ctx: Any) -> list[Any]:
 
 
 def is_judge_role(name: str) -> bool:
-    """Whether a role name is one of a jury's (``judge``, ``judge_2``, ...)."""
     return name == JUDGE_ROLE or re.fullmatch(rf"{JUDGE_ROLE}_([2-9]|[1-9]\d+)", name) is not None
 
 
 def as_models(value: Any) -> list[str]:
-    """A ``judge_model`` option as a list: one spec, a list of them, or none (``[]``)."""
+    """A ``judge_model`` option (one spec, a list, or none) as a list."""
     if value is None or value == "":
         return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
+    return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def _stored(models: list[str]) -> str | list[str] | None:
     return models[0] if len(models) == 1 else (models or None)
 
 
-#: the one shape of every judged task's ``judge_model`` option: one model spec or
-#: several (a jury; ``--judge-model`` repeated, ``-T judge_model=M`` for one); stored as
-#: it was before juries (one spec: a string; none: ``None``)
+#: every judged task's ``judge_model``: a spec or a jury, stored as before juries (or None)
 JudgeModels = Annotated[list[str], BeforeValidator(as_models), PlainSerializer(_stored)]
 
 
@@ -104,16 +78,13 @@ def _no_credentials(url: str | None) -> str | None:
     return url
 
 
-#: the one shape of a role's endpoint option (``judge_base_url``, ``examiner_base_url``):
-#: unset means the role's own environment or its provider's default, never the run's
-#: ``--base-url`` (see :func:`assay.engine.judging.role_subject`)
+#: a role's endpoint option (``judge_base_url``): unset is its own default, not ``--base-url``
 RoleURL = Annotated[str | None, AfterValidator(_no_credentials)]
 
 
 # -- reading a reply --------------------------------------------------------------------------
 
 def one_line_error(e: ValidationError) -> str:
-    """A pydantic error as one line: where, what (and how many more)."""
     err = e.errors()[0]
     loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
@@ -126,17 +97,13 @@ def _candidates(text: str) -> list[Any]:
     found: list[Any] = []
     for block in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
         block = block.strip()
-        try:
+        with contextlib.suppress(ValueError, RecursionError):
             found.append(json.loads(block))
             continue
-        except (ValueError, RecursionError):
-            pass
         i, j = block.find("{"), block.rfind("}")
         if i != -1 and j > i:
-            try:
+            with contextlib.suppress(ValueError, RecursionError):
                 found.append(json.loads(block[i:j + 1]))
-            except (ValueError, RecursionError):
-                pass
     decoder = json.JSONDecoder()
     for n, m in enumerate(re.finditer(r"\{", text)):
         if n >= _MAX_SCAN:
@@ -161,14 +128,10 @@ def _whole(text: str, fence: bool) -> tuple[list[Any], str | None]:
 
 def read_json(text: str | None, build: Callable[[dict[str, Any]], tuple[T | None, str | None]],
               *, strict: bool = False, fence: bool = True) -> tuple[T | None, str | None]:
-    """The verdict in a JSON reply, or ``(None, why)``: the one JSON-from-reply reader.
-
-    ``build`` validates one object and returns ``(value, None)`` or ``(None, why)``
-    (a pydantic error it raises becomes a one-line reason). ``strict``: the whole reply
-    must be that object (``fence``: one Markdown code fence around it is unwrapped);
-    otherwise the first object that validates among fenced blocks, the whole text and
-    objects in prose.
-    """
+    """The verdict in a JSON reply, or ``(None, why)``. ``build`` gives ``(value, None)`` or
+    ``(None, why)`` for one object (a ``ValidationError`` becomes a one-line reason).
+    ``strict``: the whole reply (its one code fence unwrapped with ``fence``) must be it;
+    else the first object that validates among fences, the whole text and prose."""
     raw = text or ""
     if not raw.strip():
         return None, "empty reply"
@@ -199,8 +162,8 @@ def read_json(text: str | None, build: Callable[[dict[str, Any]], tuple[T | None
 
 @dataclass
 class Vote:
-    """One judge's vote: the verdict (``None``: invalid), its replies (one, or two after
-    a refused one), why each refused reply was refused, and the judge's model."""
+    """One judge's vote: the verdict (``None``: invalid), its replies, why each refused
+    one was refused, and the judge's model."""
 
     value: Any
     replies: list[str]
@@ -209,12 +172,10 @@ class Vote:
 
     @property
     def invalid(self) -> bool:
-        """No verdict after the corrective retry."""
         return self.value is None
 
     @property
     def attempts(self) -> int:
-        """Requests made for this vote."""
         return len(self.replies)
 
 
@@ -223,9 +184,7 @@ async def ask(judge: Any, messages: list[Message],
               retry: str | Callable[[str], str],
               schema: dict[str, Any] | None = None,
               params: dict[str, Any] | None = None) -> Vote:
-    """One vote: a request (``response_schema=schema`` when given), ``parse``d; a refused
-    reply gets ONE corrective retry (``retry``: a text formatted with ``why``, or a
-    function of ``why``)."""
+    """One vote (see the module); ``retry`` is a text formatted with ``why``, or a function."""
     extra: dict[str, Any] = dict(params or {})
     if schema is not None:
         extra["response_schema"] = schema
@@ -248,8 +207,6 @@ async def ask(judge: Any, messages: list[Message],
 
 def vote_params(params: dict[str, Any], samples: int, index: int,
                 seed: Any = None) -> dict[str, Any]:
-    """Vote ``index``'s parameters: ``params`` for a single vote; sampled at
-    :data:`SAMPLED_TEMPERATURE` with seed ``seed + index`` when there are several."""
     if samples <= 1:
         return dict(params)
     return {**params, "temperature": SAMPLED_TEMPERATURE, "seed": int(seed or 0) + index}
@@ -260,7 +217,7 @@ async def poll(jury: Sequence[Any], messages: list[Message],
                retry: str | Callable[[str], str], schema: dict[str, Any] | None = None,
                params: dict[str, Any] | None = None,
                samples: int = 1, seed: Any = None) -> list[Vote]:
-    """Every judge's ``samples`` votes on one request (see the module), judge by judge."""
+    """Every judge's ``samples`` votes on one request, judge by judge."""
     return list(await asyncio.gather(*(
         ask(judge, messages, parse, retry=retry, schema=schema,
             params=vote_params(params or {}, samples, i, seed))
@@ -271,8 +228,7 @@ async def poll(jury: Sequence[Any], messages: list[Message],
 
 @dataclass
 class Verdict:
-    """Votes combined: the value (``None``: invalid), the valid and invalid vote counts
-    and the agreement (share of valid votes equal to the most common; ``None`` for one vote)."""
+    """Votes combined (see the module); ``value`` ``None`` is invalid."""
 
     value: Any
     valid: int
@@ -282,7 +238,6 @@ class Verdict:
 
     @property
     def invalid(self) -> bool:
-        """No verdict: no valid vote, or a tie the rule does not resolve."""
         return self.value is None
 
 
@@ -298,7 +253,7 @@ def _mean(values: list[Any]) -> Any:
 
 
 def combine(values: Sequence[Any], *, rule: str = "majority", tie: Any = None) -> Verdict:
-    """Votes (``None`` for an invalid one) into one verdict by ``rule`` (see the module)."""
+    """Votes (``None``: invalid) into one verdict by ``rule`` (see the module)."""
     valid = [v for v in values if v is not None]
     n_invalid = len(values) - len(valid)
     if not valid:

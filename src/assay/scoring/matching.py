@@ -1,28 +1,13 @@
-"""Scorers that compare the extracted answer with the target: exact, normalized,
-includes, numeric and SQuAD-style F1.
-
-Everything here is pure and fast (no I/O, no network): scorers run once per sample on the
-event loop. Every scorer has the signature ``score_X(output, target, **opts) -> Score``:
-
-* ``output`` is the raw model output (``<think>...</think>`` blocks are removed);
-* ``target`` is a string, a number, or a list of acceptable answers (any match
-  counts; :func:`score_f1` takes the maximum);
-* unknown keyword options are ignored, so callers may pass the same options to
-  every scorer;
-* the returned :class:`~assay.core.types.Score` has ``name`` = the scorer's label
-  (:data:`assay.scoring.vocabulary.VOCABULARY`), ``answer`` = the extracted prediction
-  (``None`` when nothing could be extracted) and ``metadata["extraction"]`` = how it was
-  extracted: ``"full"`` only where the whole reply was taken as the answer (no marker,
-  no ``\\boxed{}``), which the extraction rate does not count as an extraction.
-
-A target a scorer cannot use (a non-numeric target for ``numeric``, a target
-that is not one of the options for ``choice``, ...) raises ``ValueError`` with
-a message saying what is wrong; the caller turns it into a user error.
-"""
+"""Scorers that compare the extracted answer with the target, pure and fast. Every
+``score_X(output, target, **opts) -> Score`` takes the raw reply and a target or list of
+acceptable answers, ignores unknown options, names its ``Score`` by its label, and sets
+``metadata["extraction"]`` (``"full"``, the whole reply as the answer, is no extraction for
+the extraction rate); a target it cannot use raises ``ValueError`` saying why."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from assay.core.types import Score
@@ -34,49 +19,33 @@ from assay.scoring.targets import nothing_extracted, short_repr, target_list, ta
 __all__ = ["score_exact", "score_f1", "score_includes", "score_normalized", "score_numeric"]
 
 
-def score_exact(output: str, target: Any, **opts: Any) -> Score:
-    """Exact match: the extracted answer equals ``str(target)``, both only ``.strip()``-ed.
-
-    Returns ``Score("exact", 1.0 | 0.0, answer, explanation, {"extraction": method})``.
-    """
+def _equal(label: str, output: str, target: Any, norm: Callable[[str], str]) -> Score:
     answer, method = extract_answer(output)
     if answer is None:
-        return nothing_extracted("exact", method)
-    pred = answer.strip()
-    golds = [target_text(t).strip() for t in target_list(target)]
+        return nothing_extracted(label, method)
+    pred = norm(answer)
+    golds = [norm(target_text(t)) for t in target_list(target)]
     for g in golds:
         if pred == g:
-            return Score("exact", 1.0, answer, f"exact match {short_repr(g)}",
+            return Score(label, 1.0, answer, f"{label} match {short_repr(g)}",
                          {"extraction": method})
-    return Score("exact", 0.0, answer, f"{short_repr(pred)} != {short_repr(golds[0])}",
+    return Score(label, 0.0, answer, f"{short_repr(pred)} != {short_repr(golds[0])}",
                  {"extraction": method})
+
+
+def score_exact(output: str, target: Any, **opts: Any) -> Score:
+    """The extracted answer equals ``str(target)``, both only ``.strip()``-ed."""
+    return _equal("exact", output, target, str.strip)
 
 
 def score_normalized(output: str, target: Any, **opts: Any) -> Score:
-    """Match after :func:`normalize_text` (NFKC, casefold, no punctuation, collapsed spaces).
-
-    Articles are not removed (use ``f1`` for SQuAD normalization). Returns
-    ``Score("normalized", 1.0 | 0.0, answer, explanation, {"extraction": method})``.
-    """
-    answer, method = extract_answer(output)
-    if answer is None:
-        return nothing_extracted("normalized", method)
-    pred = normalize_text(answer)
-    golds = [normalize_text(target_text(t)) for t in target_list(target)]
-    for g in golds:
-        if pred == g:
-            return Score("normalized", 1.0, answer, f"normalized match {short_repr(g)}",
-                         {"extraction": method})
-    return Score("normalized", 0.0, answer, f"{short_repr(pred)} != {short_repr(golds[0])}",
-                 {"extraction": method})
+    """Equal after :func:`normalize_text` (articles kept: ``f1`` drops them)."""
+    return _equal("normalized", output, target, normalize_text)
 
 
 def score_includes(output: str, target: Any, **opts: Any) -> Score:
-    """Whether the normalized target appears as whole words in the normalized answer.
-
-    For chatty models that answer in a sentence ("The capital of France is
-    Paris."). More lenient than ``normalized``: say so when reporting it.
-    """
+    """The normalized target appears as whole words in the normalized answer: for chatty
+    models ("The capital of France is Paris."); more lenient than ``normalized``."""
     answer, method = extract_answer(output)
     if answer is None:
         return nothing_extracted("includes", method)
@@ -93,26 +62,16 @@ def score_includes(output: str, target: Any, **opts: Any) -> Score:
 
 def score_numeric(output: str, target: Any, *, tolerance: float | None = None,
                   abs_tol: float = 1e-9, rel_tol: float = 1e-6, **opts: Any) -> Score:
-    """Numeric match of the last number in the extracted answer against the target.
-
-    The prediction is the last number (see :func:`extract_numbers`) in the
-    extracted answer; when that has none, or when no answer marker or ``\\boxed{}`` was
-    found, the last number in the whole output (``metadata["extraction"] ==
-    "last_number"``). Correct when
-    ``|pred - target| <= max(abs_tol, rel_tol * |target|)``; ``tolerance``
-    overrides ``abs_tol``. Raises ``ValueError`` when a target is not a number.
-
-    Returns ``Score("numeric", 1.0 | 0.0, matched_number_text, explanation,
-    {"extraction": method, "predicted": float | None, "target": float | list[float]})``.
-    """
+    """The last number of the extracted answer (else, or with no marker, of the whole
+    output: extraction ``last_number``) within ``max(abs_tol, rel_tol * |target|)``;
+    ``tolerance`` overrides ``abs_tol``. A non-numeric target raises ``ValueError``."""
     values = []
     for t in target_list(target):
         v = parse_number(t)
         if v is None:
             raise ValueError(
                 f"the numeric scorer needs a numeric target, got {short_repr(target_text(t))}; "
-                "use another scorer (e.g. normalized) for this benchmark"
-            )
+                "use another scorer (e.g. normalized) for this benchmark")
         values.append(v)
     if tolerance is not None:
         abs_tol = float(tolerance)
@@ -151,14 +110,8 @@ def _f1(pred: list[str], gold: list[str]) -> float:
 
 
 def score_f1(output: str, target: Any, **opts: Any) -> Score:
-    """SQuAD-style token F1 between the extracted answer and the target.
-
-    Tokens come from :func:`squad_tokens`: the ``normalized`` normalization plus
-    removal of the English articles a/an/the, as in the SQuAD evaluation script.
-    Two empty token lists score 1.0; one empty list scores 0.0. For a list
-    target the best F1 is taken. Returns ``Score("f1", value in [0, 1], answer,
-    explanation, {"extraction": method})``.
-    """
+    """Token F1 on :func:`squad_tokens` (two empty token lists score 1.0, unlike SQuAD v1.1),
+    the best over the targets."""
     answer, method = extract_answer(output)
     if answer is None:
         return nothing_extracted("f1", method)

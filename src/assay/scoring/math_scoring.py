@@ -1,8 +1,4 @@
-"""The ``math`` scorer: mathematical equivalence checked by math-verify.
-
-``math_verify`` is slow to import, so it is imported on the first call of
-:func:`score_math` only.
-"""
+"""The ``math`` scorer: equivalence checked by math-verify (slow to import: on first use)."""
 
 from __future__ import annotations
 
@@ -21,14 +17,12 @@ _MATH: dict[str, Any] = {}
 
 
 class _NoTimeoutWarning(logging.Filter):
-    """Drops math-verify's one-off warning that its signal timeout is disabled."""
-
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("Timeout is disabled")
 
 
 def _math_verify() -> dict[str, Any]:
-    """Import math_verify once; return parse/verify and the kwargs that disable signals."""
+    """parse/verify, and the kwargs that disable their signal timeouts."""
     if not _MATH:
         try:
             from math_verify import parse, verify  # heavy
@@ -40,28 +34,16 @@ def _math_verify() -> dict[str, Any]:
             logging.getLogger(name).addFilter(_NoTimeoutWarning())
         p_params = inspect.signature(parse).parameters
         v_params = inspect.signature(verify).parameters
-        _MATH.update(
-            parse=parse,
-            verify=verify,
-            parse_kw={"parsing_timeout": None} if "parsing_timeout" in p_params else {},
-            verify_kw={"timeout_seconds": None} if "timeout_seconds" in v_params else {},
-        )
+        _MATH.update(parse=parse, verify=verify,
+                     parse_kw={"parsing_timeout": None} if "parsing_timeout" in p_params else {},
+                     verify_kw={"timeout_seconds": None} if "timeout_seconds" in v_params else {})
     return _MATH
 
 
 def score_math(output: str, target: Any, **opts: Any) -> Score:
-    """Mathematical equivalence with math-verify.
-
-    The gold is ``parse(target)`` (wrapped in ``$...$`` unless it contains
-    ``$`` or ``\\boxed``), the prediction ``parse(output)`` on the output with
-    reasoning blocks removed (math-verify finds boxed / LaTeX / plain answers
-    itself); correct when ``verify(gold, pred)``. Signal-based timeouts are
-    disabled so this works in worker threads. Errors inside math-verify give
-    0.0 with the error in the explanation.
-
-    Returns ``Score("math", 1.0 | 0.0, extracted_text | None, explanation,
-    {"extraction": "math_verify" | "none"})``.
-    """
+    """``verify(parse(target), parse(output))``, the target wrapped in ``$...$`` unless it
+    has ``$`` or ``\\boxed``, reasoning removed from the output. Signal timeouts are off (so
+    it works in worker threads); a math-verify error scores 0.0, explained."""
     targets = [target_text(t).strip() for t in target_list(target)]
     mv = _math_verify()
     parse, verify = mv["parse"], mv["verify"]

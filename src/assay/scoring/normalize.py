@@ -9,9 +9,8 @@ import unicodedata
 __all__ = ["normalize_text", "squad_tokens"]
 
 
-
 class _PunctuationTable(dict):
-    """``str.translate`` table deleting Unicode punctuation (categories ``P*``), lazily filled."""
+    """``str.translate`` table deleting Unicode punctuation (``P*``), lazily filled."""
 
     def __missing__(self, cp: int) -> int | None:
         value = None if unicodedata.category(chr(cp))[0] == "P" else cp
@@ -25,13 +24,8 @@ _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
 
 def normalize_text(text: str) -> str:
-    """Normalize text for comparison.
-
-    Unicode NFKC, case folding (a stronger lowercase), removal of all Unicode
-    punctuation (categories ``P*``; symbols such as ``$`` or ``+`` are kept),
-    whitespace collapsed to single spaces, stripped. Articles are *not* removed
-    (that is SQuAD's normalization, see :func:`squad_tokens`).
-    """
+    """NFKC, casefold, Unicode punctuation (``P*``, not symbols like ``$``) removed,
+    whitespace collapsed; articles are kept (SQuAD's :func:`squad_tokens` drops them)."""
     if text.isascii():
         text = text.lower()
     else:
@@ -40,9 +34,5 @@ def normalize_text(text: str) -> str:
 
 
 def squad_tokens(text: str) -> list[str]:
-    """Tokens for SQuAD-style F1: :func:`normalize_text`, then English articles removed.
-
-    The articles ``a``, ``an`` and ``the`` are dropped as whole words, as in the
-    official SQuAD evaluation script; tokens are split on whitespace.
-    """
+    """Tokens for SQuAD-style F1: :func:`normalize_text`, then a/an/the dropped."""
     return _ARTICLES.sub(" ", normalize_text(text)).split()

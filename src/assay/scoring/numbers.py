@@ -30,7 +30,7 @@ _DIGIT = re.compile(r"\d")
 
 
 def _match_value(m: re.Match[str]) -> float | None:
-    """The value of one ``_NUMBER`` match, or ``None`` (zero denominator, overflow)."""
+    """The value of a ``_NUMBER`` match; ``None`` for a zero denominator or overflow."""
     if m.group("fnum") is not None:
         num, den = float(m.group("fnum")), float(m.group("fden"))
     else:
@@ -45,34 +45,19 @@ def _match_value(m: re.Match[str]) -> float | None:
 
 
 def extract_numbers(text: str) -> list[tuple[float, str]]:
-    """All numbers in ``text`` as ``(value, matched_text)``, in order of appearance.
-
-    Understands signs (also U+2212), thousands separators (``1,234,567``: every group
-    after a comma is three digits, and the number does not start or end inside a longer
-    run of comma-joined digits, so ``1,14,200`` is the three numbers 1, 14 and 200, never
-    14,200),
-    decimals, scientific notation (``1.5e3``), percentages (``45%`` is 45),
-    currency symbols (``$``, ``€``, ``£``, ``¥``, ``₹``), fractions (``3/4``,
-    ``\\frac{3}{4}``). A ``-`` right after a letter, digit or closing bracket is
-    read as an operator, not a sign.
-    """
+    """All numbers in ``text`` as ``(value, matched_text)``, in order: signs (also U+2212;
+    a ``-`` after a letter, digit or bracket is an operator), thousands separators (groups
+    of three, so ``1,14,200`` is 1, 14 and 200), decimals, ``1.5e3``, ``45%`` (45),
+    currency symbols, ``3/4`` and ``\\frac{3}{4}``."""
     if not _DIGIT.search(text):
         return []
-    out = []
-    for m in _NUMBER.finditer(text):
-        value = _match_value(m)
-        if value is not None:
-            out.append((value, m.group(0).strip()))
-    return out
+    return [(value, m.group(0).strip()) for m in _NUMBER.finditer(text)
+            if (value := _match_value(m)) is not None]
 
 
 def parse_number(value: Any) -> float | None:
-    """``value`` as a float if it is a number or a string that is one number, else ``None``.
-
-    Accepts ints and floats (not bools, not NaN/inf) and strings that consist of
-    exactly one number in the forms :func:`extract_numbers` understands
-    (``"1,234"``, ``"-3/4"``, ``"45%"``, ``"$5"``, ``"1.5e3"``).
-    """
+    """A finite int/float (not bool), or a string that is exactly one number in the forms
+    :func:`extract_numbers` reads (``"-3/4"``, ``"45%"``, ``"$5"``), as a float; else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

@@ -1,10 +1,6 @@
-"""SQuAD v1.1's official answer matching, rule for rule (``evaluate-v1.1.py``).
-
-Lowercase, every ASCII punctuation character deleted, the articles a/an/the dropped, split
-on whitespace; F1 on the multiset of shared tokens (0.0 when nothing is shared, two empty
-answers included) and exact match of the normalized tokens; the best over the targets.
-It differs from :func:`assay.scoring.matching.score_f1` only in those details.
-"""
+"""SQuAD v1.1's official answer matching, rule for rule (``evaluate-v1.1.py``): F1 on the
+multiset of shared tokens (0.0 when none, two empty answers included) or exact match,
+the best over the targets. Differs from ``matching.score_f1`` only in its normalization."""
 
 from __future__ import annotations
 
@@ -25,8 +21,7 @@ _SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def squad_v1_tokens(text: str) -> list[str]:
-    """SQuAD v1.1's answer normalization, as tokens: lowercase, every ASCII punctuation
-    character deleted, the articles a/an/the replaced by a space, split on whitespace."""
+    """Lowercase, ASCII punctuation deleted, a/an/the replaced by a space, split."""
     kept = "".join(c for c in text.lower() if c not in _SQUAD_PUNCT)
     return _SQUAD_ARTICLES.sub(" ", kept).split()
 
@@ -52,12 +47,8 @@ def _squad(name: str, output: str, target: Any, pair: Callable[..., float]) -> S
 
 
 def score_squad_f1(output: str, target: Any, **opts: Any) -> Score:
-    """SQuAD v1.1 F1 of the extracted answer against the best target (``Score`` named
-    ``squad_f1``)."""
     return _squad("squad_f1", output, target, _squad_pair_f1)
 
 
 def score_squad_exact(output: str, target: Any, **opts: Any) -> Score:
-    """SQuAD v1.1 exact match of the extracted answer against any target (``Score`` named
-    ``squad_exact_match``)."""
     return _squad("squad_exact_match", output, target, lambda p, g: 1.0 if p == g else 0.0)

@@ -19,9 +19,8 @@ _FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
 
 
 def json_value(text: str) -> tuple[Any, str | None, str]:
-    """``(value, where, error)``: the whole text as JSON (where ``"whole"``), else its first
-    ```json block (``"fenced"``); ``where`` is ``None`` and ``error`` says why when neither
-    parses."""
+    """``(value, where, error)``: the whole text as JSON (``"whole"``), else its first ```json
+    block (``"fenced"``), else ``where`` is ``None`` and ``error`` says why."""
     try:
         return json.loads(text.strip()), "whole", ""
     except (ValueError, RecursionError) as e:
@@ -40,14 +39,9 @@ def _item_text(x: Any) -> str:
 
 
 def label_set(value: Any, *, from_output: bool = False) -> set[str]:
-    """The set of items in ``value``, each normalized with :func:`normalize_text`.
-
-    A list/tuple/set gives its items. A string is a JSON list (the whole string or its
-    first fenced ```json block) or else items separated by commas, semicolons or
-    newlines; for a model output (``from_output``) reasoning blocks are removed first
-    and, when it is not a JSON list, the extracted answer (after 'Answer:') is split.
-    Empty items are dropped.
-    """
+    """The non-empty items of ``value``, normalized: a collection's items; a string's JSON
+    list (whole or fenced), else its items split on ``,``/``;``/newlines (for an output:
+    reasoning removed, the extracted answer split)."""
     if value is None:
         raise ConfigError("a label set is missing (None); give a list or a comma-separated "
                           "string, [] for no labels")
@@ -68,7 +62,6 @@ def label_set(value: Any, *, from_output: bool = False) -> set[str]:
 
 
 def set_counts(pred: set[str], gold: set[str]) -> tuple[int, int, int]:
-    """``(shared, predicted, gold)`` item counts of two label sets."""
     return len(pred & gold), len(pred), len(gold)
 
 
@@ -76,7 +69,6 @@ _VALIDATORS: dict[str, Any] = {}
 
 
 def schema_validator(schema: Any) -> Any:
-    """A cached jsonschema validator for ``schema`` (a dict or JSON text)."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)

@@ -23,7 +23,6 @@ def target_list(target: Any) -> list[Any]:
 
 
 def short_repr(s: str | None, limit: int = 60) -> str:
-    """``repr`` of ``s`` cut to ``limit`` characters, for explanations."""
     if s is None:
         return "None"
     if len(s) > limit:
@@ -32,11 +31,9 @@ def short_repr(s: str | None, limit: int = 60) -> str:
 
 
 def nothing_extracted(name: str, method: str, **meta: Any) -> Score:
-    """The 0.0 score of scorer ``name`` when no answer could be extracted."""
     return Score(name, 0.0, None, "nothing extracted from the output",
                  {"extraction": method, **meta})
 
 
 def target_text(t: Any) -> str:
-    """A target as text (``str()`` of anything that is not a string already)."""
     return t if isinstance(t, str) else str(t)

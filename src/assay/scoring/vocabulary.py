@@ -1,11 +1,6 @@
-"""The scoring vocabulary: every answer-matching function under one canonical name, with
-its other spellings declared as aliases (the table is in :mod:`assay.scoring`).
-
-qa's ``scorer`` option, a YAML task's ``scorer:``, ``Task(scorer="...")`` and the metric
-registry all resolve names here, so every spelling a stored run holds keeps scoring with
-the same function. Every scorer has the signature ``fn(output, target, **opts) -> Score``
-(the contract is in :mod:`assay.scoring.matching`).
-"""
+"""The scoring vocabulary: every ``fn(output, target, **opts) -> Score`` under one canonical
+name with declared aliases. qa's ``scorer``, a YAML ``scorer:``, ``Task(scorer=...)`` and the
+metric registry all resolve names here, so every spelling a stored run holds still scores."""
 
 from __future__ import annotations
 
@@ -33,15 +28,12 @@ __all__ = ["ALIASES", "SCORERS", "SCORER_ONLY", "VOCABULARY", "Scorer", "canonic
 
 @dataclass(frozen=True)
 class Scorer:
-    """A scoring function under its canonical name, with the other names it answers to."""
+    """``name`` is the metric registry's; ``label``, one of the aliases, is the ``Score.name``
+    its verdicts carry (stored runs hold it, so it stays qa's old name)."""
 
-    #: the canonical name (the metric registry's name for it)
     name: str
     fn: Callable[..., Score]
-    #: other accepted spellings (qa's short names, common abbreviations)
     aliases: tuple[str, ...]
-    #: the name its per-sample verdicts carry (``Score.name``), one of the aliases: stored
-    #: runs hold it, so it stays what it was when the function was qa's scorer
     label: str
 
 
@@ -57,11 +49,9 @@ VOCABULARY: tuple[Scorer, ...] = (
 )
 _BY_NAME: dict[str, Scorer] = {s.name: s for s in VOCABULARY}
 
-#: every accepted spelling (canonical names and aliases) -> its canonical name
 ALIASES: dict[str, str] = {key: s.name for s in VOCABULARY for key in (s.name, *s.aliases)}
 
-#: canonical names that are scorers only, with no metric of that name: none today (every
-#: scorer is also the registered metric of its canonical name)
+#: canonical names with no metric of that name: none today
 SCORER_ONLY: frozenset[str] = frozenset()
 
 #: the functions by the label their verdicts carry (qa's short names, in qa's order)
@@ -69,7 +59,6 @@ SCORERS: dict[str, Callable[..., Score]] = {s.label: s.fn for s in VOCABULARY}
 
 
 def _check_vocabulary() -> None:
-    """Refuse, at import, a spelling given to two functions or a label not declared."""
     spellings = [key for s in VOCABULARY for key in (s.name, *s.aliases)]
     if len(spellings) != len(set(spellings)):
         raise ValueError("a scorer name or alias is declared twice in the vocabulary")
@@ -83,8 +72,8 @@ _check_vocabulary()
 
 def unknown_name(kind: str, name: Any, spellings: Iterable[str], canonical: Sequence[str],
                  resolve: Callable[[str], str] = str) -> ConfigError:
-    """The one-line error for an unknown name: the closest spelling's canonical name as a
-    suggestion, then the canonical names to choose from."""
+    """The one-line error for an unknown name, suggesting the closest spelling's canonical
+    name, then listing the canonical names."""
     close = (difflib.get_close_matches(name, list(spellings), n=1)
              if isinstance(name, str) else [])
     hint = f" (did you mean {resolve(close[0])!r}?)" if close else ""
@@ -101,26 +90,17 @@ def canonical_scorer(name: str) -> str:
 
 
 def scorer_info(name: str) -> Scorer:
-    """The vocabulary entry of the scorer spelled ``name`` (any spelling)."""
     return _BY_NAME[canonical_scorer(name)]
 
 
 def get_scorer(name: str) -> Callable[..., Score]:
-    """The function of the scorer spelled ``name``; raises ``ConfigError`` when unknown."""
     return scorer_info(name).fn
 
 
 def infer_scorer(target: Any, choices: Sequence[str] | None = None) -> str:
-    """A default scorer name for a sample (the label stored with the run).
-
-    ``"choice"`` when ``choices`` is non-empty; ``"numeric"`` when the target
-    (or every item of a non-empty list target) is a plain number: an int/float,
-    or a string like ``42``, ``-3.5``, ``1,234`` or ``1e-3``; else
-    ``"normalized"``.
-    """
+    """The default scorer label for a sample: ``choice`` with choices, ``numeric`` when the
+    target (every item of a list) is a plain number, else ``normalized``."""
     if choices:
         return "choice"
     items = target if isinstance(target, (list, tuple)) else [target]
-    if items and all(is_plain_number(t) for t in items):
-        return "numeric"
-    return "normalized"
+    return "numeric" if items and all(is_plain_number(t) for t in items) else "normalized"

@@ -1,24 +1,9 @@
 """A run's configuration and its fingerprint: what makes two runs' numbers comparable.
-
-The **configuration** of a run is what decides its numbers apart from the model's luck:
-the task and its options, the prompt template, the scorer (and judge), the model and
-where it is served, the generation parameters and the hash of the data. Its
-**fingerprint** is a short, stable hash of it (the first 10 hex digits of the SHA-256
-of its canonical JSON). Two runs with the same fingerprint measure the same thing;
-``assay history`` draws one series per fingerprint and ``assay compare`` says how two
-runs' configurations differ.
-
-Stored with the run (the ``config`` column, schema 7) as ``{"fingerprint", "parts"}``
-when it is finalized; old runs get theirs from their stored spec (the schema-7
-migration, or :func:`configuration_of` when a record has none). Secrets never enter
-it: the parts are redacted by the store's one policy, and an endpoint is kept without
-its user, password, query and fragment, but with a hash of them where it has any (two
-endpoints that differ only there are two configurations). A run of part of the data
-(``--limit``, ``--sample-ids``) has a ``samples`` part: how many of how many, and a hash
-of which. A re-scored run (``assay score``: a task run whose parent is a task run) is
-marked ``rescored``, so it never shares a series with
-the runs scored as they ran.
-"""
+The configuration is what decides a run's numbers apart from luck (task, options, template,
+scorer, model, endpoint, generation, data hash); its fingerprint, the first 10 hex digits of
+the SHA-256 of its canonical JSON, names one ``assay history`` series. Secrets never enter it
+(redacted; an endpoint keeps a hash of its credentials and query); a re-scored run is marked
+``rescored``, never in the same series."""
 
 from __future__ import annotations
 
@@ -33,9 +18,7 @@ __all__ = ["FINGERPRINT_LENGTH", "configuration", "configuration_of", "data_hash
            "data_label", "differences", "differences_text", "endpoint", "short_value"]
 
 FINGERPRINT_LENGTH = 10
-#: task options that are the prompt: shown and compared as the ``template`` part
 TEMPLATE_KEYS = ("template", "system", "system_prompt", "prompt", "fewshot", "num_fewshot")
-#: task options that decide the verdict: the ``scorer`` part
 SCORER_KEYS = ("scorer", "judge_model", "judge_models", "judge", "rubric", "match")
 #: the parts in the order differences are told, with the names they are told by
 PART_LABELS = {"task": "task", "options": "option", "template": "template", "scorer": "scorer",
@@ -45,7 +28,6 @@ PART_LABELS = {"task": "task", "options": "option", "template": "template", "sco
 
 
 def data_hash(dataset: dict[str, Any] | None) -> str | None:
-    """The content hash of the data a run evaluated, where its task records one."""
     ds = dataset or {}
     value = ds.get("content_hash") or ds.get("sha256") or ds.get("hash")
     if isinstance(value, dict):  # per-file hashes
@@ -54,20 +36,18 @@ def data_hash(dataset: dict[str, Any] | None) -> str | None:
 
 
 def data_label(value: Any) -> str | None:
-    """The data hash in brief (12 hex digits): a content hash's start, or for per-file
-    hashes (``arc/test.jsonl:ab12…,…``) a digest of them all, never a cut path."""
+    """The data hash in 12 hex digits: a content hash's start, else a digest (per-file
+    hashes: never a cut path)."""
     if not value:
         return None
     text = str(value)
-    if all(c in "0123456789abcdef" for c in text.lower()):
-        return text[:12]
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    hexadecimal = all(c in "0123456789abcdef" for c in text.lower())
+    return text[:12] if hexadecimal else hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def endpoint(url: Any, identity: Any = None) -> str | None:
-    """A base URL without what may be a credential: ``http://host:port/path``, followed by
-    the endpoint's ``identity`` (a hash of its query and credentials) where it has one:
-    two endpoints shown alike are still told apart."""
+    """``http://host:port/path`` (no credentials), then ``identity`` (a hash of its query
+    and credentials) where it has one, so endpoints shown alike are still told apart."""
     if not isinstance(url, str) or not url:
         return None
     try:
@@ -81,14 +61,11 @@ def endpoint(url: Any, identity: Any = None) -> str | None:
 
 
 def _described_endpoint(described: dict[str, Any]) -> str | None:
-    """The endpoint part of a model as the run described it (a role's)."""
     return endpoint(described.get("base_url"), described.get("endpoint_id"))
 
 
 def _provider(model_id: str | None) -> str | None:
-    if not model_id:
-        return None
-    return model_id.split("/", 1)[0].split("?", 1)[0]
+    return model_id.split("/", 1)[0].split("?", 1)[0] if model_id else None
 
 
 def _numbers(value: Any) -> Any:
@@ -97,14 +74,11 @@ def _numbers(value: Any) -> Any:
         return {k: _numbers(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_numbers(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def configuration(run: dict[str, Any], *, rescored: bool = False) -> dict[str, Any]:
-    """``{"fingerprint", "parts"}`` of a run record (its ``task``, ``spec``, ``model``
-    and ``dataset``); ``rescored``: the run re-scores another run's outcomes."""
+    """``{"fingerprint", "parts"}`` of a run record; ``rescored``: it re-scores another's."""
     spec = run.get("spec") or {}
     options = dict(spec.get("task_options") or {})
     dataset = run.get("dataset") if isinstance(run.get("dataset"), dict) else {}
@@ -140,15 +114,15 @@ def configuration(run: dict[str, Any], *, rescored: bool = False) -> dict[str, A
     if dataset.get("selection"):  # a part of the data ran: which part
         parts["samples"] = dataset["selection"]
     parts = redact_tree(parts)
-    canonical = json.dumps(_numbers(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                           default=str)
+    canonical = json.dumps(_numbers(parts), sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False, default=str)
     digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:FINGERPRINT_LENGTH]
     return {"fingerprint": digest, "parts": parts}
 
 
 def configuration_of(run: dict[str, Any], parent_kind: str | None = None) -> dict[str, Any]:
-    """A run record's stored configuration, else the one its stored spec gives
-    (``parent_kind``: the kind of its parent run, ``task`` for a re-scoring)."""
+    """A run record's stored configuration, else its spec's (``parent_kind`` ``task``: a
+    re-scoring)."""
     stored = run.get("config")
     if isinstance(stored, dict) and stored.get("fingerprint"):
         return stored
@@ -174,8 +148,7 @@ def _flat(parts: dict[str, Any]) -> dict[str, Any]:
 
 
 def differences(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every way configuration parts ``b`` differ from ``a``: ``[{"name", "a", "b"}]``
-    (``None``: not set), in the order of :data:`PART_LABELS`."""
+    """How parts ``b`` differ from ``a``: ``[{"name", "a", "b"}]`` (``None``: not set)."""
     fa, fb = _flat(a), _flat(b)
     names = list(fa) + [k for k in fb if k not in fa]
     return [{"name": n, "a": fa.get(n), "b": fb.get(n)} for n in names
@@ -183,8 +156,7 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def short_value(value: Any, limit: int = 40) -> str:
-    """A configuration value in a line: ``unset``, the text, or compact JSON; long
-    ones shortened with an ellipsis."""
+    """A configuration value in a line: ``unset``, the text, or compact JSON, shortened."""
     if value is None:
         return "unset"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -13,10 +14,7 @@ from assay.errors import StoreError
 
 
 def lock_timeout() -> float:
-    """Seconds to keep retrying a write while another process holds the lock.
-
-    ``$ASSAY_LOCK_TIMEOUT`` overrides the default of 300 s.
-    """
+    """Seconds to retry a write while another process holds the lock ($ASSAY_LOCK_TIMEOUT)."""
     try:
         value = float(os.environ.get("ASSAY_LOCK_TIMEOUT") or 300.0)
     except ValueError:
@@ -30,12 +28,8 @@ def _is_locked(e: BaseException) -> bool:
 
 
 def retry_locked(fn: Any, path: Path, *, what: str = "write") -> Any:
-    """Call ``fn()``; while the database is locked by another process, retry with backoff.
-
-    SQLite's own busy wait covers short locks; this covers long ones (another
-    process in a long transaction) up to :func:`lock_timeout`, then raises a
-    one-line :class:`StoreError` instead of a traceback.
-    """
+    """Call ``fn()``, retrying with backoff while another process holds a long lock (SQLite's
+    busy wait covers short ones), up to :func:`lock_timeout`; then a one-line StoreError."""
     deadline = time.monotonic() + lock_timeout()
     wait = 0.05
     while True:
@@ -49,17 +43,14 @@ def retry_locked(fn: Any, path: Path, *, what: str = "write") -> Any:
                 raise StoreError(
                     f"the store {path} stayed locked by another process for more than "
                     f"{lock_timeout():g}s while trying to {what}; finish or stop that process, "
-                    "or raise ASSAY_LOCK_TIMEOUT"
-                ) from e
+                    "or raise ASSAY_LOCK_TIMEOUT") from e
             time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
             wait = min(wait * 2, 2.0)
 
 
 def rollback(db: sqlite3.Connection) -> None:
-    try:
+    with contextlib.suppress(sqlite3.Error):
         db.rollback()
-    except sqlite3.Error:
-        pass
 
 
 def write_retrying(db: sqlite3.Connection, fn: Any, path: Path, what: str) -> Any:
@@ -76,11 +67,8 @@ def write_retrying(db: sqlite3.Connection, fn: Any, path: Path, what: str) -> An
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
-    """Open the store so that nothing can be written through this connection (``mode=ro``).
-
-    Readers never block the runs writing beside them (WAL). A missing file is a one-line
-    :class:`StoreError` rather than an empty database created as a side effect.
-    """
+    """Open the store read-only (readers never block writers in WAL); a missing file is a
+    StoreError, not an empty database created as a side effect."""
     if not path.is_file():
         raise StoreError(f"no store at {path}: run something first ('assay run ...'), or set "
                          "ASSAY_HOME to the workspace that holds assay.db")
@@ -110,8 +98,6 @@ def connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
-
-
 
 
 def storable(value: Any) -> Any:

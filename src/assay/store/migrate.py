@@ -10,8 +10,8 @@ that another process migrated first is simply seen as current. Version history:
 - 4 → 5: ``runs`` gained ``headline`` and ``report``: a finished run describes itself
   (see :mod:`assay.store.described`). The columns are added here; describing the runs
   finished before needs their task's code, which this layer never imports: that is
-  :func:`assay.engine.finalize.describe_old_runs`, run once by ``assay report`` and
-  ``assay view`` (until then readers fall back on the stored metrics' first rate).
+  :func:`assay.engine.upgrade.upgrade_runs`, run by ``assay store migrate`` (readers
+  never upgrade: until then they show the stored metrics, the first rate as headline).
 - 5 → 6: a run says what it is (``kind``: ``task``, ``plan``, ``pipeline``) and a
   parent run records its ``steps``; old ``plan`` and ``datagen_pipeline`` runs get
   their kind, and an old plan run's spec its engine settings at the top, as a run's spec
@@ -28,6 +28,7 @@ import json
 import sqlite3
 from typing import Any
 
+from assay.core.spec import current_spec
 from assay.store.fingerprint import configuration
 from assay.store.schema import (
     ADDED_RUN_COLUMNS,
@@ -36,8 +37,6 @@ from assay.store.schema import (
     SCHEMA_VERSION,
 )
 
-#: spec keys renamed in schema 4: old name -> new name
-RENAMED_SPEC_KEYS = {"benchmark": "task", "benchmark_options": "task_options"}
 #: the kind of the parent runs an older assay stored as pseudo-tasks (schema 6)
 OLD_PARENT_KINDS = {"plan": "plan", "datagen_pipeline": "pipeline"}
 #: the pseudo-task planning sessions were stored as before schema 6
@@ -51,21 +50,6 @@ def schema_version(db: sqlite3.Connection) -> int:
     except sqlite3.OperationalError:
         return 0
     return int(row[0]) if row else 0
-
-
-def current_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """A stored spec in today's names (a spec of schema 3 or older named ``benchmark``)."""
-    out = {RENAMED_SPEC_KEYS.get(k, k): v for k, v in spec.items()}
-    if isinstance(out.get("redacted"), list):
-        out["redacted"] = [_renamed_path(p) for p in out["redacted"]]
-    return out
-
-
-def _renamed_path(path: Any) -> Any:
-    if not isinstance(path, str):
-        return path
-    head, dot, rest = path.partition(".")
-    return RENAMED_SPEC_KEYS.get(head, head) + dot + rest
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:

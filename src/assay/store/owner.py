@@ -10,10 +10,7 @@ from assay.errors import ConfigError
 
 
 def _process_start(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks since boot, from /proc), if known.
-
-    With the pid it identifies a process: a pid reused after a kill has another start.
-    """
+    """When ``pid`` started (ticks since boot, from /proc), if known: a reused pid differs."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
@@ -23,7 +20,6 @@ def _process_start(pid: int) -> int | None:
 
 
 def owner() -> dict[str, Any]:
-    """The process that owns a running run: host, pid and (where known) its start time."""
     info: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
     start = _process_start(os.getpid())
     if start is not None:
@@ -50,14 +46,13 @@ def owner_alive(info: dict[str, Any] | None) -> bool | None:
 
 def effective_status(status: str, stats: dict[str, Any]) -> str:
     """``running`` becomes ``interrupted`` when the owning process is known to be gone."""
-    if status == "running" and owner_alive(stats.get("owner")) is False:
-        return "interrupted"
-    return status
+    gone = status == "running" and owner_alive(stats.get("owner")) is False
+    return "interrupted" if gone else status
 
 
 def check_resumable(record: dict[str, Any], task: str, what: str) -> None:
-    """Refuse to resume ``record`` as a ``task`` run (called ``what`` in messages) when it
-    is a run of another task, or when another live process still runs it."""
+    """Refuse to resume ``record`` as a ``task`` run when it is another task's, or when
+    another process still runs it."""
     rid = record["id"]
     if record["task"] != task:
         raise ConfigError(f"run {rid} is a {record['task']} run, not a {what}; resume "

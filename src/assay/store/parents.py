@@ -1,15 +1,8 @@
 """Parent runs' steps and planning sessions, in the store.
-
-A parent run (``kind`` ``plan`` or ``pipeline``: see :data:`~assay.store.schema.RUN_KINDS`)
-records its steps in its ``steps`` column: a list of ``{"key", "task", "run", "status",
-"error"}`` in the order the driver runs them (:mod:`assay.pipelines.parent`), written
-each time a step starts, finishes or fails, so a reader sees which child run is which
-step, and a resumed parent finds its children again.
-
-A planning session (``assay plan``) is a row of ``plan_sessions``: its request, status,
-models and its whole state (stage, plan so far, history, trace), saved after every step
-and every answer.
-"""
+A parent run (``kind`` ``plan`` or ``pipeline``) keeps its steps in ``steps``: a list of
+``{"key", "task", "run", "status", "error"}`` in run order, written as each step starts,
+finishes or fails, so a resumed parent finds its children again. A planning session
+(``assay plan``) is a ``plan_sessions`` row, its whole state saved after every step."""
 
 from __future__ import annotations
 
@@ -18,54 +11,35 @@ import time
 from typing import Any
 
 from assay.errors import RunNotFoundError
-from assay.store.described import stored_json
+from assay.store.described import StoreMixin, stored_json
 from assay.store.owner import effective_status, owner
 
-#: planning session statuses (as runs': ``running`` is shown ``interrupted`` once its
-#: process is gone)
+#: as runs': ``running`` is shown ``interrupted`` once its process is gone
 SESSION_STATUSES = ("running", "finished", "interrupted")
 
 
-class ParentRuns:
-    """The :class:`~assay.store.sqlite.Store` methods for parent runs' steps and planning
-    sessions (mixed into it; they use its ``_db`` and ``_write``)."""
-
-    _db: Any
-
-    def _write(self, fn: Any, what: str) -> Any:  # pragma: no cover - the Store's
-        raise NotImplementedError
-
+class ParentRuns(StoreMixin):
     def children(self, run_id: str) -> list[str]:
-        """Ids of the runs whose parent is ``run_id``, oldest first."""
+        """Ids of ``run_id``'s child runs, oldest first."""
         return [r[0] for r in self._db.execute(
             "SELECT id FROM runs WHERE parent_id = ? ORDER BY created_at, id", (run_id,))]
 
     def set_run_steps(self, run_id: str, steps: list[dict[str, Any]]) -> None:
-        """Record a parent run's steps (see the module docstring)."""
-        def update() -> None:
-            self._db.execute("UPDATE runs SET steps=? WHERE id=?", (stored_json(steps), run_id))
-            self._db.commit()
-
-        self._write(update, f"record the steps of run {run_id}")
+        self._commit("UPDATE runs SET steps=? WHERE id=?", (stored_json(steps), run_id),
+                     f"record the steps of run {run_id}")
 
     # -- planning sessions --------------------------------------------------------------
     def create_plan_session(self, *, session_id: str, request: str, model: dict[str, Any],
                             state: dict[str, Any], package_version: str) -> str:
-        """Insert a new planning session in status ``running``; returns its id."""
-        def insert() -> None:
-            self._db.execute(
-                "INSERT INTO plan_sessions (id, status, created_at, request, model, state,"
-                " stats, package_version) VALUES (?,?,?,?,?,?,?,?)",
-                (session_id, "running", time.time(), request, stored_json(model),
-                 stored_json(state), stored_json({"owner": owner()}), package_version))
-            self._db.commit()
-
-        self._write(insert, "create a planning session")
+        self._commit("INSERT INTO plan_sessions (id, status, created_at, request, model, state,"
+                     " stats, package_version) VALUES (?,?,?,?,?,?,?,?)",
+                     (session_id, "running", time.time(), request, stored_json(model),
+                      stored_json(state), stored_json({"owner": owner()}), package_version),
+                     "create a planning session")
         return session_id
 
     def get_plan_session(self, session_id: str) -> dict[str, Any]:
-        """A planning session (a unique id prefix is accepted): ``id``, ``status``,
-        ``created_at``, ``finished_at``, ``request``, ``model``, ``state``."""
+        """A planning session by its id or a unique prefix of it."""
         rows = self._db.execute(
             "SELECT id, status, created_at, finished_at, request, model, state, stats"
             " FROM plan_sessions WHERE substr(id, 1, ?) = ? ORDER BY id",
@@ -79,15 +53,14 @@ class ParentRuns:
         return _session(rows[0])
 
     def list_plan_sessions(self, limit: int = 50) -> list[dict[str, Any]]:
-        """The most recent planning sessions first."""
         return [_session(r) for r in self._db.execute(
             "SELECT id, status, created_at, finished_at, request, model, state, stats"
             " FROM plan_sessions ORDER BY created_at DESC LIMIT ?", (limit,))]
 
     def save_plan_session(self, session_id: str, state: dict[str, Any],
                           status: str | None = None) -> None:
-        """Save a session's state, and its status when given (``running`` records this
-        process as its owner)."""
+        """Save a session's state, and its status when given (``running``: this process
+        owns it)."""
         if status is not None and status not in SESSION_STATUSES:
             raise ValueError(f"unknown planning session status {status!r}")
 

@@ -1,19 +1,11 @@
-"""The read-only SQL behind ``assay view``: runs with filters, and a run's samples a page
-at a time, plus the filters themselves (:class:`RunFilter`, :class:`SampleFilter`; the
-web page reads them from its query string).
-
-Every query is a ``SELECT`` on the store's connection (``assay view`` opens it with
-``Store(readonly=True)``).
-Paging and filtering happen in SQL (``LIMIT``/``OFFSET``, ``json_extract`` in ``WHERE``,
-``COUNT(*)``), so a page costs the same few queries whether the run has a thousand
-samples or a hundred thousand: no request loops over a whole run in Python.
-
-The *primary score* of a sample is the first entry of its ``scores`` object (the
-task's headline scorer); verdict and score-range filters read its ``value``.
-"""
+"""The read-only SQL behind ``assay view``: runs and a run's samples, filtered and paged.
+Paging and filtering happen in SQL, so a page costs the same few queries for a thousand
+samples or a hundred thousand. A sample's *primary score* is the first entry of its
+``scores`` (the task's headline scorer); verdict and score filters read its ``value``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -24,22 +16,17 @@ from assay.store.owner import effective_status
 from assay.store.sqlite import Store
 
 __all__ = ["CATEGORY_KEYS", "FIELD_PATTERN", "PAGE_SIZE", "PRIMARY", "RUN_SORTS", "RunFilter",
-           "SAMPLE_SORTS",
-           "SampleFilter", "category_counts", "children", "json_path", "metadata_fields",
-           "model_label", "neighbours", "newest_samples", "pages_for", "progress",
-           "run_choices", "run_rows", "sample_page", "sample_row", "verdict_of"]
+           "SAMPLE_SORTS", "SampleFilter", "category_counts", "children", "json_path",
+           "metadata_fields", "model_label", "neighbours", "newest_samples", "pages_for",
+           "progress", "run_choices", "run_rows", "sample_page", "sample_row", "verdict_of"]
 
 PAGE_SIZE = 50
-"""Rows per page, on the runs list and in a run's sample table."""
-
+#: a metadata key the category filter may read
 FIELD_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .-]{0,63}$")
-"""A metadata key the category filter may read."""
 
 
 @dataclass
 class RunFilter:
-    """Filters of the runs list: task, model, status, a date range and free text."""
-
     task: str = ""
     model: str = ""
     status: str = "all"
@@ -54,16 +41,12 @@ class RunFilter:
 
     @property
     def active(self) -> bool:
-        """Whether any filter narrows the list."""
         return bool(self.task or self.model or self.status != "all" or self.date_from
                     or self.date_to or self.q)
 
 
 @dataclass
 class SampleFilter:
-    """Filters of a run's sample table: verdict, a metadata field's value, a range of
-    the primary score, and text in the sample id."""
-
     verdict: str = "all"
     field: str = ""       # the metadata key the category filter reads ("" = the run's default)
     category: str = ""    # its value, as text ("" = any)
@@ -76,17 +59,16 @@ class SampleFilter:
 
     @property
     def active(self) -> bool:
-        """Whether any filter narrows the table."""
         return bool(self.verdict != "all" or self.category or self.score_min is not None
                     or self.score_max is not None or self.q)
 
+
+#: SQL: the value of a sample's primary (first) score, NULL when it has none
 PRIMARY = ("(CASE WHEN json_valid(s.scores) THEN (SELECT json_extract(j.value, '$.value')"
            " FROM json_each(s.scores) AS j LIMIT 1) END)")
-"""SQL: the value of a sample's primary (first) score, NULL when it has none."""
-
+#: metadata keys tried, in order, for a run's default category filter
 CATEGORY_KEYS = ("category", "level", "subset", "difficulty", "type", "topic", "language",
                  "split", "case")
-"""Metadata keys tried, in order, for a run's default category filter."""
 
 _MODEL = ("(CASE WHEN json_valid(r.model) THEN COALESCE(json_extract(r.model, '$.model'),"
           " json_extract(r.model, '$.name'), json_extract(r.model, '$.spec')) END)")
@@ -99,10 +81,7 @@ RUN_SORTS = {
     "errors": "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL)",
     "headline": "(CASE WHEN json_valid(r.headline) THEN json_extract(r.headline, '$.value') END)",
 }
-"""The runs list's sortable columns: ``sort=`` key -> SQL."""
-
-SAMPLE_SORTS = ("sample", "verdict", "score", "category", "latency")
-"""The sample table's sortable columns (``sort=``); ``sample`` is dataset order."""
+SAMPLE_SORTS = ("sample", "verdict", "score", "category", "latency")  # sample: dataset order
 
 
 def _run_order(f: RunFilter) -> str:
@@ -111,8 +90,7 @@ def _run_order(f: RunFilter) -> str:
 
 
 def json_path(key: str) -> str:
-    """The JSON path of a top-level key (the page checks keys against
-    :data:`FIELD_PATTERN`)."""
+    """The JSON path of a top-level key (checked against :data:`FIELD_PATTERN`)."""
     return '$."' + key.replace('"', "") + '"'
 
 
@@ -130,7 +108,6 @@ def _loads(text: str | None, default: Any = None) -> Any:
 
 
 def model_label(model: Any) -> str:
-    """The name a run's model record goes by (``openai/gpt-4o``, ``local``, ...)."""
     if isinstance(model, dict):
         for key in ("model", "name", "spec"):
             if model.get(key):
@@ -141,7 +118,6 @@ def model_label(model: Any) -> str:
 
 
 def pages_for(total: int) -> int:
-    """How many pages ``total`` rows fill (at least one)."""
     return max(1, math.ceil(total / PAGE_SIZE))
 
 
@@ -176,7 +152,6 @@ def _run_where(f: RunFilter) -> tuple[str, list[Any]]:
 
 
 def _named(sql: str, args: list[Any], q: str) -> tuple[str, dict[str, Any]]:
-    """Positional ``?`` and the ``:q`` of the search turned into one named mapping."""
     params: dict[str, Any] = {"q": _like(q)}
     parts = sql.split("?")
     out = parts[0]
@@ -205,12 +180,8 @@ def _run_dict(r: tuple[Any, ...], status: str) -> dict[str, Any]:
 
 
 def run_rows(store: Store, f: RunFilter) -> tuple[list[dict[str, Any]], int, int]:
-    """One page of runs matching ``f``, newest first: ``(rows, total, page)``.
-
-    ``page`` is ``f.page`` clamped to the pages there are. Running and interrupted are
-    told apart as ``assay list runs`` does (a ``running`` run whose process is gone is
-    interrupted), which needs the owner's process: those few runs are filtered here.
-    """
+    """One page of runs matching ``f``: ``(rows, total, page)``, ``page`` clamped. Telling
+    running from interrupted needs the owner's process: those few are filtered here."""
     where, args = _run_where(f)
     db = store._db
     if f.status in ("running", "interrupted"):
@@ -237,7 +208,6 @@ def run_rows(store: Store, f: RunFilter) -> tuple[list[dict[str, Any]], int, int
 
 
 def run_choices(store: Store) -> dict[str, list[str]]:
-    """The tasks and models that appear in the store (for the filter menus)."""
     db = store._db
     tasks = [r[0] for r in db.execute("SELECT DISTINCT task FROM runs ORDER BY 1")]
     models = [r[0] for r in db.execute(f"SELECT DISTINCT {_MODEL} AS m FROM runs r"
@@ -246,7 +216,7 @@ def run_choices(store: Store) -> dict[str, list[str]]:
 
 
 def children(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """The runs whose parent is ``run_id`` (a plan's tasks, a pipeline's steps), oldest first."""
+    """``run_id``'s child runs (a plan's tasks, a pipeline's steps), oldest first."""
     rows = store._db.execute(f"SELECT {_RUN_COLS} FROM runs r WHERE r.parent_id = ?"
                              " ORDER BY r.created_at, r.id", (run_id,))
     return [_run_dict(r, effective_status(r[2], _loads(r[7], {}))) for r in rows]
@@ -254,8 +224,7 @@ def children(store: Store, run_id: str) -> list[dict[str, Any]]:
 
 # -- samples ----------------------------------------------------------------------------
 def metadata_fields(store: Store, run_id: str) -> tuple[list[str], str]:
-    """The scalar metadata keys of one of the run's samples, and the default category key
-    (the first of :data:`CATEGORY_KEYS` it has; "" when none)."""
+    """The scalar metadata keys of one of the run's samples, and the default category key."""
     # any one sample will do (the primary key's first, found without a scan)
     row = store._db.execute("SELECT metadata FROM samples WHERE run_id = ? LIMIT 1",
                             (run_id,)).fetchone()
@@ -270,7 +239,6 @@ def metadata_fields(store: Store, run_id: str) -> tuple[list[str], str]:
 
 def category_counts(store: Store, run_id: str, key: str, limit: int = 200
                     ) -> list[tuple[str, int]]:
-    """``(value, samples)`` for each value of metadata ``key`` in the run (most first)."""
     if not key:
         return []
     rows = store._db.execute(
@@ -282,14 +250,11 @@ def category_counts(store: Store, run_id: str, key: str, limit: int = 200
 
 def _sample_where(run_id: str, f: SampleFilter, key: str) -> tuple[str, list[Any]]:
     where, args = ["s.run_id = ?"], [run_id]
-    if f.verdict == "error":
-        where.append("s.error IS NOT NULL")
-    elif f.verdict == "correct":
-        where.append(f"s.error IS NULL AND {PRIMARY} = 1")
-    elif f.verdict == "wrong":
-        where.append(f"s.error IS NULL AND {PRIMARY} < 1")
-    elif f.verdict == "unscored":
-        where.append(f"s.error IS NULL AND {PRIMARY} IS NULL")
+    verdict = {"error": "s.error IS NOT NULL", "correct": f"s.error IS NULL AND {PRIMARY} = 1",
+               "wrong": f"s.error IS NULL AND {PRIMARY} < 1",
+               "unscored": f"s.error IS NULL AND {PRIMARY} IS NULL"}.get(f.verdict)
+    if verdict:
+        where.append(verdict)
     if f.category and key:
         where.append("json_valid(s.metadata) AND"
                      " CAST(json_extract(s.metadata, ?) AS TEXT) = ?")
@@ -321,7 +286,6 @@ def _primary(scores_json: str | None) -> tuple[str | None, dict[str, Any] | None
 
 
 def verdict_of(error: str | None, value: Any) -> str:
-    """``error``, ``unscored``, ``correct`` (1), ``wrong`` (0) or the value as text."""
     if error is not None:
         return "error"
     if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -334,8 +298,7 @@ def verdict_of(error: str | None, value: Any) -> str:
 
 
 def _sample_key(f: SampleFilter, key: str) -> str:
-    """SQL of the sample table's sort column (``key``: the category field, a checked
-    :data:`FIELD_PATTERN` name, put in the SQL as a literal)."""
+    """SQL of the sort column (``key``, a checked :data:`FIELD_PATTERN` name, is a literal)."""
     if f.sort == "score":
         return PRIMARY
     if f.sort == "latency":
@@ -352,14 +315,9 @@ def _sample_key(f: SampleFilter, key: str) -> str:
 
 def sample_page(store: Store, run_id: str, f: SampleFilter, key: str
                 ) -> tuple[list[dict[str, Any]], int, int]:
-    """One page (:data:`PAGE_SIZE` rows, in ``f.sort``'s order) of the run's samples matching ``f``:
-    ``(rows, total matching, page)``; ``page`` is clamped to the pages there are.
-
-    The page's keys are found first (sorting only the sort key and ``seq, epoch, sample_id``) and its
-    columns read for those 50 rows only. Unfiltered, the total is a ``COUNT(*)`` on the
-    primary key; filtered, it comes with the page (``COUNT(*) OVER ()``), so the filter's
-    JSON is read once per sample rather than twice.
-    """
+    """One page of the run's samples matching ``f``: ``(rows, total, page)``, ``page``
+    clamped. The page's keys are found first and its columns read for those rows only; a
+    filtered total comes with the page (``COUNT(*) OVER ()``): the JSON is read once."""
     where, args = _sample_where(run_id, f, key)
     db = store._db
     window = f.active
@@ -409,8 +367,8 @@ def _row_dict(r: tuple[Any, ...]) -> dict[str, Any]:
 
 def neighbours(store: Store, run_id: str, row: dict[str, Any], f: SampleFilter, key: str
                ) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
-    """The samples before and after ``row`` among those matching ``f``, in the order of the
-    table's sort (dataset order by keyset; another sort by the row's rank in it)."""
+    """The samples before and after ``row`` among those matching ``f``, in the table's
+    order (dataset order by keyset; another sort by the row's rank in it)."""
     where, args = _sample_where(run_id, f, key)
     db = store._db
     if f.sort == "sample" and not f.descending:
@@ -443,8 +401,8 @@ _JSON_COLS = {"input", "target", "transcript", "scores", "metadata", "sample", "
 
 def sample_row(store: Store, run_id: str, sample_id: str, epoch: int | None
                ) -> dict[str, Any] | None:
-    """One stored sample result, JSON columns decoded (a column that is not valid JSON is
-    kept as its text); the first epoch when ``epoch`` is None; None when there is none."""
+    """One stored sample result, JSON columns decoded where valid; the first epoch when
+    ``epoch`` is None."""
     sql = (f"SELECT {', '.join(_DETAIL_COLS)} FROM samples WHERE run_id = ? AND sample_id = ?")
     args: list[Any] = [run_id, sample_id]
     if epoch is not None:
@@ -456,10 +414,8 @@ def sample_row(store: Store, run_id: str, sample_id: str, epoch: int | None
     out: dict[str, Any] = {}
     for name, value in zip(_DETAIL_COLS, row, strict=True):
         if name in _JSON_COLS and isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 value = json.loads(value)
-            except ValueError:
-                pass
         out[name] = value
     out["epochs"] = [r[0] for r in store._db.execute(
         "SELECT epoch FROM samples WHERE run_id = ? AND sample_id = ? ORDER BY epoch",
@@ -469,7 +425,6 @@ def sample_row(store: Store, run_id: str, sample_id: str, epoch: int | None
 
 # -- live progress ----------------------------------------------------------------------
 def progress(store: Store, run_id: str) -> dict[str, Any] | None:
-    """A run's status and counts now (``None`` when there is no such run)."""
     db = store._db
     run = db.execute("SELECT status, stats, dataset, spec, finished_at FROM runs WHERE id = ?",
                      (run_id,)).fetchone()
@@ -491,7 +446,6 @@ def progress(store: Store, run_id: str) -> dict[str, Any] | None:
 
 
 def newest_samples(store: Store, run_id: str, limit: int = 10) -> list[dict[str, Any]]:
-    """The samples committed last (newest first)."""
     rows = store._db.execute(
         f"SELECT s.sample_id, s.epoch, s.seq, s.error, s.scores, substr(s.prediction, 1, 200),"
         f" substr(s.output, 1, 200), s.latency_s, NULL, {_PREVIEW} FROM samples s"

@@ -1,21 +1,8 @@
-"""Human reviews of generated problems, kept in the workspace SQLite file.
-
-One row per (dataset, problem, reviewer) in ``reviews``: reviewers never overwrite each
-other, and a reviewer's later submission replaces their earlier one (its ``version`` goes
-up). Every submission is also appended to ``review_events``, which is never updated or
-deleted: the audit trail of who said what, and when.
-
-Each submission is its own committed transaction (``BEGIN IMMEDIATE`` ... ``COMMIT`` with
-``synchronous=FULL`` on this connection), so a review that was acknowledged survives a
-server restart, a killed process or a power cut. The file is shared with
-:class:`assay.store.sqlite.Store` (same ``assay.db``, WAL), through a connection of its
-own, so several review pages and a running evaluation can write to it at once; a writer
-that finds the file busy waits (``busy_timeout``) instead of failing.
-
-Here too: what a review is (the rubric, the statuses, :class:`Review`,
-:class:`ReviewEvent`) and the rules a submission follows (:func:`normalize_reviewer`,
-:func:`normalize_scores`, :func:`normalize_status`).
-"""
+"""Human reviews of generated problems, in the workspace SQLite file (WAL, shared with the
+Store through its own connection). One ``reviews`` row per (dataset, problem, reviewer):
+reviewers never overwrite each other, a later submission replaces one's own (``version``
+up); each is also appended to ``review_events``, the never-updated audit trail, in its own
+transaction (``synchronous=FULL``: an acknowledged review survives a crash)."""
 
 from __future__ import annotations
 
@@ -38,16 +25,11 @@ __all__ = ["DECIDED", "DIMENSIONS", "MAX_COMMENT", "MAX_REVIEWER", "STATUSES", "
            "ReviewError", "ReviewEvent", "ReviewStore", "iso_time", "normalize_reviewer",
            "normalize_scores", "normalize_status"]
 
-
+#: the rubric dimensions, in the book's names and order
 DIMENSIONS: tuple[str, ...] = ("correctness", "clarity", "difficulty_match", "completeness")
-"""The four rubric dimensions, in the book's names and order."""
-
+#: ``pending`` is a saved draft with no decision yet
 STATUSES: tuple[str, ...] = ("approved", "rejected", "needs_revision", "pending")
-"""Review statuses; ``pending`` is a saved draft with no decision yet."""
-
 DECIDED: tuple[str, ...] = ("approved", "rejected", "needs_revision")
-"""Statuses that count an item as reviewed."""
-
 MAX_COMMENT = 20_000
 MAX_REVIEWER = 64
 
@@ -57,7 +39,6 @@ class ReviewError(AssayError):
 
 
 def iso_time(ts: float | None) -> str | None:
-    """Epoch seconds as an ISO-8601 UTC time to the second; None stays None."""
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
@@ -65,8 +46,6 @@ def iso_time(ts: float | None) -> str | None:
 
 @dataclass
 class Review:
-    """One reviewer's current verdict on one problem."""
-
     dataset_id: str
     problem_id: str
     reviewer: str
@@ -79,17 +58,15 @@ class Review:
 
     @property
     def total_score(self) -> float | None:
-        """Mean of the scores given (the book's ``total_score``); None when none is given."""
+        """Mean of the scores given (the book's ``total_score``)."""
         values = [v for v in self.scores.values() if v is not None]
         return round(sum(values) / len(values), 4) if values else None
 
     @property
     def decided(self) -> bool:
-        """Whether this counts as reviewed (approved, rejected or needs_revision)."""
         return self.status in DECIDED
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with ISO-8601 UTC times beside the epoch seconds."""
         out = asdict(self)
         out["total_score"] = self.total_score
         out["created_at_iso"] = iso_time(self.created_at)
@@ -99,7 +76,7 @@ class Review:
 
 @dataclass
 class ReviewEvent:
-    """One submission as it was made: a row of the append-only audit trail."""
+    """One submission as made: a row of the append-only audit trail."""
 
     seq: int
     dataset_id: str
@@ -112,14 +89,13 @@ class ReviewEvent:
     version: int
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with the ISO-8601 UTC time beside the epoch seconds."""
         out = asdict(self)
         out["at_iso"] = iso_time(self.at)
         return out
 
 
 def normalize_reviewer(name: Any) -> str:
-    """A reviewer id: stripped, 1-64 printable characters; raises :class:`ReviewError`."""
+    """A reviewer id: stripped, 1-64 printable characters."""
     text = str(name or "").strip()
     if not text:
         raise ReviewError("a review needs a reviewer name (--reviewer NAME)")
@@ -161,7 +137,7 @@ def normalize_scores(scores: Mapping[str, Any] | None,
 
 
 def normalize_status(status: Any) -> str:
-    """A review status (``pending`` when empty), lowercased; raises :class:`ReviewError`."""
+    """A review status (``pending`` when empty), lowercased."""
     text = str(status or "pending").strip().lower()
     if text not in STATUSES:
         raise ReviewError(f"status must be one of {', '.join(STATUSES)}; got {status!r}")
@@ -202,12 +178,8 @@ _REVIEW_COLS = ("dataset_id, problem_id, reviewer, scores, status, comment, crea
 
 # -- the store ------------------------------------------------------------------------------
 class ReviewStore:
-    """Reviews in the workspace database (``workspace_dir()/"assay.db"`` unless ``path``).
-
-    Thread-safe: one connection guarded by a lock, so an async server may call it
-    from worker threads. Several ``ReviewStore`` objects (or processes) may share
-    the file.
-    """
+    """Reviews in the workspace database; one connection under a lock (an async server
+    calls it from worker threads); several objects or processes may share the file."""
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path) if path else workspace_dir() / "assay.db"
@@ -225,9 +197,7 @@ class ReviewStore:
                 if stmt.strip():
                     db.execute(stmt)
 
-    # context management -------------------------------------------------------------------
     def close(self) -> None:
-        """Close the connection."""
         with self._lock:
             self._db.close()
 
@@ -239,7 +209,7 @@ class ReviewStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken at once (``BEGIN IMMEDIATE``) and committed on exit."""
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -253,18 +223,12 @@ class ReviewStore:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
-    # writes --------------------------------------------------------------------------------
     def save_review(self, dataset_id: str, problem_id: str, reviewer: str, *,
                     scores: Mapping[str, Any] | None = None, status: str = "pending",
                     comment: str = "", dimensions: Sequence[str] | None = DIMENSIONS
                     ) -> Review:
-        """Record one submission and commit it before returning.
-
-        Replaces this reviewer's previous review of the item (``version`` + 1,
-        ``created_at`` kept) and appends the submission to ``review_events``.
-        Other reviewers' rows are never touched. ``dimensions=None`` accepts any
-        dimension names (custom rubrics).
-        """
+        """Record one submission, committed before returning: this reviewer's review is
+        replaced (``version`` + 1), the event appended. ``dimensions=None``: any names."""
         reviewer = normalize_reviewer(reviewer)
         if not dataset_id or not str(problem_id):
             raise ReviewError("a review needs a dataset id and a problem id")
@@ -292,21 +256,18 @@ class ReviewStore:
         return Review(*key, scores=clean, status=status, comment=comment, created_at=created,
                       updated_at=now, version=version)
 
-    # reads ---------------------------------------------------------------------------------
     @staticmethod
     def _review(r: tuple[Any, ...]) -> Review:
-        return Review(dataset_id=r[0], problem_id=r[1], reviewer=r[2], scores=json.loads(r[3]),
-                      status=r[4], comment=r[5], created_at=r[6], updated_at=r[7], version=r[8])
+        return Review(*r[:3], json.loads(r[3]), *r[4:])
 
     def get_review(self, dataset_id: str, problem_id: str, reviewer: str) -> Review | None:
-        """This reviewer's current review of the item, or None."""
         rows = self._query(f"SELECT {_REVIEW_COLS} FROM reviews"
                            " WHERE dataset_id=? AND problem_id=? AND reviewer=?",
                            (dataset_id, str(problem_id), str(reviewer).strip()))
         return self._review(rows[0]) if rows else None
 
     def reviews_for(self, dataset_id: str, reviewer: str | None = None) -> list[Review]:
-        """Current reviews of a dataset (one reviewer's, or everyone's), oldest first."""
+        """Current reviews (one reviewer's, or everyone's), oldest first."""
         sql = f"SELECT {_REVIEW_COLS} FROM reviews WHERE dataset_id=?"
         args: tuple[Any, ...] = (dataset_id,)
         if reviewer is not None:
@@ -317,7 +278,6 @@ class ReviewStore:
 
     def history(self, dataset_id: str, problem_id: str | None = None,
                 reviewer: str | None = None) -> list[ReviewEvent]:
-        """Every submission (the audit trail), in the order they were made."""
         sql = ("SELECT seq, dataset_id, problem_id, reviewer, scores, status, comment, at, version"
                " FROM review_events WHERE dataset_id=?")
         args: tuple[Any, ...] = (dataset_id,)
@@ -328,27 +288,21 @@ class ReviewStore:
             sql += " AND reviewer=?"
             args += (str(reviewer).strip(),)
         rows = self._query(sql + " ORDER BY seq", args)
-        return [ReviewEvent(seq=r[0], dataset_id=r[1], problem_id=r[2], reviewer=r[3],
-                            scores=json.loads(r[4]), status=r[5], comment=r[6], at=r[7],
-                            version=r[8]) for r in rows]
+        return [ReviewEvent(*r[:4], json.loads(r[4]), *r[5:]) for r in rows]
 
     def reviewers(self, dataset_id: str) -> list[str]:
-        """Names of everyone who reviewed something in the dataset, sorted."""
         rows = self._query("SELECT DISTINCT reviewer FROM reviews WHERE dataset_id=?"
                            " ORDER BY reviewer", (dataset_id,))
         return [r[0] for r in rows]
 
     def statuses(self, dataset_id: str, reviewer: str) -> dict[str, str]:
-        """``problem_id -> status`` of one reviewer's saved reviews."""
         rows = self._query("SELECT problem_id, status FROM reviews WHERE dataset_id=?"
                            " AND reviewer=?", (dataset_id, str(reviewer).strip()))
         return {r[0]: r[1] for r in rows}
 
     def progress(self, dataset_id: str, reviewer: str, n_items: int) -> dict[str, Any]:
-        """How far a reviewer is: ``reviewed`` (decided) of ``total`` and counts per status.
-
-        ``pending`` counts the items without a decision (drafts and untouched ones).
-        """
+        """A reviewer's ``reviewed`` (decided) of ``total``, counts per status; ``pending``
+        counts items without a decision (drafts and untouched ones)."""
         counts = dict.fromkeys(DECIDED, 0)
         drafts = 0
         for status in self.statuses(dataset_id, reviewer).values():
@@ -376,11 +330,8 @@ class ReviewStore:
     def ratings(self, dataset_id: str, dimensions: Sequence[str] = DIMENSIONS, *,
                 judge_scores: Mapping[str, Mapping[str, Any]] | None = None,
                 judge_name: str = "judge") -> dict[str, dict[str, dict[str, float]]]:
-        """``{dimension: {rater: {problem_id: score}}}`` for every reviewer (and the judge).
-
-        The shape :func:`assay.metrics.agreement.pairwise_agreement` takes, one
-        dimension at a time; empty scores (and booleans, non-numbers) are left out.
-        """
+        """``{dimension: {rater: {problem_id: score}}}`` for every reviewer and the judge (for
+        :func:`assay.metrics.agreement.pairwise_agreement`); no-scores left out."""
         raters: dict[str, dict[str, Mapping[str, Any]]] = {}
         for r in self.reviews_for(dataset_id):
             raters.setdefault(r.reviewer, {})[r.problem_id] = r.scores
@@ -397,7 +348,7 @@ class ReviewStore:
 
 
 def _score_number(v: Any) -> float | None:
-    """A score as a number (ints stay ints); None for no score, booleans and non-numbers."""
+    """A score as a number (ints stay ints); None for no score, a bool or a non-number."""
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, int):

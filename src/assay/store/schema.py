@@ -78,9 +78,7 @@ INSERT_SAMPLE = (
     "INSERT OR REPLACE INTO samples (run_id, sample_id, epoch, seq, input, target, transcript,"
     " output, prediction, scores, error, latency_s, input_tokens, output_tokens, model_calls,"
     " cache_hits, metadata, created_at, model_s, wait_s, sample, outcome)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 #: position of the ``error`` and ``created_at`` columns in a sample row (run_id first)
 ERROR_COL = 10
@@ -89,15 +87,12 @@ CREATED_COL = 17
 ADDED_SAMPLE_COLUMNS = (("model_s", "REAL"), ("wait_s", "REAL"), ("sample", "TEXT"),
                         ("outcome", "TEXT"))
 #: columns of ``runs`` added after schema version 2 (``parent_id``, ``metrics``), 4
-#: (``headline``, ``report``: what a finished run says about itself) and 5 (``kind``:
-#: ``task``, ``plan`` or ``pipeline``; ``steps``: a parent run's steps) and 6 (``config``:
-#: the run's configuration and its fingerprint, :mod:`assay.store.fingerprint`): (name, type)
+#: (``headline``, ``report``), 5 (``kind``, a parent run's ``steps``) and 6 (``config``)
 ADDED_RUN_COLUMNS = (("parent_id", "TEXT"), ("metrics", "TEXT"), ("headline", "TEXT"),
                      ("report", "TEXT"), ("kind", "TEXT NOT NULL DEFAULT 'task'"),
                      ("steps", "TEXT"), ("config", "TEXT"))
 #: what a run is: an ordinary run of a task, or a parent run whose steps are child runs
 RUN_KINDS = ("task", "plan", "pipeline")
-#: how many columns a sample row has after ``run_id``
 SAMPLE_COLUMNS = 21
 
 INSERT_CACHE = "INSERT OR REPLACE INTO cache (key, model, reply, created_at) VALUES (?,?,?,?)"

@@ -1,18 +1,8 @@
 """Full-text search over the stored samples' inputs, targets and outputs (SQLite FTS5).
-
-The index is derived data, never the source of truth: its own SQLite file beside the
-store (``assay.db`` -> ``assay-search.db``), so the store itself stays opened read-only
-by ``assay view``. It is created on first use and brought up to date before each search
-with only the rows not yet indexed (``samples.rowid`` above the last one indexed; a
-sample written again, as a resume does, gets a new rowid and is indexed again; hits whose
-sample is gone or was rewritten are dropped when read back). Where the folder cannot be
-written, the index lives in memory for the life of the process.
-
-A query is words, not FTS syntax: every word the user types is quoted as a phrase (so
-``"``, ``AND(``, ``*`` or ``NEAR`` are searched for as text, never parsed), and all words
-must appear. Results come a page at a time, best match first (BM25), each with a short
-excerpt whose matches are marked.
-"""
+The index is derived data in ``assay-search.db`` beside the store (in memory where the
+folder is not writable), brought up to date before each search from the rows above the
+last rowid indexed; hits whose sample is gone or rewritten are dropped. A query is words,
+each quoted as a phrase (never FTS syntax), all required; results are paged, BM25 first."""
 
 from __future__ import annotations
 
@@ -29,11 +19,8 @@ from assay.store.sqlite import Store
 __all__ = ["INDEX_BATCH", "MARK_END", "MARK_START", "SearchHit", "SearchIndex",
            "fts_query", "index_path", "sample_text"]
 
-INDEX_BATCH = 500
-"""Sample rows read from the store per indexing step."""
-
-MARK_START, MARK_END = "\x02", "\x03"
-"""What marks a match in an excerpt (control characters no stored text uses)."""
+INDEX_BATCH = 500  # sample rows read per indexing step
+MARK_START, MARK_END = "\x02", "\x03"  # marks a match in an excerpt (no stored text has them)
 
 _MAX_FIELD = 20_000  # characters of each text indexed per sample
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -47,13 +34,11 @@ CREATE TABLE IF NOT EXISTS indexed (store TEXT PRIMARY KEY, last_rowid INTEGER N
 
 
 def index_path(store_path: Path) -> Path:
-    """Where the search index of the store at ``store_path`` lives."""
     return store_path.with_name(f"{store_path.stem}-search.db")
 
 
 def _text_of(value: Any) -> str:
-    """The words of a stored JSON value: a string as it is, messages' contents joined,
-    anything else as compact JSON."""
+    """A stored JSON value's words: a string, messages' contents joined, or compact JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -66,7 +51,6 @@ def _text_of(value: Any) -> str:
 
 
 def sample_text(column: str | None) -> str:
-    """The searchable text of a stored JSON column (input, target), cut to a bound."""
     if column is None:
         return ""
     try:
@@ -77,18 +61,13 @@ def sample_text(column: str | None) -> str:
 
 
 def fts_query(text: str) -> str | None:
-    """An FTS5 query that finds rows holding every word of ``text`` (each word quoted as a
-    phrase, so no character the user types is FTS syntax); None when it has no word."""
+    """An FTS5 query for every word of ``text``, each quoted; None when it has none."""
     words = _WORD.findall(text)
-    if not words:
-        return None
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words[:32])
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words[:32]) if words else None
 
 
 @dataclass
 class SearchHit:
-    """One sample that matches: where it is and an excerpt with the matches marked."""
-
     run_id: str
     sample_id: str
     epoch: int
@@ -97,8 +76,7 @@ class SearchHit:
 
 
 class SearchIndex:
-    """The search index of one store (see the module's docstring). Thread-safe: one
-    connection, used under a lock."""
+    """The search index of one store; one connection, used under a lock."""
 
     def __init__(self, store_path: Path) -> None:
         self.store_path = store_path
@@ -120,14 +98,13 @@ class SearchIndex:
         return self._db
 
     def close(self) -> None:
-        """Close the index's connection."""
         with self._lock:
             if self._db is not None:
                 self._db.close()
                 self._db = None
 
     def refresh(self, store: Store) -> int:
-        """Index the store's sample rows not indexed yet; returns how many were added."""
+        """Index the sample rows not indexed yet; returns how many."""
         with self._lock:
             db = self._open()
             key = str(self.store_path.resolve())
@@ -160,9 +137,8 @@ class SearchIndex:
 
     def search(self, store: Store, text: str, *, run_id: str | None = None, page: int = 1,
                page_size: int = 50) -> tuple[list[SearchHit], int, int]:
-        """The samples (of ``run_id``, or of every run) whose input, target or output holds
-        every word of ``text``, best first: ``(hits on the page, total, page)``; ``page``
-        is clamped to the pages there are."""
+        """Samples (of ``run_id`` or all) holding every word of ``text``, best first:
+        ``(hits on the page, total, page)``, ``page`` clamped to the pages there are."""
         self.refresh(store)
         query = fts_query(text)
         if query is None:
@@ -188,7 +164,6 @@ class SearchIndex:
 
 
 def _same_row(db: sqlite3.Connection, store: Store, rowid: int) -> bool:
-    """Whether the store's row ``rowid`` is the one indexed under it."""
     here = db.execute("SELECT run_id, sample_id, epoch, created_at FROM sample_text"
                       " WHERE rowid = ?", (rowid,)).fetchone()
     there = store._db.execute("SELECT run_id, sample_id, epoch, created_at FROM samples"
@@ -197,7 +172,6 @@ def _same_row(db: sqlite3.Connection, store: Store, rowid: int) -> bool:
 
 
 def _live_hits(store: Store, rows: list[tuple[Any, ...]]) -> list[SearchHit]:
-    """The hits whose sample is still stored as it was indexed."""
     if not rows:
         return []
     current = {r[0]: r[1:] for r in store._db.execute(

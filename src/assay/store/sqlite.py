@@ -1,9 +1,6 @@
 """The workspace store: one SQLite file (WAL) holding runs, sample results and the response cache.
-
-Every sample result is committed as it finishes, so a run killed at any point
-(Ctrl-C, ``kill -9``, power loss) keeps everything finished before the kill and
-resumes without redoing it. Reports read only from here.
-"""
+Every sample result is committed as it finishes, so a run killed at any point keeps all
+finished before and resumes without redoing it. Reports read only from here."""
 
 from __future__ import annotations
 
@@ -37,7 +34,6 @@ from assay.store.writer import Writer
 
 
 def workspace_dir() -> Path:
-    """The workspace folder: ``$ASSAY_HOME`` or ``./assay-runs``."""
     return Path(os.environ.get("ASSAY_HOME") or "assay-runs")
 
 
@@ -50,21 +46,17 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-#: a run record's JSON column (spec, model, dataset, stats, metrics) as written
 _stored = stored_json
 
-
-#: positions in a sample row (after ``run_id``) of the JSON columns (input, target,
-#: transcript, scores, metadata, sample, outcome), the plain text ones (output,
-#: prediction) and the error
+#: positions in a sample row (after ``run_id``) of the JSON, text and error columns
 _JSON_COLS = (3, 4, 5, 8, 15, 19, 20)
 _TEXT_COLS = (6, 7)
 _ERROR = 9
 
 
 def _scrub_json(text: str, secrets: list[str]) -> str:
-    """A JSON column with the known secrets masked inside its strings (decoded and
-    encoded again, so that a secret next to a quote or a number never breaks it)."""
+    """A JSON column with the known secrets masked in its strings (decoded first, so a
+    secret next to a quote or a number never breaks it)."""
     try:
         return _dumps(scrub_known_tree(json.loads(text), secrets))
     except (ValueError, RecursionError):
@@ -80,14 +72,12 @@ STATUSES = ("running", "finished", "interrupted", "failed")
 
 
 class Store(DescribedRuns, ParentRuns):
-    """A handle on the workspace database. Use one per process."""
+    """A handle on the workspace database; one per process."""
 
     def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
         self.path = Path(path) if path else workspace_dir() / "assay.db"
-        #: opened with ``mode=ro``: every write raises :class:`StoreError` (``assay view``)
-        self.readonly = readonly
+        self.readonly = readonly  # ``mode=ro``: every write raises StoreError (``assay view``)
         self._writer: Writer | None = None
-        #: (secrets version, the known secrets) read for this run's sample rows
         self._known: tuple[int, list[str]] | None = None
         if readonly:
             self._db = connect_readonly(self.path)
@@ -108,34 +98,28 @@ class Store(DescribedRuns, ParentRuns):
             self._db.executescript(SCHEMA)
             self._db.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+                (str(SCHEMA_VERSION),))
             self._db.commit()
 
         self._write(init, "create its tables")
 
     def _write(self, fn: Any, what: str) -> Any:
-        """Run a write on the main connection, retrying while another process holds the lock."""
+        """A write on the main connection, retried while another process holds the lock."""
         if self.readonly:
             raise StoreError(f"the store {self.path} is open read-only; cannot {what}")
         return write_retrying(self._db, fn, self.path, what)
 
     @property
     def runs_dir(self) -> Path:
-        """Folder for run artifacts (reports, exports)."""
         return self.path.parent / "runs"
 
     def close(self) -> None:
-        """Finish pending writes and close the connections."""
         self.stop_writer()
         self._db.close()
 
     @contextmanager
     def background_writes(self) -> Iterator[None]:
-        """Within this block, sample and cache rows are written by a writer thread.
-
-        On exit (normal, error or cancellation) every queued row is committed.
-        """
+        """Sample and cache rows written by a writer thread, all committed on exit."""
         self._writer = Writer(self.path)
         self._known = None  # each run reads the environment's secrets again
         try:
@@ -144,12 +128,10 @@ class Store(DescribedRuns, ParentRuns):
             self.stop_writer()
 
     def flush(self) -> None:
-        """Wait until every queued row is committed (no-op without a writer)."""
         if self._writer is not None:
             self._writer.flush()
 
     def stop_writer(self) -> None:
-        """Commit queued rows and stop the writer thread, if any."""
         writer, self._writer = self._writer, None
         if writer is not None:
             try:
@@ -158,23 +140,10 @@ class Store(DescribedRuns, ParentRuns):
                 writer.close()
 
     # -- runs -------------------------------------------------------------------------
-    def create_run(
-        self,
-        *,
-        task: str,
-        spec: dict[str, Any],
-        model: dict[str, Any],
-        dataset: dict[str, Any],
-        package_version: str,
-        run_id: str | None = None,
-        parent_id: str | None = None,
-        kind: str = "task",
-    ) -> str:
-        """Insert a new run in status ``running`` and return its id.
-
-        ``parent_id``: the run this one belongs to (a pipeline's step, or a re-scoring
-        of ``parent_id``'s outcomes). ``kind``: one of :data:`RUN_KINDS`.
-        """
+    def create_run(self, *, task: str, spec: dict[str, Any], model: dict[str, Any],
+                   dataset: dict[str, Any], package_version: str, run_id: str | None = None,
+                   parent_id: str | None = None, kind: str = "task") -> str:
+        """Insert a new ``running`` run; ``parent_id``: a pipeline's, or the run re-scored."""
         if kind not in RUN_KINDS:
             raise ValueError(f"unknown run kind {kind!r}")
         run_id = run_id or new_run_id()
@@ -186,15 +155,14 @@ class Store(DescribedRuns, ParentRuns):
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, task, "running", time.time(), _stored(spec), _stored(model),
                  _stored(dataset), package_version, _stored({"owner": owner()}), parent_id,
-                 kind, self.new_run_config(task, spec, model, dataset, parent_id, kind)),
-            )
+                 kind, self.new_run_config(task, spec, model, dataset, parent_id, kind)))
             self._db.commit()
 
         self._write(insert, "create a run")
         return run_id
 
     def get_run(self, run_id: str) -> dict[str, Any]:
-        """The run's record with JSON columns decoded; a unique id prefix is accepted."""
+        """The run's record, JSON decoded; a unique id prefix is accepted."""
         if not run_id:
             raise RunNotFoundError("empty run id; see 'assay list runs'")
         rows = self._db.execute(
@@ -202,91 +170,64 @@ class Store(DescribedRuns, ParentRuns):
             " package_version, stats, parent_id, metrics, headline, report, kind, steps, config,"
             " (SELECT p.kind FROM runs p WHERE p.id = runs.parent_id)"
             " FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
-            (len(run_id), run_id),
-        ).fetchall()
+            (len(run_id), run_id)).fetchall()
         exact = [r for r in rows if r[0] == run_id]
         if exact:
             rows = exact
         if not rows:
-            raise RunNotFoundError(
-                f"no run {run_id!r} in {self.path}; see 'assay list runs'"
-            )
+            raise RunNotFoundError(f"no run {run_id!r} in {self.path}; see 'assay list runs'")
         if len(rows) > 1:
             raise RunNotFoundError(f"run id prefix {run_id!r} is ambiguous; give more characters")
         r = rows[0]
         stats = json.loads(r[9])
-        run = {
-            "id": r[0], "task": r[1], "status": effective_status(r[2], stats),
-            "created_at": r[3], "finished_at": r[4], "spec": json.loads(r[5]),
-            "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
-            "stats": stats, "parent_id": r[10],
-            "metrics": decode(r[11]), "headline": decode(r[12]), "report": decode(r[13]),
-            "kind": r[14], "steps": decode(r[15]) or [], "config": decode(r[16]),
-        }
+        run = {"id": r[0], "task": r[1], "status": effective_status(r[2], stats),
+               "created_at": r[3], "finished_at": r[4], "spec": json.loads(r[5]),
+               "model": json.loads(r[6]), "dataset": json.loads(r[7]), "package_version": r[8],
+               "stats": stats, "parent_id": r[10], "metrics": decode(r[11]),
+               "headline": decode(r[12]), "report": decode(r[13]), "kind": r[14],
+               "steps": decode(r[15]) or [], "config": decode(r[16])}
         run["config"] = configuration_of(run, r[17])  # not stored yet: from its spec
         return run
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        """Most recent runs first, with sample counts.
-
-        A run still marked ``running`` whose process is gone (killed, crashed) is
-        shown as ``interrupted``; ``resumable`` says whether ``--resume`` has
-        anything to do (interrupted, failed, or finished with errors).
-        """
+        """Most recent runs first, with sample counts; ``resumable``: ``--resume`` has
+        something to do (interrupted, failed, or finished with errors)."""
         rows = self._db.execute(
             "SELECT r.id, r.task, r.status, r.created_at, r.model, r.dataset, r.stats,"
             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
             " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL),"
             " r.parent_id, r.kind FROM runs r ORDER BY r.created_at DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
+            (limit,)).fetchall()
         out = []
         for r in rows:
             stats = json.loads(r[6])
             status = effective_status(r[2], stats)
-            out.append({
-                "id": r[0], "task": r[1], "status": status, "created_at": r[3],
-                "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": stats,
-                "samples": r[7], "errors": r[8], "parent_id": r[9], "kind": r[10],
-                "resumable": status in ("interrupted", "failed") or bool(r[8]),
-            })
+            out.append({"id": r[0], "task": r[1], "status": status, "created_at": r[3],
+                        "model": json.loads(r[4]), "dataset": json.loads(r[5]), "stats": stats,
+                        "samples": r[7], "errors": r[8], "parent_id": r[9], "kind": r[10],
+                        "resumable": status in ("interrupted", "failed") or bool(r[8])})
         return out
 
     def runs_of(self, task: str) -> list[str]:
-        """Ids of every run of ``task`` (a task name), oldest first."""
         return [r[0] for r in self._db.execute(
             "SELECT id FROM runs WHERE task = ? ORDER BY created_at, id", (task,))]
 
     def tasks(self) -> list[str]:
-        """The task names that have runs, sorted."""
         return [r[0] for r in self._db.execute(
             "SELECT DISTINCT task FROM runs ORDER BY task")]
 
     def update_run(self, run_id: str, *, spec: dict[str, Any], model: dict[str, Any]) -> None:
         """Replace a run's stored spec and model identity (resume with a new endpoint)."""
-
-        def update() -> None:
-            self._db.execute("UPDATE runs SET spec=?, model=? WHERE id=?",
-                             (_stored(spec), _stored(model), run_id))
-            self._db.commit()
-
-        self._write(update, f"update run {run_id}")
+        self._commit("UPDATE runs SET spec=?, model=? WHERE id=?",
+                     (_stored(spec), _stored(model), run_id), f"update run {run_id}")
 
     def set_run_dataset(self, run_id: str, dataset: dict[str, Any]) -> None:
-        """Replace a run's stored dataset record."""
-
-        def update() -> None:
-            self._db.execute("UPDATE runs SET dataset=? WHERE id=?", (_stored(dataset), run_id))
-            self._db.commit()
-
-        self._write(update, f"update run {run_id}")
+        self._commit("UPDATE runs SET dataset=? WHERE id=?", (_stored(dataset), run_id),
+                     f"update run {run_id}")
 
     def set_run_status(self, run_id: str, status: str, stats: dict[str, Any] | None = None) -> None:
-        """Update status (see :data:`STATUSES`) and optionally stats.
-
-        ``running`` records this process as the run's owner, so a run whose
-        process dies is shown as interrupted.
-        """
+        """Update status and optionally stats; ``running`` records this process as the
+        owner, so a run whose process dies is shown as interrupted."""
         if status not in STATUSES:
             raise ValueError(f"unknown run status {status!r}")
         finished = time.time() if status != "running" else None
@@ -309,19 +250,15 @@ class Store(DescribedRuns, ParentRuns):
 
     # -- samples ----------------------------------------------------------------------
     def completed_keys(self, run_id: str, *, include_errors: bool = False) -> set[tuple[str, int]]:
-        """(sample_id, epoch) pairs already recorded (without errors unless asked)."""
         q = "SELECT sample_id, epoch FROM samples WHERE run_id = ?"
         if not include_errors:
             q += " AND error IS NULL"
         return {(r[0], r[1]) for r in self._db.execute(q, (run_id,))}
 
-    def record(self, run_id: str, row: tuple[Any, ...]) -> None:
-        """Write one sample result and commit (with any cache rows written before it).
-
-        ``row`` follows the ``samples`` columns after ``run_id`` (see :data:`INSERT_SAMPLE`);
-        the engine builds it so the hot path avoids per-sample dict churn. The timing
-        columns (``model_s``, ``wait_s``) may be left off the end.
-        """
+    def record(self, run_id: str, result: SampleResult | tuple[Any, ...]) -> None:
+        """Write one sample result and commit (with cache rows written before it): the one
+        place results are written. A raw row follows ``INSERT_SAMPLE`` after ``run_id``."""
+        row = result.row() if isinstance(result, SampleResult) else result
         if len(row) < SAMPLE_COLUMNS:  # the newer columns may be left off the end
             row = (*row, *(None,) * (SAMPLE_COLUMNS - len(row)))
         row = self._without_secrets(row)
@@ -329,24 +266,19 @@ class Store(DescribedRuns, ParentRuns):
             self._writer.put("s", (run_id, *row))
             return
 
-        def insert() -> None:
-            self._db.execute(INSERT_SAMPLE, (run_id, *row))
-            self._db.commit()
-
-        self._write(insert, "save a sample")
+        self._commit(INSERT_SAMPLE, (run_id, *row), "save a sample")
 
     def _secrets(self) -> list[str]:
-        """The known secrets to look for in content; read once per run (see
-        :meth:`background_writes`) and again whenever a new one is remembered."""
+        """The known secrets to look for in content; read once per run and again whenever
+        a new one is remembered."""
         version = secrets_version()
         if self._writer is None or self._known is None or self._known[0] != version:
             self._known = (version, content_secrets())
         return self._known[1]
 
     def _without_secrets(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A sample row as it may be written: its error text scrubbed by the error policy,
-        the known secrets masked in every text column (content is otherwise kept as it
-        was: a pattern could change what a model said, and so its score)."""
+        """A sample row as it may be written: its error scrubbed, the known secrets masked in
+        every text column (no patterns on content: they could change what a model said)."""
         secrets = self._secrets()
         error = row[_ERROR]
         if not error and not any(_holds(row[i], secrets) for i in (*_TEXT_COLS, *_JSON_COLS)):
@@ -364,14 +296,9 @@ class Store(DescribedRuns, ParentRuns):
 
     def iter_results(self, run_id: str, *, transcripts: bool = True, texts: bool = True,
                      keys: list[tuple[str, int]] | None = None) -> Iterator[SampleResult]:
-        """A run's sample results in dataset order, one at a time (memory stays flat).
-
-        ``transcripts=False`` leaves every ``transcript`` empty, and ``texts=False``
-        also ``input``, ``target`` (``None``), ``output`` (``""``) and ``sample``
-        (``{}``): metrics need none of them, and they are most of a result's size.
-        ``outcome`` is always read. ``keys`` restricts the
-        results to those ``(sample_id, epoch)`` pairs.
-        """
+        """A run's sample results in dataset order, one at a time. ``transcripts=False``
+        and ``texts=False`` (input, target, output, sample) leave out what metrics never
+        need, most of a result's size; ``keys``: only those ``(sample_id, epoch)``."""
         text_cols = "input, target, output, sample" if texts else "NULL, NULL, NULL, NULL"
         where = "run_id = ?"
         args: list[Any] = [run_id]
@@ -382,10 +309,9 @@ class Store(DescribedRuns, ParentRuns):
         cur = self._db.execute(
             f"SELECT sample_id, epoch, {text_cols}, prediction, scores, error,"
             f" latency_s, input_tokens, output_tokens, {'transcript' if transcripts else 'NULL'},"
-            f" metadata, model_s, wait_s, outcome FROM samples WHERE {where}"
-            " ORDER BY seq, epoch",
-            args,
-        )
+            f" metadata, model_s, wait_s, outcome, seq, model_calls, cache_hits, created_at"
+            f" FROM samples WHERE {where}"
+            " ORDER BY seq, epoch", args)
         loads = json.loads
         for r in cur:
             yield SampleResult(
@@ -398,15 +324,13 @@ class Store(DescribedRuns, ParentRuns):
                 transcript=loads(r[12]) if r[12] else [],
                 metadata=loads(r[13]) if r[13] else {},
                 model_s=r[14], wait_s=r[15], outcome=loads(r[16]) if r[16] else {},
-            )
+                seq=r[17], model_calls=r[18] or 0, cache_hits=r[19] or 0,
+                created_at=r[20] or 0.0)
 
     def iter_score_rows(self, run_id: str) -> Iterator[tuple[str, int, bool, dict[str, Any],
                                                               dict[str, Any]]]:
-        """``(sample_id, epoch, errored, scores, fields)`` per stored result, in dataset order.
-
-        ``fields``: the sample's metadata over its dataset row's fields (a qa row's
-        ``category``), which is what a comparison groups by. Reads only those columns.
-        """
+        """``(sample_id, epoch, errored, scores, fields)`` in dataset order; ``fields``: the
+        metadata over the dataset row's fields (what a comparison groups by)."""
         cur = self._db.execute(
             "SELECT sample_id, epoch, error IS NOT NULL, scores, metadata,"
             " json_extract(sample, '$.row') FROM samples WHERE run_id = ? ORDER BY seq, epoch",
@@ -421,16 +345,13 @@ class Store(DescribedRuns, ParentRuns):
             yield sid, epoch, bool(errored), loads(scores or "{}"), fields
 
     def iter_result_lines(self, run_id: str) -> Iterator[str]:
-        """A run's sample results as JSON lines (``results.jsonl``), in dataset order.
-
-        The JSON columns are copied as stored rather than decoded and encoded again,
-        which makes exporting a large run several times cheaper. The keys are those of
-        :class:`SampleResult` (``run_id`` left out).
-        """
+        """A run's results as ``results.jsonl`` lines (SampleResult keys without ``run_id``),
+        JSON columns copied as stored: several times cheaper than decoding them."""
         cur = self._db.execute(
             "SELECT sample_id, epoch, input, target, output, prediction, scores, error,"
             " latency_s, model_s, wait_s, input_tokens, output_tokens, transcript, metadata,"
-            " sample, outcome FROM samples WHERE run_id = ? ORDER BY seq, epoch", (run_id,))
+            " sample, outcome, seq, model_calls, cache_hits, created_at FROM samples"
+            " WHERE run_id = ? ORDER BY seq, epoch", (run_id,))
         dumps = json.JSONEncoder(ensure_ascii=False).encode
         for r in cur:
             yield (f'{{"sample_id": {dumps(r[0])}, "epoch": {r[1]}, "input": {r[2] or "null"},'
@@ -440,40 +361,33 @@ class Store(DescribedRuns, ParentRuns):
                    f' "model_s": {dumps(r[9])}, "wait_s": {dumps(r[10])},'
                    f' "input_tokens": {r[11] or 0}, "output_tokens": {r[12] or 0},'
                    f' "transcript": {r[13] or "[]"}, "metadata": {r[14] or "{}"},'
-                   f' "sample": {r[15] or "{}"}, "outcome": {r[16] or "{}"}}}')
+                   f' "sample": {r[15] or "{}"}, "outcome": {r[16] or "{}"}, "seq": {r[17]},'
+                   f' "model_calls": {r[18] or 0}, "cache_hits": {r[19] or 0},'
+                   f' "created_at": {dumps(r[20] or 0.0)}}}')
 
     def results(self, run_id: str, *, transcripts: bool = True,
                 texts: bool = True) -> list[SampleResult]:
-        """All sample results of a run in dataset order (see :meth:`iter_results`)."""
         return list(self.iter_results(run_id, transcripts=transcripts, texts=texts))
 
     def sample_totals(self, run_id: str) -> dict[str, Any]:
-        """Aggregate counters over a run's samples (tokens, calls, cache hits, errors)."""
         r = self._db.execute(
             "SELECT COUNT(*), SUM(error IS NOT NULL), COALESCE(SUM(input_tokens),0),"
             " COALESCE(SUM(output_tokens),0), COALESCE(SUM(model_calls),0),"
-            " COALESCE(SUM(cache_hits),0) FROM samples WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()
+            " COALESCE(SUM(cache_hits),0) FROM samples WHERE run_id = ?", (run_id,)).fetchone()
         return {"samples": r[0], "errors": r[1] or 0, "input_tokens": r[2],
                 "output_tokens": r[3], "model_calls": r[4], "cache_hits": r[5]}
 
     # -- response cache ---------------------------------------------------------------
     def cache_keys(self, model: str) -> set[str]:
-        """Keys of every cached reply of ``model``.
-
-        The engine checks this set before querying, so a cold cache costs a set
-        lookup per call instead of a database round trip.
-        """
+        """Keys of ``model``'s cached replies: a cold cache costs a set lookup, not a query."""
         return {r[0] for r in self._db.execute("SELECT key FROM cache WHERE model = ?", (model,))}
 
     def cache_get(self, key: str) -> str | None:
-        """The cached reply JSON for ``key``, if any."""
         row = self._db.execute("SELECT reply FROM cache WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def cache_put(self, key: str, model: str, reply_json: str) -> None:
-        """Remember a reply; committed with the next sample record (same transaction)."""
+        """Remember a reply; committed with the next sample record."""
         secrets = self._secrets()
         if _holds(reply_json, secrets):
             reply_json = _scrub_json(reply_json, secrets)

@@ -13,15 +13,9 @@ from assay.store.schema import CREATED_COL, ERROR_COL, INSERT_CACHE, INSERT_SAMP
 
 
 class Writer:
-    """A thread that owns a second connection and writes sample rows off the event loop.
-
-    It takes every row queued so far (up to :attr:`BATCH`) and commits them in one
-    transaction: under load that is one commit per batch instead of one per sample,
-    and with a quiet queue it is one per sample, as soon as it is queued. A sample
-    is done only once its row is committed, so a kill at any moment loses at most
-    rows that were never committed, which a resume runs again. SQLite releases the
-    GIL while it writes, so disk time never stalls requests in flight.
-    """
+    """Owns a second connection; commits every row queued so far (up to :attr:`BATCH`) in one
+    transaction. A sample is done only once committed, so a kill loses only rows a resume
+    runs again. SQLite releases the GIL while it writes: disk time never stalls requests."""
 
     BATCH = 512
 
@@ -55,11 +49,9 @@ class Writer:
                 return
 
     def _write_batch(self, items: list[tuple[str, tuple[Any, ...]]]) -> None:
-        """Write rows in one transaction. A sample row that cannot be written as it is
-        is written as that sample's error instead (a failed statement leaves the
-        transaction as it was); only a lock held past the timeout stops the writer."""
+        """Write rows in one transaction; a sample row that cannot be written as it is is
+        written as that sample's error; only a lock held past the timeout stops the writer."""
         db = self._db
-
         # take the write lock now, or wait for it
         write_retrying(db, lambda: db.execute("BEGIN IMMEDIATE"), self.path, "save samples")
         try:

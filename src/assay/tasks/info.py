@@ -75,6 +75,13 @@ class TaskInfo:
     #: the capabilities the field uses it to measure, with its standing
     #: (:class:`assay.tasks.capabilities.Measure`)
     measures: tuple[Measure, ...] = ()
+    #: ``module:function() -> (bool, str)``: whether the task can run here, and why (its
+    #: data is gated, say); the planner asks it before it plans the task
+    runs_here: str | None = None
+
+    def can_run(self) -> tuple[bool, str] | None:
+        """What :attr:`runs_here` says now (``None``: the task declares nothing)."""
+        return _load(self.runs_here)() if self.runs_here else None
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.roles if r not in ROLES]

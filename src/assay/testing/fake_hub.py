@@ -1,37 +1,9 @@
-"""A real HTTP stand-in for the Hugging Face Hub's dataset API, for tests.
-
-It serves what ``huggingface_hub`` itself requests, so tests run the real client
-(``HfApi.list_datasets``, ``HfApi.dataset_info``, ``list_repo_files`` /
-``list_repo_tree``, ``hf_hub_download``, ``snapshot_download``) against loopback:
-
-- ``GET /api/datasets?search=...&author=...&filter=...&sort=...&limit=...&expand=...``:
-  the search; ``search`` is a case-insensitive substring of the id (as on the Hub),
-  ``sort`` is ``downloads`` / ``likes`` (descending), ``expand`` keeps only the named
-  properties (plus ``_id`` and ``id``), ``full`` adds ``cardData`` and ``siblings``.
-- ``GET /api/datasets/<id>[/revision/<rev>]``: the repository's info (``sha``,
-  ``cardData`` = the card's YAML metadata, ``siblings``, ``tags``, ``downloads``, ...).
-- ``GET /api/datasets/<id>/tree/<rev>[/<path>]?recursive=...``: the file listing.
-- ``HEAD`` / ``GET /datasets/<id>/resolve/<rev>/<path>``: a file, with the headers
-  ``hf_hub_download`` requires (``X-Repo-Commit``, ``ETag``, ``Content-Length``).
-
-A revision is ``main`` or the dataset's ``sha`` (anything else: 404 ``RevisionNotFound``);
-an unknown repository is 404 ``RepoNotFound`` and a missing file 404 ``EntryNotFound``,
-with the ``X-Error-Code`` header the client maps to its exceptions.
-
-Usage::
-
-    with FakeHub() as hub:                       # listens on 127.0.0.1, a free port
-        hub.add_dataset("org/qa", card={"configs": [...]},
-                        files={"data/test-00000-of-00001.parquet": parquet_bytes(rows)},
-                        downloads=10, tags=["task_categories:question-answering"])
-        monkeypatch.setenv("HF_ENDPOINT", hub.url)
-        ...
-        assert [r.query["search"] for r in hub.requests_of("search")] == [["qa"]]
-
-``hub.fail["resolve"] = 500`` makes every request of that kind (``search``, ``info``,
-``tree``, ``resolve``) answer that status. ``hub.requests`` logs every request as a
-:class:`HubRequest`; ``hub.clear_requests()`` empties the log.
-"""
+"""A real HTTP stand-in for the Hugging Face Hub's dataset API, for tests: it serves what
+``huggingface_hub`` requests (search, info, tree, resolve), so tests run the real client
+against loopback (``with FakeHub() as hub: hub.add_dataset(...)``, ``HF_ENDPOINT=hub.url``).
+A revision is ``main`` or the dataset's ``sha``; unknown repos, revisions and files are 404
+with the ``X-Error-Code`` the client maps to its exceptions. ``hub.fail["resolve"] = 500``
+makes every request of a kind answer that status; ``hub.requests`` logs them all."""
 
 from __future__ import annotations
 
@@ -53,7 +25,6 @@ _DATE = "2024-01-01T00:00:00.000Z"
 
 
 def jsonl_bytes(rows: list[dict[str, Any]]) -> bytes:
-    """``rows`` as JSON Lines (UTF-8)."""
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
@@ -73,12 +44,8 @@ def _git_oid(data: bytes) -> str:
 
 @dataclass
 class HubDataset:
-    """One dataset repository of the fake Hub.
-
-    ``card`` is the README's YAML front matter (``configs``, ``dataset_info``, ...);
-    unless ``files`` has its own ``README.md``, one is written from it. ``sha`` is the
-    commit every revision resolves to (40 hex digits, as the client checks).
-    """
+    """One dataset repository: ``card`` is the README's YAML front matter (a README is
+    written from it unless ``files`` has one); ``sha`` is what every revision resolves to."""
 
     id: str
     card: dict[str, Any] | None = None
@@ -90,7 +57,6 @@ class HubDataset:
     description: str = ""
 
     def all_files(self) -> dict[str, bytes]:
-        """The repository's files, the generated ``README.md`` included."""
         files = dict(self.files)
         if "README.md" not in files and (self.card is not None or self.description):
             front = ("---\n" + yaml.safe_dump(self.card, sort_keys=False) + "---\n"
@@ -100,17 +66,15 @@ class HubDataset:
 
     def summary(self) -> dict[str, Any]:
         """What the Hub's search lists for this dataset by default."""
-        return {
-            "_id": hashlib.md5(self.id.encode()).hexdigest()[:24],  # noqa: S324 - an id
-            "id": self.id, "author": self.id.split("/")[0] if "/" in self.id else None,
-            "sha": self.sha, "createdAt": _DATE, "lastModified": _DATE, "private": False,
-            "gated": False, "disabled": False, "downloads": self.downloads,
-            "likes": self.likes, "tags": list(self.tags), "description": self.description,
-            "trendingScore": 0, "key": "",
-        }
+        return {"_id": hashlib.md5(self.id.encode()).hexdigest()[:24],  # noqa: S324 - an id
+                "id": self.id, "author": self.id.split("/")[0] if "/" in self.id else None,
+                "sha": self.sha, "createdAt": _DATE, "lastModified": _DATE, "private": False,
+                "gated": False, "disabled": False, "downloads": self.downloads,
+                "likes": self.likes, "tags": list(self.tags), "description": self.description,
+                "trendingScore": 0, "key": ""}
 
     def info(self, blobs: bool = False) -> dict[str, Any]:
-        """What ``/api/datasets/<id>`` answers: the summary, the card data and the files."""
+        """What ``/api/datasets/<id>`` answers."""
         files = self.all_files()
         siblings: list[dict[str, Any]] = []
         for name, data in files.items():
@@ -124,8 +88,6 @@ class HubDataset:
 
 @dataclass
 class HubRequest:
-    """One request the fake Hub received."""
-
     method: str
     path: str
     query: dict[str, list[str]]
@@ -135,8 +97,7 @@ class HubRequest:
 
 
 class FakeHub:
-    """The fake Hub server (see the module docstring); a context manager that starts it
-    on a background thread (``start()`` / ``stop()`` work too)."""
+    """The fake Hub server; as a context manager, started on a background thread."""
 
     def __init__(self, datasets: dict[str, dict[str, Any]] | None = None) -> None:
         self.datasets: dict[str, HubDataset] = {}
@@ -153,7 +114,7 @@ class FakeHub:
                     files: dict[str, bytes] | None = None, sha: str = DEFAULT_SHA,
                     downloads: int | None = 0, likes: int | None = 0,
                     tags: list[str] | None = None, description: str = "") -> HubDataset:
-        """Add (or replace) a dataset; returns it (its fields may be changed later)."""
+        """Add (or replace) a dataset; its fields may be changed later."""
         if len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
             raise ValueError("sha must be 40 lowercase hex digits (the client checks)")
         ds = HubDataset(dataset_id, card, dict(files or {}), sha, downloads, likes,
@@ -163,16 +124,12 @@ class FakeHub:
         return ds
 
     def requests_of(self, kind: str) -> list[HubRequest]:
-        """The logged requests of one kind (``search``, ``info``, ``tree``, ``resolve``)."""
         with self._lock:
             return [r for r in self.requests if r.kind == kind]
 
     def clear_requests(self) -> None:
-        """Forget the logged requests."""
         with self._lock:
             self.requests.clear()
-
-    # -- serving -------------------------------------------------------------------------
 
     def start(self) -> FakeHub:
         """Listen on 127.0.0.1 (a free port) on a background thread; sets ``url``."""
@@ -193,7 +150,6 @@ class FakeHub:
         return self
 
     def stop(self) -> None:
-        """Stop listening (the port then refuses connections)."""
         if self._server is None:
             return
         self._server.shutdown()
@@ -207,8 +163,6 @@ class FakeHub:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    # -- routing (called from the handler's threads) -------------------------------------
 
     def _find(self, rest: str) -> tuple[HubDataset | None, str]:
         """The dataset whose id starts ``rest`` (``owner/name/...`` or ``name/...``)."""
@@ -275,7 +229,7 @@ class FakeHub:
 
     def respond(self, method: str, raw_path: str,
                 headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body for one request (also logs it)."""
+        """Status, headers and body for one request (logged); from the handler's threads."""
         split = urlsplit(raw_path)
         path = unquote(split.path)
         query = parse_qs(split.query)

@@ -15,22 +15,17 @@ __all__ = ["ALL_KINDS", "FAULT_KINDS", "FaultPlan", "Reply", "Responder", "Rule"
 
 Reply = str | dict[str, Any]
 Responder = Callable[[dict[str, Any]], Any]
-#: the faults drawn by default
 FAULT_KINDS = ("500", "429", "hang", "malformed")
-#: strange but valid replies, drawn only when named in ``FaultPlan.kinds``: ``list_content``
-#: sends the normal reply with ``content`` as a list of text parts (as several
-#: OpenAI-compatible servers do); ``oversized`` sends a reply of ``oversize_bytes`` characters
+#: strange but valid replies, drawn only when named: ``content`` as a list of text parts (as
+#: several servers send it), and a reply of ``oversize_bytes`` characters
 ALL_KINDS = (*FAULT_KINDS, "list_content", "oversized")
 
 
 @dataclass
 class Rule:
-    """Reply with ``reply`` when regex ``match`` is found in the last user message.
-
-    For a ``str`` reply the text is expanded with ``m.expand(reply)``, so ``"\\1"`` and
-    ``"\\g<name>"`` refer to groups of the match. A ``dict`` reply is returned as is;
-    ``{"status": 400, "error": "..."}`` answers with that HTTP error instead.
-    """
+    """Reply with ``reply`` when regex ``match`` is found in the last user message: a text
+    expanded with the match (``"\\1"``), a dict as is (``{"status": 400, "error": ...}``
+    answers with that HTTP error)."""
 
     match: str
     reply: Reply
@@ -40,7 +35,6 @@ class Rule:
         self._pattern = re.compile(self.match)
 
     def apply(self, text: str) -> Reply | None:
-        """Return the (expanded) reply if this rule matches ``text``, else ``None``."""
         m = self._pattern.search(text)
         if m is None:
             return None
@@ -49,12 +43,9 @@ class Rule:
 
 @dataclass
 class FaultPlan:
-    """Seeded, reproducible fault injection.
-
-    Each request fails with probability ``rate``; the fault kind is drawn by weight from
-    ``kinds`` (any of ``"500"``, ``"429"``, ``"hang"``, ``"malformed"``). ``fail_first=k`` makes
-    the first ``k`` requests for each distinct last user message fail regardless of ``rate``.
-    """
+    """Seeded fault injection: each request fails with probability ``rate``, its kind drawn
+    by weight from ``kinds``; ``fail_first=k``: the first ``k`` requests for each distinct
+    last user message fail whatever the rate."""
 
     rate: float = 0.0
     kinds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(FAULT_KINDS, 1.0))
@@ -73,7 +64,7 @@ class FaultPlan:
 
 
 def text_of(content: Any) -> str:
-    """Flatten an OpenAI message ``content`` (str, list of parts, or None) to plain text."""
+    """An OpenAI message ``content`` (str, list of parts, or None) as plain text."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -84,7 +75,6 @@ def text_of(content: Any) -> str:
 
 
 def last_user_text(body: dict[str, Any]) -> str:
-    """Return the text of the last ``role == "user"`` message in a request body ("" if none)."""
     for msg in reversed(body.get("messages") or []):
         if isinstance(msg, dict) and msg.get("role") == "user":
             return text_of(msg.get("content"))
@@ -92,48 +82,25 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 def chat_completion(body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
-    """The ``chat.completion`` object answering ``body`` with ``reply`` (a text or a dict
-    with ``content`` and/or ``tool_calls``); ``number`` goes into its id. Token counts
-    are word counts."""
+    """The ``chat.completion`` answering ``body`` with ``reply`` (a text, or a dict with
+    ``content`` and/or ``tool_calls``); token counts are word counts."""
     if isinstance(reply, str):
         reply = {"content": reply}
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
     tool_calls = reply.get("tool_calls") or []
     if tool_calls:
         message["tool_calls"] = [
-            {
-                "id": f"call_{i}",
-                "type": "function",
-                "function": {
-                    "name": tc["name"],
-                    "arguments": tc["arguments"]
-                    if isinstance(tc.get("arguments"), str)
-                    else json.dumps(tc.get("arguments") or {}),
-                },
-            }
-            for i, tc in enumerate(tool_calls)
-        ]
-    prompt = sum(
-        len(text_of(m.get("content")).split())
-        for m in body.get("messages") or []
-        if isinstance(m, dict)
-    )
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": tc["name"],
+                          "arguments": tc["arguments"] if isinstance(tc.get("arguments"), str)
+                          else json.dumps(tc.get("arguments") or {})}}
+            for i, tc in enumerate(tool_calls)]
+    prompt = sum(len(text_of(m.get("content")).split())
+                 for m in body.get("messages") or [] if isinstance(m, dict))
     completion = len(text_of(message["content"]).split())
-    return {
-        "id": f"chatcmpl-fake-{number}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "fake"),
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if tool_calls else "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
+    return {"id": f"chatcmpl-fake-{number}", "object": "chat.completion",
+            "created": int(time.time()), "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion}}

@@ -1,16 +1,9 @@
-"""A real OpenAI-compatible HTTP server for tests and benchmarks.
-
-The server speaks enough of the OpenAI chat-completions API for the ``openai`` SDK (and plain
-HTTP clients) to talk to it: ``POST /v1/chat/completions`` (non-streaming) and
-``GET /v1/models``. Replies are deterministic (rules, a script, or a responder callable), and
-latency and faults (500, 429, hangs, malformed bodies) can be injected reproducibly.
-
-It runs three ways: on a background thread (``with FakeServer(...) as srv``), on the current
-event loop (``async with FakeServer(...)``), or as a subprocess
-(``python -m assay.testing.fake_server --port 0``, which prints ``READY <base_url>``).
-
-Reply rules, fault plans and the reply payloads are in :mod:`assay.testing.fake_replies`.
-"""
+"""A real OpenAI-compatible HTTP server for tests and benchmarks: enough of chat completions
+(non-streaming), models and embeddings for the ``openai`` SDK. Replies are deterministic;
+latency and faults (500, 429, hangs, malformed bodies) are injected reproducibly.
+It runs on a background thread (``with FakeServer(...)``), on the current event loop
+(``async with``), or as ``python -m assay.testing.fake_server --port 0`` (prints
+``READY <base_url>``)."""
 
 from __future__ import annotations
 
@@ -46,20 +39,16 @@ __all__ = ["FakeServer", "FaultPlan", "Rule", "build_arg_parser", "main", "serve
 MALFORMED_BODY = b'{"id": "x", "choices": ['
 
 
-def _error(
-    status: int,
-    message: str,
-    type_: str,
-    code: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> web.Response:
-    payload = {"error": {"message": message, "type": type_, "param": None, "code": code}}
-    return web.Response(
-        status=status,
-        body=json.dumps(payload).encode(),
-        content_type="application/json",
-        headers=headers,
-    )
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
+          ) -> web.Response:
+    return web.Response(status=status, body=json.dumps(payload).encode(),
+                        content_type="application/json", headers=headers)
+
+
+def _error(status: int, message: str, type_: str, code: str | None = None,
+           headers: dict[str, str] | None = None) -> web.Response:
+    return _json({"error": {"message": message, "type": type_, "param": None, "code": code}},
+                 status, headers)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -72,29 +61,15 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 
 class FakeServer:
-    """OpenAI-compatible fake chat-completions server (see module docstring).
+    """Reply per request: the next ``script`` item, else ``responder(body)``, else the first
+    matching rule, else ``default_reply`` (``None`` echoes the last user message); a text,
+    or a dict with ``content`` and/or ``tool_calls`` (``[{"name", "arguments"}]``)."""
 
-    Reply precedence per request: next ``script`` item, else ``responder(body)``, else the first
-    matching ``rules`` entry, else ``default_reply`` (``None`` echoes the last user message).
-    A reply is a ``str`` (content) or a ``dict`` with ``content`` and/or ``tool_calls``
-    (``[{"name": str, "arguments": dict}]``).
-    """
-
-    def __init__(
-        self,
-        *,
-        rules: list[Rule] | None = None,
-        responder: Responder | None = None,
-        script: list[Reply] | None = None,
-        default_reply: Reply | None = None,
-        latency: float = 0.0,
-        faults: FaultPlan | None = None,
-        require_api_key: str | None = None,
-        log_requests: str | Path | None = None,
-        hold_after: int | None = None,
-        host: str = "127.0.0.1",
-        port: int = 0,
-    ) -> None:
+    def __init__(self, *, rules: list[Rule] | None = None, responder: Responder | None = None,
+                 script: list[Reply] | None = None, default_reply: Reply | None = None,
+                 latency: float = 0.0, faults: FaultPlan | None = None,
+                 require_api_key: str | None = None, log_requests: str | Path | None = None,
+                 hold_after: int | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
         self.rules = list(rules or [])
         self.responder = responder
         self.script = list(script or [])
@@ -103,21 +78,15 @@ class FakeServer:
         self.faults = faults or FaultPlan()
         self.require_api_key = require_api_key
         self.log_requests = Path(log_requests) if log_requests else None
-        #: answer only the first ``hold_after`` requests; hold every later one open until
-        #: the server stops (makes "interrupt while requests are in flight" deterministic)
-        self.hold_after = hold_after
-        #: the query string of every chat request, in arrival order
+        self.hold_after = hold_after  # hold later requests open: deterministic interrupts
+        # per chat request, in arrival order: query string, Authorization header ("" when
+        # absent), time.monotonic() at arrival
         self.queries: list[str] = []
-        #: the ``Authorization`` header of every chat request ("" when absent), in arrival
-        #: order: tells which client (API key) sent which request
         self.authorizations: list[str] = []
-        #: ``time.monotonic()`` at the arrival of every chat request (the busy window a
-        #: client kept the server busy is ``max - min``)
         self.request_times: list[float] = []
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
-        #: the body of every ``/v1/embeddings`` request, in arrival order
         self.embedding_requests: list[dict[str, Any]] = []
         self.stats: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -127,26 +96,22 @@ class FakeServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.reset()
 
-    # ------------------------------------------------------------------ state
     def reset(self) -> None:
-        """Clear recorded requests and stats; rewind the script, fault RNG and fail_first counts."""
+        """Clear recorded requests and stats; rewind the script, fault RNG and fail_first."""
         with self._lock:
-            self.requests.clear()
-            self.stats.clear()
+            for log in (self.requests, self.stats, self.queries, self.authorizations,
+                        self.request_times):
+                log.clear()
             self.stats.update(requests=0, completed=0, faults=dict.fromkeys(ALL_KINDS, 0))
-            self.queries.clear()
-            self.authorizations.clear()
-            self.request_times.clear()
             self._script_pos = 0
             self._seen: dict[str, int] = {}
             self._rng = random.Random(self.faults.seed)
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1`` (valid once started)."""
+        """``http://HOST:PORT/v1`` (valid once started)."""
         return f"http://{self.host}:{self.port}/v1"
 
-    # ---------------------------------------------------------------- replies
     def _pick_fault(self, body: dict[str, Any]) -> str | None:
         plan = self.faults
         if plan.fail_first > 0:
@@ -184,8 +149,6 @@ class FakeServer:
             n = self.stats["completed"]
         return chat_completion(body, reply, n)
 
-
-    # --------------------------------------------------------------- handlers
     async def _handle_chat(self, request: web.Request) -> web.Response:
         arrived = time.monotonic()
         raw = await request.read()
@@ -207,16 +170,11 @@ class FakeServer:
                 self._log_fh.flush()
         if self.require_api_key is not None:
             if request.headers.get("Authorization") != f"Bearer {self.require_api_key}":
-                return _error(
-                    401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
-                )
+                return _error(401, "Incorrect API key provided.", "invalid_request_error",
+                              "invalid_api_key")
         if body.get("stream"):
-            return _error(
-                400,
-                "stream=true is not supported by the fake server",
-                "invalid_request_error",
-                "unsupported_parameter",
-            )
+            return _error(400, "stream=true is not supported by the fake server",
+                          "invalid_request_error", "unsupported_parameter")
         with self._lock:
             kind = self._pick_fault(body)
             if kind is not None:
@@ -226,18 +184,14 @@ class FakeServer:
         if self.hold_after is not None and n_request > self.hold_after:
             await asyncio.Event().wait()  # until the server stops and cancels this handler
         if kind == "500":
-            return _error(
-                500, "The server had an error while processing your request.", "server_error"
-            )
+            return _error(500, "The server had an error while processing your request.",
+                          "server_error")
         if kind == "429":
             ra = self.faults.retry_after
-            headers = {
-                "Retry-After": str(int(ra)) if float(ra).is_integer() else str(ra),
-                "retry-after-ms": str(int(ra * 1000)),
-            }
-            return _error(
-                429, "Rate limit reached (fake).", "requests", "rate_limit_exceeded", headers
-            )
+            headers = {"Retry-After": str(int(ra)) if float(ra).is_integer() else str(ra),
+                       "retry-after-ms": str(int(ra * 1000))}
+            return _error(429, "Rate limit reached (fake).", "requests", "rate_limit_exceeded",
+                          headers)
         if kind == "malformed":
             return web.Response(body=MALFORMED_BODY, content_type="application/json")
         if kind == "hang":
@@ -254,14 +208,11 @@ class FakeServer:
             message["content"] = [{"type": "text", "text": message["content"] or ""}]
         with self._lock:
             self.stats["completed"] += 1
-        return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
+        return _json(payload)
 
     async def _handle_models(self, request: web.Request) -> web.Response:
-        payload = {
-            "object": "list",
-            "data": [{"id": "fake", "object": "model", "created": 0, "owned_by": "assay"}],
-        }
-        return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
+        return _json({"object": "list", "data": [
+            {"id": "fake", "object": "model", "created": 0, "owned_by": "assay"}]})
 
     async def _handle_embeddings(self, request: web.Request) -> web.Response:
         """``/v1/embeddings``: a deterministic bag-of-words vector per input (each lower-case
@@ -277,22 +228,19 @@ class FakeServer:
             for word in re.findall(r"[a-z0-9]+", str(text).lower()):
                 vec[hashlib.sha256(word.encode()).digest()[0] % 64] += 1.0
             data.append({"object": "embedding", "index": i, "embedding": vec})
-        payload = {"object": "list", "data": data, "model": body.get("model"),
-                   "usage": {"prompt_tokens": 0, "total_tokens": 0}}
-        return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
+        return _json({"object": "list", "data": data, "model": body.get("model"),
+                      "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
-    # ------------------------------------------------------------- lifecycle
     async def start_async(self) -> FakeServer:
-        """Start serving on the running event loop; returns once the socket is listening."""
+        """Start serving on the running event loop, returning once listening."""
         if self._runner is not None:
             raise RuntimeError("FakeServer already started")
         app = web.Application(client_max_size=64 * 1024**2)
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_get("/v1/models", self._handle_models)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
-        runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
-        )
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
+                               shutdown_timeout=0.5)
         await runner.setup()
         self._runner = runner
         if self.log_requests is not None:
@@ -306,7 +254,7 @@ class FakeServer:
         return self
 
     async def stop_async(self) -> None:
-        """Stop serving (in-flight requests, e.g. hangs, are cancelled after a short grace)."""
+        """Stop serving (in-flight requests are cancelled after a short grace)."""
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
@@ -315,7 +263,7 @@ class FakeServer:
             self._log_fh = None
 
     def start(self, timeout: float = 10.0) -> FakeServer:
-        """Start serving on a background thread with its own event loop; blocks until listening."""
+        """Start serving on a thread with its own event loop; blocks until listening."""
         if self._thread is not None:
             raise RuntimeError("FakeServer already started")
         ready = threading.Event()
@@ -345,7 +293,6 @@ class FakeServer:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop a server started with :meth:`start` and join its thread."""
         thread, loop = self._thread, self._loop
         if thread is None or loop is None:
             return
@@ -366,9 +313,8 @@ class FakeServer:
         await self.stop_async()
 
 
-# -------------------------------------------------------------------- CLI
 def _parse_kinds(spec: str) -> dict[str, float]:
-    """Parse ``"500,429:2,hang"`` into ``{"500": 1.0, "429": 2.0, "hang": 1.0}``."""
+    """``"500,429:2,hang"`` as ``{"500": 1.0, "429": 2.0, "hang": 1.0}``."""
     kinds: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         name, _, weight = part.partition(":")
@@ -377,22 +323,16 @@ def _parse_kinds(spec: str) -> dict[str, float]:
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
-    """Argument parser for ``python -m assay.testing.fake_server``."""
-    p = argparse.ArgumentParser(
-        prog="python -m assay.testing.fake_server",
-        description="OpenAI-compatible fake chat-completions server.",
-    )
+    p = argparse.ArgumentParser(prog="python -m assay.testing.fake_server",
+                                description="OpenAI-compatible fake chat-completions server.")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     p.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
     p.add_argument("--rules", type=Path, help='JSON list of {"match": regex, "reply": ...}')
     p.add_argument("--default-reply", help="reply when no rule matches (default: echo)")
     p.add_argument("--fault-rate", type=float, default=0.0)
-    p.add_argument(
-        "--fault-kinds",
-        default=",".join(FAULT_KINDS),
-        help="comma list of kinds, optional :weight (e.g. 500,429:2,hang)",
-    )
+    p.add_argument("--fault-kinds", default=",".join(FAULT_KINDS),
+                   help="comma list of kinds, optional :weight (e.g. 500,429:2,hang)")
     p.add_argument("--retry-after", type=float, default=1.0)
     p.add_argument("--hang-s", type=float, default=30.0)
     p.add_argument("--seed", type=int, default=0)
@@ -406,32 +346,17 @@ def build_arg_parser() -> argparse.ArgumentParser:
 
 
 def server_from_args(args: argparse.Namespace) -> FakeServer:
-    """Build a :class:`FakeServer` from parsed CLI arguments."""
     rules = []
     if args.rules is not None:
-        rules = [
-            Rule(r["match"], r["reply"]) for r in json.loads(args.rules.read_text(encoding="utf-8"))
-        ]
-    plan = FaultPlan(
-        rate=args.fault_rate,
-        kinds=_parse_kinds(args.fault_kinds),
-        retry_after=args.retry_after,
-        hang_s=args.hang_s,
-        seed=args.seed,
-        fail_first=args.fail_first,
-        oversize_bytes=args.oversize_bytes,
-    )
-    return FakeServer(
-        rules=rules,
-        default_reply=args.default_reply,
-        latency=args.latency,
-        faults=plan,
-        require_api_key=args.api_key,
-        log_requests=args.log_requests,
-        hold_after=args.hold_after,
-        host=args.host,
-        port=args.port,
-    )
+        rules = [Rule(r["match"], r["reply"])
+                 for r in json.loads(args.rules.read_text(encoding="utf-8"))]
+    plan = FaultPlan(rate=args.fault_rate, kinds=_parse_kinds(args.fault_kinds),
+                     retry_after=args.retry_after, hang_s=args.hang_s, seed=args.seed,
+                     fail_first=args.fail_first, oversize_bytes=args.oversize_bytes)
+    return FakeServer(rules=rules, default_reply=args.default_reply, latency=args.latency,
+                      faults=plan, require_api_key=args.api_key,
+                      log_requests=args.log_requests, hold_after=args.hold_after,
+                      host=args.host, port=args.port)
 
 
 async def _serve(server: FakeServer) -> None:

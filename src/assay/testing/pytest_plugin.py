@@ -1,7 +1,5 @@
-"""pytest fixtures for :class:`assay.testing.fake_server.FakeServer`.
-
-Enable with ``pytest_plugins = ["assay.testing.pytest_plugin"]`` in the root ``conftest.py``.
-"""
+"""pytest fixtures for :class:`assay.testing.fake_server.FakeServer`; enable with
+``pytest_plugins = ["assay.testing.pytest_plugin"]`` in the root ``conftest.py``."""
 
 from __future__ import annotations
 
@@ -19,25 +17,19 @@ import pytest
 
 from assay.testing.fake_server import FakeServer
 
-__all__ = [
-    "SubprocessServer",
-    "fake_server",
-    "fake_server_subprocess",
-    "launch_subprocess_server",
-]
+__all__ = ["SubprocessServer", "fake_server", "fake_server_subprocess",
+           "launch_subprocess_server"]
 
 _SRC_DIR = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass
 class SubprocessServer:
-    """A fake server running as ``python -m assay.testing.fake_server``."""
-
     base_url: str
     proc: subprocess.Popen[str]
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Terminate the process (SIGTERM, then SIGKILL after ``timeout``)."""
+        """SIGTERM, then SIGKILL after ``timeout``."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -50,18 +42,13 @@ class SubprocessServer:
 
 
 def launch_subprocess_server(*args: str, timeout: float = 20.0) -> SubprocessServer:
-    """Launch the fake server subprocess with CLI ``args``; wait for its ``READY`` line."""
+    """Launch ``python -m assay.testing.fake_server ARGS``; wait for its ``READY`` line."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_SRC_DIR, env.get("PYTHONPATH")]))
     cli = list(args) if "--port" in args else ["--port", "0", *args]
     stderr = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "assay.testing.fake_server", *cli],
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-        env=env,
-    )
+    proc = subprocess.Popen([sys.executable, "-m", "assay.testing.fake_server", *cli],
+                            stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     line: list[str] = []
     reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
     reader.start()
@@ -76,37 +63,26 @@ def launch_subprocess_server(*args: str, timeout: float = 20.0) -> SubprocessSer
     return SubprocessServer(base_url=first.split(" ", 1)[1], proc=proc)
 
 
-@pytest.fixture
-def fake_server() -> Iterator[Callable[..., FakeServer]]:
-    """Factory: ``fake_server(**kwargs)`` starts a :class:`FakeServer` on a background thread.
+def _stopped_after(make: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
+    made: list[Any] = []
 
-    Every server created is stopped at teardown.
-    """
-    servers: list[FakeServer] = []
-
-    def factory(**kwargs: Any) -> FakeServer:
-        srv = FakeServer(**kwargs).start()
-        servers.append(srv)
-        return srv
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        made.append(make(*args, **kwargs))
+        return made[-1]
 
     yield factory
-    for srv in servers:
+    for srv in made:
         srv.stop()
+
+
+@pytest.fixture
+def fake_server() -> Iterator[Callable[..., FakeServer]]:
+    """``fake_server(**kwargs)`` starts a :class:`FakeServer` on a thread (stopped after)."""
+    yield from _stopped_after(lambda **kwargs: FakeServer(**kwargs).start())
 
 
 @pytest.fixture
 def fake_server_subprocess() -> Iterator[Callable[..., SubprocessServer]]:
-    """Factory: ``fake_server_subprocess(*cli_args)`` launches the server as a subprocess.
-
-    Returns a :class:`SubprocessServer` (``base_url``, ``proc``); all are killed at teardown.
-    """
-    procs: list[SubprocessServer] = []
-
-    def factory(*args: str, timeout: float = 20.0) -> SubprocessServer:
-        srv = launch_subprocess_server(*args, timeout=timeout)
-        procs.append(srv)
-        return srv
-
-    yield factory
-    for srv in procs:
-        srv.stop()
+    """``fake_server_subprocess(*cli_args)`` launches a :class:`SubprocessServer` (killed
+    after)."""
+    yield from _stopped_after(launch_subprocess_server)

@@ -1,8 +1,5 @@
-"""The JSON behind the live view: a run's progress and its newest samples.
-
-``/static/view.js`` polls ``/api/run/<id>/progress`` every two seconds while the run's
-status is ``running`` and stops once it is not. Read-only, like everything else.
-"""
+"""The JSON the live view polls every two seconds while a run is ``running``:
+``/api/run/<id>/progress``, its counts and newest samples. Read-only."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``/compare?a=RUN&b=RUN``: the paired comparison of two runs, from
-:func:`assay.compare.compare_runs`: how B's configuration differs from A's, McNemar's
-exact test or a paired bootstrap, the difference with its interval, per-category rows
-with Holm-adjusted p-values, and every sample that flipped with its target and both
-outputs side by side (:data:`MAX_FLIPS` a page, ``fixed_page``/``broken_page``; long
-outputs folded). Without ``a`` and ``b`` it shows a form to choose them.
-"""
+"""``/compare?a=RUN&b=RUN``: the paired comparison of two runs, every flipped sample with
+both outputs (MAX_FLIPS a page per direction); without ``a`` and ``b``, a form to choose."""
 
 from __future__ import annotations
 
@@ -23,8 +18,8 @@ from assay.web.state import PageError, sample_url, state_of
 
 __all__ = ["compare_page"]
 
+#: flipped samples listed per direction on a page (the counts are always complete)
 MAX_FLIPS = 200
-"""Flipped samples listed per direction on a page (the counts are always complete)."""
 #: an output longer than this is folded (``<details>``) after its first part
 FOLD_CHARS = 600
 
@@ -97,7 +92,6 @@ def _compare(store: Store, a: str, b: str, score: str | None, by: str | None,
 
 
 async def compare_page(request: web.Request) -> web.Response:
-    """``/compare``: the comparison of runs ``a`` and ``b`` (or a form to pick them)."""
     st = state_of(request)
     a, b = request.query.get("a", "").strip(), request.query.get("b", "").strip()
     score = request.query.get("score", "").strip() or None

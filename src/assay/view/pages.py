@@ -1,8 +1,5 @@
-"""The HTML pages of ``assay view``: the runs list, a run, and one sample.
-
-Handlers parse the query (:mod:`.params`), run the store's queries on a worker thread
-(:mod:`assay.store.queries`) and render a template; nothing here writes anywhere.
-"""
+"""The HTML pages of ``assay view``: the runs list, a run, and one sample. Handlers
+parse the query, run the store's queries on a worker thread and render; nothing is written."""
 
 from __future__ import annotations
 
@@ -21,16 +18,9 @@ from assay.view.run_files import run_files, run_options
 from assay.view.sample_extras import page_extras
 from assay.view.summary import headline_for, metric_sections, models_view
 from assay.view.transcript import pretty, sample_view
-from assay.web.state import PageError, WebState, html, sample_url, state_of
+from assay.web.state import PageError, WebState, html, run_or_404, sample_url, state_of
 
 __all__ = ["run_page", "runs_page", "sample_page"]
-
-
-def _get_run(store: Store, run_id: str) -> dict[str, Any]:
-    try:
-        return store.get_run(run_id)
-    except RunNotFoundError as e:
-        raise PageError(404, "Run not found", str(e)) from None
 
 
 def _pager(page: int, total: int, link: Any) -> dict[str, Any]:
@@ -67,9 +57,8 @@ async def runs_page(request: web.Request) -> web.Response:
 
 # -- one run ----------------------------------------------------------------------------
 def _metrics(run: dict[str, Any], n_samples: int) -> tuple[dict[str, Any] | None, str]:
-    """The run's stored metrics and a note. A run that stored none (still running, stopped
-    half way) shows its counts: its metrics are computed when it finishes or is resumed,
-    never by this page (which reads the store, and never a task's code)."""
+    """The run's stored metrics and a note; a run that stored none (running, stopped)
+    shows counts: metrics come when it finishes, never from this page."""
     if run["metrics"] is not None:
         return run["metrics"], ""
     if n_samples == 0:
@@ -84,7 +73,7 @@ def _metrics(run: dict[str, Any], n_samples: int) -> tuple[dict[str, Any] | None
 
 def _categories(st: WebState, store: Store, run: dict[str, Any], key: str, n_samples: int
                 ) -> list[tuple[str, int]]:
-    """The values of the category field with their counts (kept while the run is unchanged)."""
+    """The category field's values with counts (cached while the run is unchanged)."""
     cache_key = (run["id"], key, n_samples, run["status"])
     cached = st.categories_cache.get(cache_key)
     if cached is None:
@@ -97,7 +86,7 @@ def _categories(st: WebState, store: Store, run: dict[str, Any], key: str, n_sam
 
 def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
                  ) -> dict[str, Any]:
-    run = _get_run(store, run_id)
+    run = run_or_404(store, run_id)
     if run["id"] != run_id:  # a unique prefix: go to the run's own address
         raise web.HTTPFound(f"/run/{quote(run['id'], safe='')}"
                             + (f"?{f.query()}" if f.query() else ""))
@@ -142,8 +131,8 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
 
 
 async def run_page(request: web.Request) -> web.Response:
-    """``/run/<id>``: metrics with intervals, category tables, errors, child runs, and the
-    samples table (paged and filtered in SQL); live progress while the run is going."""
+    """``/run/<id>``: metrics, categories, errors, child runs and the samples (paged and
+    filtered in SQL); live progress while the run is going."""
     st = state_of(request)
     f = SampleFilters.parse(request.query)
     ctx = await st.call(_run_context, st, request.match_info["run_id"], f)
@@ -163,7 +152,7 @@ def _epoch(request: web.Request) -> int | None:
 
 def _sample_context(store: Store, run_id: str, sample_id: str, epoch: int | None,
                     f: SampleFilters) -> dict[str, Any]:
-    run = _get_run(store, run_id)
+    run = run_or_404(store, run_id)
     run_id = run["id"]
     row = q.sample_row(store, run_id, sample_id, epoch)
     if row is None:
@@ -186,8 +175,7 @@ def _sample_context(store: Store, run_id: str, sample_id: str, epoch: int | None
 
 
 async def sample_page(request: web.Request) -> web.Response:
-    """``/run/<id>/sample/<sample_id>?epoch=N``: one sample in full, with previous/next
-    (within the filters it was reached through)."""
+    """``/run/<id>/sample/<sample_id>?epoch=N``: one sample, previous/next within the filters."""
     st = state_of(request)
     f = SampleFilters.parse(request.query)
     epoch = _epoch(request)

@@ -1,11 +1,7 @@
 """The query-string parameters of ``assay view``'s pages, parsed and checked.
 
-Filters live in the query string (so they survive a reload and can be shared as a
-link). A value that cannot mean anything (``page=abc``, ``score_min=foo``, a date
-that is no date) is a :class:`BadParam`, shown as a 400 page that names the
-parameter; a value that is merely out of range (``page=-1``, a page past the last)
-is clamped.
-"""
+A value that cannot mean anything (``page=abc``, a date that is no date) is a
+:class:`BadParam` (a 400 page naming it); one merely out of range is clamped."""
 
 from __future__ import annotations
 
@@ -22,10 +18,9 @@ from assay.web.state import PageError
 __all__ = ["RUN_STATUSES", "VERDICTS", "BadParam", "RunFilters", "SampleFilters", "page_number"]
 
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
+#: by the primary score: correct = 1, wrong = below 1, error = failed (never wrong),
+#: unscored = no error and no primary score
 VERDICTS = ("all", "correct", "wrong", "error", "unscored")
-"""Sample filters by verdict: ``correct`` = primary score 1 (a pass, full marks);
-``wrong`` = scored below 1; ``error`` = the sample failed (never counted as wrong);
-``unscored`` = no error and no primary score."""
 
 _MAX_TEXT = 200
 
@@ -45,7 +40,7 @@ def _text(query: MultiMapping[str], name: str) -> str:
 
 
 def page_number(query: MultiMapping[str]) -> int:
-    """The 1-based ``page``; below 1 is clamped to 1, non-numbers are a :class:`BadParam`."""
+    """The 1-based ``page``, clamped to 1 and above."""
     raw = query.get("page", "").strip()
     if not raw:
         return 1
@@ -91,7 +86,6 @@ def _choice(query: MultiMapping[str], name: str, choices: tuple[str, ...], defau
 
 
 def _order(query: MultiMapping[str], default: str) -> bool:
-    """Whether ``order=`` asks for descending (``desc``) rather than ascending (``asc``)."""
     return _choice(query, "order", ("asc", "desc"), default) == "desc"
 
 
@@ -100,12 +94,10 @@ def _link(params: dict[str, Any]) -> str:
 
 
 class RunFilters(RunFilter):
-    """The runs list's filters (:class:`assay.store.queries.RunFilter`) read from and
-    written to a query string."""
+    """The runs list's filters, read from and written to a query string."""
 
     @classmethod
     def parse(cls, query: MultiMapping[str]) -> RunFilters:
-        """Read the filters from a request's query (see :class:`BadParam`)."""
         date_from, ts_from = _date(query, "from")
         date_to, ts_to = _date(query, "to")
         if ts_to is not None:
@@ -118,7 +110,7 @@ class RunFilters(RunFilter):
                    descending=_order(query, "desc"))
 
     def query(self, **change: Any) -> str:
-        """The query string of these filters (with ``change`` applied), for links."""
+        """The query string of these filters with ``change`` applied."""
         params = {"task": self.task, "model": self.model,
                   "status": None if self.status == "all" else self.status,
                   "from": self.date_from, "to": self.date_to, "q": self.q,
@@ -131,8 +123,8 @@ class RunFilters(RunFilter):
         return _link(params)
 
     def sort_link(self, column: str) -> str:
-        """The runs list sorted by ``column`` (the other way when it is sorted by it now;
-        newest, biggest or last first otherwise), back on page 1."""
+        """Sorted by ``column``: the other way when sorted by it now, else newest,
+        biggest or last first; back on page 1."""
         descending = (not self.descending if column == self.sort
                       else column in ("created", "samples", "errors", "headline"))
         return "/?" + self.query(sort=None if column == "created" else column,
@@ -140,12 +132,10 @@ class RunFilters(RunFilter):
 
 
 class SampleFilters(SampleFilter):
-    """A run's sample-table filters (:class:`assay.store.queries.SampleFilter`) read from
-    and written to a query string."""
+    """A run's sample-table filters, read from and written to a query string."""
 
     @classmethod
     def parse(cls, query: MultiMapping[str]) -> SampleFilters:
-        """Read the filters from a request's query (see :class:`BadParam`)."""
         fld = _text(query, "field")
         if fld and not FIELD_PATTERN.match(fld):
             raise BadParam("field", fld, "give a metadata key made of letters, digits, "
@@ -160,7 +150,6 @@ class SampleFilters(SampleFilter):
                    descending=_order(query, "asc"))
 
     def params(self, **change: Any) -> dict[str, Any]:
-        """The filters as query parameters (with ``change`` applied)."""
         params: dict[str, Any] = {
             "verdict": None if self.verdict == "all" else self.verdict,
             "field": self.field, "category": self.category,
@@ -174,12 +163,11 @@ class SampleFilters(SampleFilter):
         return params
 
     def query(self, **change: Any) -> str:
-        """The query string of these filters (with ``change`` applied), for links."""
         return _link(self.params(**change))
 
     def sort_link(self, column: str) -> str:
-        """The query string of the table sorted by ``column`` (the other way when it is
-        sorted by it now, ascending otherwise), back on page 1."""
+        """Sorted by ``column``: the other way when sorted by it now, else
+        ascending; back on page 1."""
         descending = not self.descending if column == self.sort else False
         return self.query(sort=None if column == "sample" else column,
                           order="desc" if descending else None, page=None)

@@ -1,10 +1,5 @@
-"""A run's options laid out for its page, and its files (``report.md``, ``report.html``,
-``results.jsonl``, ``summary.md``...) listed and served read-only.
-
-Files are served from the run's own folder (``<workspace>/runs/<run id>/``) only: the run
-must be in the store, and the name asked for must be one of the plain files the folder
-lists (no sub-folder, no link, no ``..``), so no request reaches any other file.
-"""
+"""A run's options laid out for its page, and its files listed and served read-only:
+only the plain files its own folder lists (no sub-folder, link or ``..``)."""
 
 from __future__ import annotations
 
@@ -14,22 +9,20 @@ from typing import Any
 
 from aiohttp import web
 
-from assay.errors import RunNotFoundError
 from assay.store.queries import model_label
 from assay.store.sqlite import Store
-from assay.web.state import PageError, state_of
+from assay.web.state import PageError, run_or_404, state_of
 
 __all__ = ["FILE_TYPES", "REPORT_CSP", "run_file", "run_files", "run_options"]
 
+#: how each kind of run file is answered (anything else is a download)
 FILE_TYPES = {".md": "text/plain", ".txt": "text/plain", ".jsonl": "text/plain",
               ".json": "application/json", ".csv": "text/plain", ".html": "text/html",
               ".yaml": "text/plain", ".yml": "text/plain", ".log": "text/plain"}
-"""How each kind of run file is answered (anything else is a download)."""
 
+#: a stored HTML report may use its own inline styles and nothing else (no script: sandbox)
 REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox; "
               "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-"""A stored HTML report is one self-contained file with its own inline styles: it may
-use those, and nothing else (no script runs in it: ``sandbox``)."""
 
 _MAX_FILES = 200
 _SPEC_SHOWN = ("limit", "epochs", "seed", "max_connections", "max_retries", "timeout",
@@ -53,9 +46,8 @@ def _first_score_name(store: Store, run_id: str) -> str:
 
 
 def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
-    """The run's settings as ``(name, value)`` rows, grouped: ``model``, ``scoring``,
-    ``task options``, ``generation`` (the parameters sent with each call) and ``run``
-    (limit, epochs, seed, concurrency...)."""
+    """The run's settings as ``(name, value)`` rows, grouped: model, scoring, task
+    options, generation (sent with each call) and run."""
     spec = run["spec"] if isinstance(run.get("spec"), dict) else {}
     model = run["model"] if isinstance(run.get("model"), dict) else {}
     options = spec.get("task_options") if isinstance(spec.get("task_options"), dict) else {}
@@ -86,8 +78,7 @@ def _folder(store_path: Path, run_id: str) -> Path:
 
 
 def run_files(store_path: Path, run_id: str) -> list[dict[str, Any]]:
-    """The plain files in the run's folder (name and size), by name; none when it has no
-    folder."""
+    """The plain files (name, size) in the run's folder, by name."""
     folder = _folder(store_path, run_id)
     if not folder.is_dir() or "/" in run_id or run_id in (".", ".."):
         return []
@@ -108,18 +99,10 @@ def _file_response(path: Path) -> web.StreamResponse:
     return response
 
 
-def _check_run(store: Store, run_id: str) -> str:
-    try:
-        return store.get_run(run_id)["id"]
-    except RunNotFoundError as e:
-        raise PageError(404, "Run not found", str(e)) from None
-
-
 async def run_file(request: web.Request) -> web.StreamResponse:
-    """``/run/<id>/files/<name>``: one of the files of the run's folder, read-only; any
-    name the folder does not list (``..``, a sub-folder, a link) is a 404."""
+    """``/run/<id>/files/<name>``: a file the run's folder lists, else a 404."""
     st = state_of(request)
-    run_id = await st.call(_check_run, request.match_info["run_id"])
+    run_id = (await st.call(run_or_404, request.match_info["run_id"]))["id"]
     name = request.match_info["name"]
     listed = {f["name"] for f in run_files(st.store_path, run_id)}
     if name not in listed:

@@ -1,17 +1,6 @@
-"""What the sample page shows beyond the stored columns: the generation settings, the model
-calls as a timeline, each text once, and code highlighted.
-
-- **Generation settings**: the run's generation parameters (``--param``, ``--seed``) and
-  those the task sent with its calls (recorded with the call log).
-- **Timeline**: the call log the engine stored with the sample (``outcome.call_log``, see
-  :func:`assay.engine.calls.CallContext.call_log`): one row per call with its start,
-  duration, waiting, tokens, cache and retries, drawn as an SVG (attributes, never inline
-  styles: the page's Content-Security-Policy forbids those).
-- **Each text once**: the prediction is not shown again when it is the output (or the
-  output's one fenced block), nor a score's answer when it is the prediction or output.
-- **Code**: Pygments' class-based HTML (the colours are ``/static/highlight.css``), for
-  fenced blocks and for text that is a Python program.
-"""
+"""What the sample page shows beyond the stored columns: generation settings, the call
+log as a timeline (an SVG drawn with attributes: the CSP forbids inline styles), each text
+once, and code highlighted with Pygments' classes (``/static/highlight.css``)."""
 
 from __future__ import annotations
 
@@ -31,14 +20,11 @@ from pygments.util import ClassNotFound
 __all__ = ["CSS_CLASS", "FENCE", "code_html", "generation_settings", "is_python",
            "page_extras", "same_text", "stylesheet", "text_html", "timeline"]
 
-CSS_CLASS = "hl"
-"""The class of highlighted blocks (the stylesheet's rules are scoped under it)."""
-
+CSS_CLASS = "hl"  # of highlighted blocks: the stylesheet's rules are scoped under it
+# fences start a line (backticks mid-sentence are none); each run of blanks matches one
+# way only, so 100,000 spaces after a fence cost linear time, not quadratic
 FENCE = re.compile(r"^[ \t]*```[ \t]*(?:([\w+#.-]+)[ \t]*)?\n(.*?)(?:^[ \t]*```[^\n]*$|\Z)",
                    re.DOTALL | re.MULTILINE)
-"""A fenced code block: its fences at the start of a line (a mention of three backticks
-inside a sentence is no fence). Each run of blanks has one way to match: a line of
-100,000 spaces after a fence costs linear time, not quadratic."""
 _CODE_WORDS = re.compile(r"^[ \t]*(def|class|import|from|return|assert|for|while|if)\b", re.M)
 _MAX_HIGHLIGHT = 100_000  # characters; longer text is shown plain
 _STRETCH = 2_000  # characters lexed at once: some lexers take the square of it in time
@@ -47,14 +33,12 @@ _BAR_W, _ROW_H = 720, 18
 
 
 def stylesheet() -> str:
-    """The highlighting colours (what ``/static/highlight.css`` holds)."""
     return _FORMATTER.get_style_defs(f".{CSS_CLASS}") + "\n"
 
 
 def is_python(text: str) -> bool:
-    """Whether ``text`` is a Python program (it parses, and has a statement a program has:
-    ``def``, ``class``, ``import``, ``return``, ``assert``, a loop or an ``if``). Nesting
-    too deep for Python's parser raises its RecursionError or MemoryError."""
+    """Whether ``text`` parses as Python and has a statement a program has. Nesting too
+    deep for the parser raises its RecursionError or MemoryError."""
     if not text or len(text) > _MAX_HIGHLIGHT or not _CODE_WORDS.search(text):
         return False
     try:
@@ -81,10 +65,8 @@ def code_html(code: str, language: str = "python") -> Markup:
 
 
 def _tokens(code: str, lexer: Lexer) -> Iterator[tuple[Any, str]]:
-    """``code``'s tokens (as ``highlight`` reads it: no blank lines around it, one line
-    break after it), lexed a stretch of whole lines at a time: a lexer whose time grows as
-    the square of its input (Java's over many words, Python's over blank lines) stays
-    linear. A string or comment across two stretches is coloured as code after the cut."""
+    """``code``'s tokens, lexed a stretch of whole lines at a time: lexers whose time grows as
+    the square of their input stay linear (a string across a cut is coloured as code after it)."""
     code = code.strip("\n") + "\n"
     at = 0
     while at < len(code):
@@ -96,8 +78,8 @@ def _tokens(code: str, lexer: Lexer) -> Iterator[tuple[Any, str]]:
 
 
 def text_html(text: str) -> Markup | None:
-    """``text`` with its fenced code blocks highlighted, or the whole of it when it is a
-    Python program; None when it has no code (the page shows it plain)."""
+    """``text`` with its fenced blocks highlighted, or whole when it is a Python program;
+    None when it has no code."""
     if not text or len(text) > _MAX_HIGHLIGHT:
         return None
     if "```" not in text:
@@ -122,8 +104,7 @@ def _norm(text: str) -> str:
 
 
 def same_text(shown: str, other: str) -> bool:
-    """Whether ``other`` says nothing ``shown`` does not: the same text (trailing spaces
-    aside), or the one fenced block ``shown`` holds."""
+    """Whether ``other`` is ``shown`` (trailing spaces aside) or the one fenced block it holds."""
     if not shown or not other:
         return False
     a, b = _norm(shown), _norm(other)
@@ -173,8 +154,8 @@ def timeline(outcome: Any) -> dict[str, Any] | None:
 
 
 def generation_settings(run: dict[str, Any], outcome: Any) -> list[tuple[str, str]]:
-    """The sample's generation settings: the parameters its first call was sent with
-    (the task's defaults with the run's ``--param`` over them), else the run's own."""
+    """The parameters the sample's first call was sent with, else the run's
+    own."""
     log = outcome.get("call_log") if isinstance(outcome, dict) else None
     calls = log.get("calls") if isinstance(log, dict) else None
     sent = next((c["params"] for c in calls or [] if isinstance(c, dict)
@@ -197,10 +178,8 @@ def _failing_test(entry: Any) -> dict[str, Any] | None:
 
 def page_extras(view: dict[str, Any], row: dict[str, Any], run: dict[str, Any]
                 ) -> dict[str, Any]:
-    """What :func:`assay.view.transcript.sample_view` leaves to the page: the settings, the
-    timeline, highlighted code, which texts repeat another (a prediction or a score's
-    answer that is the output is shown once), and each score's failing test
-    (``failing_test`` in its metadata, as the code tasks give it)."""
+    """What :func:`sample_view` leaves to the page: settings, timeline, highlighted code,
+    texts repeating the output (shown once) and each score's ``failing_test``."""
     output, prediction = view["output"], view["prediction"]
     prediction_dup = same_text(output, prediction)
     stored = row.get("scores") if isinstance(row.get("scores"), dict) else {}

@@ -1,11 +1,6 @@
-"""``/search``: the samples whose input, target or output hold some words, over every run
-or one (``?run=<id>``), a page at a time, best match first, each with its excerpt.
-
-The index (:mod:`assay.store.search`) is brought up to date before each search with the
-samples written since the last one. Whatever the user types is searched for as words:
-quotes, brackets and FTS operators are never parsed, so any query gives results or one
-line saying why there are none.
-"""
+"""``/search``: samples whose input, target or output hold some words, over every run or
+one (``?run=<id>``), paged, best first. The index is brought up to date before each search;
+input is searched as words (FTS syntax never parsed), so any query gives results or a reason."""
 
 from __future__ import annotations
 
@@ -15,12 +10,11 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from assay.errors import RunNotFoundError
 from assay.store import queries as q
 from assay.store.search import MARK_END, MARK_START, fts_query
 from assay.store.sqlite import Store
 from assay.view.params import page_number
-from assay.web.state import PageError, WebState, html, sample_url, state_of
+from assay.web.state import WebState, html, run_or_404, sample_url, state_of
 
 __all__ = ["excerpt_parts", "search_page"]
 
@@ -28,7 +22,7 @@ _MAX_QUERY = 200
 
 
 def excerpt_parts(excerpt: str) -> list[tuple[str, bool]]:
-    """An excerpt as ``(text, is a match)`` parts (the template marks the matches)."""
+    """An excerpt as ``(text, is a match)`` parts."""
     parts: list[tuple[str, bool]] = []
     for i, chunk in enumerate(excerpt.split(MARK_START)):
         if i == 0:
@@ -41,12 +35,7 @@ def excerpt_parts(excerpt: str) -> list[tuple[str, bool]]:
 
 def _search(store: Store, st: WebState, text: str, run_id: str | None, page: int
             ) -> dict[str, Any]:
-    run = None
-    if run_id:
-        try:
-            run = store.get_run(run_id)
-        except RunNotFoundError as e:
-            raise PageError(404, "Run not found", str(e)) from None
+    run = run_or_404(store, run_id) if run_id else None
     note = ""
     hits: list[Any] = []
     total = 0

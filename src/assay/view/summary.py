@@ -1,11 +1,5 @@
-"""A run's stored metrics laid out for the page: the headline, every rate with its
-interval, per-category tables, other figures, and errors kept apart.
-
-Nothing here knows a task: a *rate entry* is any dict with ``value`` and ``ci_low``
-(:func:`assay.reports.render.is_rate`), and a dict whose values are rate entries
-(BFCL ``categories``, GAIA ``level_accuracy``, a gallery entry's ``by_<field>``) is
-a per-category table, whatever its name.
-"""
+"""A run's stored metrics laid out for the page, without knowing its task: any dict with
+``value`` and ``ci_low`` is a rate, and a dict of rates is a per-category table."""
 
 from __future__ import annotations
 
@@ -20,16 +14,15 @@ from assay.store.described import run_headline
 
 __all__ = ["ERROR_KEYS", "headline_for", "metric_sections", "models_view", "rate_cells"]
 
+#: metrics shown in the errors box rather than among the scores
 ERROR_KEYS = ("n_errors", "error_rate", "top_errors")
-"""Metrics shown in the errors box rather than among the scores."""
 
 _RATE_KEYS = {"value", "ci_low", "ci_high", "successes", "n", "method"}
 
 
 def headline_for(run: dict[str, Any]) -> tuple[str, str] | None:
-    """``(metric name, "0.650 [0.433, 0.819] (13/20)")`` for a run record's headline, or
-    None: the headline stored when the run ended, else the first rate of its stored
-    metrics (:func:`assay.store.described.run_headline`; never a task's code)."""
+    """``(metric, "0.650 [0.433, 0.819] (13/20)")``: the stored headline, else the first
+    stored rate; None without either."""
     head = run_headline(run)
     return (head[0], fmt_rate(head[1])) if head else None
 
@@ -60,7 +53,6 @@ def rate_cells(entry: dict[str, Any] | None) -> dict[str, str]:
 
 
 def _text(value: Any, name: str | None = None) -> str:
-    """A metrics value as text; ``name`` (its key) says its kind: seconds, a count..."""
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return fmt_value(value, name)
@@ -101,13 +93,8 @@ def _dict_table(title: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
-    """The metrics split for display.
-
-    ``rates``: ``[(name, cells)]`` of top-level rate entries; ``figures``:
-    ``[(name, text)]`` of other scalars; ``tables``: per-category and other structured
-    metrics (``{"title", "kind", "columns", "rows"}``, every cell text); ``errors``:
-    ``{"n_errors", "error_rate", "top_errors"}``.
-    """
+    """The metrics split for display: ``rates`` ([(name, cells)]), ``figures``
+    ([(name, text)]), ``tables`` (``{"title", "kind", "columns", "rows"}``) and ``errors``."""
     rates: list[tuple[str, dict[str, str]]] = []
     figures: list[tuple[str, str]] = []
     tables: list[dict[str, Any]] = []
@@ -144,9 +131,8 @@ def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def models_view(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A multi-model run's comparison (``rows`` and ``pairs`` of its stored metrics) for
-    the page: each model's run and headline, and each pair's paired test with the link
-    to its side-by-side comparison; ``None`` when the run stored none."""
+    """A multi-model run's stored ``rows`` and ``pairs`` for the page, each pair with a
+    link to its comparison; None when it stored none."""
     if not metrics or not isinstance(metrics.get("rows"), list):
         return None
     rows = [{"model": r.get("model"), "run": r.get("run"), "status": r.get("status"),

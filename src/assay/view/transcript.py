@@ -1,18 +1,8 @@
-"""A stored sample result made readable: its input, transcript, conversation, target,
-output, scores and the rest, as plain values the sample template shows.
+"""A stored sample made readable for the sample template, without knowing its task.
 
-Transcripts come in a few shapes, all handled here without knowing the task:
-
-- a list of chat messages (``role``, ``content``, assistant ``tool_calls`` with a name
-  and JSON arguments, ``tool`` results with ``tool_call_id``): qa, BFCL, GAIA, gallery
-  tasks, a converse agent's own view;
-- a converse run's examiner/agent conversation in ``outcome.metadata.conversation``
-  (turns with a round, the examiner's final turn marked);
-- GAIA's annotator steps (the reference solution) in the sample's ``row``;
-- anything else (a dict, strings, an unknown message shape): pretty JSON.
-
-Every value is returned as text; the template escapes it.
-"""
+Transcripts are chat messages (tool calls and results included), a converse run's
+conversation (``outcome.metadata.conversation``), GAIA's annotator steps (in the row), or
+anything else as pretty JSON. Everything is returned as text; the template escapes it."""
 
 from __future__ import annotations
 
@@ -27,7 +17,6 @@ _MESSAGE_KEYS = {"role", "content", "tool_calls", "tool_call_id"}
 
 
 def pretty(value: Any) -> str:
-    """``value`` as text: strings as they are, anything else as indented JSON."""
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
@@ -60,13 +49,8 @@ def _tool_calls(calls: Any) -> list[dict[str, str]]:
 
 
 def message_turns(items: Any) -> list[dict[str, Any]] | None:
-    """Chat messages as display turns; None when ``items`` is not a list of messages.
-
-    A turn: ``role``, ``label``, ``content`` (text or None), ``content_json`` (for a
-    non-text content such as a list of parts), ``tool_calls`` (name, id, arguments as
-    JSON), ``tool_call_id``, ``round``/``final`` (conversations) and ``extra`` (any
-    other keys, as JSON).
-    """
+    """Chat messages as display turns (role, label, content or content_json, tool_calls,
+    tool_call_id, round/final, extra keys as JSON); None when not a list of messages."""
     if not isinstance(items, list) or not all(
             isinstance(m, dict) and isinstance(m.get("role"), str) for m in items):
         return None
@@ -143,8 +127,7 @@ def _scores(scores: Any) -> tuple[list[dict[str, Any]], str | None]:
 
 
 def _record_tables(meta: Any) -> tuple[list[dict[str, Any]], Any]:
-    """Lists of records in a score's metadata (a converse run's judged points, say) as
-    tables; the rest of the metadata as it was."""
+    """Lists of records in a score's metadata as tables, and the rest of it."""
     if not isinstance(meta, dict):
         return [], meta
     tables, rest = [], {}
@@ -163,8 +146,7 @@ def _record_tables(meta: Any) -> tuple[list[dict[str, Any]], Any]:
 
 
 def _workdir_summary(snapshot: Any) -> Any:
-    """A converse outcome's stored working folder (up to 8 MiB, kept so ``eval_code`` can
-    run again at scoring time) shown as its file list and sizes, not its contents."""
+    """A converse outcome's stored working folder as its file list and sizes."""
     if not isinstance(snapshot, dict) or not isinstance(snapshot.get("files"), list):
         return snapshot
     files = [f"{f.get('path')} ({len(f.get('text') or f.get('base64') or '')} chars"

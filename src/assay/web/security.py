@@ -1,6 +1,5 @@
 """What keeps the local web app local: loopback hosts only, read-only outside the review
-page's JSON API, same-origin JSON writes there, and security headers (a
-Content-Security-Policy that allows only the app's own assets)."""
+API, same-origin JSON writes there, and security headers (a CSP of the app's own assets)."""
 
 from __future__ import annotations
 
@@ -49,13 +48,9 @@ def host_ok(host: str) -> bool:
 
 
 def _write_ok(request: web.Request) -> None:
-    """Refuse a state-changing request unless it is JSON sent by the page's own origin.
-
-    A browser names the sending page in ``Origin`` (and ``Sec-Fetch-Site``) on every
-    POST; a request without them comes from a non-browser client on this machine.
-    JSON bodies cannot be sent cross-origin without a CORS preflight, which this
-    server never grants.
-    """
+    """Refuse a write unless it is JSON from the page's own origin: browsers send
+    ``Origin`` (and ``Sec-Fetch-Site``) on every POST, and cross-origin JSON needs a CORS
+    preflight, which this server never grants."""
     if not request.path.startswith(WRITABLE_PREFIX):
         raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"],
                                        text="this page is read-only: GET only")
@@ -70,8 +65,8 @@ def _write_ok(request: web.Request) -> None:
 
 @web.middleware
 async def guard(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
-    """Middleware: loopback hosts only (DNS rebinding), writes only to the review API and
-    only as same-origin JSON, and the security headers on every answer (refusals too)."""
+    """Middleware: loopback hosts only (DNS rebinding), writes only to the review API as
+    same-origin JSON, and the security headers on every answer (refusals too)."""
     try:
         if not host_ok(request.host):
             raise web.HTTPForbidden(text="this local page answers on loopback names only")

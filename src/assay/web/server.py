@@ -1,23 +1,9 @@
 """The local web app: one aiohttp server on 127.0.0.1 for the run viewer and the review page.
 
-``assay view`` and ``assay review DATA`` both start it; each opens the browser at its own
-page, and with a review page mounted the viewer is there too (one server, one port).
-
-- The run viewer (read-only, over the store): the runs list (``/``), a run with its
-  metrics and samples (``/run/<id>``), one sample in full (``/run/<id>/sample/<id>``),
-  the paired comparison of two runs (``/compare``), full-text search over the samples
-  (``/search``, :mod:`assay.store.search`), a run's report files served read-only from its
-  folder (``/run/<id>/files/<name>``) and the JSON its live view polls
-  (``/api/run/<id>/progress``). The store is opened with ``Store(readonly=True)``
-  (SQLite ``mode=ro``).
-- The review page of a problems file, under ``/review/`` (:mod:`assay.review.page`),
-  whose JSON API (``/review/api/...``) is the only place that takes writes.
-
-Every request passes :func:`assay.web.security.guard` (loopback ``Host`` only, writes only
-as same-origin JSON to the review API, anything else but GET/HEAD is 405, a
-Content-Security-Policy that allows only the app's own CSS and JS on every answer), then
-:func:`error_pages` (one-line 4xx/5xx pages, never a traceback).
-"""
+``assay view`` and ``assay review DATA`` both start it. The viewer reads the store
+read-only (SQLite ``mode=ro``); the review API under ``/review/api/`` is the only place
+that takes writes. Every request passes :func:`assay.web.security.guard`, then
+:func:`error_pages` (one-line 4xx/5xx pages, never a traceback)."""
 
 from __future__ import annotations
 
@@ -32,7 +18,6 @@ from typing import Any
 
 from aiohttp import web
 
-from assay.engine.finalize import describe_old_store
 from assay.errors import ConfigError, StoreError
 from assay.review import api as review_api
 from assay.review import pages as review_pages
@@ -52,9 +37,8 @@ log = logging.getLogger(__name__)
 
 @web.middleware
 async def error_pages(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
-    """Middleware: a bad parameter is a 400 page, an unknown run or sample a 404 page,
-    and an unexpected failure a 500 page with one line (the traceback goes to the log);
-    under an ``/api/`` path the same as ``{"ok": false, "error": ...}``."""
+    """Middleware: a bad parameter is a 400 page, an unknown run a 404, a failure a 500
+    with one line (the traceback to the log); under ``/api/`` the same as JSON."""
     st = state_of(request)
     api = "/api/" in request.path
 
@@ -85,11 +69,8 @@ def _store_path(store_path: str | Path | None) -> Path:
 
 def create_app(store_path: str | Path | None = None, *,
                review: ReviewPage | None = None) -> web.Application:
-    """The app over the store at ``store_path`` (default: the workspace's ``assay.db``),
-    with ``review``'s page under ``/review/`` when given.
-
-    A missing or unreadable store is a :class:`StoreError` here, not at the first request.
-    """
+    """The app over ``store_path`` (default: the workspace's ``assay.db``), with
+    ``review``'s page under ``/review/``; a missing store is a StoreError here."""
     app = web.Application(middlewares=[guard, error_pages], client_max_size=1024 * 1024)
     state = app[STATE_KEY] = WebState(_store_path(store_path))
     r = app.router
@@ -128,8 +109,7 @@ def create_app(store_path: str | Path | None = None, *,
 
 
 async def _old_item_url(request: web.Request) -> web.Response:
-    """An item's page as bookmarked from the review page's own server (``/item/N``, before
-    it moved under ``/review/``): a permanent redirect, so a reviewer's links still work."""
+    """``/item/N``, where an item was before it moved under ``/review/``: redirected."""
     raise web.HTTPMovedPermanently(f"{PREFIX}/item/{request.match_info['n']}"
                                    + (f"?{request.query_string}" if request.query_string else ""))
 
@@ -139,11 +119,8 @@ async def _no_icon(request: web.Request) -> web.Response:
 
 
 async def start_site(app: web.Application, host: str, port: int) -> tuple[str, web.AppRunner]:
-    """Start ``app`` on ``host:port`` (``port=0`` picks a free one); returns its base URL
-    (``http://127.0.0.1:PORT/``) and the runner (``await runner.cleanup()`` stops it).
-
-    A port in use, or one that cannot be bound, is a one-line :class:`ConfigError`.
-    """
+    """Start ``app`` (``port=0``: a free one); its base URL and runner. A port in use
+    or that cannot be bound is a one-line ConfigError."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -168,11 +145,8 @@ async def start_site(app: web.Application, host: str, port: int) -> tuple[str, w
 async def serve(host: str = "127.0.0.1", port: int = 0, *,
                 store_path: str | Path | None = None, review: ReviewPage | None = None,
                 open_browser: bool = False) -> tuple[str, web.AppRunner]:
-    """Start the app; returns the URL of its page (the review page's start when ``review``
-    is given, else the runs list) and the running runner (``await runner.cleanup()`` stops
-    it). Binds to loopback only (a :class:`ValueError` otherwise); ``port=0`` picks a free
-    port. With a review page, a workspace without a store gets an empty one (the viewer
-    then lists no runs); without, a missing store is a :class:`StoreError`."""
+    """Start the app on loopback only; the URL of its page and the runner. With a review
+    page, a workspace without a store gets an empty one; without, that is a StoreError."""
     check_loopback(host)
     if review is not None and review.store is None:
         Store(_store_path(store_path)).close()
@@ -185,8 +159,7 @@ async def serve(host: str = "127.0.0.1", port: int = 0, *,
 
 
 def run_until_stopped(start: Callable[[], Awaitable[web.AppRunner]]) -> None:
-    """Run ``start()`` (which starts a site and says where) until SIGINT or SIGTERM, then
-    clean the runner up; Ctrl-C never ends in a traceback."""
+    """Run ``start()`` until SIGINT or SIGTERM, then clean up; Ctrl-C is no traceback."""
 
     async def main() -> None:
         runner = await start()
@@ -211,18 +184,12 @@ def run_until_stopped(start: Callable[[], Awaitable[web.AppRunner]]) -> None:
 def launch(*, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,
            store_path: str | Path | None = None, review: ReviewPage | None = None,
            echo: Callable[[str], Any] = print) -> None:
-    """Serve until Ctrl-C (what ``assay view`` and ``assay review`` run).
-
-    Before serving, the finished runs an older assay stored without a description are
-    described once (:func:`assay.engine.finalize.describe_old_store`: the upgrade of the
-    store, like its schema's; the app itself then only reads).
-    """
+    """Serve until Ctrl-C (``assay view``, ``assay review``)."""
     try:
         check_loopback(host)
     except ValueError as e:
         raise ConfigError(str(e)) from e
     path = _store_path(store_path)
-    describe_old_store(path)
 
     async def start() -> web.AppRunner:
         url, runner = await serve(host, port, store_path=path, review=review,

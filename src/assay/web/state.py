@@ -1,6 +1,5 @@
-"""What every request of the local web app shares: the store (read-only, one connection
-per worker thread), the templates, the static files' version, and a small cache; plus
-:class:`PageError`, an answer other than the page asked for."""
+"""What every request of the local web app shares: the store (read-only, a connection
+per worker thread), the templates, the static files' version, and a small cache."""
 
 from __future__ import annotations
 
@@ -16,11 +15,12 @@ from urllib.parse import quote
 from aiohttp import web
 from jinja2 import Environment, FileSystemLoader
 
+from assay.errors import RunNotFoundError
 from assay.store.search import SearchIndex
 from assay.store.sqlite import Store
 
-__all__ = ["STATE_KEY", "STATIC", "TEMPLATES", "PageError", "WebState", "html", "sample_url",
-           "state_of"]
+__all__ = ["STATE_KEY", "STATIC", "TEMPLATES", "PageError", "WebState", "html", "run_or_404",
+           "sample_url", "state_of"]
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -30,12 +30,19 @@ T = TypeVar("T")
 
 
 class PageError(Exception):
-    """An answer other than the page asked for: ``status``, a title and one line (shown as
-    a small HTML page, or as ``{"ok": false, "error": ...}`` under an ``/api/`` path)."""
+    """An answer other than the page asked for: ``status``, a title and one line (a small
+    page, or ``{"ok": false, "error": ...}`` under ``/api/``)."""
 
     def __init__(self, status: int, title: str, message: str) -> None:
         super().__init__(message)
         self.status, self.title, self.message = status, title, message
+
+
+def run_or_404(store: Store, run_id: str) -> dict[str, Any]:
+    try:
+        return store.get_run(run_id)
+    except RunNotFoundError as e:
+        raise PageError(404, "Run not found", str(e)) from None
 
 
 def _date(ts: Any) -> str:
@@ -54,8 +61,8 @@ def sample_url(run_id: str, sample_id: str, epoch: int | None = None, query: str
 
 
 class WebState:
-    """The store path, a thread pool whose threads each hold a read-only :class:`Store`,
-    the Jinja environment (autoescape on) and the category counts' cache."""
+    """A thread pool whose threads each hold a read-only :class:`Store`, the Jinja
+    environment (autoescape on) and the category counts' cache."""
 
     def __init__(self, store_path: Path, workers: int = 4) -> None:
         self.store_path = store_path
@@ -90,7 +97,6 @@ class WebState:
         return await loop.run_in_executor(self.pool, lambda: fn(self._store(), *args))
 
     def render(self, name: str, **ctx: Any) -> str:
-        """The HTML of template ``name``."""
         return self.env.get_template(name).render(static_version=self.static_version, **ctx)
 
     def close(self) -> None:
@@ -107,11 +113,9 @@ STATE_KEY = web.AppKey("web_state", WebState)
 
 
 def state_of(request: web.Request) -> WebState:
-    """The state of the app that received ``request``."""
     return request.app[STATE_KEY]
 
 
 def html(st: WebState, template: str, *, http_status: int = 200, **ctx: Any) -> web.Response:
-    """A page rendered from ``template`` with ``ctx``, answered with ``http_status``."""
     return web.Response(text=st.render(template, **ctx), status=http_status,
                         content_type="text/html")

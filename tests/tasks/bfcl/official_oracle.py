@@ -42,7 +42,8 @@ def data_dir() -> Path:
 @cache
 def load() -> types.SimpleNamespace:
     """Import the official checker pieces with a stubbed model registry."""
-    os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl-root-"))
+    # bfcl_eval makes folders there on import: never a BFCL_PROJECT_ROOT set outside the tests
+    os.environ["BFCL_PROJECT_ROOT"] = tempfile.mkdtemp(prefix="bfcl-root-")
     stub = types.ModuleType("bfcl_eval.constants.model_config")
 
     class _Cfg:

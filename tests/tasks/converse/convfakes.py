@@ -19,12 +19,17 @@ from typing import Any
 
 import yaml
 
+from assay.sandbox import bwrap_problem
 from assay.store.sqlite import Store
 from assay.testing import FakeServer
 
 MARK = re.compile(r"\[CASE-([A-Za-z0-9_-]+)\]")
 ROLES = ("--model", "openai/agent", "--examiner-model", "openai/examiner",
          "--judge-model", "openai/judge")
+#: where bubblewrap cannot run, the tests about converse (not about the sandbox) run its
+#: eval_code points with weak isolation rather than be refused; with bwrap, nothing changes
+WEAK = bwrap_problem() is not None
+WEAK_ARGS = ("--allow-weak-sandbox",) if WEAK else ()
 
 
 def marker(body: dict[str, Any]) -> str | None:

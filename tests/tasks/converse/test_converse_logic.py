@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from convfakes import ConverseServer, marker, never_stop, stop_after, write_case
+from convfakes import WEAK, ConverseServer, marker, never_stop, stop_after, write_case
 
 import assay
 from assay.core.types import SampleResult
@@ -313,7 +313,8 @@ def test_a_run_in_process_scores_cases_and_reports_its_metrics(tmp_path: Path) -
         got = assay.evaluate("converse", "openai/agent", cases=str(tmp_path),
                              examiner_model="openai/examiner", judge_model=["openai/judge"],
                              base_url=srv.base_url, examiner_base_url=srv.base_url,
-                             judge_base_url=srv.base_url, epochs=2, quiet=True, seed=7)
+                             judge_base_url=srv.base_url, epochs=2, quiet=True, seed=7,
+                             allow_weak_sandbox=WEAK)
         judged = srv.bodies("judge")
         asked = srv.bodies("examiner")
         agent_bodies = srv.bodies("agent")

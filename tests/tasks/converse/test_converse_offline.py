@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from convfakes import WEAK_ARGS
 
 from assay.store.sqlite import Store, workspace_dir
 from assay.tasks.converse.cases import load_case
@@ -23,7 +24,8 @@ def test_a_builtin_case_runs_offline_on_the_embedded_model(tmp_path):
     case, _ = load_case(BUILTIN_CASES / "json_format.yaml", BUILTIN_CASES)
     out = subprocess.run(
         [sys.executable, "-m", "assay", "run", "converse", "--model", "local",
-         "--examiner-model", "local", "--judge-model", "local", "--sample-ids", "json_format"],
+         "--examiner-model", "local", "--judge-model", "local", "--sample-ids", "json_format",
+         *WEAK_ARGS],
         capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr
     assert "warning: the examiner model is the agent under test (local)" in out.stderr

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from convfakes import (
+    WEAK_ARGS,
     ConverseServer,
     converse_args,
     marker,
@@ -280,7 +281,7 @@ def test_a_python_reply_agent_is_fresh_per_case_and_epoch_and_writes_to_its_work
         write_case(folder, name, max_rounds=3, points=points)
     with ConverseServer(examiner=examiner_numbered) as srv:
         out = run_cli(*python_agent_args(folder, srv.base_url, "python/convagent:Counter",
-                                         "--epochs", "2"), env=with_pythonpath(mods))
+                                         "--epochs", "2", *WEAK_ARGS), env=with_pythonpath(mods))
         assert out.returncode == 0, out.stderr
         assert srv.bodies("agent") == []  # the agent is the Python class, not the server
         assert srv.bodies("judge") == []  # both points are eval_code

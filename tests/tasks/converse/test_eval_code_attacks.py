@@ -54,7 +54,9 @@ def test_hostile_eval_code_is_a_miss_with_its_reason_and_the_host_is_untouched(
     attacks = {
         "loop": ("while True:\n    pass", "timeout"),
         "sleep": ("import time\ntime.sleep(3600)", "timeout"),
-        "forkbomb": ("while True:\n    os.fork()", "Resource temporarily unavailable"),
+        # the process limit stops it, or on a loaded machine the timeout comes first
+        "forkbomb": ("while True:\n    os.fork()", ("Resource temporarily unavailable",
+                                                    "timeout")),
         "key": ("assert os.environ['OPENAI_API_KEY'], 'no key'", "KeyError: 'OPENAI_API_KEY'"),
         "keyprint": ("print(dict(os.environ))\nassert 'OPENAI_API_KEY' in os.environ, "
                      "'no key in the environment'", "no key in the environment"),
@@ -87,7 +89,8 @@ def test_hostile_eval_code_is_a_miss_with_its_reason_and_the_host_is_untouched(
             assert v["is_hit"] is True, v
             continue
         assert v["is_hit"] is False, (name, v)
-        assert reason in v["reason"], (name, v["reason"])
+        assert any(r in v["reason"] for r in ((reason,) if isinstance(reason, str) else reason)), (
+            name, v["reason"])
     assert verdicts["loop"]["timed_out"] and verdicts["sleep"]["timed_out"]
     assert verdicts["loop"]["reason"].startswith("timeout")
     # the host: nothing written, nothing connected, the key never seen or stored

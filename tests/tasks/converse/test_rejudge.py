@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from convfakes import (
+    WEAK_ARGS,
     ConverseServer,
     role_urls,
     run_cli,
@@ -92,7 +93,8 @@ def first_run(case: Path, srv: ConverseServer, *extra: str) -> str:
     """``run converse`` judged by ``openai/judge-a``; the run id."""
     out = run_cli("run", "converse", "--cases", str(case), "--model", "openai/agent",
                   "--examiner-model", "openai/examiner", "--judge-model", "openai/judge-a",
-                  "--base-url", srv.base_url, *role_urls(srv.base_url), "-q", *extra)
+                  "--base-url", srv.base_url, *role_urls(srv.base_url), "-q", *WEAK_ARGS,
+                  *extra)
     assert out.returncode == 0, out.stderr
     return run_id_of(out.stdout)
 

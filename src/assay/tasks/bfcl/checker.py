@@ -1,28 +1,15 @@
-"""The BFCL v4 AST checker and relevance check, verdict for verdict as the official one.
+"""The BFCL v4 AST checker and relevance check, verdict for verdict as the official one
+(``bfcl-eval`` 2026.3.23, reference/bfcl.md §4, §5, §11), on *decoded* output
+``[{function_name: {param: value}}]``.
 
-Input is the *decoded* model output: a list of ``{function_name: {param: value}}``
-(prompt text decoded, or FC tool calls with their JSON arguments parsed). The rules are
-those of ``bfcl-eval`` 2026.3.23 (reference/bfcl.md §4, §5, §11), re-implemented here:
-
-1. Format pre-check of the runner: not a call list -> ``ast_decoder:decoder_wrong_output_format``.
-2. Dispatch on the category name: ``"parallel"`` in it -> greedy matching of every
-   ground-truth call (in ground-truth order) to the first unused model call that passes;
-   else ``"multiple"`` in it -> one call, checked against the ground-truth function's doc;
-   else (simple) -> one call, checked against the first doc.
-3. Per call: function name (exact; with ``underscore_to_dot`` the expected dotted name
-   becomes ``a_b``), required params, then each model param in the model's order
-   (unexpected -> Java/JS conversion -> type -> value), then ground-truth params that
-   are not optional (no ``""`` option). The first failure decides the error type.
-
-Type rules: strict ``type()`` equality (``bool`` is not ``int``), Python-only int->float
-for ``float`` params, tuple->list for ``tuple`` params, a one-level element type check
-for arrays, and the "variable" rule (a value of the ground truth's own type is accepted
-when that type differs from the declared one, and is then compared with plain ``==``).
-Strings compare after standardization (drop the space character and ``, . / - _ * ^``,
-lowercase, ``'`` -> ``"``); lists are order-sensitive; dicts and lists of dicts follow
-the candidate rules of §4.6; everything else compares with ``==``.
-
-Pure functions, standard library only, no I/O.
+Per call: function name (exact; with ``underscore_to_dot`` the expected ``a.b`` becomes
+``a_b``), required params, each model param in the model's order (unexpected -> Java/JS
+conversion -> type -> value), then ground-truth params with no ``""`` option; the first
+failure decides the error type. Types compare by strict ``type()`` (``bool`` is not
+``int``; Python int->float for ``float``, tuple->list for ``tuple``; one-level element
+check for arrays); a value of the ground truth's own type, when that differs from the
+declared one, is accepted and compared with ``==`` (the "variable" rule). Strings compare
+standardized, lists in order, dicts and lists of dicts by the candidate rules of §4.6.
 """
 
 from __future__ import annotations
@@ -39,14 +26,8 @@ from assay.tasks.bfcl.convert import (
     convert_js,
 )
 
-__all__ = [
-    "Verdict",
-    "check_ast",
-    "check_relevance",
-    "is_call_list",
-    "is_empty_output",
-    "standardize",
-]
+__all__ = ["Verdict", "check_ast", "check_relevance", "is_call_list", "is_empty_output",
+           "standardize"]
 
 PYTHON_TYPES: dict[str, type] = {
     "string": str, "integer": int, "float": float, "boolean": bool,
@@ -80,6 +61,12 @@ LIST_DICT_UNCLEAR = "list_dict_checker:unclear"
 IRRELEVANCE_FAILED = "irrelevance_error:decoder_success"
 RELEVANCE_FAILED = "relevance_error:decoder_failed"
 
+#: per language of the Java/JavaScript categories: types, collection types, conversion,
+#: error type and the language's name in messages
+_FOREIGN: dict[str, tuple[dict[str, type], frozenset[str], Any, str, str]] = {
+    "java": (JAVA_TYPES, JAVA_COLLECTION_TYPES, convert_java, TYPE_JAVA, "Java"),
+    "javascript": (JS_TYPES, JS_COLLECTION_TYPES, convert_js, TYPE_JS, "JavaScript"),
+}
 _Failure = tuple[str, str]  # (error type, message); None means "passes"
 
 
@@ -99,15 +86,9 @@ def _fail(failure: _Failure) -> Verdict:
     return Verdict(False, failure[0], (failure[1],))
 
 
-# ------------------------------------------------------------------------ output shape
-
-
 def is_call_list(decoded: Any) -> bool:
-    """Whether ``decoded`` is a list of single-key dicts whose value is a dict.
-
-    The official ``is_function_calling_format_output`` rule: exact types (no
-    subclasses); ``[]`` counts as a call list.
-    """
+    """The official ``is_function_calling_format_output``: a list of single-key dicts whose
+    value is a dict, exact types (no subclasses); ``[]`` counts."""
     if type(decoded) is not list:
         return False
     for item in decoded:
@@ -126,8 +107,6 @@ def is_empty_output(decoded: Any) -> bool:
     return len(decoded) == 0 or (len(decoded) == 1 and len(decoded[0]) == 0)
 
 
-# ------------------------------------------------------------------------ value checks
-
 _STANDARDIZED: dict[str, str] = {}  # memo: ground-truth strings recur on every run
 _STANDARDIZED_MAX = 65536
 
@@ -135,9 +114,8 @@ _STANDARDIZED_MAX = 65536
 def standardize(text: str) -> str:
     """The official string normalization: drop `` ,./-_*^``, lowercase, ``'`` -> ``"``.
 
-    Only the space character is dropped (not tabs or newlines), and the characters go
-    before lowercasing, as officially (this matters for context-dependent case
-    mappings such as the Greek final sigma).
+    Only the space character is dropped (not tabs or newlines), before lowercasing, as
+    officially (it matters for context-dependent case mappings like the Greek final sigma).
     """
     done = _STANDARDIZED.get(text)
     if done is None:
@@ -244,9 +222,6 @@ def _check_dict_list(param: str, value: list[Any], options: Any) -> _Failure | N
     return failure
 
 
-# ------------------------------------------------------------------------ one parameter
-
-
 def _check_param(param: str, value: Any, spec: dict[str, Any], options: Any,
                  language: str) -> _Failure | None:
     """Conversion, type and value check of one supplied parameter."""
@@ -260,28 +235,18 @@ def _check_param(param: str, value: Any, spec: dict[str, Any], options: Any,
                 value = list(value)
         elif declared == "float" and type(value) is int:
             value = float(value)
-    elif language == "java":
-        expected = JAVA_TYPES[declared]
-        if type(value) is not str:
-            return (TYPE_JAVA, f"{param}: Java values must be strings in Java syntax, "
-                               f"got {type(value).__name__} {value!r}")
-        if declared in JAVA_COLLECTION_TYPES:
-            element = spec["items"]["type"]
-            item_type = JAVA_TYPES[element]
-            value = convert_java(value, declared, element)
-        else:
-            value = convert_java(value, declared)
     else:
-        expected = JS_TYPES[declared]
+        types, collections, convert, error, lang = _FOREIGN[language]
+        expected = types[declared]
         if type(value) is not str:
-            return (TYPE_JS, f"{param}: JavaScript values must be strings in JavaScript "
-                             f"syntax, got {type(value).__name__} {value!r}")
-        if declared in JS_COLLECTION_TYPES:
+            return (error, f"{param}: {lang} values must be strings in {lang} syntax, "
+                           f"got {type(value).__name__} {value!r}")
+        if declared in collections:
             element = spec["items"]["type"]
-            item_type = JS_TYPES[element]
-            value = convert_js(value, declared, element)
+            item_type = types[element]
+            value = convert(value, declared, element)
         else:
-            value = convert_js(value, declared)
+            value = convert(value, declared)
 
     # type check, with the "variable" rule: the ground truth's own type is accepted too
     if type(options) is list and options and options[0] != "":
@@ -315,9 +280,6 @@ def _check_param(param: str, value: Any, spec: dict[str, Any], options: Any,
     if value in options:
         return None
     return VALUE_OTHERS, f"{param}: {value!r} is none of {options!r}"
-
-
-# ------------------------------------------------------------------------ one call
 
 
 def _check_call(doc: dict[str, Any], call: dict[str, Any], expected_call: dict[str, Any],
@@ -383,16 +345,11 @@ def _check_parallel(docs: list[dict[str, Any]], calls: list[Any], truth: list[An
 
 def check_ast(function_docs: list[dict[str, Any]], decoded: Any, ground_truth: list[dict[str, Any]],
               *, language: str, category: str, underscore_to_dot: bool) -> Verdict:
-    """Check decoded model output against an entry's ground truth, as the official runner.
+    """Check decoded output against an entry's ``possible_answer``, as the official runner.
 
-    ``function_docs`` are the entry's typed function docs (without language hints),
-    ``ground_truth`` its ``possible_answer`` list, ``language`` one of ``"python"``,
-    ``"java"``, ``"javascript"``, ``category`` the BFCL category name (dispatch is by
-    substring: ``parallel``, then ``multiple``, else simple) and ``underscore_to_dot``
-    whether expected names ``a.b`` are to be called ``a_b`` (FC models).
-
-    Raises what the official checker raises for inputs it cannot handle (for example
-    ``NotImplementedError`` for Java ``Set`` parameters, ``KeyError`` for unknown types).
+    ``function_docs`` come without language hints; dispatch is by substring of
+    ``category`` (``parallel``, then ``multiple``, else simple). Raises what the official
+    checker raises (``NotImplementedError`` for Java ``Set``, ``KeyError`` for unknown types).
     """
     if language not in _LANGUAGES:
         raise ValueError(f"unsupported language: {language!r}")
@@ -417,13 +374,8 @@ def check_ast(function_docs: list[dict[str, Any]], decoded: Any, ground_truth: l
 
 
 def check_relevance(decoded_ok: bool, decoded: Any, *, category: str) -> Verdict:
-    """The (ir)relevance verdict: is there a call, and should there be one?
-
-    ``decoded_ok`` is False when decoding raised. A call is present when decoding
-    succeeded and the output is not empty (:func:`is_empty_output`). Categories with
-    ``"irrelevance"`` in their name pass without a call; the others (live_relevance)
-    pass with one. Names and arguments of the call are never looked at.
-    """
+    """The (ir)relevance verdict (``decoded_ok``: decoding did not raise): ``irrelevance``
+    categories pass without a call, the others with one; the call itself is not looked at."""
     has_call = bool(decoded_ok) and not is_empty_output(decoded)
     if "irrelevance" in category:
         return _CALL_DECODED if has_call else PASS

@@ -1,14 +1,10 @@
-"""Official BFCL v4 data without the official package's dependencies.
+"""Official BFCL v4 data without the official package's dependencies, found in order:
 
-Where the data comes from, in order:
-
-1. ``--bfcl-data-dir``: a clone of ShishirPatil/gorilla (the repository root,
-   ``berkeley-function-call-leaderboard``, or its ``bfcl_eval/data``), the book's layout;
-2. an installed ``bfcl_eval`` (located with ``importlib.util.find_spec``, never imported);
-3. the data cache (:mod:`assay.data.cache`, ``<data root>/bfcl/<version>``) filled by
-   ``assay data pull bfcl``, which extracts ``bfcl_eval/data/`` from the ``bfcl-eval``
-   wheel (:func:`assay.data.wheels.fetch_wheel`, pinned version) without installing it
-   and records it in the cache's manifest.
+1. ``--bfcl-data-dir``: a gorilla clone (its root, ``berkeley-function-call-leaderboard``
+   or ``bfcl_eval/data``), the book's layout;
+2. an installed ``bfcl_eval`` (found with ``importlib.util.find_spec``, never imported);
+3. the data cache (``<data root>/bfcl/<version>``) that ``assay data pull bfcl`` fills
+   from the pinned ``bfcl-eval`` wheel, without installing it.
 
 Every run records the source, version and a content hash of the files it read.
 """
@@ -44,11 +40,11 @@ class DataSource:
     version: str
 
     def describe(self) -> dict[str, Any]:
-        """Recorded with the run."""
         return {"source": f"bfcl:{self.kind}", "path": str(self.path), "version": self.version}
 
 
 PACKAGE = "bfcl-eval"
+_HINT = "pass --wheel FILE or --bfcl-data-dir to a gorilla clone"
 
 
 def cache_root() -> Path:
@@ -116,9 +112,8 @@ def locate(data_dir: str | Path | None = None) -> DataSource:
     )
 
 
-#: the package files the simulators import (all ``__init__`` files are empty): the memory
-#: backends' base class also imports ``bfcl_eval.utils`` and, through it, these constants
-#: (``model_config``, which imports every model handler, is not among them)
+#: the package files the simulators import (the ``__init__`` files are empty; not
+#: ``model_config``, which imports every model handler)
 SIM_FILES = ("bfcl_eval/__init__.py", "bfcl_eval/eval_checker/__init__.py",
              "bfcl_eval/eval_checker/multi_turn_eval/__init__.py", "bfcl_eval/utils.py",
              "bfcl_eval/constants/__init__.py", "bfcl_eval/constants/category_mapping.py",
@@ -130,8 +125,8 @@ CODE_DIR = "_code"
 
 
 def _wheel_target(name: str) -> str | None:
-    """Where a wheel member goes, relative to the version's folder: the data, or a
-    simulator source under ``_code``; ``None`` for the rest of the package."""
+    """Where a wheel member goes under the version's folder (data, or a simulator source
+    under ``_code``); ``None`` for the rest."""
     if name.startswith("bfcl_eval/data/") and not name.endswith("/"):
         return name.removeprefix("bfcl_eval/data/")
     if name in SIM_FILES or (name.startswith(SIM_DIR) and name.endswith(".py")):
@@ -151,9 +146,8 @@ def copy_simulators(package_dir: Path, dest: Path) -> None:
 
 
 def extract_wheel(wheel: Path, dest: Path) -> int:
-    """Extract ``bfcl_eval/data/`` (and the multi-turn simulators' sources, into
-    ``dest/_code``) from a wheel, every path checked inside ``dest``; returns the file
-    count."""
+    """Extract ``bfcl_eval/data/`` (and the simulators' sources, into ``dest/_code``) from a
+    wheel, every path checked inside ``dest``; returns the file count."""
     targets = {n: t for n in wheel_names(wheel) if (t := _wheel_target(n)) is not None}
     extract(wheel, targets, dest, what=f"{wheel.name}: member")
     if not (dest / _PROBE).is_file():
@@ -163,13 +157,9 @@ def extract_wheel(wheel: Path, dest: Path) -> int:
 
 def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
          force: bool = False) -> DataSource:
-    """Fill the data cache with the official data of ``bfcl-eval==version``.
-
-    Uses an installed ``bfcl_eval`` of that version when present, else the ``wheel``
-    file given or :func:`assay.data.wheels.fetch_wheel`'s, and extracts only
-    ``bfcl_eval/data/`` and the multi-turn simulators' sources; the package and its
-    dependencies are never installed. The folder is recorded in the cache's manifest.
-    """
+    """Fill the data cache with the official data of ``bfcl-eval==version``: from an
+    installed ``bfcl_eval`` of that version, else the ``wheel`` given or fetched, extracting
+    only the data and the simulators' sources (nothing is installed)."""
     dest = cache_root() / check_version(version, what="BFCL version")  # a folder name
     if (dest / _PROBE).is_file() and (dest / CODE_DIR).is_dir() and not force \
             and cache.lookup("bfcl", "bfcl", version) is not None:  # kept only as pulled
@@ -185,8 +175,7 @@ def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
             copy_simulators(pkg, tmp_dest)
             detail["installed"] = str(pkg)
         else:
-            wheel_path = fetch_wheel(PACKAGE, version, wheel=wheel, hint=_HINT) if wheel \
-                else _download_wheel(version)
+            wheel_path = fetch_wheel(PACKAGE, version, wheel=wheel or None, hint=_HINT)
             extract_wheel(wheel_path, tmp_dest)
             detail.update(wheel=wheel_path.name, wheel_sha256=cache.sha256_files([wheel_path]))
         if dest.exists():
@@ -198,13 +187,6 @@ def pull(version: str = BFCL_EVAL_VERSION, *, wheel: str | Path | None = None,
                  path=dest, files=cache.tree_files(dest), detail=detail)
     return DataSource(dest, "cache", version)
 
-
-_HINT = "pass --wheel FILE or --bfcl-data-dir to a gorilla clone"
-
-
-def _download_wheel(version: str) -> Path:
-    """The ``bfcl-eval`` wheel of ``version`` from the cache's wheels, else PyPI."""
-    return fetch_wheel(PACKAGE, version, hint=_HINT)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -1,43 +1,27 @@
-"""Decoding of BFCL model output into calls, as the official BFCL v4 decoders do it.
-
-Facts reproduced here (``reference/bfcl.md`` §3, §5, §9) come from the official
-``default_decode_ast_prompting`` (prompt mode), the tree-sitter Java / JavaScript call
-parsers it relies on, and the OpenAI-style FC ``decode_ast``. This is an independent
-implementation: nothing from ``bfcl_eval`` is imported or copied, and model text is
-never ``eval``-ed.
-
-Decoded form: ``[{function_name: {param: value, ...}}, ...]``.
+"""Decoding of BFCL model output into calls ``[{name: {param: value}}]``, as the official
+v4 decoders do (``default_decode_ast_prompting``, its tree-sitter Java/JavaScript parsers,
+the FC ``decode_ast``; reference/bfcl.md §3, §5, §9). Independent: nothing from
+``bfcl_eval`` is imported, model text is never ``eval``-ed.
 
 Official quirks kept on purpose (the headline score must agree verdict for verdict):
 
-* Python: only keyword arguments are kept (positional ones are dropped silently); a
-  unary operator always *negates* a literal (``+5`` -> -5, ``not True`` -> -1);
-  ``x`` -> ``"x"``; ``g(1)`` -> ``"g(1)"``; ``g(b=1)`` -> ``{"g": {"b": 1}}``;
-  ``x[0]`` -> ``"x[0]"``; ``...`` -> ``"..."``; ``**kw`` -> key ``None``; attributes,
-  sets, f-strings and lambdas fail the whole decode.
-* Binary operations are evaluated (the official code calls ``eval``). assay evaluates
-  literal expressions only; a binary operation that mentions a name or a call fails to
-  decode. The official ``eval`` would resolve such names in its own module namespace
-  and call builtins (``abs(-5)+1`` -> 6): the one deliberate difference.
-* Java / JavaScript: argument values are source-text strings; quotes are stripped only
-  from string literals. Java rebuilds nested values from their tokens *without*
-  whitespace (``1 + 2`` -> ``"1+2"``), drops anonymous class bodies
-  (``new HashMap<>() {{ put(..); }}`` -> ``"new HashMap<>()"``), slices text by byte
-  offsets (non-ASCII text comes out shifted) and returns only the first call. When no
-  call is found the official Java decoder returns ``{}`` and the JavaScript one
-  ``None``; :func:`decode_prompt` returns those same values, which then fail the
-  function-calling format check (``ast_decoder:decoder_wrong_output_format``).
+* Python: only keyword arguments are kept (positional ones dropped silently); a unary
+  operator always *negates* a literal (``+5`` -> -5, ``not True`` -> -1); ``x`` -> ``"x"``;
+  ``g(1)`` -> ``"g(1)"``; ``g(b=1)`` -> ``{"g": {"b": 1}}``; ``x[0]`` -> ``"x[0]"``;
+  ``...`` -> ``"..."``; ``**kw`` -> key ``None``; attributes, sets, f-strings and lambdas
+  fail the whole decode.
+* Binary operations are evaluated (officially by ``eval``); assay evaluates literal
+  expressions only, so one naming a name or call fails to decode, where the official
+  ``eval`` would resolve it (``abs(-5)+1`` -> 6): the one deliberate difference.
+* Java / JavaScript: values are source-text strings, quotes stripped only from string
+  literals. Java rebuilds nested values from tokens *without* whitespace (``1 + 2`` ->
+  ``"1+2"``), drops anonymous class bodies (``new HashMap<>() {{ put(..); }}`` ->
+  ``"new HashMap<>()"``), slices by byte offsets (non-ASCII text comes out shifted) and
+  returns only the first call.
 
-Speed: parsing is most of the cost of a Python decode, so two exact shortcuts run before
-the stdlib parser: plain call lists (``[f(a=1, b='x')]``, the usual model output) are read
-with a few regexes, and text that cannot hold a call list (prose, the usual irrelevance
-answer) fails at once. Anything they are not sure of goes to the parser; the tests check
-that all three ways give the same result (tests/tasks/bfcl/test_decode_fast.py).
-
-The per-language decoders live in :mod:`assay.tasks.bfcl.decode_python` (with
-:mod:`assay.tasks.bfcl.python_literal`) and :mod:`assay.tasks.bfcl.decode_treesitter`;
-assay's tolerant extraction, never part of the headline score, in
-:mod:`assay.tasks.bfcl.decode_tolerant`.
+Speed: two exact shortcuts run before the stdlib parser (a regex read of plain call lists,
+an early failure for text that cannot hold one); tests/tasks/bfcl/test_decode_fast.py
+checks all three ways agree.
 """
 
 from __future__ import annotations
@@ -50,19 +34,9 @@ from assay.tasks.bfcl.decode_error import DecodeError
 from assay.tasks.bfcl.decode_python import decode_python, fast_decode_python, holds_no_call
 from assay.tasks.bfcl.decode_treesitter import decode_java, decode_javascript
 
-__all__ = [
-    "LANGUAGES",
-    "DecodeError",
-    "decode_fc",
-    "decode_prompt",
-    "fc_result_entries",
-]
+__all__ = ["LANGUAGES", "DecodeError", "decode_fc", "decode_prompt", "fc_result_entries"]
 
 LANGUAGES = ("python", "java", "javascript")
-
-
-# --------------------------------------------------------------------------------------
-# prompt mode: shared preparation
 
 
 def _bracketed(text: str) -> str:
@@ -76,22 +50,16 @@ def _bracketed(text: str) -> str:
 
 
 def decode_prompt(text: str, language: str) -> list[dict[str, dict[str, Any]]]:
-    """Decode prompt-mode output exactly as the official default decoder does.
-
-    ``language`` is ``"python"``, ``"java"`` or ``"javascript"``. Raises
-    :class:`DecodeError` wherever the official decoder raises. For Java and JavaScript
-    the official decoder returns a non-list when the text holds no call (Java ``{}``,
-    JavaScript ``None``); those values are returned unchanged so that the caller's
-    format check fails exactly as the official one does.
-    """
+    """Decode prompt-mode output exactly as the official default decoder does, raising
+    :class:`DecodeError` where it raises; a Java/JavaScript text with no call gives the
+    official non-list (``{}`` / ``None``), so the caller's format check fails as officially."""
     if language not in LANGUAGES:
         raise ValueError(f"unsupported BFCL language {language!r}; choose from {LANGUAGES}")
     if not isinstance(text, str):
         raise DecodeError(f"prompt-mode output must be text, got {type(text).__name__}")
     source = _bracketed(text)
     if language == "python":
-        # The exact shortcuts first (see fast_decode_python): most outputs, calls and prose
-        # alike, never reach the parser.
+        # The exact shortcuts first: most outputs, calls and prose alike, skip the parser.
         fast = fast_decode_python(source)
         if fast is not None:
             return fast
@@ -110,24 +78,11 @@ def decode_prompt(text: str, language: str) -> list[dict[str, dict[str, Any]]]:
         raise DecodeError(f"cannot decode: {exc!r}") from exc
 
 
-# --------------------------------------------------------------------------------------
-# FC mode
-
-
 def decode_fc(tool_calls: list[tuple[str, str | dict]]) -> list[dict[str, dict]]:
-    """Decode native tool calls ``[(name, json_arguments)]`` as the official FC handlers do.
-
-    The argument text is ``json.loads``-ed (an already parsed dict is taken as is, copied).
-    Bad JSON raises :class:`DecodeError`, as the official decoder raises. A JSON value
-    that is not an object is kept; the format check rejects it later, as officially.
-    """
-    decoded: list[dict[str, Any]] = []
-    for name, arguments in tool_calls:
-        if isinstance(arguments, dict):
-            decoded.append({name: copy.deepcopy(arguments)})
-            continue
-        decoded.append({name: _loads(arguments)})
-    return decoded
+    """Decode native tool calls ``[(name, json_arguments)]`` as the official FC handlers do:
+    bad JSON raises; a parsed dict is copied; a non-object is kept (the format check fails it)."""
+    return [{name: copy.deepcopy(arguments) if isinstance(arguments, dict) else _loads(arguments)}
+            for name, arguments in tool_calls]
 
 
 def _loads(arguments: Any) -> Any:
@@ -140,12 +95,8 @@ def _loads(arguments: Any) -> Any:
 
 
 def fc_result_entries(result: Any) -> list[dict[str, Any]]:
-    """Decode the ``result`` of an official FC result-file line, ``[{name: "<json args>"}]``.
-
-    Mirrors the official FC decoder: each item contributes its *first* key only, whose
-    value must be JSON text. A text reply (a non-empty string) raises
-    :class:`DecodeError`, as it does officially; an empty string or list decodes to ``[]``.
-    """
+    """Decode an official FC result-file ``result``, ``[{name: "<json args>"}]``: each item's
+    *first* key only; text (non-empty) raises, as officially; ``""`` or ``[]`` give ``[]``."""
     if isinstance(result, dict):
         # Iterating a dict yields its (string) keys, which the official decoder rejects.
         if result:

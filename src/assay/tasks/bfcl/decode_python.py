@@ -1,9 +1,5 @@
-"""BFCL prompt mode, Python: call lists decoded with the stdlib parser, as officially.
-
-The official resolution rules and quirks are listed in :mod:`assay.tasks.bfcl.decode`.
-Two exact shortcuts run before the parser (:func:`fast_decode_python` and
-:func:`holds_no_call`); whatever they are not sure of goes to :func:`decode_python`.
-"""
+"""BFCL prompt mode, Python: call lists decoded with the stdlib parser, as officially (rules
+and quirks: :mod:`assay.tasks.bfcl.decode`), after two exact shortcuts."""
 
 from __future__ import annotations
 
@@ -27,9 +23,8 @@ for _category in (SyntaxWarning, DeprecationWarning):
 
 
 def decode_python(source: str) -> list[dict[str, dict[str, Any]]]:
-    """Bracketed text (``[...]``) decoded the general way: the stdlib parser, then the
-    official resolution rules. Raises :class:`DecodeError` where the official decoder fails.
-    """
+    """Bracketed text (``[...]``) decoded by the stdlib parser and the official resolution
+    rules; :class:`DecodeError` where the official decoder fails."""
     cleaned = source.strip().strip("'")  # a no-op on bracketed text, kept as officially
     try:
         tree = ast.parse(cleaned, filename=_MODEL_TEXT, mode="eval")
@@ -50,21 +45,15 @@ def decode_python(source: str) -> list[dict[str, dict[str, Any]]]:
     return decoded
 
 
-# Fast paths. ``ast.parse`` is most of the cost of decoding (about 10-20 us even for a
-# short text, failures included), so two exact shortcuts come first; whatever they are
-# not sure of goes to the parser, so the result is always the parser's.
-#
-# 1. Plain call lists: ``[name(key=value, ...), ...]`` with ASCII dotted names, keyword
-#    arguments only, and values that are string literals without escapes, decimal
-#    numbers, True / False / None, or flat lists / dicts of those. Within that grammar
-#    the tokens mean the same to Python and to the regexes below, and the decoded
-#    values are the ones the general path computes (a leading "-" negates the number,
-#    which is what the official unary-operator quirk does to a literal).
-# 2. Text that cannot be a list of calls. Without a comment ("#"), a list display of
-#    calls ends with the last call's ")" followed only by whitespace, line
-#    continuations and one optional comma before the final "]"; an empty list holds
-#    only whitespace and continuations. Text that fits neither (prose, most of all)
-#    fails to decode whatever the parser says about it.
+# Fast paths: ``ast.parse`` is most of a decode's cost (10-20 us, failures included), so two
+# exact shortcuts come first; what they are not sure of goes to the parser.
+# 1. Plain call lists: ``[name(key=value, ...), ...]``, ASCII dotted names, keyword arguments
+#    only, values that are escape-free string literals, decimal numbers, True/False/None or
+#    flat lists/dicts of those: there the tokens mean the same to Python and the regexes,
+#    and a leading "-" negates the number as the official unary quirk does.
+# 2. Text that cannot be a list of calls: without "#", a list of calls ends with ")" then
+#    only whitespace, continuations and one optional "," before "]"; an empty list holds
+#    only whitespace and continuations. Anything else fails whatever the parser says.
 
 _WS = r"[ \t\n]*"  # what may stand between tokens here (the parser allows more)
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"  # ASCII only: the parser NFKC-normalizes the rest
@@ -186,10 +175,7 @@ def _dotted_name(func: ast.expr) -> str:
 
 def _py_call(node: ast.Call) -> dict[str, dict[Any, Any]]:
     """One call: its dotted name and its keyword arguments (positional ones dropped)."""
-    params: dict[Any, Any] = {}
-    for kw in node.keywords:
-        params[kw.arg] = _py_value(kw.value)
-    return {_dotted_name(node.func): params}
+    return {_dotted_name(node.func): {kw.arg: _py_value(kw.value) for kw in node.keywords}}
 
 
 def _py_value(node: ast.expr | None) -> Any:
@@ -207,11 +193,7 @@ def _py_value(node: ast.expr | None) -> Any:
     if isinstance(node, ast.List):
         return [_py_value(item) for item in node.elts]
     if isinstance(node, ast.Dict):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in zip(node.keys, node.values, strict=True):
-            key = _py_value(key_node)
-            out[key] = _py_value(value_node)
-        return out
+        return {_py_value(k): _py_value(v) for k, v in zip(node.keys, node.values, strict=True)}
     if isinstance(node, ast.BinOp):
         return evaluate_literal(node)
     if isinstance(node, ast.Name):

@@ -1,9 +1,5 @@
-"""assay's tolerant extraction of BFCL calls: labelled, never used for the headline score.
-
-When the official decoder finds no call, this looks further: a code fence, a call list
-embedded in prose, or JSON call forms (see :func:`decode_tolerant`). Every candidate is
-decoded by the official decoder (:func:`assay.tasks.bfcl.decode.decode_prompt`).
-"""
+"""assay's tolerant extraction of BFCL calls (fences, calls in prose, JSON forms), each
+candidate decoded officially: labelled, never used for the headline score."""
 
 from __future__ import annotations
 
@@ -57,13 +53,11 @@ def _bracket_spans(text: str) -> list[tuple[int, int]]:
 
 def _json_values(text: str) -> list[Any]:
     """JSON values found in ``text``: the whole text, then every parseable ``{``/``[`` start."""
-    values: list[Any] = []
-    stripped = text.strip()
     try:
-        values.append(json.loads(stripped))
-        return values
+        return [json.loads(text.strip())]
     except ValueError:
         pass
+    values: list[Any] = []
     decoder = json.JSONDecoder()
     i = 0
     tried = 0
@@ -133,16 +127,11 @@ def source_text(value: Any) -> str:
 
 
 def decode_tolerant(text: str, language: str) -> tuple[list[dict] | None, str]:
-    """assay's tolerant extraction (reported separately, never the headline score).
-
-    Tries, in order: the official decode (``"official"``); the content of a code fence
-    (with or without a language tag) decoded officially (``"code_fence"``); the last
-    bracketed call list embedded in prose (``"embedded"``); JSON call forms
-    ``[{"name", "arguments"}]``, ``{"name", "arguments"}``, ``{"tool_calls": [...]}`` and
-    the official ``[{"function", "parameters"}]`` (``"json"``; for Java / JavaScript the
-    JSON values are turned into source-text strings). Returns ``(None, "none")``
-    when nothing decodes.
-    """
+    """assay's tolerant extraction, tried in order: the official decode (``"official"``); a
+    code fence's content decoded officially (``"code_fence"``); the last call list embedded
+    in prose (``"embedded"``); JSON call forms ``[{"name", "arguments"}]``, ``{"tool_calls":
+    [...]}``, the official ``[{"function", "parameters"}]`` (``"json"``; values as source text
+    for Java/JavaScript). ``(None, "none")`` when nothing decodes."""
     if not isinstance(text, str):
         return None, "none"
     decoded = _official_ok(text, language, allow_empty=True)

@@ -1,8 +1,5 @@
-"""BFCL prompt mode, Java and JavaScript: calls read from tree-sitter parse trees, as officially.
-
-The official quirks kept here are listed in :mod:`assay.tasks.bfcl.decode`. tree-sitter
-and its grammars are imported on first use only.
-"""
+"""BFCL prompt mode, Java and JavaScript: calls read from tree-sitter parse trees, as
+officially (quirks: :mod:`assay.tasks.bfcl.decode`); tree-sitter is imported on first use."""
 
 from __future__ import annotations
 
@@ -67,9 +64,8 @@ def _no_duplicates(params: dict[Any, list[str]]) -> dict[Any, str]:
 
 
 def decode_java(source: str) -> Any:
-    """The first call in Java call text (outer brackets cut off), as the official Java
-    decoder gives it: ``[{name: {param: source_text}}]``, or ``{}`` when there is none.
-    """
+    """The first call in Java call text (outer brackets cut off), as the official decoder
+    gives it: ``[{name: {param: source_text}}]``, or ``{}`` when there is none."""
     root = _parse_tree("java", source)
 
     def text(node: Any) -> str:
@@ -132,8 +128,7 @@ def decode_java(source: str) -> Any:
 
 def decode_javascript(source: str) -> Any:
     """The first call in JavaScript call text (outer brackets cut off), as the official
-    JavaScript decoder gives it: ``[{name: {param: source_text}}]``, or ``None``.
-    """
+    decoder gives it: ``[{name: {param: source_text}}]``, or ``None``."""
     root = _parse_tree("javascript", source)
     if root.type != "program":  # pragma: no cover - the grammar's root is always program
         return None

@@ -1,9 +1,7 @@
-"""Official result files from a run: ``result/<model>/<group>/BFCL_v4_<category>_result.json``.
-
-One ``{"id", "result"}`` line per entry, in the official id order; ``result`` is
-the raw output exactly as the official tools expect it (prompt text, or
-``[{name: json_args}]`` for FC). Samples that ended in an error have no output
-and are left out (score such files with ``--partial-eval``).
+"""Official result files from a run: ``result/<model>/<group>/BFCL_v4_<category>_result.json``,
+one ``{"id", "result"}`` line per entry in official id order, ``result`` the raw output as
+the official tools expect it; samples that ended in an error are left out (score such
+files with ``--partial-eval``).
 """
 
 from __future__ import annotations
@@ -28,13 +26,10 @@ def model_dir_name(model_id: str) -> str:
 def raw_output(r: SampleResult) -> Any:
     """The stored raw output of a scored sample (``None`` for errors)."""
     s = (r.scores or {}).get("bfcl")
-    if not s:
-        return None
-    return (s.get("metadata") or {}).get("raw")
+    return (s.get("metadata") or {}).get("raw") if s else None
 
 
 def export_results(results: list[SampleResult], result_dir: Path, model_name: str) -> list[Path]:
-    """Write the official result files; returns their paths."""
     by_cat: dict[str, list[SampleResult]] = defaultdict(list)
     for r in results:
         if r.error is None and r.epoch == 0 and raw_output(r) is not None:

@@ -1,19 +1,10 @@
-"""BFCL metrics: per-category accuracy with intervals and the leaderboard's aggregates.
-
-Aggregates follow the official ``generate_leaderboard_csv`` (reference/bfcl.md §7):
-
-- simple = unweighted mean of simple_python, simple_java, simple_javascript;
-- non-live overall = unweighted mean of simple, multiple, parallel, parallel_multiple
-  (irrelevance is not part of it);
-- live overall = entry-weighted mean of the four live AST categories;
-- irrelevance = unweighted mean of irrelevance and live_irrelevance;
-- multi-turn = unweighted mean of multi_turn_base, _miss_func, _miss_param, _long_context.
-
-An aggregate is reported only when every category it needs was run (the
-official tool counts a missing category as 0 instead); it is marked
-``partial`` when some of those categories were run on a subset. The
-leaderboard's overall score also needs the agentic categories (memory, web search),
-which assay does not run yet, so it is never reported.
+"""BFCL metrics: per-category accuracy with intervals and the leaderboard's aggregates, as
+the official ``generate_leaderboard_csv`` (reference/bfcl.md §7): simple, multi-turn, web
+search, memory and irrelevance (irrelevance, live_irrelevance) are unweighted means;
+non-live overall the unweighted mean of simple, multiple, parallel, parallel_multiple; live
+overall the entry-weighted mean of the four live AST categories. An aggregate is reported
+only when all its categories were run (officially a missing one counts as 0), ``partial``
+when some ran on a subset.
 """
 
 from __future__ import annotations
@@ -25,19 +16,8 @@ from typing import Any
 from assay.core.types import SampleResult
 from assay.metrics.registry import task_metric
 from assay.metrics.stats import bootstrap_interval, proportion
-from assay.metrics.summary import (
-    clustered_rate,
-    error_messages,
-    per_sample_means,
-    usage_summary,
-)
-from assay.tasks.bfcl.categories import (
-    MEMORY,
-    MULTI_TURN,
-    OFFICIAL_SIZES,
-    SUPPORTED,
-    WEB_SEARCH,
-)
+from assay.metrics.summary import clustered_rate, error_messages, per_sample_means, usage_summary
+from assay.tasks.bfcl.categories import MEMORY, MULTI_TURN, OFFICIAL_SIZES, SUPPORTED, WEB_SEARCH
 
 SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -55,10 +35,8 @@ task_metric("bfcl_accuracy", "bfcl", aliases=("bfcl", "bfcl_overall_accuracy"),
 
 def _aggregate(parts: tuple[str, ...], per: dict[str, dict[str, Any]],
                weighted: bool) -> dict[str, Any] | None:
-    """Mean (or entry-weighted mean) of ``parts``; ``None`` unless every part was run.
-
-    A part may itself be an aggregate (a dict with ``value`` and ``partial``).
-    """
+    """Mean (or entry-weighted mean) of ``parts`` (categories or aggregates); ``None``
+    unless every part was run."""
     if not all(p in per and per[p].get("value") is not None for p in parts):
         return None
     if weighted:
@@ -128,8 +106,8 @@ def bfcl_metrics(results: list[SampleResult],
         "error_types": dict(error_types.most_common()),
     }
     if first_failing:
-        # multi-turn failures by the turn where they first failed (None: a runner-level
-        # failure such as force_terminated, before any turn was checked)
+        # multi-turn failures by first failing turn (None: a runner-level failure, e.g.
+        # force_terminated, before any turn was checked)
         out["multi_turn_first_failing_turn"] = {
             str(k): v for k, v in sorted(first_failing.items(), key=lambda kv: (
                 kv[0] is None, kv[0] if kv[0] is not None else 0))}
@@ -161,8 +139,7 @@ _MISSING_HINT = {"memory_vector": "needs pip install 'assay[bfcl-vector]'",
 
 
 def _overall(aggregates: dict[str, Any]) -> dict[str, Any] | None:
-    """The leaderboard's overall score: its five groups with the official weights, only
-    when every group (so every scoring category) was run."""
+    """The leaderboard's overall score (official weights), only when every group was run."""
     parts = [aggregates.get(k) for k in OVERALL_WEIGHTS]
     if any(p is None for p in parts):
         return None

@@ -1,12 +1,9 @@
 """Run the official ``bfcl evaluate`` on a run's exported result files, beside our numbers.
 
-Needs a full install of ``bfcl-eval`` (its checker imports every API handler).
-It runs in a subprocess with ``BFCL_PROJECT_ROOT`` pointing at a scratch folder
-(the package otherwise writes into site-packages), a dummy API key (its
-handlers build a client even though nothing is sent), and the run registered
-at runtime under a name without ``_`` with the run's mode and
-``underscore_to_dot`` (reference/bfcl.md §9.1). ``--partial-eval`` semantics:
-the denominator is the entries present.
+Needs a full ``bfcl-eval`` install. Runs in a subprocess with ``BFCL_PROJECT_ROOT`` at a
+scratch folder (else it writes into site-packages), a dummy API key (its handlers build a
+client), and the run registered under a name without ``_`` with its mode and
+``underscore_to_dot`` (reference/bfcl.md §9.1); ``--partial-eval`` semantics.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""What a BFCL model sees: the official prompt-mode system prompt, language hints, FC tools.
-
-Facts from the official BFCL v4 sources (``reference/bfcl.md`` §2): the default prompt
-format ``ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=plaintext&
-style=classic``, the inference-time language hints, the OpenAI-style tool conversion
-and the id sort key. Independent implementation; output is byte-for-byte the official.
+"""What a BFCL model sees: the official prompt-mode system prompt (default format
+``ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=plaintext&style=classic``),
+language hints, FC tools, the id sort key; byte for byte the official (reference/bfcl.md §2).
 """
 
 from __future__ import annotations
@@ -12,13 +9,10 @@ import copy
 import json
 from typing import Any
 
-__all__ = [
-    "add_language_hints",
-    "official_sort_key",
-    "prompt_messages",
-    "system_prompt",
-    "to_openai_tools",
-]
+from assay.core.types import ToolCall, ToolSpec
+
+__all__ = ["add_language_hints", "fc_result", "official_sort_key", "prompt_messages",
+           "system_prompt", "to_openai_tools", "tool_specs"]
 
 # The default ("classic", plain text, python return format, json function docs) prompt.
 # Quirks kept: no space after "composing functions.", two spaces before "You SHOULD NOT"
@@ -73,13 +67,10 @@ def system_prompt(functions: list[dict]) -> str:
 
 
 def add_language_hints(functions: list[dict], language: str) -> list[dict]:
-    """Function docs as shown at inference time (the official language-specific hints).
-
-    Returns a deep copy: every description gets the language note; for Java and
-    JavaScript each parameter type becomes ``"string"`` with a note on its real type,
-    list types lose ``items`` (noted) and JavaScript dicts lose ``properties`` (noted as
-    JSON). The input is never mutated.
-    """
+    """Function docs (a deep copy) as shown at inference time, with the official language
+    hints: a note on every description; for Java and JavaScript every parameter becomes
+    ``"string"`` with a note on its type, list types lose ``items`` and JavaScript dicts
+    ``properties`` (both noted)."""
     if language not in _DESCRIPTION_HINT:
         raise ValueError(f"unsupported BFCL language {language!r}")
     docs = copy.deepcopy(functions)
@@ -113,11 +104,8 @@ def add_language_hints(functions: list[dict], language: str) -> list[dict]:
 
 
 def prompt_messages(question_turn: list[dict], functions_with_hints: list[dict]) -> list[dict]:
-    """The first turn's messages with the official system prompt added (a new copy).
-
-    The prompt becomes a new first ``system`` message, or is prepended to an existing
-    leading system message with ``"\\n\\n"`` between them.
-    """
+    """The first turn's messages (a new copy) with the official system prompt as a new first
+    ``system`` message, or prepended to a leading one with ``"\\n\\n"`` between."""
     if not question_turn:
         raise ValueError("a BFCL question turn needs at least one message")
     messages = copy.deepcopy(question_turn)
@@ -129,10 +117,6 @@ def prompt_messages(question_turn: list[dict], functions_with_hints: list[dict])
     return messages
 
 
-def _schema_type(gorilla_type: str) -> str:
-    return _OPENAPI_TYPE.get(gorilla_type, "string")
-
-
 def _to_schema_properties(properties: dict[str, Any]) -> dict[str, Any]:
     """Map gorilla property types to JSON Schema in place, with the official recursion."""
     for prop in properties.values():
@@ -142,7 +126,7 @@ def _to_schema_properties(properties: dict[str, Any]) -> dict[str, Any]:
             if prop["type"] == "float":
                 prop["format"] = "float"
                 prop["description"] += " This is a float type value."
-            prop["type"] = _schema_type(prop["type"])
+            prop["type"] = _OPENAPI_TYPE.get(prop["type"], "string")
         if prop["type"] not in ("array", "object"):
             continue
         if "properties" in prop:
@@ -159,13 +143,9 @@ def _to_schema_properties(properties: dict[str, Any]) -> dict[str, Any]:
 
 def to_openai_tools(functions_with_hints: list[dict], *,
                     underscore_to_dot: bool = True) -> list[dict]:
-    """OpenAI chat-completions tools, as the official ``convert_to_tool`` builds them.
-
-    With ``underscore_to_dot`` (the official behaviour for OpenAI-style FC models) dots in
-    function names become underscores, since tool names must match
-    ``^[a-zA-Z0-9_-]{1,64}$``. ``parameters.type`` becomes ``"object"``; property types
-    map to JSON Schema; ``float`` adds ``"format": "float"`` and a description note.
-    """
+    """OpenAI chat-completions tools, as the official ``convert_to_tool`` builds them: with
+    ``underscore_to_dot`` (official for OpenAI-style FC) dots in names become ``_``, as tool
+    names must match ``^[a-zA-Z0-9_-]{1,64}$``; ``float`` adds ``"format": "float"`` and a note."""
     tools = []
     for doc in copy.deepcopy(functions_with_hints):
         if underscore_to_dot:
@@ -174,6 +154,20 @@ def to_openai_tools(functions_with_hints: list[dict], *,
         doc["parameters"]["properties"] = _to_schema_properties(doc["parameters"]["properties"])
         tools.append({"type": "function", "function": doc})
     return tools
+
+
+def tool_specs(functions_with_hints: list[dict], *, underscore_to_dot: bool) -> list[ToolSpec]:
+    """:func:`to_openai_tools` as the engine's tool specs."""
+    return [ToolSpec(t["function"]["name"], t["function"].get("description", ""),
+                     t["function"].get("parameters") or {"type": "object", "properties": {}})
+            for t in to_openai_tools(functions_with_hints, underscore_to_dot=underscore_to_dot)]
+
+
+def fc_result(tool_calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Tool calls in the official FC result-file form ``[{name: json_args}]``."""
+    return [{c.name: c.arguments.get("__unparsed_arguments__")
+             if "__unparsed_arguments__" in c.arguments else json.dumps(c.arguments)}
+            for c in tool_calls]
 
 
 def official_sort_key(entry_id: str) -> tuple[int, str, int]:

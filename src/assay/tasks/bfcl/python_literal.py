@@ -1,9 +1,6 @@
-"""Literal evaluation of Python expressions, for BFCL's binary-operation quirk.
-
-The official prompt-mode decoder ``eval``-s binary operations in arguments; assay
-evaluates expressions made of literals only, with Python's own semantics, and refuses
-results that would be absurdly large (resource safety). Model text is never ``eval``-ed.
-"""
+"""Literal evaluation of Python expressions, for BFCL's binary-operation quirk: the official
+decoder ``eval``-s them; assay evaluates literals only, with Python's semantics, refusing
+absurdly large results. Model text is never ``eval``-ed."""
 
 from __future__ import annotations
 
@@ -38,15 +35,7 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.NotIn: lambda a, b: a not in b,
 }
 _WIDE_FORMAT = re.compile(r"\d{7,}|\*")
-
-
-def evaluate_literal(node: ast.expr) -> Any:
-    """The value of ``node``, an expression made of literals only, as Python computes it.
-
-    Raises :class:`DecodeError` for anything but a literal expression and for results
-    too large to compute; Python's own errors (``1 / 0``) propagate.
-    """
-    return _literal(node)
+_CONVERSIONS: dict[int, Callable[[Any], str]] = {ord("s"): str, ord("r"): repr, ord("a"): ascii}
 
 
 def _is_int(value: Any) -> bool:
@@ -71,12 +60,13 @@ def _guard(op: type, left: Any, right: Any) -> None:
             raise DecodeError("format width too large to evaluate")
 
 
-def _literal(node: ast.expr) -> Any:
-    """Evaluate an expression made of literals only, with Python's own semantics."""
+def evaluate_literal(node: ast.expr) -> Any:
+    """The value of ``node``, an expression made of literals only, as Python computes it;
+    :class:`DecodeError` for anything else or a result too large; Python's errors propagate."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.BinOp):
-        left, right = _literal(node.left), _literal(node.right)
+        left, right = evaluate_literal(node.left), evaluate_literal(node.right)
         fn = _BINOPS.get(type(node.op))
         if fn is None:  # pragma: no cover - every operator is listed
             raise DecodeError(f"unsupported operator {type(node.op).__name__}")
@@ -86,54 +76,51 @@ def _literal(node: ast.expr) -> Any:
             raise DecodeError("integer too large to evaluate")
         return result
     if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_literal(node.operand))
+        return _UNARY[type(node.op)](evaluate_literal(node.operand))
     if isinstance(node, ast.BoolOp):
         value = None
         for item in node.values:
-            value = _literal(item)
+            value = evaluate_literal(item)
             if isinstance(node.op, ast.And) and not value:
                 return value
             if isinstance(node.op, ast.Or) and value:
                 return value
         return value
     if isinstance(node, ast.Compare):
-        left = _literal(node.left)
+        left = evaluate_literal(node.left)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
-            right = _literal(right_node)
+            right = evaluate_literal(right_node)
             outcome = _COMPARE[type(op)](left, right)
             if not outcome:
                 return outcome
             left = right
         return outcome
     if isinstance(node, ast.IfExp):
-        return _literal(node.body) if _literal(node.test) else _literal(node.orelse)
+        return evaluate_literal(node.body if evaluate_literal(node.test) else node.orelse)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         if any(isinstance(item, ast.Starred) for item in node.elts):
             raise DecodeError("unpacking is not a literal")
-        items = [_literal(item) for item in node.elts]
+        items = [evaluate_literal(item) for item in node.elts]
         if isinstance(node, ast.List):
             return items
         return tuple(items) if isinstance(node, ast.Tuple) else set(items)
     if isinstance(node, ast.Dict):
         if any(key is None for key in node.keys):
             raise DecodeError("dict unpacking is not a literal")
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+        return {evaluate_literal(k): evaluate_literal(v)  # type: ignore[arg-type]
+                for k, v in zip(node.keys, node.values, strict=True)}
     if isinstance(node, ast.Subscript):
-        return _literal(node.value)[_literal(node.slice)]
+        return evaluate_literal(node.value)[evaluate_literal(node.slice)]
     if isinstance(node, ast.Slice):
         parts = (node.lower, node.upper, node.step)
-        return slice(*(None if p is None else _literal(p) for p in parts))
+        return slice(*(None if p is None else evaluate_literal(p) for p in parts))
     if isinstance(node, ast.JoinedStr):
-        return "".join(_literal(part) for part in node.values)
+        return "".join(evaluate_literal(part) for part in node.values)
     if isinstance(node, ast.FormattedValue):
-        value = _literal(node.value)
-        if node.conversion == ord("s"):
-            value = str(value)
-        elif node.conversion == ord("r"):
-            value = repr(value)
-        elif node.conversion == ord("a"):
-            value = ascii(value)
-        spec = "" if node.format_spec is None else _literal(node.format_spec)
+        value = evaluate_literal(node.value)
+        if node.conversion in _CONVERSIONS:
+            value = _CONVERSIONS[node.conversion](value)
+        spec = "" if node.format_spec is None else evaluate_literal(node.format_spec)
         if _WIDE_FORMAT.search(spec):
             raise DecodeError("format width too large to evaluate")
         return format(value, spec)

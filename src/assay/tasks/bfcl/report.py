@@ -107,9 +107,8 @@ def multi_turn_sections(metrics: dict[str, Any], results: list[Any],
 
 def aggregate_rows(metrics: dict[str, Any], run_categories: list[str]
                    ) -> tuple[list[list[Any]], str]:
-    """The leaderboard aggregates this run has (each needs every one of its categories),
-    and one note: how they are computed, and why the others (the overall score among
-    them) are not shown. An aggregate the run cannot have is not listed row by row."""
+    """The leaderboard aggregates this run has (each needs all its categories) and a note on
+    how they are computed and why the others (the overall score among them) are not shown."""
     rows = []
     for name, agg in (metrics.get("aggregates") or {}).items():
         if agg is None:
@@ -136,7 +135,6 @@ def aggregate_rows(metrics: dict[str, Any], run_categories: list[str]
 
 
 def report_extra(metrics: dict[str, Any], results: list[Any] | None = None) -> dict[str, Any]:
-    """Sections for the generic report templates."""
     cats = metrics.get("categories") or {}
     cat_rows = [
         [cat, fmt_rate(p), p.get("errors", 0),

@@ -1,11 +1,7 @@
-"""Score result files in the official format without running a model.
-
-A result file is ``BFCL_v4_<category>_result.json`` with one ``{"id", "result"}``
-object per line; ``result`` is prompt-style text or FC-style ``[{name: json_args}]``.
-Every line is scored with the official decoding and checker; the denominator is
-the entries present (like the official ``--partial-eval``). Nothing is skipped
-silently: a broken line, an unknown id or an id of another category is an error
-naming the file and line.
+"""Score result files in the official format (``BFCL_v4_<category>_result.json``, one
+``{"id", "result"}`` per line) without running a model, with the official decoding and
+checker; the denominator is the entries present (as ``--partial-eval``). A broken line,
+an unknown id or one of another category is an error naming the file and line.
 """
 
 from __future__ import annotations
@@ -87,24 +83,19 @@ def category_of(path: Path) -> str:
     """Category named by a result file; unsupported categories are errors."""
     m = _NAME.match(path.name)
     if not m:
-        raise DatasetError(
-            f"{path}: result files must be named BFCL_v4_<category>_result.json"
-        )
+        raise DatasetError(f"{path}: result files must be named BFCL_v4_<category>_result.json")
     cat = m.group("cat")
     if path.name in _PREREQ:
         raise DatasetError(f"{path}: memory prerequisite results are not scored (as "
                            "officially); give the memory result file or the folder")
     if cat not in SUPPORTED:
-        raise DatasetError(
-            f"{path}: category {cat!r} is not a supported BFCL category "
-            f"({', '.join(SUPPORTED)})"
-        )
+        raise DatasetError(f"{path}: category {cat!r} is not a supported BFCL category "
+                           f"({', '.join(SUPPORTED)})")
     return cat
 
 
 def score_results(path: str | Path, *, data_dir: str | Path | None = None,
                   underscore_to_dot: bool | None = None) -> ScoreReport:
-    """Score every line of every result file at ``path``."""
     source = locate(data_dir)
     report = ScoreReport()
     cache: dict[str, CategoryData] = {}
@@ -165,8 +156,8 @@ def score_results(path: str | Path, *, data_dir: str | Path | None = None,
 
 
 def multi_turn_mode(raw: Any) -> str:
-    """How a multi-turn or agentic result was produced: FC when any step holds calls as a
-    list (``[{name: json_args}]``), else prompt mode (every step is text)."""
+    """FC when any step of a multi-turn or agentic result holds calls as a list or dict,
+    else prompt mode."""
     if isinstance(raw, list):
         for turn in raw:
             for step in turn if isinstance(turn, list) else []:

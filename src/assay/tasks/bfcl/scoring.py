@@ -33,20 +33,14 @@ def _verdict(decoded_ok: bool, decoded: Any, *, functions: list[dict[str, Any]],
 
 
 def _display(decoded_ok: bool, decoded: Any) -> str | None:
-    if not decoded_ok:
-        return None
-    return json.dumps(decoded, ensure_ascii=False, default=str)
+    return json.dumps(decoded, ensure_ascii=False, default=str) if decoded_ok else None
 
 
 def score_entry(*, raw: Any, text: str, functions: list[dict[str, Any]], ground_truth: Any,
                 category: str, language: str, mode: str, underscore_to_dot: bool,
                 tolerant: bool = True) -> list[Score]:
-    """``bfcl`` (official decoding and checker) and optionally ``bfcl_tolerant``.
-
-    ``raw`` is the output in the official result-file form (prompt text, or
-    ``[{name: json_args}]`` for FC); it is kept in the score so exports can be
-    written from the store.
-    """
+    """``bfcl`` (official decoding and checker) and optionally ``bfcl_tolerant``; ``raw`` (the
+    official result-file form) is kept in the score, so exports are written from the store."""
     ok, decoded = _decode_official(raw, text, language, mode)
     v = _verdict(ok, decoded, functions=functions, ground_truth=ground_truth, category=category,
                  language=language, underscore_to_dot=underscore_to_dot)

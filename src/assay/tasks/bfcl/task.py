@@ -1,23 +1,14 @@
 """``bfcl``: tool calling on the Berkeley Function Calling Leaderboard (v4), scored as officially.
 
-Two ways to drive the agent (``mode``):
-
-- ``fc``: native function calling. Tools go out as OpenAI tool schemas (gorilla
-  types mapped to JSON Schema, dots in names replaced as the official FC
-  handlers do); calls come back in ``tool_calls``. The ``local`` model produces
-  them by constrained decoding and may answer without a call.
-- ``prompt``: the official prompt-mode system prompt; the reply text is decoded
-  from ``[func(a=1), ...]`` (Python, Java or JavaScript syntax) exactly as the
-  official decoder does.
-
-The headline score (``bfcl``) always uses the official decoding and checker.
-A second, clearly labelled score (``bfcl_tolerant``) also accepts calls wrapped
-in prose, code fences or JSON; it never replaces the official one.
+``mode`` ``fc``: native function calling (OpenAI tool schemas, dots in names replaced as the
+official FC handlers do; the ``local`` model calls by constrained decoding). ``prompt``: the
+official system prompt, replies decoded from ``[func(a=1), ...]`` (Python, Java or
+JavaScript) as the official decoder does. The headline score (``bfcl``) is always the
+official one; ``bfcl_tolerant``, labelled, also accepts calls in prose, fences or JSON.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,13 +23,7 @@ from assay.tasks.bfcl.agentic.backends import check_requirements
 from assay.tasks.bfcl.agentic.data import load_agentic
 from assay.tasks.bfcl.agentic.scoring import score_agentic
 from assay.tasks.bfcl.agentic.solve import solve_agentic
-from assay.tasks.bfcl.categories import (
-    GROUPS,
-    expand,
-    is_agentic,
-    is_multi_turn,
-    language_of,
-)
+from assay.tasks.bfcl.categories import GROUPS, expand, is_agentic, is_multi_turn, language_of
 from assay.tasks.bfcl.data import content_hash, load_category, locate
 from assay.tasks.bfcl.export import export_results
 from assay.tasks.bfcl.metrics import bfcl_metrics
@@ -48,9 +33,10 @@ from assay.tasks.bfcl.multiturn.scoring import score_multi_turn
 from assay.tasks.bfcl.official import run_official
 from assay.tasks.bfcl.prompts import (
     add_language_hints,
+    fc_result,
     official_sort_key,
     prompt_messages,
-    to_openai_tools,
+    tool_specs,
 )
 from assay.tasks.bfcl.report import report_extra
 from assay.tasks.bfcl.scoring import score_entry
@@ -119,14 +105,7 @@ def _report_skipped(samples: list[Sample], skipped: dict[str, str]) -> None:
 @task("bfcl")
 class BFCLTask(Task):
     """BFCL v4: the single-turn (AST and relevance), multi-turn and agentic (memory, web
-    search) categories, each scored by the official rules.
-
-    Options: ``category`` (name, group or comma list; default ``simple_python``),
-    ``mode`` (``fc`` | ``prompt``), ``bfcl_data_dir``, ``underscore_to_dot``
-    (default: true for fc, false for prompt, as the official handlers),
-    ``tolerant`` (compute the labelled tolerant score; default true),
-    ``max_tokens``, ``weights`` (``{category: weight}`` for weighted accuracy).
-    """
+    search) categories, each scored by the official rules."""
 
     info = TaskInfo(category="tool_use", agent=True,
                     tags=("function-calling", "tools", "agent", "ast-checker", "multi-turn"),
@@ -155,15 +134,9 @@ class BFCLTask(Task):
         self.underscore_to_dot = (o.mode == "fc") if o.underscore_to_dot is None else bool(
             o.underscore_to_dot)
 
-    # -- data ---------------------------------------------------------------------------
     def read(self) -> LoadedData:
-        """Entries of the selected categories in official id order.
-
-        Each sample carries the entry's function docs (``metadata["functions"]``, what
-        the checker needs), in fc mode the tools sent to the model and, for a memory
-        question, its scenario's prerequisite questions, so a stored sample is enough to
-        solve or score it again.
-        """
+        """Entries of the selected categories in official id order; each sample carries what
+        solving and scoring it again need (function docs, fc tools, memory prerequisites)."""
         source = locate(self.opts.bfcl_data_dir)
         samples: list[Sample] = []
         files: list[Any] = []
@@ -200,13 +173,11 @@ class BFCLTask(Task):
                 "underscore_to_dot": self.underscore_to_dot}
         return LoadedData(samples, info, dict(self.options))
 
-
     @staticmethod
     def _multi_turn_samples(source: Any, cat: str, files: list[Any],
                             counts: dict[str, int]) -> list[Sample]:
-        """A multi-turn category's entries: everything the loop and the checker need (the
-        questions of every turn, the classes and their initial state, the visible and the
-        withheld function docs) travels in the sample, so a stored run scores again."""
+        """A multi-turn category's entries, with all the loop and the checker need (every
+        turn's questions, classes and initial state, visible and withheld docs)."""
         cd = load_multi_turn(source, cat)
         files.extend(cd.files)
         counts[cat] = len(cd.entries)
@@ -217,18 +188,14 @@ class BFCLTask(Task):
                 id=e["id"], input=[Message(m["role"], m["content"]) for m in first],
                 target=cd.ground_truth[e["id"]],
                 metadata={"category": cat, "language": "python", "functions": e["function"],
-                          "questions": e["question"],
-                          "involved_classes": e["involved_classes"],
+                          "questions": e["question"], "involved_classes": e["involved_classes"],
                           "initial_config": e["initial_config"],
-                          "missed_function": e["missed_function"],
-                          "turns": len(e["question"])}))
+                          "missed_function": e["missed_function"], "turns": len(e["question"])}))
         return out
 
     def _runnable(self, cat: str, skipped: dict[str, str]) -> bool:
-        """Whether an agentic category can run here. One named by itself that cannot is a
-        one-line error; one that came with a group (``all``, ``agentic``, ...) is left out
-        (into ``skipped``) with a note saying what it needs, and the overall score then
-        names it as missing."""
+        """Whether an agentic category can run here: one named by itself that cannot is an
+        error; one from a group is left out (into ``skipped``, with what it needs)."""
         try:
             check_requirements(cat)
         except ConfigError as e:
@@ -240,11 +207,9 @@ class BFCLTask(Task):
 
     def _agentic_samples(self, source: Any, cat: str, files: list[Any],
                          counts: dict[str, int]) -> list[Sample]:
-        """A memory or web-search category's scored entries: what the loop and the checker
-        need travels in the sample, a memory question's scenario prerequisites too (their
-        questions, in order; the run shares each chain between the scenario's samples).
-        What the backend needs (packages, a SerpAPI key) is checked here, before any model
-        call."""
+        """A memory or web-search category's entries; what the loop and checker need travels
+        in the sample, a memory question's scenario prerequisites too (in order; the run
+        shares each chain between the scenario's samples)."""
         check_requirements(cat)
         data = load_agentic(source, cat)
         files.extend(data.files)
@@ -271,14 +236,9 @@ class BFCLTask(Task):
         return {"max_tokens": int(self.opts.max_tokens or 512), "temperature": 0.0,
                 **run_params_of(ctx)}
 
-    # -- driving the agent --------------------------------------------------------------
     def _tools(self, hinted: list[dict[str, Any]]) -> list[ToolSpec]:
         """The OpenAI tools for an entry's (language-hinted) function docs."""
-        return [
-            ToolSpec(t["function"]["name"], t["function"].get("description", ""),
-                     t["function"].get("parameters") or {"type": "object", "properties": {}})
-            for t in to_openai_tools(hinted, underscore_to_dot=self.underscore_to_dot)
-        ]
+        return tool_specs(hinted, underscore_to_dot=self.underscore_to_dot)
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """One turn: native tools (fc) or the official system prompt (prompt)."""
@@ -306,14 +266,11 @@ class BFCLTask(Task):
         return Outcome(transcript=messages, output=reply.message.content or "",
                        tool_calls=reply.message.tool_calls, metadata={"mode": mode})
 
-    # -- scoring ------------------------------------------------------------------------
     @staticmethod
     def raw_result(outcome: Outcome) -> Any:
         """The output in the official result-file form (text, or FC ``[{name: args}]``)."""
         if outcome.metadata.get("mode") == "fc" and outcome.tool_calls is not None:
-            return [{c.name: c.arguments.get("__unparsed_arguments__")
-                     if "__unparsed_arguments__" in c.arguments else json.dumps(c.arguments)}
-                    for c in outcome.tool_calls]
+            return fc_result(outcome.tool_calls)
         return outcome.output
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
@@ -345,20 +302,17 @@ class BFCLTask(Task):
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],
                      results: list[SampleResult]) -> dict[str, Any]:
-        """Category table, aggregates, error-type chart and recommendations."""
         return report_extra(metrics, results)
 
     @classmethod
     def after_run(cls, result: Any, options: dict[str, Any]) -> None:
         """With ``--official``: run the official ``bfcl evaluate`` and show its numbers."""
-        if not options.get("official"):
-            return
-        print(run_official(result.run_id).summary())
+        if options.get("official"):
+            print(run_official(result.run_id).summary())
 
     @classmethod
     def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
                         out_dir: Any) -> dict[str, Any]:
         """Official result files under ``<run dir>/result/<model>/<group>/``."""
-
         paths = export_results(results, Path(out_dir) / "result", run["model"].get("model", "model"))
         return {f"bfcl_result:{p.name}": p for p in paths}

@@ -1,15 +1,6 @@
-"""Code benchmarks: HumanEval and MBPP, their tests run in the bubblewrap sandbox.
-
-* :mod:`.task`: ``HumanEvalTask``, ``MBPPTask`` and ``CodeTask`` (builds either from its
-  ``flavor``; the gallery's ``eval_type: code``);
-* :mod:`.dataset`: reading the official files (HumanEval.jsonl.gz, MBPP requests);
-* :mod:`.extract`: the code taken from a reply and the program built around it;
-* :mod:`.execute`: running a program in the sandbox and the verdict;
-* :mod:`.metrics`: pass@1, pass@k over epochs, and the registry's ``code_pass``.
-
-The names below are imported on first use, so importing the package (the metric
-registry does) costs nothing.
-"""
+"""Code benchmarks: HumanEval and MBPP, their tests run in the bubblewrap sandbox. The
+names below are imported on first use, so importing the package (the metric registry
+does) costs nothing."""
 
 from __future__ import annotations
 

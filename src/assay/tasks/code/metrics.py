@@ -1,21 +1,9 @@
-"""Metrics of the code tasks, and the ``code_pass`` metric of the registry.
+"""Metrics of the code tasks (:func:`code_metrics`), and the registry's ``code_pass``.
 
-:func:`code_metrics` is what ``HumanEvalTask`` / ``MBPPTask`` report:
-
-* ``pass@1``: the mean over problems of each problem's share of passing attempts (over
-  its epochs), the unbiased pass@1. One attempt per problem: a Wilson interval; several:
-  a percentile bootstrap over problems (epochs of one problem are not independent);
-* with several epochs (K attempts per problem), ``pass@k`` for every k of 2, 5 and 10 up
-  to K, with the unbiased estimator of Chen et al. (2021) (:mod:`assay.metrics.passk`)
-  and a bootstrap interval over problems; a problem with fewer than k scored attempts
-  (some failed to run) is left out of pass@k and counted in ``left_out``;
-* the verdicts by reason (``passed``, ``assertion``, ``exception``, ``syntax_error``,
-  ``timeout``, ``exit``, ``killed``), ``timeouts`` apart, and errors (a model call that
-  failed: never counted as a wrong answer) apart.
-
-``code_pass`` (registered with :func:`assay.metrics.registry.metric`) runs one reply's
-code against tests in the sandbox, for tasks declared elsewhere (a YAML task, a plan).
-"""
+``pass@1`` is the mean of each problem's share of passing attempts (a Wilson interval for
+one attempt each, else a bootstrap over problems); with K epochs, ``pass@k`` for k in 2,
+5, 10 up to K (Chen et al. 2021's unbiased estimator), a problem with fewer than k scored
+attempts ``left_out``. Verdicts by reason and errors (failed model calls) are apart."""
 
 from __future__ import annotations
 
@@ -39,8 +27,7 @@ RESAMPLES = 2000
 
 def attempts_by_problem(results: list[SampleResult],
                         score_name: str = SCORE_NAME) -> dict[str, tuple[int, int]]:
-    """``{sample_id: (n attempts scored, c passed)}`` over a run's epochs; results that
-    are errors or have no value for the score are left out."""
+    """``{sample_id: (n attempts scored, c passed)}`` over epochs; errors left out."""
     per: dict[str, list[float]] = defaultdict(list)
     for r in results:
         if r.error is not None:
@@ -62,7 +49,7 @@ def _interval(values: list[float]) -> tuple[float | None, float | None]:
 
 
 def pass_at_k_summary(groups: dict[str, tuple[int, int]], k: int) -> dict[str, Any]:
-    """pass@k over problems ``{id: (n, c)}`` with a bootstrap interval over problems."""
+    """pass@k over problems ``{id: (n, c)}`` with a bootstrap interval."""
     values = [pass_at_k(n, c, k) for n, c in groups.values() if n >= k]
     low, high = _interval(values)
     return {"value": sum(values) / len(values) if values else None, "n": len(values),
@@ -73,7 +60,6 @@ def pass_at_k_summary(groups: dict[str, tuple[int, int]], k: int) -> dict[str, A
 
 def code_metrics(results: list[SampleResult],
                  options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The code tasks' metrics (see the module docstring)."""
     groups = attempts_by_problem(results)
     errors = [r for r in results if r.error is not None]
     max_n = max((n for n, _ in groups.values()), default=0)
@@ -128,14 +114,9 @@ def code_metrics(results: list[SampleResult],
 def code_pass(prediction: str, target: Any = None, *, tests: str | list[str] | None = None,
               prompt: str | None = None, entry_point: str | None = None, setup: str = "",
               timeout_s: float = 10.0, memory_mb: int = 2048) -> Score:
-    """Run the code in ``prediction`` against ``tests`` (default: ``target``) in the sandbox.
-
-    With a ``prompt`` (HumanEval), the program is the prompt and the reply's completion (or
-    its whole function), the test code, then ``check(entry_point)``; otherwise (MBPP) the
-    reply's code, ``setup``, then the asserts. The code is taken from the reply as
-    :mod:`assay.tasks.code.extract` says. Raises the sandbox's one-line error where
-    bubblewrap cannot isolate the code.
-    """
+    """Run the code in ``prediction`` against ``tests`` (default: ``target``) in the sandbox:
+    with a ``prompt`` as HumanEval (``check(entry_point)``), else as MBPP asserts after
+    ``setup``. Where bubblewrap cannot isolate code, the sandbox's one-line error."""
     tests = target if tests is None else tests
     if not tests:
         raise ValueError("code_pass needs tests (tests=... or the target)")

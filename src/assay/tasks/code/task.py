@@ -1,23 +1,7 @@
 """HumanEval and MBPP: the model writes Python, the problem's tests run in the sandbox.
 
-``HumanEvalTask`` (``flavor="humaneval"``) asks for the body of a function whose
-signature and docstring are the prompt; ``MBPPTask`` (``flavor="mbpp"``) asks for a
-function from a one-sentence description and its asserts. ``CodeTask`` builds either
-from its ``flavor`` (what the gallery calls, as ``task_for``).
-
-The solve is the default single-turn generation, then the tests run in the bubblewrap
-sandbox (:mod:`assay.tasks.code.execute`, never outside it) and the verdict is kept in
-the outcome's metadata: the engine scores synchronously inside its event loop, so the
-run happens in the async solve, as the converse task runs its ``eval_code``. The scorer
-builds the program again from the sample and the reply, takes the stored verdict when it
-is for that very program and those limits, and runs the program itself otherwise (``assay
-score RUN`` with another ``timeout_s``, say). Verdict: 1.0 when every test passed, else
-0.0, with the reason (``timeout``, ``assertion``, ``exception``, ``syntax_error``,
-``exit``, ``killed``) in the score's explanation and metadata.
-
-How code is taken from a reply (a completion, or a whole function in a ```` ```python ````
-block) is :mod:`assay.tasks.code.extract`.
-"""
+Solve is the default generation; the tests run in the sandbox when the sample is scored,
+reusing a verdict stored in the outcome for this very program and these limits."""
 
 from __future__ import annotations
 
@@ -32,12 +16,7 @@ from assay.errors import ConfigError
 from assay.sandbox import Limits, check_isolation, describe_isolation
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.code.dataset import read_rows
-from assay.tasks.code.execute import (
-    Verdict,
-    code_limits,
-    run_program,
-    verdict_key,
-)
+from assay.tasks.code.execute import Verdict, code_limits, run_program, verdict_key
 from assay.tasks.code.extract import (
     Program,
     failing_test,
@@ -133,7 +112,7 @@ class CodeTask(Task):
 
     @classmethod
     def create(cls, options: TaskOptions) -> Task:
-        """The task for validated options: the subclass the ``flavor`` names (on the base)."""
+        """The subclass the ``flavor`` names, for validated options."""
         values = options.model_dump()
         if cls.flavor:
             values.pop("flavor", None)
@@ -171,13 +150,8 @@ class CodeTask(Task):
 
     # -- data -------------------------------------------------------------------------------
     def read(self) -> LoadedData:
-        """One sample per problem, in file order, and the dataset record: the file (path,
-        format, rows, content hash) and the sandbox the tests run in.
-
-        Refuses to start where bubblewrap cannot isolate the tests (model-written code is
-        never run outside the sandbox), unless the run allows weak isolation
-        (``--allow-weak-sandbox``).
-        """
+        """One sample per problem and the dataset record (the file, the sandbox). Refuses
+        to start where bubblewrap cannot isolate the tests, unless weak isolation is allowed."""
         rows, info = read_rows(str(self.opts.data), self.flavor)
         samples = [self._sample(row) for row in rows]
         # refused before any model call, unless the run allows weak isolation
@@ -186,7 +160,6 @@ class CodeTask(Task):
                           dict(self.options))
 
     def samples(self) -> list[Sample]:
-        """One sample per problem, in file order."""
         rows, _ = read_rows(str(self.opts.data), self.flavor)
         return [self._sample(row) for row in rows]
 
@@ -200,7 +173,6 @@ class CodeTask(Task):
         return out
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        """Optional system prompt, then the rendered problem."""
         system = self.opts.system_prompt
         msgs = [Message("system", system)] if system else []
         msgs.append(Message("user", str(sample.input)))
@@ -213,13 +185,11 @@ class CodeTask(Task):
 
     # -- solving and scoring ----------------------------------------------------------------
     def program(self, sample: Sample, reply: str) -> Program:
-        """The program that tests ``reply`` on ``sample``."""
         raise NotImplementedError
 
     async def verdict(self, sample: Sample, outcome: Outcome) -> tuple[Program, Verdict]:
-        """The program for the outcome and its verdict: a fresh run in the sandbox, or, for
-        a run stored when the tests ran in solve, the verdict it stored for this very
-        program and these limits."""
+        """The outcome's program and its verdict: the one stored for this very program
+        and these limits, else a fresh run in the sandbox."""
         program = self.program(sample, outcome.output)
         stored = outcome.metadata.get("execution")
         if isinstance(stored, dict) and stored.get("key") == verdict_key(program,
@@ -228,9 +198,8 @@ class CodeTask(Task):
         return program, await run_program(program, self.limits)
 
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any = None) -> list[Score]:
-        """The reply's tests in the sandbox (scoring is where code from a model runs, so
-        ``assay score RUN`` runs them again); ``pass``: 1.0 when every test passed, else
-        0.0 with the reason."""
+        """``pass``: the reply's tests run in the sandbox (again, for ``assay score``),
+        1.0 when every test passed, else 0.0 with the reason."""
         program, verdict = await self.verdict(sample, outcome)
         meta = {"status": verdict.status, "form": program.form,
                 "extracted_from": program.extracted_from, "exit_code": verdict.exit_code,
@@ -245,8 +214,6 @@ class CodeTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """pass@1 with its interval, pass@k over epochs, verdicts by reason, errors apart
-        (see :func:`assay.tasks.code.metrics.code_metrics`)."""
         return code_metrics(results, options)
 
 
@@ -275,8 +242,6 @@ class HumanEvalTask(CodeTask):
                                 "entry_point": row.entry_point})
 
     def program(self, sample: Sample, reply: str) -> Program:
-        """The prompt and the completion (or the reply's whole function), the problem's
-        tests, then ``check(entry_point)``."""
         m = sample.metadata
         return humaneval_program(reply, prompt=m["prompt"], test=m["test"],
                                  entry_point=m["entry_point"])
@@ -304,8 +269,6 @@ class MBPPTask(CodeTask):
                                 "entry_point": entry or None})
 
     def program(self, sample: Sample, reply: str) -> Program:
-        """The reply's code, the problem's setup code, then its asserts (and the challenge
-        asserts with ``challenge_tests``)."""
         m = sample.metadata
         tests = list(m["test_list"])
         if self.opts.challenge_tests:

@@ -1,8 +1,4 @@
-"""Conversations: an examiner model talks to the agent, a judge grades weighted points.
-
-See :mod:`assay.tasks.converse.task` (the ``converse`` task) and
-:mod:`assay.tasks.converse.agents` (agents under test, and the TaskWeaver adapter).
-"""
+"""Conversations: an examiner model talks to the agent, a judge grades weighted points."""
 
 from assay.tasks.converse.agents import VirtualUser
 

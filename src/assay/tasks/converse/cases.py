@@ -2,29 +2,23 @@
 
 A case is one YAML file::
 
-    version: 0.1
     task_description: |-          # the examiner's script (what to ask, what to withhold)
-      Ask the agent to compute the mean of column "val" in data.csv. Do not give the
-      column names unless the agent asks; if asked, say they are "ts" and "val".
+      Ask the agent for the mean of column "val" in data.csv; name the columns if asked.
     scoring_points:
       - score_point: The agent reports a mean of 3.5
         weight: 2
       - score_point: The agent saved result.txt holding 3.5
-        weight: 1
         eval_code: |-                # a function body; chat_history and the files are there
           assert open("result.txt").read().strip() == "3.5"
     max_rounds: 10                   # agent turns at most (default 15)
     data_files: [data.csv]           # relative to this file, copied into the agent's folder
     dependencies: ["pandas>=1.5"]    # checked with packaging's version specifiers
-    config_var: {}                   # passed to a TaskWeaver-style agent
-    app_dir: null                    # passed to a TaskWeaver-style agent
-    verbose: false                   # the agent's tool activity is shown to examiner and judge
 
-assay adds ``id`` (default: the file name, or its folder for ``case/case.yaml``),
-``tags`` and ``workspace`` (give a model agent file tools; default: when the case
-has data files). ``pre_command`` is refused: it would run a shell command from a data
-file. Unknown fields, bad weights and missing files are one-line errors with the file
-and line.
+plus ``version``, ``config_var``, ``app_dir`` (for a TaskWeaver-style agent) and
+``verbose`` (tool activity shown to examiner and judge). assay adds ``id`` (default: the
+file name, or its folder for ``case/case.yaml``), ``tags`` and ``workspace`` (file tools
+for a model agent; default: when the case has data files). ``pre_command`` is refused:
+it would run a shell command from a data file.
 """
 
 from __future__ import annotations
@@ -86,8 +80,7 @@ class Case(BaseModel):
     scoring_points: list[ScoringPoint] = Field(min_length=1)
     max_rounds: int = Field(DEFAULT_MAX_ROUNDS, ge=1, le=MAX_ROUNDS_LIMIT)
     data_files: list[str] = Field(default_factory=list)
-    dependencies: list[Annotated[str, AfterValidator(_requirement)]] = Field(
-        default_factory=list)
+    dependencies: list[Annotated[str, AfterValidator(_requirement)]] = Field(default_factory=list)
     config_var: dict[str, Any] | None = None
     app_dir: str | None = None
     verbose: bool = False
@@ -204,8 +197,7 @@ def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
 
 
 def data_file(case_file: Path, name: str, *, where: str | None = None) -> Path:
-    """A case's data file (relative to the case file's folder), resolved inside that
-    folder, links included (:func:`assay.core.paths.inside`); one line otherwise."""
+    """A case's data file, resolved inside the case file's folder (links included)."""
     return inside(case_file.parent, name, what=where or f"{case_file}: data_files")
 
 

@@ -18,8 +18,9 @@ The snippet is the body of a function. It sees:
 
 The snippet keeps its own lines (a traceback points at them) and its strings as written.
 The point is a hit when the function returns ``None`` or a true value; it is a miss when it
-returns a false value (``False``, ``0``, ``""``), raises (an ``assert`` that fails, say), exits non-zero or runs past the
-time limit. The snippet runs in :func:`assay.sandbox.run_python`.
+returns a false value (``False``, ``0``, ``""``), raises (an ``assert`` that fails, say),
+exits non-zero or runs past the time limit. The snippet runs in
+:func:`assay.sandbox.run_python`, as a code task's tests do.
 """
 
 from __future__ import annotations
@@ -30,13 +31,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from assay.sandbox import Limits, run_python
+from assay.sandbox import Limits, run_python, signal_of
 
 #: the harness's files, in the sandbox's support folder (never among the agent's files)
-RUNNER = "_assay_eval.py"
-HISTORY = "chat_history.json"
-
-SNIPPET = "snippet.py"
+RUNNER, HISTORY, SNIPPET = "_assay_eval.py", "chat_history.json", "snippet.py"
 
 _RUNNER = '''\
 import ast, json, os, re, sys
@@ -47,28 +45,17 @@ _here = os.path.dirname(os.path.abspath(__file__))
 
 class _Message:
     def __init__(self, role, content):
-        self.role = role
-        self.content = content
+        self.role, self.content = role, content
         self.type = "human" if role == "agent" else "ai"
 
     def __repr__(self):
         return f"{type(self).__name__}(content={self.content!r})"
 
 
-class HumanMessage(_Message):
-    pass
-
-
-class AIMessage(_Message):
-    pass
-
-
-class AgentMessage(HumanMessage):
-    pass
-
-
-class ExaminerMessage(AIMessage):
-    pass
+class HumanMessage(_Message): pass
+class AIMessage(_Message): pass
+class AgentMessage(HumanMessage): pass
+class ExaminerMessage(AIMessage): pass
 
 
 with open(os.path.join(_here, "chat_history.json"), encoding="utf-8") as _f:
@@ -120,13 +107,11 @@ def check_syntax(code: str) -> str | None:
 def _reason(result: Any, limits: Limits) -> str:
     if result.timed_out:
         return f"timeout: eval_code ran past {limits.timeout_s:g} s"
-    code = result.exit_code
-    if code is None and not result.timed_out:  # never started (inputs too big)
+    if result.exit_code is None:  # never started (inputs too big)
         return (result.stderr.strip() or "the sandbox did not start")[:500]
-    if code is not None and code < 0:
-        return f"killed by signal {-code} (a resource limit)"
-    if code is not None and code > 128 and result.isolation == "bwrap":  # bwrap: 128 + signal
-        return f"killed by signal {code - 128} (a resource limit)"
+    sig = signal_of(result)
+    if sig is not None:
+        return f"killed by signal {sig} (a resource limit)"
     text = (result.stderr.strip() or result.stdout.strip())
     lines = [ln for ln in text.splitlines() if ln.strip()]
     # the exception or the harness's own line: where forked children print tracebacks
@@ -148,13 +133,9 @@ async def run_eval_code(code: str, messages: list[dict[str, str]], workdir: Path
     """The verdict of one ``eval_code`` point: ``{is_hit, reason, kind, isolation, ...}``.
 
     The snippet's folder holds a copy of ``workdir`` (a folder on the host) and ``files``
-    (relative path -> content: the working folder as stored with the outcome, see
-    :mod:`assay.tasks.converse.workfiles`). Whatever the agent left ends as a miss at
-    worst, never as an error;
-    where bubblewrap does not work, the snippet runs only with weak isolation allowed
-    (``allow_weak``, else the run's ``--allow-weak-sandbox``), else a one-line
-    :class:`~assay.errors.ConfigError`.
-    """
+    (the working folder stored with the outcome, :mod:`.workfiles`); whatever the agent
+    left ends as a miss at worst, never as an error. ``require`` and ``allow_weak``: as
+    for :func:`~assay.sandbox.run_python`."""
     limits = limits or Limits()
     problem = check_syntax(code)
     if problem:

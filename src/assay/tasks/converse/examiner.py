@@ -1,12 +1,9 @@
 """The examiner: assay's own prompt, a structured stop signal, and a window on the chat.
 
-The examiner holds the case's task description, a script for what to ask and what to
-withhold until the agent asks. Every examiner reply is JSON matching
-:data:`EXAMINER_SCHEMA`, ``{"message": str, "task_finished": bool}`` (constrained where
-the backend supports it, validated always): the conversation ends when
-``task_finished`` is true, never because a word appears in the text. A reply that is
-not valid gets one corrective retry; a second failure ends the conversation, recorded
-as ``examiner_invalid``.
+Every examiner reply is JSON ``{"message", "task_finished"}`` (constrained where
+supported, validated always): the conversation ends when ``task_finished`` is true, never
+because a word appears in the text. An invalid reply gets one corrective retry; a second
+failure ends the conversation as ``examiner_invalid``.
 """
 
 from __future__ import annotations
@@ -22,15 +19,10 @@ from assay.scoring.judge import read_json
 PROMPT_VERSION = "converse-examiner-1"
 
 EXAMINER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        # bounded, so a rambling model still closes the string within its token limit
-        "message": {"type": "string", "maxLength": 800},
-        "task_finished": {"type": "boolean"},
-    },
-    "required": ["message", "task_finished"],
-    "additionalProperties": False,
-}
+    # the message bounded, so a rambling model still closes the string within its token limit
+    "type": "object", "properties": {"message": {"type": "string", "maxLength": 800},
+                                     "task_finished": {"type": "boolean"}},
+    "required": ["message", "task_finished"], "additionalProperties": False}
 
 SYSTEM = """You are an examiner testing an AI agent. You play the user: you give the agent \
 a task and answer its questions, following the task description below. You never solve \
@@ -62,8 +54,6 @@ CLIP = 4000
 
 
 class ExaminerTurn(BaseModel):
-    """A validated examiner reply."""
-
     model_config = ConfigDict(extra="forbid")
 
     message: StrictStr
@@ -76,12 +66,9 @@ def _clip(text: str, limit: int = CLIP) -> str:
 
 def examiner_messages(task_description: str, chat: list[dict[str, str]], rounds: int,
                       max_rounds: int, limit_chars: int | None = None) -> list[Message]:
-    """The examiner's view: its instructions, then the conversation (itself = assistant).
-
-    Long conversations are shown as their last :data:`WINDOW` messages, fewer if they
-    would pass ``limit_chars`` (a small local model's context), with a note of how many
-    were left out.
-    """
+    """The examiner's view: its instructions, then the conversation (itself = assistant),
+    at most the last :data:`WINDOW` messages and fewer past ``limit_chars`` (a small local
+    model's context), noting how many were left out."""
     msgs = [Message("system", SYSTEM % task_description.strip())]
     shown = chat[-WINDOW:]
     clip = CLIP if limit_chars is None else min(CLIP, max(200, limit_chars // 4))

@@ -1,15 +1,10 @@
 """The judge of one scoring point: ``{reason, is_hit}``, strictly, or *invalid*.
 
-The verdict is requested as JSON matching :data:`JUDGE_SCHEMA` and validated: the
-whole reply must be that object (a reply wrapped in one Markdown code fence is
-unwrapped); ``is_hit`` is a JSON boolean, or exactly ``"yes"``/``"no"`` (TaskWeaver's
-form). Anything else, prose that merely contains "yes", a truncated object, a missing
-reason, is not a verdict: it gets one corrective retry, then the vote is *invalid*,
-counted and shown, never a hit or a miss.
-
-With several judge samples the point's verdict is the majority of the valid votes; a
-tie, or no valid vote, is invalid. The agreement rate (the share of valid votes that
-agree with the majority) is kept with the verdict.
+The whole reply must be that object (one Markdown code fence is unwrapped); ``is_hit``
+is a JSON boolean or exactly ``"yes"``/``"no"`` (TaskWeaver's form). Anything else, such
+as prose that merely contains "yes", gets one corrective retry, then the vote is
+*invalid*: counted and shown, never a hit or a miss. Several votes: the majority of the
+valid ones (a tie, or none valid: invalid), with the agreement rate.
 """
 
 from __future__ import annotations
@@ -24,14 +19,9 @@ from assay.scoring.judge import combine, read_json
 PROMPT_VERSION = "converse-judge-1"
 
 JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "reason": {"type": "string", "maxLength": 600},
-        "is_hit": {"type": "boolean"},
-    },
-    "required": ["reason", "is_hit"],
-    "additionalProperties": False,
-}
+    "type": "object", "properties": {"reason": {"type": "string", "maxLength": 600},
+                                     "is_hit": {"type": "boolean"}},
+    "required": ["reason", "is_hit"], "additionalProperties": False}
 
 SYSTEM = """You grade a conversation between a user (the examiner) and an AI agent. You \
 are given the task the user had in mind, the conversation, and one statement. Decide \
@@ -44,9 +34,8 @@ statement holds, else false>}."""
 RETRY = ("Your reply was not a valid verdict ({why}). Answer again with JSON only, exactly "
          '{{"reason": "<text>", "is_hit": true or false}}.')
 
-class Verdict(BaseModel):
-    """A validated judge reply."""
 
+class Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: StrictStr
@@ -62,19 +51,15 @@ class Verdict(BaseModel):
 
 def parse_verdict(text: str) -> tuple[Verdict | None, str | None]:
     """The verdict, or ``None`` and why the reply is not one."""
-    verdict, why = read_json(text, lambda obj: (Verdict.model_validate(obj), None),
-                             strict=True)
+    verdict, why = read_json(text, lambda obj: (Verdict.model_validate(obj), None), strict=True)
     if verdict is not None and not verdict.reason.strip():
         return None, "an empty reason"
     return verdict, why
 
 
 def transcript_text(chat: list[dict[str, str]], limit: int) -> str:
-    """The conversation as the judge reads it, within ``limit`` characters.
-
-    A conversation longer than that keeps its first message and as many of the last
-    ones as fit, with a note of how many were left out.
-    """
+    """The conversation as the judge reads it, within ``limit`` characters: when longer,
+    its first message and as many of the last as fit, noting how many were left out."""
     lines = [f"[{m['role'].upper()}]: {m['content']}" for m in chat]
     text = "\n\n".join(lines)
     if len(text) <= limit or len(lines) < 2:
@@ -92,7 +77,6 @@ def transcript_text(chat: list[dict[str, str]], limit: int) -> str:
 
 
 def judge_messages(task_description: str, chat_text: str, statement: str) -> list[Message]:
-    """The judge's prompt for one statement."""
     user = (f"The task (the examiner's instructions):\n<<<\n{task_description.strip()}\n>>>\n\n"
             f"The conversation:\n<<<\n{chat_text}\n>>>\n\n"
             f"The statement:\n<<<\n{statement.strip()}\n>>>")
@@ -100,8 +84,7 @@ def judge_messages(task_description: str, chat_text: str, statement: str) -> lis
 
 
 def majority(votes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The point's verdict from its votes (``{is_hit, invalid, reason, agreement, ...}``):
-    :func:`assay.scoring.judge.combine`'s majority, a tie or no valid vote invalid."""
+    """The point's verdict from its votes (``{is_hit, invalid, reason, agreement, ...}``)."""
     verdict = combine([None if v.get("invalid") else v["is_hit"] for v in votes])
     hits = sum(1 for v in votes if not v.get("invalid") and v["is_hit"])
     out: dict[str, Any] = {"kind": "llm", "votes": votes, "valid_votes": verdict.valid,

@@ -1,19 +1,13 @@
 """One conversation: the examiner talks, the agent answers, for at most ``max_rounds``.
 
-A *round* is one agent turn. The examiner opens; after each agent turn the examiner
-either ends the conversation (``task_finished``) or speaks again, and the conversation
-ends after exactly ``max_rounds`` agent turns if the examiner never stops. The examiner's
-``task_finished`` on its very first reply is ignored: an examination has at least one
-agent turn.
-
-A model agent gets the whole conversation every turn and, when the case has a
-workspace, three file tools confined to its working folder; within one turn it may call
-tools up to :data:`MAX_STEPS` times before it must answer; a step that repeats the
-previous step's calls exactly (same tools, same arguments) ends the turn, since a
-stuck agent would get the same results again. A Python agent gets the newest
-message. How the conversation ended is recorded: ``examiner``, ``max_rounds``,
-``examiner_invalid`` (two invalid examiner replies in a row) or ``agent_error`` (the agent
-failed after the first turn; the transcript so far is still judged).
+A *round* is one agent turn. The examiner opens and, after each agent turn, ends the
+conversation (``task_finished``; ignored on its first reply: there is at least one agent
+turn) or speaks again. A model agent gets the whole conversation every turn and, with a
+workspace, three file tools confined to its folder, called up to :data:`MAX_STEPS` times
+a turn; a step that repeats the previous one's calls exactly ends the turn (a stuck agent
+would get the same results). A Python agent gets the newest message. How it ended is
+recorded: ``examiner``, ``max_rounds``, ``examiner_invalid`` (two invalid replies in a
+row) or ``agent_error`` (after the first turn; the transcript so far is still judged).
 """
 
 from __future__ import annotations
@@ -30,12 +24,7 @@ from assay.core.paths import inside
 from assay.core.types import Message, ToolCall, ToolSpec
 from assay.errors import ConfigError, ModelCallError
 from assay.scoring.judge import ask
-from assay.tasks.converse.examiner import (
-    EXAMINER_SCHEMA,
-    RETRY,
-    examiner_messages,
-    parse_examiner,
-)
+from assay.tasks.converse.examiner import EXAMINER_SCHEMA, RETRY, examiner_messages, parse_examiner
 
 MAX_STEPS = 8
 READ_LIMIT = 64 * 1024
@@ -68,8 +57,7 @@ class Workspace:
         self.root = root.resolve()
 
     def _path(self, rel: Any) -> Path:
-        """``rel`` inside the folder, links included (the one path policy); a path that
-        is absolute, climbs out or passes through a link leading out is refused."""
+        """``rel`` inside the folder (links included); a path leading out is refused."""
         if not isinstance(rel, str) or not rel.strip():
             raise ValueError("give a file path relative to the working folder")
         try:
@@ -77,8 +65,8 @@ class Workspace:
         except ConfigError:
             raise ValueError(f"{rel[:200]} is outside the working folder") from None
 
-    def _files(self) -> list[Path]:
-        """The regular files in the folder, links left out (never followed out of it)."""
+    def files(self) -> list[Path]:
+        """The regular files in the folder, sorted; links are left out, never followed."""
         out = []
         todo = [str(self.root)]
         while todo:  # a list, not recursion (os.walk's): the agent may nest 1,500 folders
@@ -94,15 +82,11 @@ class Workspace:
                         out.append(Path(e.path))
         return sorted(out)
 
-    def files(self) -> list[Path]:
-        """The regular files in the folder, sorted; links are left out, never followed."""
-        return self._files()
-
     def call(self, name: str, args: dict[str, Any]) -> str:
         """Run one file tool; a problem is returned as an error text, never raised."""
         try:
             if name == "list_files":
-                files = [p.relative_to(self.root).as_posix() for p in self._files()]
+                files = [p.relative_to(self.root).as_posix() for p in self.files()]
                 return json.dumps(files)
             if name == "read_file":
                 path = self._path(args.get("path"))
@@ -127,7 +111,7 @@ class Workspace:
     def snapshot(self) -> list[dict[str, Any]]:
         """What the folder holds after the conversation (small text files with content)."""
         out = []
-        for p in self._files():
+        for p in self.files():
             try:
                 data = p.read_bytes()
             except OSError:
@@ -160,7 +144,6 @@ class Conversation:
     repeat_stops: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
         return asdict(self)
 
 
@@ -218,8 +201,7 @@ async def _examiner_turn(examiner: Any, task_description: str, conv: Conversatio
                          max_rounds: int, params: dict[str, Any],
                          limit_chars: int | None) -> tuple[str, bool] | None:
     """The examiner's next message and stop flag; ``None`` after two invalid replies."""
-    msgs = examiner_messages(task_description, conv.chat, conv.rounds, max_rounds,
-                             limit_chars)
+    msgs = examiner_messages(task_description, conv.chat, conv.rounds, max_rounds, limit_chars)
     asked = await ask(examiner, msgs, parse_examiner, retry=RETRY, schema=EXAMINER_SCHEMA,
                       params=params)
     conv.examiner_invalid += len(asked.refused)
@@ -234,8 +216,7 @@ async def converse(*, task_description: str, max_rounds: int, agent: Any, examin
                    agent_system_prompt: str | None = None,
                    examiner_context_chars: int | None = None
                    ) -> tuple[Conversation, list[Message]]:
-    """Run one conversation (see the module docstring); also the agent's own transcript
-    (its system message, every turn, tool call and tool result)."""
+    """Run one conversation; returns it and the agent's own transcript (with tool calls)."""
     conv = Conversation()
     side = _AgentSide(agent, workspace, dict(agent_params or {}), agent_system_prompt)
     ex_params = dict(examiner_params or {})

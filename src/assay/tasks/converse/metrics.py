@@ -1,18 +1,11 @@
 """Metrics of a ``converse`` run, over stored results only.
 
-* ``score``: the mean case score (Σ weights hit / Σ weights judged), each case's epochs
-  averaged first, with a seeded percentile bootstrap interval over cases;
-* ``pass_rate``: cases whose score reaches the threshold (Wilson, clustered by case);
-* with several epochs: ``pass_hat_k`` (pass^k: every trial of a case passes), the mean
-  variance of the score across a case's trials, and each case's trials;
-* ``point_hit_rates``: per scoring point, its hits over its valid verdicts;
-* invalid verdicts (points, judge votes and refused judge replies), judge agreement with several samples;
-* rounds used, how conversations ended, tokens per role, the judge models and the
-  eval_code isolation.
-
-The judging (verdicts with their votes, the judge's model and usage) is read from the
-score's metadata; a run stored before scoring judged kept it in the outcome's metadata,
-and is read from there (:func:`_judging`), so it reports the same numbers.
+``score``: the mean case score (weights hit / weights judged; a case's epochs averaged
+first, bootstrap interval over cases); ``pass_rate`` (Wilson, clustered by case); with
+several epochs ``pass_hat_k`` (every trial passes) and the score's variance across
+trials; per-point hit rates; invalid verdicts, votes and replies; rounds, endings, tokens
+per role. The judging is read from the score's metadata, or from the outcome's for a run
+stored before scoring judged (:func:`_judging`), so both report the same numbers.
 """
 
 from __future__ import annotations
@@ -41,10 +34,8 @@ def _meta(r: SampleResult) -> dict[str, Any]:
 
 
 def _judging(score_meta: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
-    """Where one result's judging lies: the verdicts (votes, isolation), the judge's model
-    and every role's usage. Since scoring judges, in the score's metadata (``verdicts``,
-    ``judge_model``, ``judge_usage``); a run stored before that kept them in the
-    outcome's metadata (``points``, ``judge_model``, ``usage["judge"]``)."""
+    """One result's verdicts, judge model and every role's usage: from the score's
+    metadata, or the outcome's (``points``, ``usage["judge"]``) for an older run."""
     usage = dict(meta.get("usage") or {})
     if "verdicts" not in score_meta:
         return {"verdicts": meta.get("points") or [], "judge_model": meta.get("judge_model"),
@@ -57,14 +48,12 @@ def _judging(score_meta: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]
 
 
 def judge_of(r: SampleResult) -> str | None:
-    """The judge model of one stored result (its score's metadata; a run stored before
-    scoring judged: its outcome's)."""
+    """The judge model of one stored result."""
     score_meta = (r.scores.get("score") or {}).get("metadata") or {}
     return _judging(score_meta, _meta(r))["judge_model"]
 
 
 def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[str, Any]:
-    """See the module docstring."""
     summary = score_summary(results, "score")
     scored = [r for r in results if r.error is None and r.scores]
     per_case: dict[str, list[float]] = defaultdict(list)
@@ -142,20 +131,16 @@ def converse_metrics(results: list[SampleResult], options: dict[str, Any]) -> di
                             ("judge", judged["judge_model"])):
             if agent and model == agent:
                 same_model.add(role)
-    out["point_hit_rates"] = [
-        {**p, "rate": p["hits"] / p["valid"] if p["valid"] else None}
-        for p in points.values()]
-    out["invalid_verdicts"] = invalid_points
-    out["invalid_judge_votes"] = invalid_votes
-    out["invalid_judge_replies"] = invalid_replies
-    out["judge_agreement"] = mean(agreements) if agreements else None
-    out["rounds_mean"] = mean(rounds) if rounds else None
-    out["rounds_max"] = max(rounds) if rounds else None
-    out["ended_by"] = dict(sorted(ended.items()))
-    out["tokens"] = {role: {"input": v[0], "output": v[1]} for role, v in sorted(tokens.items())}
-    out["eval_code_isolation"] = ("weak" if "weak" in isolation else
-                                  "bwrap" if isolation else None)
-    out["same_model_as_agent"] = sorted(same_model)
-    out["judge_models"] = sorted(judges)
-    out["top_errors"] = error_messages(results)
+    out.update(
+        point_hit_rates=[{**p, "rate": p["hits"] / p["valid"] if p["valid"] else None}
+                         for p in points.values()],
+        invalid_verdicts=invalid_points, invalid_judge_votes=invalid_votes,
+        invalid_judge_replies=invalid_replies,
+        judge_agreement=mean(agreements) if agreements else None,
+        rounds_mean=mean(rounds) if rounds else None, rounds_max=max(rounds) if rounds else None,
+        ended_by=dict(sorted(ended.items())),
+        tokens={role: {"input": v[0], "output": v[1]} for role, v in sorted(tokens.items())},
+        eval_code_isolation="weak" if "weak" in isolation else "bwrap" if isolation else None,
+        same_model_as_agent=sorted(same_model), judge_models=sorted(judges),
+        top_errors=error_messages(results))
     return out

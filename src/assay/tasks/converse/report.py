@@ -1,9 +1,5 @@
-"""The report sections of a ``converse`` run: cases by score, points, and every chat.
-
-Reads stored results only: the verdicts from the score's metadata, the conversation from
-the outcome's, and the judge from where it lies (the score's metadata; the outcome's for
-a run stored before scoring judged: :func:`~assay.tasks.converse.metrics.judge_of`).
-"""
+"""The report sections of a ``converse`` run: cases by score, points, and every chat
+(stored results only)."""
 
 from __future__ import annotations
 

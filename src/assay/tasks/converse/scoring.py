@@ -1,18 +1,11 @@
 """Scoring one ``converse`` outcome: every scoring point judged, then the case's score.
 
-Called by :meth:`ConverseTask.score <assay.tasks.converse.task.ConverseTask.score>` with
-the stored sample and outcome and the judge the scoring context offers (in a run, the
-run's judge; under ``assay score RUN --judge-model M``, M), so a stored run is judged
-again with no call to the agent or the examiner:
-
-* an LLM point by the judge or jury (:mod:`assay.tasks.converse.judge`, through
-  :mod:`assay.scoring.judge`): ``judge_samples`` votes from each judge,
-  one corrective retry per refused reply, the majority decides; an invalid verdict is
-  counted, never scored;
-* an ``eval_code`` point in the sandbox (:mod:`assay.tasks.converse.evalcode`), in a
-  scratch folder rebuilt from the working folder stored with the outcome
-  (:mod:`assay.tasks.converse.workfiles`). A run stored before that snapshot existed
-  kept its code verdicts in the outcome: those are kept as they were.
+The judge is the one the scoring context offers (the run's, or M under ``assay score RUN
+--judge-model M``), so a stored run is judged again with no call to the agent or the
+examiner. An LLM point: ``judge_samples`` votes from each judge, one corrective retry per
+refused reply, the majority decides (invalid: counted, never scored). An ``eval_code``
+point runs in the sandbox, in a scratch folder rebuilt from the folder stored with the
+outcome (a run stored before that snapshot kept its code verdicts: kept as they were).
 """
 
 from __future__ import annotations

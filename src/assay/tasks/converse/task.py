@@ -1,19 +1,11 @@
 """``converse``: an examiner model talks to the agent; a judge grades weighted points.
 
-``assay run converse --cases DIR_OR_FILE --model AGENT --examiner-model SPEC
---judge-model SPEC [--epochs K]``: one sample per case file (see
-:mod:`assay.tasks.converse.cases`); per case and epoch a fresh agent, a fresh working
-folder holding the case's data files and a conversation of at most ``max_rounds`` agent
-turns (:mod:`assay.tasks.converse.loop`): that is ``solve``, which stores the
-conversation, the agent's transcript and the files it left (for eval_code, a bounded
-copy: :mod:`assay.tasks.converse.workfiles`) with the outcome. Then ``score`` judges every
-scoring point (:mod:`assay.tasks.converse.scoring`): by its ``eval_code`` in the sandbox
-(:mod:`assay.tasks.converse.evalcode`) or by the judge model
-(:mod:`assay.tasks.converse.judge`), the verdicts and the judge's model and usage in the
-score's metadata. So ``assay score RUN`` scores a run again (another ``-T threshold=``;
-the same judge answers from the response cache) and ``assay score RUN --judge-model M``
-judges it again, with no call to the agent or the examiner.
-Metrics: :mod:`assay.tasks.converse.metrics`.
+One sample per case file. ``solve`` gives each case and epoch a fresh agent and working
+folder (the case's data files) and runs the conversation, storing it, the agent's
+transcript and, for eval_code, a bounded copy of the folder with the outcome. ``score``
+judges every point (eval_code in the sandbox, the rest by the judge model), so ``assay
+score RUN [--judge-model M]`` scores or judges a run again with no call to the agent or
+the examiner.
 """
 
 from __future__ import annotations
@@ -28,12 +20,7 @@ from assay.core.redact import redact_value
 from assay.core.types import Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.models.registry import capabilities_of
-from assay.sandbox import (
-    bwrap_problem,
-    check_isolation,
-    describe_isolation,
-    scratch_folder,
-)
+from assay.sandbox import bwrap_problem, check_isolation, describe_isolation, scratch_folder
 from assay.scoring.judge import JudgeModels, RoleURL, jury_of
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.capabilities import Measure
@@ -41,13 +28,7 @@ from assay.tasks.converse import examiner as examiner_mod
 from assay.tasks.converse import judge as judge_mod
 from assay.tasks.converse import workfiles
 from assay.tasks.converse.agents import prepare_agent
-from assay.tasks.converse.cases import (
-    Case,
-    case_hash,
-    data_file,
-    load_cases,
-    unmet_dependencies,
-)
+from assay.tasks.converse.cases import Case, case_hash, data_file, load_cases, unmet_dependencies
 from assay.tasks.converse.loop import Workspace, converse
 from assay.tasks.converse.metrics import converse_metrics
 from assay.tasks.converse.report import converse_report
@@ -95,13 +76,10 @@ class ConverseOptions(TaskOptions):
                                    "(default 512; 128 for a local model).")
 
 
-
 def _copy_data(case: Case, case_dir: Path, workdir: Path) -> None:
-    """The case's data files into the agent's folder, each checked again as it is copied
-    (inside the case's folder, links included: see :func:`assay.core.paths.copy_inside`)."""
+    """The case's data files into the agent's folder, each checked again as it is copied."""
     for name in case.data_files:
-        copy_inside(case_dir, name, workdir / Path(name).name,
-                    what=f"{case_dir}: data_files")
+        copy_inside(case_dir, name, workdir / Path(name).name, what=f"{case_dir}: data_files")
 
 
 @task("converse")
@@ -133,10 +111,7 @@ class ConverseTask(Task):
         #: the options as a model (they may come from a stored run: validated again)
         self.opts: ConverseOptions = ConverseOptions.model_validate(self.options)
 
-    # -- data -----------------------------------------------------------------------------
-
     def read(self) -> LoadedData:
-        """The cases as samples, and the dataset record (nothing kept on the task)."""
         target = Path(self.opts.cases or BUILTIN_CASES).expanduser()
         loaded = load_cases(target)
         needs_code = any(p.eval_code for case, _, _ in loaded for p in case.scoring_points)
@@ -165,11 +140,9 @@ class ConverseTask(Task):
         return LoadedData(samples, info, dict(self.options))
 
     def roles(self, model: str) -> dict[str, RoleModel]:
-        """The examiner and the judge (a jury: ``judge``, ``judge_2``, ...); a warning when
-        one is the agent under test, or the examiner is a judge."""
+        """The examiner and the judge (or jury); warns when one is the agent under test."""
         o = self.opts
-        for role, spec in (("examiner", o.examiner_model),
-                           *(("judge", m) for m in o.judge_model)):
+        for role, spec in (("examiner", o.examiner_model), *(("judge", m) for m in o.judge_model)):
             if spec == model:
                 print(f"warning: the {role} model is the agent under test "
                       f"({redact_value('model', model)}); give "
@@ -181,19 +154,15 @@ class ConverseTask(Task):
         return {"examiner": RoleModel(o.examiner_model, o.examiner_base_url),
                 **jury(o.judge_model, o.judge_base_url)}
 
-    # -- driving ----------------------------------------------------------------------------
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
-        """The agent's generation parameters: 512 tokens unless told (128 for a local
-        model, whose context holds the whole conversation); the run's (``ctx.params``) win."""
+        """512 tokens unless told (128 for a local model, whose context holds the whole
+        conversation); the run's parameters win."""
         local = ctx is not None and capabilities_of(ctx).small_context
         default = LOCAL_AGENT_TOKENS if local else 512
         return {"max_tokens": self.opts.max_tokens or default, **run_params_of(ctx)}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """Converse (the examiner plays the user); the outcome keeps what scoring needs:
-        the conversation, the agent's transcript and, for a case with ``eval_code``
-        points, its working folder (:mod:`assay.tasks.converse.workfiles`). The judge
-        grades in :meth:`score`, so ``assay score RUN --judge-model M`` judges again."""
+        """Converse; the outcome keeps what scoring needs (for ``eval_code``, the folder)."""
         case = Case.model_validate(sample.metadata["case"])
         unmet = unmet_dependencies(case)
         if unmet:
@@ -234,10 +203,8 @@ class ConverseTask(Task):
             "usage": {"agent": usage_of(agent), "examiner": usage_of(examiner)}}
         if kept is not None:
             meta["workdir"] = kept
-        return Outcome(transcript=transcript, output=replies[-1] if replies else "",
-                       metadata=meta)
+        return Outcome(transcript=transcript, output=replies[-1] if replies else "", metadata=meta)
 
-    # -- scoring ----------------------------------------------------------------------------
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
         """Judge every point (LLM points by ``ctx.roles["judge"]``, eval_code in the
         sandbox: :mod:`assay.tasks.converse.scoring`), then Σ weights hit / Σ weights
@@ -261,11 +228,8 @@ class ConverseTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """See :func:`assay.tasks.converse.metrics.converse_metrics`."""
         return converse_metrics(results, options or {})
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """Cases by score, point hit rates, and every conversation drawn as a chat."""
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
         return converse_report(metrics, results)

@@ -1,18 +1,11 @@
 """The agent's working folder as ``eval_code`` sees it, kept with the outcome.
 
-``solve`` converses and ``score`` judges, possibly in another process long after the
-folder is gone (``assay score RUN``). So when a case has ``eval_code`` points, ``solve``
-stores a bounded copy of the folder's regular files (:func:`snapshot`) in the outcome's
-metadata (``workdir``), and ``score`` hands the same files to the sandbox
-(:func:`files_of`): the scratch folder the snippet runs in is rebuilt from the stored
-outcome alone.
-
-What is kept: every regular file, by its path under the folder, as text when it is UTF-8
-and as base64 otherwise; links are left out (never followed, as in the listing stored
-beside it), and so are fifos, sockets, unreadable entries and empty folders. A file over
-:data:`FILE_LIMIT`, or past :data:`TOTAL_LIMIT` or :data:`MAX_FILES`, is left out and
-named in ``left_out`` with why: to the snippet it is a file that is not there (a miss at
-worst, never an error).
+``score`` may run in another process long after the folder is gone (``assay score RUN``),
+so ``solve`` stores a bounded copy of its regular files in the outcome's metadata
+(``workdir``) and ``score`` rebuilds the sandbox's scratch folder from it alone. Files are
+kept as text (UTF-8) or base64; links, fifos, sockets and unreadable entries are left
+out, and so is a file past the limits below (named in ``left_out``: to the snippet, a
+file that is not there, never an error).
 """
 
 from __future__ import annotations
@@ -34,8 +27,7 @@ VERSION = 1
 
 def _read(path: Path, limit: int) -> bytes | None:
     """At most ``limit + 1`` bytes of the regular file ``path``; ``None`` for anything
-    else (a link or fifo put in its place since it was listed is neither followed nor
-    waited on)."""
+    else (a link or fifo put in its place is neither followed nor waited on)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -86,8 +78,7 @@ def _placeable(path: str) -> bool:
 
 
 def files_of(stored: dict[str, Any] | None) -> dict[str, str | bytes]:
-    """The stored files as the sandbox takes them (relative path -> content); the
-    sandbox refuses a path that would lie outside its scratch folder."""
+    """The stored files as the sandbox takes them (relative path -> content)."""
     out: dict[str, str | bytes] = {}
     for item in (stored or {}).get("files") or []:
         path = str(item.get("path") or "")
@@ -101,7 +92,6 @@ def files_of(stored: dict[str, Any] | None) -> dict[str, str | bytes]:
 
 
 def legacy_files(listing: list[dict[str, Any]] | None) -> dict[str, str | bytes]:
-    """What a run stored before the snapshot existed gives of the files: the small text
-    files of its listing (``metadata["files"]``)."""
+    """The small text files of a listing stored before snapshots (``metadata["files"]``)."""
     return {str(f["path"]): str(f["text"]) for f in listing or []
             if _placeable(str(f.get("path") or "")) and isinstance(f.get("text"), str)}

@@ -50,8 +50,7 @@ def model_family(model: str) -> str | None:
     return None
 
 
-def self_preference_warning(generator_model: str | None, judge_models: Sequence[str]
-                            ) -> str | None:
+def self_preference_warning(generator_model: str | None, judge_models: Sequence[str]) -> str | None:
     """A warning when a judge is the generating model or from its family, else ``None``."""
     if not generator_model:
         return None

@@ -29,9 +29,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import field_validator
+
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.math500 import integer_form
-from assay.errors import ConfigError
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.datagen.generate_metrics import generate_metrics, generate_report_extra
 from assay.tasks.datagen.generate_outputs import (
@@ -66,39 +67,18 @@ __all__ = ["GenerateTask", "GenerateOptions", "failures_from_run", "fix_latex_es
            "validate_generation", "write_outputs"]
 
 
-def _topics(value: Any) -> list[str]:
-    if value is None or value == "" or value == []:
-        return list(TOPICS)
-    items = value.split(",") if isinstance(value, str) else list(value)
-    topics = [str(t).strip() for t in items if str(t).strip()]
-    if not topics:
-        raise ConfigError("--topics needs at least one topic")
-    return list(dict.fromkeys(topics))
-
-
-def _int_option(options: dict[str, Any], name: str, default: int, low: int) -> int:
-    value = options.get(name)
-    try:
-        out = default if value is None else int(value)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {value!r}") from e
-    if out < low:
-        raise ConfigError(f"--{name.replace('_', '-')} must be at least {low}")
-    return out
-
-
 class GenerateOptions(TaskOptions):
     """Options of ``datagen_generate``."""
 
-    n: int = Field(30, description="How many problems.")
+    n: int = Field(30, ge=1, description="How many problems.")
     reference: str | None = PathField(None, description="Style examples: a JSON/JSONL file, an HF "
                                   "id, 'math500' or 'none' (default: the book's AIME set, "
                                   "MATH-500 when offline).")
-    seed: int = Field(0, description="Seed for reference and topic choice.")
+    seed: int = Field(0, ge=-(2**63), description="Seed for reference and topic choice.")
     topics: list[str] | str | None = Field(None, description="Topics (comma list); default the "
                                            "book's five.")
-    max_attempts: int = Field(3, description="Attempts per problem.")
-    max_tokens: int = Field(DEFAULT_MAX_TOKENS, description="Max tokens per reply (a model "
+    max_attempts: int = Field(3, ge=1, description="Attempts per problem.")
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1, description="Max tokens per reply (a model "
                             "with a smaller context, like the embedded one, stops where its "
                             "context ends; pass 1024 for shorter, faster replies).")
     problem_key: str | None = Field(None, description="Reference column with the problem.")
@@ -107,6 +87,18 @@ class GenerateOptions(TaskOptions):
     allow_fallback: bool = Field(True, description="Fall back to MATH-500 when the reference "
                                  "set cannot be fetched.")
     response_schema: bool = Field(True, description="Send the JSON Schema of a problem.")
+
+    @field_validator("topics")
+    @classmethod
+    def _topics(cls, value: list[str] | str | None) -> list[str] | None:
+        """A list, or one comma string; blanks and repeats dropped (none: the book's five)."""
+        if not value:
+            return None
+        items = value.split(",") if isinstance(value, str) else value
+        topics = list(dict.fromkeys(t.strip() for t in items if t.strip()))
+        if not topics:
+            raise ValueError("needs at least one topic")
+        return topics
 
 
 def build_problem(sample: Sample, parsed: dict[str, Any], *, model: str | None,
@@ -150,15 +142,11 @@ class GenerateTask(Task):
                                      pull="assay.data.math500:pull_line", versioned=True),))
     Options = GenerateOptions
 
+    opts: GenerateOptions
+
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
-        options = self.options
-        self.n = _int_option(options, "n", 30, 1)
-        self.seed = _int_option(options, "seed", 0, -(2**63))
-        self.max_attempts = _int_option(options, "max_attempts", 3, 1)
-        self.max_tokens = _int_option(options, "max_tokens", DEFAULT_MAX_TOKENS, 1)
-        self.topics = _topics(options.get("topics"))
-        self.opts: GenerateOptions = GenerateOptions.model_validate(self.options)
+        self.topics: list[str] = self.opts.topics or list(TOPICS)
 
     # samples ------------------------------------------------------------------------
     def _load_references(self) -> tuple[list[Problem], dict[str, Any]]:
@@ -177,20 +165,20 @@ class GenerateTask(Task):
         # AIME-like examples: integer answers 0-999, no Asymptote figure code
         pool = [p for p in refs if (v := integer_form(p.answer)) is not None and 0 <= v <= 999]
         pool = [p for p in pool if "[asy]" not in p.problem] or pool or refs
-        rng = random.Random(self.seed)
+        n, rng = self.opts.n, random.Random(self.opts.seed)
         chosen: list[Problem | None] = []
-        while pool and len(chosen) < self.n:  # without replacement while the pool lasts
+        while pool and len(chosen) < n:  # without replacement while the pool lasts
             chosen.extend(pool[i] for i in rng.sample(range(len(pool)), len(pool)))
-        chosen = chosen[: self.n] if pool else [None] * self.n
-        topics = (self.topics * math.ceil(self.n / len(self.topics)))[: self.n]
+        chosen = chosen[:n] if pool else [None] * n
+        topics = (self.topics * math.ceil(n / len(self.topics)))[:n]
         rng.shuffle(topics)
-        width = max(4, len(str(self.n - 1)))
+        width = max(4, len(str(n - 1)))
         samples = []
         for i, (ref, topic) in enumerate(zip(chosen, topics, strict=True)):
             block = REFERENCE_BLOCK.format(problem=ref.problem, answer=ref.answer) if ref else ""
             prompt = GENERATION_PROMPT.format(reference=block, topic=topic,
                                               topic_list=", ".join(self.topics))
-            meta = {"index": i, "seed": self.seed, "topic": topic,
+            meta = {"index": i, "seed": self.opts.seed, "topic": topic,
                     "reference_id": ref.problem_id if ref else None,
                     "reference_source": ref.source if ref else None}
             # the style example travels with the sample: the solve checks it was not copied
@@ -202,14 +190,14 @@ class GenerateTask(Task):
         info = {
             "source": ref_info.get("source"), "reference": ref_info,
             "fallback_reason": ref_info.get("fallback_reason"),
-            "reference_pool": len(pool), "n": self.n, "seed": self.seed,
+            "reference_pool": len(pool), "n": n, "seed": self.opts.seed,
             "topics": self.topics, "content_hash": h.hexdigest(),
         }
         return LoadedData(samples, info, dict(self.options))
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Room for a full solution (``max_tokens``); the run's parameters override."""
-        return {"max_tokens": self.max_tokens, **run_params_of(ctx)}
+        return {"max_tokens": self.opts.max_tokens, **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
         """The book's system prompt, then the generation prompt."""
@@ -236,7 +224,7 @@ class GenerateTask(Task):
         parsed: dict[str, Any] | None = None
         text = ""
         attempt = 0
-        for attempt in range(1, self.max_attempts + 1):
+        for attempt in range(1, self.opts.max_attempts + 1):
             reply = await agent.generate(messages, response_schema=schema, **params)
             text = reply.message.content or ""
             transcript.append(Message("assistant", text))
@@ -248,7 +236,7 @@ class GenerateTask(Task):
             if parsed is not None:
                 break
             failures.append({"attempt": attempt, "reasons": reasons, "raw": text[:2000]})
-            if attempt < self.max_attempts:
+            if attempt < self.opts.max_attempts:
                 fix = Message("user", CORRECTION_PROMPT.format(reasons="; ".join(reasons)))
                 transcript.append(fix)
                 messages = [*base, Message("assistant", text), fix]

@@ -1,9 +1,7 @@
 """A generation run read back from the store: its problems, its failures, and their files.
 
-The generated problem and every rejected attempt are the solve's products, stored in
-the outcome's metadata (``problem``, ``failures``); the ``valid`` score is only the
-verdict. Runs stored before that kept the problem in the score's metadata; they are
-read the same way.
+The problem and every rejected attempt are stored in the outcome's metadata (``problem``,
+``failures``); runs stored before kept them in the ``valid`` score's metadata.
 """
 
 from __future__ import annotations
@@ -71,8 +69,7 @@ def _failures(run_id: str, results: list[SampleResult]) -> list[dict[str, Any]]:
         base = {"run_id": run_id, "sample_id": r.sample_id, "epoch": r.epoch,
                 "topic": meta.get("topic"), "reference_id": meta.get("reference_id")}
         if r.error is not None:
-            out.append({**base, "kind": "error", "error": r.error, "attempts": None,
-                        "failure": []})
+            out.append({**base, "kind": "error", "error": r.error, "attempts": None, "failure": []})
         elif r.score_value("valid") != 1.0:
             attempts = solve_metadata(r).get("attempts", _score_metadata(r).get("attempts"))
             out.append({**base, "kind": "invalid", "error": None, "attempts": attempts,
@@ -93,9 +90,9 @@ def failures_from_run(store: Any, run_id: str) -> list[dict[str, Any]]:
     return _failures(run["id"], store.results(run["id"], transcripts=False))
 
 
-def write_problem_files(problems: list[Problem], failures: list[dict[str, Any]], out: Path
-                        ) -> dict[str, Any]:
-    """The problems at ``out`` and the failures at ``<stem>_failures.jsonl`` beside it."""
+def run_files(run: dict[str, Any], results: list[SampleResult], out: Path) -> dict[str, Any]:
+    """A run's problems at ``out`` and its failures at ``<stem>_failures.jsonl`` beside it."""
+    problems, failures = _problems(run, results), _failures(run["id"], results)
     path = save_problems(problems, out)
     fail_path = path.with_name(f"{path.stem}_failures.jsonl")
     with atomic_open(fail_path) as f:
@@ -105,16 +102,7 @@ def write_problem_files(problems: list[Problem], failures: list[dict[str, Any]],
             "n_failures": len(failures)}
 
 
-def run_files(run: dict[str, Any], results: list[SampleResult], out: Path) -> dict[str, Any]:
-    """:func:`write_problem_files` for a run's stored results."""
-    return write_problem_files(_problems(run, results), _failures(run["id"], results), out)
-
-
 def write_outputs(store: Any, run_id: str, out_path: str | Path) -> dict[str, Any]:
-    """Write the valid problems to ``out_path`` (``.jsonl``: JSONL, else the book's JSON
-    list) and every failure to ``<stem>_failures.jsonl`` beside it.
-
-    Returns ``{"problems": Path, "failures": Path, "n_problems", "n_failures"}``.
-    """
+    """:func:`run_files` of a stored run (``.jsonl``: JSONL, else the book's JSON list)."""
     run = store.get_run(run_id)
     return run_files(run, store.results(run["id"], transcripts=False), Path(out_path))

@@ -35,12 +35,8 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript)?[ \t]*\n?(.*?)```", re.D
 
 
 def fix_latex_escapes(text: str) -> str:
-    r"""Double the backslashes of LaTeX commands that are not meant as JSON escapes.
-
-    A backslash already escaped (``\\``), before ``"`` or ``/``, a ``\uXXXX``, or a
-    ``\n``/``\t``/... not followed by a LaTeX command name is left alone; anything else
-    (``\sqrt``, ``\(``, ``\frac``, ``\times``, ``\neq``) becomes ``\\``.
-    """
+    r"""Double the backslashes of LaTeX commands (``\frac``, ``\(``) that are not meant as
+    JSON escapes (``\\``, ``\"``, ``\/``, ``\uXXXX``, ``\n`` before a non-command)."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
@@ -132,12 +128,7 @@ _TEMPLATE_TEXT = frozenset({normalize_text("Problem statement in English"),
 def validate_generation(obj: dict[str, Any], *, requested_topic: str | None = None,
                         reference_problem: str | None = None
                         ) -> tuple[dict[str, Any] | None, list[str]]:
-    """Check a parsed generation; returns ``{problem, answer (int), solution, topic}`` or reasons.
-
-    A reason reads ``code: detail``; codes are ``missing_problem``, ``answer_missing``,
-    ``answer_not_integer``, ``answer_out_of_range``, ``missing_solution``,
-    ``copied_reference``, ``template_echo`` (the prompt's placeholder text came back).
-    """
+    """``{problem, answer (int), solution, topic}``, or the reasons (``code: detail``)."""
     reasons: list[str] = []
     problem = _field(obj, PROBLEM_KEYS)
     if not isinstance(problem, str) or not problem.strip():

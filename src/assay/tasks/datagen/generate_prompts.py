@@ -54,14 +54,9 @@ def response_schema(topics: list[str] | None = None) -> dict[str, Any]:
     topic: dict[str, Any] = {"type": "string"}
     if topics:
         topic["enum"] = list(topics)
-    return {
-        "type": "object",
-        "properties": {
-            "problem": {"type": "string"},
-            "answer": {"type": "integer", "minimum": 0, "maximum": 999},
-            "solution": {"type": "string"},
-            "topic": topic,
-        },
-        "required": ["problem", "answer", "solution", "topic"],
-        "additionalProperties": False,
-    }
+    return {"type": "object",
+            "properties": {"problem": {"type": "string"},
+                           "answer": {"type": "integer", "minimum": 0, "maximum": 999},
+                           "solution": {"type": "string"}, "topic": topic},
+            "required": ["problem", "answer", "solution", "topic"],
+            "additionalProperties": False}

@@ -1,22 +1,11 @@
 """``datagen_judge``: a rubric judge scores each generated problem on anchored 1-5 levels.
 
-The judge is a role: ``judge_model`` (several: a jury), by default the run's model.
-Judging is scoring: ``solve`` calls no model, ``score`` asks the judge, so ``assay
-score RUN --judge-model M`` judges a stored run again. Per problem: the rubric
-(Prometheus style: every dimension with its five anchored levels), the problem, its
-stated answer and solution, and optionally a real competition problem given as the
-score-5 anchor (:mod:`assay.tasks.datagen.judge_prompts`); the reply is requested as
-JSON matching :func:`~assay.tasks.datagen.rubric.rubric_schema` (constrained where the
-backend supports it) and validated, through :mod:`assay.scoring.judge`: an unreadable
-reply gets ONE retry with a corrective message; if that fails too the vote is
-``invalid``: its score value is ``None``, it is counted and reported, and it is never
-turned into a neutral number. Several votes (``judge_samples``, a jury) are averaged
-per dimension.
-
-Each sample carries its problem (``row``) and the anchor. Metrics: :mod:`assay.tasks.datagen.judge_metrics`; juries (several runs of
-this task with different judges): :func:`~assay.tasks.datagen.jury.jury_summary`;
-:func:`~assay.tasks.datagen.families.self_preference_warning` flags a judge that is the
-generating model (or from its family).
+The judge is a role (``judge_model``, several: a jury; default the run's model); judging
+is scoring, so ``assay score RUN --judge-model M`` judges a stored run again. The prompt
+holds the rubric, the problem with its answer and solution, and optionally a real problem
+as the score-5 anchor; the reply is schema-checked JSON with ONE corrective retry, after
+which the vote is ``invalid`` (value ``None``, counted, never a neutral number). Several
+votes (``judge_samples``, a jury) are averaged per dimension.
 """
 
 from __future__ import annotations
@@ -91,10 +80,8 @@ class JudgeOptions(TaskOptions):
 class JudgeTask(Task):
     """Rubric judging of generated problems (the judge: the judge_model option or the run's model).
 
-    Options: ``data`` (problems file), ``rubric`` (YAML path; default: the
-    AIME rubric), ``reference`` (problems file whose first problem is shown as
-    the score-5 anchor), ``generator_model`` (for the self-preference warning;
-    default: the problems' recorded provenance), ``max_tokens`` (default 768).
+    ``generator_model`` (for the self-preference warning) defaults to the problems'
+    recorded provenance.
     """
 
     description = ("Rubric judge of generated problems: anchored 1-5 levels, validated JSON "
@@ -110,9 +97,7 @@ class JudgeTask(Task):
             raise ConfigError("datagen_judge needs the problems to judge: data=FILE.json[l]")
         self.rubric: Rubric = resolve_rubric(self.opts.rubric)
 
-
     def read(self) -> LoadedData:
-        """The problems as samples, and the dataset record (nothing kept on the task)."""
         problems = load_problems(self.opts.data)
         ref = None
         ref_path = self.opts.reference
@@ -125,8 +110,7 @@ class JudgeTask(Task):
                   if ref else None)
         generators = sorted({str(p.provenance.get("model")) for p in problems
                              if p.provenance.get("model")})
-        generator = self.opts.generator_model or (
-            generators[0] if len(generators) == 1 else None)
+        generator = self.opts.generator_model or (generators[0] if len(generators) == 1 else None)
         samples = []
         for p in problems:
             meta: dict[str, Any] = {"topic": p.topic, "source": p.source,
@@ -148,17 +132,14 @@ class JudgeTask(Task):
         return LoadedData(samples, info, dict(self.options))
 
     def roles(self, model: str) -> dict[str, RoleModel]:
-        """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
-        it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
-        return jury(self.opts.judge_model, self.opts.judge_base_url)
+        """The judges of ``judge_model`` (a jury); without one, the run's model judges."""
+        return jury(self.opts.judge_model or [model], self.opts.judge_base_url)
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Deterministic judging with room for a rationale; the run's parameters override."""
-        return {"max_tokens": self.opts.max_tokens or 768, "temperature": 0.0,
-                **run_params_of(ctx)}
+        return {"max_tokens": self.opts.max_tokens or 768, "temperature": 0.0, **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Any]:
-        """System role, then the rubric prompt for this sample's problem."""
         problem = sample.row or {"problem": sample.input, "answer": sample.target}
         return judge_messages(problem, self.rubric, sample.metadata.get("anchor"))
 
@@ -167,10 +148,8 @@ class JudgeTask(Task):
         return Outcome(output=str(sample.input))
 
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
-        """The jury's verdict: the mean of the dimension scores (1-5), or ``None`` when no
-        vote is valid. Each judge votes ``judge_samples`` times (one corrective retry per
-        refused reply); valid votes are averaged per dimension."""
-        jury = jury_of(ctx) or [ctx]  # no judge_model: the run's own model judges
+        """The jury's mean of the dimension scores (1-5); ``None`` when no vote is valid."""
+        jury = jury_of(ctx)
         params = self.generation_params(ctx)
         schema = rubric_schema(self.rubric,
                                rationale_max_length=rationale_limit(params.get("max_tokens")))
@@ -179,8 +158,7 @@ class JudgeTask(Task):
                            retry=lambda why: retry_text(why, self.rubric), schema=schema,
                            params=params, samples=self.opts.judge_samples,
                            seed=params.get("seed"))
-        verdict = combine([None if v.invalid else v.value["scores"] for v in votes],
-                          rule="mean")
+        verdict = combine([None if v.invalid else v.value["scores"] for v in votes], rule="mean")
         judges = [j.model_id for j in jury]
         generator = sample.metadata.get("generator_model")
         reasons = [r for v in votes for r in v.refused]
@@ -207,11 +185,8 @@ class JudgeTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Overall and per-dimension means (bootstrap), pass/excellent/invalid rates (Wilson)."""
         return judge_metrics(results, options or {})
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """Per-dimension table with distributions, validity note, recommendations."""
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
         return judge_report_extra(metrics)

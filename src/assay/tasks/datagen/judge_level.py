@@ -18,8 +18,6 @@ from assay.tasks.datagen.winrate import ORDERS, VALUES, check_winner, combine, p
 from assay.tasks.datagen.winrate import SCORE_NAME as WINRATE_SCORE
 from assay.tasks.datagen.winrate_metrics import winrate_metrics
 
-# ------------------------------------------------------------------ judges
-
 
 def _stored(i: int, scores: dict[str, Any]) -> SampleResult:
     """A minimal stored result holding one score, for the datagen metric functions."""
@@ -64,8 +62,7 @@ _WIN_RATES = ("win_rate_adjusted", "win_rate", "loss_rate", "tie_rate", "decisiv
 
 
 def _pair_score(i: int, item: Any) -> dict[str, Any]:
-    """A pair's score as datagen_winrate stores it, from an outcome word or the two orders'
-    positional verdicts."""
+    """A pair's score as datagen_winrate stores it, from an outcome or two orders' verdicts."""
     if item is None or isinstance(item, str):
         outcome = "invalid" if item is None else item.strip().lower()
         if outcome not in (*VALUES, "invalid"):

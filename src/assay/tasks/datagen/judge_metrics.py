@@ -75,7 +75,6 @@ def split_verdicts(results: list[SampleResult]
 
 
 def mean(xs: Sequence[float]) -> float:
-    """The arithmetic mean of a non-empty sequence."""
     return sum(xs) / len(xs)
 
 
@@ -151,24 +150,24 @@ def judge_metrics(results: list[SampleResult], options: dict[str, Any] | None = 
     return m
 
 
-def _fmt(rate: dict[str, Any] | None, digits: int = 2) -> str:
+def fmt_interval(rate: dict[str, Any] | None, spec: str = ".2f") -> str:
+    """A value with its interval, ``n/a`` without one (``spec``: the number format)."""
     if not rate or rate.get("value") is None:
         return "n/a"
-    s = f"{rate['value']:.{digits}f}"
+    s = f"{rate['value']:{spec}}"
     if rate.get("ci_low") is not None:
-        s += f" [{rate['ci_low']:.{digits}f}, {rate['ci_high']:.{digits}f}]"
+        s += f" [{rate['ci_low']:{spec}}, {rate['ci_high']:{spec}}]"
     return s
 
 
 def judge_report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Report sections for a judge run."""
     if not metrics:
         return {}
     rows = []
     for d, info in (metrics.get("dimensions") or {}).items():
         dist = info["distribution"]
-        rows.append([d, _fmt(info["mean"]), *[dist[str(k)] for k in LEVELS],
-                     _fmt(info["at_least_4"]), _fmt(info["at_most_2"])])
+        rows.append([d, fmt_interval(info["mean"]), *[dist[str(k)] for k in LEVELS],
+                     fmt_interval(info["at_least_4"]), fmt_interval(info["at_most_2"])])
     sections = [{
         "title": "Rubric scores per dimension",
         "headers": ["dimension", "mean [95% CI]", "1", "2", "3", "4", "5", ">= 4", "<= 2"],

@@ -31,16 +31,10 @@ def _first_valid(results: list[SampleResult]) -> dict[str, dict[str, int]]:
 
 def jury_summary(runs: list[tuple[str, list[SampleResult]]], *,
                  generator_model: str | None = None) -> dict[str, Any]:
-    """Combine several judges' runs over the same problems (a PoLL-style jury).
-
-    Per judge: its metrics (means, rates, invalid count). Per problem: the jury
-    score per dimension and overall, averaged over the judges that gave a valid
-    verdict (a problem no judge could score is counted in ``n_items_unscored``).
-    Jury means use the percentile bootstrap over problems, pass/excellent rates
-    Wilson. Agreement per dimension: quadratic-weighted Cohen's kappa (scale 1-5)
-    and exact percent agreement for every pair of judges on the problems both
-    scored validly, plus their means over pairs.
-    """
+    """Several judges' runs over the same problems as a PoLL-style jury: each judge's
+    metrics; per problem, the mean over the judges with a valid verdict (none: counted in
+    ``n_items_unscored``); agreement per dimension for every pair of judges on the problems
+    both scored validly."""
     names: list[str] = []
     for judge, _ in runs:
         name, k = str(judge), 2
@@ -87,8 +81,7 @@ def jury_summary(runs: list[tuple[str, list[SampleResult]]], *,
             if a["mean_percent_agreement"] is not None]
     judges = [str(j) for j, _ in runs]
     return {
-        "judges": names,
-        "per_judge": per_judge,
+        "judges": names, "per_judge": per_judge,
         "jury": {
             "overall_mean": bootstrap_mean(overall),
             "dimension_means": {d: bootstrap_mean([v["scores"][d] for v in per_item.values()
@@ -96,12 +89,10 @@ def jury_summary(runs: list[tuple[str, list[SampleResult]]], *,
             "pass_rate": proportion(sum(x >= PASS_THRESHOLD for x in overall), len(overall)),
             "excellent_rate": proportion(sum(x >= EXCELLENT_THRESHOLD for x in overall),
                                          len(overall)),
-            "n_items": len(overall),
-            "n_items_unscored": len(items) - len(overall),
+            "n_items": len(overall), "n_items_unscored": len(items) - len(overall),
             "aggregation": "mean over judges with a valid verdict",
         },
-        "per_item": per_item,
-        "agreement": agreement,
+        "per_item": per_item, "agreement": agreement,
         "mean_kappa": mean(kappas) if kappas else None,
         "mean_percent_agreement": mean(pcts) if pcts else None,
         "agreement_method": "quadratic-weighted Cohen's kappa on the 1-5 scale, per judge pair",

@@ -1,18 +1,9 @@
 """Reference problems: real competition problems used as style examples and comparisons.
 
-:func:`load_reference` reads
-
-* a local JSON / JSONL / CSV file (key inference as in ``qa``; ``--problem-key`` etc.);
-* the book's Hugging Face sets through ``datasets``: ``TianHongZXY/aime-1983-2025``
-  (style examples for the generator) and ``math-ai/aime25`` (the comparison set), or
-  any other Hugging Face dataset id;
-* ``math500``: MATH-500 from the workspace cache (``assay data pull math500``),
-  integer-answer problems first;
-* nothing (``None``): the book's default, ``TianHongZXY/aime-1983-2025``.
-
-When a Hugging Face set cannot be loaded (offline, not cached) and fallback is
-allowed, MATH-500 is used instead and the returned info says so and why, so
-reports can state it.
+:func:`load_reference` reads a local JSON / JSONL / CSV file (key inference as in
+``qa``), a Hugging Face dataset id (the book's sets below), ``math500`` (the workspace
+cache, integer answers first) or ``None`` (the book's default). When a Hugging Face set
+cannot be loaded and fallback is allowed, MATH-500 stands in and the info says why.
 """
 
 from __future__ import annotations
@@ -34,8 +25,6 @@ AIME_STYLE_SET = "TianHongZXY/aime-1983-2025"
 AIME_2025_SET = "math-ai/aime25"
 DEFAULT_REFERENCE = AIME_STYLE_SET
 MATH500 = "math500"
-#: splits to prefer, in order, when a Hugging Face set has several
-_SPLITS = ("test", "train")
 
 
 def problems_hash(problems: list[Problem]) -> str:
@@ -49,12 +38,8 @@ def problems_hash(problems: list[Problem]) -> str:
 def load_hf_reference(dataset_id: str, *, split: str | None = None,
                       problem_key: str | None = None, answer_key: str | None = None,
                       solution_key: str | None = None) -> tuple[list[Problem], dict[str, Any]]:
-    """Problems from a Hugging Face dataset; a one-line :class:`DatasetError` when unreachable.
-
-    Without ``split`` the ``test`` split is used, else ``train``, else the only one.
-    Columns are inferred (``problem``/``Question``, ``answer``/``Answer``, ``id``/``ID``)
-    unless keys are given.
-    """
+    """Problems from a Hugging Face dataset (columns inferred unless keys are given); a
+    one-line :class:`DatasetError` when unreachable."""
     rows, used_split, fingerprint = load_split(dataset_id, split=split)
     if not rows:
         raise DatasetError(f"{dataset_id} (split {used_split}) is empty")
@@ -70,14 +55,8 @@ def load_hf_reference(dataset_id: str, *, split: str | None = None,
 def load_reference(source: str | None, *, problem_key: str | None = None,
                    answer_key: str | None = None, solution_key: str | None = None,
                    allow_fallback: bool = True) -> tuple[list[Problem], dict[str, Any]]:
-    """Reference problems and a description of where they came from.
-
-    ``source``: a local file, a Hugging Face dataset id, ``"math500"``, or ``None``
-    (the book's ``TianHongZXY/aime-1983-2025``). The info dict has ``source``,
-    ``requested``, ``kind`` (``file``, ``huggingface``, ``math500``), ``count``,
-    ``content_hash`` and, when MATH-500 stood in for an unreachable Hugging Face set,
-    ``fallback_reason``.
-    """
+    """Reference problems and where they came from (``source``, ``requested``, ``kind``,
+    ``count``, ``content_hash``; ``fallback_reason`` when MATH-500 stood in)."""
     requested = source or DEFAULT_REFERENCE
     keys = {"problem_key": problem_key, "answer_key": answer_key, "solution_key": solution_key}
     if requested.strip().lower() in (MATH500, "math-500"):
@@ -125,11 +104,7 @@ def _math500() -> tuple[list[Problem], dict[str, Any]]:
 
 
 def load_math500(integer_first: bool = True) -> list[Any]:
-    """The cached MATH-500 problems as :class:`Problem` s (from the cache ``assay data pull math500`` fills).
-
-    With ``integer_first``, problems whose answer is an integer in 0-999 (the AIME
-    format) come first, each group in id order.
-    """
+    """The cached MATH-500 problems (``integer_first``: AIME-like answers 0-999 first)."""
     path = math500.locate()
     meta = math500.read_meta(path)
     try:

@@ -1,31 +1,14 @@
 """The rubric the judge scores generated problems with, and how its verdicts are read.
 
-A rubric is a list of dimensions, each with five anchored level descriptions
-(Prometheus style: the judge picks the level whose description fits, rather than
-inventing a scale). The default covers AIME-style problems on four dimensions:
-correctness, clarity, difficulty match and completeness. Custom rubrics come
-from YAML::
+A rubric is a list of dimensions, each with five anchored level descriptions (Prometheus
+style: the judge picks the level whose description fits). The default scores AIME-style
+problems on correctness, clarity, difficulty match and completeness; custom rubrics are
+YAML: ``{name, version, dimensions: [{name, description, levels: {1: ..., 5: ...}}]}``
+(``levels`` may be a list of five, level 1 first; ``dimensions`` a mapping by name).
 
-    name: my-rubric
-    version: "2"
-    dimensions:
-      - name: correctness
-        description: The problem is sound and the stated answer is right.
-        levels:
-          1: ...
-          2: ...
-          3: ...
-          4: ...
-          5: ...
-
-(``levels`` may also be a list of five descriptions, level 1 first; ``dimensions``
-may also be a mapping ``name: {description, levels}``.)
-
-The judge answers ``{"rationale": str, "scores": {dimension: 1..5}}``;
-:func:`rubric_schema` is that shape as JSON Schema (for constrained decoding)
-and :func:`parse_verdict` reads a reply (:func:`assay.scoring.judge.read_json`),
-tolerating code fences and prose around the JSON but nothing else: a missing dimension, a score outside 1-5, a fraction
-or a word is not a verdict (``None``), never a guessed number.
+The judge answers ``{"rationale": str, "scores": {dimension: 1..5}}``; a reply with code
+fences or prose around the JSON is read, but a missing dimension, a score outside 1-5, a
+fraction or a word is not a verdict (``None``), never a guessed number.
 """
 
 from __future__ import annotations
@@ -121,7 +104,6 @@ class Rubric(BaseModel):
 
     @property
     def names(self) -> list[str]:
-        """Dimension names in rubric order."""
         return [d.name for d in self.dimensions]
 
     def content_hash(self) -> str:
@@ -209,7 +191,7 @@ DEFAULT_RUBRIC = Rubric(
 
 
 def load_rubric(path: str | Path) -> Rubric:
-    """A rubric from a YAML file; any problem is a one-line :class:`ConfigError` naming the file."""
+    """A rubric from a YAML file; any problem is a one-line :class:`ConfigError`."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -243,30 +225,17 @@ RATIONALE_MAX_LENGTH = 500
 
 def rubric_schema(rubric: Rubric = DEFAULT_RUBRIC, *,
                   rationale_max_length: int | None = RATIONALE_MAX_LENGTH) -> dict[str, Any]:
-    """JSON Schema of the judge's reply: a short rationale first, then one integer per dimension.
-
-    Kept small for constrained decoding (enums, no ``minimum``/``maximum``); the
-    rationale comes first so a constrained judge reasons before it scores, and
-    its ``maxLength`` makes a rambling small model close the string and still
-    reach the scores within its token budget (``None``: no limit).
-    """
+    """JSON Schema of the judge's reply, small for constrained decoding (enums): the
+    rationale first so the judge reasons before it scores, capped (``None``: no limit) so a
+    rambling small model still reaches the scores within its token budget."""
     rationale: dict[str, Any] = {"type": "string"}
     if rationale_max_length:
         rationale["maxLength"] = int(rationale_max_length)
-    return {
-        "type": "object",
-        "properties": {
-            "rationale": rationale,
-            "scores": {
-                "type": "object",
-                "properties": {n: {"type": "integer", "enum": list(LEVELS)} for n in rubric.names},
-                "required": rubric.names,
-                "additionalProperties": False,
-            },
-        },
-        "required": ["rationale", "scores"],
-        "additionalProperties": False,
-    }
+    scores = {"type": "object",
+              "properties": {n: {"type": "integer", "enum": list(LEVELS)} for n in rubric.names},
+              "required": rubric.names, "additionalProperties": False}
+    return {"type": "object", "properties": {"rationale": rationale, "scores": scores},
+            "required": ["rationale", "scores"], "additionalProperties": False}
 
 
 def verdict_example(rubric: Rubric = DEFAULT_RUBRIC) -> str:
@@ -274,8 +243,6 @@ def verdict_example(rubric: Rubric = DEFAULT_RUBRIC) -> str:
     scores = ", ".join(f'"{n}": <1-5>' for n in rubric.names)
     return '{"rationale": "<two or three sentences>", "scores": {' + scores + "}}"
 
-
-# -- reading replies --------------------------------------------------------------------------
 
 def _coerce_level(v: Any) -> Any:
     """Accept 4, 4.0, "4" and {"score": 4, ...}; refuse booleans, fractions and words."""
@@ -312,11 +279,8 @@ _VERDICT = TypeAdapter(_Verdict)
 
 def check_verdict(text: str | None, rubric: Rubric = DEFAULT_RUBRIC
                   ) -> tuple[dict[str, Any] | None, str | None]:
-    """``(verdict, None)`` for a valid reply, else ``(None, why it is not one)``.
-
-    A verdict is ``{"scores": {dimension: 1..5 for every rubric dimension},
-    "rationale": str}``; extra score keys are dropped.
-    """
+    """``({"scores", "rationale"}, None)`` for a valid reply (extra score keys dropped),
+    else ``(None, why it is not one)``."""
 
     def build(obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
         v = _VERDICT.validate_python(obj)

@@ -1,12 +1,9 @@
-"""Answer verification: can a solver reproduce each generated problem's stated answer?
+"""Answer verification: does a solver reproduce each generated problem's stated answer?
 
-``datagen_verify`` is a run per solver model: each generated problem is solved
-and the solver's final answer is compared with the stated one by math-verify.
-:func:`verification_summary` combines the solver runs: agreement rate per
-solver, problems whose answer no solver reproduces (flagged), and problems
-that at least two thirds of the solvers confirm (the hard gate of
-reference/judging.md §11). :func:`near_duplicates` flags generated problems
-that copy a reference problem (normalized word n-gram overlap).
+``datagen_verify`` is a run per solver model (math-verify compares the answers);
+:func:`verification_summary` combines the runs (problems no solver reproduces are
+flagged; two thirds of the solvers confirm: the hard gate of reference/judging.md §11);
+:func:`near_duplicates` flags problems that copy a reference (word n-gram overlap).
 """
 
 from __future__ import annotations
@@ -42,10 +39,7 @@ class VerifyOptions(TaskOptions):
 
 @task("datagen_verify")
 class VerifyTask(Task):
-    """Solve generated problems and check the stated answers (math-verify).
-
-    Options: ``data`` (problems file), ``max_tokens``.
-    """
+    """Solve generated problems and check the stated answers (math-verify)."""
 
     description = "Solve generated problems with a solver model; math-verify agreement with the stated answer."
     headline_metric = "agreement_rate"
@@ -58,9 +52,7 @@ class VerifyTask(Task):
         if not self.opts.data:
             raise ConfigError("datagen verify needs the generated problems: --data FILE")
 
-
     def read(self) -> LoadedData:
-        """The problems as samples, and the dataset record (nothing kept on the task)."""
         problems = load_problems(self.opts.data)
         samples = [Sample(id=p.problem_id, input=p.problem, target=p.answer,
                           metadata={"topic": p.topic}, row=p.to_dict()) for p in problems]
@@ -73,7 +65,6 @@ class VerifyTask(Task):
         return {"max_tokens": self.opts.max_tokens or 1024, **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        """The solver prompt."""
         return [Message("user", SOLVER_PROMPT.format(problem=sample.input))]
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
@@ -84,7 +75,6 @@ class VerifyTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Agreement rate of this solver with the stated answers."""
         scored = [r for r in results if r.error is None and r.scores]
         return {"agreement_rate": clustered_rate(
                     scored, lambda r: 1.0 if r.score_value("verified") == 1.0 else 0.0),
@@ -108,15 +98,10 @@ def verification_summary(runs: list[tuple[str, list[SampleResult]]],
     unreproduced = sorted(pid for pid, v in votes.items() if not any(v))
     confirmed = sorted(pid for pid, v in votes.items() if v and sum(v) / len(v) >= quorum)
     n = len(votes)
-    return {
-        "solvers": list(per_solver),
-        "per_solver_agreement": per_solver,
-        "any_solver_agrees": proportion(n - len(unreproduced), n),
-        "quorum": quorum,
-        "confirmed_by_quorum": proportion(len(confirmed), n),
-        "unreproduced": unreproduced,
-        "confirmed": confirmed,
-    }
+    return {"solvers": list(per_solver), "per_solver_agreement": per_solver,
+            "any_solver_agrees": proportion(n - len(unreproduced), n), "quorum": quorum,
+            "confirmed_by_quorum": proportion(len(confirmed), n),
+            "unreproduced": unreproduced, "confirmed": confirmed}
 
 
 _WORD = re.compile(r"\w+")

@@ -1,36 +1,19 @@
 """``datagen_winrate``: generated problems against real ones, judged blind in both orders.
 
-The judge is a role: ``judge_model`` (several: a jury), by default the run's model;
-judging is scoring (``solve`` calls no model), so ``assay score RUN --judge-model M``
-judges a stored run again. Pairing: each generated problem (a seeded sample of
-them when fewer comparisons are asked for) is paired with a reference problem
-drawn by a seeded shuffle WITHOUT replacement (the references are reshuffled and
-reused only when there are more pairs than references). The pairing is recorded
-in every sample's metadata and in the run's dataset info, and the same seed
-always gives the same pairs.
+The judge is a role (``judge_model``, several: a jury; default the run's model); judging
+is scoring, so ``assay score RUN --judge-model M`` judges a stored run again. Each
+generated problem (a seeded sample when fewer comparisons are asked) is paired with a
+reference drawn by a seeded shuffle without replacement (reshuffled only when used up);
+the pairing is recorded and the same seed gives the same pairs.
 
-Each pair is judged twice, blinded as "Problem 1" / "Problem 2": order A shows
-the generated problem first, order B the reference first. Each verdict is
-``{"reason": str, "winner": "1" | "2" | "tie"}`` (constrained where supported),
-validated, with one corrective retry (:mod:`assay.scoring.judge`). With a jury or
-several ``judge_samples``, an order's verdict is the majority of its valid votes, and a
-split between the most common answers is a ``tie``. The two verdicts are mapped back to the
-underlying items and combined, from the generated problem's point of view:
-
-- both orders prefer the same item -> ``win`` or ``loss``;
-- they prefer different items (the preference followed the position) -> ``tie``,
-  flagged ``inconsistent`` and counted in the position-inconsistency rate;
-- at least one order says ``tie`` -> ``tie`` (a tie plus a preference is a tie,
-  not half a win; it is flagged ``mixed`` and counted apart, not as a position
-  flip);
-- either order invalid after its retry -> the pair is ``invalid``: excluded
-  from every rate and counted.
-
-Score value: 1.0 win, 0.5 tie, 0.0 loss, ``None`` invalid. A judge that always
-answers "1" therefore gives 0 wins, 0 losses, all ties, 100% inconsistency: its
-0.5 adjusted win rate comes only from ties, and the report says so.
-
-The run's metrics and report sections are in :mod:`assay.tasks.datagen.winrate_metrics`.
+Each pair is judged as "Problem 1" / "Problem 2" in order A (generated first) and B
+(reference first); an order's verdict is the majority of its valid votes (a split: tie).
+From the generated problem's side: the same item preferred in both orders -> win or
+loss; different items (the preference followed the position) -> tie, flagged
+``inconsistent``; a tie in either order -> tie, flagged ``mixed`` (not a position flip);
+an order invalid after its retry -> the pair is ``invalid``, excluded from every rate.
+Score: 1.0 win, 0.5 tie, 0.0 loss, ``None`` invalid; a judge that always answers "1"
+gives all ties and 100% inconsistency, and the report says so.
 """
 
 from __future__ import annotations
@@ -67,20 +50,14 @@ ORDERS = ("A", "B")  # A: generated is Problem 1; B: reference is Problem 1
 
 
 def winner_schema(reason_max_length: int | None = 300) -> dict[str, Any]:
-    """JSON Schema of a pairwise verdict: a short reason (``maxLength`` so that a rambling
-    small model still reaches the verdict), then the winner."""
+    """A verdict's schema: a reason (capped: a rambling model still gets to it), the winner."""
     reason: dict[str, Any] = {"type": "string"}
     if reason_max_length:
         reason["maxLength"] = int(reason_max_length)
-    return {
-        "type": "object",
-        "properties": {
-            "reason": reason,
-            "winner": {"type": "string", "enum": ["1", "2", "tie"]},
-        },
-        "required": ["reason", "winner"],
-        "additionalProperties": False,
-    }
+    return {"type": "object",
+            "properties": {"reason": reason,
+                           "winner": {"type": "string", "enum": ["1", "2", "tie"]}},
+            "required": ["reason", "winner"], "additionalProperties": False}
 
 
 WINNER_SCHEMA = winner_schema()
@@ -125,8 +102,6 @@ def render_problem(p: Problem, *, include_solution: bool = False) -> str:
         text += f"\nSolution: {p.solution.strip()}"
     return text
 
-
-# -- reading verdicts -------------------------------------------------------------------------
 
 class _PairVerdict(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -176,11 +151,8 @@ def preferred_item(order: str, winner: str | None) -> str | None:
 
 
 def combine(pref_a: str | None, pref_b: str | None) -> dict[str, Any]:
-    """Combine the two orders' item-level preferences into the pair's outcome.
-
-    Returns ``{"outcome": win|loss|tie|invalid, "inconsistent": bool, "mixed": bool}``
-    (rules in the module docstring).
-    """
+    """``{"outcome": win|loss|tie|invalid, "inconsistent", "mixed"}`` from the two orders'
+    item-level preferences (rules in the module docstring)."""
     if pref_a is None or pref_b is None:
         return {"outcome": "invalid", "inconsistent": False, "mixed": False}
     if "tie" in (pref_a, pref_b):
@@ -193,13 +165,8 @@ def combine(pref_a: str | None, pref_b: str | None) -> dict[str, Any]:
 
 def seeded_pairs(generated: list[Problem], reference: list[Problem], *, seed: int,
                  n: int | None = None) -> list[tuple[Problem, Problem]]:
-    """Reproducible pairing: ``n`` distinct generated problems, references without replacement.
-
-    Default ``n``: ``min(len(generated), len(reference))``; at most
-    ``len(generated)`` (each generated problem is compared once). Generated
-    problems keep their file order; references are drawn from seeded shuffles,
-    reshuffled only when used up.
-    """
+    """``n`` (default: the smaller set's size; at most ``len(generated)``) generated problems
+    in file order, each with a reference drawn from seeded shuffles without replacement."""
     if not generated or not reference:
         raise ConfigError("win rate needs at least one generated and one reference problem")
     n = min(len(generated), len(reference)) if n is None else int(n)
@@ -220,8 +187,6 @@ def seeded_pairs(generated: list[Problem], reference: list[Problem], *, seed: in
 def _problem(d: dict[str, Any]) -> Problem:
     return Problem(**{k: v for k, v in d.items() if k in Problem.__dataclass_fields__})
 
-
-# -- the benchmark ----------------------------------------------------------------------------
 
 class WinRateOptions(TaskOptions):
     """Options of ``datagen_winrate``."""
@@ -247,11 +212,8 @@ class WinRateTask(Task):
     """Pairwise win rate of generated problems against real ones (judged by
     the judge_model option or the run's model).
 
-    Options: ``data`` (generated problems), ``reference`` (real problems file),
-    ``seed`` (pairing seed, default 0), ``n_comparisons`` (default: min of the
-    two set sizes), ``include_solutions`` (show solutions too; default false, as
-    reference sets often lack them and that alone would unblind the pair),
-    ``generator_model`` (for the self-preference warning), ``max_tokens``.
+    ``include_solutions`` is off by default: reference sets often lack solutions, and that
+    alone would unblind the pair; ``generator_model`` is for the self-preference warning.
     """
 
     description = ("Pairwise win rate of generated vs real problems, blinded and judged in both "
@@ -272,17 +234,14 @@ class WinRateTask(Task):
                               "reference=FILE")
         self.seed = int(self.opts.seed or 0)
 
-
     def read(self) -> LoadedData:
-        """The pairs as samples, and the dataset record (nothing kept on the task)."""
         gen = load_problems(self.opts.data)
         ref = load_problems(self.opts.reference)
         n_req = self.opts.n_comparisons
         pairs = seeded_pairs(gen, ref, seed=self.seed, n=int(n_req) if n_req else None)
         generators = sorted({str(p.provenance.get("model")) for p in gen
                              if p.provenance.get("model")})
-        generator = self.opts.generator_model or (
-            generators[0] if len(generators) == 1 else None)
+        generator = self.opts.generator_model or (generators[0] if len(generators) == 1 else None)
         samples = []
         for i, (g, r) in enumerate(pairs):
             sid = f"{g.problem_id}~{r.problem_id}"
@@ -309,14 +268,11 @@ class WinRateTask(Task):
         return LoadedData(samples, info, dict(self.options))
 
     def roles(self, model: str) -> dict[str, RoleModel]:
-        """The judges of ``judge_model`` (``judge``, ``judge_2``, ...: a jury); none when
-        it is not given: the run's own model judges (``score`` asks it through ``ctx``)."""
-        return jury(self.opts.judge_model, self.opts.judge_base_url)
+        """The judges of ``judge_model`` (a jury); without one, the run's model judges."""
+        return jury(self.opts.judge_model or [model], self.opts.judge_base_url)
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
-        """Deterministic judging; the run's parameters override."""
-        return {"max_tokens": self.opts.max_tokens or 512, "temperature": 0.0,
-                **run_params_of(ctx)}
+        return {"max_tokens": self.opts.max_tokens or 512, "temperature": 0.0, **run_params_of(ctx)}
 
     def order_messages(self, sample: Sample, order: str) -> list[Message]:
         """The blinded prompt for one order (A: generated first; B: reference first)."""
@@ -334,12 +290,11 @@ class WinRateTask(Task):
         """One order's verdict: every judge's votes, the majority (a split: ``tie``)."""
         schema = winner_schema(rationale_limit(params.get("max_tokens"), cap=300, room=100))
         votes = await poll(jury, messages, check_winner,
-                           retry=lambda why: RETRY_TEMPLATE.format(why=why,
-                                                                   example=WINNER_EXAMPLE),
+                           retry=lambda why: RETRY_TEMPLATE.format(why=why, example=WINNER_EXAMPLE),
                            schema=schema, params=params, samples=self.opts.judge_samples,
                            seed=params.get("seed"))
         verdict = combine_votes([None if v.invalid else v.value["winner"] for v in votes],
-                          tie="tie")
+                                tie="tie")
         reason = next((v.value["reason"] for v in votes
                        if not v.invalid and v.value["winner"] == verdict.value), None)
         out = {"winner": verdict.value, "reason": reason, "invalid": verdict.invalid,
@@ -357,9 +312,8 @@ class WinRateTask(Task):
         return Outcome(output=str(sample.id))
 
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
-        """Both orders judged by the jury, then the pair's outcome for the generated
-        problem: 1 win, 0.5 tie, 0 loss, None invalid."""
-        jury = jury_of(ctx) or [ctx]  # no judge_model: the run's own model judges
+        """Both orders judged by the jury, then the pair's outcome."""
+        jury = jury_of(ctx)
         params = self.generation_params(ctx)
         judgments = {}
         for order in ORDERS:
@@ -397,11 +351,8 @@ class WinRateTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """W/T/L rates (Wilson), adjusted win rate (pair-clustered bootstrap), position bias."""
         return winrate_metrics(results, options or {})
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """W/T/L table and bars, the position-consistency statement, recommendations."""
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
         return winrate_report_extra(metrics)

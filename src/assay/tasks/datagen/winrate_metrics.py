@@ -10,7 +10,7 @@ from assay.core.types import SampleResult
 from assay.metrics.stats import proportion
 from assay.metrics.summary import error_messages, usage_summary
 from assay.tasks.datagen.families import self_preference_warning
-from assay.tasks.datagen.judge_metrics import BOOTSTRAP_RESAMPLES, bootstrap_mean
+from assay.tasks.datagen.judge_metrics import BOOTSTRAP_RESAMPLES, bootstrap_mean, fmt_interval
 
 #: the score a pair gets, and each verdict's value (win 1, tie 0.5, loss 0)
 SCORE_NAME = "winrate"
@@ -21,11 +21,9 @@ __all__ = ["winrate_metrics", "winrate_report_extra"]
 
 def winrate_metrics(results: list[SampleResult], options: dict[str, Any] | None = None
                     ) -> dict[str, Any]:
-    """Metrics of a win-rate run (see :meth:`assay.tasks.datagen.winrate.WinRateTask.metrics`)."""
     options = options or {}
     errors = [r for r in results if r.error is not None]
-    scored = [r.scores[SCORE_NAME] for r in results
-              if r.error is None and r.scores.get(SCORE_NAME)]
+    scored = [r.scores[SCORE_NAME] for r in results if r.error is None and r.scores.get(SCORE_NAME)]
     ids = [r.sample_id for r in results if r.error is None and r.scores.get(SCORE_NAME)]
     valid = [(i, s) for i, s in zip(ids, scored, strict=True) if s.get("value") is not None]
     n_invalid = len(scored) - len(valid)
@@ -87,16 +85,10 @@ def winrate_metrics(results: list[SampleResult], options: dict[str, Any] | None 
 
 
 def _pct(rate: dict[str, Any] | None) -> str:
-    if not rate or rate.get("value") is None:
-        return "n/a"
-    s = f"{rate['value']:.1%}"
-    if rate.get("ci_low") is not None:
-        s += f" [{rate['ci_low']:.1%}, {rate['ci_high']:.1%}]"
-    return s
+    return fmt_interval(rate, ".1%")
 
 
 def winrate_report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Report sections for a win-rate run."""
     if not metrics:
         return {}
     n = metrics["n_valid_pairs"]

@@ -11,6 +11,7 @@ is a thin adapter over it in :mod:`assay.compat`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,21 @@ def load_gaia(data_dir: str | Path | None = None, *, split: str = "validation",
     return GAIAData(tasks=tasks, root=root, metadata_file=metadata_file, layout=layout,
                     split=split, config=config, level=wanted, dataset_name=dataset_name,
                     source=source)
+
+
+def runs_here() -> tuple[bool, str]:
+    """Whether GAIA's data can be had here, and why: from the Hub, where it is gated
+    (``HF_TOKEN``), or offline from a copy in the local cache."""
+    if not hf.hub_offline():
+        if os.environ.get("HF_TOKEN"):
+            return True, "GAIA downloads with $HF_TOKEN"
+        return False, "GAIA is gated on the Hugging Face Hub: set HF_TOKEN (or run gaia " \
+                      "with --data-dir)"
+    try:
+        load_gaia(None, check_attachments=False)
+    except Exception as e:  # noqa: BLE001 - any failure means "not here"
+        return False, f"GAIA is not in the local Hugging Face cache ({str(e)[:80]})"
+    return True, "GAIA is in the local Hugging Face cache"
 
 
 def _adopt_old_cache(dataset_name: str) -> None:

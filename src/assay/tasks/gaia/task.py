@@ -90,7 +90,8 @@ class GAIATask(Task):
     headline_metric = "exact_match_rate"
     info = TaskInfo(category="agent", agent=True,
                     tags=("agent", "assistant", "tools", "web", "multimodal"),
-                    aliases=("gaia_benchmark", "general_ai_assistants"))
+                    aliases=("gaia_benchmark", "general_ai_assistants"),
+                    runs_here="assay.tasks.gaia.dataset:runs_here")
     Options = GAIAOptions
     description = "GAIA general-assistant tasks (levels 1-3, attachments), official leaderboard scorer and submission file."
 

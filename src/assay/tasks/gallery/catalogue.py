@@ -1,10 +1,5 @@
-"""The catalogue as a task source: its entries are tasks by name.
-
-The task registry finds this source by entry point (``assay.task_sources``, value
-``assay.tasks.gallery.catalogue:CATALOGUE``) and never imports the catalogue; the
-catalogue's tasks use the registry (an entry that runs a registered task), so the
-dependency goes one way only.
-"""
+"""The catalogue as a task source: its entries are tasks by name. The registry finds it by
+entry point and never imports it (the catalogue uses the registry, not the other way)."""
 
 from __future__ import annotations
 
@@ -16,8 +11,7 @@ from assay.tasks.gallery.task import GalleryFactory
 
 
 class Catalogue:
-    """The shipped entries (:mod:`assay.tasks.gallery.entries`) as a task source
-    (:class:`assay.tasks.registry.TaskSource`)."""
+    """The shipped entries as a task source (:class:`assay.tasks.registry.TaskSource`)."""
 
     label = "gallery"
 
@@ -27,8 +21,7 @@ class Catalogue:
                 if entry.readiness.status == "ready"}
 
     def find(self, name: str) -> tuple[str, Any] | None:
-        """The entry ``name`` or an alias names (case-insensitive); a one-line error for
-        an entry that is planned, not runnable yet."""
+        """The entry ``name`` or an alias names (case-insensitive); an error for one planned."""
         entry = find_entry(name)
         if entry is None:
             return None
@@ -38,7 +31,6 @@ class Catalogue:
         return entry.name, GalleryFactory(entry)
 
     def names(self) -> list[str]:
-        """Every entry's name and aliases."""
         return [n for entry in all_entries().values() for n in entry.names]
 
 

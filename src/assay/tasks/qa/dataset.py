@@ -1,8 +1,5 @@
-"""Turn rows of any question/answer dataset into samples.
-
-Field names are given (``--question-key`` ...) or inferred from the names
-datasets commonly use. A row missing a field is an error naming its file and
-line, never a silently skipped sample.
+"""Turn rows of any question/answer dataset into samples: field names given (``--question-key``
+...) or inferred from common names; a row missing a field is an error naming its file and line.
 """
 
 from __future__ import annotations
@@ -46,14 +43,9 @@ def _choices(value: Any, where: str) -> list[str]:
     return [str(c) for c in value]
 
 
-def build_samples(
-    rows: Rows,
-    *,
-    question_key: str | None = None,
-    answer_key: str | None = None,
-    choices_key: str | None = None,
-    id_key: str | None = None,
-) -> tuple[list[Sample], dict[str, str | None]]:
+def build_samples(rows: Rows, *, question_key: str | None = None, answer_key: str | None = None,
+                  choices_key: str | None = None, id_key: str | None = None,
+                  ) -> tuple[list[Sample], dict[str, str | None]]:
     """Samples plus the key mapping actually used (recorded with the run)."""
     if not rows.rows:
         raise DatasetError(f"{rows.info.get('path') or rows.info.get('id') or 'dataset'}: no rows")
@@ -63,15 +55,11 @@ def build_samples(
     c = choices_key or infer_key(fields, CHOICES_KEYS)
     i = id_key or infer_key(fields, ID_KEYS)
     if q is None:
-        raise DatasetError(
-            f"{rows.locations[0]}: cannot tell which field is the question (fields: "
-            f"{', '.join(fields)}); pass --question-key"
-        )
+        raise DatasetError(f"{rows.locations[0]}: cannot tell which field is the question "
+                           f"(fields: {', '.join(fields)}); pass --question-key")
     if a is None:
-        raise DatasetError(
-            f"{rows.locations[0]}: cannot tell which field is the answer (fields: "
-            f"{', '.join(fields)}); pass --answer-key"
-        )
+        raise DatasetError(f"{rows.locations[0]}: cannot tell which field is the answer "
+                           f"(fields: {', '.join(fields)}); pass --answer-key")
     samples: list[Sample] = []
     seen: set[str] = set()
     for n, (row, where) in enumerate(zip(rows.rows, rows.locations, strict=True)):

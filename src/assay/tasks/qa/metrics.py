@@ -12,15 +12,13 @@ from assay.metrics.summary import error_messages, extraction_rate, score_summary
 #: a reply that states the target in a sentence)
 HINTED_SCORERS = frozenset({"exact_match", "normalized_match"})
 
-#: the share of wrong answers containing the target from which the report suggests
-#: ``--scorer includes``
+#: the share of wrong answers containing the target from which ``--scorer includes`` is hinted
 HINT_SHARE = 0.2
 
 
 def wrong_containing_target(results: list[SampleResult]) -> dict[str, int] | None:
-    """``{"count", "wrong"}``: of the wrong scored answers, how many contain the target
-    as whole words (the flag the qa scorer stores on a wrong verdict); ``None`` when the
-    run's scorer stores no such flag (``includes``, ``numeric``, ..., or an older run)."""
+    """``{"count", "wrong"}``: of the wrong scored answers, how many contain the target as
+    whole words; ``None`` when the run's scorer stores no such flag."""
     wrong = count = 0
     flagged = False
     for r in results:
@@ -50,8 +48,8 @@ def includes_hint(metrics: dict[str, Any]) -> str | None:
 
 
 def qa_metrics(results: list[SampleResult]) -> dict[str, Any]:
-    """Accuracy with a 95% Wilson interval, errors apart, extraction rate, latency, tokens,
-    and how many wrong answers contain the target (:func:`wrong_containing_target`)."""
+    """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens, and how many
+    wrong answers contain the target."""
     summary = score_summary(results)
     out = {
         "accuracy": summary["score"],

@@ -54,7 +54,8 @@ def load() -> types.SimpleNamespace:
     """The official checker, executor and long-context module (skips when not installed)."""
     if not available():
         pytest.skip(NOT_INSTALLED)
-    os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl-root-"))
+    # bfcl_eval makes folders there on import: never a BFCL_PROJECT_ROOT set outside the tests
+    os.environ["BFCL_PROJECT_ROOT"] = tempfile.mkdtemp(prefix="bfcl-root-")
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as mtc
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils as mtu
 

@@ -1,22 +1,16 @@
-"""The agentic verdict, as the official evaluator gives it (bfcl-eval 2026.3.23).
-
-An agentic result is one turn of steps (``[[step, step, ...]]``, each step a raw reply).
-``eval_checker/eval_runner.py:72-163`` (``_evaluate_single_agentic_entry``):
+"""The agentic verdict, as the official evaluator gives it (bfcl-eval 2026.3.23,
+``eval_runner.py:72-163``), on one turn of raw replies ``[[step, ...]]``:
 
 1. a result that is not a list of exactly one element is ``agentic:inference_error``;
-2. every step is decoded (``decode_execute``); a step that fails to decode, or decodes to
-   nothing, is remembered, so the **last** such step is the answer (calls in between
-   do not matter);
-3. when there is none (or it is falsy, e.g. an empty text: the official test is
-   ``if not last_unsuccessful_decoding_message``) the verdict is ``agentic:no_last_message``;
-4. else ``agentic_checker`` (``eval_checker/agentic_eval/agentic_checker.py:6-35``): the
-   answer (a list reduced to its first item, anything else ``str()``-ed) and every accepted
-   answer are standardised (``, . / - _ * ^ ( )`` removed, lower case, ``'`` -> ``"``;
-   spaces kept); valid when any accepted answer occurs between word boundaries, else
+2. the **last** step that fails to decode or decodes to nothing is the answer;
+3. none (or a falsy one, e.g. empty text) is ``agentic:no_last_message``;
+4. else ``agentic_checker`` (``agentic_eval/agentic_checker.py:6-35``): the answer (a list's
+   first item, else ``str()``) and the accepted answers standardised (``, . / - _ * ^ ( )``
+   removed, lower case, ``'`` -> ``"``); valid when one occurs between word boundaries, else
    ``agentic:answer_not_found``.
 
-One divergence: a result whose only element is not iterable (a number, ``None``) makes
-the official runner raise ``TypeError``; here it is ``agentic:inference_error``.
+One divergence: a non-iterable only element makes the official runner raise
+``TypeError``; here it is ``agentic:inference_error``.
 """
 
 from __future__ import annotations
@@ -72,19 +66,17 @@ def last_non_call_message(steps: Any, mode: str) -> tuple[Any, list[list[str]]]:
         try:
             calls = decode_execute(step, mode)
         except DecodeError:
-            last = step
-            continue
+            calls = []
         if is_empty_execute_response(calls):
             last = step
-            continue
-        decoded.append(calls)
+        else:
+            decoded.append(calls)
     return last, decoded
 
 
 def check_agentic(result: Any, ground_truth: list[str], mode: str) -> dict[str, Any]:
-    """The official verdict on one agentic result: ``{"valid": True}`` or ``{"valid":
-    False, "error_type", "error_message", ...}`` with the official types and messages
-    (the runner's messages are one-element lists, as in the official score file)."""
+    """The official verdict on one agentic result, with the official types and messages
+    (the runner's messages as one-element lists, as in the official score file)."""
     if type(result) is not list or len(result) != 1:  # noqa: E721
         return {"valid": False, "error_type": "agentic:inference_error",
                 "error_message": [INFERENCE_ERROR]}

@@ -1,19 +1,10 @@
-"""The official agentic backends (``MemoryAPI_kv``, ``MemoryAPI_vector``, ``MemoryAPI_rec_sum``,
-``WebSearchAPI``), what each needs, and how they are made.
+"""The official agentic backends (``MemoryAPI_kv``, ``_vector``, ``_rec_sum``, ``WebSearchAPI``),
+what each needs, and how they are made (classes from ``bfcl_eval`` unchanged).
 
-The classes come from ``bfcl_eval`` unchanged (:func:`assay.tasks.bfcl.multiturn.sim.
-load_class`). Their imports:
-
-- memory (``func_source_code/memory_api_metaclass.py``): ``overrides``, ``bfcl_eval.utils``
-  (``filelock``; ``constants/eval_config.py`` mkdirs ``result/``, ``score/`` and
-  ``.file_locks/`` under ``BFCL_PROJECT_ROOT`` on import, so that variable is pointed at the
-  workspace first, when unset); kv also ``rank_bm25``; vector ``sentence_transformers`` and
-  ``faiss``, and it loads ``all-MiniLM-L6-v2`` when imported (a model download);
-- web search (``func_source_code/web_search.py``): ``html2text``, ``requests``, ``bs4``,
-  ``serpapi`` (PyPI ``google-search-results``), and a SerpAPI key in ``SERPAPI_API_KEY``.
-
-:func:`check_requirements` turns anything missing into one :class:`ConfigError` line
-before a run makes any model call.
+Memory imports ``overrides`` and ``bfcl_eval.utils`` (``filelock``; its ``eval_config``
+mkdirs under ``BFCL_PROJECT_ROOT`` on import), kv also ``rank_bm25``, vector
+``sentence_transformers`` and ``faiss`` (loading ``all-MiniLM-L6-v2`` on import); web search
+``html2text``, ``requests``, ``bs4``, ``serpapi`` and a key in ``SERPAPI_API_KEY``.
 """
 
 from __future__ import annotations
@@ -46,9 +37,8 @@ _DISTRIBUTION = {"rank_bm25": "rank-bm25", "sentence_transformers": "sentence-tr
 
 
 def ensure_project_root() -> None:
-    """Point ``BFCL_PROJECT_ROOT`` at the workspace (``<workspace>/data/bfcl/project``)
-    when it is unset, before ``bfcl_eval.constants.eval_config`` is first imported (it
-    makes folders there; the default is beside the installed package)."""
+    """Point an unset ``BFCL_PROJECT_ROOT`` at the workspace before ``bfcl_eval`` makes
+    folders there on import (the default is beside the installed package)."""
     if os.environ.get("BFCL_PROJECT_ROOT"):
         return
     root = (workspace_dir() / "data" / "bfcl" / "project").resolve()
@@ -74,10 +64,8 @@ def _missing(names: tuple[str, ...]) -> list[str]:
 
 
 def check_requirements(category: str) -> None:
-    """Raise one :class:`ConfigError` line when ``category`` cannot run here: a missing
-    package (with the extra to install), a missing SerpAPI key (web search), or simulator
-    sources that cannot be imported. Light: the vector backend is not imported (it loads
-    a model)."""
+    """One :class:`ConfigError` line when ``category`` cannot run here (missing package,
+    SerpAPI key or simulator sources); the vector backend is not imported (it loads a model)."""
     cls = backend_class(category)
     names, extra = _PACKAGES[cls]
     problems = []
@@ -104,8 +92,8 @@ def load_backend(cls: str) -> type:
 
 
 def new_instance(cls: str, config: dict[str, Any]) -> Any:
-    """A fresh backend instance loaded as the official executor loads it
-    (``_load_scenario(config)``; memory reads its snapshot here)."""
+    """A fresh backend instance loaded as officially (``_load_scenario``; memory reads its
+    snapshot here)."""
     inst = load_backend(cls)()
     inst._load_scenario(dict(config))
     return inst

@@ -1,23 +1,16 @@
 """Agentic entries as the official harness loads them (``bfcl_eval/utils.py``, 2026.3.23).
 
-- **Memory** (``memory_kv``, ``memory_vector``, ``memory_rec_sum``): the 155 questions of
-  ``BFCL_v4_memory.json`` and, per scenario, the prerequisite conversations of
-  ``memory_prereq_conversation/memory_<scenario>.json`` (37 in all), rewritten by
-  ``process_memory_test_case`` (``utils.py:714-752``): ids ``memory_...`` become
-  ``memory_<backend>_...`` (``str.replace``, as officially), ``involved_classes`` becomes
-  ``["MemoryAPI_<backend>"]``, each prerequisite depends on all before it (a chain, in file
-  order) and each question on the whole chain of its scenario.
-- **Web search** (``web_search_base``, ``web_search_no_snippet``): the 100 entries of
-  ``BFCL_v4_web_search.json``, ids rewritten by ``process_web_search_test_case``
-  (``utils.py:704-711``), ``initial_config = {"WebSearchAPI": {"show_snippet": "no_snippet"
-  not in id}}`` (``populate_initial_settings_for_web_search_test_cases``, ``utils.py:859-875``).
-- Every scored entry (not a prerequisite) gets the answer-format system message at
-  ``question[0][0]`` (``process_agentic_test_case``, ``utils.py:755-769``), and ``function``
-  is the backend class's doc file (``populate_test_cases_with_predefined_functions``,
-  ``utils.py:772-801``).
-- Ground truth (``possible_answer/``): a list of acceptable answer strings, aligned with the
-  questions by index (``eval_runner._subset_entries_by_model_ids``); the ids are checked to
-  correspond.
+- Memory: ``BFCL_v4_memory.json`` and each scenario's prerequisites
+  (``memory_prereq_conversation/``), rewritten as ``process_memory_test_case``
+  (``utils.py:714-752``): ids ``memory_...`` -> ``memory_<backend>_...`` (``str.replace``),
+  ``involved_classes`` ``["MemoryAPI_<backend>"]``, each prerequisite depending on all before
+  it and each question on its scenario's whole chain.
+- Web search: ``BFCL_v4_web_search.json``, ids rewritten (``utils.py:704-711``),
+  ``initial_config = {"WebSearchAPI": {"show_snippet": "no_snippet" not in id}}``
+  (``utils.py:859-875``).
+- Scored entries get the answer-format system message at ``question[0][0]``
+  (``utils.py:755-769``) and the backend's function docs (``utils.py:772-801``); ground
+  truth (acceptable answer strings) is aligned by index, the ids checked to correspond.
 """
 
 from __future__ import annotations
@@ -41,8 +34,8 @@ MEMORY_SCENARIOS = ("student", "customer", "finance", "healthcare", "notetaker")
 
 @dataclass
 class AgenticData:
-    """One agentic category: scored entries, ground truth by id, and (memory) the
-    prerequisite chain of each scenario, in order."""
+    """One agentic category: scored entries, ground truth by id, (memory) each scenario's
+    prerequisite chain in order."""
 
     category: str
     entries: list[dict[str, Any]]
@@ -88,8 +81,8 @@ def _load_memory(source: DataSource, category: str) -> AgenticData:
     functions = function_docs(source, cls, files)
     prereqs: dict[str, list[dict[str, Any]]] = {}
     for scenario in MEMORY_SCENARIOS:
-        ppath = require_file(source.path / "memory_prereq_conversation" / f"memory_{scenario}.json",
-                      source)
+        ppath = require_file(source.path / "memory_prereq_conversation"
+                             / f"memory_{scenario}.json", source)
         files.append(ppath)
         chain: list[dict[str, Any]] = []
         for e in read_jsonl(ppath):

@@ -1,35 +1,21 @@
 """Memory categories: the prerequisite chain of each scenario, run once, before its questions.
 
-Officially (``_llm_response_generation.py:260-350``, ``utils.py:714-752``, 2026.3.23) the
-prerequisite conversations of a scenario form a dependency chain in file order; each one
-starts from the snapshot the previous one flushed (the first from empty), and only they
-flush (``base_handler.py:371-376``): ``<model_result_dir>/agentic/memory/<backend>/
-memory_snapshot/<scenario>_final.json`` (``memory_api_metaclass.py:25-76``). Every question
-of the scenario waits for the whole chain, then starts from that final snapshot and flushes
-nothing. Prerequisites are not scored.
+Officially (``_llm_response_generation.py:260-350``, ``utils.py:714-752``, 2026.3.23) a
+scenario's prerequisite conversations form a chain in file order, each starting from the
+snapshot the previous one flushed (only they flush, ``base_handler.py:371-376``, to
+``.../agentic/memory/<backend>/memory_snapshot/<scenario>_final.json``); every question
+waits for the chain, starts from the final snapshot and flushes nothing. Prerequisites
+are not scored. Here (one engine run, samples concurrent):
 
-Here (one engine run, samples concurrent):
-
-- **Prerequisites are not samples.** The first question of a scenario to start runs the
-  chain inside its own ``solve``, with its own agent (so the chain's calls, tokens and time
-  count on that question, and its transcripts are kept in that question's outcome:
-  ``metadata["memory"]["prereqs"]``, each prerequisite's raw replies in the official
-  result-file form plus a per-turn log, and the final snapshot). Every other question of
-  the scenario waits on the chain's lock and reuses the finished chain.
-- **One chain per (category, scenario, model, epoch, mode)** and per event loop, behind an
-  :class:`asyncio.Lock`; the chain is finished only when every prerequisite has run and
-  flushed. A chain cut off (the sample's timeout cancelled it) is thrown away with its
-  folder, and the next question waiting runs it again from the start. A chain that failed
-  (a model call that never succeeded) fails every question of the scenario with that
-  error, without retrying in this session.
-- **Snapshots** live in a private folder of the task under ``<workspace>/tmp/`` (one
-  subfolder per chain attempt), removed when the task is released. The official classes
-  read and write them as they ship.
-- **Resume** (``--resume``) builds a new task, so the chain of a scenario with unfinished
-  questions runs again, inside the first of them to start. With the response cache on
-  (the default) every call of the chain is answered from the cache, so the replay is
-  free and rebuilds exactly the memory the finished questions saw; with ``--no-cache``
-  the chain is asked again (a non-deterministic model may then build other memories).
+- Prerequisites are not samples: the first question of a scenario to start runs the chain
+  in its own ``solve`` with its own agent (its calls and time count there, its transcripts
+  and the final snapshot go in ``metadata["memory"]``); the others wait and reuse it.
+- One chain per (category, scenario, model, epoch, mode) and event loop, behind an
+  :class:`asyncio.Lock`. A chain cut off (a timeout) is thrown away and rerun by the next
+  question; a failed one fails every question of the scenario, without retrying.
+- Snapshots live in a private folder under ``<workspace>/tmp/``, removed with the task.
+- ``--resume`` reruns the chain of a scenario with unfinished questions; the response
+  cache (on by default) replays it exactly, ``--no-cache`` asks the model again.
 """
 
 from __future__ import annotations
@@ -53,8 +39,7 @@ __all__ = ["ChainResult", "MemoryChains"]
 
 @dataclass
 class ChainResult:
-    """A finished chain: the folder its snapshots are in, the final snapshot and the
-    prerequisites' transcripts."""
+    """A finished chain: its snapshot folder, final snapshot and prerequisites' transcripts."""
 
     folder: Path
     snapshot: Any

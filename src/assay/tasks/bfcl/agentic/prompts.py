@@ -1,9 +1,6 @@
 """The agentic categories' fixed texts, exactly as ``bfcl_eval/constants/default_prompts.py``
-(2026.3.23) has them, and the memory system prompt as
-``model_handler/utils.py:610-650`` (``add_memory_instruction_system_prompt``) builds it.
-
-The tests compare every text here with the official constants.
-"""
+(2026.3.23) has them (the tests compare them), and the memory system prompt as
+``model_handler/utils.py:610-650`` builds it."""
 
 from __future__ import annotations
 
@@ -50,12 +47,9 @@ Here is the content of your memory system from previous interactions:
 
 def add_memory_instruction(questions: list[list[dict[str, Any]]], category: str,
                            scenario: str, memory_content: str) -> list[list[dict[str, Any]]]:
-    """``add_memory_instruction_system_prompt`` (model_handler/utils.py:610-650), on a copy.
-
-    ``memory_content`` is the backend's ``_dump_core_memory_to_context()``. The prompt is
-    prepended with ``"\\n\\n"`` to a leading system message of the first turn (the agentic
-    format prompt of a scored entry), else inserted as the first message (a prerequisite).
-    """
+    """``add_memory_instruction_system_prompt`` (model_handler/utils.py:610-650), on a copy:
+    the prompt (with the backend's core memory dump) is prepended with ``"\\n\\n"`` to the
+    first turn's leading system message, else inserted as the first message."""
     if not questions:
         raise ValueError("a memory entry needs at least one turn")
     template = (MEMORY_INSTRUCTION_UNIFIED if "rec_sum" in category

@@ -17,9 +17,8 @@ def _text(value: Any) -> str | None:
 
 
 def score_agentic(sample: Sample, raw: Any, mode: str) -> list[Score]:
-    """``bfcl``: 1.0 when the official agentic checks pass. The metadata keeps the error
-    type, the official message, the answer step the checker read and the raw replies in
-    the official result-file form (``[[step, ...]]``, what an export writes)."""
+    """``bfcl``: 1.0 when the official agentic checks pass; the metadata keeps the error
+    type, message, the answer step read and the raw replies (``[[step, ...]]``)."""
     verdict = check_agentic(raw, list(sample.target or []), mode)
     valid = bool(verdict.get("valid"))
     error_type = None if valid else verdict.get("error_type")

@@ -1,14 +1,8 @@
 """Driving the agent through an agentic entry: a memory question (after its scenario's
-prerequisite chain, :mod:`.memory`) or a web-search question (the official ``WebSearchAPI``,
-live, with the SerpAPI key from the environment).
-
-Memory backends live in a simulator worker process (:mod:`..multiturn.worker`) for the
-whole conversation, so a sample timeout or an interrupt stops their calls. Web search stays
-in this process, its blocking calls in a thread (they wait on the network, not the CPU).
-
-The outcome's metadata keeps ``agentic``: the raw replies in the official result-file form
-(``[[step, ...]]``, one turn), which is all the scorer reads, plus a per-turn log of the
-calls and their results.
+prerequisite chain, :mod:`.memory`; the backend in a simulator worker, so a timeout stops
+it) or a web-search question (the official ``WebSearchAPI``, live, in this process).
+The outcome's ``agentic`` holds the raw replies in the official result-file form
+(``[[step, ...]]``), all the scorer reads.
 """
 
 from __future__ import annotations
@@ -45,17 +39,13 @@ CHAINS_KEY = "bfcl.memory_chains"
 
 
 def memory_chains(agent: Any) -> MemoryChains:
-    """The memory prerequisite chains of the run ``agent`` (a sample's context) is part
-    of: one per run, shared by its samples (an agent outside the engine, with no
-    ``run_state``, gets chains of its own)."""
+    """The run's memory prerequisite chains, shared by its samples (``run_state``; an agent
+    outside the engine gets chains of its own)."""
     state = getattr(agent, "run_state", None)
     if state is None:
         return MemoryChains()
     return state.setdefault(CHAINS_KEY, MemoryChains())
 
-
-def _hinted(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return add_language_hints(functions, "python")
 
 
 #: the backend methods the run itself calls (never the model: they start with ``_``)
@@ -81,10 +71,8 @@ async def _run_memory_entry(entry: dict[str, Any], questions: list[list[dict[str
                             category: str, scenario: str, folder: Any, agent: Any,
                             functions: list[dict[str, Any]], *, mode: str,
                             params: dict[str, Any], flush: bool) -> tuple[Any, Any]:
-    """One memory conversation on a fresh backend instance loaded from the snapshots in
-    ``folder``; a prerequisite (``flush``) writes its snapshot afterwards. The backend
-    lives in a simulator worker (:mod:`..multiturn.worker`), which a sample timeout or an
-    interrupt kills."""
+    """One memory conversation on a fresh backend (in a simulator worker) loaded from the
+    snapshots in ``folder``; a prerequisite (``flush``) writes its snapshot afterwards."""
     cls = entry["involved_classes"][0]
     ensure_project_root()  # set here, passed on: the worker imports bfcl_eval.utils
     async with worker.session() as sims:
@@ -104,11 +92,11 @@ async def _run_memory_entry(entry: dict[str, Any], questions: list[list[dict[str
 
 async def solve_memory(sample: Sample, agent: Any, *, mode: str,
                        params: dict[str, Any]) -> Outcome:
-    """A memory question: its scenario's chain (run here or reused within the run), then
-    the question. The chain's questions come with the sample."""
+    """A memory question: its scenario's chain (run here or reused within the run, its
+    questions from the sample), then the question."""
     meta = sample.metadata
     category, scenario = meta["category"], meta["scenario"]
-    functions = _hinted(meta["functions"])
+    functions = add_language_hints(meta["functions"], "python")
     if "prereq_questions" not in meta:
         raise ConfigError(f"{sample.id}: the sample has no prerequisite questions (a "
                           "memory sample stored before they travelled with it); run it again")
@@ -141,9 +129,7 @@ async def solve_memory(sample: Sample, agent: Any, *, mode: str,
     if ran_here:
         memory["snapshot"] = chain.snapshot
         memory["prereqs"] = chain.prereqs
-    return Outcome(transcript=conv.messages, output=conv.last_text,
-                   metadata={"mode": mode, "agentic": conv.turns, "turn_log": conv.log,
-                             "force_quit": conv.force_quit, "memory": memory})
+    return conv.outcome(mode, "agentic", memory=memory)
 
 
 class _MaskingStream:
@@ -187,12 +173,8 @@ def _masked_stdout(secret: str) -> Iterator[None]:
 
 async def solve_web_search(sample: Sample, agent: Any, *, mode: str,
                            params: dict[str, Any]) -> Outcome:
-    """A web-search question on the official ``WebSearchAPI`` (network and SerpAPI key).
-
-    Its calls block on the network, so they run in a worker thread; the key, should a
-    result echo it (an error message with the request URL), is masked before it reaches
-    the model or the store.
-    """
+    """A web-search question on the official ``WebSearchAPI``: its calls block on the
+    network, so they run in a thread; the key is masked should a result echo it."""
     key = serpapi_key()
     if not key:
         raise ConfigError("web_search needs a SerpAPI key: set SERPAPI_API_KEY")
@@ -206,16 +188,13 @@ async def solve_web_search(sample: Sample, agent: Any, *, mode: str,
             results = await asyncio.to_thread(execute_calls, calls, methods)
         return [r.replace(key, MASK) for r in results]
 
-    conv = await converse(agent, meta["questions"], _hinted(meta["functions"]), run,
-                          mode=mode, params=params)
-    return Outcome(transcript=conv.messages, output=conv.last_text,
-                   metadata={"mode": mode, "agentic": conv.turns, "turn_log": conv.log,
-                             "force_quit": conv.force_quit})
+    functions = add_language_hints(meta["functions"], "python")
+    conv = await converse(agent, meta["questions"], functions, run, mode=mode, params=params)
+    return conv.outcome(mode, "agentic")
 
 
 async def solve_agentic(sample: Sample, agent: Any, *, mode: str,
                         params: dict[str, Any]) -> Outcome:
-    """Dispatch on the sample's category."""
     if sample.metadata["category"] in MEMORY:
         return await solve_memory(sample, agent, mode=mode, params=params)
     return await solve_web_search(sample, agent, mode=mode, params=params)

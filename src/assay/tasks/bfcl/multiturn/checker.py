@@ -1,48 +1,30 @@
 """BFCL's multi-turn checker: the official rules, on the official simulators, without ``eval``.
 
-Mirrors bfcl-eval 2026.3.23 (paths relative to ``bfcl_eval/eval_checker/``):
+Mirrors bfcl-eval 2026.3.23 (paths under ``bfcl_eval/eval_checker/``):
 
-- :func:`check_entry`, the runner-level checks: ``eval_runner.py:180-215``
-  (``_evaluate_single_multi_turn_entry``): a result that is not a ``list`` is
-  ``multi_turn:inference_error``; a turn count unlike the ground truth's (fewer *or* more)
-  is ``multi_turn:force_terminated``. The official score file holds these two messages as
-  one-element lists; here ``error_message`` is always the string itself. Then
-  ``eval_runner.py:218-236``: a decoded step that is empty (``[]`` or ``[""]``,
-  ``is_empty_execute_response``) is dropped. Decoding itself (``decode_execute``) is the
-  caller's: ``model_result`` holds already decoded call strings.
-- :class:`EntryCheck` / :meth:`EntryCheck.check_turn`, one turn at a time:
-  ``multi_turn_eval/multi_turn_checker.py:9-129`` (``multi_turn_checker``). Per turn, the
-  model's steps are executed first, in order, on the model's instances (created at the
-  model's first step, as ``execute_multi_turn_func_call`` creates them lazily,
-  ``multi_turn_utils.py:30-52``), then the turn's ground truth on the ground truth's
-  instances (created at turn 0) (``:40-70``). Long-context simulators share module-level
-  dicts between both sides (a booking changes a card in ``CREDIT_CARD_EXTENSION`` for
-  both), so this order is what makes the verdicts equal. Then:
-
-  - ``:81-92`` a turn with ground truth whose model steps are none or
-    ``is_empty_execute_response`` is ``multi_turn:empty_turn_model_response``;
-  - ``:97-98`` a turn with empty ground truth is not checked (its calls still ran);
-  - ``:162-194`` ``state_checker`` / ``:259-279`` ``_compare_instances``: in
-    ``involved_classes`` order, every public attribute (``vars`` of the ground-truth
-    instance, no leading ``_``) compared with ``!=``; the first class that differs is
-    ``multi_turn:instance_state_mismatch``;
-  - ``:197-220`` ``response_checker`` / ``:294-314`` ``_is_subsequence_unordered``: every
-    ground-truth result of the turn must be removable (one occurrence each) from the
-    model's results of this and all earlier turns, else
-    ``multi_turn:execution_response_mismatch``;
-  - the first failing turn ends the check.
-- Execution: :mod:`assay.tasks.bfcl.multiturn.executor` (``multi_turn_utils.py:13-100``
-  without ``eval``) on instances from :mod:`assay.tasks.bfcl.multiturn.sim`.
-- The long-context flag: ``"long_context" in c or "composite" in c`` with
-  ``c = id.rsplit("_", 1)[0]`` (``multi_turn_checker.py:23,48-50``): the official checker
-  ignores the category it is given and reads it from the id; so does this one.
+- :func:`check_entry`: ``eval_runner.py:180-215``: a non-``list`` result is
+  ``multi_turn:inference_error``; a turn count unlike the ground truth's is
+  ``multi_turn:force_terminated`` (the official score file holds these messages as
+  one-element lists, ours as strings); ``:218-236``: empty decoded steps
+  (``is_empty_execute_response``) are dropped. Decoding is the caller's.
+- :meth:`EntryCheck.check_turn`: ``multi_turn_eval/multi_turn_checker.py:9-129``. Per turn,
+  the model's steps run first on the model's instances (created at its first step, as
+  ``multi_turn_utils.py:30-52`` does lazily), then the ground truth on its own (created
+  at turn 0) (``:40-70``); long-context simulators share module-level dicts between both
+  sides, so this order makes the verdicts equal. Then ``:81-92`` a turn with ground truth
+  but no (or only empty) model steps is ``multi_turn:empty_turn_model_response``;
+  ``:97-98`` a turn with empty ground truth is not checked; ``:162-194``/``:259-279``
+  every public attribute of each class, in ``involved_classes`` order, compared with
+  ``!=`` (``multi_turn:instance_state_mismatch``); ``:197-220``/``:294-314`` every
+  ground-truth result must be removable, once each, from the model's results so far
+  (``multi_turn:execution_response_mismatch``). The first failing turn ends the check.
+- Long context: ``"long_context" in c or "composite" in c``, ``c = id.rsplit("_", 1)[0]``
+  (``multi_turn_checker.py:23,48-50``): the category comes from the id, as officially.
 
 The verdict has the official shape (``valid``, ``error_type``, ``error_message``,
-``details``) with JSON-ready details, plus assay's extras: ``turns`` (per-turn verdicts
-and execution results), ``first_failing_turn`` and, for a state mismatch, ``state_diff``.
-Differences from the official details, on purpose: ``execution_result`` is not repeated
-(``turns`` holds the same results), and the full instance states of a state mismatch
-(large for long-context entries) are left out unless ``instance_states=True``.
+``details``) plus ``turns``, ``first_failing_turn`` and ``state_diff``; on purpose,
+``execution_result`` is not repeated (``turns`` has it) and full instance states are left
+out unless ``instance_states=True``.
 """
 
 from __future__ import annotations
@@ -54,6 +36,7 @@ from decimal import Decimal
 from typing import Any
 
 from assay.tasks.bfcl.multiturn import sim
+from assay.tasks.bfcl.multiturn.decode import is_empty_execute_response
 from assay.tasks.bfcl.multiturn.executor import execute_calls
 
 __all__ = [
@@ -71,13 +54,6 @@ EXECUTION_RESPONSE_MISMATCH = "multi_turn:execution_response_mismatch"
 _MISSING = object()
 
 
-def is_empty_execute_response(items: Any) -> bool:
-    """``multi_turn_utils.py:103-108``: no element, or one element of length 0."""
-    if len(items) == 0:
-        return True
-    return len(items) == 1 and len(items[0]) == 0
-
-
 def is_long_context(entry_id: str) -> bool:
     """Whether the official checker loads the simulators in long-context mode."""
     category = entry_id.rsplit("_", 1)[0]
@@ -85,14 +61,9 @@ def is_long_context(entry_id: str) -> bool:
 
 
 def jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
-    """``value`` as plain JSON data, for details and reports (never for comparing).
-
-    Sets become sorted lists, tuples lists, non-string keys strings, non-finite floats
-    their ``repr``; the file system's ``Directory``/``File`` become ``{"name",
-    "contents"}`` / ``{"name", "content"}`` (other objects: their public attributes,
-    without back references such as ``parent``); ``mpf``, ``Decimal`` and the like their
-    ``str``.
-    """
+    """``value`` as plain JSON data, for details and reports (never for comparing): sets
+    sorted lists, non-string keys and ``Decimal``/``mpf`` strings, non-finite floats their
+    ``repr``, other objects their public attributes (without ``parent`` back references)."""
     if value is None or type(value) in (bool, int, str):
         return value
     if isinstance(value, (bool, int, str)):  # a subclass (an enum member, ...)
@@ -141,14 +112,9 @@ def _turn_record(turn: int) -> dict[str, Any]:
 
 
 class EntryCheck:
-    """The official checker's state for one entry, fed one turn at a time.
-
-    Call :meth:`check_turn` for turns 0, 1, ... in order, inside
-    :func:`sim.pristine_long_context` held around the whole entry (:func:`check_entry`
-    does both). A turn's verdict is ``None`` where the official checker checks nothing
-    (empty ground truth). After a failing turn the official checker stops; so should the
-    caller.
-    """
+    """The official checker's state for one entry: :meth:`check_turn` for turns 0, 1, ... in
+    order, inside :func:`sim.pristine_long_context` (:func:`check_entry` does both); a turn
+    with empty ground truth is not checked, and the caller stops after a failing turn."""
 
     def __init__(self, entry: dict[str, Any], ground_truth: list[list[str]], *,
                  instance_states: bool = False) -> None:
@@ -265,15 +231,11 @@ def check_entry(model_result: Any, entry: dict[str, Any], ground_truth: list[lis
                 category: str, *, instance_states: bool = False) -> dict[str, Any]:
     """The official verdict on one multi-turn entry, with per-turn extras.
 
-    ``model_result``: turns, each a list of steps, each a list of decoded call strings (a
-    value that is not a list, e.g. the official ``"Error during inference: ..."``, is an
-    inference error). ``category`` is accepted for symmetry with the official checker,
-    which ignores it too (the long-context flag comes from ``entry["id"]``).
-
-    Returns ``{"valid", "error_type", "error_message", "details", "turns",
-    "first_failing_turn"}`` plus ``"state_diff"`` (a list of ``{"class", "attribute",
-    "model", "ground_truth"}``) for a state mismatch; ``error_type``/``error_message``
-    are ``""`` and ``details`` ``{}`` when valid.
+    ``model_result``: turns of steps of decoded call strings (a non-list, e.g. the official
+    ``"Error during inference: ..."``, is an inference error); ``category`` is ignored, as
+    officially. Adds ``turns``, ``first_failing_turn`` and, for a state mismatch,
+    ``state_diff`` (``{"class", "attribute", "model", "ground_truth"}``); when valid
+    ``error_type``/``error_message`` are ``""`` and ``details`` ``{}``.
     """
     del category  # the official checker overwrites it with the id's (see module docstring)
     n = len(ground_truth)

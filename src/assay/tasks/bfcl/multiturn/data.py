@@ -1,11 +1,7 @@
 """Multi-turn entries as the official harness loads them (``bfcl_eval/utils.py``,
-``populate_test_cases_with_predefined_functions``).
-
-An entry's function docs are the docs of its involved classes, in ``involved_classes``
-order and each file's line order (``data/multi_turn_func_doc/``). For ``miss_func``
-entries the withheld docs are taken out and kept per turn (``missed_function``:
-turn index -> docs), to be offered at that turn.
-"""
+``populate_test_cases_with_predefined_functions``): the docs of the involved classes in
+order, each file in line order; for ``miss_func`` the withheld docs are taken out and kept
+per turn (``missed_function``: turn index -> docs)."""
 
 from __future__ import annotations
 
@@ -53,8 +49,8 @@ def function_docs(source: DataSource, cls: str, files: list[Path],
 
 
 def load_multi_turn(source: DataSource, category: str) -> CategoryData:
-    """One multi-turn category: entries with ``function`` filled in (and ``missed_function``
-    holding docs), ground truth by id."""
+    """One multi-turn category: entries with ``function`` (and ``missed_function``) filled
+    in, ground truth by id."""
     qpath = require_file(source.path / f"BFCL_v4_{category}.json", source)
     apath = require_file(source.path / "possible_answer" / f"BFCL_v4_{category}.json", source)
     entries = read_jsonl(qpath)

@@ -1,14 +1,9 @@
-"""Model output to executable call strings, as the official multi-turn harness decodes it.
-
-- FC mode: ``convert_to_function_call`` (``bfcl_eval/model_handler/utils.py``): every key of
-  every ``{name: json_arguments}`` item becomes ``name(k=repr(v),...)``.
-- Prompt mode: ``default_decode_execute_prompting``: the text decoded as a Python call list
-  (our bit-exact port of the official decoder), then ``decoded_output_to_execution_list``
-  with ``parse_nested_value`` (a nested call in an argument comes back as a call string,
-  which the safe executor refuses).
-- A trajectory (turns of steps of raw replies) is decoded as the official runner does
-  before it checks: a step that fails to decode, or decodes to nothing, is left out
-  (``eval_runner._evaluate_single_multi_turn_entry``).
+"""Model output to executable call strings, as the official multi-turn harness decodes it:
+FC ``convert_to_function_call`` (``model_handler/utils.py``: each ``{name: json_args}`` item
+to ``name(k=repr(v),...)``); prompt ``default_decode_execute_prompting`` (our port of the
+official decoder, then ``decoded_output_to_execution_list``; a nested call in an argument
+becomes a call string, which the safe executor refuses). A trajectory drops steps that
+fail to decode or decode to nothing, as the official runner does before checking.
 """
 
 from __future__ import annotations
@@ -68,8 +63,8 @@ def is_empty_execute_response(calls: list[str]) -> bool:
 
 
 def decode_trajectory(turns: Any, mode: str) -> list[list[list[str]]] | Any:
-    """Every step of every turn decoded; undecodable or empty steps left out. A result that
-    is not a list is returned as is (the checker reports ``multi_turn:inference_error``)."""
+    """Every step of every turn decoded, undecodable or empty ones left out; a non-list is
+    returned as is (the checker reports ``multi_turn:inference_error``)."""
     if not isinstance(turns, list):
         return turns
     out: list[list[list[str]]] = []

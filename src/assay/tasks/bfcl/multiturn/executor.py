@@ -1,35 +1,22 @@
 """A safe executor for BFCL multi-turn calls: the official result strings, without ``eval``.
 
-The official harness rewrites each call string so method names point at the entry's
-simulator instances and then ``eval``s it, which runs anything a model writes
-(``__import__('os').system(...)``, nested calls, builtins). Here a call string is parsed
-with :mod:`ast`; only a call of a public method of an involved instance, by its bare
-name, with literal arguments (``ast.literal_eval``), is run, on the real bound method.
-So every result and every error a valid call produces comes from the official code and
-the interpreter themselves, and is formatted by the official rule:
+The official harness rewrites method names to the entry's simulator instances and
+``eval``s the call, running anything a model writes. Here a call is parsed with :mod:`ast`
+and only a call of a public method of an involved instance, by bare name, with literal
+arguments, runs, on the real bound method; so results and errors come from the official
+code and are formatted by the official rule: a ``str`` as is, a ``dict`` as
+``json.dumps`` (``str`` when that fails), else ``str``; exceptions as ``"Error during
+execution: {e}"``; the blacklist first (``exit``, ``kill``, ...: "Function call X is not
+allowed."), then syntax errors as ``eval`` words them.
 
-- a ``str`` result as is, a ``dict`` as ``json.dumps`` (``str`` when that fails, e.g.
-  an ``mpf``), anything else as ``str``;
-- any exception as ``"Error during execution: {e}"``;
-- the official blacklist first (``exit``, ``kill``, ``remove``, ...: "Function call X is
-  not allowed."), then syntax errors exactly as ``eval`` words them.
-
-Anything else is refused without running. Where the official ``eval`` fails before it
-runs anything, the refusal has its text: the expression is walked in ``eval``'s order
-(function, then arguments) and the first name ``eval`` could not resolve gives ``name 'X'
-is not defined`` (an unknown function, the root of an attribute chain such as
-``os.system`` or ``ls.__class__``, a bare name as an argument such as ``inf`` or ``ls``,
-the function of a nested call such as ``a(b=1)``). A method name is resolvable only
-where a ``(`` follows it (the official rewrite); builtins and ``multi_turn_utils``'
-globals always are. Where the official ``eval`` would *run* code first (builtins,
-``json.dumps``, ``__import__``, nested method calls, list literals, ``*``/``**``
-unpacking, f-strings, arithmetic), no official error exists and the refusal says what is
-allowed instead (:data:`REFUSAL`).
-
-Known divergence besides those: the official rewrite also touches method names inside
-string literals (``echo(content='run ls() now')`` stores ``run
-<model>_eval_<id>_GorillaFileSystem_instance.ls() now``); here the string is kept as
-written. No ground-truth string has ``<method>(`` in it.
+Anything else is refused unrun. Where the official ``eval`` fails before running anything,
+the refusal has its text: walked in ``eval``'s order, the first unresolvable name gives
+``name 'X' is not defined`` (a method name resolves only where ``(`` follows, builtins and
+``multi_turn_utils``' globals always). Where ``eval`` would *run* code first (builtins,
+nested calls, list literals, unpacking, f-strings, arithmetic) the refusal is
+:data:`REFUSAL`. One more divergence: the official rewrite also touches method names in
+string literals (``'run ls() now'``); here strings stay as written (no ground truth has
+``<method>(`` in a string).
 """
 
 from __future__ import annotations
@@ -77,10 +64,8 @@ def _blacklisted(call: str, methods: Mapping[str, Any]) -> str | None:
     return head if head in BLACKLIST else None
 
 
-#: names the official ``eval`` resolves without any instance: the builtins and the globals
-#: of ``multi_turn_utils`` (plus its ``<model>_<id>_<Class>_instance`` cache entries).
-#: Using one runs code there, so it is refused here; any other unknown name is the
-#: official ``NameError``.
+#: names the official ``eval`` resolves without an instance (builtins, ``multi_turn_utils``
+#: globals, ``<model>_<id>_<Class>_instance`` entries): refused here, as using one runs code
 _OFFICIAL_GLOBALS = frozenset({
     "__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__", "__cached__",
     "__builtins__", "copy", "importlib", "inspect", "json", "re", "CLASS_FILE_PATH_MAPPING",
@@ -89,8 +74,7 @@ _OFFICIAL_GLOBALS = frozenset({
 
 
 def _resolvable(name: str) -> bool:
-    """Whether the official ``eval`` would find ``name`` (not a method: those are rewritten
-    only where a ``(`` follows)."""
+    """Whether the official ``eval`` would find ``name`` (a method only where ``(`` follows)."""
     return (name in _OFFICIAL_GLOBALS or name in vars(builtins)
             or name.endswith("_instance"))
 
@@ -100,12 +84,10 @@ class _Refused(Exception):
 
 
 def _probe(node: ast.AST, methods: Mapping[str, Any]) -> None:
-    """Walk ``node`` in the order the official ``eval`` would evaluate it, up to the first
-    step that would run code: raise ``_Refused`` with the official ``NameError`` text when
-    an unknown name comes first, else with :data:`REFUSAL`. Return only when the
-    expression is pure (no call, no attribute, no known name), which the caller then
-    refuses or evaluates as a literal.
-    """
+    """Walk ``node`` in the official ``eval``'s order up to the first step that would run
+    code: raise ``_Refused`` with the official ``NameError`` text when an unknown name comes
+    first, else :data:`REFUSAL`; return only for a pure expression (no call, attribute or
+    known name), which the caller refuses or evaluates as a literal."""
     if isinstance(node, ast.Name):
         if _resolvable(node.id):
             raise _Refused(REFUSAL)  # an object from the official namespace: code would run

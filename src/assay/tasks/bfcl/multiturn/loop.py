@@ -1,40 +1,33 @@
 """The multi-turn conversation loop, as the official harness drives a model
 (``base_handler.inference_multi_turn_FC`` / ``_prompting``).
 
-Per entry: fresh simulator instances loaded with the entry's ``initial_config`` at its
-first step (as officially), in a worker process that holds them for the whole conversation
-(:mod:`.worker`: a sample timeout or an interrupt kills it, and a long official call with
-it); the user
-turns fed in order; within a turn the model takes steps: each reply is decoded, its calls
-run by the safe executor, and the results sent back (FC: one ``tool`` message per call;
-prompt mode: one ``user`` message holding the ``repr`` of the results, as officially). A
-turn ends when a reply decodes to no call (or does not decode), or after the official
-step limit (``MAXIMUM_STEP_LIMIT = 20``, checked after each step with ``count > 20``, so
-at most 21 steps), which also ends the entry (force quit). ``miss_func`` entries get the
-withheld functions at the turn the data names, with the official message.
-
-The outcome keeps, per turn, every step's raw reply in the official result-file form
-(what the checker decodes and scores again, so a stored run can be re-scored) and a
-readable log: the decoded calls and their results.
+Per entry: simulator instances loaded at the first step (as officially) in a worker process
+that holds them for the conversation (:mod:`.worker`); the user turns fed in order; within
+a turn each reply is decoded, its calls run by the safe executor and the results sent back
+(FC: a ``tool`` message per call; prompt: one ``user`` message with the results' ``repr``).
+A turn ends when a reply decodes to no call (or does not decode), or past the official
+step limit (``count > MAXIMUM_STEP_LIMIT``, so at most 21 steps), which also ends the entry
+(force quit). ``miss_func`` entries get the withheld functions at their turn. The outcome
+keeps every step's raw reply in the official result-file form (re-scorable) and a log.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.core.types import Message, Outcome, ToolCall, ToolSpec
+from assay.core.types import Message, Outcome, ToolCall
 from assay.tasks.bfcl.decode_error import DecodeError
 from assay.tasks.bfcl.multiturn import worker
 from assay.tasks.bfcl.multiturn.decode import decode_execute, is_empty_execute_response
 from assay.tasks.bfcl.prompts import (
     add_language_hints,
+    fc_result,
     prompt_messages,
     system_prompt,
-    to_openai_tools,
+    tool_specs,
 )
 
 __all__ = ["MAXIMUM_STEP_LIMIT", "MORE_FUNCTIONS_FC", "MORE_FUNCTIONS_PROMPT", "Conversation",
@@ -50,19 +43,9 @@ def is_long_context(category: str) -> bool:
     return "long_context" in category or "composite" in category
 
 
-def _tools(functions: list[dict[str, Any]]) -> list[ToolSpec]:
-    return [ToolSpec(t["function"]["name"], t["function"].get("description", ""),
-                     t["function"].get("parameters") or {"type": "object", "properties": {}})
-            for t in to_openai_tools(functions, underscore_to_dot=True)]
-
-
 def _raw_fc(message: Message) -> Any:
     """An FC reply in the official result form: ``[{name: json_args}]``, else its text."""
-    if message.tool_calls:
-        return [{c.name: c.arguments.get("__unparsed_arguments__")
-                 if "__unparsed_arguments__" in c.arguments else json.dumps(c.arguments)}
-                for c in message.tool_calls]
-    return message.content or ""
+    return fc_result(message.tool_calls) if message.tool_calls else message.content or ""
 
 
 @dataclass
@@ -81,6 +64,12 @@ class Conversation:
         m = self.messages[-1] if self.messages else None
         return (m.content or "") if m is not None and m.role == "assistant" else ""
 
+    def outcome(self, mode: str, key: str, **extra: Any) -> Outcome:
+        """The sample's outcome, the raw replies under ``key`` (what the scorer reads)."""
+        return Outcome(transcript=self.messages, output=self.last_text,
+                       metadata={"mode": mode, key: self.turns, "turn_log": self.log,
+                                 "force_quit": self.force_quit, **extra})
+
 
 #: runs one step's decoded calls, in order, and returns their result strings
 Executor = Callable[[list[str]], Awaitable[list[str]]]
@@ -90,12 +79,11 @@ async def converse(agent: Any, questions: list[list[dict[str, Any]]],
                    functions: list[dict[str, Any]], execute: Executor, *, mode: str,
                    params: dict[str, Any],
                    holdout: dict[str, list[dict[str, Any]]] | None = None) -> Conversation:
-    """Drive ``agent`` through ``questions`` (turns of messages) with the tools
-    ``functions`` (hinted docs); ``execute`` runs the decoded calls of a step;
-    ``holdout`` (turn index -> docs) adds withheld functions at their turn (``miss_func``).
-    Multi-turn entries, memory prerequisites and agentic questions all go through here,
-    as the official harness drives all of them with one loop."""
-    tools = _tools(functions) if mode == "fc" else None
+    """Drive ``agent`` through ``questions`` (turns of messages) with the hinted docs
+    ``functions``; ``execute`` runs a step's decoded calls; ``holdout`` (turn index -> docs)
+    adds withheld functions at their turn (``miss_func``). Multi-turn entries, memory
+    prerequisites and agentic questions all go through here, as officially."""
+    tools = tool_specs(functions, underscore_to_dot=True) if mode == "fc" else None
     conv = Conversation()
     messages = conv.messages
     for turn_idx, question in enumerate(questions):
@@ -104,14 +92,14 @@ async def converse(agent: Any, questions: list[list[dict[str, Any]]],
             docs = copy.deepcopy(holdout[str(turn_idx)])  # no language hint, as officially
             functions = functions + docs
             if mode == "fc":
-                tools = _tools(functions)
+                tools = tool_specs(functions, underscore_to_dot=True)
                 turn = [{"role": "user", "content": MORE_FUNCTIONS_FC}]
             else:  # the system prompt is not rebuilt; the docs go in the message
                 turn = [{"role": "user", "content": MORE_FUNCTIONS_PROMPT.format(
                     functions=str(docs))}]
         if mode == "prompt" and turn_idx == 0:
             turn = prompt_messages(turn, functions) if turn else [
-                {"role": "system", "content": _system_prompt(functions)}]
+                {"role": "system", "content": system_prompt(functions)}]
         messages.extend(Message(m["role"], m["content"]) for m in turn)
         steps: list[Any] = []
         turn_log: dict[str, Any] = {"turn": turn_idx, "query": turn, "steps": []}
@@ -158,10 +146,6 @@ async def converse(agent: Any, questions: list[list[dict[str, Any]]],
     return conv
 
 
-def _system_prompt(functions: list[dict[str, Any]]) -> str:
-    return system_prompt(functions)
-
-
 async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
                     params: dict[str, Any]) -> Outcome:
     """Drive ``agent`` through one multi-turn entry (``meta``: the sample's metadata)."""
@@ -180,9 +164,7 @@ async def run_entry(meta: dict[str, Any], agent: Any, *, mode: str,
                               add_language_hints(meta["functions"], "python"), execute,
                               mode=mode, params=params,
                               holdout=meta.get("missed_function") or {})
-    return Outcome(transcript=conv.messages, output=conv.last_text,
-                   metadata={"mode": mode, "multi_turn": conv.turns, "turn_log": conv.log,
-                             "force_quit": conv.force_quit})
+    return conv.outcome(mode, "multi_turn")
 
 
 def _with_ids(message: Message, turn: int, step: int) -> Message:

@@ -1,12 +1,7 @@
-"""A multi-turn entry's verdict: the stored raw replies decoded as the official runner decodes
-them, then our checker (the official rules; see :mod:`.checker`).
-
-The checker executes the model's calls again, on fresh instances, so a stored call that
-runs for minutes (``logarithm(..., precision=100000000)``) would run for minutes again:
-the check runs in a worker process (:mod:`.worker`) with a deadline, ``check_timeout``
-seconds (default :data:`CHECK_TIMEOUT_S`; no official entry's check takes a second).
-Past it the worker is killed and :class:`~.worker.SimulatorTimeout` raised: the sample
-is a scoring error (as a sample past ``--sample-timeout`` is an error), never a hang."""
+"""A multi-turn entry's verdict: the stored raw replies decoded as the official runner does,
+then our checker (:mod:`.checker`). The check executes the calls again, so it runs in a
+worker (:mod:`.worker`) with a deadline (:data:`CHECK_TIMEOUT_S`; no official entry takes a
+second): past it the sample is a scoring error, never a hang."""
 
 from __future__ import annotations
 
@@ -24,12 +19,9 @@ CHECK_TIMEOUT_S = 60.0
 
 def score_multi_turn(sample: Sample, raw_turns: Any, mode: str, *,
                      check_timeout: float | None = None) -> list[Score]:
-    """``bfcl``: 1.0 when the official multi-turn checks pass. Its metadata keeps the error
-    type, the per-turn verdicts, the first failing turn, any state difference and the raw
-    replies in the official result-file form (what an export writes).
-
-    Raises :class:`~.worker.SimulatorTimeout` when executing the calls takes longer than
-    ``check_timeout`` seconds (default :data:`CHECK_TIMEOUT_S`)."""
+    """``bfcl``: 1.0 when the official multi-turn checks pass; the metadata keeps the error
+    type, per-turn verdicts, first failing turn, state difference and raw replies. Raises
+    :class:`~.worker.SimulatorTimeout` past ``check_timeout`` seconds."""
     meta = sample.metadata
     entry = {"id": sample.id, "involved_classes": meta["involved_classes"],
              "initial_config": meta["initial_config"]}

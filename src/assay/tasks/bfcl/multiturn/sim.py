@@ -1,18 +1,11 @@
 """The official BFCL simulators (GorillaFileSystem, MathAPI, ... TravelAPI), used as they ship.
 
-The classes are imported from the ``bfcl-eval`` wheel at runtime, never copied: from an
-installed ``bfcl_eval`` (``pip install --no-deps bfcl-eval``), else from the sources
-``assay data pull bfcl`` extracts beside the data (``<cache>/<version>/_code/bfcl_eval``).
-The multi-turn classes need only ``mpmath`` (a dependency of sympy, which assay already
-has) besides the standard library; the package's own ``__init__`` files are empty, so
-nothing else of ``bfcl_eval`` (its heavy dependencies) is imported.
-
-Fresh instances are made per entry and loaded with the entry's ``initial_config`` the way
-the official executor loads them (a deep copy of the class's slice, ``long_context`` from
-the category). Long-context entries share module-level dicts that the official code
-mutates in place (a booking changes a card balance in ``CREDIT_CARD_EXTENSION`` for every
-later entry); :func:`pristine_long_context` restores them so an entry's result never
-depends on what ran before it in the process.
+Imported at runtime, never copied: from an installed ``bfcl_eval`` (``pip install --no-deps
+bfcl-eval``), else from the sources ``assay data pull bfcl`` extracts beside the data. They
+need only ``mpmath`` and the standard library (the package's ``__init__`` files are empty).
+Fresh instances per entry are loaded as the official executor loads them; long-context
+entries share module-level dicts the official code mutates in place (a booking changes
+``CREDIT_CARD_EXTENSION``), which :func:`pristine_long_context` restores between entries.
 """
 
 from __future__ import annotations
@@ -38,17 +31,11 @@ PREFIX = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
 
 #: class name -> module (``CLASS_FILE_PATH_MAPPING`` in the official constants)
 MULTI_TURN_CLASSES = {
-    "GorillaFileSystem": "gorilla_file_system",
-    "MathAPI": "math_api",
-    "MessageAPI": "message_api",
-    "TwitterAPI": "posting_api",
-    "TicketAPI": "ticket_api",
-    "TradingBot": "trading_bot",
-    "TravelAPI": "travel_booking",
-    "VehicleControlAPI": "vehicle_control",
-    "WebSearchAPI": "web_search",
-    "MemoryAPI_kv": "memory_kv",
-    "MemoryAPI_vector": "memory_vector",
+    "GorillaFileSystem": "gorilla_file_system", "MathAPI": "math_api",
+    "MessageAPI": "message_api", "TwitterAPI": "posting_api", "TicketAPI": "ticket_api",
+    "TradingBot": "trading_bot", "TravelAPI": "travel_booking",
+    "VehicleControlAPI": "vehicle_control", "WebSearchAPI": "web_search",
+    "MemoryAPI_kv": "memory_kv", "MemoryAPI_vector": "memory_vector",
     "MemoryAPI_rec_sum": "memory_rec_sum",
 }
 #: classes with no state, never loaded with a scenario
@@ -62,11 +49,8 @@ _pristine: dict[str, Any] | None = None
 
 
 def sim_root() -> Path | None:
-    """The folder holding an importable ``bfcl_eval`` package, or ``None``.
-
-    An installed ``bfcl_eval`` wins; else the sources ``assay data pull bfcl`` extracted
-    (the newest version in the cache).
-    """
+    """The folder holding an importable ``bfcl_eval``: an installed one, else the newest
+    sources ``assay data pull bfcl`` extracted; ``None`` when neither is here."""
     spec = importlib.util.find_spec("bfcl_eval")
     if spec is not None and spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations))).parent
@@ -104,7 +88,6 @@ def _import(module: str) -> Any:
 
 
 def load_class(name: str) -> type:
-    """The official simulator class ``name`` (e.g. ``"TravelAPI"``)."""
     if name not in MULTI_TURN_CLASSES:
         raise DatasetError(f"unknown BFCL simulator class {name!r}")
     return getattr(_import(MULTI_TURN_CLASSES[name]), name)
@@ -145,12 +128,9 @@ _method_names: dict[type, tuple[str, ...]] = {}
 
 @contextmanager
 def pristine_long_context() -> Iterator[None]:
-    """Within this block the shared long-context dicts start as the wheel ships them.
-
-    They are restored on entry (and again on exit), so what one entry's calls did to a
-    shared card or booking cannot leak into the next entry. Not for concurrent use:
-    callers hold it around one entry at a time.
-    """
+    """Within this block the shared long-context dicts start as the wheel ships them
+    (restored on entry and exit, so one entry's calls cannot leak into the next); hold it
+    around one entry at a time."""
     global _pristine
     module = _import("long_context")
     with _lock:

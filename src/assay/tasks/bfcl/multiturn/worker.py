@@ -1,35 +1,20 @@
 """Official BFCL simulator code in worker processes that a timeout can stop.
 
-The simulators run whatever arguments a model sends: ``logarithm(value=10, base=10,
-precision=100000000)`` computes for ten minutes, ``square_root(number=2,
-precision=10000000)`` as long inside one C call of ``decimal``. Run in the event loop,
-such a call stalls every sample and ignores ``--sample-timeout`` and SIGTERM (a Python
-signal handler runs only between bytecodes); run in a thread, it cannot be stopped at all
-(a C call holds the GIL and a thread cannot be killed). So the official code runs in a
-worker process, and stopping it is killing that process.
+A simulator runs whatever arguments a model sends (``logarithm(..., precision=100000000)``
+computes for ten minutes, inside one C call); in the event loop that stalls every sample
+and ignores ``--sample-timeout`` and SIGTERM, in a thread it cannot be stopped at all. So
+the official code runs in a worker process, and stopping it is killing that process.
 
-- A worker serves requests ``(function, args)`` on a socket: it runs the function (a
-  module-level function such as :func:`open_entry`, pickled by reference) and answers
-  ``("ok", value)`` or ``("raise", exception)``. What a session builds (an entry's
-  simulator instances) stays in the worker's :data:`STATE` between its requests, so the
-  instances keep their state for the whole conversation, as officially.
-- :func:`session` (async: the conversation) and :func:`run_bounded` (sync, with a
-  deadline: the checker at scoring time) lend a worker for one entry. When a session
-  ends by an exception (a sample timeout cancels the solve; Ctrl-C and SIGTERM raise or
-  cancel) or a deadline passes, the worker is killed with SIGKILL, and the official call
-  with it. A session that ended normally gives its worker back to a small idle pool; the
-  next session starts by replacing the state, so nothing of an entry reaches the next
-  one (the long-context dicts are restored by :func:`sim.pristine_long_context`, as in
-  one process before).
-- A worker is a fresh interpreter (``subprocess``, this process's ``sys.path``), never a
-  fork of the run's process (its threads make forking unsafe) nor a ``multiprocessing``
-  child (which would import the caller's ``__main__`` again: a user's script). It imports
-  this module and the simulators once (about a second), then serves entry after entry.
-- A worker dies with the run: it ignores SIGINT (the run handles Ctrl-C and kills its
-  workers), asks the kernel for SIGKILL when the thread that started it ends (the run's
-  process included: ``kill -9``), and the run kills every live worker at exit.
-- Cost: a worker per entry in progress (``--max-connections`` of them at most), about
-  0.2 s of CPU to start and 40 MB of memory each; up to :data:`IDLE_MAX` stay for reuse.
+- A worker answers requests ``(function, args)`` on a socket with ``("ok", value)`` or
+  ``("raise", exception)``; a session's simulator instances stay in its :data:`STATE`.
+- :func:`session` (async, the conversation) and :func:`run_bounded` (sync, with a deadline:
+  scoring) lend a worker for one entry; one ending by an exception or past its deadline is
+  SIGKILLed, a normal one goes back to an idle pool (its state replaced on reuse).
+- A worker is a fresh interpreter (``subprocess``), never a fork (the run's threads make it
+  unsafe) nor a ``multiprocessing`` child (it would import a user's ``__main__`` again).
+- It dies with the run: ignores SIGINT, gets SIGKILL when its starting thread ends, and
+  the run kills every live worker at exit. Each costs ~0.2 s of CPU and 40 MB; up to
+  :data:`IDLE_MAX` stay for reuse.
 """
 
 from __future__ import annotations
@@ -83,12 +68,9 @@ class SimulatorTimeout(SimulatorError):
     """The official simulator code ran past its deadline; its worker was killed."""
 
 
-# ------------------------------------------------------------------ the worker process
-
-
 def serve(fd: int) -> None:
-    """A worker's loop on the socket ``fd``: say ready (imports done), then run each
-    request's function and answer with its value or exception."""
+    """A worker's loop on socket ``fd``: say ready, then answer each request's function with
+    its value or exception."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent()
@@ -116,9 +98,8 @@ def serve(fd: int) -> None:
 
 
 def _die_with_parent() -> None:
-    """SIGKILL this process when the run's process exits (Linux ``prctl``). The kernel
-    ties it to the thread that started the worker: workers are started by the thread
-    that runs the event loop or the scoring, never by a short-lived one."""
+    """SIGKILL this process when the thread that started it exits (Linux ``prctl``); workers
+    are started by the event loop's or the scoring's thread, never a short-lived one."""
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(Exception):
@@ -126,9 +107,8 @@ def _die_with_parent() -> None:
 
 
 def _warm() -> None:
-    """Import the multi-turn simulator modules before saying ready, so the first call's
-    deadline does not pay for them. Best effort: what fails here fails again, with its
-    real error, when a session needs it."""
+    """Import the simulator modules before saying ready, so no call's deadline pays for
+    them; best effort (a failure recurs, with its real error, when a session needs it)."""
     with contextlib.suppress(Exception):
         for name in sim.MULTI_TURN_CLASSES:
             # memory and web search import bfcl_eval.utils (folders made on import) or
@@ -140,9 +120,8 @@ def _warm() -> None:
 
 
 def setup(env_keys: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What a worker needs from this process to find the simulators: the folder holding
-    ``bfcl_eval`` and the environment variables ``env_keys`` as they are set here (the
-    worker keeps the environment it started with)."""
+    """What a worker needs to find the simulators: the folder holding ``bfcl_eval`` and the
+    variables ``env_keys`` as set here (a worker keeps the environment it started with)."""
     root = sim.sim_root()
     return {"root": str(root) if root is not None else None,
             "env": {k: os.environ[k] for k in env_keys if k in os.environ}}
@@ -174,13 +153,9 @@ def run_calls(calls: list[str]) -> list[str]:
 
 def check(spec: Mapping[str, Any], model_result: Any, entry: dict[str, Any],
           ground_truth: list[list[str]], category: str) -> dict[str, Any]:
-    """In a worker: :func:`checker.check_entry` (model and ground-truth calls executed on
-    fresh instances there)."""
+    """In a worker: :func:`checker.check_entry` on fresh instances there."""
     prepare(spec)
     return check_entry(model_result, entry, ground_truth, category)
-
-
-# ------------------------------------------------------------------ the run's side
 
 
 def _set_done(future: asyncio.Future[None]) -> None:
@@ -189,11 +164,8 @@ def _set_done(future: asyncio.Future[None]) -> None:
 
 
 class Worker:
-    """One worker process and the run's end of its socket.
-
-    Started from the calling thread (``subprocess``: a ``posix_spawn``, milliseconds); its
-    imports run in the background, and the first request waits for its ``ready``.
-    """
+    """One worker process and the run's end of its socket; started from the calling thread,
+    its imports run in the background and the first request waits for its ``ready``."""
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
@@ -241,9 +213,8 @@ class Worker:
         return value
 
     def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
-        """Run ``fn(*args)`` in the worker; wait at most ``timeout`` seconds for it (not
-        counting a new worker's start), else kill the worker and raise
-        :class:`SimulatorTimeout`."""
+        """Run ``fn(*args)`` in the worker; past ``timeout`` seconds (a new worker's start not
+        counted) kill it and raise :class:`SimulatorTimeout`."""
         if not self.ready:  # its imports: not part of any call's deadline
             self._receive()
             self.ready = True
@@ -264,8 +235,8 @@ class Worker:
             loop.remove_reader(fd)
 
     async def acall(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` in the worker while the event loop goes on. A cancelled
-        caller leaves the worker running: :func:`session` kills it."""
+        """Run ``fn(*args)`` in the worker while the event loop goes on (a cancelled caller
+        leaves it running: :func:`session` kills it)."""
         if not self.ready:  # a request sent before it reads would block on a full socket
             await self._readable()
             self._receive()
@@ -275,7 +246,6 @@ class Worker:
         return self._reply()
 
     def alive(self) -> bool:
-        """Whether the process still runs."""
         return self.proc.poll() is None
 
     def kill(self) -> None:
@@ -293,8 +263,8 @@ class Worker:
 
 
 def _take() -> Worker:
-    """An idle worker this thread started, else a new one (a worker started by another
-    thread would die with that thread, even in the middle of this thread's session)."""
+    """An idle worker this thread started, else a new one (another thread's worker would
+    die with that thread)."""
     me = threading.get_ident()
     while True:
         with _lock:

@@ -1,11 +1,8 @@
 """The sandbox's files on the host: packing the inputs, and removing what a run left.
 
-Whatever the code under test (or an agent before it) did to its folders must end as a fail
-of that sample, never as an error of the harness. So nothing here recurses (a tree 1,500
-folders deep makes ``shutil.rmtree`` and ``os.walk`` raise ``RecursionError`` on Python
-3.11), follows a link, opens a fifo, or trusts a folder's mode: an entry that cannot be
-read is left out of the inputs, and a tree is removed whatever its depth or modes.
-"""
+Whatever the code did to its folders must fail that sample, never the harness: nothing here
+recurses (1,500 nested folders make ``shutil.rmtree`` raise RecursionError), follows a link,
+opens a fifo, or trusts a folder's mode."""
 
 from __future__ import annotations
 
@@ -15,18 +12,19 @@ import os
 import secrets
 import stat
 import tarfile
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from assay.errors import ConfigError
-
-__all__ = ["InputsTooBig", "pack", "remove_tree"]
 
 #: the top folders of the input stream: the scratch copy, and the harness's own files
 WORK_DIR = "work"
 SUPPORT_DIR = "assay"
 
 
-class InputsTooBig(Exception):
+class InputsTooBig(ConfigError):
     """The inputs exceed the scratch folder's size."""
 
 
@@ -34,44 +32,24 @@ class _Packer:
     """Writes the inputs as a tar stream (regular files, folders, links), within a budget."""
 
     def __init__(self, tar: tarfile.TarFile, budget: int) -> None:
-        self.tar = tar
-        self.budget = budget
-        self.used = 0
-        #: member name -> "dir", "file" or "link"
-        self.kinds: dict[str, str] = {}
-        self.skipped = 0
+        self.tar, self.budget, self.used = tar, budget, 0
+        self.kinds: dict[str, str] = {}  # member name -> "dir", "file" or "link"
 
-    def _charge(self, size: int) -> None:
+    def add(self, name: str, kind: str, mode: int = 0o755, size: int = 0, link: str = "",
+            content: Any = None) -> None:
         # each member costs its size and a block of metadata (the tmpfs counts both)
-        self.used += size + 512
+        self.used += size + len(link) + 512
         if self.used > self.budget:
             raise InputsTooBig(f"the inputs need more than {self.budget // (1024 * 1024)} MB")
+        info = tarfile.TarInfo(name)
+        info.type = {"dir": tarfile.DIRTYPE, "link": tarfile.SYMTYPE}.get(kind, tarfile.REGTYPE)
+        info.mode, info.size, info.linkname = mode & 0o7777, size, link
+        self.tar.addfile(info, content)
+        self.kinds[name] = kind
 
     def folder(self, name: str, mode: int = 0o755) -> None:
-        if self.kinds.get(name) == "dir":
-            return
-        info = tarfile.TarInfo(name)
-        info.type = tarfile.DIRTYPE
-        info.mode = mode & 0o7777
-        self._charge(0)
-        self.tar.addfile(info)
-        self.kinds[name] = "dir"
-
-    def data(self, name: str, content: bytes, mode: int = 0o644) -> None:
-        info = tarfile.TarInfo(name)
-        info.size = len(content)
-        info.mode = mode & 0o7777
-        self._charge(info.size)
-        self.tar.addfile(info, io.BytesIO(content))
-        self.kinds[name] = "file"
-
-    def link(self, name: str, target: str) -> None:
-        info = tarfile.TarInfo(name)
-        info.type = tarfile.SYMTYPE
-        info.linkname = target
-        self._charge(len(target))
-        self.tar.addfile(info)
-        self.kinds[name] = "link"
+        if self.kinds.get(name) != "dir":
+            self.add(name, "dir", mode)
 
     def file(self, name: str, path: str) -> None:
         # O_NOFOLLOW | O_NONBLOCK: a link or a fifo put in the file's place since it was
@@ -79,20 +57,12 @@ class _Packer:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                self.skipped += 1
-                return
-            info = tarfile.TarInfo(name)
-            info.size = st.st_size
-            info.mode = st.st_mode & 0o7777
-            info.mtime = int(st.st_mtime)
-            self._charge(info.size)
-            self.tar.addfile(info, _Exactly(f, info.size))
-        self.kinds[name] = "file"
+            if stat.S_ISREG(st.st_mode):
+                self.add(name, "file", st.st_mode, st.st_size, content=_Exactly(f, st.st_size))
 
     def tree(self, name: str, path: str) -> None:
-        """``path`` (a file, folder or link) as ``name``: depth first, with a list of its
-        own rather than recursion; what cannot be read is left out."""
+        """``path`` (a file, folder or link) as ``name``, depth first without recursion;
+        what cannot be read is left out."""
         todo = [(name, path)]
         while todo:
             arc, src = todo.pop()
@@ -101,27 +71,25 @@ class _Packer:
                 if stat.S_ISLNK(st.st_mode):
                     # a link is copied as a link: followed here (by the host, maybe as
                     # root) it would carry what it points to into the sandbox
-                    self.link(arc, os.readlink(src))
+                    self.add(arc, "link", 0o777, link=os.readlink(src))
                 elif stat.S_ISDIR(st.st_mode):
                     names = sorted(os.listdir(src))
                     self.folder(arc, st.st_mode)
                     todo.extend((f"{arc}/{n}", os.path.join(src, n)) for n in reversed(names))
                 elif stat.S_ISREG(st.st_mode):
                     self.file(arc, src)
-                else:  # fifos, sockets, devices: nothing code needs from its inputs
-                    self.skipped += 1
+                # fifos, sockets, devices: nothing code needs from its inputs
             except InputsTooBig:
                 raise
             except (OSError, ValueError):  # unreadable, vanished, a name too long
-                self.skipped += 1
+                pass
 
 
 class _Exactly(io.RawIOBase):
     """``size`` bytes of a file that may have shrunk since it was measured (zeros after)."""
 
     def __init__(self, f: io.BufferedReader, size: int) -> None:
-        self.f = f
-        self.left = size
+        self.f, self.left = f, size
 
     def readable(self) -> bool:
         return True
@@ -144,23 +112,17 @@ def _member_name(rel: str) -> str:
 
 def pack(out: Path, *, copy: list[Path], files: dict[str, str | bytes],
          support: dict[str, str | bytes], budget_bytes: int) -> list[str]:
-    """Write the inputs of one run to the tar file ``out``; returns the scratch files.
-
-    ``copy``: files and folders put in the scratch folder under their own names (links
-    kept as links, special files and unreadable entries left out); ``files``: relative
-    path -> content, written after them (never through a link they brought); ``support``:
-    the harness's own files, in a folder of their own beside the scratch folder, so that
-    nothing in ``copy`` can take their place. Raises :class:`InputsTooBig` past
-    ``budget_bytes``.
-    """
+    """Write one run's inputs to the tar ``out``: ``copy`` (links as links, unreadable or
+    special entries left out), then ``files`` (never through a copied link) in the scratch
+    folder and ``support`` beside it; returns the scratch files' names."""
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
         p = _Packer(tar, budget_bytes)
-        p.folder(WORK_DIR, 0o755)
+        p.folder(WORK_DIR)
         for src in copy:
             p.tree(f"{WORK_DIR}/{src.name}", str(src))
         for top, given in ((WORK_DIR, files), (SUPPORT_DIR, support)):
             if given:
-                p.folder(top, 0o755)
+                p.folder(top)
             for rel, content in given.items():
                 parts = _member_name(rel).split("/")
                 for i in range(1, len(parts) + 1):
@@ -172,21 +134,17 @@ def pack(out: Path, *, copy: list[Path], files: dict[str, str | bytes],
                         raise ConfigError(f"sandbox file {rel!r} would lie outside the "
                                           "scratch folder (a link or a folder is in its place)")
                     if not last and kind is None:
-                        p.folder(name, 0o755)
+                        p.folder(name)
                 data = content.encode("utf-8") if isinstance(content, str) else content
-                p.data("/".join([top, *parts]), data)
+                p.add("/".join([top, *parts]), "file", 0o644, len(data), content=io.BytesIO(data))
     prefix = WORK_DIR + "/"
     return sorted(n[len(prefix):] for n, k in p.kinds.items()
                   if k != "dir" and n.startswith(prefix))[:200]
 
 
 def remove_tree(path: str | Path) -> bool:
-    """Remove ``path`` and everything under it; never raises. Returns whether it is gone.
-
-    No recursion and no path longer than two names: every folder met is moved up to the
-    top folder before it is emptied, so the depth of the tree never matters. Folders are
-    made ``0700`` before they are read; links are removed, never followed.
-    """
+    """Remove ``path`` whatever its depth or modes (folders are moved up to the top
+    before they are emptied; links never followed); never raises; whether it is gone."""
     path = str(path)
     try:
         st = os.lstat(path)
@@ -227,7 +185,6 @@ def _open_folder(name: str, dir_fd: int | None) -> int:
 
 
 def _empty(top: int) -> None:
-    """Remove everything in the folder open as ``top``."""
     while True:
         try:
             names = os.listdir(top)
@@ -246,9 +203,8 @@ def _empty(top: int) -> None:
 
 
 def _remove_entry(top: int, name: str) -> bool:
-    """Remove ``name`` from ``top``; a folder's sub-folders are moved up into ``top``
-    (to be removed in a later round) and its other entries unlinked. Returns whether
-    anything changed."""
+    """Remove ``name`` from ``top``: a folder's sub-folders move up into ``top`` (for
+    a later round), its other entries are unlinked; whether anything changed."""
     st = os.stat(name, dir_fd=top, follow_symlinks=False)
     if not stat.S_ISDIR(st.st_mode):
         os.unlink(name, dir_fd=top)
@@ -276,3 +232,13 @@ def _remove_entry(top: int, name: str) -> bool:
     except OSError:
         return changed
     return True
+
+
+@contextlib.contextmanager
+def scratch_folder(prefix: str = "assay-") -> Iterator[str]:
+    """A fresh temporary folder, removed by :func:`remove_tree`; never raises."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield path
+    finally:
+        remove_tree(path)

@@ -1,6 +1,5 @@
-"""The bubblewrap command line of a sandboxed run: what the code's file system shows, its
-environment, its user id, and the launcher's configuration (:mod:`assay.sandbox`
-runs it; :mod:`assay.sandbox_launcher` starts the code inside)."""
+"""The bubblewrap command of a sandboxed process: whether bwrap works, the file system,
+environment and user id the code gets, and the launcher's configuration."""
 
 from __future__ import annotations
 
@@ -14,14 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from assay.sandbox_fs import SUPPORT_DIR, WORK_DIR
+from assay.sandbox.files import WORK_DIR
 
+BWRAP_INSTALL = "apt-get install bubblewrap"
 #: the sandbox's /tmp: a size-capped tmpfs holding the scratch folder and the support files
 SCRATCH_ROOT = "/tmp"
-#: where the scratch folder appears inside the sandbox
 WORK = f"{SCRATCH_ROOT}/{WORK_DIR}"
-#: where the harness's own files (``support``) appear inside the sandbox
-SUPPORT = f"{SCRATCH_ROOT}/{SUPPORT_DIR}"
 #: run by root, each run's code gets a user id from this range (see :func:`run_uid`)
 RUN_UIDS = (0x6E000000, 0x6F000000)
 MB = 1024 * 1024
@@ -30,22 +27,38 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone
              "nsswitch.conf", "alternatives", "fonts", "mime.types")
 #: top folders shown when they are folders of their own (on merged-/usr systems, links)
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_LAUNCHER = (Path(__file__).with_name("sandbox_launcher.py")).read_text(encoding="utf-8")
+_LAUNCHER = Path(__file__).with_name("launcher.py").read_text(encoding="utf-8")
+
+
+def _probe(*args: str) -> subprocess.CompletedProcess[str] | str:
+    try:
+        return subprocess.run(["bwrap", *namespace_args(), "--ro-bind", "/", "/", *args,
+                               "--die-with-parent", "true"], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return str(e)
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot isolate code here (``None`` when it can)."""
+    if shutil.which("bwrap") is None:
+        return f"bwrap is not installed ({BWRAP_INSTALL})"
+    probe = _probe()
+    if isinstance(probe, str):
+        return f"bwrap does not run: {probe}"
+    if probe.returncode != 0:
+        return f"bwrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+    return None
 
 
 @functools.lru_cache(maxsize=1)
 def bwrap_sizes_tmpfs() -> bool:
     """Whether this bwrap caps a tmpfs (``--size``, bubblewrap 0.8 or later)."""
-    exe = shutil.which("bwrap")
-    if exe is None:
+    if shutil.which("bwrap") is None:
         return False
-    try:
-        probe = subprocess.run([exe, *namespace_args(), "--ro-bind", "/", "/", "--size",
-                                str(MB), "--tmpfs", "/tmp", "--die-with-parent", "true"],
-                               capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+    probe = _probe("--size", str(MB), "--tmpfs", "/tmp")
+    return not isinstance(probe, str) and probe.returncode == 0
 
 
 def namespace_args() -> list[str]:
@@ -61,7 +74,6 @@ def namespace_args() -> list[str]:
 
 
 def python_roots() -> list[str]:
-    """The folders of the Python installation the code runs on (shown read-only)."""
     roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                            sys.base_exec_prefix)}
     roots.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
@@ -69,8 +81,7 @@ def python_roots() -> list[str]:
 
 
 def _visible(roots: list[str]) -> list[str]:
-    """bwrap arguments for the read-only part of the sandbox's file system: an allow-list,
-    on bwrap's own empty root."""
+    """bwrap arguments showing the read-only allow-list on bwrap's own empty root."""
     args: list[str] = []
     shown: list[str] = []
     made: set[str] = {"/"}
@@ -104,9 +115,8 @@ def _visible(roots: list[str]) -> list[str]:
     return args
 
 
-def bwrap_command(limits: dict[str, Any], script: str, uid: int | None) -> list[str]:
-    """The bwrap command running ``script`` under ``limits`` (a :class:`~assay.sandbox.Limits`
-    as a dict) as user ``uid`` (``None``: bwrap's own user namespace)."""
+def bwrap_command(limits: dict[str, Any], argv: list[str], uid: int | None) -> list[str]:
+    """``argv`` under ``limits`` as user ``uid`` (``None``: bwrap's user namespace)."""
     cmd = ["bwrap", *namespace_args(), "--die-with-parent", "--new-session", "--clearenv",
            "--dev", "/dev", "--proc", "/proc"]
     if bwrap_sizes_tmpfs():
@@ -115,31 +125,25 @@ def bwrap_command(limits: dict[str, Any], script: str, uid: int | None) -> list[
     cmd += ["--tmpfs", SCRATCH_ROOT, *_visible(python_roots()), "--chdir", SCRATCH_ROOT]
     for k, v in environment(WORK, SCRATCH_ROOT).items():
         cmd += ["--setenv", k, v]
-    return [*cmd, sys.executable, "-I", "-c", _LAUNCHER,
-            launch_config(limits, SCRATCH_ROOT, script, uid)]
+    return [*cmd, *launcher(limits, SCRATCH_ROOT, argv, uid)]
 
 
-def weak_command(root: Path, limits: dict[str, Any], script: str) -> list[str]:
-    """The command running ``script`` with weak isolation: the launcher alone."""
-    return [sys.executable, "-I", "-c", _LAUNCHER, launch_config(limits, str(root), script,
-                                                                  None)]
-
-
-def launch_config(limits: dict[str, Any], root: str, script: str, uid: int | None) -> str:
-    """What the launcher is told: the folders, the user id, the script, the limits."""
-    return json.dumps({"root": root, "work": f"{root}/{WORK_DIR}", "uid": uid,
-                       "script": script, "limits": limits})
+def launcher(limits: dict[str, Any], root: str, argv: list[str], uid: int | None) -> list[str]:
+    """The launcher (:mod:`.launcher`) told the folders, user id, limits and command;
+    alone, it is the command of weak isolation."""
+    config = {"root": root, "work": f"{root}/{WORK_DIR}", "uid": uid, "argv": argv,
+              "limits": limits}
+    return [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(config)]
 
 
 def run_uid() -> int:
-    """A user id for one run: RLIMIT_NPROC counts the processes of a user, so runs that
-    shared one (``nobody``, say) would share one limit, and a fork bomb in one would leave
-    the others, running at the same time, unable to start a process."""
+    """A user id for one run: RLIMIT_NPROC counts a user's processes, so runs sharing
+    one would share the limit, and a fork bomb in one would starve the others."""
     return RUN_UIDS[0] + secrets.randbelow(RUN_UIDS[1] - RUN_UIDS[0])
 
 
 def environment(home: str, tmp: str) -> dict[str, str]:
-    """The whole environment of the code (nothing of the caller's)."""
+    """The code's whole environment (nothing of the caller's)."""
     # USER/LOGNAME: getpass.getuser() reads them first; the run's user id has no account
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": tmp,
             "USER": "sandbox", "LOGNAME": "sandbox", "LANG": "C.UTF-8",

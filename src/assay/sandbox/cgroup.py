@@ -1,18 +1,7 @@
-"""One sandboxed run bounded as a whole: its memory and processes in a cgroup of its own.
-
-rlimits bound each process (64 processes of 2 GB each are 128 GB); a cgroup bounds their
-sum. What this machine allows is found once, in this order:
-
-* cgroup v2, our own cgroup where it gives the ``memory`` and ``pids`` controllers to
-  its children (never one above ours: that would leave the limits of what started us);
-* ``systemd-run --scope`` (``--user`` when not root) with ``MemoryMax`` and ``TasksMax``;
-* cgroup v1, the ``memory`` and ``pids`` hierarchies, a child of our own cgroup in each.
-
-The run joins its cgroup before anything of it starts (a shell writes its own pid to
-``cgroup.procs``, then executes bubblewrap), so no process escapes the count; afterwards
-whatever is left in it is killed and the cgroup removed. A bound that cannot be set is
-said in :attr:`RunGroup.bounds`, which the run records.
-"""
+"""A sandboxed run bounded as a whole (rlimits bound each process: 64 of 2 GB are 128 GB):
+memory and processes in a cgroup of its own, by the first that works of cgroup v2 (a child
+of ours), ``systemd-run --scope``, cgroup v1. The run joins it before anything of it starts;
+a bound that cannot be set is said in :attr:`RunGroup.bounds`."""
 
 from __future__ import annotations
 
@@ -28,8 +17,6 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["RunGroup", "cgroup_method"]
-
 MB = 1024 * 1024
 #: processes of bubblewrap itself in the run's cgroup (its monitor and the pid 1 it starts)
 BWRAP_PROCESSES = 2
@@ -37,17 +24,24 @@ BWRAP_PROCESSES = 2
 
 @dataclass(frozen=True)
 class Method:
-    """How runs get their cgroups here."""
-
     kind: str  # "cgroup2", "systemd-run", "cgroup1" or "" (none)
     #: the folder each run's cgroup is made in, per controller ("memory", "pids")
     parents: dict[str, str] = field(default_factory=dict)
-    #: why there is no method, or what was tried
+    #: why there is no method, or what was tried (systemd-run: its path)
     note: str = ""
+
+    def bounds(self, memory_mb: int, processes: int) -> dict[str, str]:
+        """What a run's cgroup made this way bounds, in words."""
+        how = {"cgroup2": "cgroup v2", "cgroup1": "cgroup v1",
+               "systemd-run": "systemd scope"}.get(self.kind)
+        have = set(self.parents) if self.parents else {"memory", "pids"}
+        return {"memory": f"{memory_mb} MB ({how})" if how and "memory" in have else
+                f"not bounded as a whole: {self.note if not how else 'no memory cgroup'}",
+                "processes": f"{processes} ({how})" if how and "pids" in have else
+                f"not bounded as a whole: {self.note if not how else 'no pids cgroup'}"}
 
 
 def _mounts() -> list[tuple[str, str, set[str]]]:
-    """(mount point, file system type, super options) of the cgroup file systems."""
     out = []
     with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as f:
         for line in f:
@@ -100,9 +94,8 @@ def _joins(parent: str, settings: dict[str, str]) -> bool:
 
 
 def _v2(mounts: list[tuple[str, str, set[str]]], own: dict[str, str]) -> Method | str:
-    """Our own cgroup, where it already gives ``memory`` and ``pids`` to its children (the
-    root, or a namespace's root set up so). Never a cgroup above ours: a run moved there
-    would leave the limits and the accounting of whatever started us."""
+    """Our own cgroup where it gives memory and pids to children; never one above ours (a
+    run moved there would escape the limits of whatever started us)."""
     points = [m for m, kind, _ in mounts if kind == "cgroup2"]
     if not points or "" not in own:
         return "no cgroup v2"
@@ -152,8 +145,7 @@ def _v1(mounts: list[tuple[str, str, set[str]]], own: dict[str, str]) -> Method 
 
 @functools.lru_cache(maxsize=1)
 def cgroup_method() -> Method:
-    """How this machine lets a run's processes be bounded as a whole (found once); where
-    nothing does, ``note`` says what was tried."""
+    """How this machine bounds a run as a whole (found once); else ``note`` says what was tried."""
     mounts, own = _mounts(), _own_cgroups()
     tried = []
     for found in (_v2(mounts, own), _systemd(), _v1(mounts, own)):
@@ -168,23 +160,17 @@ class RunGroup:
 
     def __init__(self, memory_mb: int, processes: int, *, helpers: int = 0) -> None:
         """``processes`` for the code, and ``helpers`` more for what starts it (bwrap)."""
-        self.method = cgroup_method()
-        self.memory_mb = memory_mb
-        self.processes = processes
-        self.helpers = helpers
-        #: controller -> the run's cgroup folder
-        self.dirs: dict[str, str] = {}
+        self.method, self.memory_mb = cgroup_method(), memory_mb
+        self.processes, self.helpers = processes, helpers
+        self.dirs: dict[str, str] = {}  # controller -> the run's cgroup folder
         self.prefix: list[str] = []
-        self.bounds: dict[str, str] = {}
         try:
             self._make()
         except OSError as e:  # a cgroup that cannot be made is said, never fatal
             self._remove_dirs()
             self.dirs, self.prefix = {}, []
-            self.bounds = {}
             self.method = Method("", {}, f"the run's cgroup could not be made: {e}")
-        for ctl in ("memory", "processes"):
-            self.bounds.setdefault(ctl, f"not bounded as a whole: {self.method.note}")
+        self.bounds = self.method.bounds(memory_mb, processes)
 
     def _make(self) -> None:
         m = self.method
@@ -193,8 +179,6 @@ class RunGroup:
             self.prefix = [m.note, *(["--user"] if os.geteuid() != 0 else []), "--scope",
                            "--quiet", "--collect", "-p", f"MemoryMax={self.memory_mb}M",
                            "-p", "MemorySwapMax=0", "-p", f"TasksMax={self.processes + self.helpers}", "--"]
-            self.bounds = {"memory": f"{self.memory_mb} MB (systemd scope MemoryMax)",
-                           "processes": f"{self.processes} (systemd scope TasksMax)"}
             return
         made: dict[str, str] = {}  # v2: one folder for both controllers
         for ctl, parent in m.parents.items():
@@ -203,7 +187,6 @@ class RunGroup:
                 os.mkdir(path)
                 made[parent] = path
             self.dirs[ctl] = made[parent]
-        version = "v2" if m.kind == "cgroup2" else "v1"
         if "memory" in self.dirs:
             d = self.dirs["memory"]
             if m.kind == "cgroup2":
@@ -216,13 +199,10 @@ class RunGroup:
                 _write(d, "memory.limit_in_bytes", str(self.memory_mb * MB))
                 with contextlib.suppress(OSError):
                     _write(d, "memory.memsw.limit_in_bytes", str(self.memory_mb * MB))
-            self.bounds["memory"] = f"{self.memory_mb} MB (cgroup {version} memory limit)"
         if "pids" in self.dirs:
             _write(self.dirs["pids"], "pids.max", str(self.processes + self.helpers))
-            self.bounds["processes"] = f"{self.processes} (cgroup {version} pids.max)"
 
     def wrap(self, cmd: list[str]) -> list[str]:
-        """``cmd`` started inside the run's cgroup."""
         if self.prefix:
             return [*self.prefix, *cmd]
         procs = dict.fromkeys(os.path.join(d, "cgroup.procs") for d in self.dirs.values())
@@ -240,16 +220,10 @@ class RunGroup:
                                   else "memory.max_usage_in_bytes"))
         return round(int(text) / MB, 1) if text.isdigit() else None
 
-    def _pids(self) -> set[int]:
-        out: set[int] = set()
-        for d in self.dirs.values():
-            out |= {int(p) for p in _read(os.path.join(d, "cgroup.procs")).split()
-                    if p.isdigit()}
-        return out
-
     def kill_all(self) -> bool:
         """Kill every process in the run's cgroup; whether there was any."""
-        left = self._pids()
+        left = {int(p) for d in self.dirs.values()
+                for p in _read(os.path.join(d, "cgroup.procs")).split() if p.isdigit()}
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)

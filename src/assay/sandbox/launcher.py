@@ -1,19 +1,7 @@
-"""The first program to run in the sandbox: unpack the inputs, drop privileges, set limits.
+"""The first program in the sandbox: unpack the inputs, drop privileges, set limits, exec.
 
-This file is not imported: :mod:`assay.sandbox` passes its text to ``python -I -c`` (so it
-uses the standard library only, and nothing of assay, which the sandbox does not show).
-Its one argument is a JSON object:
-
-* ``root``: the folder the inputs are unpacked into (``/tmp`` in the sandbox, a scratch
-  folder on the host with weak isolation); ``work``: the current folder under it;
-* ``uid``: the user id to become first (run by root only), else ``null``;
-* ``limits``: the rlimits; ``script``: the Python file to run at the end.
-
-The inputs come as a tar stream on standard input (regular files, folders and symbolic
-links only, made by :func:`assay.sandbox_fs.pack`): nothing on a path of the sandbox
-holds them but the scratch copy itself, so once the code under test runs, what it may
-delete is all there is. Standard input is then ``/dev/null``.
-"""
+Run as ``python -I -c`` text (the standard library only). The inputs come as a tar stream on
+stdin, so no sandbox path holds them but the scratch copy; stdin is then ``/dev/null``."""
 
 import errno
 import json
@@ -83,7 +71,6 @@ def unpack(root, stream):
 
 
 def main():
-    """Become the run's user, unpack the inputs, set the limits, run the script."""
     cfg = json.loads(sys.argv[1])
     uid = cfg["uid"]
     if uid is not None:
@@ -103,7 +90,7 @@ def main():
                         ("RLIMIT_NOFILE", lim["open_files"]),
                         ("RLIMIT_NPROC", lim["processes"])):
         resource.setrlimit(getattr(resource, name), (value, value))
-    os.execv(sys.executable, [sys.executable, "-I", "-B", cfg["script"]])
+    os.execv(cfg["argv"][0], cfg["argv"])
 
 
 if __name__ == "__main__":

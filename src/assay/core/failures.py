@@ -1,0 +1,94 @@
+"""When a run counts as failed, and what to tell the user about its errors.
+
+A run whose every sample errored (a ``--base-url`` without ``/v1``: HTTP 404 on every
+call), or whose error rate passes ``--max-error-rate``, ends with status ``failed``
+rather than ``finished``: nothing stored is lost, and ``--resume`` redoes the errored
+samples. Its most common error, with a hint where the cause is a usual one, is stored
+with the run (``stats["error"]``) and printed by ``assay run``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ErrorSummary", "error_hint", "error_summary", "too_many_errors"]
+
+#: how much of the most common error is shown (the rest is in the run's samples)
+_SHOWN = 300
+#: (pattern over an error's text, the hint shown with it); the first match wins
+_HINTS = (
+    (re.compile(r"\bHTTP 404\b"), "does --base-url end in /v1? (an OpenAI-compatible "
+     "server answers under /v1, e.g. http://localhost:8000/v1)"),
+    (re.compile(r"\bHTTP 40[13]\b"), "set the API key ($OPENAI_API_KEY) the server expects"),
+    (re.compile(r"connection refused|cannot connect", re.I),
+     "is the server running? (check --base-url)"),
+    (re.compile(r"timed out|timeout", re.I),
+     "the model is slow to answer: raise --timeout or lower --max-connections"),
+    (re.compile(r"\bHTTP 429\b"), "the server is rate limiting: lower --rpm or "
+     "--max-connections"),
+)
+
+
+def error_hint(error: str) -> str | None:
+    """A one-line hint for a usual cause of ``error`` (a sample's error text), else ``None``."""
+    for pattern, hint in _HINTS:
+        if pattern.search(error):
+            return hint
+    return None
+
+
+@dataclass
+class ErrorSummary:
+    """What went wrong in a run: its sample counts and its most common error."""
+
+    samples: int
+    errors: int
+    #: the most common error text and how many samples had it (``None``: no errors)
+    common: str | None = None
+    common_count: int = 0
+
+    @property
+    def rate(self) -> float:
+        """The share of samples (epochs included) that errored."""
+        return self.errors / self.samples if self.samples else 0.0
+
+    @property
+    def hint(self) -> str | None:
+        """A hint for the most common error, where its cause is a usual one."""
+        return error_hint(self.common) if self.common else None
+
+    def line(self) -> str:
+        """``3 of 3 samples failed; most common error (3x): HTTP 404 from ...``."""
+        text = f"{self.errors} of {self.samples} samples failed"
+        if self.common:
+            common = " ".join(self.common.split())  # one line, however the server wrote it
+            if len(common) > _SHOWN:
+                common = common[:_SHOWN] + "…"
+            text += f"; most common error ({self.common_count}x): {common}"
+        return text
+
+
+def error_summary(store: Any, run_id: str) -> ErrorSummary:
+    """The sample counts and the most common error of run ``run_id`` in ``store``."""
+    counts: Counter[str] = Counter()
+    samples = 0
+    for result in store.iter_results(run_id, transcripts=False, texts=False):
+        samples += 1
+        if result.error:
+            counts[result.error] += 1
+    errors = sum(counts.values())
+    if not counts:
+        return ErrorSummary(samples, 0)
+    common, n = counts.most_common(1)[0]
+    return ErrorSummary(samples, errors, common, n)
+
+
+def too_many_errors(summary: ErrorSummary, max_error_rate: float) -> bool:
+    """Whether a run with ``summary`` failed: every sample errored, or its error rate
+    passes ``max_error_rate`` (1.0, the default, fails only a run where all errored)."""
+    if not summary.samples or not summary.errors:
+        return False
+    return summary.errors == summary.samples or summary.rate > max_error_rate

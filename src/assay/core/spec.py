@@ -1,0 +1,155 @@
+"""What a run is made of (:class:`RunSpec`): stored with the run, shared by the engine,
+the store and the readers."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from assay.core.checks import check_json_finite, check_number
+from assay.core.redact import content_secrets, redact_tree, redact_url
+from assay.errors import ConfigError
+
+#: the largest reply (bytes of text) a model may send before it is the sample's error
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
+#: spec keys renamed in schema 4: old name -> new name
+RENAMED_SPEC_KEYS = {"benchmark": "task", "benchmark_options": "task_options"}
+
+
+def current_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec in today's names (a spec of schema 3 or older named ``benchmark``)."""
+    out = {RENAMED_SPEC_KEYS.get(k, k): v for k, v in spec.items()}
+    if isinstance(out.get("redacted"), list):
+        out["redacted"] = [_renamed_path(p) for p in out["redacted"]]
+    return out
+
+
+def _renamed_path(path: Any) -> Any:
+    if not isinstance(path, str):
+        return path
+    head, dot, rest = path.partition(".")
+    return RENAMED_SPEC_KEYS.get(head, head) + dot + rest
+
+
+@dataclass
+class RunSpec:
+    """Everything needed to (re)build a run. Stored with the run; never holds secrets."""
+
+    task: str
+    model: str = "local"
+    task_options: dict[str, Any] = field(default_factory=dict)
+    base_url: str | None = None
+    timeout: float = 120.0
+    max_connections: int = 32
+    max_retries: int = 5
+    retry_initial: float = 1.0
+    sample_timeout: float | None = None
+    limit: int | None = None
+    sample_ids: list[str] | None = None
+    epochs: int = 1
+    seed: int | None = None
+    cache: bool = True
+    params: dict[str, Any] = field(default_factory=dict)
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    #: at most this many model calls start per minute (``None``: no limit)
+    rpm: float | None = None
+    #: code from data or from a model may run with weak isolation where bubblewrap does
+    #: not work (``--allow-weak-sandbox``); otherwise such a run is refused
+    allow_weak_sandbox: bool = False
+    #: the run ends ``failed`` when its share of errored samples passes this (1.0: only
+    #: when every sample errored); see :mod:`assay.engine.failures`
+    max_error_rate: float = 1.0
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Refuse settings that would hang, finish empty or send garbage (one-line errors)."""
+        check_number("--max-connections", self.max_connections, minimum=1, maximum=100_000,
+                     integer=True, optional=False)
+        check_number("--epochs", self.epochs, minimum=1, maximum=100_000, integer=True,
+                     optional=False)
+        check_number("--timeout", self.timeout, above=0, optional=False)
+        check_number("--sample-timeout", self.sample_timeout, above=0)
+        check_number("--max-retries", self.max_retries, minimum=0, maximum=1000, integer=True,
+                     optional=False)
+        check_number("retry_initial", self.retry_initial, minimum=0, optional=False)
+        check_number("--limit", self.limit, minimum=1, integer=True)
+        check_number("--seed", self.seed, integer=True)
+        check_number("--max-reply-bytes", self.max_reply_bytes, minimum=1, integer=True,
+                     optional=False)
+        check_number("--rpm", self.rpm, above=0)
+        check_number("--max-error-rate", self.max_error_rate, minimum=0, maximum=1,
+                     optional=False)
+        if not isinstance(self.params, dict):
+            raise ConfigError(f"params must be a dict, got {type(self.params).__name__}")
+        check_number("--temperature", self.params.get("temperature"), minimum=0)
+        check_json_finite("--param", self.params)
+        check_number("--param max_tokens", self.params.get("max_tokens"), minimum=1,
+                     integer=True)
+        check_number("--param top_p", self.params.get("top_p"), minimum=0, maximum=1)
+        if self.sample_ids is not None and not all(isinstance(i, str) for i in self.sample_ids):
+            raise ConfigError("--sample-ids must be a list of strings")
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError("--model must name a model, e.g. 'local' or 'openai/<model>'")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as stored: no credentials (see :mod:`assay.core.redact`).
+
+        ``base_url`` keeps its scheme, host and path (``base_url_has_secrets`` says it
+        had more); every other field goes through the one redaction policy, and
+        ``redacted`` lists the fields it changed (``task_options.judge_base_url``,
+        ``model``, ``params.x``): a resume must be given those again.
+        """
+        d = asdict(self)
+        changed: list[str] = []
+        secrets = content_secrets()
+        d = {k: v if k == "base_url" else redact_tree(v, k, path=k, changed=changed,
+                                                      secrets=secrets)
+             for k, v in d.items()}
+        d["base_url"] = redact_url(self.base_url)
+        if d["base_url"] != self.base_url:
+            d["base_url_has_secrets"] = True
+        if changed:
+            d["redacted"] = sorted(set(changed))
+        return d
+
+    def run_params(self) -> dict[str, Any]:
+        """The run's generation parameters as a task gets them (``--param``, and ``--seed``
+        unless a ``seed`` param is given): for its solve and its judge alike."""
+        params = dict(self.params)
+        if self.seed is not None:
+            params.setdefault("seed", self.seed)
+        return params
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSpec:
+        """Inverse of :meth:`to_dict` (unknown keys from newer versions are ignored; a
+        spec stored before schema 4 names its task ``benchmark``)."""
+        known = {k: v for k, v in current_spec(d).items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def option_flag(path: str) -> str:
+    """How the user gives the stored spec field at ``path`` again: ``-T name=...`` for a
+    task option, ``--model``/``--param name=...`` for the others."""
+    head, _, rest = path.partition(".")
+    name = rest.split(".")[0].split("[")[0]
+    if head == "task_options" and name:
+        return f"-T {name}=..."
+    if head == "params" and name:
+        return f"--param {name}=..."
+    return "--" + head.split("[")[0].replace("_", "-")
+
+
+def credentials_needed(run_id: str, paths: list[str]) -> ConfigError:
+    """The one-line error for a resume that lacks the credentials a run's spec held."""
+    flags = sorted({option_flag(p) for p in paths})
+    fixed = [f for f in flags if not f.startswith("-T ")]
+    if fixed:  # --model and --param cannot change on resume
+        return ConfigError(
+            f"run {run_id} was started with credentials in {', '.join(fixed)}, which are "
+            "never stored and cannot be given again on resume; start a new run")
+    return ConfigError(
+        f"run {run_id} was started with credentials in {', '.join(flags)}, which are never "
+        f"stored; resume with {' '.join(flags)} giving the full value again")
