@@ -24,7 +24,7 @@ sync_api = pytest.importorskip(
     reason="browser tests need the 'playwright' Python package (pip install playwright)")
 
 CHROMIUM = os.environ.get("ASSAY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).exists():
+if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
     pytest.skip(f"browser tests need chromium at {CHROMIUM} (apt-get install chromium)",
                 allow_module_level=True)
 

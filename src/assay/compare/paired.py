@@ -30,8 +30,7 @@ def mcnemar_exact(broken: int, fixed: int) -> float:
 
 def newcombe_paired_interval(both: int, a_only: int, b_only: int, neither: int,
                              confidence: float = 0.95) -> tuple[float, float] | None:
-    """Interval of ``rate(B) - rate(A)`` from the counts: both passed,
-    only A, only B, neither."""
+    """Interval of ``rate(B) - rate(A)`` from the counts: both passed, only A, only B, neither."""
     n = both + a_only + b_only + neither
     if n == 0:
         return None
@@ -97,16 +96,9 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 def paired_binary(a: Sequence[float], b: Sequence[float], *, alpha: float = 0.05
                   ) -> dict[str, Any]:
     """McNemar and Newcombe on paired 0/1 values (``a[i]``, ``b[i]``: the same sample)."""
-    both = a_only = b_only = neither = 0
-    for x, y in zip(a, b, strict=True):
-        if x and y:
-            both += 1
-        elif x:
-            a_only += 1
-        elif y:
-            b_only += 1
-        else:
-            neither += 1
+    pairs = [(bool(x), bool(y)) for x, y in zip(a, b, strict=True)]
+    both, a_only = pairs.count((True, True)), pairs.count((True, False))
+    b_only, neither = pairs.count((False, True)), pairs.count((False, False))
     n = len(a)
     p = mcnemar_exact(a_only, b_only)
     ci = newcombe_paired_interval(both, a_only, b_only, neither, 1 - alpha)

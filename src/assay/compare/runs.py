@@ -33,7 +33,6 @@ class RunScores:
 
     def __init__(self, run: dict[str, Any], score: str | None) -> None:
         self.run = run
-        self.requested = score
         #: sample id -> mean of its scored epochs
         self.values: dict[str, float] = {}
         #: sample id -> its first epoch's metadata over its dataset row (categories)
@@ -211,8 +210,7 @@ def compare_runs(store: Store, a: str, b: str, *, score: str | None = None,
         "warnings": [warning] if warning else [],
         "primary": primary, "contingency": contingency,
         "categories": {"field": field, "rows": rows},
-        "flips": {"fixed": fixed, "broken": broken},
-    }
+        "flips": {"fixed": fixed, "broken": broken}}
     if outputs:
         attach_outputs(store, result)
     return result

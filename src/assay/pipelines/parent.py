@@ -1,12 +1,9 @@
 """The one parent-run driver: a plan, a datagen pipeline (any run made of runs).
 
-A parent run (``kind`` ``plan`` or ``pipeline``) has no samples of its own: its steps are
-child runs, each built as ``assay run`` builds one, their status recorded in the
-parent's ``steps`` as they start, finish or fail. The store is the only state: a parent
-reopened after Ctrl-C or ``kill -9`` reuses a finished step's run, resumes a half-done
-one (credentials never stored are given back from the caller's options) and runs the
-rest. A failed step raises :class:`StepFailed` once recorded; the caller decides whether
-the others still run (a plan) or the parent stops (a datagen pipeline).
+A parent run has no samples of its own: its steps are child runs, their status recorded
+in its ``steps``. The store is the only state: reopened after Ctrl-C or ``kill -9``, a
+finished step's run is reused, a half-done one resumed and the rest run. A failed step
+raises :class:`StepFailed` once recorded; the caller decides whether the others run.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """``assay run plan.yaml``: every task of a plan as a child run of one parent run.
 
-The parent (kind ``plan``) stores the plan, its file and its hash; each task is a step of
-:mod:`assay.pipelines.parent`, in the plan's order, so each child is exactly what ``assay
-run TASK`` would make. A Hub task is downloaded first and runs as ``qa``. A failed task is
-recorded and the others still run; ``--resume`` keeps the finished ones, continues an
-interrupted one and tries the rest. The combined report is written last.
+Each task is a step of :mod:`assay.pipelines.parent`, in the plan's order, so each child
+is exactly what ``assay run TASK`` would make (a Hub task runs as ``qa`` on its downloaded
+data). A failed task is recorded and the others still run; the report is written last.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Step 1 of planning: the request, structured into an :class:`~assay.plan.schema.Intent`.
 
-:func:`parse_rules` needs no model: keyword tables for domains and languages, the
-gallery's names for named benchmarks, exact patterns for stated quotas and limits (a
-stated ``0`` stays ``0``). :func:`~assay.plan.intent_model.parse_with_model` asks the
-planner model for the same fields and merges: named benchmarks, quotas and languages
-are the request's own words; the model gives domains only where the words give none,
-decides agent or text where the words do not, and may add special requests. Every
-decision carries a reason.
+:func:`parse_rules` needs no model: keyword tables for domains and languages, gallery
+names for named benchmarks, exact patterns for stated quotas (a stated ``0`` stays
+``0``). With a planner model (:mod:`assay.plan.intent_model`) named benchmarks, quotas
+and languages stay the request's own words. Every decision carries a reason.
 """
 
 from __future__ import annotations

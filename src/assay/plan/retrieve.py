@@ -1,11 +1,9 @@
 """Step 2 of planning: BM25 retrieval (``bm25s``) over the gallery and plannable tasks.
 
-A document is an entry's name, aliases, description, tags, category and that category's
-signal words. A request is searched as a whole and once per domain of its intent (plus
-that domain's words), so "grade-school math and calling tools" finds a math entry *and*
-a tool entry. A candidate's ``score`` is its BM25 normalised by its query's best, with a
-quality flag and the words it matched; dense embeddings from an OpenAI-compatible
-``/embeddings`` endpoint may be mixed in (:func:`embedding_scores`).
+A request is searched as a whole and once per domain of its intent (plus that domain's
+words), so "grade-school math and calling tools" finds a math entry *and* a tool entry.
+A candidate's ``score`` is its BM25 over its query's best; dense embeddings from an
+OpenAI-compatible endpoint may be mixed in (:func:`embedding_scores`).
 """
 
 from __future__ import annotations

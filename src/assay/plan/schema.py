@@ -1,26 +1,11 @@
 """The plan file: a human-readable, editable, versioned YAML evaluation plan.
 
-::
-
-    assay_plan: 1                       # the format's version
-    request: how good is my agent at grade-school math and calling tools?
-    intent: {domains, capabilities, benchmarks, unknown_benchmarks, languages, agent,
-             budget: {max_tasks, limit, gallery, hub}, special_requests}
-    models: {model: local, judge: null, planner: rules}
-    tasks:
-      - task: gsm8k                     # as `assay list tasks` shows it (qa for a Hub id)
-        source: gallery                 # gallery | hub | builtin
-        options: {}                     # the task's options (-T KEY=VALUE)
-        limit: null                     # samples per task (null: all)
-        hub: null                       # a Hub dataset: {id, config, split, revision}
-        capabilities: [math]            # the report's radar axes
-        metrics: [{name: numeric_match, role: primary, why: ...}]
-        why: {selected: ..., options: ...}
-    notes: []
-    trace: [...]                        # every planning step (written by assay plan)
-
-Every metric is in the registry, each task has exactly one ``primary``; an error is one
-line with the file and line. ``assay run plan.yaml`` validates a hand-edited plan again.
+``assay_plan: 1`` (the format), the ``request``, its ``intent``, the ``models`` (model
+under test, judge, planner), the ``tasks`` (each: ``task``, ``source`` gallery | hub |
+builtin, ``options`` as ``-T`` takes them, ``limit``, ``hub`` dataset, ``capabilities``,
+``metrics`` with exactly one ``primary``, ``why``), ``notes`` and the planning ``trace``.
+Every metric is in the registry; an error is one line with the file and line. ``assay
+run plan.yaml`` validates a hand-edited plan again.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """A plan file is data from someone else: what it may name, checked before anything runs.
 
-Running a shared plan must not read a file outside its folder, nor import code. Every
-option value that names something on disk goes through the one path policy with the
-plan's folder as the base: an existing absolute or ``~`` path is refused; a relative one
-is resolved inside the folder (links included) and passed on absolute, so the task reads
-exactly the checked file; one that is only in the current folder is refused. A value
-naming nothing on disk is text, passed on unchanged. A task may not be a file (a
-``FILE.py`` would be imported), nor a model a Python agent (``python/MODULE:FACTORY``).
+Every option value naming something on disk goes through the one path policy with the
+plan's folder as the base (an absolute path, or one only in the current folder, is
+refused; a relative one is passed on absolute, so the task reads the checked file). A
+task may not be a file, nor a model a Python agent (either would import code).
 """
 
 from __future__ import annotations

@@ -62,8 +62,7 @@ def pipeline_record(store: Store, pipeline_id: str) -> dict[str, Any]:
         "judge_runs": ids(JUDGE), "jury": metrics.get("jury"),
         "winrate_run": next(iter(ids(WINRATE)), None),
         "near_duplicates": metrics.get("near_duplicates"),
-        "verify_runs": ids(VERIFY), "verification": metrics.get("verification"),
-    }
+        "verify_runs": ids(VERIFY), "verification": metrics.get("verification")}
 
 
 def _step_sections(store: Store, run_id: str, label: str
@@ -93,8 +92,7 @@ def judge_item_scores(store: Store, run_id: str) -> dict[str, dict[str, int]]:
 
 def review_status(problems_path: Path, judge_scores: dict[str, dict[str, int]] | None = None
                   ) -> dict[str, Any] | None:
-    """Review statuses and quadratic-weighted kappa per dimension (reviewers with each
-    other and with the judge); None before any review."""
+    """Review statuses and kappa per dimension (reviewers and judge); None before any review."""
     rs = ReviewStore()
     try:
         did = dataset_id_for_file(problems_path)
@@ -122,8 +120,7 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
         ("solvers", ", ".join(record.get("solver_models") or []) or "none"),
         ("requested problems", record["n"]), ("seed", record["seed"]),
         ("reference set", "none" if not ref else
-         f"{ref.get('source')} ({ref.get('count')} problems)"),
-    ]
+         f"{ref.get('source')} ({ref.get('count')} problems)")]
     if ref and ref.get("fallback_reason"):
         facts.append(("reference note", "MATH-500 was used because the requested set was "
                       f"not reachable: {ref['fallback_reason']}"))
@@ -134,8 +131,8 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
                                     f"{outputs.get('problems', '-')}"))
     facts.append(("failed generations", f"{outputs.get('n_failures', 0)} (never written as "
                                         f"problems; see {outputs.get('failures', '-')})"))
-    steps = [(record[key], label) for key, label in (("generate_run", "Generation"),
-                                                     ("winrate_run", "Win rate")) if record.get(key)]
+    named = (("generate_run", "Generation"), ("winrate_run", "Win rate"))
+    steps = [(record[key], label) for key, label in named if record.get(key)]
     steps += [(run_id, f"Judge {record['judge_models'][i]}")
               for i, run_id in enumerate(record.get("judge_runs") or [])]
     for run_id, label in steps:
@@ -162,8 +159,7 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
                      [f"confirmed by >= {ver['quorum']:.0%} of solvers",
                       fmt_rate(ver["confirmed_by_quorum"])],
                      ["no solver reproduces the answer (flagged)",
-                      ", ".join(ver["unreproduced"]) or "none"]],
-        })
+                      ", ".join(ver["unreproduced"]) or "none"]]})
         if ver["unreproduced"]:
             recs.append(f"{len(ver['unreproduced'])} problem(s) have an answer no solver "
                         "reproduces: check them first in the review page.")

@@ -72,26 +72,20 @@ def template_cache_dir() -> Path:
 def environment() -> Any:
     """HTML autoescaped, Markdown escaped by ``finalize``. The bytecode cache folder is per
     version of this module: Jinja keys it by template checksum, not by these settings."""
-    from jinja2 import (  # startup
-        Environment,
-        FileSystemBytecodeCache,
-        FileSystemLoader,
-        pass_eval_context,
-        select_autoescape,
-    )
+    import jinja2  # startup
 
     try:
         code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
         cache_dir = template_cache_dir() / f"pages-{code}"
         cache_dir.mkdir(parents=True, exist_ok=True)
-        cache = FileSystemBytecodeCache(str(cache_dir))
+        cache = jinja2.FileSystemBytecodeCache(str(cache_dir))
     except (OSError, RuntimeError):  # RuntimeError: no home directory to find
         cache = None
-    env = Environment(
-        loader=FileSystemLoader(str(TEMPLATES)), bytecode_cache=cache,
-        autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True,
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)), bytecode_cache=cache,
+        autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True,
         # an autoescaped template escapes its output itself; a Markdown one, here
-        finalize=pass_eval_context(lambda ctx, v: v if ctx.autoescape else md_escape(v)))
+        finalize=jinja2.pass_eval_context(lambda ctx, v: v if ctx.autoescape else md_escape(v)))
     env.filters.update(md=md_cell, p=fmt_p, delta=fmt_delta, num=fmt_num, rate=fmt_rate,
                        setting=fmt_setting)
     return env

@@ -96,14 +96,10 @@ def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
             question = users[-1] if users else question
         rows.append({
             "id": r.sample_id if r.epoch == 0 else f"{r.sample_id}#{r.epoch}",
-            "question": _short(question),
-            "target": _short(r.target, 120),
+            "question": _short(question), "target": _short(r.target, 120),
             "prediction": _short(r.prediction if r.prediction is not None else r.output, 160),
-            "verdict": _verdict(r),
-            "error": r.error or "",
-            "detail": _detail(r),
-            "extraction": _extraction(r),
-        })
+            "verdict": _verdict(r), "error": r.error or "", "detail": _detail(r),
+            "extraction": _extraction(r)})
     return rows
 
 
@@ -159,15 +155,11 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "run": run,
         # why a run failed (every sample errored, a crash): said under the headline
         "failure": failure_line(run) if run["status"] == "failed" else "",
-        "results": results,
-        "metrics": metrics,
-        "metric_rows": metric_rows(metrics),
-        "metric_notes": metric_notes(metrics, described),
-        "model_rows": model_facts(run),
+        "results": results, "metrics": metrics, "metric_rows": metric_rows(metrics),
+        "metric_notes": metric_notes(metrics, described), "model_rows": model_facts(run),
         "rates": [(k, v) for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],
         "top_errors": metrics.get("top_errors") or [],
-        "headline": head,
-        "headline_text": headline_text,
+        "headline": head, "headline_text": headline_text,
         "samples": (rows := sample_rows(shown := _with_texts(
             store, run["id"], shown_samples(results)))),
         "samples_total": len(results),
@@ -180,14 +172,12 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "sample_rows_html": rows_html(rows, extraction),
         "sections": ([{"title": "About this report", "note": described["note"]}]
                      if described.get("note") else []) + list(described.get("sections") or []),
-        "recommendations": described.get("recommendations") or [],
-        "described": described,
+        "recommendations": described.get("recommendations") or [], "described": described,
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
         "dataset_items": [(k, _short(settings_text(v), 200)) for k, v in run["dataset"].items()],
         "spec_items": [(k.replace("_", " "), _short(setting_text(k, v), 200))
                        for k, v in run["spec"].items()
-                       if v not in (None, {}, []) and k not in _SHOWN_WITH_MODEL],
-    }
+                       if v not in (None, {}, []) and k not in _SHOWN_WITH_MODEL]}
 
 
 #: run settings shown in the Model rows (:func:`model_facts`), not again under the settings
@@ -234,8 +224,7 @@ def write_reports(store: Store, run_id: str, out_dir: Path | None = None) -> dic
 
 
 def stored_exports(store: Store, run: dict[str, Any], out: Path) -> dict[str, Path]:
-    """The exports the run wrote when it ended, copied into ``out`` when that is
-    another folder; one whose file is gone is left out."""
+    """The run's stored exports, copied into ``out`` if another folder (a gone file left out)."""
     folder = store.runs_dir / run["id"]
     paths: dict[str, Path] = {}
     for name, rel in (run_report(run).get("exports") or {}).items():

@@ -33,7 +33,6 @@ NOT_CATEGORIES = frozenset({"aggregates"})
 CORRECTNESS_NAMES = frozenset({"accuracy", "exact_match_rate", "pass@1", "tolerant_accuracy"})
 
 
-# -- how a value is shown -----------------------------------------------------------------
 @dataclass(frozen=True)
 class Scale:
     """``percent`` (a rate on [0, 1]), ``scale`` (a mean on ``low``-``high``) or ``number``."""
@@ -102,8 +101,7 @@ def fmt_interval(entry: dict[str, Any], scale: Scale) -> str:
 
 
 def fmt_with_interval(entry: dict[str, Any], scale: Scale, *, name_scale: bool = True) -> str:
-    """``62.0% (95% interval 55.1%–68.4%)``; a scale is named (``name_scale``):
-    ``6.42 on the 1–10 scale (...)``."""
+    """``62.0% (95% interval 55.1%–68.4%)``; ``name_scale``: ``6.42 on the 1–10 scale (...)``."""
     text = fmt_number(entry["value"], scale)
     if scale.kind == "scale" and name_scale:
         text += f" on the {scale.low:g}–{scale.high:g} scale"
@@ -160,7 +158,6 @@ def _correctness(name: str, fact: dict[str, Any]) -> bool:
                                          and bool(fact.get("higher_is_better")))
 
 
-# -- the parts of the page ---------------------------------------------------------------
 def headline_sentence(name: str, entry: dict[str, Any], scale: Scale,
                       fact: dict[str, Any]) -> str:
     """``answered 124 of 200 correctly: 62.0% (95% interval 55.1%–68.4%)``."""
@@ -251,21 +248,18 @@ def categories(metrics: dict[str, Any], primary: str,
 
 
 def previous_run(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
-    """The latest finished run before ``run`` of the same task, model and (where
-    both record it) data."""
+    """The latest finished run before ``run`` of its task, model and (where both record it) data."""
     model, digest = model_name(run), data_hash(run)
     for rid in reversed(store.runs_of(run["task"])):
         if rid == run["id"]:
             continue
         other = store.get_run(rid)  # the status a dead process left is read here
-        if other["created_at"] >= run["created_at"]:
-            continue
-        if other["status"] != "finished" or model_name(other) != model:
+        if (other["created_at"] >= run["created_at"] or other["status"] != "finished"
+                or model_name(other) != model):
             continue
         other_hash = data_hash(other)
-        if digest and other_hash and other_hash != digest:
-            continue
-        return other
+        if not (digest and other_hash and other_hash != digest):
+            return other
     return None
 
 
@@ -305,11 +299,8 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
         f"{d['name']} {short_value(d['a'])} → {short_value(d['b'])}" for d in diffs) + "."
         if diffs else "")
     return {
-        "previous_id": prev["id"],
-        "previous_created": created,
-        "shared": shared,
-        "verdict": verdict,
-        "change": change,
+        "previous_id": prev["id"], "previous_created": created, "shared": shared,
+        "verdict": verdict, "change": change,
         "sentence": (f"Against the previous run of this task and model ({prev['id']}, "
                      f"{created}), on the {shared:,} samples both runs scored: "
                      f"{fmt_number(a, scale)} before, {fmt_number(b, scale)} now "
@@ -318,8 +309,7 @@ def comparison(store: Store, run: dict[str, Any], scale: Scale) -> dict[str, Any
                   if verdict not in ("B better", "B worse") else
                   f"significantly {'better' if better else 'worse'} than the previous run "
                   f"({diff(delta)}{unit} on {shared:,} shared samples)"),
-        "warnings": [str(w) for w in result.get("warnings") or []],
-    }
+        "warnings": [str(w) for w in result.get("warnings") or []]}
 
 
 def status_note(run: dict[str, Any], evaluated: int) -> str:
@@ -374,26 +364,19 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
              for role, info in (model.get("roles") or {}).items()]
     partial = status_note(run, evaluated)
     ctx: dict[str, Any] = {
-        "run": run,
-        "task": run["task"],
+        "run": run, "task": run["task"],
         "description": str(run_report(run).get("description") or ""),
-        "model_name": str(model.get("model")),
-        "roles": roles,
+        "model_name": str(model.get("model")), "roles": roles,
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),
-        "status": run["status"],
-        "partial": partial,
+        "status": run["status"], "partial": partial,
         # a run that failed at its end has every number: it is not a partial result
         "partial_result": bool(partial) and not (run["status"] == "failed"
                                                  and stored_metrics(run) is not None),
-        "evaluated": evaluated,
-        "errors": errors,
+        "evaluated": evaluated, "errors": errors,
         "errors_line": (f"{errors:,} {'sample' if errors == 1 else 'samples'} failed to run "
                         "(not counted as wrong)." if errors else ""),
         "unscored": int(metrics.get("n_unscored") or 0),
-        "headline": None,
-        "comparison": None,
-        "categories": [],
-    }
+        "headline": None, "comparison": None, "categories": []}
     unfinished = head is None and not metrics and run["status"] != "finished"
     ctx["no_headline"] = (f"No metrics yet: {NOT_FINISHED_NOTE}." if unfinished
                           else "No sample could be scored.")

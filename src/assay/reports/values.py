@@ -110,8 +110,7 @@ def _scalar(value: Any) -> str:
 
 
 def model_facts(run: dict[str, Any]) -> list[tuple[str, str]]:
-    """The model id and provider, the endpoint (no credentials) and the generation
-    settings the run set."""
+    """Model id and provider, endpoint (no credentials) and the generation settings the run set."""
     model = run.get("model") or {}
     spec = run.get("spec") or {}
     name = str(model.get("model") or spec.get("model") or "unknown")

@@ -35,17 +35,9 @@ def dataset_id_for_file(path: str | Path) -> str:
 
 def book_entry(r: Review) -> dict[str, Any]:
     """One review in the book's entry shape, plus reviewer, creation time and version."""
-    return {
-        "problem_id": r.problem_id,
-        "scores": dict(r.scores),
-        "total_score": r.total_score,
-        "status": r.status,
-        "comments": r.comment,
-        "verified_at": iso_time(r.updated_at),
-        "reviewer": r.reviewer,
-        "created_at": iso_time(r.created_at),
-        "version": r.version,
-    }
+    return {"problem_id": r.problem_id, "scores": dict(r.scores), "total_score": r.total_score,
+            "status": r.status, "comments": r.comment, "verified_at": iso_time(r.updated_at),
+            "reviewer": r.reviewer, "created_at": iso_time(r.created_at), "version": r.version}
 
 
 def book_verifications(dataset_id: str, reviews: Sequence[Review],

@@ -68,8 +68,7 @@ class ReviewPage:
                   judge_scores: str | Path | Mapping[str, Any] | None = None,
                   blind: bool = False, export_path: str | Path | None = None,
                   store: ReviewStore | None = None) -> ReviewPage:
-        """The review page of a problems file, reviews filed under its
-        :func:`dataset_id`; bad files are one-line errors."""
+        """A problems file's page, filed under its dataset_id; a bad file is a one-line error."""
         if reviewer is not None:
             reviewer = normalize_reviewer(reviewer)
         try:

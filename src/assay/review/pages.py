@@ -29,8 +29,7 @@ DIMENSION_GUIDE: dict[str, dict[int, str]] = {
                          5: "squarely AIME difficulty (a mid-contest problem)"},
     "completeness": {1: "missing givens, answer or solution",
                      3: "solution skips key steps or a given is implicit",
-                     5: "all givens stated; full solution; integer answer 0-999"},
-}
+                     5: "all givens stated; full solution; integer answer 0-999"}}
 
 
 def _flags(request: web.Request) -> tuple[str, bool]:
@@ -113,17 +112,14 @@ def _item_context(store: ReviewStore, st: ReviewPage, n: int, reviewer: str, flt
     strip = [{"n": i + 1, "status": statuses.get(q.problem_id, "none"),
               "url": _item_url(i + 1, reviewer, flt, blind), "current": i + 1 == n,
               "id": q.problem_id} for i, q in enumerate(st.problems)]
-    q = {"reviewer": reviewer}
-    if blind:
-        q["blind"] = "1"
+    q = {"reviewer": reviewer, **({"blind": "1"} if blind else {})}
     config = {
         "problem_id": p.problem_id, "reviewer": reviewer, "index": n, "total": n_items,
         "dimensions": list(st.dimensions), "blind": blind, "filter": flt,
         "prev_url": _item_url(prev_n, reviewer, flt, blind) if prev_n else None,
         "next_url": _item_url(next_n, reviewer, flt, blind) if next_n else None,
         "filter_base": f"{PREFIX}/?" + urlencode({**q, "from": str(n)}),
-        "has_judge": judge is not None,
-    }
+        "has_judge": judge is not None}
     return {
         "title": st.title, "dataset_id": st.dataset_id, "reviewer": reviewer, "n": n,
         "total": n_items, "problem": p, "review": review, "dims": dims,
@@ -136,8 +132,7 @@ def _item_context(store: ReviewStore, st: ReviewPage, n: int, reviewer: str, flt
         "project": project, "strip": strip, "config": config,
         "prev_url": config["prev_url"], "next_url": config["next_url"],
         "in_filter": n in match, "saved_iso": review.to_dict()["updated_at_iso"]
-        if review else None,
-    }
+        if review else None}
 
 
 async def item_page(request: web.Request) -> web.StreamResponse:

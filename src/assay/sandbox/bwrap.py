@@ -129,8 +129,7 @@ def bwrap_command(limits: dict[str, Any], argv: list[str], uid: int | None) -> l
 
 
 def launcher(limits: dict[str, Any], root: str, argv: list[str], uid: int | None) -> list[str]:
-    """The launcher (:mod:`.launcher`) told the folders, user id, limits and command;
-    alone, it is the command of weak isolation."""
+    """The launcher told folders, user id, limits and command; alone, weak isolation's command."""
     config = {"root": root, "work": f"{root}/{WORK_DIR}", "uid": uid, "argv": argv,
               "limits": limits}
     return [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(config)]

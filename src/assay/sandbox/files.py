@@ -61,8 +61,7 @@ class _Packer:
                 self.add(name, "file", st.st_mode, st.st_size, content=_Exactly(f, st.st_size))
 
     def tree(self, name: str, path: str) -> None:
-        """``path`` (a file, folder or link) as ``name``, depth first without recursion;
-        what cannot be read is left out."""
+        """``path`` as ``name``, depth first without recursion; what cannot be read is left out."""
         todo = [(name, path)]
         while todo:
             arc, src = todo.pop()

@@ -38,8 +38,7 @@ def _write(tar, member, path):
 
 
 def unpack(root, stream):
-    """Unpack the tar ``stream`` into ``root``; entries that cannot be made are skipped,
-    a full file system ends the run (``NO_SPACE``)."""
+    """Unpack ``stream`` into ``root``; unmakeable entries skipped, a full disk exits NO_SPACE."""
     folders = []
     with tarfile.open(fileobj=stream, mode="r|") as tar:
         for member in tar:

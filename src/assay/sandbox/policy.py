@@ -98,8 +98,7 @@ _WEAK_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def allow_weak_isolation(allowed: bool = True) -> Iterator[None]:
-    """Within the block (and tasks and threads copying its context), code may
-    run with weak isolation where bubblewrap does not work."""
+    """Within the block (and contexts copied from it), code may run with weak isolation."""
     token = _WEAK_ALLOWED.set(bool(allowed))
     try:
         yield

@@ -25,8 +25,7 @@ _SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] 
 
 
 def slots() -> asyncio.Semaphore:
-    """At most one run per CPU (two at least) per event loop: more make slow code look like
-    a timeout, and each may hold ``memory_mb``."""
+    """One run per CPU (2 at least) per loop: more make slow code time out and each holds memory."""
     loop = asyncio.get_running_loop()
     sem = _SLOTS.get(loop)
     if sem is None:

@@ -14,7 +14,7 @@ from assay.errors import AssayError, RunNotFoundError
 from assay.store import queries as q
 from assay.store.sqlite import Store
 from assay.view.params import BadParam, RunFilters
-from assay.web.state import PageError, sample_url, state_of
+from assay.web.state import PageError, html, sample_url, state_of
 
 __all__ = ["compare_page"]
 
@@ -99,11 +99,9 @@ async def compare_page(request: web.Request) -> web.Response:
     alpha = _alpha(request.query)
     if not a or not b:
         runs = await st.call(_choices)
-        html = st.render("compare_pick.html", title="Compare two runs", runs=runs, a=a, b=b,
-                         model_label=q.model_label)
-        return web.Response(text=html, content_type="text/html")
+        return html(st, "compare_pick.html", title="Compare two runs", runs=runs, a=a, b=b,
+                    model_label=q.model_label)
     pages = {k: _page(request.query, f"{k}_page") for k in ("fixed", "broken")}
     ctx = await st.call(_compare, a, b, score, by, alpha, pages)
-    html = st.render("compare.html", title=f"Compare {a} and {b}", score=score or "",
-                     by=by or "", alpha=alpha, **ctx)
-    return web.Response(text=html, content_type="text/html")
+    return html(st, "compare.html", title=f"Compare {a} and {b}", score=score or "",
+                by=by or "", alpha=alpha, **ctx)

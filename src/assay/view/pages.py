@@ -116,9 +116,7 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "verdicts": VERDICTS, "totals": totals,
         "progress": q.progress(store, run_id) if running else None,
         "pager": _pager(page, total, lambda n: f"/run/{run_id}?" + f.query(page=n)),
-        "metrics_note": metrics_note,
-        "compute_url": None,
-        "headline": headline_for(run),
+        "metrics_note": metrics_note, "headline": headline_for(run),
         "sections": metric_sections(shown), "children": children, "models": models,
         # a parent run (a plan, a pipeline, a multi-model run) holds no samples of its own
         "parent_only": bool(children) and not totals["samples"],
@@ -126,8 +124,7 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "parent": parent, "model_json": pretty(run["model"]),
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),
         "stats_json": pretty(run["stats"]), "options": run_options(store, run),
-        "files": run_files(st.store_path, run_id),
-    }
+        "files": run_files(st.store_path, run_id)}
 
 
 async def run_page(request: web.Request) -> web.Response:
@@ -170,8 +167,7 @@ def _sample_context(store: Store, run_id: str, sample_id: str, epoch: int | None
         "next_url": sample_url(run_id, nxt[0], nxt[1], back) if nxt else None,
         "run_url": f"/run/{run_id}" + (f"?{back}" if back else ""),
         "epoch_urls": [(e, sample_url(run_id, row["sample_id"], e, back))
-                       for e in row["epochs"]],
-    }
+                       for e in row["epochs"]]}
 
 
 async def sample_page(request: web.Request) -> web.Response:

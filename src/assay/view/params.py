@@ -123,8 +123,7 @@ class RunFilters(RunFilter):
         return _link(params)
 
     def sort_link(self, column: str) -> str:
-        """Sorted by ``column``: the other way when sorted by it now, else newest,
-        biggest or last first; back on page 1."""
+        """Sorted by ``column`` (flipped if sorted by it now, else largest first); on page 1."""
         descending = (not self.descending if column == self.sort
                       else column in ("created", "samples", "errors", "headline"))
         return "/?" + self.query(sort=None if column == "created" else column,
@@ -166,8 +165,7 @@ class SampleFilters(SampleFilter):
         return _link(self.params(**change))
 
     def sort_link(self, column: str) -> str:
-        """Sorted by ``column``: the other way when sorted by it now, else
-        ascending; back on page 1."""
+        """Sorted by ``column``: the other way if sorted by it now, else ascending; on page 1."""
         descending = not self.descending if column == self.sort else False
         return self.query(sort=None if column == "sample" else column,
                           order="desc" if descending else None, page=None)

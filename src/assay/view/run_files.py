@@ -46,8 +46,7 @@ def _first_score_name(store: Store, run_id: str) -> str:
 
 
 def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
-    """The run's settings as ``(name, value)`` rows, grouped: model, scoring, task
-    options, generation (sent with each call) and run."""
+    """Settings as (name, value) rows by group: model, scoring, task options, generation, run."""
     spec = run["spec"] if isinstance(run.get("spec"), dict) else {}
     model = run["model"] if isinstance(run.get("model"), dict) else {}
     options = spec.get("task_options") if isinstance(spec.get("task_options"), dict) else {}
@@ -69,8 +68,7 @@ def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, 
         "model": model_rows, "scoring": scoring,
         "task options": [(str(k), _text(v)) for k, v in options.items() if k != "scorer"],
         "generation": generation,
-        "run": [(k, _text(spec[k])) for k in _SPEC_SHOWN if spec.get(k) is not None],
-    }
+        "run": [(k, _text(spec[k])) for k in _SPEC_SHOWN if spec.get(k) is not None]}
 
 
 def _folder(store_path: Path, run_id: str) -> Path:

@@ -78,8 +78,7 @@ def _tokens(code: str, lexer: Lexer) -> Iterator[tuple[Any, str]]:
 
 
 def text_html(text: str) -> Markup | None:
-    """``text`` with its fenced blocks highlighted, or whole when it is a Python program;
-    None when it has no code."""
+    """``text`` with fenced blocks highlighted, or whole if a Python program; None with no code."""
     if not text or len(text) > _MAX_HIGHLIGHT:
         return None
     if "```" not in text:
@@ -154,8 +153,7 @@ def timeline(outcome: Any) -> dict[str, Any] | None:
 
 
 def generation_settings(run: dict[str, Any], outcome: Any) -> list[tuple[str, str]]:
-    """The parameters the sample's first call was sent with, else the run's
-    own."""
+    """The parameters the sample's first call was sent with, else the run's own."""
     log = outcome.get("call_log") if isinstance(outcome, dict) else None
     calls = log.get("calls") if isinstance(log, dict) else None
     sent = next((c["params"] for c in calls or [] if isinstance(c, dict)

@@ -21,8 +21,7 @@ _RATE_KEYS = {"value", "ci_low", "ci_high", "successes", "n", "method"}
 
 
 def headline_for(run: dict[str, Any]) -> tuple[str, str] | None:
-    """``(metric, "0.650 [0.433, 0.819] (13/20)")``: the stored headline, else the first
-    stored rate; None without either."""
+    """``(metric, "0.650 [0.433, 0.819] (13/20)")``: the stored headline, else first rate."""
     head = run_headline(run)
     return (head[0], fmt_rate(head[1])) if head else None
 
@@ -59,11 +58,8 @@ def _text(value: Any, name: str | None = None) -> str:
 
 
 def _rate_table(title: str, entries: dict[str, Any]) -> dict[str, Any]:
-    extra: list[str] = []
-    for e in entries.values():
-        for k in (e or {}):
-            if k not in _RATE_KEYS and k not in extra:
-                extra.append(k)
+    extra = list(dict.fromkeys(k for e in entries.values() for k in (e or {})
+                               if k not in _RATE_KEYS))
     rows = []
     for name, e in entries.items():
         cells = rate_cells(e)
@@ -74,11 +70,7 @@ def _rate_table(title: str, entries: dict[str, Any]) -> dict[str, Any]:
 
 
 def _records_table(title: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    columns: list[str] = []
-    for r in records:
-        for k in r:
-            if k not in columns:
-                columns.append(str(k))
+    columns = list(dict.fromkeys(str(k) for r in records for k in r))
     rows = [[_text(r.get(c)) if not is_rate(r.get(c)) else fmt_rate(r[c]) for c in columns]
             for r in records]
     return {"title": title, "kind": "records", "columns": columns, "rows": rows}
@@ -131,8 +123,7 @@ def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def models_view(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A multi-model run's stored ``rows`` and ``pairs`` for the page, each pair with a
-    link to its comparison; None when it stored none."""
+    """A multi-model run's stored rows and pairs, each pair linked to its comparison; or None."""
     if not metrics or not isinstance(metrics.get("rows"), list):
         return None
     rows = [{"model": r.get("model"), "run": r.get("run"), "status": r.get("status"),

@@ -68,8 +68,7 @@ def message_turns(items: Any) -> list[dict[str, Any]] | None:
             "tool_calls": _tool_calls(m.get("tool_calls")),
             "tool_call_id": str(m["tool_call_id"]) if m.get("tool_call_id") is not None else "",
             "round": m.get("round"), "final": bool(m.get("final")),
-            "extra": pretty(extra) if extra else "",
-        })
+            "extra": pretty(extra) if extra else ""})
     return turns
 
 
@@ -121,8 +120,7 @@ def _scores(scores: Any) -> tuple[list[dict[str, Any]], str | None]:
             (f"{value:.4g}" if isinstance(value, float) else pretty(value)),
             "answer": "" if s.get("answer") is None else pretty(s["answer"]),
             "explanation": "" if s.get("explanation") is None else pretty(s["explanation"]),
-            "tables": tables, "metadata": pretty(meta) if meta not in (None, {}, []) else "",
-        })
+            "tables": tables, "metadata": pretty(meta) if meta not in (None, {}, []) else ""})
     return out, None
 
 
@@ -181,17 +179,13 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
     scores, scores_json = _scores(row.get("scores"))
     meta = row.get("metadata")
     return {
-        "input": _block(row.get("input")),
-        "target": _block(row.get("target")),
-        "turns": turns,
+        "input": _block(row.get("input")), "target": _block(row.get("target")), "turns": turns,
         "transcript_json": None if turns is not None or transcript in (None, [])
         else pretty(transcript),
-        "conversation": conversation,
-        "reference_steps": _reference_steps(sample),
+        "conversation": conversation, "reference_steps": _reference_steps(sample),
         "output": row.get("output") or "",
         "prediction": "" if row.get("prediction") is None else str(row["prediction"]),
-        "scores": scores, "scores_json": scores_json,
-        "error": row.get("error"),
+        "scores": scores, "scores_json": scores_json, "error": row.get("error"),
         "tools": pretty(tools) if tools else None,
         "row": pretty(sample["row"]) if isinstance(sample, dict) and sample.get("row") else None,
         "files": [str(f) for f in files] if isinstance(files, list) else [],
@@ -203,5 +197,4 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
             ("latency_s", "latency (s)"), ("model_s", "model time (s)"),
             ("wait_s", "waiting (s)"), ("input_tokens", "input tokens"),
             ("output_tokens", "output tokens"), ("model_calls", "model calls"),
-            ("cache_hits", "cache hits")) if row.get(key) is not None],
-    }
+            ("cache_hits", "cache hits")) if row.get(key) is not None]}

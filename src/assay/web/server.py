@@ -8,6 +8,7 @@ that takes writes. Every request passes :func:`assay.web.security.guard`, then
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import signal
@@ -119,8 +120,7 @@ async def _no_icon(request: web.Request) -> web.Response:
 
 
 async def start_site(app: web.Application, host: str, port: int) -> tuple[str, web.AppRunner]:
-    """Start ``app`` (``port=0``: a free one); its base URL and runner. A port in use
-    or that cannot be bound is a one-line ConfigError."""
+    """Start ``app`` (port 0: a free one); its URL and runner. An unbindable port: ConfigError."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -166,19 +166,16 @@ def run_until_stopped(start: Callable[[], Awaitable[web.AppRunner]]) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
+            # not on Windows, nor off the main thread
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, stop.set)
-            except (NotImplementedError, RuntimeError, ValueError):  # Windows, not main thread
-                pass
         try:
             await stop.wait()
         finally:
             await runner.cleanup()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
 
 
 def launch(*, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,

@@ -52,7 +52,6 @@ class Server:
         self.objects: dict[int, Any] = {}
         self.numbers: dict[int, int] = {}
 
-    # -- framing -------------------------------------------------------------------------
     def _read_exact(self, size: int) -> bytes | None:
         chunks = []
         while size:
@@ -82,7 +81,6 @@ class Server:
         while view:
             view = view[os.write(self.reply_fd, view):]
 
-    # -- values --------------------------------------------------------------------------
     def handle(self, obj: Any) -> _Ref:
         number = self.numbers.get(id(obj))
         if number is None:
@@ -134,7 +132,6 @@ class Server:
             return getattr(builtins, key)
         raise NameError(f"name {key!r} is not defined")
 
-    # -- the program and the requests ----------------------------------------------------
     def load(self) -> bool:
         """Compile and run the program, and say how that went; True when ready."""
         try:

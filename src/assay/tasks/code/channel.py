@@ -56,7 +56,6 @@ class Malformed(Exception):
     """A reply that is not well-formed plain data."""
 
 
-# -- reading replies -------------------------------------------------------------------------
 class Remote:
     """An object of the candidate's process (``("g", name)`` or handle ``("h", n)``),
     equal and hashed by identity only; calls, attributes, iteration, len, indexing, ``in``,
@@ -185,7 +184,6 @@ class _Writer(pickle.Pickler):
         return None
 
 
-# -- the channel -----------------------------------------------------------------------------
 class Channel:
     """Requests to the candidate and its replies, one at a time."""
 
@@ -225,7 +223,6 @@ class Channel:
             except OSError:
                 pass
 
-    # -- framing
     def _gone(self) -> CandidateGone:
         assert self.proc is not None
         try:
@@ -287,7 +284,6 @@ class Channel:
         except OSError:
             self._fail(self._gone())
 
-    # -- requests
     def request(self, op: str, target: Remote, args: tuple[Any, ...]) -> Any:
         """``op`` on ``target`` in the candidate: its result, or its exception raised here."""
         if self.broken is not None:
@@ -330,8 +326,7 @@ def _text(value: Any, limit: int) -> str:
 
 
 def remote_exception(op: str, names: Any, message: Any, line: Any) -> BaseException:
-    """The candidate's exception as the first builtin type of its MRO (never its own
-    class), keeping its name and line for the verdict."""
+    """The candidate's exception as the first builtin type of its MRO, with its name and line."""
     cls: type[BaseException] = Exception
     shown = "Exception"
     if type(names) is list and names and all(type(n) is str for n in names[:64]):

@@ -75,8 +75,7 @@ def _problem(error: ValidationError) -> str:
 
 
 def read_rows(path: str | Path, kind: str) -> tuple[list[Any], dict[str, Any]]:
-    """The validated rows of ``path`` (``kind``: humaneval or mbpp) and the file's record
-    (path, format, rows, content hash)."""
+    """The validated rows of ``path`` (humaneval or mbpp) and the file's record for the run."""
     file = Path(path).expanduser()
     if not file.is_file():
         raise DatasetError(f"{kind} data file not found: {file}")

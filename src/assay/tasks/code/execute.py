@@ -49,17 +49,13 @@ class Verdict:
     #: the line of the whole program (tests part) that failed: the failing test
     test_line: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
 
 
 def code_limits(timeout_s: float, memory_mb: int = 2048) -> Limits:
-    """One test run's limits: CPU past the wall clock (a busy loop is a ``timeout``),
-    64 processes (a fork bomb stops there)."""
+    """CPU past the wall clock (a busy loop is a ``timeout``); 64 processes stop a fork bomb."""
     return Limits(timeout_s=float(timeout_s), cpu_s=int(timeout_s) + 5, memory_mb=memory_mb,
                   processes=64)
 
@@ -127,8 +123,7 @@ async def run_program(program: Program, limits: Limits) -> Verdict:
 
 
 def run_program_blocking(program: Program, limits: Limits) -> Verdict:
-    """:func:`run_program` from synchronous code; inside a running loop, on a
-    thread of its own."""
+    """:func:`run_program` from synchronous code; in a running loop, on a thread of its own."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -46,7 +46,8 @@ PROGRAM = "program.py"
 #: the verdict line: PREFIX, the HMAC of the JSON, the JSON
 PREFIX = "assay-verdict"
 PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
-# -- the tests -------------------------------------------------------------------------------
+
+
 def external_names(tree_source: str) -> set[str]:
     """The names the test code reads but never binds (at its top level)."""
     top = symtable.symtable(tree_source, PROGRAM, "exec")
@@ -76,8 +77,7 @@ def _only_attributes(tree: Any, name: str) -> bool:
 
 
 def prompt_namespace(prompt: str) -> dict[str, Any]:
-    """The problem's own code (HumanEval's prompt) run here, in the judge, so the
-    helpers the tests call are the problem's."""
+    """The problem's own code run in the judge, so the helpers the tests call are the problem's."""
     namespace: dict[str, Any] = {}
     if prompt.strip():
         exec(compile(prompt, "<prompt>", "exec"), namespace)
@@ -170,10 +170,8 @@ def _broken(exc: CandidateGone) -> dict[str, Any]:
     return {"status": exc.status, "error": exc.error, "message": exc.message, "line": None}
 
 
-# -- start and report ------------------------------------------------------------------------
 def make_undumpable() -> None:
-    """No process of the same user (the candidate's) may ptrace this one or read it
-    through /proc."""
+    """No process of the candidate's user may ptrace this one or read it through /proc."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0,
                                                                      0, 0) != 0:

@@ -87,19 +87,14 @@ def code_metrics(results: list[SampleResult],
             isolation.add(str(meta["isolation"]))
     n_total = len(results)
     out.update({
-        "n_samples": n_total,
-        "n_problems": len(groups),
-        "n_scored": sum(n for n, _ in groups.values()),
-        "n_errors": len(errors),
+        "n_samples": n_total, "n_problems": len(groups),
+        "n_scored": sum(n for n, _ in groups.values()), "n_errors": len(errors),
         "error_rate": proportion(len(errors), n_total),
         "epochs": len({r.epoch for r in results}) or 1,
-        "verdicts": dict(sorted(statuses.items())),
-        "timeouts": statuses.get("timeout", 0),
+        "verdicts": dict(sorted(statuses.items())), "timeouts": statuses.get("timeout", 0),
         "answer_forms": dict(sorted(forms.items())),
         "sandbox": "weak" if "weak" in isolation else ("bwrap" if isolation else None),
-        **usage_summary(results),
-        "top_errors": error_messages(results),
-    })
+        **usage_summary(results), "top_errors": error_messages(results)})
     return out
 
 

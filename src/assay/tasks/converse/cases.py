@@ -1,24 +1,14 @@
 """Conversation case files: TaskWeaver's YAML schema, validated, with file:line errors.
 
-A case is one YAML file::
-
-    task_description: |-          # the examiner's script (what to ask, what to withhold)
-      Ask the agent for the mean of column "val" in data.csv; name the columns if asked.
-    scoring_points:
-      - score_point: The agent reports a mean of 3.5
-        weight: 2
-      - score_point: The agent saved result.txt holding 3.5
-        eval_code: |-                # a function body; chat_history and the files are there
-          assert open("result.txt").read().strip() == "3.5"
-    max_rounds: 10                   # agent turns at most (default 15)
-    data_files: [data.csv]           # relative to this file, copied into the agent's folder
-    dependencies: ["pandas>=1.5"]    # checked with packaging's version specifiers
-
-plus ``version``, ``config_var``, ``app_dir`` (for a TaskWeaver-style agent) and
-``verbose`` (tool activity shown to examiner and judge). assay adds ``id`` (default: the
-file name, or its folder for ``case/case.yaml``), ``tags`` and ``workspace`` (file tools
-for a model agent; default: when the case has data files). ``pre_command`` is refused:
-it would run a shell command from a data file.
+A case: ``task_description`` (the examiner's script: what to ask, what to withhold),
+``scoring_points`` (``score_point``, ``weight``, optional ``eval_code``: a function body
+with ``chat_history`` and the agent's files at hand), ``max_rounds`` (agent turns, default
+15), ``data_files`` (relative to the case file, copied into the agent's folder),
+``dependencies`` (version specifiers), ``version``, ``config_var`` and ``app_dir`` (for a
+TaskWeaver-style agent) and ``verbose``. assay adds ``id`` (default: the file name, or its
+folder for ``case/case.yaml``), ``tags`` and ``workspace`` (file tools for a model agent;
+default: when there are data files). ``pre_command`` is refused: it would run a shell
+command from a data file.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """One conversation: the examiner talks, the agent answers, for at most ``max_rounds``.
 
-A *round* is one agent turn. The examiner opens and, after each agent turn, ends the
-conversation (``task_finished``; ignored on its first reply: there is at least one agent
-turn) or speaks again. A model agent gets the whole conversation every turn and, with a
-workspace, three file tools confined to its folder, called up to :data:`MAX_STEPS` times
-a turn; a step that repeats the previous one's calls exactly ends the turn (a stuck agent
-would get the same results). A Python agent gets the newest message. How it ended is
-recorded: ``examiner``, ``max_rounds``, ``examiner_invalid`` (two invalid replies in a
-row) or ``agent_error`` (after the first turn; the transcript so far is still judged).
+A *round* is one agent turn; the examiner opens, then ends (``task_finished``, ignored on
+its first reply) or speaks again. A model agent gets the whole conversation and, with a
+workspace, three file tools, at most :data:`MAX_STEPS` calls a turn (repeating the last
+step's calls ends the turn); a Python agent gets the newest message. How it ended is
+recorded: ``examiner``, ``max_rounds``, ``examiner_invalid`` or ``agent_error``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Metrics of a ``converse`` run, over stored results only.
 
-``score``: the mean case score (weights hit / weights judged; a case's epochs averaged
-first, bootstrap interval over cases); ``pass_rate`` (Wilson, clustered by case); with
-several epochs ``pass_hat_k`` (every trial passes) and the score's variance across
-trials; per-point hit rates; invalid verdicts, votes and replies; rounds, endings, tokens
-per role. The judging is read from the score's metadata, or from the outcome's for a run
-stored before scoring judged (:func:`_judging`), so both report the same numbers.
+``score``: weights hit / weights judged per case (epochs averaged first; bootstrap over
+cases); ``pass_rate`` (Wilson, clustered by case); with several epochs ``pass_hat_k``
+and the variance across trials; per-point hit rates, invalid verdicts, rounds, tokens.
+The judging is read from the score's metadata, or the outcome's for an older run.
 """
 
 from __future__ import annotations

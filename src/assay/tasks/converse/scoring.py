@@ -1,11 +1,9 @@
 """Scoring one ``converse`` outcome: every scoring point judged, then the case's score.
 
-The judge is the one the scoring context offers (the run's, or M under ``assay score RUN
---judge-model M``), so a stored run is judged again with no call to the agent or the
-examiner. An LLM point: ``judge_samples`` votes from each judge, one corrective retry per
-refused reply, the majority decides (invalid: counted, never scored). An ``eval_code``
-point runs in the sandbox, in a scratch folder rebuilt from the folder stored with the
-outcome (a run stored before that snapshot kept its code verdicts: kept as they were).
+An LLM point: ``judge_samples`` votes from each judge of the scoring context, one
+corrective retry per refused reply, the majority decides (invalid: counted, never
+scored). An ``eval_code`` point runs in the sandbox, in a scratch folder rebuilt from the
+one stored with the outcome (older runs kept their code verdicts: kept as they were).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """``converse``: an examiner model talks to the agent; a judge grades weighted points.
 
-One sample per case file. ``solve`` gives each case and epoch a fresh agent and working
-folder (the case's data files) and runs the conversation, storing it, the agent's
-transcript and, for eval_code, a bounded copy of the folder with the outcome. ``score``
-judges every point (eval_code in the sandbox, the rest by the judge model), so ``assay
-score RUN [--judge-model M]`` scores or judges a run again with no call to the agent or
-the examiner.
+One sample per case file; ``solve`` runs the conversation in a fresh folder and stores it
+(for eval_code, a bounded copy of the folder too), ``score`` judges every point, so
+``assay score RUN [--judge-model M]`` judges again without the agent or the examiner.
 """
 
 from __future__ import annotations

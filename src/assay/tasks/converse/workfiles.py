@@ -1,11 +1,9 @@
 """The agent's working folder as ``eval_code`` sees it, kept with the outcome.
 
-``score`` may run in another process long after the folder is gone (``assay score RUN``),
-so ``solve`` stores a bounded copy of its regular files in the outcome's metadata
-(``workdir``) and ``score`` rebuilds the sandbox's scratch folder from it alone. Files are
-kept as text (UTF-8) or base64; links, fifos, sockets and unreadable entries are left
-out, and so is a file past the limits below (named in ``left_out``: to the snippet, a
-file that is not there, never an error).
+``score`` may run long after the folder is gone (``assay score RUN``), so ``solve`` stores
+a bounded copy of its regular files (text or base64) and ``score`` rebuilds the sandbox's
+scratch folder from it. Links, fifos and files past the limits are left out (named in
+``left_out``): to the snippet, a file that is not there, never an error.
 """
 
 from __future__ import annotations

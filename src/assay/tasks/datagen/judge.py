@@ -1,11 +1,9 @@
 """``datagen_judge``: a rubric judge scores each generated problem on anchored 1-5 levels.
 
-The judge is a role (``judge_model``, several: a jury; default the run's model); judging
-is scoring, so ``assay score RUN --judge-model M`` judges a stored run again. The prompt
-holds the rubric, the problem with its answer and solution, and optionally a real problem
-as the score-5 anchor; the reply is schema-checked JSON with ONE corrective retry, after
-which the vote is ``invalid`` (value ``None``, counted, never a neutral number). Several
-votes (``judge_samples``, a jury) are averaged per dimension.
+The judge is a role (``judge_model``, several: a jury; default the run's model), so
+``assay score RUN --judge-model M`` judges a stored run again. The reply is schema-checked
+JSON with ONE corrective retry, after which the vote is ``invalid`` (counted, never a
+neutral number); several votes are averaged per dimension.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The rubric the judge scores generated problems with, and how its verdicts are read.
 
-A rubric is a list of dimensions, each with five anchored level descriptions (Prometheus
-style: the judge picks the level whose description fits). The default scores AIME-style
-problems on correctness, clarity, difficulty match and completeness; custom rubrics are
-YAML: ``{name, version, dimensions: [{name, description, levels: {1: ..., 5: ...}}]}``
-(``levels`` may be a list of five, level 1 first; ``dimensions`` a mapping by name).
-
-The judge answers ``{"rationale": str, "scores": {dimension: 1..5}}``; a reply with code
-fences or prose around the JSON is read, but a missing dimension, a score outside 1-5, a
-fraction or a word is not a verdict (``None``), never a guessed number.
+A rubric is dimensions with five anchored levels each (Prometheus style); the default
+scores AIME-style problems. Custom rubrics are YAML ``{name, version, dimensions: [{name,
+description, levels: {1: ..., 5: ...}}]}`` (``levels`` may be a list of five;
+``dimensions`` a mapping by name). Code fences and prose around the judge's JSON are
+read; a missing dimension, a score outside 1-5, a fraction or a word is no verdict.
 """
 
 from __future__ import annotations

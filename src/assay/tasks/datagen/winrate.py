@@ -1,19 +1,13 @@
 """``datagen_winrate``: generated problems against real ones, judged blind in both orders.
 
-The judge is a role (``judge_model``, several: a jury; default the run's model); judging
-is scoring, so ``assay score RUN --judge-model M`` judges a stored run again. Each
-generated problem (a seeded sample when fewer comparisons are asked) is paired with a
-reference drawn by a seeded shuffle without replacement (reshuffled only when used up);
-the pairing is recorded and the same seed gives the same pairs.
-
-Each pair is judged as "Problem 1" / "Problem 2" in order A (generated first) and B
-(reference first); an order's verdict is the majority of its valid votes (a split: tie).
-From the generated problem's side: the same item preferred in both orders -> win or
-loss; different items (the preference followed the position) -> tie, flagged
-``inconsistent``; a tie in either order -> tie, flagged ``mixed`` (not a position flip);
-an order invalid after its retry -> the pair is ``invalid``, excluded from every rate.
-Score: 1.0 win, 0.5 tie, 0.0 loss, ``None`` invalid; a judge that always answers "1"
-gives all ties and 100% inconsistency, and the report says so.
+Each generated problem (a seeded sample when fewer comparisons are asked) is paired with
+a reference drawn by a seeded shuffle without replacement, and judged as "Problem 1" /
+"Problem 2" in order A (generated first) and B (reference first); an order's verdict is
+the majority of its valid votes (a split: tie). The same item preferred in both orders
+is a win or loss; different items (the preference followed the position) a tie flagged
+``inconsistent``; a tie in either order a tie flagged ``mixed``; an order invalid after
+its retry makes the pair ``invalid``, excluded from every rate. A judge that always
+answers "1" thus gives all ties and 100% inconsistency, and the report says so.
 """
 
 from __future__ import annotations
