@@ -1,11 +1,9 @@
-"""assay: honest evaluation of LLM agents and LLMs.
-
-The package imports lazily: ``import assay`` is cheap, and heavy dependencies
-(the OpenAI SDK, llama.cpp, datasets) load only when a run needs them.
-"""
+"""assay: honest evaluation of LLM agents and LLMs. ``import assay`` is cheap: heavy
+dependencies (the OpenAI SDK, llama.cpp, datasets) load only when a run needs them."""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from assay.core.version import __version__
@@ -25,20 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
 _LAZY = {"task": "assay.tasks.registry", "Task": "assay.tasks.base",
          "TaskOptions": "assay.tasks.options", "Field": "assay.tasks.options",
          "Sample": "assay.core.types", "Outcome": "assay.core.types",
-         "Score": "assay.core.types", "Message": "assay.core.types"}
+         "Score": "assay.core.types", "Message": "assay.core.types",
+         "evaluate": "assay.api", "AssayError": "assay.errors"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib  # startup
-
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name == "evaluate":
-        from assay.api import evaluate  # startup
-
-        return evaluate
-    if name == "AssayError":
-        from assay.errors import AssayError  # startup
-
-        return AssayError
     raise AttributeError(f"module 'assay' has no attribute {name!r}")

@@ -33,8 +33,7 @@ class RunResult:
     run_id: str
     metrics: dict[str, Any]
     reports: dict[str, Path] = field(default_factory=dict)
-    #: ``finished``, or ``failed`` when every sample errored or the error rate passed
-    #: ``max_error_rate`` (see :mod:`assay.engine.failures`)
+    #: ``finished``, or ``failed`` past ``max_error_rate`` (see :mod:`assay.core.failures`)
     status: str = "finished"
     stats: dict[str, Any] = field(default_factory=dict)
     #: a failed run's most common error (``None`` otherwise)
@@ -52,30 +51,15 @@ def _absolute(value: Any) -> Any:
 
 def make_spec(task: str, model: str = "local", *, task_options: dict[str, Any] | None = None,
               engine: dict[str, Any] | None = None, **options: Any) -> RunSpec:
-    """A RunSpec from keyword options, split by the task's own options model.
-
-    A keyword that is one of the task's options goes to the task (so ``seed=7`` is the
-    task's seed for a task that has one), any other that is an engine setting
-    (``limit``, ``epochs``, ``max_connections``, ``seed``, ...) goes to the engine, and
-    anything else is a one-line error naming both lists. ``task_options`` and
-    ``engine`` give either side explicitly. Options naming local files are made
-    absolute (the content hash is recorded separately), so a run can be resumed from
-    another folder; a task file's reference is made absolute too.
-    """
+    """A RunSpec from keyword options: the task's own go to the task (``seed=7`` is its seed
+    where it has one), engine settings (``limit``, ...) to the engine, others are an error;
+    ``task_options``/``engine`` say which explicitly. Paths are made absolute (for resume)."""
     ref = resolve(task)
     fields = ref.Options.model_fields
-    bench: dict[str, Any] = {}
-    eng: dict[str, Any] = {}
-    unknown = []
-    for k, v in options.items():
-        if v is None:
-            continue
-        if k in fields:
-            bench[k] = v
-        elif k in _ENGINE_FIELDS:
-            eng[k] = v
-        else:
-            unknown.append(k)
+    given = {k: v for k, v in options.items() if v is not None}
+    bench = {k: v for k, v in given.items() if k in fields}
+    eng = {k: v for k, v in given.items() if k not in fields and k in _ENGINE_FIELDS}
+    unknown = [k for k in given if k not in fields and k not in _ENGINE_FIELDS]
     if unknown:
         raise ConfigError(
             f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))} "
@@ -91,17 +75,10 @@ def make_spec(task: str, model: str = "local", *, task_options: dict[str, Any] |
 
 def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
                 overrides: dict[str, Any] | None) -> RunSpec:
-    """The spec a resumed run continues with: the stored one, plus allowed overrides.
-
-    Credentials are never stored (see :meth:`RunSpec.to_dict`); they come back here.
-    The base URL's from ``overrides`` or ``spec`` (a ``base_url`` with them), or from
-    ``$OPENAI_BASE_URL`` when it is the same endpoint. A task option that held one
-    (``judge_base_url=...?api_key=...``) from ``overrides["task_options"]`` (the
-    CLI's ``-T NAME=VALUE`` on ``--resume``) or ``spec.task_options``, and only if
-    it is the same value once redacted: a resume never changes what a run asks. A
-    stored credential that gets nothing back is a one-line error, rather than a run of
-    calls sent with ``***``.
-    """
+    """The spec a resumed run continues with: the stored one, plus allowed overrides and the
+    credentials never stored: a base URL's from ``overrides``, ``spec`` or the same endpoint's
+    ``$OPENAI_BASE_URL``; a task option's from ``overrides["task_options"]`` (``-T``) or
+    ``spec``, if the same once redacted. One not given back is an error, not ``***`` sent."""
     record = store.get_run(run_id)
     stored = RunSpec.from_dict(record["spec"])
     overrides = dict(overrides or {})
@@ -136,9 +113,8 @@ def _restore_redacted(record: dict[str, Any], stored: RunSpec, spec: RunSpec | N
     refused = sorted(set(given) - redacted_options)
     if refused:
         flags = ", ".join("--" + n.replace("_", "-") for n in refused)
-        raise ConfigError(
-            f"--resume continues a run with the options it started with; {flags} "
-            "would change its samples or scoring, so start a new run instead")
+        raise ConfigError(f"--resume continues a run with the options it started with; {flags} "
+                          "would change its samples or scoring, so start a new run instead")
     missing: list[str] = []
     for name in sorted(redacted_options):
         if name in given:
@@ -163,24 +139,13 @@ def _restore_redacted(record: dict[str, Any], stored: RunSpec, spec: RunSpec | N
         raise credentials_needed(run_id, missing)
 
 
-async def run_async(
-    spec: RunSpec | None = None,
-    *,
-    resume: str | None = None,
-    store: Store | None = None,
-    quiet: bool = True,
-    reports: bool = True,
-    api_key: str | None = None,
-    engine: Engine | None = None,
-    overrides: dict[str, Any] | None = None,
-    parent_id: str | None = None,
-) -> RunResult:
-    """Run (or resume) a spec, write its reports and return the metrics.
-
-    To resume, give ``resume``; ``spec`` is then optional and only supplies a
-    ``base_url`` with credentials (which are never stored). ``overrides`` change
-    engine settings that do not change the samples (see :func:`resume_spec`).
-    """
+async def run_async(spec: RunSpec | None = None, *, resume: str | None = None,
+                    store: Store | None = None, quiet: bool = True, reports: bool = True,
+                    api_key: str | None = None, engine: Engine | None = None,
+                    overrides: dict[str, Any] | None = None,
+                    parent_id: str | None = None) -> RunResult:
+    """Run (or resume) a spec, write its reports and return the metrics. On ``resume``,
+    ``spec`` only supplies credentials and ``overrides`` settings that keep the samples."""
     own_store = store is None
     store = store or Store()
     try:
@@ -189,17 +154,13 @@ async def run_async(
             spec = resume_spec(store, resume, spec, overrides)
         if spec is None:
             raise ValueError("give a RunSpec or a run id to resume")
-        subject = None
-        if api_key:  # otherwise the provider reads OPENAI_API_KEY itself
-            subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
-                                  timeout=spec.timeout)
+        # without api_key, the provider reads OPENAI_API_KEY itself
+        subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
+                              timeout=spec.timeout) if api_key else None
         run_id = await engine.run(spec, resume=resume, subject=subject, parent_id=parent_id)
-        # computed once by the engine's finalize when the run ended, and stored with it
         run = store.get_run(run_id)
-        metrics = stored_metrics(run) or {}
-        paths: dict[str, Path] = {}
-        if reports:
-            paths = write_reports(store, run_id)
+        metrics = stored_metrics(run) or {}  # stored by the engine's finalize
+        paths: dict[str, Path] = write_reports(store, run_id) if reports else {}
         error = run["stats"].get("error") if run["status"] == "failed" else None
         return RunResult(run_id, metrics, paths, run["status"], run["stats"], error)
     finally:
@@ -208,15 +169,9 @@ async def run_async(
 
 
 def evaluate(task: str, model: str = "local", **options: Any) -> RunResult:
-    """Run ``task`` on ``model`` synchronously.
-
-    Options are the CLI's, in Python spelling: the task's options (``data``,
-    ``scorer``, ``question_key``, ...) and engine settings (``limit``,
-    ``max_connections``, ``epochs``, ``seed``, ``base_url``, ``cache``, ``rpm``, ...);
-    a name both use goes to the task (see :func:`make_spec`; ``engine={...}`` and
-    ``task_options={...}`` say which explicitly). ``api_key`` is used for the calls and
-    never stored.
-    """
+    """Run ``task`` on ``model`` synchronously. Options are the CLI's, in Python spelling:
+    the task's (``data``, ``scorer``, ...) and the engine's (``limit``, ``max_connections``,
+    ``seed``, ``base_url``, ...; see :func:`make_spec`). ``api_key`` is never stored."""
     api_key = options.pop("api_key", None)
     quiet = options.pop("quiet", True)
     spec = make_spec(task, model, **options)

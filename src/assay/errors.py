@@ -1,8 +1,5 @@
-"""One error hierarchy for everything a user can get wrong.
-
-Every message says what to fix. The CLI prints ``str(error)`` on one line and
-exits with status 2; ``--debug`` shows the traceback.
-"""
+"""One error hierarchy for everything a user can get wrong; every message says what to fix.
+The CLI prints ``str(error)`` on one line and exits 2 (``--debug``: the traceback)."""
 
 from __future__ import annotations
 
@@ -37,18 +34,13 @@ class RunNotFoundError(AssayError):
 
 
 class ModelCallError(Exception):
-    """A model call failed. ``transient`` says whether retrying may help.
-
-    This is not an ``AssayError``: a failed call is recorded against its sample
-    as an error, it does not stop the run.
-    """
+    """A model call failed (``transient``: retrying may help). Not an ``AssayError``: it is
+    its sample's error and does not stop the run."""
 
     def __init__(self, message: str, *, transient: bool, retry_after: float | None = None,
                  status: int | None = None) -> None:
         super().__init__(message)
-        self.transient = transient
-        self.retry_after = retry_after
-        self.status = status
+        self.transient, self.retry_after, self.status = transient, retry_after, status
 
 
 class StoreError(AssayError):

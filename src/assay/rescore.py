@@ -1,15 +1,7 @@
-"""``assay score RUN``: score a run's stored outcomes again, with no model calls.
-
-The stored sample and outcome of every result are all a task's scorer needs, so a
-run is scored again in any process, as a new run whose parent is the original: the
-same scorer reproduces the same verdicts, and another one (``--scorer lenient`` on
-a GAIA run, say) gives its numbers on the very same outputs. Samples that failed in
-the original run (a model call that never succeeded) stay errors; they have no output
-to score.
-
-The new run is finalized as a run of the engine is (:func:`assay.engine.finalize.finalize`):
-its metrics, headline and report data are stored with it.
-"""
+"""``assay score RUN``: a run's stored outcomes scored again, with no call to its model, as
+a new run whose parent is the original, finalized as the engine's are: the same scorer gives
+the same verdicts, another (``--scorer lenient`` on GAIA) its own on the same outputs.
+Samples that failed in the original have no output: they stay errors."""
 
 from __future__ import annotations
 
@@ -31,12 +23,10 @@ from assay.tasks.base import score_sample
 from assay.tasks.registry import build_task, resolve
 
 
-async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
-                      rows: list[Any], judges: list[str]
-                      ) -> list[tuple[dict[str, Any], str | None, dict[str, Any]]]:
-    """Each stored sample's new scores, scoring error and judges' usage, in order. A judged
-    task's ``async score`` gets the judge its options name now, through the engine's calls
-    (cached, retried); a sample that failed in the original run is not scored."""
+async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any], rows: list[Any],
+                      judges: list[str]) -> list[tuple[dict[str, Any], str | None, dict[str, Any]]]:
+    """Each stored sample's new scores, scoring error and judges' usage, in order; a judged
+    task's judge is the one its options name now, called as the engine calls."""
     async def one(r: Any, make: Any, limit: asyncio.Semaphore
                   ) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
         if r.error is not None:
@@ -80,17 +70,13 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
             judge_base_url: str | None = None) -> RescoreResult:
     """Score the stored outcomes of ``run_id`` again into a new run (linked as its child).
 
-    ``scorer`` sets the task's ``scorer`` option (the tasks that have one: qa, gaia,
-    task files declaring it); ``options`` change other task options that only affect
-    scoring. Options that change the samples do not apply: there are no new outputs.
-    ``judge_base_url``: the new judge's endpoint; a new ``judge_model`` never inherits the
-    stored judge's endpoint (nor the model under test's): without it, its own environment
-    or its provider's default (see :func:`assay.engine.judging.role_subject`).
+    ``scorer`` sets the task's ``scorer`` option; ``options``, others that only affect
+    scoring. A new ``judge_model`` never inherits the stored judge's endpoint: without
+    ``judge_base_url``, it takes its own (see :func:`assay.engine.judging.role_subject`).
     """
     parent = store.get_run(run_id)
     spec = RunSpec.from_dict(parent["spec"])
-    opts = dict(spec.task_options)
-    opts.update(options or {})
+    opts = {**spec.task_options, **(options or {})}
     fields = (resolve(spec.task).Options.model_fields
               if scorer is not None or judge_model is not None or judge_base_url is not None
               else {})
@@ -122,8 +108,7 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
         kids = store.children(parent["id"])
         hint = (f"; it is a parent run: score its steps ({', '.join(kids)})" if kids else "")
         raise ConfigError(f"run {parent['id']} has no stored samples to score{hint}")
-    # the stored samples are scored, not loaded again: the options are the stored ones
-    # (as the run resolved them) with what this scoring changes
+    # samples are not loaded again: the stored options (as resolved) with this scoring's
     spec.task_options = {**opts, **task.options}
     new_id = store.create_run(
         task=parent["task"], spec=spec.to_dict(), model=parent["model"],
@@ -133,12 +118,10 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
     judges: list[str] = []
     started = time.perf_counter()
     try:
-        # code run at scoring time (HumanEval/MBPP tests) runs with weak isolation only
-        # where the scored run allowed it (--allow-weak-sandbox is stored in its spec)
+        # code run when scoring (HumanEval tests) is weakly isolated only where the run allowed
         with allow_weak_isolation(spec.allow_weak_sandbox), store.background_writes():
             rows = list(store.iter_results(parent["id"]))
-            verdicts = asyncio.run(_score_rows(store, task, spec, parent["model"], rows,
-                                               judges))
+            verdicts = asyncio.run(_score_rows(store, task, spec, parent["model"], rows, judges))
             for seq, (r, (scores, error, used)) in enumerate(zip(rows, verdicts, strict=True)):
                 error = r.error or error
                 rescored += error is None

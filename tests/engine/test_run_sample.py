@@ -129,3 +129,32 @@ def test_run_sample_returns_the_typed_record_the_store_keeps(workspace, fake_ser
         assert result.outcome["role_usage"]["judge"]["calls"] == 1
     finally:
         store.close()
+
+
+def test_the_engine_runs_its_samples_through_the_executor_it_is_given(workspace,
+                                                                      fake_server) -> None:
+    """The seam a Ray executor plugs into: the engine hands the work to its executor and
+    commits what comes back, in any order; the store keeps the dataset's order."""
+    subject = fake_server(responder=lambda body: body["messages"][-1]["content"].split()[-1])
+    judge = fake_server(responder=lambda body: "yes")
+    handed: list[list[tuple[int, str, int]]] = []
+
+    class Backwards:
+        async def execute(self, task, subj, work, run, commit, workers) -> None:
+            handed.append([(seq, s.id, epoch) for seq, s, epoch in work])
+            for seq, s, epoch in reversed(work):
+                commit(await run_sample(task, s, subj, SampleJob(seq, epoch, run)))
+
+    store = Store()
+    try:
+        spec = RunSpec(task="judged", model="openai/fake", base_url=subject.base_url, epochs=2)
+        run_id = asyncio.run(Engine(store, quiet=True, executor=Backwards()).run(
+            spec, task=Judged(judge.base_url)))
+        results = store.results(run_id)
+        status = store.get_run(run_id)["status"]
+    finally:
+        store.close()
+    assert handed == [[(0, "0", 0), (1, "1", 0), (0, "0", 1), (1, "1", 1)]]
+    assert status == "finished"
+    assert [(r.sample_id, r.epoch) for r in results] == [("0", 0), ("0", 1), ("1", 0), ("1", 1)]
+    assert all(r.score_value() == 1.0 for r in results)

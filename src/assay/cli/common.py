@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -23,6 +22,7 @@ from assay.metrics.format import fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
+from assay.tasks.options import json_or_text
 
 _MODEL_HELP = ("What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
                "'openai/<model>' (any OpenAI-compatible server) or "
@@ -30,8 +30,7 @@ _MODEL_HELP = ("What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.
 
 
 def _one_model(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> str:
-    """A command that evaluates one model refuses a repeated ``--model`` (rather than
-    keeping the last one silently)."""
+    """Refuse a repeated ``--model`` (rather than keep the last one silently)."""
     if len(value) > 1:
         raise ConfigError(f"--model given {len(value)} times ({', '.join(value)}); "
                           f"'{ctx.command_path}' evaluates one model, so give it once")
@@ -66,8 +65,7 @@ SHARED_OPTIONS = [
                  help="Retries per call on 429/5xx/timeouts/connection errors."),
     click.Option(["--epochs"], type=int, default=1, show_default=True,
                  help="Times each sample is run."),
-    click.Option(["--seed"], type=int, default=None,
-                 help="Seed for generation and retry jitter."),
+    click.Option(["--seed"], type=int, default=None, help="Seed for generation and retry jitter."),
     click.Option(["--temperature"], type=float, default=None, help="Sampling temperature."),
     click.Option(["--param"], multiple=True,
                  help="Extra generation parameter KEY=VALUE (VALUE parsed as JSON), "
@@ -107,10 +105,7 @@ def parse_params(items: list[str] | None, temperature: float | None) -> dict[str
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--param expects KEY=VALUE, got {item!r}")
-        try:
-            params[key] = json.loads(value)
-        except (ValueError, RecursionError):  # not JSON (or absurd JSON): keep the text
-            params[key] = value
+        params[key] = json_or_text(value)
     if temperature is not None:
         params["temperature"] = temperature
     return params
@@ -129,23 +124,18 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
         ids = [s.strip() for s in sample_ids.split(",") if s.strip()]
         if not ids:
             raise ConfigError("--sample-ids lists no ids; give comma-separated sample ids")
-    return dict(
-        base_url=base_url, limit=limit, sample_ids=ids,
-        max_connections=max_connections, timeout=timeout, sample_timeout=sample_timeout,
-        max_retries=max_retries, epochs=epochs, seed=seed, cache=not no_cache,
-        params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes, rpm=rpm,
-        allow_weak_sandbox=bool(allow_weak_sandbox), max_error_rate=max_error_rate,
-    )
+    return dict(base_url=base_url, limit=limit, sample_ids=ids, max_connections=max_connections,
+                timeout=timeout, sample_timeout=sample_timeout, max_retries=max_retries,
+                epochs=epochs, seed=seed, cache=not no_cache,
+                params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes,
+                rpm=rpm, allow_weak_sandbox=bool(allow_weak_sandbox),
+                max_error_rate=max_error_rate)
 
 
 def _stop_on_sigterm(_signum: int, _frame: Any) -> None:
-    """Stop the run as Ctrl-C would, whatever SIGINT's inherited disposition.
-
-    Where SIGINT has a Python handler (Python's own, or the one ``asyncio.run`` installs to
-    cancel the main task), the same path is taken by raising SIGINT. A process started with
-    SIGINT ignored (a background job of a non-interactive shell, some CI runners and service
-    managers) would ignore that, so there the interrupt is raised directly.
-    """
+    """Stop the run as Ctrl-C would: by raising SIGINT where it has a Python handler (its
+    own, or ``asyncio.run``'s), else directly (a process started with SIGINT ignored: a
+    background job of a non-interactive shell, some CI runners and service managers)."""
     if callable(signal.getsignal(signal.SIGINT)):
         signal.raise_signal(signal.SIGINT)
     else:
@@ -169,15 +159,9 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequence[str],
                 engine_options: dict[str, Any], task_options: dict[str, Any],
                 overrides: dict[str, Any] | None = None) -> Any:
-    """Shared body of every ``assay run <task>`` command.
-
-    On ``--resume`` the stored spec is used; ``overrides`` are the options the user
-    gave that may change without changing the samples (endpoint, connections,
-    timeouts, retries); each change is printed. Several models (``--model`` repeated)
-    run as child runs of one parent run (:mod:`assay.pipelines.models`). A run that
-    ends ``failed`` (every sample errored, or more than ``--max-error-rate``) prints
-    its most common error and a hint, and exits 1.
-    """
+    """Shared body of every ``assay run <task>`` command. On ``--resume``, ``overrides``
+    (settings that keep the samples) are printed; several models run as child runs of one
+    parent run; a run that ends ``failed`` prints its most common error and exits 1."""
     models = [model] if isinstance(model, str) else list(model)
     store = Store()
     engine = Engine(store, quiet=quiet)
@@ -186,19 +170,17 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
         if resume:
             record = store.get_run(resume)
             if record.get("kind") == "pipeline" and _models().is_models_run(record):
-                return _models().run_models(store, task, models, resume=record["id"], quiet=quiet,
-                                   engine_options=engine_options, task_options=task_options,
-                                   overrides=overrides)
+                return _models().run_models(
+                    store, task, models, resume=record["id"], quiet=quiet,
+                    engine_options=engine_options, task_options=task_options, overrides=overrides)
             check_same_task(record, task)
-            changes = resume_changes(store, resume, overrides or {})
-            for line in changes:
+            for line in resume_changes(store, resume, overrides or {}):
                 click.echo(f"resume: {line}", err=True)
         elif len(models) > 1:
             return _models().run_models(store, task, models, resume=None, quiet=quiet,
-                               engine_options=engine_options, task_options=task_options)
+                                        engine_options=engine_options, task_options=task_options)
         else:
-            spec = make_spec(task, models[0], task_options=task_options,
-                             engine=engine_options)
+            spec = make_spec(task, models[0], task_options=task_options, engine=engine_options)
         started = time.perf_counter()
         with sigterm_as_interrupt():
             result = run(run_async(spec, resume=resume, store=store, quiet=quiet,
@@ -207,23 +189,19 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
         failure = error_summary(store, result.run_id) if record["status"] == "failed" else None
     except KeyboardInterrupt:
         if engine.current_run_id:
-            try:
+            with contextlib.suppress(AssayError):  # locked: 'assay list runs' says interrupted
                 store.set_run_status(engine.current_run_id, "interrupted")
-            except AssayError:
-                pass  # the store is locked: 'assay list runs' shows the run as interrupted
             click.echo(f"interrupted; finished samples are saved. Resume with: "
                        f"assay run {task} --resume {engine.current_run_id}", err=True)
         raise SystemExit(130) from None
     finally:
         store.close()
-    head = run_headline(record)
-    m = result.metrics
-    click.echo(f"run {result.run_id} {record['status']} in "
-               f"{time.perf_counter() - started:.1f}s")
+    head, m = run_headline(record), result.metrics
+    click.echo(f"run {result.run_id} {record['status']} in {time.perf_counter() - started:.1f}s")
     if head:
         click.echo(f"{head[0]}: {fmt_rate(head[1])}")
-    elif result.metrics.get("unscored_note"):
-        click.echo(f"not scored: {result.metrics['unscored_note']}")
+    elif m.get("unscored_note"):
+        click.echo(f"not scored: {m['unscored_note']}")
     stats = result.stats
     roles = "".join(
         f" · {name} {r['model']}{' at ' + r['endpoint'] if r.get('endpoint') else ''}: "
@@ -243,7 +221,7 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
 
 
 def _models() -> Any:
-    """The multi-model driver's module (``--model`` given twice), loaded when asked for."""
+    """The multi-model driver's module, loaded only when ``--model`` is repeated."""
     return importlib.import_module("assay.cli.models")
 
 
@@ -268,21 +246,17 @@ def _explain_failure(failure: ErrorSummary, resume: str) -> None:
                "run again)", err=True)
 
 
-def _given(ctx: Any, kwargs: dict[str, Any]) -> set[str]:
-    """Names of the options the user set (on the command line or from the environment)."""
+def given_names(ctx: Any, names: Iterable[str]) -> set[str]:
+    """Those of ``names`` the user set (on the command line or from the environment)."""
     if ctx is None:
         return set()
-    given = set()
-    for name in kwargs:
-        source = ctx.get_parameter_source(name)
-        if getattr(source, "name", None) in ("COMMANDLINE", "ENVIRONMENT"):
-            given.add(name)
-    return given
+    return {name for name in names if getattr(ctx.get_parameter_source(name), "name", None)
+            in ("COMMANDLINE", "ENVIRONMENT")}
 
 
 def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The RunSpec changes a ``--resume`` asks for; refuses options that change the samples."""
-    given = _given(ctx, kwargs)
+    given = given_names(ctx, kwargs)
     refused = sorted(given - RESUME_OVERRIDABLE)
     if refused:
         flags = ", ".join("--" + n.replace("_", "-") for n in refused)
@@ -292,13 +266,9 @@ def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
             "--max-connections, --timeout, --sample-timeout, --max-retries, --no-cache, "
             "--max-reply-bytes, --rpm, --max-error-rate and --allow-weak-sandbox may change "
             "on resume)")
-    out: dict[str, Any] = {}
-    for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet"}):
-        if name == "no_cache":
-            out["cache"] = not kwargs[name]
-        else:
-            out[name] = kwargs[name]
-    return out
+    return {("cache" if name == "no_cache" else name):
+            (not kwargs[name] if name == "no_cache" else kwargs[name])
+            for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet"})}
 
 
 def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[str]:

@@ -1,10 +1,6 @@
-"""``assay run TASK``: any task, by name, ``FILE.py[@NAME]`` or ``FILE.yaml``.
-
-A task's command-line flags are made from its options model: ``assay run bfcl
---category simple_python`` and ``assay run bfcl -T category=simple_python`` are the
-same run, and ``assay run bfcl --help`` lists them. Options that share a name with an
-engine flag (``--seed``, say) are given with ``-T`` only.
-"""
+"""``assay run TASK``: any task, by name, ``FILE.py[@NAME]`` or ``FILE.yaml``. Its flags are
+made from its options model (``--category X`` is ``-T category=X``); an option named like an
+engine flag (``--seed``) is given with ``-T`` only."""
 
 from __future__ import annotations
 
@@ -21,6 +17,7 @@ from assay.cli.common import (
     SHARED_OPTIONS,
     engine_options,
     execute_run,
+    given_names,
     resume_overrides,
 )
 from assay.cli.lazy import LazyGroup
@@ -28,17 +25,10 @@ from assay.errors import ConfigError
 from assay.tasks.options import field_kind, parse_assignments
 from assay.tasks.registry import available, resolve
 
-#: where a value the user gave comes from (``ParameterSource`` names)
-_GIVEN = ("COMMANDLINE", "ENVIRONMENT")
-
-
-def _flag_names(name: str, extra: dict[str, Any]) -> list[str]:
-    return [f"--{name.replace('_', '-')}", *extra.get("flags", [])]
-
 
 def task_params(options_model: Any) -> list[click.Parameter]:
-    """Click options for every field of a task's options model (defaults left to the
-    model: a flag the user does not give is not passed)."""
+    """Click options for every field of a task's options model (a flag not given is not
+    passed: defaults are the model's)."""
     params: list[click.Parameter] = []
     for name, info in options_model.model_fields.items():
         if name in SHARED_NAMES or name == "task_option":
@@ -51,21 +41,16 @@ def task_params(options_model: Any) -> list[click.Parameter]:
         if default not in (None, False, "", [], {}) and "default" not in help_text:
             help_text += f"  [default: {default}]"
         kind, item = field_kind(info.annotation)
-        names = _flag_names(name, extra)
-        if kind == "flag":
-            if extra.get("flag_only"):
-                params.append(click.Option([*names, name], is_flag=True, default=None,
-                                           help=help_text, show_default=False))
-            else:
-                dashed = name.replace("_", "-")
-                params.append(click.Option([f"--{dashed}/--no-{dashed}", *extra.get("flags", []),
-                                            name], default=None, help=help_text, show_default=False))
+        dashed = name.replace("_", "-")
+        decls = [f"--{dashed}", *extra.get("flags", []), name]
+        kw: dict[str, Any] = {"type": item if kind == "scalar" else str}
+        if kind == "flag" and extra.get("flag_only"):
+            kw = {"is_flag": True}
+        elif kind == "flag":
+            kw, decls[0] = {}, f"--{dashed}/--no-{dashed}"
         elif kind == "multiple":
-            params.append(click.Option([*names, name], multiple=True, type=item, default=None,
-                                       help=help_text + " (repeatable)", show_default=False))
-        else:
-            params.append(click.Option([*names, name], type=item if kind == "scalar" else str,
-                                       default=None, help=help_text, show_default=False))
+            kw, help_text = {"multiple": True, "type": item}, help_text + " (repeatable)"
+        params.append(click.Option(decls, default=None, help=help_text, show_default=False, **kw))
     return params
 
 
@@ -82,27 +67,19 @@ class TaskCommand(click.Command):
                                    f"{', '.join(valid)}", ctx=ctx) from None
 
 
-def _given_options(ctx: click.Context, kwargs: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in names:
-        source = ctx.get_parameter_source(name)
-        if getattr(source, "name", None) in _GIVEN:
-            value = kwargs[name]
-            out[name] = list(value) if isinstance(value, tuple) else value
-    return out
-
-
 def task_command(text: str) -> click.Command:
     """The ``assay run`` command of the task ``text`` names."""
     ref = resolve(text)
     own = task_params(ref.Options)
     own_names = [p.name for p in own if p.name]
     json_fields = {n for n, info in ref.Options.model_fields.items()
-                   if _is_json(info.annotation)}
+                   if field_kind(info.annotation)[0] == "json"}
 
     def callback(**kwargs: Any) -> Any:
         ctx = click.get_current_context()
-        options = _given_options(ctx, kwargs, own_names)
+        given = given_names(ctx, own_names)
+        options = {n: list(kwargs[n]) if isinstance(kwargs[n], tuple) else kwargs[n]
+                   for n in own_names if n in given}
         for name in json_fields & set(options):
             options[name] = _json_value(name, options[name])
         assigned = parse_assignments(kwargs.pop("task_option") or ())
@@ -139,10 +116,6 @@ def task_command(text: str) -> click.Command:
     return TaskCommand(text, callback=callback, params=params,
                        help=f"{first}\n\nSource: {ref.source}.{more}",
                        short_help=ref.description or first)
-
-
-def _is_json(annotation: Any) -> bool:
-    return field_kind(annotation)[0] == "json"
 
 
 def _json_value(name: str, value: Any) -> Any:

@@ -1,11 +1,6 @@
-"""When a run counts as failed, and what to tell the user about its errors.
-
-A run whose every sample errored (a ``--base-url`` without ``/v1``: HTTP 404 on every
-call), or whose error rate passes ``--max-error-rate``, ends with status ``failed``
-rather than ``finished``: nothing stored is lost, and ``--resume`` redoes the errored
-samples. Its most common error, with a hint where the cause is a usual one, is stored
-with the run (``stats["error"]``) and printed by ``assay run``.
-"""
+"""When a run counts as failed (every sample errored, say a ``--base-url`` without ``/v1``, or
+more than ``--max-error-rate``; ``--resume`` redoes them), and what to tell the user: its most
+common error, stored (``stats["error"]``) and printed with a hint where the cause is usual."""
 
 from __future__ import annotations
 
@@ -51,13 +46,11 @@ class ErrorSummary:
     common_count: int = 0
 
     @property
-    def rate(self) -> float:
-        """The share of samples (epochs included) that errored."""
+    def rate(self) -> float:  # of samples, epochs included
         return self.errors / self.samples if self.samples else 0.0
 
     @property
     def hint(self) -> str | None:
-        """A hint for the most common error, where its cause is a usual one."""
         return error_hint(self.common) if self.common else None
 
     def line(self) -> str:
@@ -79,16 +72,14 @@ def error_summary(store: Any, run_id: str) -> ErrorSummary:
         samples += 1
         if result.error:
             counts[result.error] += 1
-    errors = sum(counts.values())
     if not counts:
         return ErrorSummary(samples, 0)
     common, n = counts.most_common(1)[0]
-    return ErrorSummary(samples, errors, common, n)
+    return ErrorSummary(samples, sum(counts.values()), common, n)
 
 
 def too_many_errors(summary: ErrorSummary, max_error_rate: float) -> bool:
     """Whether a run with ``summary`` failed: every sample errored, or its error rate
     passes ``max_error_rate`` (1.0, the default, fails only a run where all errored)."""
-    if not summary.samples or not summary.errors:
-        return False
-    return summary.errors == summary.samples or summary.rate > max_error_rate
+    return bool(summary.samples and summary.errors) and (
+        summary.errors == summary.samples or summary.rate > max_error_rate)

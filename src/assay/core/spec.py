@@ -53,11 +53,9 @@ class RunSpec:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     #: at most this many model calls start per minute (``None``: no limit)
     rpm: float | None = None
-    #: code from data or from a model may run with weak isolation where bubblewrap does
-    #: not work (``--allow-weak-sandbox``); otherwise such a run is refused
+    #: run code from data or a model weakly isolated where bubblewrap fails (else: refused)
     allow_weak_sandbox: bool = False
-    #: the run ends ``failed`` when its share of errored samples passes this (1.0: only
-    #: when every sample errored); see :mod:`assay.engine.failures`
+    #: the run ends ``failed`` past this share of errored samples (1.0: only if all errored)
     max_error_rate: float = 1.0
 
     def __post_init__(self) -> None:
@@ -79,14 +77,12 @@ class RunSpec:
         check_number("--max-reply-bytes", self.max_reply_bytes, minimum=1, integer=True,
                      optional=False)
         check_number("--rpm", self.rpm, above=0)
-        check_number("--max-error-rate", self.max_error_rate, minimum=0, maximum=1,
-                     optional=False)
+        check_number("--max-error-rate", self.max_error_rate, minimum=0, maximum=1, optional=False)
         if not isinstance(self.params, dict):
             raise ConfigError(f"params must be a dict, got {type(self.params).__name__}")
         check_number("--temperature", self.params.get("temperature"), minimum=0)
         check_json_finite("--param", self.params)
-        check_number("--param max_tokens", self.params.get("max_tokens"), minimum=1,
-                     integer=True)
+        check_number("--param max_tokens", self.params.get("max_tokens"), minimum=1, integer=True)
         check_number("--param top_p", self.params.get("top_p"), minimum=0, maximum=1)
         if self.sample_ids is not None and not all(isinstance(i, str) for i in self.sample_ids):
             raise ConfigError("--sample-ids must be a list of strings")
@@ -94,19 +90,14 @@ class RunSpec:
             raise ConfigError("--model must name a model, e.g. 'local' or 'openai/<model>'")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, as stored: no credentials (see :mod:`assay.core.redact`).
-
-        ``base_url`` keeps its scheme, host and path (``base_url_has_secrets`` says it
-        had more); every other field goes through the one redaction policy, and
-        ``redacted`` lists the fields it changed (``task_options.judge_base_url``,
-        ``model``, ``params.x``): a resume must be given those again.
-        """
-        d = asdict(self)
+        """JSON-ready form, as stored: no credentials. ``base_url`` keeps scheme, host and
+        path (``base_url_has_secrets`` says it had more); ``redacted`` lists the other fields
+        redaction changed (``task_options.judge_base_url``, ``params.x``), to give on resume."""
         changed: list[str] = []
         secrets = content_secrets()
         d = {k: v if k == "base_url" else redact_tree(v, k, path=k, changed=changed,
                                                       secrets=secrets)
-             for k, v in d.items()}
+             for k, v in asdict(self).items()}
         d["base_url"] = redact_url(self.base_url)
         if d["base_url"] != self.base_url:
             d["base_url_has_secrets"] = True

@@ -1,13 +1,8 @@
 """Users' templates (``--template``, a YAML task's prompt, a gallery entry's fields) in
-Jinja2's sandbox, bounded in what they build and in the steps they take.
-
-The sandbox keeps a template from Python's internals; the bounds keep its arithmetic from
-the run's memory and time. No step (an operator, a call, a filter, a ``~``, an output)
-builds or reads more than :data:`MAX_SIZE` characters or items (``'x' * 10**12``,
-``9 ** 9 ** 9``, ``'{:>999999999}'.format(1)``, ``'%999999999d' % 1``, ``s|indent(10**9)``);
-a rendering spends at most :data:`MAX_STEPS` (each step weighed by what it reads and
-builds, each loop turn by the text its body writes: nested loops over ``range(100000)``)
-and writes at most :data:`MAX_SIZE`. Past a bound, Jinja's ``SecurityError`` names it.
+Jinja2's sandbox, bounded so their arithmetic cannot take the run's memory or time: no step
+(operator, call, filter, ``~``, output) reads or builds more than :data:`MAX_SIZE`
+(``'x' * 10**12``, ``9 ** 9 ** 9``, ``'{:>999999999}'.format(1)``, ``s|indent(10**9)``),
+and a rendering spends at most :data:`MAX_STEPS`. Past a bound: Jinja's ``SecurityError``.
 """
 
 from __future__ import annotations
@@ -17,20 +12,17 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView, Sequence, Set
 from typing import Any
 
+#: characters or items (an integer's bits) one step may read or build, and the output hold
 MAX_SIZE = 10_000_000
-"""The most characters or items (bits of an integer) one step of a template reads or
-builds, and the most its output holds."""
+#: one rendering's budget: each step what it reads and builds, each loop turn 10 + its text
 MAX_STEPS = 100_000_000
-"""What one rendering may spend: each step what it reads and builds, each loop turn 10
-and the text its body writes."""
 _WIDTH = frozenset({"center", "ljust", "rjust", "zfill", "batch", "slice"})
 _TIMES = frozenset({"indent", "expandtabs", "replace", "join", "wordwrap", "re_sub"})
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?")
 
 
 def _size(value: Any) -> int:
-    """The characters and items ``value`` holds all the way down (an integer: its bits),
-    counted up to just past :data:`MAX_SIZE` (a list holding itself ends too)."""
+    """The characters and items ``value`` holds all the way down, counted to past MAX_SIZE."""
     total, todo = 0, [value]
     while todo and total <= MAX_SIZE:
         v = todo.pop()
@@ -91,8 +83,7 @@ def _printf_size(fmt: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> in
 
 def _builds(name: str, subject: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
             sizes: list[int]) -> int:
-    """An upper bound of what ``name`` builds from ``subject`` and its arguments, for the
-    steps that can build far more than they read (0 for the others)."""
+    """An upper bound of what step ``name`` builds beyond what it reads (else 0)."""
     other = args[0] if args else None
     ints = [v for v in (*args, *kwargs.values()) if type(v) is int]
     if name == "**" and type(subject) is int and type(other) is int and abs(subject) > 1:
@@ -124,8 +115,7 @@ def _sandbox_class() -> type:
     from jinja2.visitor import NodeTransformer  # startup
 
     class Widest(SandboxedFormatter):
-        """The widest width or precision of a ``str.format`` call (nested fields filled
-        in), found without building anything."""
+        """The widest width or precision of a ``str.format`` call, building nothing."""
 
         widest = 0
 
@@ -134,8 +124,7 @@ def _sandbox_class() -> type:
             return "" if format_spec else str(value)  # a nested field: part of a spec
 
     class Counted(NodeTransformer):
-        """Each loop's turns counted, weighed by the text its body writes; each ``~`` a
-        call (so what it joins is bounded too)."""
+        """Each loop turn counted (weighed by its body's text); each ``~`` made a call."""
 
         def visit_For(self, node: For) -> For:
             self.generic_visit(node)
@@ -214,8 +203,7 @@ def _sandbox_class() -> type:
 
 
 def sandbox(**filters: Callable[..., Any]) -> Any:
-    """A bounded sandbox (a Jinja ``SandboxedEnvironment``) for a user's template, with
-    ``filters`` beside Jinja's own."""
+    """A bounded ``SandboxedEnvironment`` with ``filters`` beside Jinja's own."""
     return _sandbox_class()(filters)
 
 

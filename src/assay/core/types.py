@@ -1,9 +1,5 @@
-"""Plain dataclasses for the data path.
-
-They are deliberately light (``slots=True``, no validation): they are built on
-the hot path once per sample. Outside data is validated with pydantic where it
-enters (dataset rows, YAML, judge JSON), not here.
-"""
+"""Plain dataclasses for the data path: light (``slots=True``, no validation), built once
+per sample; outside data is validated where it enters, not here."""
 
 from __future__ import annotations
 
@@ -17,14 +13,11 @@ _encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 @dataclass(slots=True)
 class ToolCall:
-    """One function call made by a model: a name and its decoded arguments."""
-
     name: str
     arguments: dict[str, Any]
     id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, as stored in transcripts."""
         d: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
         if self.id is not None:
             d["id"] = self.id
@@ -33,22 +26,13 @@ class ToolCall:
 
 @dataclass(slots=True)
 class ToolSpec:
-    """A tool offered to a model: name, description and JSON-Schema parameters."""
-
     name: str
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
     def to_openai(self) -> dict[str, Any]:
-        """The OpenAI ``tools`` entry for this spec."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
 
 
 @dataclass(slots=True)
@@ -71,40 +55,28 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
-        """Inverse of :meth:`to_dict`."""
-        calls = d.get("tool_calls")
-        return cls(
-            role=d["role"],
-            content=d.get("content"),
-            tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id")) for c in calls]
-            if calls
-            else None,
-            tool_call_id=d.get("tool_call_id"),
-        )
+        calls = [ToolCall(c["name"], c.get("arguments") or {}, c.get("id"))
+                 for c in d.get("tool_calls") or []]
+        return cls(role=d["role"], content=d.get("content"), tool_calls=calls or None,
+                   tool_call_id=d.get("tool_call_id"))
 
 
 @dataclass(slots=True)
 class Usage:
-    """Token counts of one or more model calls."""
-
     input_tokens: int = 0
     output_tokens: int = 0
 
     def add(self, other: Usage) -> None:
-        """Accumulate ``other`` into this usage."""
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
 
     @property
     def total_tokens(self) -> int:
-        """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
 
 @dataclass(slots=True)
 class Reply:
-    """What a model returns for one call."""
-
     message: Message
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
@@ -112,28 +84,20 @@ class Reply:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, as stored in the response cache."""
-        return {
-            "message": self.message.to_dict(),
-            "usage": [self.usage.input_tokens, self.usage.output_tokens],
-            "latency_s": self.latency_s,
-        }
+        return {"message": self.message.to_dict(),
+                "usage": [self.usage.input_tokens, self.usage.output_tokens],
+                "latency_s": self.latency_s}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Reply:
-        """Inverse of :meth:`to_dict`."""
         u = d.get("usage") or [0, 0]
         return cls(Message.from_dict(d["message"]), Usage(u[0], u[1]), d.get("latency_s", 0.0))
 
 
 @dataclass(slots=True)
 class Sample:
-    """One evaluation item.
-
-    ``input`` is the user prompt or a full message list; ``target`` the expected
-    answer (any JSON value); ``tools`` the tools offered; ``files`` attachment paths;
-    ``metadata`` what scoring and reports need besides; ``row`` the original dataset
-    row. A sample carries everything its scoring needs, and all of it is stored.
-    """
+    """One evaluation item, carrying everything its scoring needs (all of it stored):
+    ``input`` a prompt or message list, ``row`` the original dataset row."""
 
     id: str
     input: str | list[Message]
@@ -144,7 +108,6 @@ class Sample:
     row: dict[str, Any] | None = None
 
     def input_json(self) -> Any:
-        """JSON-ready form of ``input``."""
         if isinstance(self.input, str):
             return self.input
         return [m.to_dict() for m in self.input]
@@ -152,8 +115,6 @@ class Sample:
 
 @dataclass(slots=True)
 class Outcome:
-    """The result of driving an agent on one sample."""
-
     transcript: list[Message] = field(default_factory=list)
     output: str = ""
     tool_calls: list[ToolCall] | None = None
@@ -168,13 +129,8 @@ class Outcome:
 
 @dataclass(slots=True)
 class Score:
-    """A scorer's verdict on one sample.
-
-    ``value`` is 1.0/0.0 for correct/incorrect (or a graded value in [0, 1]), or
-    ``None`` when the sample cannot be scored (e.g. hidden gold answers);
-    ``answer`` the prediction the scorer extracted (``None`` when nothing could
-    be extracted); ``explanation`` a short reason.
-    """
+    """A scorer's verdict: ``value`` 1.0/0.0 (or graded), ``None`` when the sample cannot be
+    scored; ``answer`` what the scorer extracted (``None``: nothing)."""
 
     name: str
     value: float | None
@@ -183,7 +139,6 @@ class Score:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
         return {"name": self.name, "value": self.value, "answer": self.answer,
                 "explanation": self.explanation, "metadata": self.metadata}
 
@@ -207,14 +162,10 @@ class SampleResult:
     output_tokens: int
     transcript: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-    #: seconds the model spent on this sample's calls (``None``: not recorded)
-    model_s: float | None = None
-    #: seconds its calls waited for a free slot or the model's queue (``None``: not recorded)
-    wait_s: float | None = None
-    #: the rest of the sample: ``tools``, ``files`` and the original ``row``
-    sample: dict[str, Any] = field(default_factory=dict)
-    #: the rest of the outcome: ``tool_calls``, the solve's ``metadata``, the ``call_log``
-    #: and each role's ``usage``
+    model_s: float | None = None  # seconds in the model's calls (None: not recorded)
+    wait_s: float | None = None  # seconds waiting for a free slot or the model's queue
+    sample: dict[str, Any] = field(default_factory=dict)  # tools, files, the original row
+    #: the rest of the outcome: tool_calls, the solve's metadata, call_log, each role's usage
     outcome: dict[str, Any] = field(default_factory=dict)
     seq: int = 0
     model_calls: int = 0
@@ -241,12 +192,8 @@ class SampleResult:
 
 
 def content_text(content: Any) -> str | None:
-    """A reply's ``content`` as text.
-
-    Several OpenAI-compatible servers send a list of parts
-    (``[{"type": "text", "text": "..."}]``); the text parts are joined. Parts that
-    are not text are named, so nothing silently disappears.
-    """
+    """A reply's ``content`` as text: a list of parts (some servers send one) joined, the
+    parts that are not text named, so nothing silently disappears."""
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):

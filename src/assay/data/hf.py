@@ -1,8 +1,6 @@
-"""The Hugging Face Hub source: what every Hub caller here needs to know about the Hub,
-read at call time (whether it is switched off, where it is, whether a failure was the
-connection), and what the data cache (``<data root>/hf``, ``<data root>/hub``) keeps from the
-Hub, each recorded in the manifest: a repository's :func:`snapshot`, one file
-(:func:`hub_file`), a split as one JSONL file (:func:`keep_split`)."""
+"""The Hugging Face Hub source: its settings read at call time, failures classified, and what
+the data cache keeps from it, each recorded: :func:`snapshot`, :func:`hub_file`,
+:func:`keep_split`."""
 
 from __future__ import annotations
 
@@ -22,14 +20,12 @@ from assay.errors import DatasetError
 
 
 def truthy(value: str | None) -> bool:
-    """An environment flag's value read as huggingface_hub reads it (1, ON, YES, TRUE)."""
     return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def hub_id(dataset_id: str, what: str) -> str:
     """``dataset_id`` when it is a Hub dataset id naming nothing on this disk (``load_dataset``
-    would read a local path given as an id; local data is a file option, under the path
-    policy); else one DatasetError line naming ``what``."""
+    would read a local path given as an id); else one DatasetError line."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id  # heavy
 
     try:
@@ -44,7 +40,6 @@ def hub_id(dataset_id: str, what: str) -> str:
 
 
 def hub_offline() -> bool:
-    """``HF_HUB_OFFLINE`` now, or as huggingface_hub read it at import."""
     if truthy(os.environ.get("HF_HUB_OFFLINE")):
         return True
     try:
@@ -55,12 +50,10 @@ def hub_offline() -> bool:
 
 
 def hub_endpoint() -> str | None:
-    """``HF_ENDPOINT`` read now (huggingface_hub reads it once, at import)."""
     return (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None
 
 
 def is_connection_error(exc: BaseException) -> bool:
-    """Connection trouble from the stdlib, requests or httpx, anywhere in the cause chain."""
     cur: BaseException | None = exc
     for _ in range(10):
         if cur is None:
@@ -76,7 +69,6 @@ def is_connection_error(exc: BaseException) -> bool:
 
 
 def http_status(exc: BaseException) -> int | None:
-    """The HTTP status the Hub answered, anywhere in the cause chain (``None``: none)."""
     cur: BaseException | None = exc
     for _ in range(10):
         if cur is None:
@@ -89,9 +81,8 @@ def http_status(exc: BaseException) -> int | None:
 
 
 def hub_failure(exc: BaseException) -> tuple[str, int | None]:
-    """The kind of a Hub call's failure (``offline``, ``gated``, ``not_found``,
-    ``no_revision``, ``connection``, ``refused`` (401), ``http``, ``other``) and its status,
-    from class names (callers need not import huggingface_hub's errors)."""
+    """The kind of a Hub call's failure and its status, from class names (callers need not
+    import huggingface_hub's errors)."""
     names = {c.__name__ for c in type(exc).__mro__}
     status = http_status(exc)
     if "OfflineModeIsEnabled" in names:
@@ -126,9 +117,8 @@ def _has_implicit_token() -> bool:
 
 def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = None,
              label: str | None = None, local_flag: str = "--data-dir") -> Path:
-    """Snapshot the Hub dataset into the cache (recorded); the folder. Token: ``token``,
-    ``HF_TOKEN`` or the stored login (never in a message); offline, only a cached copy.
-    A failure is one DatasetError line naming ``label`` and ``local_flag`` (a local copy)."""
+    """Snapshot the Hub dataset into the cache (recorded; offline, only a cached copy); a
+    failure is one DatasetError line naming ``label`` and ``local_flag``."""
     from huggingface_hub import snapshot_download  # heavy
 
     label = label or repo_id
@@ -159,9 +149,8 @@ def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = Non
         if kind in ("connection", "offline"):
             raise DatasetError(offline_msg) from e
         why = f"HTTP {status}" if status is not None else type(e).__name__
-        raise DatasetError(f"could not download {repo_id} from the Hugging Face Hub "
-                           f"({why}); try again later or pass {local_flag} to a "
-                           "local copy") from e
+        raise DatasetError(f"could not download {repo_id} from the Hugging Face Hub ({why}); try "
+                           f"again later or pass {local_flag} to a local copy") from e
     if lookup("hub", repo_id, path.name) is None:  # once per revision: hashing reads it all
         record("hub", repo_id, source="hf", origin=repo_id, version=path.name, path=path,
                files=tree_files(path))
@@ -169,8 +158,7 @@ def snapshot(repo_id: str, *, token: str | None = None, cache: Path | None = Non
 
 
 def hub_file(repo_id: str, filename: str, revision: str | None, token: str | None) -> Path:
-    """One file of a Hub dataset, recorded as ``hub:<repo_id>/<filename>@<commit>``; the
-    client's exception is raised as it is, for the caller to word."""
+    """One file of a Hub dataset, recorded; the client's exception is raised as it is."""
     from huggingface_hub import hf_hub_download  # heavy
 
     cache_dir().mkdir(parents=True, exist_ok=True)
@@ -185,8 +173,6 @@ def hub_file(repo_id: str, filename: str, revision: str | None, token: str | Non
 
 
 def split_path(repo_id: str, revision: str, config: str | None, split: str) -> Path:
-    """Where a split is kept:
-    ``<data root>/hub/<owner>__<name>/<revision>/<config>/<split>.jsonl``."""
     def safe(part: str) -> str:
         return re.sub(r"[^A-Za-z0-9._-]", "_", part.replace("/", "__")).lstrip(".") or "_"
 
@@ -195,15 +181,13 @@ def split_path(repo_id: str, revision: str, config: str | None, split: str) -> P
 
 
 def kept_split(repo_id: str, revision: str, config: str | None, split: str) -> Path | None:
-    """The split's JSONL file as :func:`keep_split` recorded it (size and sha256 checked)."""
     item = lookup("hub", f"{repo_id}[{config or 'default'}/{split}]", revision)
     return Path(item.path) if item is not None else None
 
 
 def keep_split(repo_id: str, revision: str, config: str | None, split: str,
                rows: Iterable[dict[str, Any]]) -> Path:
-    """Write ``rows`` as the split's JSONL file (:func:`split_path`) and record it as
-    ``hub:<repo_id>[<config>/<split>]@<revision>``; no row at all is a :class:`DatasetError`."""
+    """Write ``rows`` as the split's JSONL file and record it; no row is a DatasetError."""
     out, n = split_path(repo_id, revision, config, split), 0
     with atomic_open(out, "w") as fh:
         for row in rows:
@@ -240,8 +224,7 @@ def _in_local_cache(dataset_id: str) -> bool:
 
 
 def _hub_unreachable(timeout: float = 3.0) -> str | None:
-    """Why the Hub cannot be reached (a quick TCP connect), or ``None`` when it can.
-    Behind a proxy the direct connect proves nothing, so it is not tried."""
+    """Why a quick TCP connect to the Hub fails, or ``None`` (not tried behind a proxy)."""
     if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return None
     parts = urlsplit(hub_endpoint() or "https://huggingface.co")
@@ -256,9 +239,8 @@ def _hub_unreachable(timeout: float = 3.0) -> str | None:
 
 def load_split(dataset_id: str, *, split: str | None = None, config: str | None = None,
                hint: str = "") -> tuple[list[dict[str, Any]], str, str | None]:
-    """One split of a Hub dataset through ``datasets`` (its own cache): rows, the split
-    used (default ``test``, else ``train``, else the only one) and fingerprint. An
-    unreachable Hub fails in seconds; a failure is ``{id} unreachable (why){hint}``."""
+    """One split through ``datasets``: rows, the split used (default ``test``, else
+    ``train``, else the first) and fingerprint; an unreachable Hub fails in seconds."""
     hub_id(dataset_id, "the Hugging Face dataset")
     try:
         import datasets  # optional: assay[hf]

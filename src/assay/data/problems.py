@@ -1,14 +1,9 @@
-"""Problems: what the generator writes, the judges read and reviewers review.
-
-One shape for generated and reference problems, read from JSON (a list, or the
-book's ``{"problems": [...]}``) or JSONL, with the same key inference as ``qa``
-(``problem``/``question``, ``answer``, ``solution``, ``id``/``problem_id``).
-"""
+"""Problems, generated or reference: what the generator writes, the judges read and reviewers
+review; read from JSON, JSONL or CSV with ``qa``'s key inference."""
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +16,6 @@ PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt")
 ANSWER_KEYS = ("answer", "Answer", "final_answer", "expected_answer", "target")
 SOLUTION_KEYS = ("solution", "Solution", "reasoning", "rationale", "explanation")
 ID_KEYS = ("problem_id", "id", "ID", "task_id", "idx", "unique_id")
-_INTEGER = re.compile(r"(-?(?:\d{1,3}(?:,\d{3})+|\d+))(?:\.0+)?")
 
 
 @dataclass
@@ -41,16 +35,6 @@ class Problem:
         """JSON-ready form (the book's field names)."""
         return asdict(self)
 
-    @property
-    def integer_answer(self) -> int | None:
-        """The answer as an integer when it is written as one (AIME answers are 0-999).
-
-        Only plain integers count (``42``, ``-7``, ``1,000``, ``12.0``); ``52_8`` (a
-        base-8 answer) or ``-2,1`` (a pair) are not integers.
-        """
-        m = _INTEGER.fullmatch(str(self.answer).strip())
-        return int(m.group(1).replace(",", "")) if m else None
-
 
 def _pick(row: dict[str, Any], given: str | None, keys: tuple[str, ...]) -> str | None:
     if given:
@@ -62,7 +46,6 @@ def problems_from_rows(rows: list[dict[str, Any]], locations: list[str], *, sour
                        problem_key: str | None = None, answer_key: str | None = None,
                        solution_key: str | None = None, id_key: str | None = None
                        ) -> list[Problem]:
-    """Map rows to problems; a row without a problem or an answer is an error naming it."""
     out: list[Problem] = []
     seen: set[str] = set()
     for n, (row, where) in enumerate(zip(rows, locations, strict=True)):
@@ -94,7 +77,6 @@ def problems_from_rows(rows: list[dict[str, Any]], locations: list[str], *, sour
 
 def load_problems(path: str | Path, *, source: str | None = None, **keys: str | None
                   ) -> list[Problem]:
-    """Problems from a JSON/JSONL/CSV file (or an HF id, through ``load_rows``)."""
     rows = load_rows(str(path))
     name = source or (f"reference:{Path(str(path)).stem}" if Path(str(path)).exists() else str(path))
     if rows.rows and all("problem_id" in r and "source" in r for r in rows.rows):
@@ -111,6 +93,6 @@ def save_problems(problems: list[Problem], path: str | Path) -> Path:
             for p in problems:
                 f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
     else:
-        atomic_write_text(out, json.dumps([p.to_dict() for p in problems], ensure_ascii=False, indent=2),
-                       encoding="utf-8")
+        atomic_write_text(out, json.dumps([p.to_dict() for p in problems], ensure_ascii=False,
+                                          indent=2), encoding="utf-8")
     return out

@@ -1,10 +1,6 @@
-"""Model calls as the engine makes them: cached, rate-limited and retried.
-
-Each sample gets a :class:`CallContext` wrapping its agent. The context checks
-the response cache, takes a slot from the endpoint's semaphore, retries
-transient failures with exponential backoff and jitter (honouring
-``Retry-After``) and tallies usage for the sample.
-"""
+"""Model calls as the engine makes them: each sample's :class:`CallContext` checks the
+response cache, takes a slot under the run's limits, retries transient failures with
+backoff and jitter (honouring ``Retry-After``) and tallies the sample's usage."""
 
 from __future__ import annotations
 
@@ -16,13 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from assay.core.redact import (
-    content_secrets,
-    scrub,
-    scrub_known,
-    scrub_known_tree,
-    secrets_version,
-)
+from assay.core.redact import content_secrets, scrub, scrub_known, scrub_known_tree, secrets_version
 from assay.core.types import Message, Reply, ToolSpec, Usage
 from assay.engine.ratelimit import RateLimiter
 from assay.errors import ModelCallError
@@ -30,12 +20,8 @@ from assay.errors import ModelCallError
 
 @dataclass(slots=True)
 class RetryPolicy:
-    """How transient failures are retried.
-
-    Attempt ``k`` (0-based) waits ``min(max_wait, initial * 2**k)`` scaled by a
-    random factor in [0.5, 1] (jitter), or the server's ``Retry-After`` when it
-    asks for longer.
-    """
+    """Attempt ``k`` (0-based) waits ``min(max_wait, initial * 2**k)`` times a jitter in
+    [0.5, 1], or the server's ``Retry-After`` when it asks for longer."""
 
     max_retries: int = 5
     initial: float = 1.0
@@ -49,23 +35,11 @@ class RetryPolicy:
         return backoff
 
 
-def cache_key(
-    model_identity: str,
-    messages: list[Message],
-    tools: list[ToolSpec] | None,
-    response_schema: dict[str, Any] | None,
-    params: dict[str, Any],
-    epoch: int,
-) -> str:
+def cache_key(model_identity: str, messages: list[Message], tools: list[ToolSpec] | None,
+              response_schema: dict[str, Any] | None, params: dict[str, Any], epoch: int) -> str:
     """Stable key over everything that determines a reply (model, input, tools, params, epoch)."""
-    payload = [
-        model_identity,
-        [m.to_dict() for m in messages],
-        [t.to_openai() for t in tools] if tools else None,
-        response_schema,
-        params,
-        epoch,
-    ]
+    payload = [model_identity, [m.to_dict() for m in messages],
+               [t.to_openai() for t in tools] if tools else None, response_schema, params, epoch]
     raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -76,18 +50,24 @@ class CallShared:
     def __init__(self, store: Any, *, max_connections: int, policy: RetryPolicy,
                  use_cache: bool, seed: int | None, model_id: str = "",
                  max_reply_bytes: int | None = None, rpm: float | None = None) -> None:
-        self.store = store
+        self.store, self.policy, self.use_cache = store, policy, use_cache
         #: spaces call starts to at most ``rpm`` per minute (``None``: no limit)
         self.limiter = RateLimiter(rpm)
         #: replies with more text than this become the sample's error (any agent, not only HTTP)
         self.max_reply_bytes = max_reply_bytes
         self.semaphore = asyncio.Semaphore(max_connections)
-        self.policy = policy
-        self.use_cache = use_cache
         self.rng = random.Random(seed)
         #: keys already in the cache for this model (read once, kept up to date)
         self.cached_keys: set[str] = store.cache_keys(model_id) if use_cache else set()
         self._secrets = (secrets_version(), content_secrets())
+
+    @classmethod
+    def for_spec(cls, store: Any, spec: Any, model_id: str) -> CallShared:
+        """The state of one model's calls under a run's limits (one cache per model)."""
+        return cls(store, max_connections=spec.max_connections,
+                   policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
+                   use_cache=spec.cache, seed=spec.seed, model_id=model_id,
+                   max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm)
 
     def secrets(self) -> list[str]:
         """The secrets the run knows (read once per run, again when one is added)."""
@@ -97,13 +77,9 @@ class CallShared:
 
 
 def mask_reply(reply: Reply, secrets: list[str]) -> None:
-    """Mask the run's known secrets in a reply, in place, before anything reads it.
-
-    A server that echoes the credentials it received, or an agent that answers with an
-    environment's key, must not get them into the transcript, the scores (a scorer's
-    normalised copy of the answer, cut short, would escape a later scrub) or the cache.
-    No correct answer contains the run's own API key, so no score can change.
-    """
+    """Mask the run's known secrets in a reply, in place, before anything reads it: an echoed
+    key must not reach the transcript, the scores (a scorer's cut copy would escape a later
+    scrub) or the cache. No correct answer holds the run's own key, so no score changes."""
     msg = reply.message
     if msg.content and any(s in msg.content for s in secrets):
         msg.content = scrub_known(msg.content, secrets)
@@ -112,14 +88,14 @@ def mask_reply(reply: Reply, secrets: list[str]) -> None:
         tc.arguments = scrub_known_tree(tc.arguments, secrets)
 
 
+#: model calls kept per sample in its call log (later ones are counted, not kept)
 MAX_CALL_EVENTS = 200
-"""Model calls kept per sample in its call log (later ones are counted, not kept)."""
 
 _MAX_EVENT_TEXT = 300
 
 
-def _round(value: float) -> float:
-    return round(value, 4)
+def _scalars(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool, type(None)))}
 
 
 class CallContext:
@@ -132,30 +108,21 @@ class CallContext:
     def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int, *,
                  params: dict[str, Any] | None = None,
                  run_state: dict[str, Any] | None = None) -> None:
-        self._agent = agent
-        self._shared = shared
-        self._identity = identity
+        self._agent, self._shared, self._identity = agent, shared, identity
         self._cacheable = getattr(agent, "cacheable", False)
         self.model_id = agent.model_id
-        #: the agent reads and writes text only (no native tools): benchmarks fall back
-        #: to their text protocol
+        #: the agent has no native tools: benchmarks fall back to their text protocol
         self.text_only = getattr(agent, "text_only", False)
         self.epoch = epoch
         self.usage = Usage()
-        self.calls = 0
-        self.cache_hits = 0
-        #: seconds the model spent on this sample's calls, and seconds they waited first
-        #: (for a slot under --max-connections, or in the model's own queue)
-        self.model_s = 0.0
-        self.wait_s = 0.0
-        #: the other models of a task that needs more than the one under test (an
-        #: examiner, a judge): role name -> its own context, with its own cache and usage
+        self.calls = self.cache_hits = 0
+        #: seconds the model worked on this sample's calls, and waited first (slot or queue)
+        self.model_s = self.wait_s = 0.0
+        #: the task's other models (an examiner, a judge): role name -> its own context
         self.roles: dict[str, CallContext] = {}
-        #: the run's generation parameters (``--param``, ``--seed``): a task's
-        #: ``generation_params(ctx)`` lays them over its defaults
+        #: the run's ``--param``/``--seed``; ``generation_params(ctx)`` lays them over defaults
         self.params: dict[str, Any] = dict(params or {})
-        #: what the samples of one run share (one dict per run, e.g. BFCL's memory
-        #: chains): the task keeps nothing of a run itself
+        #: what the samples of one run share (BFCL's memory chains): tasks keep no run state
         self.run_state: dict[str, Any] = {} if run_state is None else run_state
         #: one event per model call (see :meth:`_event`), at most :data:`MAX_CALL_EVENTS`
         self.events: list[dict[str, Any]] = []
@@ -167,14 +134,8 @@ class CallContext:
         """The agent this context wraps (e.g. to hand a Python agent its working folder)."""
         return self._agent
 
-    async def generate(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[ToolSpec] | None = None,
-        response_schema: dict[str, Any] | None = None,
-        **params: Any,
-    ) -> Reply:
+    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
+                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
         """Cached, limited, retried call to the underlying agent."""
         shared = self._shared
         key = None
@@ -190,11 +151,9 @@ class CallContext:
                     self.usage.add(reply.usage)
                     self._event(time.perf_counter(), 0.0, 0.0, reply=reply, params=params)
                     return reply
-        policy = shared.policy
-        attempt = 0
+        policy, attempt, waited = shared.policy, 0, 0.0
         first_asked = time.perf_counter()
         errors: list[str] = []
-        waited = 0.0
         while True:
             asked = time.perf_counter()
             try:
@@ -204,14 +163,12 @@ class CallContext:
                     started = time.perf_counter()
                     try:
                         reply = await self._agent.generate(
-                            messages, tools=tools, response_schema=response_schema, **params
-                        )
+                            messages, tools=tools, response_schema=response_schema, **params)
                     finally:
                         wall = time.perf_counter() - started
                         self.wait_s += started - asked
                         waited += started - asked
-                # the model reports its own service time where it queues calls itself
-                # (the embedded model); the rest of the call's wall time was a wait
+                # service time as the model reports it where it queues calls; the rest waited
                 service = reply.latency_s if 0 < reply.latency_s <= wall else wall
                 self.model_s += service
                 self.wait_s += wall - service
@@ -223,10 +180,8 @@ class CallContext:
                     self._event(first_asked, time.perf_counter() - first_asked, waited,
                                 params=params, errors=errors)
                     if attempt:
-                        raise ModelCallError(
-                            f"{e} (gave up after {attempt + 1} attempts)", transient=False,
-                            status=e.status,
-                        ) from e
+                        raise ModelCallError(f"{e} (gave up after {attempt + 1} attempts)",
+                                             transient=False, status=e.status) from e
                     raise
                 await asyncio.sleep(policy.wait(attempt, e.retry_after, shared.rng))
                 attempt += 1
@@ -250,18 +205,15 @@ class CallContext:
             shared.cached_keys.add(key)
         return reply
 
-    def _event(self, asked: float, duration: float, waited: float, *,
-               reply: Reply | None = None, params: dict[str, Any] | None = None,
-               errors: list[str] | None = None) -> None:
-        """Log one model call: when it was asked for (seconds since the sample began), how
-        long it took in all and how much of that was waiting, its tokens, whether the
-        cache answered it, the retries it needed and their errors, and the parameters it
-        was sent with where they differ from the previous call's."""
+    def _event(self, asked: float, duration: float, waited: float, *, reply: Reply | None = None,
+               params: dict[str, Any] | None = None, errors: list[str] | None = None) -> None:
+        """Log one model call: its start (since the sample began), duration and wait, tokens,
+        cache hit, retries and their errors, and its params where they changed."""
         if len(self.events) >= MAX_CALL_EVENTS:
             self.events_dropped += 1
             return
-        event: dict[str, Any] = {"start_s": _round(asked - self._t0),
-                                 "duration_s": _round(duration), "wait_s": _round(waited)}
+        event: dict[str, Any] = {"start_s": round(asked - self._t0, 4),
+                                 "duration_s": round(duration, 4), "wait_s": round(waited, 4)}
         if reply is not None:
             event.update(input_tokens=reply.usage.input_tokens,
                          output_tokens=reply.usage.output_tokens, cached=bool(reply.cached))
@@ -270,22 +222,14 @@ class CallContext:
         if errors:
             event["retries"] = len(errors) - (1 if reply is None else 0)
             event["errors"] = errors[-3:]
-        if params and self._params_changed(params):
-            event["params"] = {k: v for k, v in params.items()
-                               if isinstance(v, (str, int, float, bool, type(None)))}
+        if params and next((e["params"] for e in reversed(self.events) if "params" in e),
+                           None) != _scalars(params):
+            event["params"] = _scalars(params)
         self.events.append(event)
 
-    def _params_changed(self, params: dict[str, Any]) -> bool:
-        for e in reversed(self.events):
-            if "params" in e:
-                return e["params"] != {k: v for k, v in params.items()
-                                       if isinstance(v, (str, int, float, bool, type(None)))}
-        return True
-
     def call_log(self) -> dict[str, Any] | None:
-        """This sample's model calls, its roles' too (an examiner's, a judge's), as stored
-        with the sample (``{"calls": [...], "dropped": n}``, each role's calls marked with
-        its name); None when no call was made."""
+        """This sample's calls and its roles' (each marked with its name), as stored:
+        ``{"calls": [...], "dropped": n}``; None when no call was made."""
         calls = [dict(e, role="subject") for e in self.events]
         dropped = self.events_dropped
         for name, role in self.roles.items():

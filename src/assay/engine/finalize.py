@@ -1,13 +1,7 @@
-"""Finalize, once: a finished run's metrics, headline, report data and official exports.
-
-The one place where a run's task code is asked what the run means, with the task in
-hand: when a run ends (:class:`assay.engine.runner.Engine`) and when ``assay score`` has
-scored it again (:mod:`assay.rescore`). What it stores (:mod:`assay.store.described`),
-with its configuration fingerprint, is all readers use, so they never import a task's,
-a metric's or a provider's code: the task's report data, and what readers show of each
-metric (:func:`metric_facts`) and of the model. Older runs: :mod:`assay.engine.upgrade`.
-A run stopped half way is finalized when it finishes, after ``--resume``.
-"""
+"""Finalize, once: a finished run's metrics, headline, report data and official exports, from
+its task's code, when it ends and after ``assay score``. What it stores (with the run's
+configuration fingerprint) is all readers use: they never import a task's, metric's or
+provider's code. Older runs: :mod:`assay.engine.upgrade`."""
 
 from __future__ import annotations
 
@@ -32,8 +26,8 @@ __all__ = ["describe", "finalize", "metric_facts", "provider_text", "run_configu
 
 
 def metric_facts(names: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{name: facts}`` for each of ``names`` the metric registry knows (a name or an
-    alias): its registered ``name``, ``higher_is_better``, ``level`` and ``dimension``."""
+    """``{name: facts}`` for each of ``names`` (or alias) the metric registry knows: its
+    registered ``name``, ``higher_is_better``, ``level`` and ``dimension``."""
     out = {}
     for name in dict.fromkeys(names):
         try:
@@ -64,14 +58,13 @@ def headline_of(metrics: dict[str, Any], name: str | None,
         found = first_rate(metrics)
     if found is None or found[1].get("value") is None:
         return None
-    return headline_record(found[0], found[1],
-                           (facts.get(found[0]) or {}).get("higher_is_better"))
+    return headline_record(found[0], found[1], (facts.get(found[0]) or {}).get("higher_is_better"))
 
 
 def reader_facts(run: dict[str, Any], metrics: dict[str, Any],
                  results: list[SampleResult], *also: str) -> dict[str, Any]:
-    """What readers show of a run beside its task's report data: the facts of its
-    metrics, of its samples' scores and of ``also``, and its model's provider."""
+    """What readers show beside the task's report data: the facts of the run's metrics, of
+    its samples' scores and of ``also``, and its model's provider."""
     scored = {k for r in results for k in r.scores or {}}
     model = (run.get("model") or {}).get("model") or (run.get("spec") or {}).get("model")
     return {"metric_facts": metric_facts([*metrics, *sorted(scored), *also]),
@@ -97,8 +90,7 @@ def describe(task: Task | type[Task], run: dict[str, Any], metrics: dict[str, An
 def write_exports(store: Store, run: dict[str, Any], task: Task | type[Task],
                   out_dir: Path) -> dict[str, str]:
     """Write the task's official exports (BFCL result files, a GAIA submission, ...) of
-    ``run`` into ``out_dir`` (its run folder); returns ``{name: path}``, relative to the
-    folder where inside it (empty for a task with none)."""
+    ``run`` into its run folder ``out_dir``; returns ``{name: path}`` (relative inside it)."""
     cls = task if isinstance(task, type) else type(task)
     owner = next(k for k in cls.__mro__ if "write_artifacts" in vars(k))
     if owner.__mro__[1:] == (object,):  # the base Task's, which writes nothing
@@ -112,12 +104,9 @@ def write_exports(store: Store, run: dict[str, Any], task: Task | type[Task],
 def finalize(store: Store, run_id: str, *, task: Task | type[Task],
              results: list[SampleResult] | None = None, exports: bool = True
              ) -> dict[str, Any]:
-    """Compute and store a finished run's metrics, headline and report data, and write
-    its official exports into its run folder; returns the metrics.
-
-    ``task``: the run's task (the engine's instance, or a class). ``results``: its
-    stored results, when the caller has them.
-    """
+    """Compute and store a finished run's metrics, headline and report data, and write its
+    official exports; returns the metrics. ``task``: an instance or a class; ``results``:
+    the stored ones, where the caller has them."""
     run = store.get_run(run_id)
     cls = task if isinstance(task, type) else type(task)
     if results is None:
@@ -133,8 +122,8 @@ def finalize(store: Store, run_id: str, *, task: Task | type[Task],
 
 
 def run_configuration(store: Store, run: dict[str, Any]) -> dict[str, Any]:
-    """The configuration and fingerprint of ``run`` as it is now (its spec may have
-    changed on ``--resume``): a re-scoring (its parent a task run) is marked so."""
+    """The configuration and fingerprint of ``run`` now (``--resume`` may change its spec);
+    a re-scoring (its parent a task run) is marked so."""
     parent_kind = None
     if run.get("parent_id"):
         try:

@@ -1,12 +1,6 @@
-"""Judges outside a live run: the contexts ``assay score RUN`` hands a judged task's
-``async score(sample, outcome, ctx)``.
-
-In a run, ``ctx`` is the sample's :class:`~assay.engine.calls.CallContext`, whose
-``roles`` hold the judge. Scoring a stored run again needs the same thing without the
-model under test: :class:`ScoreContext` has the judge's context (cached, retried,
-rate-limited like any call of the engine) and no way to call the model that was
-evaluated: its outputs are the stored ones.
-"""
+"""Role models (judges, examiners) and, outside a live run, the contexts ``assay score RUN``
+hands a judged task's ``async score(sample, outcome, ctx)``: :class:`ScoreContext` has the
+judges' contexts (cached, retried, rate-limited as in a run) and no model under test."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.engine.calls import CallContext, CallShared, RetryPolicy
+from assay.engine.calls import CallContext, CallShared
 from assay.errors import AssayError, ConfigError
 from assay.models.base import Subject, get_subject
 from assay.scoring.judge import is_judge_role
@@ -30,12 +24,10 @@ def _kind(role: str) -> str:
 
 
 def role_subject(name: str, role: Any, spec: Any) -> Subject:
-    """The model playing role ``name`` (``judge``, ``judge_2``, ``examiner``, ...).
-
-    Its endpoint: the task's option (``-T judge_base_url=``), else ``ASSAY_<KIND>_BASE_URL``,
-    else the provider's default; its key ``ASSAY_<KIND>_API_KEY``, else the provider's.
-    The run's ``--base-url`` only when the model under test plays the role itself.
-    """
+    """The model playing role ``name`` (``judge``, ``judge_2``, ``examiner``, ...). Its
+    endpoint: the task's option (``-T judge_base_url=``), else ``ASSAY_<KIND>_BASE_URL``, else
+    the run's ``--base-url`` if the model under test plays it, else the provider's default;
+    its key ``ASSAY_<KIND>_API_KEY``, else the provider's."""
     kind = _kind(name).upper()
     base_url = role.base_url or os.environ.get(f"ASSAY_{kind}_BASE_URL") or None
     if base_url is None and role.model == spec.model:
@@ -88,25 +80,19 @@ async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
     the task's options name now (``assay score --judge-model M`` sets them) and the run's
     generation parameters (a seeded judge's votes hit the cache)."""
     # only a jury's roles: an examiner plays its part in solve, so it is not built here
-    wanted = {name: role for name, role in task.roles(model_id).items()
-              if is_judge_role(name)}
+    wanted = {name: role for name, role in task.roles(model_id).items() if is_judge_role(name)}
     subjects = {name: role_subject(name, role, spec) for name, role in wanted.items()}
     try:
         await preflight(None, subjects)
-        shared = {name: (s, json.dumps(s.describe(), sort_keys=True), CallShared(
-            store, max_connections=spec.max_connections,
-            policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
-            use_cache=spec.cache, seed=spec.seed, model_id=s.model_id,
-            max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm))
-            for name, s in subjects.items()}
-
+        shared = {name: (s, json.dumps(s.describe(), sort_keys=True),
+                         CallShared.for_spec(store, spec, s.model_id))
+                  for name, s in subjects.items()}
         params = spec.run_params()
 
         def make(epoch: int) -> ScoreContext:
             ctx = ScoreContext(model_id, epoch, params=dict(params))
             for name, (s, identity, calls) in shared.items():
-                ctx.roles[name] = CallContext(s.session(), calls, identity, epoch,
-                                              params=params)
+                ctx.roles[name] = CallContext(s.session(), calls, identity, epoch, params=params)
                 where = s.describe().get("base_url")
                 ctx.who[name] = s.model_id + (f" at {where}" if where else "")
             return ctx

@@ -9,7 +9,8 @@ import json
 import os
 import sys
 import time
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext, suppress
 from typing import Any
 
 from assay.core.failures import ErrorSummary, error_summary, too_many_errors
@@ -17,10 +18,10 @@ from assay.core.redact import scrub
 from assay.core.spec import RunSpec, credentials_needed  # noqa: F401 - their old home
 from assay.core.types import Sample, SampleResult
 from assay.core.version import __version__
-from assay.engine.calls import CallShared, RetryPolicy
+from assay.engine.calls import CallShared
 from assay.engine.finalize import finalize
 from assay.engine.judging import preflight, role_subject
-from assay.engine.sample import LocalExecutor, RunCalls
+from assay.engine.sample import Executor, LocalExecutor, RunCalls
 from assay.errors import ConfigError
 from assay.models.base import Subject, get_subject
 from assay.models.registry import capabilities_of
@@ -33,18 +34,17 @@ from assay.tasks.registry import build_task
 #: what each role's calls are counted by, per run (``stats.role_calls``)
 ROLE_COUNTS = ("calls", "cache_hits", "input_tokens", "output_tokens")
 
+
 def weak_isolation_mark(spec: RunSpec, dataset: dict[str, Any]) -> str | None:
-    """Where ``--allow-weak-sandbox`` lets code run without bubblewrap: the line that
-    marks the run (and a warning on stderr); else ``None``. Only a task that runs code
-    from data or from a model is marked: its dataset record describes the sandbox."""
+    """Where ``--allow-weak-sandbox`` lets a task that runs code (its dataset record has a
+    ``sandbox``) run without bubblewrap: the line marking the run, warned on stderr."""
     if not spec.allow_weak_sandbox or not dataset.get("sandbox"):
         return None
     problem = bwrap_problem()
     if problem is None:
         return None
     print(f"warning: {ALLOW_WEAK_FLAG}: {problem}; code from data or from a model runs "
-          "with weak isolation (the host's files and network within its reach)",
-          file=sys.stderr)
+          "with weak isolation (the host's files and network within its reach)", file=sys.stderr)
     return f"weak: {problem} ({ALLOW_WEAK_FLAG})"
 
 
@@ -61,66 +61,34 @@ def select_samples(samples: list[Sample], spec: RunSpec) -> list[Sample]:
     return samples
 
 
-class _Progress:
-    """A rich progress bar on stderr, or nothing when quiet."""
+def _progress(total: int, description: str, quiet: bool) -> tuple[Any, Callable[[int], None]]:
+    """A rich progress bar on stderr (a context) and its advance(errors); nothing when quiet."""
+    if quiet:
+        return nullcontext(), lambda errors: None
+    import rich.progress as rp  # startup
 
-    def __init__(self, total: int, description: str, quiet: bool) -> None:
-        self._bar: Any = None
-        self._task: Any = None
-        if not quiet:
-            from rich.progress import (  # startup
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-
-            self._bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("errors {task.fields[errors]}"), TimeRemainingColumn(),
-                transient=True,
-            )
-            self._task = self._bar.add_task(description, total=total, errors=0)
-
-    def __enter__(self) -> _Progress:
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    def advance(self, errors: int) -> None:
-        if self._bar is not None:
-            self._bar.update(self._task, advance=1, errors=errors)
+    bar = rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(),
+                      rp.MofNCompleteColumn(), rp.TextColumn("errors {task.fields[errors]}"),
+                      rp.TimeRemainingColumn(), transient=True)
+    task = bar.add_task(description, total=total, errors=0)
+    return bar, lambda errors: bar.update(task, advance=1, errors=errors)
 
 
 class Engine:
     """Runs :class:`RunSpec` s into a :class:`Store`."""
 
-    def __init__(self, store: Store, *, quiet: bool = False) -> None:
-        self.store = store
-        self.quiet = quiet
+    def __init__(self, store: Store, *, quiet: bool = False,
+                 executor: Executor | None = None) -> None:
+        self.store, self.quiet = store, quiet
+        self.executor: Executor = executor or LocalExecutor()
         #: id of the run in progress (so a caller can mark it interrupted on Ctrl-C)
         self.current_run_id: str | None = None
 
-    async def run(
-        self,
-        spec: RunSpec | None,
-        *,
-        resume: str | None = None,
-        task: Task | None = None,
-        subject: Subject | Any | None = None,
-        parent_id: str | None = None,
-    ) -> str:
-        """Run (or resume) and return the run id. Finished samples are never redone.
-
-        On resume, ``spec`` may be omitted (the stored one is used). ``parent_id``: the
-        run this one is a step of (a pipeline's). Code from data or from a model runs
-        with weak isolation only when the spec allows it (``--allow-weak-sandbox``).
-        """
+    async def run(self, spec: RunSpec | None, *, resume: str | None = None,
+                  task: Task | None = None, subject: Subject | Any | None = None,
+                  parent_id: str | None = None) -> str:
+        """Run (or resume: ``spec`` may then be omitted) and return the run id; finished
+        samples are never redone. ``parent_id``: the run this one is a step of."""
         allowed = spec.allow_weak_sandbox if spec is not None else bool(
             resume and self.store.get_run(resume)["spec"].get("allow_weak_sandbox"))
         with allow_weak_isolation(allowed):
@@ -160,18 +128,14 @@ class Engine:
         weak = weak_isolation_mark(spec, dataset)
         if weak:  # said on the console, and kept with the run for every report
             dataset["isolation"] = weak
-        if not resume:
-            # the options as the task resolved them (defaults, files read, choices
-            # inferred from the data) over those given: what --resume and 'assay score'
-            # rebuild it from
+        if not resume:  # as the task resolved them: what --resume and 'assay score' rebuild
             spec.task_options = {**spec.task_options, **loaded.options}
-        if resume:
+        else:
             old_hash = record["dataset"].get("content_hash")
             if old_hash and dataset.get("content_hash") and old_hash != dataset["content_hash"]:
                 raise ConfigError(
                     f"the dataset changed since run {run_id} started (content hash "
-                    f"{old_hash[:12]} != {dataset['content_hash'][:12]}); start a new run"
-                )
+                    f"{old_hash[:12]} != {dataset['content_hash'][:12]}); start a new run")
         subj = subject or get_subject(spec.model, base_url=spec.base_url, timeout=spec.timeout,
                                       max_reply_bytes=spec.max_reply_bytes)
         roles: dict[str, Any] = {}
@@ -183,18 +147,15 @@ class Engine:
             await preflight(subj, roles)
             described = subj.describe()
             if roles:
-                described = {**described,
-                             "roles": {k: r.describe() for k, r in roles.items()}}
+                described = {**described, "roles": {k: r.describe() for k, r in roles.items()}}
             if not resume:
                 run_id = self.store.create_run(
                     task=task.name, spec=spec.to_dict(), model=described,
-                    dataset=dataset, package_version=__version__, parent_id=parent_id,
-                )
+                    dataset=dataset, package_version=__version__, parent_id=parent_id)
                 self.current_run_id = run_id
             else:
                 self.store.set_run_status(run_id, "running")
-                # allowed overrides (endpoint, limits); an endpoint shown alike may still be
-                # another (its query or credentials): the record says which was called
+                # allowed overrides; an endpoint shown alike may differ (query, credentials)
                 if spec.to_dict() != record["spec"] or described != record["model"]:
                     self.store.update_run(run_id, spec=spec.to_dict(), model=described)
                 if weak and record["dataset"].get("isolation") != weak:  # weak from now on
@@ -213,59 +174,42 @@ class Engine:
             for one in {id(s): s for s in (subj, *roles.values())}.values():
                 await one.aclose()
         del samples, loaded  # freed before the results are read back
-        # finalize, once: metrics, headline, report data and official exports, stored with
-        # the run (readers read them and never import the task's code)
+        # once: metrics, headline, report data and exports, all that readers read of the run
         finalize(self.store, run_id, task=task)
         self._fail_on_errors(run_id, spec)
         return run_id
 
     def _fail_on_errors(self, run_id: str, spec: RunSpec) -> None:
-        """Mark a finished run ``failed`` when every sample errored or its error rate
-        passes ``spec.max_error_rate``; its most common error is kept in its stats."""
+        """Mark a finished run ``failed`` past ``spec.max_error_rate`` (or when every sample
+        errored), its most common error kept in its stats."""
         totals = self.store.sample_totals(run_id)  # one query; the errors read only if so
-        if too_many_errors(ErrorSummary(totals["samples"], totals["errors"]),
-                           spec.max_error_rate):
+        if too_many_errors(ErrorSummary(totals["samples"], totals["errors"]), spec.max_error_rate):
             stats = self.store.get_run(run_id)["stats"]
             stats["error"] = scrub(error_summary(self.store, run_id).line())[:500]
             self.store.set_run_status(run_id, "failed", stats)
 
     def _mark(self, run_id: str, status: str, error: str | None) -> None:
         """Record how a run stopped; never raises (the original error matters more)."""
-        try:
+        with suppress(BaseException):  # the run is already failing
             self.store.stop_writer()
-        except BaseException:  # noqa: BLE001 - the run is already failing
-            pass
-        try:
+        with suppress(BaseException):  # e.g. the store is locked; list runs shows it
             stats = self.store.get_run(run_id)["stats"]
             stats.pop("owner", None)
             stats.update(self.store.sample_totals(run_id))
             if error:
                 stats["error"] = scrub(error)[:500]
             self.store.set_run_status(run_id, status, stats)
-        except BaseException:  # noqa: BLE001 - e.g. the store is locked; list runs shows it
-            pass
 
     async def _execute(self, run_id: str, spec: RunSpec, task: Task, subj: Any,
                        samples: list[Sample], roles: dict[str, Any] | None = None) -> None:
         done = self.store.completed_keys(run_id)
-        todo = [
-            (seq, s, epoch)
-            for epoch in range(spec.epochs)
-            for seq, s in enumerate(samples)
-            if (s.id, epoch) not in done
-        ]
-
-        def shared_for(model_id: str) -> CallShared:  # the run's limits, one cache per model
-            return CallShared(
-                self.store, max_connections=spec.max_connections,
-                policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
-                use_cache=spec.cache, seed=spec.seed, model_id=model_id,
-                max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
-            )
-
+        todo = [(seq, s, epoch) for epoch in range(spec.epochs) for seq, s in enumerate(samples)
+                if (s.id, epoch) not in done]
         run = RunCalls(
-            shared_for(subj.model_id), json.dumps(subj.describe(), sort_keys=True),
-            {name: (r, json.dumps(r.describe(), sort_keys=True), shared_for(r.model_id))
+            CallShared.for_spec(self.store, spec, subj.model_id),
+            json.dumps(subj.describe(), sort_keys=True),
+            {name: (r, json.dumps(r.describe(), sort_keys=True),
+                    CallShared.for_spec(self.store, spec, r.model_id))
              for name, r in (roles or {}).items()},
             params=spec.run_params(), sample_timeout=spec.sample_timeout)
         #: each role's calls, cache hits and tokens in this session (said when the run ends)
@@ -273,7 +217,7 @@ class Engine:
         errors = 0
         started = time.perf_counter()
         record = self.store.record
-        progress = _Progress(len(todo), f"{task.name} · {subj.model_id}", self.quiet)
+        bar, advance = _progress(len(todo), f"{task.name} · {subj.model_id}", self.quiet)
 
         def commit(result: SampleResult) -> None:
             nonlocal errors
@@ -283,14 +227,13 @@ class Engine:
                 for k in ROLE_COUNTS:
                     role_counts[name][k] += used[k]
             errors += result.error is not None
-            progress.advance(errors)
+            advance(errors)
 
-        with self.store.background_writes(), progress if not self.quiet else nullcontext():
-            n_workers = spec.max_connections
-            if all(capabilities_of(m).one_call_at_a_time
-                   for m in (subj, *(r for r, _, _ in run.roles.values()))):
-                n_workers = 1  # every model answers one call at a time (as declared)
-            await LocalExecutor().execute(task, subj, todo, run, commit, n_workers)
+        with self.store.background_writes(), bar:
+            # 1 where every model declares it answers one call at a time
+            n_workers = 1 if all(capabilities_of(m).one_call_at_a_time for m in (
+                subj, *(r for r, _, _ in run.roles.values()))) else spec.max_connections
+            await self.executor.execute(task, subj, todo, run, commit, n_workers)
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]
         stats = self.store.sample_totals(run_id)

@@ -1,6 +1,5 @@
-"""One sample, start to end (:func:`run_sample`), and the executors that run a run's
-samples through it (:class:`LocalExecutor` today; a Ray executor deals the same calls to
-its actors)."""
+"""One sample, start to end (:func:`run_sample`), and the executor that runs a run's
+samples through it (:class:`LocalExecutor`; another, Ray's say, would take the same call)."""
 
 from __future__ import annotations
 
@@ -43,9 +42,8 @@ class SampleJob:
 
 async def run_sample(task: Any, sample: Sample, subject: Any, job: SampleJob) -> SampleResult:
     """A fresh agent, ``solve``, then ``score`` with a context that reaches the judges but
-    never the model under test; ``--sample-timeout`` covers both. Never raises for a
-    failure of the sample's own (a model error, a task bug, a timeout): that is the
-    result's ``error``."""
+    never the model under test, both within ``--sample-timeout``. The sample's own failure
+    (a model error, a task bug, a timeout) is the result's ``error``, never raised."""
     t0 = time.perf_counter()
     run = job.run
     done: dict[str, Any] = {"outcome": None, "scores": {}, "error": None, "scored": False}
@@ -56,10 +54,8 @@ async def run_sample(task: Any, sample: Sample, subject: Any, job: SampleJob) ->
         for name, (role, identity, shared) in run.roles.items():
             ctx.roles[name] = CallContext(role.session(), shared, identity, job.epoch,
                                           params=run.params, run_state=run.run_state)
-        if run.sample_timeout:
-            await asyncio.wait_for(_solve_and_score(task, sample, ctx, done), run.sample_timeout)
-        else:
-            await _solve_and_score(task, sample, ctx, done)
+        await asyncio.wait_for(_solve_and_score(task, sample, ctx, done),
+                               run.sample_timeout or None)
     except asyncio.TimeoutError:
         done["error"] = f"sample timed out after {run.sample_timeout:g}s"
     except Exception as e:  # an agent that cannot start must not sink the run
@@ -117,8 +113,8 @@ async def _solve_and_score(task: Any, sample: Sample, ctx: CallContext,
 
 
 class Executor(Protocol):
-    """Runs a run's samples through :func:`run_sample` and hands each result to
-    ``commit`` (on the driver: the store's one writer) as it comes."""
+    """How a run's samples get through :func:`run_sample`: each ``(seq, sample, epoch)`` of
+    ``work`` once, each result handed to ``commit`` on the driver as it comes."""
 
     async def execute(self, task: Any, subject: Any, work: list[tuple[int, Sample, int]],
                       run: RunCalls, commit: Callable[[SampleResult], None],
@@ -126,7 +122,8 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """In this process: ``workers`` asyncio tasks pulling from one queue (memory stays flat
+    """In this process: runs samples through :func:`run_sample`, each result to ``commit`` (the store's one
+    writer) as it comes: ``workers`` asyncio tasks pulling from one queue (memory stays flat
     for big datasets); one failure outside a sample (e.g. the store) stops them all."""
 
     async def execute(self, task: Any, subject: Any, work: list[tuple[int, Sample, int]],

@@ -1,12 +1,7 @@
-"""The explicit upgrade of runs an older assay stored (``assay store migrate``), once.
-
-The store brings its schema up itself (:mod:`assay.store.migrate`); what needs a task's,
-a metric's or a provider's code is done here, never by a reader (which shows such a run
-as stored). A finished run with no description is described as if it had just ended,
-exports included; without its task's code (a deleted ``@task`` file), from its stored
-metrics (with none, it is left as it is). A run described before runs stored what
-readers show of their metrics and model gets it; a plan run, its :func:`plan_facts`.
-"""
+"""The explicit, one-time upgrade of runs an older assay stored (``assay store migrate``), with
+the code no reader imports: a finished run with no description is described as if it had just
+ended (without its task's code: from its stored metrics, if any); one described before runs
+stored what readers show of metrics and model gets it; a plan run, :func:`plan_facts`."""
 
 from __future__ import annotations
 
@@ -42,8 +37,8 @@ def plan_facts(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def upgrade_runs(store: Store) -> int:
-    """Upgrade every run of ``store`` that needs it (see the module docstring); returns
-    how many were. A run that cannot be upgraded is logged and never stops the others."""
+    """Upgrade every run of ``store`` that needs it; returns how many were (one that cannot
+    be is logged and never stops the others)."""
     done = 0
     for run_id in store.runs_to_upgrade():
         try:
@@ -83,7 +78,6 @@ def _upgrade(store: Store, run: dict[str, Any]) -> bool:
         report["exports"] = write_exports(store, {**run, "metrics": metrics}, cls,
                                           store.runs_dir / run["id"])
     except Exception:  # noqa: BLE001 - its description stands without them
-        log.warning("the official exports of run %s were not written", run["id"],
-                    exc_info=True)
+        log.warning("the official exports of run %s were not written", run["id"], exc_info=True)
     store.set_description(run["id"], metrics=metrics, headline=head, report=report)
     return True

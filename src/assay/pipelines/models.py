@@ -1,19 +1,7 @@
-"""One task on several models: ``assay run TASK --model A --model B``.
-
-The run is a parent run of kind ``pipeline`` (task name :data:`NAME`; its spec's task
-options hold the task, the models and the task's options; its engine settings are the
-ones every child inherits) driven by the one parent-run driver
-(:mod:`assay.pipelines.parent`): one child run of the task per model, in the order the
-models were given. A model whose run fails (its endpoint unreachable, every sample
-errored) is recorded and the others still run; the parent then ends ``failed``.
-``--resume PARENT`` keeps the finished children, continues an interrupted one with the
-engine's resume and runs the rest.
-
-When the children have run, the comparison is stored as the parent's metrics: each
-model's headline with its interval, and for each pair of models the paired test on the
-samples both scored (:func:`assay.compare.compare_runs`; Holm-adjusted p-values across the
-pairs). ``report.md`` and ``report.html`` in the parent's run folder show it
-(:mod:`assay.reports.models`).
+"""One task on several models (``assay run TASK --model A --model B``): a ``pipeline`` parent
+run with one child run per model, in order. A model whose run fails is recorded and the
+others still run (the parent then ends ``failed``). The comparison (each headline, paired
+tests with Holm-adjusted p-values) is stored as the parent's metrics.
 """
 
 from __future__ import annotations
@@ -43,13 +31,9 @@ __all__ = ["NAME", "ModelsResult", "comparison", "comparison_lines", "is_models_
 
 @dataclass
 class ModelsResult:
-    """What a multi-model run did: the parent, each model's child run, the comparison."""
-
     run_id: str
     task: str
-    #: model -> its child run id (``None``: it did not run)
-    children: dict[str, str | None]
-    #: model -> why its run failed
+    children: dict[str, str | None]  # model -> child run id (None: not run)
     failures: dict[str, str] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     reports: dict[str, Path] = field(default_factory=dict)
@@ -59,12 +43,8 @@ def start_models(store: Store, task: str, models: list[str], *,
                  task_options: dict[str, Any], engine: dict[str, Any], quiet: bool = True,
                  echo: Callable[[str], Any] | None = None,
                  on_created: Callable[[str], Any] | None = None) -> ModelsResult:
-    """Run ``task`` once per model in ``models`` as child runs of a new parent run.
-
-    ``task_options`` and ``engine`` are those of ``assay run`` (see :func:`make_spec`);
-    they are checked before anything is stored. ``on_created`` is called with the
-    parent's id once it is in the store.
-    """
+    """Run ``task`` once per model as child runs of a new parent run (options checked
+    before anything is stored; ``on_created`` gets the parent's id)."""
     repeated = sorted({m for m in models if models.count(m) > 1})
     if repeated:
         raise ConfigError(f"--model {repeated[0]} is given more than once; give each model once")
@@ -86,9 +66,8 @@ def start_models(store: Store, task: str, models: list[str], *,
 def resume_models(store: Store, run_id: str, *, task: str | None = None,
                   overrides: dict[str, Any] | None = None, quiet: bool = True,
                   echo: Callable[[str], Any] | None = None) -> ModelsResult:
-    """Continue the multi-model run ``run_id``: finished children are kept, an
-    interrupted one resumed, the rest run. ``task``: the task the user named (refused
-    when it is not the run's). ``overrides``: settings that may change on resume."""
+    """Continue the multi-model run ``run_id``: finished children kept, an interrupted one
+    resumed, the rest run. ``task``: the one the user named (refused if not the run's)."""
     record = store.get_run(run_id)
     stored_task = record["spec"]["task_options"]["task"]
     if task is not None and task != stored_task:
@@ -100,7 +79,6 @@ def resume_models(store: Store, run_id: str, *, task: str | None = None,
 
 
 def _drive(parent: ParentRun, echo: Callable[[str], Any] | None) -> ModelsResult:
-    """Run every model's child (the parent-run driver records each step)."""
     opts = parent.spec.task_options
     task, models, options = opts["task"], list(opts["models"]), dict(opts["options"])
     settings = engine_settings(parent.spec, ALL_ENGINE_FIELDS)

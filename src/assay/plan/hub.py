@@ -1,27 +1,8 @@
-"""The planner's Hugging Face Hub fallback: search datasets, resolve one, fetch a split.
-
-When the gallery has nothing for a request, the planner may look on the Hub:
-
-- :func:`search_hub` asks the Hub's dataset search (``GET /api/datasets``, the request
-  ``HfApi.list_datasets`` sends, made once through huggingface_hub's own session so that
-  an unreachable Hub fails at once instead of after five retries) and ranks them as
-  :class:`HubCandidate` (a score in [0, 1] and a one-line reason).
-- :func:`resolve_hub` reads one dataset's card and file names (``HfApi.dataset_info``)
-  and decides the config, the split, the columns and the key mapping for the generic
-  ``qa`` task, recording one reason per decision (:class:`HubResolution`). Rules come
-  first; a planner model (``ask``) is asked only for the keys the rules could not map,
-  under a JSON schema whose values are the dataset's real columns.
-- :func:`fetch_split` downloads the split (pinned to the revision) through the data cache
-  into one JSONL file, recorded in its manifest, that the ``qa`` task reads.
-
-A Hub dataset is never *verified*: it runs only as generic QA. ``HF_ENDPOINT`` is read
-at call time (not at import), the token is ``token`` or ``HF_TOKEN`` (else
-huggingface_hub's stored login), ``HF_HUB_OFFLINE`` turns all of this off, and every
-failure is a one-line :class:`~assay.errors.DatasetError` that never shows the token.
-
-How a dataset's configs, splits and columns are read from its card and file names, and
-how a downloaded data file's rows are read, is in :mod:`assay.plan.hub_layout`; which
-columns are the question, answer and choices, in :mod:`assay.plan.hub_keys`.
+"""The planner's Hugging Face Hub fallback: :func:`search_hub`, :func:`resolve_hub` (config,
+split, columns and keys for the generic ``qa`` task, a reason per decision) and
+:func:`fetch_split` (one recorded JSONL file, pinned to the revision). A Hub dataset is never
+*verified*. ``HF_ENDPOINT`` is read at call time, ``HF_HUB_OFFLINE`` turns it all off, and
+every failure is one :class:`~assay.errors.DatasetError` line that never shows the token.
 """
 
 from __future__ import annotations
@@ -37,15 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.data.hf import hub_endpoint, hub_failure, hub_file, hub_offline, keep_split, kept_split
 from assay.errors import DatasetError
-from assay.plan.hub_keys import ANSWER_NAMES as ANSWER_NAMES
-from assay.plan.hub_keys import CHOICES_NAMES as CHOICES_NAMES
-from assay.plan.hub_keys import QUESTION_NAMES as QUESTION_NAMES
-from assay.plan.hub_keys import REQUIRED as REQUIRED
 from assay.plan.hub_keys import map_keys
-from assay.plan.hub_keys import match_column as match_column
-from assay.plan.hub_layout import DATA_SUFFIXES as DATA_SUFFIXES
-from assay.plan.hub_layout import SPLIT_ORDER as SPLIT_ORDER
-from assay.plan.hub_layout import SPLIT_WORDS as SPLIT_WORDS
 from assay.plan.hub_layout import (
     _card_columns,
     _choose_config,
@@ -58,19 +31,14 @@ from assay.plan.hub_layout import (
 if TYPE_CHECKING:
     from assay.plan.schema import HubRef
 
-#: seconds a dataset search may take
 SEARCH_TIMEOUT_S = 20.0
 _STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from how i in is it its me my of on or "
-    "our the their this to use using we what which who with my your evaluate evaluation "
-    "eval test tests testing benchmark benchmarks dataset datasets data good bad model "
-    "models llm agent agents".split())
+    "a an and are as at be by can do does for from how i in is it its me my of on or our the their "
+    "this to use using we what which who with my your evaluate evaluation eval test tests testing "
+    "benchmark benchmarks dataset datasets data good bad model models llm agent agents".split())
 
-
-# -- the connection ------------------------------------------------------------------------
 
 def hub_enabled() -> bool:
-    """False when ``HF_HUB_OFFLINE`` is set (huggingface_hub's constant or the env var)."""
     return not hub_offline()
 
 
@@ -95,7 +63,6 @@ def _offline(doing: str) -> DatasetError:
 
 
 def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> DatasetError:
-    """One line for a failed Hub call: what happened and what to do (never the token)."""
     kind, status = hub_failure(exc)
     page = f"https://huggingface.co/datasets/{dataset_id}" if dataset_id else ""
     if kind == "offline":
@@ -115,8 +82,7 @@ def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> D
                             "(offline?); check the network and HF_ENDPOINT, or set "
                             "HF_HUB_OFFLINE=1 to plan from the gallery only")
     if kind == "refused":
-        return DatasetError(f"the Hugging Face Hub refused to {doing} (HTTP 401); check "
-                            "HF_TOKEN")
+        return DatasetError(f"the Hugging Face Hub refused to {doing} (HTTP 401); check HF_TOKEN")
     if status is not None:
         try:
             phrase = f" ({HTTPStatus(status).phrase})"
@@ -130,17 +96,10 @@ def _failure(exc: BaseException, doing: str, dataset_id: str | None = None) -> D
                         "try again later")
 
 
-# -- search --------------------------------------------------------------------------------
-
 @dataclass
 class HubCandidate:
-    """A dataset found by :func:`search_hub`.
-
-    ``score`` is in [0, 1]: 0.6 x the share of the query's words found in the id, tags or
-    description, + 0.25 x the Hub's own rank (1 for its first result, falling linearly),
-    + 0.15 x popularity (log10 of downloads, 1 from a million). ``reason`` says which
-    words matched where. Hub results are never ``verified``: they run only as generic QA.
-    """
+    """A dataset found by :func:`search_hub`; ``score`` in [0, 1] (words matched, the Hub's
+    rank, downloads), ``reason`` which words matched where."""
 
     id: str
     score: float
@@ -153,7 +112,6 @@ class HubCandidate:
 
 
 def query_words(query: str) -> list[str]:
-    """The words of ``query`` worth searching for (lowercase, no stopwords, no repeats)."""
     words = re.findall(r"[a-z0-9][a-z0-9_.+-]*", query.lower())
     out: list[str] = []
     for w in words:
@@ -164,8 +122,7 @@ def query_words(query: str) -> list[str]:
 
 
 def _terms(query: str) -> list[str]:
-    """The Hub's search matches a substring of the dataset id, so a sentence finds
-    nothing: one search per word (at most three), or the query itself when it is one."""
+    """One search per word (at most three): the Hub matches a substring of the id."""
     q = query.strip()
     if q and not re.search(r"\s", q):
         return [q]
@@ -182,21 +139,16 @@ def _found_in(word: str, item: Any) -> str | None:
     return None
 
 
-#: what a search asks the Hub to return for each dataset
 SEARCH_EXPAND = ("downloads", "likes", "tags", "description", "sha")
 
 
 def _list_datasets(term: str, limit: int, token: str | None) -> list[Any]:
-    """``HfApi.list_datasets(search=term, limit=limit, sort="downloads", expand=...)``'s
-    request (``GET /api/datasets``), sent once: ``list_datasets`` retries a refused
-    connection five times with backoff (23 s and ten warnings before the one-line error),
-    which a planner that falls back to the gallery does not want. One page holds up to
-    1,000 results, so ``limit`` (at most 100) never needs a second page."""
+    """``HfApi.list_datasets``'s request, sent once (it retries a refused connection five
+    times, 23 s, which a planner falling back to the gallery does not want)."""
     from huggingface_hub.hf_api import DatasetInfo  # heavy
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status  # heavy
 
-    params = {"search": term, "limit": limit, "sort": "downloads",
-              "expand": list(SEARCH_EXPAND)}
+    params = {"search": term, "limit": limit, "sort": "downloads", "expand": list(SEARCH_EXPAND)}
     r = get_session().get(f"{_where()}/api/datasets", params=params,
                           headers=build_hf_headers(token=token), timeout=SEARCH_TIMEOUT_S)
     hf_raise_for_status(r)
@@ -208,14 +160,7 @@ def _list_datasets(term: str, limit: int, token: str | None) -> list[Any]:
 
 
 def search_hub(query: str, *, limit: int, token: str | None = None) -> list[HubCandidate]:
-    """Datasets on the Hub for ``query``, best first, at most ``limit`` of them.
-
-    ``list_datasets``'s request to ``HF_ENDPOINT`` (see :func:`_list_datasets`), sorted by
-    downloads, once per search word (at most three; the Hub matches a substring of the
-    id, so a sentence is split into its words). ``limit=0``, or a query of stopwords only,
-    returns ``[]`` without any request (a quota of 0 is honoured exactly). Offline,
-    unreachable or an HTTP error: a one-line :class:`DatasetError`.
-    """
+    """Datasets on the Hub for ``query``, best first, at most ``limit`` (0: no request)."""
     if limit <= 0:
         return []
     terms = _terms(query)
@@ -252,8 +197,6 @@ def search_hub(query: str, *, limit: int, token: str | None = None) -> list[HubC
     return out[:limit]
 
 
-# -- resolution ----------------------------------------------------------------------------
-
 @dataclass
 class HubResolution:
     """How a Hub dataset will run as generic QA, with one reason per decision."""
@@ -273,7 +216,6 @@ class HubResolution:
 
 def _dataset_info(dataset_id: str, revision: str | None, token: str | None,
                   doing: str) -> tuple[str | None, dict[str, Any], list[str]]:
-    """The commit sha, the card's YAML metadata and the file names."""
     api = _api()
     try:
         info = api.dataset_info(dataset_id, revision=revision, token=_token(token))
@@ -305,16 +247,9 @@ def _download(dataset_id: str, filename: str, revision: str | None,
 
 def resolve_hub(dataset_id: str, *, ask: Callable[[str, dict], dict | None] | None = None,
                 token: str | None = None) -> HubResolution:
-    """Decide how ``dataset_id`` runs as generic QA: config, split, columns, key mapping.
-
-    Configs and splits come from the card (``configs``/``dataset_info``), else from the
-    file names; columns from the card's features, else from the split's first data file.
-    Keys are mapped by name rules; for required keys the rules miss, ``ask(prompt,
-    schema)`` (when given) may name a column, and its answer is accepted only when every
-    value is an existing column. Reaching the Hub fails with a one-line
-    :class:`DatasetError`; a dataset that cannot run comes back with ``ok=False`` and a
-    one-line ``problem``.
-    """
+    """How ``dataset_id`` runs as generic QA, from its card or file names; keys by name
+    rules, else ``ask(prompt, schema)`` (only real columns accepted). One that cannot run
+    comes back with ``ok=False`` and a ``problem``."""
     if not hub_enabled():
         raise _offline(f"read dataset {dataset_id}")
     doing = f"read dataset {dataset_id}"
@@ -349,17 +284,9 @@ def resolve_hub(dataset_id: str, *, ask: Callable[[str, dict], dict | None] | No
     return res
 
 
-# -- fetching ------------------------------------------------------------------------------
-
 def fetch_split(ref: HubRef, *, token: str | None = None) -> Path:
-    """The split ``ref`` names as one local JSONL file (downloaded once per revision).
-
-    The split's data files are downloaded through the data cache (pinned to
-    ``ref.revision`` when given, else to the commit the Hub reports now) and kept as one
-    recorded JSONL file (:func:`~assay.data.hf.keep_split`), returned later without any
-    request (for a pinned revision) or after one info request (for the latest). Offline,
-    unreachable or a missing config/split: a one-line :class:`DatasetError`.
-    """
+    """The split ``ref`` names as one local JSONL file, downloaded once per revision (the
+    latest: the commit the Hub reports now)."""
     if ref.revision and (known := kept_split(ref.id, ref.revision, ref.config, ref.split)):
         return known
     doing = f"download dataset {ref.id}"

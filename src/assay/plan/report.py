@@ -1,26 +1,11 @@
-"""The combined report of a plan run: one ``report.md``, ``report.html`` and ``summary.json``.
+"""The combined report of a plan run: ``report.md``, ``report.html`` and ``summary.json``.
 
-A plan run is a parent run (``task == "plan"``, the plan in its ``dataset``, with what
-the report shows of the plan's metrics: :func:`assay.engine.upgrade.plan_facts`) whose
-children are the plan's tasks, in order. Everything here is read from the store: the
-plan as the run stored it, each child's stored metrics, headline, metric facts and
-results; nothing is re-scored, and no task's or metric's code is imported (a child run
-of a deleted task file still reports). The report shows
-
-* a capability radar: one axis per capability tag of the plan's tasks, valued by the mean
-  of the tagged tasks' primary metric, normalised to [0, 1] (bars below three axes);
-* a table of the tasks: primary metric with its 95% interval, errors, run, status (a task
-  that did not run or did not finish is shown as such, never as 0);
-* failure categories (errors by message, no answer extracted, wrong answers, the weakest
-  groups of any ``by_<field>`` breakdown) and case studies (the two worst and two best
-  samples by primary score) per task;
-* the plan itself (its YAML without the trace) and the trace of how it was made.
-
-The HTML is one self-contained file rendered by Jinja2 with autoescaping on; the radar is
-inline SVG. In Markdown, ``&<>`` become entities and table pipes are escaped. This module
-makes the numbers (:func:`plan_summary`) and the radar's geometry, and writes the files
-(:func:`write_plan_report`); the tables are made in :mod:`assay.plan.report_render`, the
-pages by :mod:`assay.reports.pages` (page ``plan``).
+Everything is read from the store (the plan as the run stored it, each child's stored
+metrics, headline, metric facts and results): nothing is re-scored and no task's or
+metric's code is imported, so a child run of a deleted task file still reports. A task
+that did not run or finish is shown as such, never as 0. This module makes the numbers
+(:func:`plan_summary`) and the radar's geometry; the tables are in
+:mod:`assay.plan.report_render`, the pages in :mod:`assay.reports.pages`.
 """
 
 from __future__ import annotations
@@ -38,28 +23,23 @@ from assay.core.types import SampleResult
 from assay.errors import ConfigError
 from assay.metrics.summary import error_messages
 from assay.plan.children import match_children
-from assay.plan.report_render import CASE_CHARS as CASE_CHARS
 from assay.plan.report_render import _sections, _short, _trace
 from assay.reports.pages import write_pages
 from assay.reports.render import is_rate
 from assay.store.described import metric_fact, run_headline, run_report
 from assay.store.sqlite import Store
 
-#: metrics whose values are not on [0, 1], as (worst end, best end of the scale); a
-#: value on the radar is ``(v - low) / (high - low)``
+#: metrics whose values are not on [0, 1]: (worst, best end of the scale)
 SCALES: dict[str, tuple[float, float]] = {
     "mtbench_score": (1.0, 10.0),
     "judge_score": (1.0, 5.0),
     "bleu": (0.0, 100.0),
     "chrf": (0.0, 100.0),
 }
-#: the weakest groups shown per ``by_<field>`` breakdown
 WEAKEST_GROUPS = 3
 
 
-# -- reading the plan run ---------------------------------------------------------------
 def _plan(run: dict[str, Any]) -> dict[str, Any]:
-    """The plan as the run stored it (validated when it ran)."""
     plan = (run.get("dataset") or {}).get("plan")
     if run.get("kind") != "plan" or not isinstance(plan, dict):
         raise ConfigError(f"run {run['id']} is not a plan run (it is a {run.get('kind')} run "
@@ -67,10 +47,8 @@ def _plan(run: dict[str, Any]) -> dict[str, Any]:
     return plan
 
 
-# -- values -------------------------------------------------------------------------------
 def chosen_line(task: dict[str, Any]) -> str:
-    """Why the plan holds ``task``, in one line: the field's prior, the words, the model
-    (a task the user added or an older plan: what its plan recorded)."""
+    """Why the plan holds ``task``, in one line: the field's prior, the words, the model."""
     why = task.get("why") or {}
     if "prior" in why:
         return (f"prior: {why['prior']}; words: {why.get('words', '-')}; "
@@ -80,10 +58,8 @@ def chosen_line(task: dict[str, Any]) -> str:
 
 def task_value(metrics: dict[str, Any], primary: str, run: dict[str, Any], *,
                key: str | None = None) -> tuple[str, dict[str, Any]] | None:
-    """``(key, rate)``: the run's value of the plan's primary metric (stored under ``key``,
-    default its name), else the headline ``run`` stored when it ended (a task such as
-    converse names its own; never read from the task's code); ``None`` when unset (no
-    scored samples), never another metric's value."""
+    """``(key, rate)``: the run's value of the primary (stored under ``key``, default its
+    name), else its stored headline; ``None`` when unset, never another metric's value."""
     key = key or primary
     value = metrics.get(key)
     if is_rate(value):
@@ -96,17 +72,15 @@ def task_value(metrics: dict[str, Any], primary: str, run: dict[str, Any], *,
 
 def _metric_info(name: str, facts: dict[str, Any] | None
                  ) -> tuple[bool, tuple[float, float] | None]:
-    """Whether metric ``name`` is better higher and its scale, from the metric facts
-    stored with the runs (higher, and the table of scales, where none are stored)."""
+    """Whether metric ``name`` is better higher, from the stored facts, and its scale."""
     fact = metric_fact(facts, name)
     return fact.get("higher_is_better", True), SCALES.get(fact.get("name") or name)
 
 
 def normalise(primary: str, value: float, facts: dict[str, Any] | None = None
               ) -> tuple[float | None, str | None]:
-    """``value`` of metric ``primary`` on [0, 1] with 1 the best, and a note saying how
-    it was mapped (``None``: as is); a value off its scale gives ``(None, why)``.
-    ``facts``: the metric facts stored with the runs (:func:`metric_fact`)."""
+    """``value`` on [0, 1] with 1 the best, and a note on how it was mapped (``None``: as
+    is); a value off its scale gives ``(None, why)``."""
     higher_is_better, scale = _metric_info(primary, facts)
     notes = []
     low, high = scale or (0.0, 1.0)
@@ -123,11 +97,9 @@ def normalise(primary: str, value: float, facts: dict[str, Any] | None = None
     return min(max(v, 0.0), 1.0), "; ".join(notes) or None
 
 
-# -- per-sample views ---------------------------------------------------------------------
 def score_key(results: list[SampleResult], primary: str,
               facts: dict[str, Any] | None = None) -> str | None:
-    """The key of the primary metric in the samples' scores: the metric's name or one of
-    its aliases (a qa scorer's name), else the first score (the task's own)."""
+    """The primary's key in the samples' scores: its name or an alias, else the first."""
     first = next((r for r in results if r.scores), None)
     if first is None:
         return None
@@ -141,9 +113,8 @@ def score_key(results: list[SampleResult], primary: str,
 
 def computes_primary(key: str | None, primary: str,
                      facts: dict[str, Any] | None = None) -> bool | None:
-    """Whether the samples' score ``key`` (:func:`score_key`) is the plan's primary metric:
-    its name or an alias (``None``: nothing was scored, so nobody can tell). ``False``
-    means the task computes something else, which the report must not pass off as it."""
+    """Whether score ``key`` is the primary (``None``: nothing was scored; ``False``: the
+    task computes something else, which the report must not pass off as it)."""
     if key is None:
         return None
     return key == primary or metric_fact(facts, key).get("name") == primary
@@ -159,13 +130,11 @@ def _sample_value(r: SampleResult, key: str | None) -> float | None:
 def failure_categories(results: list[SampleResult], key: str | None, primary: str,
                        metrics: dict[str, Any], facts: dict[str, Any] | None = None
                        ) -> dict[str, Any]:
-    """Counts of errors, unreadable answers, wrong, partly right and right answers, and the
-    error messages with their counts (``top_errors`` when the run stored them)."""
+    """Counts of errors, no answer, wrong, partly right and right, and the error messages."""
     higher_is_better, scale = _metric_info(primary, facts)
     low, high = scale or (0.0, 1.0)
     best, worst = (high, low) if higher_is_better else (low, high)
-    counts = dict.fromkeys(("errors", "no_answer", "wrong", "partial", "correct",
-                            "unscored"), 0)
+    counts = dict.fromkeys(("errors", "no_answer", "wrong", "partial", "correct", "unscored"), 0)
     for r in results:
         if r.error is not None:
             counts["errors"] += 1
@@ -190,8 +159,7 @@ def failure_categories(results: list[SampleResult], key: str | None, primary: st
 
 def weakest_groups(metrics: dict[str, Any], primary: str, limit: int = WEAKEST_GROUPS,
                    facts: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The lowest-scoring groups of every ``by_<field>`` breakdown with two groups or more
-    (a group holding several rates is valued by the primary's, else its first)."""
+    """The lowest groups of every ``by_<field>`` breakdown of two groups or more."""
     higher_is_better, _ = _metric_info(primary, facts)
     out = []
     for field, groups in metrics.items():
@@ -212,16 +180,13 @@ def weakest_groups(metrics: dict[str, Any], primary: str, limit: int = WEAKEST_G
 def pick_cases(results: list[SampleResult], key: str | None, primary: str,
                n: int = 2, facts: dict[str, Any] | None = None
                ) -> dict[str, list[dict[str, Any]]]:
-    """The ``n`` worst and ``n`` best scored samples by primary score (dataset order breaks
-    ties; a sample is never both). A worst case scores below the best end of the metric's
-    scale and a best case above its worst end: where every sample scored 1 there is no
-    worst case to show, and where every one scored 0 no best case."""
+    """The ``n`` worst and ``n`` best samples by primary score, never both; a worst case
+    scores below the scale's best end and a best case above its worst end."""
     higher_is_better, scale = _metric_info(primary, facts)
     low, high = scale or (0.0, 1.0)
     worst_end, best_end = (low, high) if higher_is_better else (high, low)
     scored = [(r, v) for r in results if (v := _sample_value(r, key)) is not None]
-    order = sorted(range(len(scored)), key=lambda i: scored[i][1],
-                   reverse=not higher_is_better)
+    order = sorted(range(len(scored)), key=lambda i: scored[i][1], reverse=not higher_is_better)
     worst = [i for i in order if scored[i][1] != best_end][:n]
     best = [i for i in sorted(order, key=lambda i: scored[i][1], reverse=higher_is_better)
             if i not in worst and (scored[i][1] > worst_end if higher_is_better
@@ -234,11 +199,9 @@ def pick_cases(results: list[SampleResult], key: str | None, primary: str,
     return {"worst": [case(i) for i in worst], "best": [case(i) for i in best]}
 
 
-# -- the summary ----------------------------------------------------------------------------
 def _task_summary(store: Store, index: int, task: dict[str, Any], child: dict[str, Any] | None,
                   reported_as: str | None, facts: dict[str, Any]) -> dict[str, Any]:
-    """``reported_as``: the key of the child's metrics that holds the primary (as the plan
-    run stored it); ``facts``: the metric facts the plan run stored."""
+    """``reported_as``: the key of the child's metrics holding the primary."""
     primary = next((m["name"] for m in task.get("metrics") or [] if m.get("role") == "primary"),
                    None)  # None before the plan's metrics step
     if child is not None:  # the child's own facts: its metrics' and its scores' keys
@@ -284,8 +247,7 @@ def _task_summary(store: Store, index: int, task: dict[str, Any], child: dict[st
 
 
 def capability_axes(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One axis per capability tag (in order of first use): the mean normalised primary
-    value of the tasks tagged with it that have a value (``None`` when none has)."""
+    """One axis per capability tag: the mean normalised value of its measured tasks."""
     axes = []
     for cap in dict.fromkeys(c for t in tasks for c in t["capabilities"]):
         tagged = [t for t in tasks if cap in t["capabilities"]]
@@ -302,12 +264,8 @@ def capability_axes(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def plan_summary(store: Store, plan_run_id: str, *,
                  children: list[str | None] | None = None) -> dict[str, Any]:
-    """The numbers the plan report shows, JSON-ready: each task's primary value, status,
-    failure counts and case ids, and the capability axes.
-
-    ``children``: the child run id of each task (``None``: not run), when the caller knows
-    them; otherwise they are matched from the store (:func:`match_children`).
-    """
+    """The numbers the plan report shows, JSON-ready. ``children``: each task's child run id
+    (``None``: not run), else matched from the store."""
     run = store.get_run(plan_run_id)
     plan = _plan(run)
     if children is not None:
@@ -364,12 +322,10 @@ def plan_summary(store: Store, plan_run_id: str, *,
     }
 
 
-# -- the radar ----------------------------------------------------------------------------
 def radar_geometry(axes: list[dict[str, Any]], width: int = 720,
                    height: int = 440) -> dict[str, Any]:
-    """Coordinates of the radar's rings, spokes, labels and value polygon (axis ``i`` at
-    angle ``-90° + 360° i / n``; an unmeasured axis has no point). The canvas is wider
-    than tall so that labels at the sides have room (a label is cut at 20 characters)."""
+    """Coordinates of the radar's rings, spokes, labels and polygon (axis ``i`` at
+    ``-90° + 360° i / n``); wider than tall, for the labels at the sides."""
     cx, cy, radius = width / 2, height / 2, height / 2 - 50
     n = len(axes)
 
@@ -394,23 +350,18 @@ def radar_geometry(axes: list[dict[str, Any]], width: int = 720,
             "polygon": poly(dots), "dots": dots}
 
 
-
 def plan_as_run(plan: dict[str, Any], run: dict[str, Any]) -> str:
-    """The plan's YAML (without its trace) as this run used it: the models the run was
-    given on the command line replace the file's (``--model``), and a header comment says
-    what the run overrode (the models, ``--limit``), so the report never shows
-    ``model: local`` for a run of another model."""
+    """The plan's YAML (no trace) as this run used it: ``--model`` and ``--limit`` applied
+    and said in a header comment."""
     data = {k: v for k, v in plan.items() if k != "trace"}
     data["models"] = dict(data["models"])
     used = {k: v for k, v in (run.get("model") or {}).items()
             if k in data["models"] and v is not None}
-    changed = [f"{k} {data['models'][k]} -> {v}" for k, v in used.items()
-               if v != data["models"][k]]
+    changed = [f"{k} {data['models'][k]} -> {v}" for k, v in used.items() if v != data["models"][k]]
     data["models"].update(used)
     limit = (run.get("spec") or {}).get("limit")
     if limit is not None:
-        changed.append(f"limit -> {limit} sample{'' if limit == 1 else 's'} per task "
-                       "(--limit)")
+        changed.append(f"limit -> {limit} sample{'' if limit == 1 else 's'} per task (--limit)")
     head = ("# as this run used it (changed from the plan file: " + "; ".join(changed) + ")\n"
             if changed else "")
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100).rstrip()
@@ -418,13 +369,8 @@ def plan_as_run(plan: dict[str, Any], run: dict[str, Any]) -> str:
 
 def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *,
                       summary: dict[str, Any] | None = None) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` and ``summary.json`` (the :func:`plan_summary`)
-    for a plan run; default folder ``store.runs_dir / <run id>``.
-
-    ``summary``: the :func:`plan_summary` the caller has just made, so it is not made
-    twice; its ``failures`` (``{task index: why}``, tasks that could not start) are shown.
-    Without it, the failures stored with the parent's metrics are.
-    """
+    """Write ``report.md``, ``report.html`` and ``summary.json`` (default folder
+    ``store.runs_dir / <run id>``); ``summary``: one the caller has just made."""
     run = store.get_run(plan_run_id)
     plan = _plan(run)
     if summary is None:

@@ -1,17 +1,5 @@
-"""The text of a plan run's report: its tables and trace, for the ``plan`` page.
-
-The part of :mod:`assay.plan.report` that turns numbers into text; nothing here reads the
-store or computes a value. From :func:`~assay.plan.report.plan_summary`'s summary it makes
-
-* the report's tables, shared by both formats (:func:`_sections`): capabilities, tasks,
-  tasks that could not run, failure categories, errors by message, weakest groups and
-  case studies (each cut to :data:`CASE_CHARS`);
-* the plan's trace as steps of ``(key, kind, value)`` items (:func:`_trace`).
-
-``report.md`` and ``report.html`` (with the capability radar from
-:func:`~assay.plan.report.radar_geometry`, or bars, as inline SVG) are the ``plan`` page
-of :mod:`assay.reports.pages`.
-"""
+"""The text of a plan run's report (tables and trace, for the ``plan`` page) from
+:func:`~assay.plan.report.plan_summary`'s summary; nothing here reads the store."""
 
 from __future__ import annotations
 
@@ -44,8 +32,7 @@ def _value_text(t: dict[str, Any]) -> str:
 
 
 def _primary_text(t: dict[str, Any]) -> str:
-    """The Tasks table's primary metric: the plan's, and what stands for it; a primary the
-    task does not compute is said to be so, never passed off as computed."""
+    """The plan's primary and what stands for it; one not computed is said to be so."""
     if t["metric_key"] in (None, t["primary"]):
         return t["primary"]
     if t["metric_key"] == t.get("reported_as"):
@@ -60,7 +47,6 @@ def _primary_text(t: dict[str, Any]) -> str:
 
 def _sections(summary: dict[str, Any],
               texts: dict[tuple[str, str, int], SampleResult]) -> list[dict[str, Any]]:
-    """The report's tables, as ``{title, note, headers, rows, long}`` (shared by both formats)."""
     tasks = summary["tasks"]
     secs: list[dict[str, Any]] = [{
         "title": "Capabilities", "notes": ["Each capability: the mean over its tasks of the "
@@ -130,9 +116,7 @@ def _sections(summary: dict[str, Any],
 
 
 def _trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each planning step of a plan's ``trace`` as ``{name, items: [(key, kind, value)]}``,
-    whatever its keys: a text as ``text``, a list of texts as ``list``, anything else as
-    ``yaml`` text."""
+    """Each step of ``trace`` as ``{name, items: [(key, "text" | "list" | "yaml", value)]}``."""
     steps = []
     for i, step in enumerate(trace, 1):
         items = []

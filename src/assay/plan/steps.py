@@ -1,9 +1,5 @@
-"""Steps 2 to 4 of planning: select tasks, resolve them, recommend their metrics.
-
-Each step is a pure function of what came before (the intent, the candidates, the
-plan so far) and returns what it decided with a reason per decision, so the planner
-can record it in the trace and a human can review it at the checkpoint after it.
-"""
+"""Steps 2 to 4 of planning: select tasks, resolve them, recommend their metrics; each
+returns what it decided with a reason per decision, for the trace and the checkpoint."""
 
 from __future__ import annotations
 
@@ -32,8 +28,6 @@ DEFAULT_HUB = 2
 
 @dataclass
 class Selection:
-    """What the selection step decided."""
-
     tasks: list[PlanTask]
     notes: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
@@ -47,28 +41,23 @@ def _listed(name: str) -> Any:
 
 
 def capabilities_of(name: str) -> list[str]:
-    """The radar axes a task counts for: the category it declares (a catalogue entry's
-    capability, or a registered task's :class:`~assay.tasks.info.TaskInfo`)."""
+    """The radar axes a task counts for: the category it declares."""
     listed = _listed(name)
     return [listed.info.category] if listed is not None and listed.info.category else []
 
 
 def is_agent(name: str) -> bool:
-    """Whether a task runs as an agent (tools, several steps): a text-only request
-    leaves it out."""
     listed = _listed(name)
     return bool(listed is not None and listed.info.agent)
 
 
 def source_of(name: str) -> str:
-    """``builtin`` (a registered task a plan may hold) or ``gallery``."""
     return "builtin" if name in plannable_tasks() else "gallery"
 
 
 def available(name: str) -> tuple[bool, str]:
-    """Whether a task can run here, and why: what the task declares
-    (:attr:`~assay.tasks.info.TaskInfo.runs_here`); code needs the bubblewrap sandbox, unless
-    weak isolation is allowed (:func:`~assay.sandbox.allow_weak_isolation`)."""
+    """Whether a task can run here, and why: what it declares; code needs the bubblewrap
+    sandbox unless weak isolation is allowed."""
     listed = _listed(name)
     declared = listed.info.can_run() if listed is not None else None
     if declared is not None:
@@ -89,17 +78,15 @@ def available(name: str) -> tuple[bool, str]:
 
 def _take_canonical(sel: Selection, asked: list[str], field: dict[str, list[Candidate]],
                     room: int, usable: Any, add: Any, *, cheap: bool) -> int:
-    """Each capability's canonical set, round-robin (every capability's first task before
-    any second one) within ``room``; a capability with no canonical task that runs here
-    gets its best candidate. What the room or a cheap budget left out is said in a note."""
+    """Each capability's canonical set, round-robin within ``room`` (a capability with none
+    that runs here: its best candidate); what is left out is said in a note."""
     sets: dict[str, list[Candidate]] = {}
     for cap in asked:
         ok = [c for c in field.get(cap, []) if usable(c)]
         sets[cap] = canonical_set(ok) if ok else []
         if not field.get(cap):
-            sel.notes.append(f"no catalogue task measures {cap} "
-                             f"({CAPABILITIES[cap].describe}); add a task file or a Hub "
-                             "dataset for it")
+            sel.notes.append(f"no catalogue task measures {cap} ({CAPABILITIES[cap].describe}); "
+                             "add a task file or a Hub dataset for it")
         elif not ok:
             sel.notes.append(f"no task that measures {cap} can run here")
     if cheap:
@@ -134,12 +121,9 @@ def _gap_languages(intent: Intent) -> list[str]:
 
 def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
            more: Any = None, field: dict[str, list[Candidate]] | None = None) -> Selection:
-    """The plan's tasks: every named benchmark; then, for the capabilities the request
-    asks about that the named ones do not measure, each capability's canonical set
-    (``field``: its candidates ranked by the field's prior and the words), taken
-    round-robin within the stated (or default) quotas and said when trimmed; for a request
-    that names domains but no capability, the best candidate of each domain. ``more(domain)``
-    gives a domain's every candidate, for when none of the retrieved ones can run here."""
+    """The plan's tasks: every named benchmark, then the canonical sets of the capabilities
+    they do not measure (``field``), or the best candidate of each domain named (``more``:
+    a domain's every candidate, when none retrieved runs here), within the quotas."""
     budget = intent.budget
     max_tasks = budget.max_tasks if budget.max_tasks is not None else DEFAULT_MAX_TASKS
     sel = Selection(tasks=[])
@@ -194,8 +178,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
         if c.name in chosen:
             return False
         if intent.agent is False and is_agent(c.name):
-            sel.skipped.append({"name": c.name, "why": "an agent task; the request is "
-                                "text only"})
+            sel.skipped.append({"name": c.name, "why": "an agent task; the request is text only"})
             return False
         ok, why = available(c.name)
         if not ok:
@@ -253,8 +236,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
     sel.hub_quota = min(sel.hub_quota, max(0, max_tasks - len(chosen)))
     for lang in gaps:
         word = LANGUAGE_WORDS.get(lang, (lang,))[0]
-        sel.notes.append(f"the gallery has no {word.title()} benchmark (its entries are "
-                         "English)"
+        sel.notes.append(f"the gallery has no {word.title()} benchmark (its entries are English)"
                          + ("; searching the Hub" if sel.hub_quota and hub_enabled else
                             "; allow the Hub (online, quota > 0) or add a task file"))
         for d in (intent.domains or ["task"]):
@@ -270,10 +252,8 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
     return sel
 
 
-# -- step 3: resolution ---------------------------------------------------------------
 def resolve_task(task: PlanTask, intent: Intent) -> dict[str, str]:
-    """Fill a gallery or built-in task's options and limit; returns the reasons (the task
-    is changed in place). A Hub task is resolved by :func:`resolve_hub_task`."""
+    """Fill a gallery or built-in task's options and limit in place; the reasons."""
     why: dict[str, str] = {}
     if intent.budget.limit is not None:
         task.limit = intent.budget.limit
@@ -314,7 +294,6 @@ def resolve_hub_task(dataset_id: str, candidate_reason: str, *, ask: Any = None,
     return task, info
 
 
-# -- step 4: metrics ----------------------------------------------------------------------
 #: qa scorers by the registry metric they compute
 QA_SCORERS = {"exact_match": "exact", "normalized_match": "normalized",
               "includes_match": "includes", "numeric_match": "numeric", "token_f1": "f1",
@@ -324,7 +303,6 @@ BUILTIN_METRICS = {"converse": (["judge_score"], [])}
 
 
 def computable(task: PlanTask) -> list[str]:
-    """Registry metrics the task computes (the only ones a plan may name for it)."""
     if task.source == "hub" or task.task == "qa":
         # qa reports its scorer's verdicts as "accuracy", and the extraction rate
         return [*QA_SCORERS, "extraction_rate"]
@@ -340,9 +318,8 @@ def computable(task: PlanTask) -> list[str]:
 
 def recommend_metrics(task: PlanTask, *, ask: Any = None, answer_sample: list[Any] | None = None
                       ) -> dict[str, Any]:
-    """Set ``task.metrics`` by the rules (the entry's contract), asking the planner model
-    only where the rules cannot decide (a Hub dataset whose answers are neither choices,
-    numbers nor short text); returns the reasons and the model call."""
+    """Set ``task.metrics`` by the rules, asking the planner model only where they cannot
+    decide (a Hub dataset's mixed answers); the reasons and the model call."""
     out: dict[str, Any] = {"model_calls": []}
     entry = find_entry(task.task) if task.source != "hub" else None
     if entry is not None:
@@ -412,8 +389,6 @@ def _qa_rule(task: PlanTask, answers: list[Any]) -> tuple[str | None, str]:
 
 
 def check_metrics(task: PlanTask, *, required: bool = True) -> None:
-    """Refuse a task with no metrics (when ``required``) or a metric the task does not
-    compute (one line naming the ones it does)."""
     can = computable(task)
     if required and not task.metrics:
         raise ConfigError(f"task {task.label}: no metrics; give it exactly one with role "
@@ -428,7 +403,6 @@ def check_metrics(task: PlanTask, *, required: bool = True) -> None:
 
 def answer_sample(task: PlanTask) -> list[Any]:
     """A few answers of a Hub dataset (for the metric rules)."""
-
     key = task.options.get("answer_key")
     if task.hub is None or not key:
         return []

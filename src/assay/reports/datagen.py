@@ -20,7 +20,6 @@ from assay.store.sqlite import Store, workspace_dir
 __all__ = ["judge_item_scores", "pipeline_dir", "pipeline_record", "review_status",
            "write_pipeline_report"]
 
-#: the tasks of a pipeline's steps
 GENERATE, JUDGE, WINRATE, VERIFY = ("datagen_generate", "datagen_judge", "datagen_winrate",
                                     "datagen_verify")
 

@@ -20,7 +20,6 @@ __all__ = ["NAME", "comparison", "comparison_lines", "is_models_run", "write_mod
 NAME = "multi_model"
 
 
-#: the paired-test fields kept for each pair of models
 _TEST_FIELDS = ("n", "delta", "ci_low", "ci_high", "p_value", "test", "significant",
                 "verdict")
 

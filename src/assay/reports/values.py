@@ -75,7 +75,6 @@ def settings_text(value: Any) -> str:
     return _scalar(value)
 
 
-#: run settings that hold seconds, and bytes
 _SECONDS_SETTINGS = ("timeout", "sample_timeout", "retry_initial")
 _BYTES_SETTINGS = ("max_reply_bytes",)
 

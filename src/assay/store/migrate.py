@@ -1,25 +1,8 @@
-"""Bringing a store written by an older assay up to the current schema, in place, once.
-
-Each step is idempotent and runs inside the opening write (see :class:`Store`): a store
-that another process migrated first is simply seen as current. Version history:
-
-- 1 → 2: ``samples`` gained ``model_s``, ``wait_s``, ``sample`` and ``outcome``.
-- 2 → 3: ``runs`` gained ``parent_id`` and ``metrics``.
-- 3 → 4: a run names its ``task`` (the column and its spec were ``benchmark``;
-  ``benchmark_options`` became ``task_options``, also in the spec's ``redacted`` list).
-- 4 → 5: ``runs`` gained ``headline`` and ``report``: a finished run describes itself
-  (see :mod:`assay.store.described`). The columns are added here; describing the runs
-  finished before needs their task's code, which this layer never imports: that is
-  :func:`assay.engine.upgrade.upgrade_runs`, run by ``assay store migrate`` (readers
-  never upgrade: until then they show the stored metrics, the first rate as headline).
-- 5 → 6: a run says what it is (``kind``: ``task``, ``plan``, ``pipeline``) and a
-  parent run records its ``steps``; old ``plan`` and ``datagen_pipeline`` runs get
-  their kind, and an old plan run's spec its engine settings at the top, as a run's spec
-  has them (they were under ``engine``). Planning sessions, which were ``plan_session``
-  runs, move to the ``plan_sessions`` table (their state, status and times kept).
-- 6 → 7: ``runs`` gained ``config``: a run's configuration and its fingerprint
-  (:mod:`assay.store.fingerprint`), computed here from each old run's stored spec,
-  model and dataset; a re-scoring (a task run whose parent is a task run) is marked.
+"""Bringing an older store up to the current schema, in place, in idempotent steps run
+inside the opening write. History: 2 ``samples`` got ``model_s``, ``wait_s``, ``sample``,
+``outcome``; 3 ``parent_id``, ``metrics``; 4 ``benchmark`` became ``task``; 5 ``headline``,
+``report`` (filled by ``assay store migrate``: it needs task code); 6 ``kind``, ``steps``,
+``plan_session`` runs moved to ``plan_sessions``; 7 ``config`` (configuration, fingerprint).
 """
 
 from __future__ import annotations
@@ -37,14 +20,12 @@ from assay.store.schema import (
     SCHEMA_VERSION,
 )
 
-#: the kind of the parent runs an older assay stored as pseudo-tasks (schema 6)
+#: parent runs an older assay stored as pseudo-tasks (before schema 6), by kind
 OLD_PARENT_KINDS = {"plan": "plan", "datagen_pipeline": "pipeline"}
-#: the pseudo-task planning sessions were stored as before schema 6
 OLD_SESSION_TASK = "plan_session"
 
 
 def schema_version(db: sqlite3.Connection) -> int:
-    """The version a store says it has (0 when it has no ``meta`` row)."""
     try:
         row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     except sqlite3.OperationalError:
@@ -57,8 +38,7 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
 
 
 def migrate(db: sqlite3.Connection) -> bool:
-    """Bring an existing store to :data:`SCHEMA_VERSION`; ``True`` when anything changed
-    (the caller commits)."""
+    """Bring a store to :data:`SCHEMA_VERSION`; ``True`` when anything changed (uncommitted)."""
     changed = False
     for table, added in (("samples", ADDED_SAMPLE_COLUMNS), ("runs", ADDED_RUN_COLUMNS)):
         have = _columns(db, table)
@@ -89,8 +69,6 @@ def migrate(db: sqlite3.Connection) -> bool:
 
 
 def _parents_and_sessions(db: sqlite3.Connection) -> None:
-    """Schema 6: parent runs get their kind; ``plan_session`` runs become rows of
-    ``plan_sessions``."""
     db.execute(PLAN_SESSIONS)
     for task, kind in OLD_PARENT_KINDS.items():
         db.execute("UPDATE runs SET kind=? WHERE task=?", (kind, task))
@@ -111,7 +89,6 @@ def _parents_and_sessions(db: sqlite3.Connection) -> None:
 
 
 def _configurations(db: sqlite3.Connection) -> None:
-    """Schema 7: every run without one gets its configuration from its stored spec."""
     rows = db.execute(
         "SELECT r.id, r.task, r.kind, r.parent_id, r.spec, r.model, r.dataset, p.kind"
         " FROM runs r LEFT JOIN runs p ON p.id = r.parent_id WHERE r.config IS NULL"

@@ -11,11 +11,9 @@ There are two ways to make one, and both give a :class:`Task`:
           return Task(samples=[Sample(str(i), f"What is {i} + {i}?", str(2 * i))
                                for i in range(n)], scorer="numeric")
 
-A task holds no per-run or per-sample state, so it can be pickled and sent to another
-process: the engine calls :meth:`Task.load` once and keeps what it returns; a
-:class:`Sample` carries everything its solve and its scoring need, so a stored sample and
-its stored outcome are enough to score it again (``assay score RUN``) with no model
-calls; the run's generation parameters come with the context (``ctx.params``).
+A task holds no per-run or per-sample state (it can be pickled): :meth:`Task.load` runs once
+per run; a :class:`Sample` carries all its solve and scoring need (``assay score`` rescores
+from it); the run's generation parameters come with the context (``ctx.params``).
 """
 
 from __future__ import annotations
@@ -42,9 +40,8 @@ class LoadedData:
     samples: list[Sample]
     #: the dataset record stored with the run: source, version, content hash
     info: dict[str, Any]
-    #: the options as the task resolved them (defaults, files read, choices inferred
-    #: from the data): stored as the run's ``task_options``, what ``--resume`` and
-    #: ``assay score`` rebuild the task from
+    #: the options as resolved (defaults, files read, choices from the data): stored as the
+    #: run's ``task_options``, what ``--resume`` and ``assay score`` rebuild the task from
     options: dict[str, Any]
 
 
@@ -71,23 +68,21 @@ def _as_sample(item: Any, index: int) -> Sample:
     if isinstance(item, Sample):
         return item
     if isinstance(item, dict) and "input" in item:
-        return Sample(id=str(item.get("id", index)), input=item["input"],
-                      target=item.get("target"), metadata=dict(item.get("metadata") or {}),
-                      row=item)
+        return Sample(id=str(item.get("id", index)), input=item["input"], target=item.get("target"),
+                      metadata=dict(item.get("metadata") or {}), row=item)
     raise ConfigError(f"sample {index}: a task's samples are Sample objects or dicts with "
                       f"'input' (and 'target', 'id'); got {type(item).__name__}")
 
 
 def run_params_of(ctx: Any) -> dict[str, Any]:
-    """The run's generation parameters as a sample's context carries them (``{}`` for an
-    agent called outside the engine)."""
+    """The run's generation parameters in a sample's context (``{}`` outside the engine)."""
     return dict(getattr(ctx, "params", None) or {})
 
 
 async def score_sample(task: Task, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
-    """The one way a sample is scored, by the engine and by ``assay score``: a task's
-    ``async score(sample, outcome, ctx)`` is awaited with the per-sample context (its
-    ``roles`` hold the judge); a plain ``score(sample, outcome)`` is called as it is."""
+    """How the engine and ``assay score`` score a sample: ``async score(sample, outcome,
+    ctx)`` is awaited with the sample's context (``ctx.roles``: the judge); a plain
+    ``score(sample, outcome)`` is called as it is."""
     if inspect.iscoroutinefunction(task.score):
         return list(await task.score(sample, outcome, ctx))
     return list(task.score(sample, outcome))
@@ -114,10 +109,9 @@ def _as_scores(value: Any, outcome: Outcome) -> list[Score]:
 class Task:
     """Base class of every task; also usable directly with its parts as arguments.
 
-    Subclasses implement :meth:`samples` (or :meth:`load`, to describe the data and
-    resolve options too) and :meth:`score` (and usually keep the single-turn
-    :meth:`solve`), and may add metrics with :meth:`metrics`. Built from its options, a
-    task keeps nothing else: it can be pickled and sent to another process.
+    Subclasses implement :meth:`samples` (or :meth:`read`, to describe the data and resolve
+    options too) and :meth:`score`, usually keep the single-turn :meth:`solve`, and may add
+    :meth:`metrics`.
     """
 
     #: the registered name (set by ``@task`` and when a task is built by name)
@@ -141,9 +135,7 @@ class Task:
                                                   self.name or type(self).__name__)
         #: how this task is found again: a name, ``path.py@name`` or ``path.yaml``
         self.ref: str = self.name
-        self._given_samples = samples
-        self._scorer = scorer
-        self._solver = solver
+        self._given_samples, self._scorer, self._solver = samples, scorer, solver
         self._system_prompt = system_prompt
         self._generation = dict(generation or {})
         if description:
@@ -156,15 +148,10 @@ class Task:
         """The task built from validated options (what the registry calls)."""
         return cls(**options.model_dump())
 
-    # -- data -----------------------------------------------------------------------------
     def load(self) -> LoadedData:
-        """The samples, the dataset record and the resolved options, read once per run
-        (the engine and ``assay score`` call it; nothing is kept on the task).
-
-        It is :meth:`read`; where a subclass reshapes the samples of a task that reads its
-        data whole (it overrides :meth:`samples` and calls ``super().samples()``), its
-        samples are the ones used.
-        """
+        """The samples, dataset record and resolved options, read once per run (nothing is
+        kept on the task): :meth:`read`, with the samples of a subclass that reshapes a
+        whole-data task's (overriding :meth:`samples`, calling ``super().samples()``)."""
         data = self.read()
         read_by, sampled_by = _defined_by(type(self), "read"), _defined_by(type(self), "samples")
         if read_by is not Task and sampled_by is not read_by and issubclass(sampled_by, read_by):
@@ -205,14 +192,9 @@ class Task:
         ``--seed``) over the task's defaults."""
         return {**self._generation, **run_params_of(ctx)}
 
-    # -- driving the agent ----------------------------------------------------------------
     def roles(self, model: str) -> dict[str, RoleModel]:
-        """Models this task needs besides the one under test (``model``), by role name.
-
-        The engine builds each one, and hands every sample a context per role in
-        ``agent.roles[name]``: cached, retried and rate-limited like the agent's own
-        calls. Default: none.
-        """
+        """Models this task needs besides the one under test (``model``), by role name: each
+        sample gets a context per role in ``agent.roles[name]``, called like the agent's."""
         return {}
 
     def build_messages(self, sample: Sample) -> list[Message]:
@@ -223,27 +205,19 @@ class Task:
         return [*msgs, *sample.input]
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """Default single-turn solve: one call with the sample's messages and tools.
-
-        A ``solver`` given to the constructor is called instead as ``solver(sample,
-        agent)``; it may be async and returns an :class:`Outcome` or the output text.
-        """
+        """Default single-turn solve: one call with the sample's messages and tools; or the
+        constructor's ``solver(sample, agent)`` (maybe async: an :class:`Outcome` or text)."""
         if self._solver is not None:
             made = self._solver(sample, agent)
             if inspect.isawaitable(made):
                 made = await made
             return made if isinstance(made, Outcome) else Outcome(output=str(made or ""))
         messages = self.build_messages(sample)
-        reply = await agent.generate(messages, tools=sample.tools,
-                                     **self.generation_params(agent))
+        reply = await agent.generate(messages, tools=sample.tools, **self.generation_params(agent))
         messages.append(reply.message)
-        return Outcome(
-            transcript=messages,
-            output=reply.message.content or "",
-            tool_calls=reply.message.tool_calls,
-        )
+        return Outcome(transcript=messages, output=reply.message.content or "",
+                       tool_calls=reply.message.tool_calls)
 
-    # -- scoring --------------------------------------------------------------------------
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         """Verdicts for one sample: pure, from the sample and outcome alone (no network
         unless this is a judge)."""
@@ -266,29 +240,19 @@ class Task:
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Summary metrics over stored results; every rate carries an interval.
-
-        The default: the primary score's rate (clustered by sample over epochs), errors
-        apart, extraction rate, latency and tokens. The first rate is the headline.
-        """
+        """Summary metrics over stored results; every rate carries an interval. Default: the
+        primary score's rate (clustered by sample over epochs), errors apart, extraction
+        rate, latency and tokens; the first rate is the headline."""
         summary = score_summary(results)
-        return {
-            "accuracy": summary["score"],
-            **{k: v for k, v in summary.items() if k != "score"},
-            "extraction_rate": extraction_rate(results),
-            **usage_summary(results),
-            "top_errors": error_messages(results),
-        }
+        return {"accuracy": summary["score"], **{k: v for k, v in summary.items() if k != "score"},
+                "extraction_rate": extraction_rate(results), **usage_summary(results),
+                "top_errors": error_messages(results)}
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """Task-specific report content.
-
-        Returns ``{"sections": [...], "recommendations": [...]}``; a section is
-        ``{"title", "headers", "rows", "bars": [(label, value 0..1)], "note"}``
-        (every key but ``title`` optional). Rendered by the generic templates.
-        """
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
+        """Task-specific report content: ``{"sections": [...], "recommendations": [...]}``; a
+        section is ``{"title", "headers", "rows", "bars": [(label, value 0..1)], "note"}``
+        (every key but ``title`` optional)."""
         return {}
 
     @classmethod

@@ -1,21 +1,8 @@
-"""What the field measures: the capabilities a task can be a standard measure of, and how
-standard it is.
-
-Every catalogue entry (and every task a plan may hold) declares, in ``measures``, the
-capabilities it is a measure of, each with a **standing**:
-
-* ``canonical``: what papers, model reports and leaderboards report first for that
-  capability (HumanEval and MBPP for code generation, GSM8K and MATH for math);
-* ``supporting``: a recognised measure, reported beside the canonical ones;
-* ``niche``: a narrow or diagnostic measure, taken when asked for or nothing better runs;
-
-with the reason in one line. The planner ranks a capability's tasks by this prior before
-the words of their descriptions (:mod:`assay.plan.retrieve`), so a request for "broad
-academic knowledge" gets MMLU rather than the entry whose description shares its words.
-
-:data:`CAPABILITIES` is the vocabulary: each capability's one-line meaning and the phrases
-users write for it (English and Chinese), matched as whole words by the planner.
-"""
+"""The capabilities a task can be a standard measure of, and how standard it is: a catalogue
+entry's ``measures`` gives each with a reason and a **standing**: ``canonical`` (reported first:
+HumanEval for code, GSM8K for math), ``supporting`` (beside those) or ``niche`` (when asked for
+or nothing better runs). The planner ranks by this before words, so "broad academic knowledge"
+gets MMLU. :data:`CAPABILITIES`: each one's meaning and the phrases users write for it."""
 
 from __future__ import annotations
 
@@ -234,10 +221,7 @@ def _spans(text: str, phrase: str) -> list[tuple[int, int]]:
 
 def capabilities_in(text: str) -> tuple[list[str], dict[str, list[str]]]:
     """The capabilities ``text`` asks about (vocabulary order) and the phrases that said so.
-
-    Phrases are read leftmost-longest, as a tokenizer would: where two found phrases
-    overlap, the one that starts first (the longer, at the same start) is read and the
-    other is not, so "常识推理能力" is commonsense, not also reasoning through 推理能力."""
+    Phrases are read leftmost-longest, so "常识推理能力" is commonsense, not also reasoning."""
     low = " ".join(text.lower().split())
     found = sorted(((start, -(end - start), end, cap.name, p)
                     for cap in CAPABILITIES.values() for p in cap.phrases

@@ -1,10 +1,6 @@
-"""What a task says about itself, for everyone who is not running it.
-
-The planner (retrieval, capabilities, "text only" requests), ``assay data pull``,
-``assay list tasks`` and the metric registry read a task's :class:`TaskInfo` and nothing
-else: a task declares these facts once, on its class (``info = TaskInfo(...)``), on its
-``@task`` decorator (``@task(info=TaskInfo(...))``) or, for a catalogue entry, in its
-YAML file. A plugin task is one folder plus one entry point: no list elsewhere names it.
+"""What a task says about itself, for everyone who is not running it (the planner, ``assay
+data pull``, ``assay list tasks``): declared once, on its class (``info = TaskInfo(...)``),
+its ``@task(info=...)`` or a catalogue entry's YAML; no list elsewhere names a task.
 """
 
 from __future__ import annotations
@@ -23,10 +19,9 @@ ROLES = ("judge", "examiner", "user")
 class DataSource:
     """Data ``assay data pull NAME`` fetches before a run (into the workspace cache).
 
-    ``pull`` is ``module:function``, called as ``function(version=None, wheel=None,
-    force=False) -> str`` (a line saying what is where); ``versioned`` says whether
-    ``--version`` applies; ``present`` (``module:function() -> bool``), when given, says
-    whether the data is already here, so a plan pulls it only when it is missing.
+    ``pull``: ``module:function``, called as ``function(version=None, wheel=None,
+    force=False) -> str`` (what is where); ``versioned``: ``--version`` applies; ``present``
+    (``module:function() -> bool``): the data is here already (a plan pulls only if not).
     """
 
     name: str
@@ -37,8 +32,7 @@ class DataSource:
     #: leading arguments of ``pull`` and ``present`` (a catalogue entry's name)
     args: tuple[str, ...] = ()
 
-    def fetch(self, *, version: str | None = None, wheel: Any = None,
-              force: bool = False) -> str:
+    def fetch(self, *, version: str | None = None, wheel: Any = None, force: bool = False) -> str:
         """Pull the data; returns the line to show."""
         return _load(self.pull)(*self.args, version=version, wheel=wheel, force=force)
 
@@ -49,34 +43,25 @@ class DataSource:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """A task's declared facts (see the module docstring).
+    """A task's declared facts. Metrics of its own register through the ``assay.metrics``
+    entry-point group, so the metric layer never imports a task."""
 
-    * ``category``: the capability it measures, in the catalogue's vocabulary
-      (``math``, ``tool_use``, ``dialogue``, ...); empty for tasks a plan never picks
-      (the steps of the generated-data pipeline).
-    * ``tags``, ``aliases``: words and other names the planner's retrieval matches.
-    * ``agent``: it runs as an agent (tools, several steps); a text-only request leaves
-      it out.
-    * ``roles``: the models it asks for beside the one under test (:data:`ROLES`).
-    * ``data``: what ``assay data pull`` fetches for it.
-
-    Metrics of a task's own register through the ``assay.metrics`` entry-point group
-    (see :mod:`assay.metrics.registry`), so the metric layer never imports a task.
-    """
-
+    #: the capability it measures (``math``, ``tool_use``, ...); empty: a plan never picks it
     category: str = ""
+    #: words and other names the planner's retrieval matches
     tags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    #: it runs as an agent (tools, several steps); a text-only request leaves it out
     agent: bool = False
+    #: the models it asks for beside the one under test (:data:`ROLES`)
     roles: tuple[str, ...] = ()
+    #: what ``assay data pull`` fetches for it
     data: tuple[DataSource, ...] = ()
     #: in plans: the task is offered by retrieval (``False``: only when named)
     plannable: bool = True
     #: the capabilities the field uses it to measure, with its standing
-    #: (:class:`assay.tasks.capabilities.Measure`)
     measures: tuple[Measure, ...] = ()
-    #: ``module:function() -> (bool, str)``: whether the task can run here, and why (its
-    #: data is gated, say); the planner asks it before it plans the task
+    #: ``module:function() -> (bool, str)``: can the task run here, and why (gated data, say)
     runs_here: str | None = None
 
     def can_run(self) -> tuple[bool, str] | None:

@@ -1,12 +1,7 @@
-"""Typed task options: one pydantic model per task, for the CLI, ``-T`` and Python alike.
-
-A task declares its options as a :class:`TaskOptions` model (or, for a ``@task``
-factory, as the factory's parameters, from which a model is made). The same model
-
-* validates options from any front end (CLI flags, ``-T key=value``, a YAML task, a
-  plan, ``assay.evaluate(...)``), with one-line errors that name the valid options;
-* generates the task's command-line flags and ``--help`` (:func:`option_flags`);
-* is stored with the run, so ``--resume`` and ``assay score`` rebuild the same task.
+"""Typed task options: one pydantic model per task (a :class:`TaskOptions`, or made from a
+``@task`` factory's parameters). It validates options from every front end (flags, ``-T``,
+YAML, plans, ``assay.evaluate``) with one-line errors, makes the task's flags and
+``--help``, and is stored with the run, so ``--resume`` and ``assay score`` rebuild the task.
 """
 
 from __future__ import annotations
@@ -24,26 +19,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from assay.errors import ConfigError
 
 __all__ = ["Field", "PathField", "TaskOptions", "did_you_mean", "options_from_signature",
-           "parse_assignments", "path_options", "validate_options"]
+           "json_or_text", "parse_assignments", "path_options", "validate_options"]
 
 
 class TaskOptions(BaseModel):
-    """Base of every task's options: unknown names are refused, values are coerced.
-
-    A field's ``description`` is its ``--help`` line; ``json_schema_extra={"flags":
-    ["-d"]}`` adds short flags. Fields must have defaults (options are optional on
-    the command line; a task says itself which are required, with a clear message).
-    """
+    """Base of every task's options: unknown names are refused, values are coerced. A field's
+    ``description`` is its ``--help`` line; ``json_schema_extra={"flags": ["-d"]}`` adds short
+    flags. Fields need defaults (a task checks itself which are required)."""
 
     # numbers given as -T text stay text where a string is wanted ("-T split=2024")
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
 
 def PathField(default: Any = None, *, description: str, **extra: Any) -> Any:  # noqa: N802
-    """A task option that names a file or folder on disk: stored absolute (so a resume
-    works from any folder) and, in a plan, read only from inside the plan's folder (see
-    :mod:`assay.plan.untrusted`). A value that names no file (an HF dataset id, a
-    built-in name such as ``math500``) is kept as given."""
+    """A task option naming a file or folder: stored absolute (a resume works from any folder)
+    and, in a plan, read only inside the plan's folder; a value naming no file (an HF id,
+    ``math500``) is kept as given."""
     schema = dict(extra.pop("json_schema_extra", None) or {})
     schema["path"] = True
     return Field(default, description=description, json_schema_extra=schema, **extra)
@@ -56,11 +47,8 @@ def path_options(model: type[BaseModel]) -> frozenset[str]:
 
 
 def options_from_signature(fn: Callable[..., Any], name: str) -> type[TaskOptions]:
-    """The options model of a ``@task`` factory: one field per parameter.
-
-    Parameters need defaults and should be annotated; an unannotated one takes its
-    default's type (``Any`` when the default is ``None``).
-    """
+    """The options model of a ``@task`` factory: one field per parameter (with a default; an
+    unannotated one takes its default's type, ``Any`` for ``None``)."""
     fields: dict[str, Any] = {}
     hints = typing.get_type_hints(fn, include_extras=True)
     for p in inspect.signature(fn).parameters.values():
@@ -69,10 +57,8 @@ def options_from_signature(fn: Callable[..., Any], name: str) -> type[TaskOption
         if p.default is inspect.Parameter.empty:
             raise ConfigError(f"task {name}: parameter {p.name!r} needs a default value "
                               "(task options are optional; check required ones in the task)")
-        annotation = hints.get(p.name)
-        if annotation is None:
-            annotation = Any if p.default is None else type(p.default)
-        fields[p.name] = (annotation, p.default)
+        fields[p.name] = (hints.get(p.name, Any if p.default is None else type(p.default)),
+                          p.default)
     model_name = "".join(part.title() for part in name.replace("-", "_").split("_")) + "Options"
     return create_model(model_name, __base__=TaskOptions, **fields)
 
@@ -88,20 +74,15 @@ def _one_line(e: ValidationError, task: str) -> str:
 
 
 def did_you_mean(unknown: list[str], valid: Iterable[str]) -> str:
-    """`` (did you mean data?)`` for the valid names nearest to the unknown ones (difflib),
-    or ``""`` when none is near."""
+    """`` (did you mean data?)`` for the valid names nearest to the unknown ones, else ``""``."""
     names = list(valid)
-    near: list[str] = []
-    for name in unknown:
-        for close in difflib.get_close_matches(name, names, n=2, cutoff=0.6):
-            if close not in near:
-                near.append(close)
+    close = [c for name in unknown for c in difflib.get_close_matches(name, names, n=2, cutoff=0.6)]
+    near: list[str] = list(dict.fromkeys(close))
     return f" (did you mean {' or '.join(near)}?)" if near else ""
 
 
 def validate_options(model: type[TaskOptions], values: dict[str, Any], task: str) -> TaskOptions:
-    """``values`` checked against ``model``; unknown names and bad values are one-line
-    :class:`ConfigError` s that name what is valid."""
+    """``values`` checked against ``model``: one-line errors that name what is valid."""
     unknown = sorted(set(values) - set(model.model_fields))
     if unknown:
         valid = ", ".join(sorted(model.model_fields)) or "none"
@@ -114,9 +95,8 @@ def validate_options(model: type[TaskOptions], values: dict[str, Any], task: str
         raise ConfigError(_one_line(e, task)) from None
 
 
-def _scalar(text: str) -> Any:
-    """A ``-T`` value: JSON when it parses as JSON (numbers, true/false/null, lists,
-    objects, quoted strings), otherwise the text itself. Commas never split a value."""
+def json_or_text(text: str) -> Any:
+    """A ``-T`` value: JSON where it parses, else the text (commas never split a value)."""
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -131,19 +111,17 @@ def parse_assignments(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise ConfigError(f"-T expects KEY=VALUE, got {item!r}")
-        out[key] = _scalar(value)
+        out[key] = json_or_text(value)
     return out
 
 
 def field_kind(annotation: Any) -> tuple[str, Any]:
-    """How a field is given on the command line: ``("flag", None)`` for bools,
-    ``("multiple", item type)`` for lists, ``("json", None)`` for dicts and other
-    structures, ``("scalar", type)`` otherwise (``str`` when unsure)."""
+    """How a field is given on the command line: ``("flag", None)`` for bools, ``("multiple",
+    item type)`` for lists, ``("json", None)`` for dicts and models, else ``("scalar", type)``."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType) and len(args) == 1:
-        return field_kind(args[0])
-    if origin is typing.Annotated:
+    if ((origin in (typing.Union, types.UnionType) and len(args) == 1)
+            or origin is typing.Annotated):
         return field_kind(args[0])
     if annotation is bool:
         return "flag", None

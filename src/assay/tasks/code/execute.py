@@ -22,8 +22,7 @@ from assay.tasks.code.extract import Program
 #: bumped when the runner or the verdict rules change (a stored verdict is then re-run)
 RUNNER_VERSION = "2"
 HERE = Path(__file__).resolve().parent
-#: the judge (run as the sandbox's script), its channel and the candidate's server, copied
-#: in as text
+#: the judge (the sandbox's script), its channel and the candidate's server, copied as text
 RUNNER_FILE = "harness.py"
 CHANNEL_FILE = "channel.py"
 CANDIDATE_FILE = "candidate.py"
@@ -48,6 +47,9 @@ class Verdict:
     key: str
     #: the line of the whole program (tests part) that failed: the failing test
     test_line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:

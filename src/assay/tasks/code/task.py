@@ -186,8 +186,7 @@ class CodeTask(Task):
         """The program and its verdict: stored for it and these limits, else a fresh sandbox run."""
         program = self.program(sample, outcome.output)
         stored = outcome.metadata.get("execution")
-        if isinstance(stored, dict) and stored.get("key") == verdict_key(program,
-                                                                          self.limits):
+        if isinstance(stored, dict) and stored.get("key") == verdict_key(program, self.limits):
             return program, Verdict.from_dict(stored)
         return program, await run_program(program, self.limits)
 

@@ -1,22 +1,9 @@
 """``datagen_generate``: an LLM writes AIME-style problems, one sample per problem.
 
-Each sample shows the model one real problem as a style example (the book's
-prompt: integer answer 0-999, a topic, JSON output) and asks for
-``{"problem", "answer", "solution", "topic"}``. The choice of reference example
-and topic per sample is drawn from ``seed``, so the same seed and reference set
-give the same pairing; the sample carries its reference example, so it needs
-nothing from the task to be solved or scored. Replies are parsed robustly and
-validated (:mod:`assay.tasks.datagen.generate_parse`); an invalid reply is retried with
-a short corrective message up to ``max_attempts`` times, and a generation that
-never validates is recorded as a failure, never as a problem (the book inserts a
-placeholder problem with answer 0 and clamps answers into 0-999).
-
-The generated problem (with its provenance) and every rejected attempt are the
-solve's products, stored with the outcome; the ``valid`` score is the verdict.
-Runs go through the engine, so every finished sample is committed at once and
-``--resume`` redoes only missing or errored samples. :func:`problems_from_run`,
-:func:`failures_from_run` and :func:`write_outputs` read a run back from the store.
-Rate limits are the engine's (``--rpm``), as for every task.
+Each sample carries one real problem as a style example and a topic, paired by ``seed``.
+A reply that does not validate is retried with a corrective message up to
+``max_attempts`` times, then recorded as a failure, never as a problem (the book inserts a
+placeholder with answer 0 and clamps answers into 0-999).
 """
 
 from __future__ import annotations
@@ -68,8 +55,6 @@ __all__ = ["GenerateTask", "GenerateOptions", "failures_from_run", "fix_latex_es
 
 
 class GenerateOptions(TaskOptions):
-    """Options of ``datagen_generate``."""
-
     n: int = Field(30, ge=1, description="How many problems.")
     reference: str | None = PathField(None, description="Style examples: a JSON/JSONL file, an HF "
                                   "id, 'math500' or 'none' (default: the book's AIME set, "
@@ -103,7 +88,6 @@ class GenerateOptions(TaskOptions):
 
 def build_problem(sample: Sample, parsed: dict[str, Any], *, model: str | None,
                   attempts: int | None, created_at: str | None) -> dict[str, Any]:
-    """The generated problem of ``sample`` with its provenance (the book's fields)."""
     meta = sample.metadata
     return Problem(
         problem_id=sample.id, problem=parsed["problem"], answer=str(parsed["answer"]),
@@ -121,17 +105,7 @@ def build_problem(sample: Sample, parsed: dict[str, Any], *, model: str | None,
 
 @task("datagen_generate")
 class GenerateTask(Task):
-    """Generate AIME-style problems (as the Hello-Agents book's AIMEGenerator, done carefully).
-
-    Options: ``n`` (problems, default 30), ``reference`` (file, Hugging Face id,
-    ``math500``, ``none`` for no style example; default the book's
-    ``TianHongZXY/aime-1983-2025`` with MATH-500 as offline fallback), ``seed``
-    (reference/topic pairing, default 0), ``topics`` (list or comma string; default
-    the book's five), ``max_attempts`` (default 3), ``max_tokens`` (default 2048),
-    ``problem_key`` / ``answer_key`` / ``solution_key`` (reference columns),
-    ``allow_fallback`` (default true), ``response_schema`` (send the JSON Schema,
-    default true).
-    """
+    """Generate AIME-style problems (as the Hello-Agents book's AIMEGenerator, done carefully)."""
 
     description = ("An LLM generates AIME-style problems (integer answers 0-999) from seeded "
                    "reference examples; validated, retried, failures recorded.")
@@ -148,7 +122,6 @@ class GenerateTask(Task):
         super().__init__(options={k: v for k, v in options.items() if v is not None})
         self.topics: list[str] = self.opts.topics or list(TOPICS)
 
-    # samples ------------------------------------------------------------------------
     def _load_references(self) -> tuple[list[Problem], dict[str, Any]]:
         ref = self.opts.reference
         if isinstance(ref, str) and ref.strip().lower() in ("none", "off", "no"):
@@ -158,9 +131,7 @@ class GenerateTask(Task):
             solution_key=self.opts.solution_key, allow_fallback=self.opts.allow_fallback,
         )
 
-
     def read(self) -> LoadedData:
-        """The samples and the dataset record (nothing kept on the task)."""
         refs, ref_info = self._load_references()
         # AIME-like examples: integer answers 0-999, no Asymptote figure code
         pool = [p for p in refs if (v := integer_form(p.answer)) is not None and 0 <= v <= 999]
@@ -196,22 +167,14 @@ class GenerateTask(Task):
         return LoadedData(samples, info, dict(self.options))
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
-        """Room for a full solution (``max_tokens``); the run's parameters override."""
         return {"max_tokens": self.opts.max_tokens, **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        """The book's system prompt, then the generation prompt."""
         return [Message("system", SYSTEM_PROMPT), Message("user", str(sample.input))]
 
-    # solve --------------------------------------------------------------------------
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """Generate, parse, validate; retry with a corrective message up to ``max_attempts``.
-
-        A retry sends the prompt, the last rejected reply and the correction (not every
-        earlier attempt), so the context stays bounded; the transcript keeps them all.
-        The outcome's metadata holds the products: ``problem`` (when one validated,
-        with its provenance) and ``failures`` (every rejected attempt).
-        """
+        """Generate, parse, validate, retry; a retry sends only the last rejected reply and
+        the correction (the transcript keeps all). Products: ``problem`` and ``failures``."""
         base = self.build_messages(sample)
         transcript = list(base)
         messages = list(base)
@@ -250,7 +213,6 @@ class GenerateTask(Task):
         return Outcome(transcript=transcript, output=output, metadata=meta)
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """``valid`` 1.0 when the solve produced a problem, else 0.0 with the last reasons."""
         m = outcome.metadata
         attempts = m.get("attempts", 0)
         common = {"attempts": attempts, "topic": sample.metadata.get("topic"),
@@ -268,22 +230,17 @@ class GenerateTask(Task):
         return [Score("valid", 1.0, problem["problem"], f"valid after {attempts} attempt(s)",
                       common)]
 
-    # metrics ------------------------------------------------------------------------
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Valid rate (Wilson), failures and reasons, topics, answer range, attempts."""
         return generate_metrics(results)
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """Topic distribution, answer histogram and failure reasons."""
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
         return generate_report_extra(metrics)
 
     @classmethod
     def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
                         out_dir: Any) -> dict[str, Any]:
-        """The valid problems (JSON) and the failures (JSONL) beside the reports."""
         paths = run_files(run, results, Path(out_dir) / "generated_problems.json")
         return {"problems": str(paths["problems"]), "failures": str(paths["failures"])}

@@ -1,13 +1,5 @@
-"""The GAIA loader: a local copy or a Hub snapshot, read into plain task records.
-
-:func:`load_gaia` finds the data (``data_dir``, or a Hub snapshot into the data cache,
-:func:`assay.data.hf.snapshot`; GAIA is gated, so that needs ``HF_TOKEN`` or a stored
-login and accepted conditions on the dataset page),
-reads either layout (:mod:`~assay.tasks.gaia.layouts`) and returns a
-:class:`GAIAData`: the :class:`GAIAQuestion` records and where they came from. The
-``gaia`` task builds its samples from it; the book's dict-returning ``GAIADataset``
-is a thin adapter over it in :mod:`assay.compat`.
-"""
+"""The GAIA loader: a local copy, or a Hub snapshot (gated: ``HF_TOKEN`` or a stored login
+and accepted conditions), read into :class:`GAIAData`."""
 
 from __future__ import annotations
 
@@ -46,8 +38,7 @@ class GAIAData:
     config: str
     level: int | None
     dataset_name: str
-    #: ``gaia:local`` (a data folder) or ``gaia:hub`` (a downloaded snapshot)
-    source: str
+    source: str  # gaia:local or gaia:hub
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -57,43 +48,27 @@ class GAIAData:
 
     @property
     def answers_public(self) -> bool:
-        """False when any gold answer is hidden (``"?"``, as in the test split)."""
         return all(t.answer_public for t in self.tasks)
 
     def level_distribution(self) -> dict[int, int]:
-        """Number of tasks per level (1, 2 and 3 always present)."""
         dist = {1: 0, 2: 0, 3: 0}
         for t in self.tasks:
             dist[t.level] += 1
         return dist
 
     def source_info(self) -> dict[str, Any]:
-        """Identity of the data, recorded with each run."""
-        return {
-            "source": self.source,
-            "dataset": self.dataset_name,
-            "path": str(self.metadata_file.resolve()),
-            "root": str(self.root),
-            "layout": self.layout,
-            "split": self.split,
-            "config": self.config,
-            "level": self.level,
-            "content_hash": sha256_file(self.metadata_file),
-            "answers_public": self.answers_public,
-        }
+        return {"source": self.source, "dataset": self.dataset_name,
+                "path": str(self.metadata_file.resolve()), "root": str(self.root),
+                "layout": self.layout, "split": self.split, "config": self.config,
+                "level": self.level, "content_hash": sha256_file(self.metadata_file),
+                "answers_public": self.answers_public}
 
 
 def load_gaia(data_dir: str | Path | None = None, *, split: str = "validation",
               config: str = "2023_all", level: int | str | None = None,
               dataset_name: str = GAIA_REPO, token: str | None = None,
               check_attachments: bool = True) -> GAIAData:
-    """Read GAIA's ``split`` from ``data_dir``, or from a Hub snapshot when it is None.
-
-    ``level`` keeps one level (1-3, an int or a digit string); ``config`` is one of
-    the repository's configs (``2023_all``, ``2023_level1`` ...). With
-    ``check_attachments`` (the default) a missing attachment is an error.
-    Every mistake is a one-line :class:`~assay.errors.DatasetError`.
-    """
+    """GAIA's ``split`` from ``data_dir``, or from a Hub snapshot when it is None."""
     check_split(split)
     config_filter = config_level(config)
     wanted = level_arg(level) if level is not None else None
@@ -117,8 +92,7 @@ def load_gaia(data_dir: str | Path | None = None, *, split: str = "validation",
 
 
 def runs_here() -> tuple[bool, str]:
-    """Whether GAIA's data can be had here, and why: from the Hub, where it is gated
-    (``HF_TOKEN``), or offline from a copy in the local cache."""
+    """Whether GAIA's data can be had here (gated on the Hub, or cached), and why."""
     if not hf.hub_offline():
         if os.environ.get("HF_TOKEN"):
             return True, "GAIA downloads with $HF_TOKEN"
@@ -132,8 +106,7 @@ def runs_here() -> tuple[bool, str]:
 
 
 def _adopt_old_cache(dataset_name: str) -> None:
-    """Move a snapshot an older assay kept in ``<data root>/gaia`` into the Hub cache
-    (its links are relative, so they still hold), so it is neither lost nor fetched again."""
+    """Move an older assay's ``<data root>/gaia`` snapshot into the Hub cache (relative links)."""
     folder = f"datasets--{dataset_name.replace('/', '--')}"
     old, new = data_root() / "gaia" / folder, hf.cache_dir() / folder
     if old.is_dir() and not new.exists():

@@ -1,10 +1,6 @@
-"""The GAIA leaderboard submission: JSONL plus a SUBMISSION_GUIDE.md.
-
-Each line is ``{"task_id", "model_answer", "reasoning_trace"}`` with the bare
-extracted answer as a string (the leaderboard's scorer neither strips
-``FINAL ANSWER:`` nor accepts non-strings). The leaderboard takes a file only
-when it holds every task of the split, with exactly the official per-level
-counts; the guide says whether this file does.
+"""The GAIA leaderboard submission: JSONL lines ``{task_id, model_answer, reasoning_trace}``
+(the bare answer as a string: the scorer neither strips ``FINAL ANSWER:`` nor takes
+non-strings) and a SUBMISSION_GUIDE.md saying whether the official per-level counts are met.
 """
 
 from __future__ import annotations
@@ -21,8 +17,8 @@ from assay.tasks.gaia.layouts import OFFICIAL_COUNTS
 LEADERBOARD_URL = "https://huggingface.co/spaces/gaia-benchmark/leaderboard"
 
 
-def submission_lines(results: list[SampleResult], include_reasoning: bool = True
-                     ) -> list[dict[str, Any]]:
+def submission_lines(results: list[SampleResult],
+                     include_reasoning: bool = True) -> list[dict[str, Any]]:
     """One line per task (first epoch); errors give an empty answer."""
     lines = []
     for r in results:
@@ -39,7 +35,6 @@ def submission_lines(results: list[SampleResult], include_reasoning: bool = True
 
 
 def write_jsonl(lines: list[dict[str, Any]], path: Path) -> Path:
-    """Write submission lines as JSONL."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(path) as f:
         for line in lines:
@@ -63,7 +58,6 @@ def check_counts(split: str, levels: Counter[int]) -> tuple[bool, str]:
 
 def write_submission(run: dict[str, Any], results: list[SampleResult], out_dir: Path
                      ) -> dict[str, Path]:
-    """Write ``gaia_submission.jsonl`` and ``SUBMISSION_GUIDE.md`` into the run folder."""
     opts = run["spec"].get("task_options") or {}
     split = opts.get("split") or "validation"
     lines = submission_lines(results)

@@ -1,18 +1,8 @@
-"""The two local layouts of ``gaia-benchmark/GAIA``, read into plain :class:`GAIAQuestion` records.
-
-HF ``datasets`` is never imported (4.x no longer runs GAIA's loading script):
-
-* **original**: ``2023/<split>/metadata.jsonl``, attachments beside it under ``file_name``;
-* **current**: ``2023/<split>/metadata.parquet`` and ``metadata.level{1,2,3}.parquet``
-  (configs ``2023_level1..3``), with a ``file_path`` column relative to the repository root.
-
-A data folder may be the repository root (the folder holding ``2023/``), ``2023/``
-or a split folder. Every task's ``Level`` is cast to int, every attachment is
-resolved and checked, and a bad row is a one-line :class:`~assay.errors.DatasetError`
-naming ``file:line``. An attachment must lie inside the dataset folder: a
-``file_name`` or ``file_path`` that is absolute, climbs out with ``../`` or is a
-symlink to a file elsewhere is refused, since text attachments are put into the
-prompt and so into the stored results.
+"""Both layouts of ``gaia-benchmark/GAIA`` read into :class:`GAIAQuestion` records, without
+HF ``datasets`` (4.x no longer runs GAIA's loading script): ``2023/<split>/metadata.jsonl``
+with attachments beside it (``file_name``), or ``metadata[.levelN].parquet`` with a
+``file_path`` relative to the repository root. An attachment outside the dataset folder
+(absolute, ``../``, a symlink elsewhere) is refused: text attachments go into the prompt.
 """
 
 from __future__ import annotations
@@ -42,10 +32,7 @@ _BULLET = re.compile(r"^\s*(?:\d+\s*[.)]|[-*\u2022])\s*")
 
 @dataclass
 class GAIAQuestion:
-    """One GAIA task as read from the metadata, with its attachment resolved to a local path.
-
-    ``raw`` is the row exactly as the file holds it.
-    """
+    """One GAIA task, its attachment resolved to a local path; ``raw``: the row as read."""
 
     task_id: str
     question: str
@@ -60,17 +47,12 @@ class GAIAQuestion:
 
     @property
     def has_file(self) -> bool:
-        """Whether the task comes with an attachment."""
         return bool(self.file_name)
 
     @property
     def answer_public(self) -> bool:
         """False when the gold answer is hidden (``"?"``, as in the test split)."""
         return self.final_answer.strip() != HIDDEN_ANSWER
-
-
-# ---------------------------------------------------------------------------------------------
-# Locating the metadata file
 
 
 def config_level(config: str) -> int | None:
@@ -84,18 +66,13 @@ def config_level(config: str) -> int | None:
 
 
 def check_split(split: str) -> None:
-    """Refuse a split GAIA does not have."""
     if split not in SPLITS:
         raise DatasetError(f"unknown GAIA split {split!r}; use 'validation' or 'test'")
 
 
 def locate_metadata(root: Path, split: str, config: str) -> tuple[Path, str]:
-    """Find the metadata file of ``split``/``config`` under ``root``; returns (file, layout).
-
-    Looked for, in order, in ``root/2023/<split>``, ``root/<split>`` and ``root``:
-    ``metadata.jsonl``, then ``metadata.level<N>.parquet`` (level configs), then
-    ``metadata.parquet``. The layout is ``"jsonl"`` or ``"parquet"``.
-    """
+    """``(metadata file, "jsonl" | "parquet")``, looked for in ``root/2023/<split>``,
+    ``root/<split>`` and ``root``."""
     check_split(split)
     level = config_level(config)
     root = Path(root).expanduser()
@@ -121,10 +98,6 @@ def locate_metadata(root: Path, split: str, config: str) -> tuple[Path, str]:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading rows
-
-
 def _read_parquet(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     try:
         import pyarrow.parquet as pq  # optional
@@ -147,13 +120,18 @@ def _read_rows(path: Path, layout: str) -> tuple[list[dict[str, Any]], list[str]
     return _read_parquet(path)
 
 
-def as_level(value: Any) -> int | None:
-    """1, 2 or 3 from an int or a digit string (``"1"``); None for anything else."""
-    level: int | None = None
+def _as_int(value: Any) -> int | None:
+    """An int, or a digit string (``"1"``) as one; None for anything else."""
     if isinstance(value, int) and not isinstance(value, bool):
-        level = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        level = int(value.strip())
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def as_level(value: Any) -> int | None:
+    """1, 2 or 3 from an int or a digit string; None for anything else."""
+    level = _as_int(value)
     return level if level in (1, 2, 3) else None
 
 
@@ -194,13 +172,7 @@ def _metadata(value: Any) -> dict[str, Any]:
 
 
 def parse_steps(metadata: dict[str, Any]) -> int | None:
-    """``int`` of ``Number of steps`` when it parses, else None."""
-    value = metadata.get("Number of steps")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    return _as_int(metadata.get("Number of steps"))
 
 
 def parse_tools(metadata: dict[str, Any]) -> list[str] | str | None:
@@ -225,12 +197,8 @@ def _repo_root(metadata_file: Path) -> Path:
 
 
 def _resolve_attachment(row: dict[str, Any], file_name: str, metadata_file: Path,
-                        layout: str) -> tuple[list[tuple[str, Path]], str]:
-    """Candidate paths of a row's attachment, best first, each with the field it comes from.
-
-    Returns ``[(field, path), ...]`` (``field`` is ``"file_name"`` or ``"file_path"``)
-    and the row's ``file_path`` value.
-    """
+                        layout: str) -> list[tuple[str, Path]]:
+    """``[(field, path)]`` candidates for a row's attachment, best first."""
     base = metadata_file.parent
     fp = row.get("file_path") or ""
     fp = fp if isinstance(fp, str) else ""
@@ -239,25 +207,18 @@ def _resolve_attachment(row: dict[str, Any], file_name: str, metadata_file: Path
         p = Path(fp)
         cands.append(("file_path", p if p.is_absolute() else _repo_root(metadata_file) / p))
     if file_name:
-        if layout == "jsonl":
-            cands.insert(0, ("file_name", base / file_name))
-        else:
-            cands.append(("file_name", base / file_name))
+        cands.insert(0 if layout == "jsonl" else len(cands), ("file_name", base / file_name))
     if fp:
         cands.append(("file_path", base / Path(fp).name))
-    seen: list[tuple[str, Path]] = []
-    for c in cands:
-        if c[1] not in [s[1] for s in seen]:
-            seen.append(c)
-    return seen, fp
+    seen: dict[Path, tuple[str, Path]] = {}
+    for name, path in cands:
+        seen.setdefault(path, (name, path))
+    return list(seen.values())
 
 
 def _within(path: Path, folder: Path, real_root: Path) -> bool:
-    """Whether ``path`` lies in ``folder`` as written and in ``real_root`` once resolved.
-
-    The first test catches ``../`` and absolute paths; the second, with every
-    symlink followed (:meth:`Path.resolve`), catches links that point elsewhere.
-    """
+    """Whether ``path`` lies in ``folder`` as written (no ``../``, not absolute) and in
+    ``real_root`` with symlinks followed."""
     try:
         lexical = Path(os.path.normpath(os.path.abspath(path)))
         if not lexical.is_relative_to(Path(os.path.abspath(folder))):
@@ -269,7 +230,6 @@ def _within(path: Path, folder: Path, real_root: Path) -> bool:
 
 def _check_inside(cands: list[tuple[str, Path]], row: dict[str, Any], loc: str, tid: str,
                   folder: Path, real_root: Path) -> None:
-    """Refuse a row whose attachment, by any field, would be read from outside the data."""
     for name, path in cands:
         if not _within(path, folder, real_root):
             raise DatasetError(
@@ -287,14 +247,9 @@ def _is_file(path: Path) -> bool:
 def read_tasks(metadata_file: Path, layout: str, *, check_attachments: bool = True,
                config_level_filter: int | None = None, data_root: Path | None = None,
                real_root: Path | None = None) -> list[GAIAQuestion]:
-    """Parse every row of a metadata file into :class:`GAIAQuestion` (see the module docstring).
-
-    Attachments must lie inside ``data_root`` (default: the repository folder the
-    metadata belongs to), and, with symlinks followed, inside ``real_root``
-    (default ``data_root``; a Hub snapshot's files link into its cache folder). An
-    attachment outside is a :class:`DatasetError` naming the task and the field,
-    whether or not attachments are checked for existence.
-    """
+    """Every row as a :class:`GAIAQuestion`. Attachments must lie in ``data_root`` (default:
+    the metadata's repository folder) and, links followed, in ``real_root`` (default
+    ``data_root``; a Hub snapshot's files link into its cache)."""
     folder = Path(data_root) if data_root is not None else _repo_root(metadata_file)
     real = Path(real_root) if real_root is not None else folder
     rows, locs = _read_rows(metadata_file, layout)
@@ -319,7 +274,7 @@ def read_tasks(metadata_file: Path, layout: str, *, check_attachments: bool = Tr
             raise DatasetError(f"{loc}: task {tid}: 'file_name' must be a string")
         file_path: Path | None = None
         if file_name or row.get("file_path"):
-            cands, _ = _resolve_attachment(row, file_name, metadata_file, layout)
+            cands = _resolve_attachment(row, file_name, metadata_file, layout)
             _check_inside(cands, row, loc, tid, folder, real)
             file_path = next((c for _, c in cands if _is_file(c)), None)
             if file_path is None and check_attachments:

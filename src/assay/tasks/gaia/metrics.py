@@ -1,14 +1,6 @@
-"""GAIA metrics: exact match with intervals, per level, difficulty drop rates, extraction.
-
-- exact match rate: correct / scored, with a Wilson 95% interval; errors apart;
-- per-level accuracy (Level 1-3), each with its interval;
-- drop rate k->k+1 = (acc_k - acc_{k+1}) / acc_k (the book's definition), defined
-  when both levels were scored and acc_k > 0;
-- mean annotator steps over correctly answered tasks (how hard the solved tasks were);
-- extraction: share of answers given with ``FINAL ANSWER:`` versus a fallback;
-- ``partial`` is the book's diagnostic and is never counted as correct;
-- leaderboard score: correct / full split size (165 or 301), only when every
-  task of the split was run.
+"""GAIA metrics: exact match (Wilson 95%), per level, drop rate k->k+1 = (acc_k - acc_k+1)
+/ acc_k (the book's), annotator steps of solved tasks, extraction methods, the partial
+diagnostic (never correct), and the leaderboard score (only over a whole split).
 """
 
 from __future__ import annotations
@@ -43,24 +35,18 @@ def _score(r: SampleResult, name: str = "gaia") -> dict[str, Any]:
 
 
 def _passed(name: str) -> Any:
-    """1.0 when score ``name`` passed, else 0.0."""
     return lambda r: 1.0 if _score(r, name).get("value") == 1.0 else 0.0
 
 
 def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[str, Any]:
-    """All GAIA metrics over stored results."""
     answered = [r for r in results if r.error is None and r.scores]
     scored = [r for r in answered if _score(r).get("value") is not None]
     correct = [r for r in scored if _score(r)["value"] == 1.0]
-    levels: dict[int, dict[str, Any]] = {}
-    for lvl in (1, 2, 3):
-        rs = [r for r in scored if (r.metadata or {}).get("level") == lvl]
-        if rs:
-            levels[lvl] = clustered_rate(rs, _passed("gaia"))
+    by_level = {lvl: [r for r in scored if (r.metadata or {}).get("level") == lvl]
+                for lvl in (1, 2, 3)}
+    levels = {lvl: clustered_rate(rs, _passed("gaia")) for lvl, rs in by_level.items() if rs}
+    level_values = {lvl: per_sample_means(by_level[lvl], _passed("gaia")) for lvl in levels}
     drops: dict[str, Any] = {}
-    level_values = {lvl: per_sample_means([r for r in scored
-                                           if (r.metadata or {}).get("level") == lvl],
-                                          _passed("gaia")) for lvl in levels}
     for lo, hi in ((1, 2), (2, 3)):
         key = f"drop_rate_{lo}_to_{hi}"
         a, b = levels.get(lo), levels.get(hi)
@@ -76,18 +62,15 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
             drops[key] = {"value": (a["value"] - b["value"]) / a["value"],
                           "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
                           "method": "bootstrap"}
-    steps = [float(s) for r in correct
-             if (s := (r.metadata or {}).get("steps")) is not None]
+    steps = [float(s) for r in correct if (s := (r.metadata or {}).get("steps")) is not None]
     methods = Counter(_score(r).get("metadata", {}).get("extraction", "none") for r in answered)
     split = (options or {}).get("split") or "validation"
     total = OFFICIAL_TOTAL.get(split)
     full_split = total is not None and len(results) == total and not (options or {}).get("level")
     out: dict[str, Any] = {
         "exact_match_rate": clustered_rate(scored, _passed("gaia")),
-        "n_samples": len(results),
-        "n_scored": len(scored),
-        "n_unscored": len(answered) - len(scored),
-        "n_errors": len(results) - len(answered),
+        "n_samples": len(results), "n_scored": len(scored),
+        "n_unscored": len(answered) - len(scored), "n_errors": len(results) - len(answered),
         "error_rate": proportion(len(results) - len(answered), len(results)),
         "level_accuracy": {f"level_{k}": v for k, v in levels.items()},
         **drops,

@@ -9,7 +9,6 @@ from assay.tasks.gaia.scoring import FIXES_NOTE
 
 
 def _drop(value: dict[str, Any] | None) -> str:
-    """A drop rate with its bootstrap interval, or n/a."""
     if value is None:
         return "n/a"
     if value.get("ci_low") is None:
@@ -18,7 +17,6 @@ def _drop(value: dict[str, Any] | None) -> str:
 
 
 def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Level table and chart, difficulty drops, extraction methods and advice."""
     levels = metrics.get("level_accuracy") or {}
     sections: list[dict[str, Any]] = [{
         "title": "Levels",

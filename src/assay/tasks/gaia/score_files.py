@@ -1,10 +1,6 @@
-"""``assay gaia score``: score a predictions file against gold answers, without a model.
-
-Answers: JSONL with ``task_id`` and ``Final answer`` (a GAIA ``metadata.jsonl``
-works as is; ``final_answer``/``answer`` are accepted too) and optionally
-``Level``. Predictions: the submission format, ``task_id`` and ``model_answer``
-(a string) per line. Problems are errors naming the file and line; nothing is
-skipped silently.
+"""``assay gaia score``: a predictions file (``task_id``, ``model_answer``) scored against
+gold answers (JSONL with ``task_id``, ``Final answer`` and optionally ``Level``, as GAIA's
+``metadata.jsonl``), without a model; every problem is an error naming file and line.
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ _ANSWER_KEYS = ("Final answer", "final_answer", "answer")
 
 
 def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(location, row) pairs of a JSONL file; every row must carry a ``task_id``."""
     if not path.is_file():
         raise DatasetError(f"file not found: {path}")
     rows = read_jsonl(path)
@@ -35,14 +30,11 @@ def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 @dataclass
 class GAIAScoreReport:
-    """Per-task verdicts and the summary."""
-
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     scorer: str = "official"
 
     def summary(self) -> str:
-        """Exact match overall and per level, with 95% intervals."""
         lines = [f"scorer: {self.scorer}"]
         ok = sum(v["correct"] for v in self.verdicts)
         lines.append(f"exact match  {fmt_rate(proportion(ok, len(self.verdicts)))}")
@@ -59,7 +51,6 @@ class GAIAScoreReport:
 
 def score_predictions(answers: str | Path, predictions: str | Path,
                       scorer: str = "official") -> GAIAScoreReport:
-    """Score every prediction line; see the module docstring for the formats."""
     match = get_scorer(scorer)
     a_path, p_path = Path(answers), Path(predictions)
     gold: dict[str, dict[str, Any]] = {}

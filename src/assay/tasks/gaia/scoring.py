@@ -1,24 +1,14 @@
-"""GAIA answer extraction and the official / lenient answer matchers.
+"""GAIA answer extraction and matchers, each ``(model_answer, ground_truth) -> bool``.
 
-Everything here is pure and fast (stdlib only, no I/O). Three matchers, each
-``(model_answer, ground_truth) -> bool``:
-
-* :func:`official_match`, the default: the GAIA leaderboard's rules, verdict for
-  verdict. The ground truth alone picks the branch: a string Python ``float()``
-  parses is a **number** (``$ % ,`` removed from the answer, ``float()`` or
-  infinity, exact equality); otherwise one containing ``,`` or ``;`` is a
-  **list** (both split on every ``,`` and ``;``, same length, compared in
-  order, numeric elements by the number rule, others with all whitespace
-  removed and lowercased, punctuation kept); otherwise a **string** (all
-  whitespace and all ASCII punctuation removed, lowercased, equal). A ``None``
-  answer counts as the string ``"None"``.
-* :func:`lenient_match`: the quasi-exact match of the Hello-Agents book, with two
-  bugs of its shipped implementation fixed (see :data:`FIXES_NOTE`). Never the
-  default; reports must name it.
-* :func:`partial_match`: the book's partial-match diagnostic. It is reported as a
-  labelled diagnostic only and is **never** counted as correct.
-
-The rules are written here from their description; no scorer code is copied.
+:func:`official_match` (default) gives the leaderboard scorer's verdicts. The ground truth
+picks the rule: one ``float()`` parses is a **number** (``$ % ,`` removed from the answer,
+``float()`` or +inf, exact equality); else one with ``,`` or ``;`` a **list** (both split
+on each, same length, in order, numeric elements by the number rule, others without
+whitespace and lowercased, punctuation kept); else a **string** (no whitespace, no ASCII
+punctuation, lowercased). A ``None`` answer is the string ``"None"``.
+:func:`lenient_match` is the Hello-Agents book's rule with two bugs fixed (:data:`FIXES_NOTE`);
+:func:`partial_match` its diagnostic, never counted as correct. Written from the rules'
+description; no scorer code is copied.
 """
 
 from __future__ import annotations
@@ -58,11 +48,8 @@ FIXES_NOTE = (
     "and equal. It is not the leaderboard's rule; the official scorer is."
 )
 
-# --------------------------------------------------------------------------- extraction
-
 # Markdown bold may wrap the marker: "**FINAL ANSWER:** x" or "**FINAL ANSWER**: x".
 _BOLD_MARKER = r"(\*\*)?[ \t]*(?:{core})[ \t]*(\*\*)?[ \t]*{colon}(?(1)(?(2)|(?:[ \t]*\*\*)?))"
-# "FINAL ANSWER:", any case.
 _FINAL_MARKER = re.compile(
     _BOLD_MARKER.format(core=r"(?<![A-Za-z])final[ \t]+answer", colon=":"), re.IGNORECASE
 )
@@ -74,7 +61,6 @@ _ANSWER_MARKER = re.compile(
 
 
 def _unwrap(s: str, open_ch: str, close_ch: str) -> str | None:
-    """``s[len(open):-len(close)]`` when ``open`` at the start closes at the very end."""
     no, nc = len(open_ch), len(close_ch)
     if len(s) < no + nc or not s.startswith(open_ch) or not s.endswith(close_ch):
         return None
@@ -93,10 +79,7 @@ def _unwrap(s: str, open_ch: str, close_ch: str) -> str | None:
 
 
 def _clean_answer(s: str) -> str:
-    """Strip whitespace, surrounding ``[ ]`` and surrounding ``** **``, repeatedly.
-
-    Nothing else is removed: a trailing period or inner brackets stay.
-    """
+    """Strip whitespace, surrounding ``[ ]`` and ``** **``, repeatedly (a trailing period stays)."""
     prev = None
     s = s.strip()
     while s != prev:
@@ -120,23 +103,11 @@ def _rest_of_line(text: str, end: int) -> str:
 
 
 def extract_final_answer(output: str | None) -> tuple[str | None, str]:
-    """The answer a GAIA model output gives, and how it was found.
-
-    Returns ``(answer, method)``; ``<think>...</think>`` blocks are removed first.
-    In order:
-
-    * ``"final_answer"``: the rest of the line after the **last** ``FINAL ANSWER:``
-      (any case; ``**FINAL ANSWER:**`` allowed), or the next non-empty line when
-      the marker ends its line;
-    * ``"answer_marker"``: the same after the last ``答案:`` / ``最终答案:`` /
-      ``Final answer:`` / ``Answer:`` (ASCII or full-width colon);
-    * ``"last_line"``: the last non-empty line that does not start with ``#``;
-    * ``"full"``: the whole stripped output (every line starts with ``#``).
-
-    The answer has surrounding whitespace, ``[ ]`` and ``** **`` removed and is
-    otherwise kept as written (a trailing period stays). ``(None, "none")`` for
-    ``None``, an empty output, or when the last marker has nothing after it.
-    """
+    """``(answer, method)``, ``<think>`` blocks removed first. Methods, in order:
+    ``final_answer`` (the rest of the line after the last ``FINAL ANSWER:``, or the next
+    non-empty line), ``answer_marker`` (the same after ``答案:``/``最终答案:``/``Answer:``),
+    ``last_line`` (the last non-empty line not starting with ``#``), ``full``;
+    ``(None, "none")`` for no output or nothing after the last marker."""
     if not output:
         return None, "none"
     text = strip_reasoning(output).replace("\r\n", "\n").replace("\r", "\n")
@@ -156,8 +127,6 @@ def extract_final_answer(output: str | None) -> tuple[str | None, str]:
     return text.strip(), "full"
 
 
-# --------------------------------------------------------------------------- official
-
 _WHITESPACE = re.compile(r"\s")  # Unicode whitespace, as Python's ``\s``
 _LIST_SEP = re.compile(r"[,;]")
 _ASCII_PUNCT = str.maketrans("", "", string.punctuation)
@@ -165,7 +134,6 @@ _NUMBER_STRIP = str.maketrans("", "", "$%,")
 
 
 def _check_str(model_answer: object, ground_truth: object) -> str:
-    """The model answer as a string (``None`` -> ``"None"``); TypeError on non-strings."""
     if not isinstance(ground_truth, str):
         raise TypeError(f"GAIA ground truth must be a string, got {type(ground_truth).__name__}")
     if model_answer is None:
@@ -180,7 +148,6 @@ def _check_str(model_answer: object, ground_truth: object) -> str:
 
 
 def _as_float(s: str) -> float | None:
-    """``float(s)`` with Python's own rules, or ``None`` when it does not parse."""
     try:
         return float(s)
     except ValueError:
@@ -194,7 +161,6 @@ def normalize_official_number(s: str) -> float:
 
 
 def normalize_official_string(s: str) -> str:
-    """The string rule: all (Unicode) whitespace removed, lowercased, ASCII punctuation removed."""
     return _WHITESPACE.sub("", s).lower().translate(_ASCII_PUNCT)
 
 
@@ -204,7 +170,6 @@ def normalize_official_list_element(s: str) -> str:
 
 
 def split_official_list(s: str) -> list[str]:
-    """Split on every ``,`` and every ``;`` (empty elements kept)."""
     return _LIST_SEP.split(s)
 
 
@@ -218,14 +183,9 @@ def official_branch(ground_truth: str) -> str:
 
 
 def official_match(model_answer: str | None, ground_truth: str) -> bool:
-    """Whether the GAIA leaderboard's scorer counts ``model_answer`` as correct.
-
-    See the module docstring for the rules. Quirks kept on purpose: the number
-    rule is exact float equality (``"17.0"`` matches ``"17"``, ``"17.01"`` does
-    not); a ground truth ``"nan"`` never matches; ``"inf"`` matches any
-    unparsable answer; list elements are compared in order. Raises
-    ``TypeError`` for a non-string, non-``None`` answer or ground truth.
-    """
+    """The leaderboard scorer's verdict (rules: module docstring). Quirks kept: ``"17.0"``
+    matches ``"17"``; gold ``"nan"`` never matches, ``"inf"`` any unparsable answer.
+    ``TypeError`` for a non-string answer or ground truth."""
     answer = _check_str(model_answer, ground_truth)
     gt_value = _as_float(ground_truth)
     if gt_value is not None:
@@ -246,8 +206,6 @@ def official_match(model_answer: str | None, ground_truth: str) -> bool:
     return normalize_official_string(answer) == normalize_official_string(ground_truth)
 
 
-# --------------------------------------------------------------------------- lenient
-
 # A thousands-separated number: not glued to other digits or to a "d," / "d." before it,
 # and not followed by a digit or another ",d" (so "1,2345" and "1,2,000" are left alone).
 _THOUSANDS = re.compile(r"(?<!\d)(?<!\d[,.])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
@@ -261,13 +219,8 @@ def _remove_thousands(s: str) -> str:
 
 
 def normalize_lenient(s: str) -> str:
-    """One answer (or list element) under the lenient rules.
-
-    In order: trim and lowercase; drop a leading ``the``/``a``/``an`` when
-    another word follows; remove ``$ % € £``; collapse whitespace; strip
-    trailing ``.,;:!?``. (Thousands separators are removed before this, see
-    :func:`lenient_match`.)
-    """
+    """Trim, lowercase, drop a leading article when a word follows, remove ``$ % € £``,
+    collapse whitespace, strip trailing ``.,;:!?`` (thousands separators go before)."""
     s = s.strip().lower()
     words = s.split()
     if len(words) > 1 and words[0] in _ARTICLES:
@@ -281,15 +234,9 @@ def _lenient_items(s: str) -> list[str]:
 
 
 def lenient_match(model_answer: str | None, ground_truth: str) -> bool:
-    """The book's quasi-exact match, with the two fixes of :data:`FIXES_NOTE`.
-
-    Thousands separators are removed from both sides first. If the ground
-    truth then contains a comma, both are split on ``,``, each element
-    normalized (:func:`normalize_lenient`) and the sorted lists compared;
-    otherwise the normalized whole strings are compared. No float parsing
-    (``"17.0"`` is not ``"17"``), and ``;`` is no separator. A ``None`` answer
-    never matches. Raises ``TypeError`` for a non-string answer.
-    """
+    """The book's quasi-exact match with :data:`FIXES_NOTE`'s fixes: a gold with a comma
+    compares sorted normalized elements. No float parsing, ``;`` no separator, ``None``
+    never matches."""
     if model_answer is None:
         _check_str("", ground_truth)
         return False
@@ -301,7 +248,6 @@ def lenient_match(model_answer: str | None, ground_truth: str) -> bool:
 
 
 def _partial_key(s: str) -> str:
-    """Per-string lenient form: comma lists sorted and joined with ``,``."""
     s = _remove_thousands(s)
     if "," in s:
         return ",".join(_lenient_items(s))
@@ -312,18 +258,9 @@ _WORD_SPLIT = re.compile(r"[\s,]+")
 
 
 def partial_match(model_answer: str | None, ground_truth: str) -> bool:
-    """The book's partial-match diagnostic. **Never counted as correct.**
-
-    After lenient normalization of each side on its own (a string with a comma
-    becomes its sorted elements joined by ``,``): true when either contains the
-    other as a substring, or when at least 70 % of the ground truth's words
-    (split on whitespace and commas) are words of the answer. It is loose by
-    design (``"3"`` vs ``"33"``, ``"1000 km"`` vs ``"1000"``, ``"a, b, c"`` vs
-    ``"a, b"`` all match) and is reported as a labelled diagnostic only. Unlike
-    HelloAgents, an answer or ground truth that normalizes to ``""`` never
-    matches (HelloAgents lets an empty ground truth be "contained" in anything).
-    ``None`` never matches; a non-string answer raises ``TypeError``.
-    """
+    """The book's diagnostic, never counted as correct: after lenient normalization, one
+    side contains the other, or 70% of the gold's words are the answer's. Unlike
+    HelloAgents, an empty side never matches."""
     if model_answer is None:
         _check_str("", ground_truth)
         return False
@@ -341,8 +278,6 @@ def partial_match(model_answer: str | None, ground_truth: str) -> bool:
     return found >= 0.7 * len(gold_words)
 
 
-# --------------------------------------------------------------------------- registry
-
 SCORERS: dict[str, Callable[[str | None, str], bool]] = {
     "official": official_match,
     "lenient": lenient_match,
@@ -350,10 +285,7 @@ SCORERS: dict[str, Callable[[str | None, str], bool]] = {
 
 
 def get_scorer(name: str) -> Callable[[str | None, str], bool]:
-    """The matcher registered as ``name``; ``ConfigError`` for an unknown name."""
     try:
         return SCORERS[name]
     except (KeyError, TypeError):
-        raise ConfigError(
-            f"unknown GAIA scorer {name!r}; choose official or lenient"
-        ) from None
+        raise ConfigError(f"unknown GAIA scorer {name!r}; choose official or lenient") from None

@@ -1,13 +1,7 @@
-"""``gaia``: the GAIA general-assistant benchmark, scored by the leaderboard's rules.
+"""``gaia``: GAIA scored by the leaderboard's rules, with the official system prompt.
 
-Each task goes to a fresh agent with the official answer-format system prompt.
-Attachments are given by path; text-like ones (txt, csv, json, jsonl, md, py,
-xml) are also inlined up to a size limit, so agents without file tools can use
-them. The final answer is extracted (``FINAL ANSWER:``, last one wins, then the
-book's fallbacks; the method is recorded) and scored with the ``official``
-scorer unless ``lenient`` is asked for; ``partial`` is a labelled diagnostic
-that never counts as correct. On the test split the gold answers are private:
-nothing is scored, only the submission file is produced.
+Attachments are given by path; text-like ones are also inlined up to a limit, for agents
+without file tools. The test split's answers are private: only the submission is made.
 """
 
 from __future__ import annotations
@@ -45,7 +39,6 @@ DEFAULT_INLINE_LIMIT = 20_000  # characters of an attachment put into the prompt
 
 
 def attachment_text(path: Path, limit: int) -> str:
-    """How an attachment is shown to the agent: its path, and its text when text-like."""
     note = f"\n\nAttached file: {path}"
     if path.suffix.lower() not in TEXT_SUFFIXES:
         return note + f" ({path.suffix.lstrip('.') or 'binary'} file; open it with your tools)"
@@ -60,8 +53,6 @@ def attachment_text(path: Path, limit: int) -> str:
 
 
 class GAIAOptions(TaskOptions):
-    """Options of the ``gaia`` task."""
-
     data_dir: str | None = PathField(None, description="A local copy of gaia-benchmark/GAIA (either "
                                  "layout); otherwise it is downloaded with $HF_TOKEN.")
     split: str = Field("validation", description="validation or test (answers hidden).")
@@ -79,13 +70,7 @@ class GAIAOptions(TaskOptions):
 
 @task("gaia")
 class GAIATask(Task):
-    """GAIA validation or test split, optionally one level.
-
-    Options: ``data_dir`` (a local copy; otherwise downloaded with ``HF_TOKEN``),
-    ``split`` (``validation`` | ``test``), ``level`` (1-3), ``scorer``
-    (``official`` | ``lenient``), ``inline_limit``, ``system_prompt`` (defaults
-    to the official one), ``max_tokens``, ``dataset_name``.
-    """
+    """GAIA validation or test split, optionally one level."""
 
     headline_metric = "exact_match_rate"
     info = TaskInfo(category="agent", agent=True,
@@ -110,11 +95,6 @@ class GAIATask(Task):
         get_scorer(o.scorer)  # fail fast on a typo
 
     def read(self) -> LoadedData:
-        """Tasks of the split (and level), with attachments resolved and checked.
-
-        Built from the core loader's plain records; ``row`` is the metadata row as read.
-        Where gold answers are private (the test split), every sample says so.
-        """
         o = self.opts
         data = load_gaia(o.data_dir, split=o.split, level=o.level,
                          dataset_name=o.dataset_name or GAIA_REPO)
@@ -134,13 +114,10 @@ class GAIATask(Task):
                 "tasks": len(samples), "levels": data.level_distribution()}
         return LoadedData(samples, info, dict(self.options))
 
-
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
-        """Room for reasoning before the final answer."""
         return {"max_tokens": int(self.opts.max_tokens or 1024), **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        """The official system prompt, then the question with its attachment."""
         system = self.opts.system_prompt or GAIA_SYSTEM_PROMPT
         question = sample.input if isinstance(sample.input, str) else ""
         path = Path(sample.files[0]) if sample.files else None
@@ -151,7 +128,6 @@ class GAIATask(Task):
         return [Message("system", system), Message("user", question)]
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """Extracted answer scored officially (or leniently) plus the partial diagnostic."""
         answer, method = extract_final_answer(outcome.output)
         meta = {"extraction": method, "level": sample.metadata.get("level"),
                 "fallback": method not in ("final_answer", "none")}
@@ -173,17 +149,13 @@ class GAIATask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Exact match with interval, per level, drop rates, steps, extraction, usage."""
         return gaia_metrics(results, options or {})
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """Level table and chart, extraction, recommendations."""
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
         return report_extra(metrics)
 
     @classmethod
     def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
                         out_dir: Any) -> dict[str, Any]:
-        """The submission JSONL and its SUBMISSION_GUIDE.md."""
         return write_submission(run, results, Path(out_dir))

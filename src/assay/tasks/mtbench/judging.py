@@ -1,29 +1,11 @@
-"""Single-answer grading as FastChat's MT-Bench does it, with invalid verdicts kept apart.
-
-Per question, two verdicts (FastChat ``llm_judge/common.py``, ``create_conv_single`` and
-``gen_judgment.py``'s ``make_judge_single``):
-
-* turn 1: ``single-v1`` (or ``single-math-v1`` with the reference's first turn, for the
-  categories graded against a reference), filled with the first question and answer;
-* turn 2: ``single-v1-multi-turn`` (or ``single-math-v1-multi-turn`` with both reference
-  turns), filled with the whole two-turn conversation.
-
-The judge gets the prompt's ``system_prompt`` as the system message and the filled
-template as the user message; it is asked at temperature 0 (FastChat's judge setting).
-
-The rating is read as FastChat's ``process_judgement`` reads it: the first match of
-``\\[\\[(\\d+\\.?\\d*)\\]\\]``, else the first of ``\\[(\\d+\\.?\\d*)\\]``; so ``[[8]]``,
-``[[7.5]]`` and a bare ``[8]`` are ratings. Where this differs from FastChat:
-
-* a number outside 1-10 is not a rating here (FastChat keeps it);
-* the number is read with ``float`` (FastChat's ``ast.literal_eval`` raises on ``08``);
-* a reply with no rating gets ONE corrective retry that shows the judge its reply (the
-  NVIDIA wheel re-sends the same request up to 5 times, which at temperature 0 mostly
-  repeats it, and which our response cache would answer with the same reply); a second
-  failure makes the verdict *invalid*: counted and shown, never a score (FastChat writes
-  ``-1`` and its ``show_result.py`` silently drops those rows);
-* the wheel also tries ``Rating: (\\d+)`` but never uses what it finds (dead code); so
-  does this module, by leaving it out.
+"""Single-answer grading as FastChat's MT-Bench does it (``create_conv_single``,
+``make_judge_single``), at temperature 0: turn 1 with ``single-v1``, turn 2 with the whole
+conversation (``-multi-turn``); ``single-math-*`` with the reference where graded so.
+The rating is read as ``process_judgement`` reads it (``[[n]]``, else ``[n]``). Unlike
+FastChat: a rating outside 1-10 is none; ``float``, not ``ast.literal_eval`` (``08``); no
+rating gets ONE corrective retry (the wheel re-sends the same request, which the cache
+would answer alike), then the verdict is *invalid*: counted, never scored (FastChat
+writes -1 and silently drops it).
 """
 
 from __future__ import annotations
@@ -42,11 +24,9 @@ RATING = re.compile(r"\[\[(\d+\.?\d*)\]\]")
 RATING_BACKUP = re.compile(r"\[(\d+\.?\d*)\]")
 MIN_RATING, MAX_RATING = 1.0, 10.0
 
-#: the corrective message after a reply with no rating (our own words)
 RETRY = ("I could not find your rating in that reply ({why}). Reply with your rating of the "
          "assistant's response on the scale of 1 to 10, written in double square brackets, "
          "for example [[6]].")
-
 
 #: the reply a local (GGUF) judge is held to with constrained decoding: a small model writes
 #: no ``[[N]]`` of its own, so its rating is asked for as a schema field (our own shape)
@@ -60,8 +40,7 @@ RATING_SCHEMA: dict[str, Any] = {
 
 
 def as_fastchat_text(raw: str) -> str:
-    """A constrained reply as FastChat's verdict text (``explanation`` then ``Rating: [[N]]``),
-    so that it is stored and read like any judge's reply; anything else is kept as it is."""
+    """A constrained reply as FastChat's verdict text (``... Rating: [[N]]``); else as is."""
     try:
         data = json.loads(raw, strict=False)  # a small model puts raw newlines in strings
     except ValueError:
@@ -73,14 +52,11 @@ def as_fastchat_text(raw: str) -> str:
 
 
 def constrained_judge(judge: Any) -> bool:
-    """Whether a judge (a model, the engine's context around one, or a model spec) gets
-    :data:`RATING_SCHEMA`: one whose provider guarantees schema-constrained replies (the
-    embedded or any local GGUF model)."""
+    """Whether a judge (model, context or spec) guarantees schema-constrained replies."""
     return judge is not None and capabilities_of(judge).constrained_decoding
 
 
 def parse_rating(text: str | None) -> tuple[float | None, str | None]:
-    """The judge's rating (1-10), or ``None`` and why the reply has none."""
     raw = text or ""
     if not raw.strip():
         return None, "an empty reply"
@@ -94,14 +70,11 @@ def parse_rating(text: str | None) -> tuple[float | None, str | None]:
 
 
 def prompt_name(category: str, turn: int) -> str:
-    """The judge prompt FastChat uses for a question of ``category`` at ``turn`` (1 or 2)."""
     return SINGLE_PROMPTS[(needs_reference(category), turn == 2)]
 
 
 def judge_messages(prompt: JudgePrompt, turn: int, questions: list[str], answers: list[str],
                    reference: list[str] | None) -> list[Message]:
-    """The judge's request for one turn: the prompt's system message and its template
-    filled in as FastChat fills it (the reference only for reference-guided prompts)."""
     values: dict[str, str] = {}
     if reference is not None:
         values["ref_answer_1"] = reference[0]
@@ -117,13 +90,11 @@ def judge_messages(prompt: JudgePrompt, turn: int, questions: list[str], answers
 
 
 def read_constrained(raw: str) -> tuple[float | None, str | None]:
-    """The rating of a constrained (:data:`RATING_SCHEMA`) reply, read as FastChat's text."""
     return parse_rating(as_fastchat_text(raw))
 
 
 def rating_of(replies: list[str]) -> float | None:
-    """The rating of one stored vote: the first of its replies that has one (``None``:
-    invalid)."""
+    """The first rating among one vote's replies (``None``: invalid)."""
     for raw in replies:
         value, _ = parse_rating(raw)
         if value is not None:
@@ -134,13 +105,8 @@ def rating_of(replies: list[str]) -> float | None:
 async def grade_turn(jury: list[Any], prompt: JudgePrompt, turn: int, questions: list[str],
                      answers: list[str], reference: list[str] | None, *, samples: int,
                      max_tokens: int, seed: int | None) -> dict[str, Any]:
-    """Every vote on one turn: ``{turn, prompt, user_prompt, votes: [{replies}]}``.
-
-    Each judge of the jury votes ``samples`` times through :func:`assay.scoring.judge.poll`
-    (one vote at temperature 0, FastChat's judge setting; several sampled at 0.7 with
-    seeds ``seed + i``); a reply with no rating gets one corrective retry. A constrained
-    judge's replies are kept as FastChat's text (:func:`as_fastchat_text`).
-    """
+    """Every vote on one turn: ``{turn, prompt, user_prompt, votes: [{replies}]}``; each
+    judge votes ``samples`` times through :func:`assay.scoring.judge.poll`."""
     messages = judge_messages(prompt, turn, questions, answers, reference)
     votes = []
     for judge in jury:
@@ -155,14 +121,11 @@ async def grade_turn(jury: list[Any], prompt: JudgePrompt, turn: int, questions:
             if len(jury) > 1:
                 row["judge"] = vote.judge
             votes.append(row)
-    return {"turn": turn, "prompt": prompt.name, "user_prompt": messages[1].content,
-            "votes": votes}
+    return {"turn": turn, "prompt": prompt.name, "user_prompt": messages[1].content, "votes": votes}
 
 
 def turn_verdict(judgment: dict[str, Any]) -> dict[str, Any]:
-    """A turn's verdict from its stored votes: the mean of the valid votes' ratings
-    (``None`` and ``invalid`` when no vote has one), and how far the votes agree
-    (:func:`assay.scoring.judge.combine`, rule ``mean``)."""
+    """A turn's verdict: the mean of its valid votes (``invalid`` when none) and agreement."""
     ratings = [rating_of(v.get("replies") or []) for v in judgment.get("votes") or []]
     verdict = combine(ratings, rule="mean")
     replies = [len(v.get("replies") or []) for v in judgment.get("votes") or []]

@@ -1,16 +1,7 @@
-"""The MT-Bench score, registered for planners, and the metrics of an MT-Bench run.
-
-The score is FastChat's (``llm_judge/scripts/show_result.py``, single mode): the mean of
-the judge's 1-10 ratings over every judged turn, pooled (each question gives two
-ratings), with per-turn means beside it. FastChat drops the ratings it could not parse
-without saying so; here such an *invalid* verdict is left out of every mean too (never
-counted as 0 or any other number), and counted and shown.
-
-Intervals: a question's two turns (and its epochs) are not independent, so the interval
-of a pooled mean is clustered by question: a Student-t interval for the ratio estimator
-Σ ratings / Σ rated turns over questions (its linearised variance), which is exactly
-:func:`assay.metrics.stats.mean_with_ci` over per-question means when every question has
-the same number of valid ratings.
+"""The MT-Bench score and run metrics: FastChat's (``show_result.py``, single mode) mean of
+the 1-10 ratings over all judged turns, pooled; an *invalid* verdict is left out of every
+mean (FastChat silently drops it too) and counted. Intervals are clustered by question
+(its turns and epochs are not independent).
 """
 
 from __future__ import annotations
@@ -44,21 +35,15 @@ SCALE = (1, 10)
           "verdict, and returns their mean (None when none is valid).",
     reference="lm-sys/FastChat fastchat/llm_judge (show_result.py, single mode)")
 def mtbench_score(ratings: Iterable[float | None]) -> float | None:
-    """The mean of the valid ratings; ``None`` entries (invalid verdicts) are left out,
-    and ``None`` is returned when no rating is valid."""
+    """The mean of the valid (not ``None``) ratings; ``None`` when none is valid."""
     valid = [float(r) for r in ratings if r is not None]
     return sum(valid) / len(valid) if valid else None
 
 
 def clustered_mean(groups: dict[str, list[float]], confidence: float = 0.95) -> dict[str, Any]:
-    """The pooled mean of every value, with a t interval clustered by group (question).
-
-    ``groups`` maps a question to its valid ratings (turns, epochs); a question with
-    none is left out. The variance is the ratio estimator's:
-    Σ (s_q - R·c_q)² / (n (n-1) c̄²) with s_q, c_q a question's sum and count, R the pooled
-    mean and c̄ the mean count; t with n-1 degrees of freedom, cut to the 1-10 scale. No
-    interval below two questions.
-    """
+    """The pooled mean of ``groups`` (question -> valid ratings) with a t interval for the
+    ratio estimator: var = Σ (s_q - R·c_q)² / (n (n-1) c̄²), n-1 degrees of freedom, cut to
+    the 1-10 scale; none below two questions."""
     kept = {k: v for k, v in groups.items() if v}
     n = len(kept)
     sums = [sum(v) for v in kept.values()]
@@ -88,16 +73,8 @@ def _meta(r: SampleResult) -> dict[str, Any]:
 
 
 def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[str, Any]:
-    """Metrics of an MT-Bench run, from the stored scores (see the module docstring).
-
-    ``score`` (the headline), ``turn_1``, ``turn_2`` and ``categories`` (each category's
-    pooled mean and per-turn means) are means on the 1-10 scale over valid verdicts;
-    ``invalid_verdicts`` counts turns with no valid rating, ``invalid_verdict_rate`` their
-    share of the judged turns; ``judge_retries`` counts votes that needed the corrective
-    retry; with several judge samples, ``judge_agreement`` is the mean share of a turn's
-    valid votes that give its most common rating; ``tokens`` are per role (the
-    run's own token counts are the model's only).
-    """
+    """Metrics of an MT-Bench run from the stored scores; ``tokens`` are per role (the
+    run's own token counts are the model's only)."""
     summary = score_summary(results, "score")
     scored = [r for r in results if r.error is None and r.scores]
     overall: dict[str, list[float]] = defaultdict(list)
@@ -146,26 +123,16 @@ def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dic
         entry["turn_1"] = mtbench_score(by_cat_turn.get((cat, 1), []))
         entry["turn_2"] = mtbench_score(by_cat_turn.get((cat, 2), []))
         categories[cat] = entry
-    out: dict[str, Any] = {
-        "score": clustered_mean(overall),
-        "turn_1": clustered_mean(by_turn[1]),
-        "turn_2": clustered_mean(by_turn[2]),
-        "categories": categories,
-        "scale": list(SCALE),
-        **{k: v for k, v in summary.items()
-           if k not in ("score", "score_errors_as_wrong")},
-        "judged_turns": verdicts,
-        "invalid_verdicts": invalid,
+    return {
+        "score": clustered_mean(overall), "turn_1": clustered_mean(by_turn[1]),
+        "turn_2": clustered_mean(by_turn[2]), "categories": categories, "scale": list(SCALE),
+        **{k: v for k, v in summary.items() if k not in ("score", "score_errors_as_wrong")},
+        "judged_turns": verdicts, "invalid_verdicts": invalid,
         "invalid_verdict_rate": proportion(invalid, verdicts),
-        "judge_votes": votes,
-        "invalid_judge_votes": invalid_votes,
-        "judge_retries": retried,
+        "judge_votes": votes, "invalid_judge_votes": invalid_votes, "judge_retries": retried,
         "judge_samples": int(options.get("judge_samples") or 1),
         "judge_agreement": sum(agreements) / len(agreements) if agreements else None,
-        "judge_models": sorted(judges),
-        "self_judged": self_judged,
+        "judge_models": sorted(judges), "self_judged": self_judged,
         "tokens": {role: {"input": v[0], "output": v[1]} for role, v in sorted(tokens.items())},
-        **usage_summary(results),
-        "top_errors": error_messages(results),
+        **usage_summary(results), "top_errors": error_messages(results),
     }
-    return out

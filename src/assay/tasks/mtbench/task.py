@@ -1,20 +1,8 @@
-"""``mtbench``: MT-Bench's 80 two-turn questions, answered by the model, rated 1-10 by a judge.
-
-Per question (one sample): the model answers the first user turn, then the second with
-the conversation so far (at FastChat's temperature for the question's category, see
-:data:`~assay.tasks.mtbench.dataset.TEMPERATURES`); then the judge rates the first
-answer and, given the whole conversation, the second, with FastChat's single-answer
-grading prompts read from ``judge_prompts.jsonl`` (reference-guided, with GPT-4's answer,
-for math, reasoning and coding): :mod:`assay.tasks.mtbench.judging`. Everything is
-stored with the outcome (the transcript, the filled judge prompts and the judge's
-replies), and the ratings are read from those replies at scoring time, so ``assay score
-RUN`` scores a run again with no model call. Metrics: :mod:`assay.tasks.mtbench.metrics`.
-
-The judge is a role (``--judge-model``), cached, retried and rate-limited like the model.
-Without one, the model under test judges itself: allowed, so that the benchmark runs
-offline with one model, but warned about, and marked ``self_judged`` in the metrics,
-since a judge favours its own answers (MT-Bench paper: about +10 % win rate for GPT-4
-judging itself, +25 % for Claude-v1).
+"""``mtbench``: MT-Bench's 80 two-turn questions, answered at FastChat's per-category
+temperature and rated 1-10 by a judge role. Ratings are read from the stored replies, so
+``assay score RUN`` rescores with no model call. Without ``--judge-model`` the model judges
+itself: allowed (offline, one model), but warned and marked ``self_judged`` (a judge
+favours its own answers: about +10% win rate for GPT-4, +25% for Claude-v1).
 """
 
 from __future__ import annotations
@@ -46,8 +34,6 @@ JUDGE_TOKENS = 2048
 
 
 class MTBenchOptions(TaskOptions):
-    """Options of ``mtbench``."""
-
     data: str | None = PathField(None, description="MT-Bench questions: FastChat's "
                              "mt_bench/question.jsonl (question_id, category, two turns).")
     judge_prompts: str | None = Field(None, description="FastChat's judge_prompts.jsonl "
@@ -64,12 +50,9 @@ class MTBenchOptions(TaskOptions):
                                    "else OPENAI_BASE_URL; never --base-url unless the "
                                    "judge is the model under test).")
     max_tokens: int = Field(ANSWER_TOKENS, ge=1, description="Max tokens per answer.")
-    judge_max_tokens: int = Field(JUDGE_TOKENS, ge=1, description="Max tokens per judge "
-                                  "reply.")
-    judge_samples: int = Field(1, ge=1, le=15, description="Ratings asked per turn (more "
-                               "than one: sampled at temperature 0.7, averaged, agreement "
-                               "reported).")
-
+    judge_max_tokens: int = Field(JUDGE_TOKENS, ge=1, description="Max tokens per judge reply.")
+    judge_samples: int = Field(1, ge=1, le=15, description="Ratings asked per turn (more than one: "
+                               "sampled at temperature 0.7, averaged, agreement reported).")
 
 
 def _absolute(value: str | None) -> str | None:
@@ -83,7 +66,6 @@ def _beside(data: str, relative: Path) -> str | None:
 
 @lru_cache(maxsize=8)
 def _judge_prompts(path: str | None) -> dict[str, ds.JudgePrompt]:
-    """FastChat's judge prompts, read once per file (a task keeps no state of its own)."""
     if not path:
         raise ConfigError("mtbench needs judge_prompts=PATH: FastChat's "
                           "judge_prompts.jsonl (it was not beside the questions)")
@@ -107,8 +89,7 @@ class MTBenchTask(Task):
                    "answer 1-10 with FastChat's grading prompts (reference-guided for math, "
                    "reasoning and coding); invalid verdicts counted, never scored.")
     headline_metric = "score"
-    info = TaskInfo(category="dialogue", roles=("judge",),
-                    tags=("chat", "multi-turn", "llm-judge"))
+    info = TaskInfo(category="dialogue", roles=("judge",), tags=("chat", "multi-turn", "llm-judge"))
     Options = MTBenchOptions
 
     def __init__(self, **options: Any) -> None:
@@ -122,16 +103,12 @@ class MTBenchTask(Task):
             if not options.get("reference_answers"):
                 options["reference_answers"] = _beside(options["data"],
                                                        ds.REFERENCES_BESIDE_QUESTIONS)
-        #: the options as a model (they may come from a stored run: validated again)
         self.opts = MTBenchOptions.model_validate(
             {k: v for k, v in options.items() if v is not None})
         # every option, defaults included, is stored with the run
         super().__init__(options=self.opts.model_dump(exclude_none=True))
 
-    # -- data -----------------------------------------------------------------------------
-
     def read(self) -> LoadedData:
-        """The questions as samples, and the dataset record (nothing kept on the task)."""
         o = self.opts
         if not o.data:
             raise ConfigError("mtbench needs data=PATH: FastChat's mt_bench/question.jsonl "
@@ -150,9 +127,8 @@ class MTBenchTask(Task):
                              "give reference_answers=PATH (FastChat's "
                              "reference_answer/gpt-4.jsonl)")
                     raise DatasetError(
-                        f"question {q.question_id} ({q.category}) is graded against a "
-                        f"reference answer, as FastChat grades {', '.join(ds.NEED_REF_CATS)}; "
-                        f"{where}")
+                        f"question {q.question_id} ({q.category}) is graded against a reference "
+                        f"answer, as FastChat grades {', '.join(ds.NEED_REF_CATS)}; {where}")
                 if len(ref) < 2:
                     raise DatasetError(f"{refs_path}: the reference answer of question "
                                        f"{q.question_id} has {len(ref)} turn(s), not 2")
@@ -172,8 +148,7 @@ class MTBenchTask(Task):
         return LoadedData(samples, info, dict(self.options))
 
     def roles(self, model: str) -> dict[str, RoleModel]:
-        """The judge: ``judge_model`` (several: a jury, ``judge``, ``judge_2``, ...), or the
-        model under test (with a warning)."""
+        """The judge (several: a jury), or the model under test with a warning."""
         o = self.opts
         if not o.judge_model:
             print(f"warning: no judge model given, so {model} judges its own answers; a judge "
@@ -185,19 +160,14 @@ class MTBenchTask(Task):
                 print(f"warning: {warning}", file=sys.stderr)
         return jury(o.judge_model or [model], o.judge_base_url)
 
-    # -- driving ----------------------------------------------------------------------------
     def generation_params(self, ctx: Any = None,
                           temperature: float | None = None) -> dict[str, Any]:
-        """The answers' parameters: the category's temperature and ``max_tokens``; the
-        run's own parameters (``ctx.params``: ``--param``, ``--seed``) win."""
         params: dict[str, Any] = {"max_tokens": self.opts.max_tokens}
         if temperature is not None:
             params["temperature"] = temperature
         return {**params, **run_params_of(ctx)}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
-        """Two turns of conversation with the model under test (the judge grades them in
-        :meth:`score`, so ``assay score RUN --judge-model M`` re-judges a stored run)."""
         meta = sample.metadata
         questions = [str(t) for t in meta["turns"]]
         params = self.generation_params(agent, meta.get("temperature"))
@@ -212,11 +182,8 @@ class MTBenchTask(Task):
                       "agent_model": getattr(agent, "model_id", None),
                       "usage": {"agent": _usage(agent)}})
 
-    # -- scoring ----------------------------------------------------------------------------
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
-        """The judge's verdicts on both turns (``ctx.roles["judge"]``), then ``score``: the
-        mean of the question's valid turn ratings (1-10); ``turn_1`` and ``turn_2``: each
-        turn's rating. An invalid verdict is ``None``, never a number."""
+        """``score``: the mean of the valid turn ratings; ``turn_1``, ``turn_2`` (invalid: None)."""
         meta = outcome.metadata
         answers = [str(a) for a in meta.get("answers") or []]
         if len(answers) != 2:
@@ -246,8 +213,7 @@ class MTBenchTask(Task):
                                 for k in ("input_tokens", "output_tokens")}}
         if len(jury) > 1:
             info["judge_models"] = [j.model_id for j in jury]
-        why = ", ".join(f"turn {t['turn']}: {_fmt(t['rating'])} ({t['prompt']})"
-                        for t in turns)
+        why = ", ".join(f"turn {t['turn']}: {_fmt(t['rating'])} ({t['prompt']})" for t in turns)
         if n_invalid:
             why += f"; {n_invalid} invalid verdict(s) left out, not scored"
         answer = None if n_invalid == 2 else " / ".join(_fmt(r) for r in ratings)
@@ -258,13 +224,10 @@ class MTBenchTask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """See :func:`assay.tasks.mtbench.metrics.mtbench_metrics`."""
         return mtbench_metrics(results, options or {})
 
     @classmethod
-    def report_extra(cls, metrics: dict[str, Any],
-                     results: list[SampleResult]) -> dict[str, Any]:
-        """Scores by category, the questions by score, and the judge's reliability."""
+    def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:
         def mean(v: float | None) -> str:
             return "—" if v is None else f"{v:.2f}"
 
