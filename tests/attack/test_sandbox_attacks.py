@@ -730,7 +730,8 @@ async def test_processes_of_a_run_are_bounded_as_a_whole(kind: str, isolation: s
 
 def test_eval_code_points_run_a_few_at_a_time(tmp_path: Path) -> None:
     """Eight eval_code points of one case, each holding a process until its timeout: the
-    host never sees more of them at once than the sandbox's slots."""
+    host never sees more of them at once than the sandbox's slots. The timeout leaves a
+    loaded machine time to start each sandbox, so that at least one is seen."""
     mark = f"assaymark{uuid.uuid4().hex[:12]}"
     point = {"score_point": "waits", "weight": 1, "eval_code":
              f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', "
@@ -746,7 +747,7 @@ def test_eval_code_points_run_a_few_at_a_time(tmp_path: Path) -> None:
              "--model", "openai/agent", "--examiner-model", "openai/examiner",
              "--judge-model", "openai/judge", "--base-url", srv.base_url, "-q",
              "-T", f"examiner_base_url={srv.base_url}", "-T",
-             f"judge_base_url={srv.base_url}", "-T", "eval_timeout=2"],
+             f"judge_base_url={srv.base_url}", "-T", "eval_timeout=8"],
             env={**os.environ, "OPENAI_API_KEY": "sk-test"}, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, cwd=REPO)
         try:

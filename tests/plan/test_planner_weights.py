@@ -35,16 +35,20 @@ from assay.plan.field import capability_candidates
 from assay.plan.intent import domain_words
 from assay.plan.planner import Settings, plan_request
 from assay.plan.schema import read_plan
+from assay.sandbox import allow_weak_isolation
 from assay.store.sqlite import Store
+from tests.plan import quality
 
 
 def plan(request: str, folder: Path) -> Any:
-    """The real planner, offline, rules only (no planner model, no Hub)."""
+    """The real planner, offline, rules only (no planner model, no Hub); code tasks run as
+    where the weights were set (quality.without_bwrap)."""
     store = Store()
     try:
-        path = plan_request(store, request, Settings(model="openai/fake", hub=False,
-                                                     output=str(folder / "plan.yaml")),
-                            prompt=lambda _t: None, echo=lambda _t: None, yes=True)
+        with allow_weak_isolation(quality.without_bwrap()):
+            path = plan_request(store, request, Settings(model="openai/fake", hub=False,
+                                                         output=str(folder / "plan.yaml")),
+                                prompt=lambda _t: None, echo=lambda _t: None, yes=True)
     finally:
         store.close()
     return read_plan(path)

@@ -33,7 +33,8 @@ RULES = [
 ]
 RESULT_FIELDS = {"sample_id", "epoch", "input", "target", "output", "prediction", "scores",
                  "error", "latency_s", "model_s", "wait_s", "input_tokens", "output_tokens",
-                 "transcript", "metadata", "sample", "outcome"}
+                 "transcript", "metadata", "sample", "outcome", "seq", "model_calls",
+                 "cache_hits", "created_at"}
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -1,8 +1,5 @@
-"""The click groups every command module registers on.
-
-Sub-commands are loaded lazily: ``assay run qa`` imports ``assay.cli.run`` and what it
-needs, so ``assay --help`` starts in the time it takes to import click.
-"""
+"""The click groups every command module registers on; sub-commands load lazily, so
+``assay --help`` starts in the time it takes to import click."""
 
 from __future__ import annotations
 

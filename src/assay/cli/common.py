@@ -133,9 +133,8 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
 
 
 def _stop_on_sigterm(_signum: int, _frame: Any) -> None:
-    """Stop the run as Ctrl-C would: by raising SIGINT where it has a Python handler (its
-    own, or ``asyncio.run``'s), else directly (a process started with SIGINT ignored: a
-    background job of a non-interactive shell, some CI runners and service managers)."""
+    """Stop the run as Ctrl-C would: raise SIGINT where it has a Python handler, else directly
+    (a process started with SIGINT ignored: background jobs, some CI runners)."""
     if callable(signal.getsignal(signal.SIGINT)):
         signal.raise_signal(signal.SIGINT)
     else:
@@ -159,9 +158,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequence[str],
                 engine_options: dict[str, Any], task_options: dict[str, Any],
                 overrides: dict[str, Any] | None = None) -> Any:
-    """Shared body of every ``assay run <task>`` command. On ``--resume``, ``overrides``
-    (settings that keep the samples) are printed; several models run as child runs of one
-    parent run; a run that ends ``failed`` prints its most common error and exits 1."""
+    """Shared body of every ``assay run <task>``: several models run as children of one parent
+    run; a ``failed`` run prints its most common error and exits 1."""
     models = [model] if isinstance(model, str) else list(model)
     store = Store()
     engine = Engine(store, quiet=quiet)

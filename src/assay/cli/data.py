@@ -1,8 +1,5 @@
-"""``assay data pull NAME`` and ``assay data list``: datasets in the data cache.
-
-The cache is ``$ASSAY_DATA_DIR`` when set, else ``$ASSAY_HOME/data`` (``./assay-runs/data``);
-its ``manifest.json`` records what each pull fetched (see :mod:`assay.data.cache`).
-"""
+"""``assay data pull NAME`` and ``assay data list``: datasets in the data cache
+(``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``; see :mod:`assay.data.cache`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``assay datagen ...`` and ``assay review``: generated-data quality.
-
-Every model-driven step is an ordinary run with ``assay run``'s engine settings and
-defaults; ``--delay SECONDS`` (the book's spelling) means ``--rpm 60/SECONDS``.
-``assay datagen pipeline`` is a parent run whose steps are child runs (``--resume ID``).
-"""
+"""``assay datagen ...`` and ``assay review``: generated-data quality. Model steps are ordinary
+runs; ``--delay SECONDS`` (the book's spelling) means ``--rpm 60/SECONDS``."""
 
 from __future__ import annotations
 

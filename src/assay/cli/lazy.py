@@ -1,9 +1,5 @@
-"""Command groups whose commands load on first use, so ``assay --help`` imports no command.
-
-Each lazy command is named with where it lives and its one-line help, shown without
-importing it (``tests/cli/test_lazy_help.py`` checks it matches the command's own). An
-unknown command name is answered with the nearest names, or with the group that has it.
-"""
+"""Command groups whose commands load on first use: each is named with its module and one-line
+help (``tests/cli/test_lazy_help.py`` checks it matches), so ``assay --help`` imports none."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The ``assay`` command line (click; ``rich`` for tables).
-
-A user error (:class:`AssayError`) prints one line and exits 2 (``--debug``: the
-traceback); a usage error prints the short usage, then that ``error:`` line (a bad value
-or a task file's error: the line alone). A group given no command prints its help to
-stdout and exits 2, as click does.
-"""
+"""The ``assay`` command line. An :class:`AssayError` prints one line and exits 2 (``--debug``:
+the traceback); a usage error prints the short usage, then that ``error:`` line."""
 
 from __future__ import annotations
 

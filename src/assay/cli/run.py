@@ -1,6 +1,5 @@
-"""``assay run TASK``: any task, by name, ``FILE.py[@NAME]`` or ``FILE.yaml``. Its flags are
-made from its options model (``--category X`` is ``-T category=X``); an option named like an
-engine flag (``--seed``) is given with ``-T`` only."""
+"""``assay run TASK``: any task, by name, ``FILE.py[@NAME]`` or ``FILE.yaml``; flags come from
+its options model (an option named like an engine flag is given with ``-T`` only)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Writing files so that a reader never sees half of one: a temporary name in the same
-folder, fsynced, renamed over the target; ``kill -9`` at any moment leaves the old file or
-the new one, never a truncated file that looks complete."""
+"""Writing files a reader never sees half of: a temp file in the same folder, fsynced, renamed
+over the target; ``kill -9`` leaves the old file or the new, never a truncated one."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Checks on numeric options: a one-line :class:`ConfigError` naming the flag, what it must
-be and what was given, so ``--epochs 0`` or ``--temperature nan`` fails before anything
-runs instead of hanging, finishing empty or reaching a server."""
+"""Checks on numeric options: a one-line :class:`ConfigError` naming the flag, so ``--epochs 0``
+or ``--temperature nan`` fails before anything runs (not hanging or reaching a server)."""
 
 from __future__ import annotations
 

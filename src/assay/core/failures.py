@@ -1,6 +1,5 @@
-"""When a run counts as failed (every sample errored, say a ``--base-url`` without ``/v1``, or
-more than ``--max-error-rate``; ``--resume`` redoes them), and what to tell the user: its most
-common error, stored (``stats["error"]``) and printed with a hint where the cause is usual."""
+"""When a run counts as failed (every sample errored, or more than ``--max-error-rate``), and
+its most common error, stored (``stats["error"]``) and printed with a hint where usual."""
 
 from __future__ import annotations
 

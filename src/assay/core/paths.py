@@ -1,9 +1,7 @@
-"""One path policy for every file that a task, plan, case or wheel names (files from
-someone else): each name is read relative to its folder (its *base*) and resolved inside
-it, links included; an absolute path, a ``..`` or link leading out, an empty name or a NUL
-byte is refused in one line naming the file and the field.
-:func:`inside` resolves first and compares resolved paths second: comparing text misses
-links (``data/x.csv -> /etc/shadow``), resolving only the base misses ``..`` in links."""
+"""One path policy for every file a task, plan, case or wheel names: resolved inside its folder,
+links included; absolute paths, ``..`` or links leading out, empty names and NUL are refused.
+:func:`inside` resolves before comparing: comparing text misses links, resolving only the base
+misses ``..`` in links."""
 
 from __future__ import annotations
 

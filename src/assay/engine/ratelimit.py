@@ -7,9 +7,8 @@ import time
 
 
 class RateLimiter:
-    """At most one call starts per ``60 / rpm`` seconds, across every sample of a run: even
-    spacing, not bursts, so a per-minute quota is not spent at once and answered with 429s.
-    Retries wait their turn too; cache hits make no call and do not wait."""
+    """At most one call starts per ``60 / rpm`` seconds across a run: even spacing, not bursts that
+    earn 429s. Retries wait their turn too; cache hits do not wait."""
 
     def __init__(self, rpm: float | None) -> None:
         self.interval = 60.0 / rpm if rpm else 0.0

@@ -122,9 +122,8 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """In this process: runs samples through :func:`run_sample`, each result to ``commit`` (the store's one
-    writer) as it comes: ``workers`` asyncio tasks pulling from one queue (memory stays flat
-    for big datasets); one failure outside a sample (e.g. the store) stops them all."""
+    """In this process: ``workers`` asyncio tasks on one queue (flat memory), each result to
+    ``commit`` (the store's one writer); a failure outside a sample stops them all."""
 
     async def execute(self, task: Any, subject: Any, work: list[tuple[int, Sample, int]],
                       run: RunCalls, commit: Callable[[SampleResult], None],

@@ -1,7 +1,5 @@
-"""The explicit, one-time upgrade of runs an older assay stored (``assay store migrate``), with
-the code no reader imports: a finished run with no description is described as if it had just
-ended (without its task's code: from its stored metrics, if any); one described before runs
-stored what readers show of metrics and model gets it; a plan run, :func:`plan_facts`."""
+"""One-time upgrade of runs an older assay stored (``assay store migrate``), with code no reader
+imports: undescribed finished runs are described from stored metrics; plans: :func:`plan_facts`."""
 
 from __future__ import annotations
 

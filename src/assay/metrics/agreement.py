@@ -1,9 +1,6 @@
-"""Agreement between raters (judges, reviewers): weighted Cohen's kappa and percent agreement.
-Ordinal 1-5 ratings call for *quadratic-weighted* kappa (unweighted kappa counts 4 against
-5 as a full disagreement). scikit-learn's ``cohen_kappa_score`` is used when installed, the
-NumPy fallback computes the same (tested). Pass the full scale as ``labels``: else only the
-values seen are used, and unevenly spaced ones are treated as adjacent. An undefined
-quantity (no items, no expected disagreement) is ``None``, never a number."""
+"""Agreement between raters: weighted Cohen's kappa (quadratic for ordinal 1-5 ratings) and
+percent agreement; scikit-learn when installed, else an equal NumPy fallback. Pass the full
+scale as ``labels``. An undefined quantity is ``None``, never a number."""
 
 from __future__ import annotations
 

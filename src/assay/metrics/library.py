@@ -1,8 +1,6 @@
-"""assay's own metrics, registered in :mod:`assay.metrics.registry` when imported.
-The answer-matching metrics are :mod:`assay.scoring`'s scorers under their canonical names
-and aliases; BLEU and chrF are sacrebleu's, ROUGE-L rouge-score's. Defined here is only
-what no library offers. Bad input raises a one-line :class:`ConfigError` saying what to
-fix; aggregate metrics return ``None`` when there is nothing to aggregate."""
+"""assay's own metrics (registered on import): :mod:`assay.scoring`'s scorers, sacrebleu's BLEU and
+chrF, rouge-score's ROUGE-L, and what no library offers. Bad input: a one-line ConfigError;
+aggregates are ``None`` with nothing to aggregate."""
 
 from __future__ import annotations
 

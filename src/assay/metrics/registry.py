@@ -1,8 +1,6 @@
-"""The metric registry: every metric assay can compute, with what a planner (and
-``assay list metrics``) needs to know. ``level``: ``sample`` (``fn(prediction, target,
-**opts) -> Score``, the run's value a mean with an interval), ``corpus`` (``fn(predictions,
-targets, **opts) -> float``: BLEU is no mean), ``group`` (``fn(groups, **opts)``, pass@k),
-or ``judge``/``task`` (computed by a task, recorded so plans can name them)."""
+"""The metric registry. ``level``: ``sample`` (``fn(prediction, target, **opts) -> Score``, mean
+with interval), ``corpus`` (``fn(predictions, targets, **opts) -> float``), ``group``
+(``fn(groups, **opts)``, pass@k), or ``judge``/``task`` (computed by a task, named by plans)."""
 
 from __future__ import annotations
 

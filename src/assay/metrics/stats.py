@@ -120,10 +120,8 @@ def bootstrap_interval(strata: dict[str, Sequence[float]],
                        statistic: Callable[[dict[str, float]], float | None], *,
                        resamples: int = 2000, seed: int = 0,
                        confidence: float = 0.95) -> tuple[float, float] | None:
-    """Seeded percentile bootstrap interval of ``statistic`` for aggregates of several rates
-    (BFCL's overall, GAIA's drop rates): each stratum resampled on its own; ``statistic``
-    gets each one's resampled mean (``None``: undefined, left out). ``None`` if a stratum
-    is empty or most resamples are undefined."""
+    """Seeded stratified percentile bootstrap interval of ``statistic`` (given each stratum's mean,
+    ``None`` left out); ``None`` if a stratum is empty or most resamples are undefined."""
     import numpy as np  # heavy
 
     if not strata or any(len(v) == 0 for v in strata.values()):

@@ -1,7 +1,5 @@
-"""Summaries shared by benchmarks: score rate, errors apart, extraction, latency, tokens.
-Errors (a model call failed after retries) are never wrong answers: the headline rate is
-over scored samples, the error count beside it. Epochs of one sample are not independent:
-they are averaged per sample first, and the interval is over samples (clustered)."""
+"""Summaries shared by benchmarks. Errors are never wrong answers: the rate is over scored samples,
+errors counted beside it; epochs are averaged per sample first (interval clustered by sample)."""
 
 from __future__ import annotations
 

@@ -10,11 +10,9 @@ __all__ = ["GreedyGrammarDecoder"]
 
 
 class GreedyGrammarDecoder:
-    """The best token the grammar accepts, by two shortcuts that allow nothing new: argmax
-    first, masking the vocabulary (milliseconds, not microseconds) only when the grammar
-    refuses it; and text the grammar forces (probed with one-character tokens) evaluated in
-    one batch, its last token left to the model. The model reads forced text as its
-    tokenizer spells it, so it may pick another value (``bench/embedded.py`` checks)."""
+    """The best token the grammar accepts: argmax first, masking the vocabulary only when refused;
+    forced text (probed with one-character tokens) evaluated in one batch, its last token left to
+    the model (which may pick another value: ``bench/embedded.py`` checks)."""
 
     #: longest forced run taken at once (a safety bound; JSON runs are short)
     MAX_FORCED_CHARS = 256

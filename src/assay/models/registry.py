@@ -1,9 +1,6 @@
-"""Model providers by name: ``<provider>/<name>`` names an ``assay.models`` entry point
-(assay's own are registered as a plugin's are) whose value is a :class:`Provider`, e.g.
-``myprov = "my_provider:PROVIDER"`` with ``PROVIDER = Provider(build=lambda name,
-**options: MyModel(name), capabilities=ModelCapabilities(context_window=32768))``.
-A provider's module is imported only when it is used (``assay --help`` stays fast).
-Callers never look at a model's name: they ask :func:`capabilities_of`."""
+"""Model providers: ``<provider>/<name>`` names an ``assay.models`` entry point whose value is a
+:class:`Provider` (assay's own too), imported only when used. Callers never look at a model's
+name: they ask :func:`capabilities_of`."""
 
 from __future__ import annotations
 

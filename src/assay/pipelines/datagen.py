@@ -1,12 +1,6 @@
-"""The generated-data pipeline: a parent run (kind ``pipeline``) whose steps are child runs.
-
-Steps: ``datagen_generate`` with the generator, ``datagen_judge`` once per judge (a jury
-when several), ``datagen_winrate`` with the whole jury, ``datagen_verify`` once per
-solver. ``--resume ID`` keeps the finished steps, continues an interrupted one and runs
-the rest; a failed step stops the pipeline. The problems, the reference set and the
-report go to ``assay-runs/datagen/<pipeline id>/`` (``pipeline.json``: a snapshot for
-readers, never read back).
-"""
+"""The generated-data pipeline: a ``pipeline`` parent run whose steps (generate, judge per
+judge, winrate, verify per solver) are child runs; ``--resume ID`` keeps finished steps and a
+failed step stops it. Output goes to ``assay-runs/datagen/<pipeline id>/``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""One task on several models (``assay run TASK --model A --model B``): a ``pipeline`` parent
-run with one child run per model, in order. A model whose run fails is recorded and the
-others still run (the parent then ends ``failed``). The comparison (each headline, paired
-tests with Holm-adjusted p-values) is stored as the parent's metrics.
-"""
+"""One task on several models: a ``pipeline`` parent run, one child per model; a failed model
+is recorded and the rest still run. The comparison (Holm-adjusted) is the parent's metrics."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The one parent-run driver: a plan, a datagen pipeline (any run made of runs).
-
-A parent run has no samples of its own: its steps are child runs, their status recorded
-in its ``steps``. The store is the only state: reopened after Ctrl-C or ``kill -9``, a
-finished step's run is reused, a half-done one resumed and the rest run. A failed step
-raises :class:`StepFailed` once recorded; the caller decides whether the others run.
-"""
+"""The one parent-run driver (a plan, a datagen pipeline). The store is the only state: after
+Ctrl-C or ``kill -9`` a finished step's run is reused, a half-done one resumed, the rest run."""
 
 from __future__ import annotations
 
@@ -86,8 +81,7 @@ class ParentRun:
 
     store: Store
     id: str
-    #: the parent's spec (its model under test and the engine settings its steps inherit),
-    #: with the credentials that were never stored
+    #: the parent's spec (model and engine settings steps inherit), with unstored credentials
     spec: RunSpec
     quiet: bool = True
     #: settings a resumed step may change (see :func:`resume_step`)
@@ -135,11 +129,8 @@ class ParentRun:
              engine: dict[str, Any] | None = None, names: Iterable[str] = (),
              needs: Iterable[str] = (), before: Callable[[], Any] | None = None,
              echo: Callable[[str], Any] | None = None, label: str | None = None) -> str:
-        """Run step ``key`` (``task`` on ``model``); returns its run id. A finished run of
-        the step is reused, a half-done one resumed; else ``before`` fetches what it needs
-        and a child run is made. ``options`` may be a function (called only when the step
-        runs: they may need a download); ``names``: other names its runs may have (an
-        alias's entry); ``needs``: steps that must have finished first."""
+        """Run step ``key``; returns its run id. A finished run is reused, a half-done one
+        resumed; ``options`` may be a function, called only when the step runs (downloads)."""
         say = echo or (lambda _text: None)
         label = label or key
         entry = self._entry(key, task)
@@ -195,9 +186,8 @@ class ParentRun:
     def drive(self, body: Callable[[ParentRun], dict[str, Any]],
               summarize: Callable[[ParentRun, dict[str, Any]], dict[str, Any]] | None = None
               ) -> dict[str, Any]:
-        """Run ``body`` (the steps; returns the summary), then store the parent's status and
-        the summary as its metrics (``summarize`` remakes it once the status is stored).
-        Ctrl-C or an error stops it as ``interrupted`` or ``failed``, and is raised again."""
+        """Run ``body``, then store the parent's status and summary as its metrics; Ctrl-C or an
+        error stores ``interrupted`` or ``failed`` and is raised again."""
         started = time.perf_counter()
         self.store.set_run_status(self.id, "running")
         try:

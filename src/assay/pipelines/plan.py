@@ -1,9 +1,5 @@
-"""``assay run plan.yaml``: every task of a plan as a child run of one parent run.
-
-Each task is a step of :mod:`assay.pipelines.parent`, in the plan's order, so each child
-is exactly what ``assay run TASK`` would make (a Hub task runs as ``qa`` on its downloaded
-data). A failed task is recorded and the others still run; the report is written last.
-"""
+"""``assay run plan.yaml``: each task of a plan a child run (a step of
+:mod:`assay.pipelines.parent`), as ``assay run TASK`` would make it; the report is written last."""
 
 from __future__ import annotations
 
@@ -127,9 +123,8 @@ def resume_plan(store: Store, run_id: str, *, path: str | Path | None = None,
 
 
 def _validate(plan: Plan, path: Path, *, model_given: bool = False) -> None:
-    """Every task builds, names only metrics it computes, and no file outside the plan's
-    folder nor code; one line otherwise. Files are checked before options are validated
-    (a task may read a file while validating them)."""
+    """Every task builds, names only metrics it computes, and no file outside the plan's folder
+    nor code. Files are checked first (a task may read a file while validating options)."""
     check_models(plan.models, model_given=model_given, where=str(path))
     base = path.resolve().parent
     for i, task in enumerate(plan.tasks, 1):

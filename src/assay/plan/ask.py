@@ -1,10 +1,5 @@
-"""The planner model: one JSON answer under a schema, recorded for the trace.
-
-``local`` decodes constrained to the schema; ``openai/<model>`` sends it as
-``response_format``. A reply that is not one JSON object is ``None`` (the caller keeps
-its rules' answer). With a ``store``, answers are kept in the response cache under the
-engine's key, so planning the same request again costs no model call.
-"""
+"""The planner model: one JSON answer under a schema (``None`` if not one JSON object: the
+caller keeps its rules' answer); with a ``store``, answers are cached so replanning is free."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Human checkpoints: a free-text answer becomes one of five actions, or nothing.
-
-``approve``, ``edit`` ($EDITOR on the plan's YAML), ``drop TASK``, ``add TASK``, ``back``.
-Exact rules first; then, with a planner model, an answer the rules cannot read is put to
-it under a schema and its reply is checked like a typed answer. Anything else is
-``None``: ask again. Nothing is ever approved by default (not an unreadable answer, not
-a reply that does not parse, not the end of input).
-"""
+"""Human checkpoints: a free-text answer becomes approve, edit, drop, add, back, or ``None`` (ask
+again); rules first, then the planner model. Nothing is ever approved by default."""
 
 from __future__ import annotations
 

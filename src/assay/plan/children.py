@@ -1,6 +1,5 @@
-"""A plan run's children: which stored child run is which task of the plan (read by the
-plan report, :mod:`assay.plan.report`, from the store alone) and the keys the plan's
-driver (:mod:`assay.pipelines.plan`) records its steps under."""
+"""A plan run's children: which stored child run is which task of the plan, and the keys the
+plan's driver (:mod:`assay.pipelines.plan`) records its steps under."""
 
 from __future__ import annotations
 
@@ -21,12 +20,8 @@ def step_key(index: int) -> str:
 
 def match_children(store: Store, plan_run_id: str, tasks: list[dict[str, Any]]
                    ) -> list[dict[str, Any] | None]:
-    """The stored child run of each of the plan's ``tasks`` (as the run stored them;
-    ``None``: not started): the run its step recorded. A plan run stored before steps were
-    recorded: the first unused child that runs the task as the plan named it (the child's
-    task or the name it was started by, for an alias); children are made in plan order,
-    but a task that failed before its run began makes its child later (on resume), so a
-    child is matched by name, not by position."""
+    """The stored child run of each of ``tasks`` (``None``: not started). For runs stored before
+    steps were recorded, match by name, not position: a child may be made later, on resume."""
     recorded = {s["key"]: s["run"] for s in store.get_run(plan_run_id)["steps"]}
     if recorded:
         return [store.get_run(recorded[step_key(i)]) if recorded.get(step_key(i)) else None

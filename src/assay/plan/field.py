@@ -1,10 +1,5 @@
-"""Plans that know the field: each capability's tasks ranked by what the field uses for it.
-
-A candidate's score is :data:`PRIOR_WEIGHT` x its standing's prior (canonical 1.0,
-supporting 0.6, niche 0.3) + the rest x its BM25 score on the request and the
-capability's phrases, normalised by that capability's best; its reason records both
-(and whether the planner model suggested it).
-"""
+"""Plans that know the field: each capability's tasks ranked by :data:`PRIOR_WEIGHT` x their
+standing's prior + the rest x their normalised BM25 score; the reason records both."""
 
 from __future__ import annotations
 
@@ -31,9 +26,8 @@ def capability_candidates(request: str, capability: str, *,
                           suggested: frozenset[str] = frozenset(),
                           embed: dict[str, float] | None = None,
                           planner: str | None = None) -> list[Candidate]:
-    """Every runnable task that measures ``capability``, best first; ``suggested``: the
-    planner model's; ``embed`` (name -> cosine to the request) is averaged into the
-    words' part."""
+    """Every runnable task that measures ``capability``, best first; ``embed`` (name -> cosine
+    to the request) is averaged into the words' part."""
     cap = CAPABILITIES[capability]
     tasks = {n: m for n, listed in catalogue().items() for m in listed.info.measures
              if m.capability == capability}

@@ -1,9 +1,5 @@
-"""The planner's Hugging Face Hub fallback: :func:`search_hub`, :func:`resolve_hub` (config,
-split, columns and keys for the generic ``qa`` task, a reason per decision) and
-:func:`fetch_split` (one recorded JSONL file, pinned to the revision). A Hub dataset is never
-*verified*. ``HF_ENDPOINT`` is read at call time, ``HF_HUB_OFFLINE`` turns it all off, and
-every failure is one :class:`~assay.errors.DatasetError` line that never shows the token.
-"""
+"""The planner's Hugging Face Hub fallback: search, resolve as generic ``qa``, fetch one pinned
+split. ``HF_HUB_OFFLINE`` turns it off; every failure is one line that never shows the token."""
 
 from __future__ import annotations
 
@@ -247,9 +243,8 @@ def _download(dataset_id: str, filename: str, revision: str | None,
 
 def resolve_hub(dataset_id: str, *, ask: Callable[[str, dict], dict | None] | None = None,
                 token: str | None = None) -> HubResolution:
-    """How ``dataset_id`` runs as generic QA, from its card or file names; keys by name
-    rules, else ``ask(prompt, schema)`` (only real columns accepted). One that cannot run
-    comes back with ``ok=False`` and a ``problem``."""
+    """How ``dataset_id`` runs as generic QA: keys by name rules, else ``ask`` (only real columns
+    accepted); one that cannot run has ``ok=False`` and a ``problem``."""
     if not hub_enabled():
         raise _offline(f"read dataset {dataset_id}")
     doing = f"read dataset {dataset_id}"

@@ -1,9 +1,5 @@
-"""Which columns of a Hub dataset are the question, the answer and the choices.
-
-Rules first (the usual names); a required key they cannot map is put to the planner
-model under a schema of the dataset's real columns, its reply accepted only when every
-value is an unused column. Every decision is recorded (``reasons``, ``model_calls``).
-"""
+"""Which columns of a Hub dataset are the question, answer and choices: rules first, then the
+planner model (its reply accepted only if every value is an unused column); all recorded."""
 
 from __future__ import annotations
 

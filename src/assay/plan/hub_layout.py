@@ -1,11 +1,5 @@
-"""How a Hugging Face Hub dataset is laid out, and how its data files are read.
-
-The part of :mod:`assay.plan.hub` that needs no network: the configs and their splits'
-files (from the card's ``configs``, else its ``dataset_info``, else the file names) and
-which to take, with the reason; the columns (type, holds a list) from the card's
-features or a data file; and a downloaded file's rows (Parquet, JSON Lines, JSON, CSV,
-``.gz`` too), a file that cannot be read being a one-line :class:`DatasetError`.
-"""
+"""The network-free part of :mod:`assay.plan.hub`: a Hub dataset's configs, split files and
+columns, and a downloaded file's rows (an unreadable file is one :class:`DatasetError` line)."""
 
 from __future__ import annotations
 

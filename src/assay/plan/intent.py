@@ -1,10 +1,5 @@
-"""Step 1 of planning: the request, structured into an :class:`~assay.plan.schema.Intent`.
-
-:func:`parse_rules` needs no model: keyword tables for domains and languages, gallery
-names for named benchmarks, exact patterns for stated quotas (a stated ``0`` stays
-``0``). With a planner model (:mod:`assay.plan.intent_model`) named benchmarks, quotas
-and languages stay the request's own words. Every decision carries a reason.
-"""
+"""Step 1 of planning: the request as an :class:`~assay.plan.schema.Intent`, by rules alone
+(keyword tables, gallery names, exact quota patterns); every decision carries a reason."""
 
 from __future__ import annotations
 
@@ -18,8 +13,7 @@ from assay.tasks.capabilities import capabilities_in
 from assay.tasks.gallery.entry import all_entries
 from assay.tasks.registry import plannable_tasks
 
-#: domain -> words that signal it (lower case; matched as whole words or phrases).
-#: Domains are the gallery's categories.
+#: domain (a gallery category) -> words that signal it (lower case; whole words or phrases).
 DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
     "math": ("math", "maths", "mathematics", "mathematical", "arithmetic", "algebra",
              "calculus", "geometry", "word problem", "word problems", "grade-school",
@@ -116,8 +110,7 @@ class IntentResult:
     reasons: dict[str, str] = field(default_factory=dict)
     model_calls: list[dict[str, Any]] = field(default_factory=list)
     parser: str = "rules"
-    #: ``words`` when the domains come from the request's words, ``planner`` when the
-    #: planner model chose them (the words gave none)
+    #: ``words`` when the domains come from the request's words, ``planner`` when the model did
     domains_from: str = "words"
     #: catalogue tasks the planner model suggested from its knowledge of the field
     suggested: list[str] = field(default_factory=list)
@@ -201,8 +194,7 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
             continue
         hits = [w for w in words if _norm(w) == key]
         if key in COMMON_WORD_NAMES:
-            # "math" or "drop" in a sentence is a word (capitalised or not); MATH, SQuAD
-            # or "the math benchmark" name the benchmark
+            # "math" in a sentence is a word; MATH or "the math benchmark" names the benchmark
             hits = [w for w in hits if any(c.isupper() for c in w[1:]) or (w in styled and w[0].isupper()) or re.search(
                 rf"\b{re.escape(w)}\s+(?:benchmark|dataset|set|test set|eval)\b", text,
                 re.IGNORECASE)]

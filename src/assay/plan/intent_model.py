@@ -1,10 +1,5 @@
-"""Step 1 of planning with a planner model: the intent's fields under a JSON schema,
-merged with the rules of :mod:`assay.plan.intent`.
-
-The model also names the capabilities asked about (taken where the words name none) and
-may suggest benchmarks from the catalogue: candidates the field's prior still ranks,
-never named benchmarks.
-"""
+"""Step 1 with a planner model: the intent under a JSON schema, merged with the rules; its
+suggested benchmarks are only candidates the field's prior still ranks, never named ones."""
 
 from __future__ import annotations
 

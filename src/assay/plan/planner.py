@@ -1,12 +1,6 @@
-"""``assay plan``: from one sentence to a reviewed, traced plan file.
-
-The session's whole state (request, stage, plan so far, the plans before each step for
-``back``, trace, settings) is a row of the store's ``plan_sessions``, saved after every
-step and answer, so ``assay plan --resume ID`` continues where it stopped (Ctrl-C, a
-closed terminal, kill -9). Stages: ``intent`` -> ``select`` -> checkpoint ``plan`` ->
-``resolve`` -> checkpoint ``resolution`` -> ``metrics`` -> checkpoint ``metrics`` ->
-``done``. ``--yes`` approves every checkpoint (CI); a closed input pauses, never approves.
-"""
+"""``assay plan``: one sentence to a reviewed, traced plan file. The session is a row of
+``plan_sessions`` saved after every step, so ``--resume ID`` continues after Ctrl-C or kill -9;
+``--yes`` approves every checkpoint, and a closed input pauses, never approves."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The combined report of a plan run: ``report.md``, ``report.html`` and ``summary.json``.
-
-Everything is read from the store (the plan as the run stored it, each child's stored
-metrics, headline, metric facts and results): nothing is re-scored and no task's or
-metric's code is imported, so a child run of a deleted task file still reports. A task
-that did not run or finish is shown as such, never as 0. This module makes the numbers
-(:func:`plan_summary`) and the radar's geometry; the tables are in
-:mod:`assay.plan.report_render`, the pages in :mod:`assay.reports.pages`.
-"""
+"""A plan run's combined report, read from the store alone (nothing re-scored, no task code
+imported); a task that did not finish is shown as such, never as 0. Tables: ``report_render``."""
 
 from __future__ import annotations
 
@@ -238,8 +231,7 @@ def _task_summary(store: Store, index: int, task: dict[str, Any], child: dict[st
     found = task_value(metrics, primary, child, key=out["reported_as"])
     if child["status"] == "finished" and found is not None:
         out["metric_key"], out["value"] = found
-        # on the scale of the metric read: the primary's, or the task's own when it does
-        # not compute the primary
+        # on the scale of the metric read: the primary's, else the task's own
         out["normalised"], out["scale_note"] = normalise(
             found[0] if out["primary_computed"] is False else primary, found[1]["value"],
             facts)

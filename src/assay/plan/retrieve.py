@@ -1,10 +1,5 @@
-"""Step 2 of planning: BM25 retrieval (``bm25s``) over the gallery and plannable tasks.
-
-A request is searched as a whole and once per domain of its intent (plus that domain's
-words), so "grade-school math and calling tools" finds a math entry *and* a tool entry.
-A candidate's ``score`` is its BM25 over its query's best; dense embeddings from an
-OpenAI-compatible endpoint may be mixed in (:func:`embedding_scores`).
-"""
+"""Step 2 of planning: BM25 over the gallery, per whole request and per intent domain, so a
+mixed request finds an entry for each; embeddings may be mixed in (:func:`embedding_scores`)."""
 
 from __future__ import annotations
 
@@ -145,9 +140,8 @@ class Retriever:
     def search(self, query: str, *, k: int = 10, domain: str | None = None,
                embed: dict[str, float] | None = None,
                floor: float = DOMAIN_FLOOR) -> list[Candidate]:
-        """The ``k`` best candidates for ``query``; with ``domain``, only that category's (or
-        tag's) documents, on the query plus the domain's words, none below ``floor`` of the
-        best. ``embed`` (name -> cosine to the request) is averaged into the score."""
+        """The ``k`` best candidates for ``query`` (with ``domain``: only its documents, none
+        below ``floor`` of the best); ``embed`` cosines are averaged into the score."""
         text = query
         if domain:
             text = f"{query} {domain.replace('_', ' ')} {' '.join(DOMAIN_WORDS.get(domain, ()))}"
@@ -194,9 +188,8 @@ def retriever() -> Retriever:
 def retrieve(request: str, domains: list[str], *, k: int = 10,
              request_first: bool = False, embed: dict[str, float] | None = None,
              first: list[list[Candidate]] | None = None) -> list[Candidate]:
-    """Candidates for a request: ``first`` (each capability's ranked tasks), then per domain
-    (round-robin, so each shows early), then the whole request; each name once. With
-    ``request_first`` (domains guessed by a planner model) the request's best two lead."""
+    """Candidates: ``first``, then per domain (round-robin, so each shows early), then the whole
+    request; each once. ``request_first``: the request's best two lead."""
     r = retriever()
     per_domain = [*(first or []), *(r.search(request, k=k, domain=d, embed=embed) for d in domains)]
     merged: list[Candidate] = []

@@ -1,9 +1,5 @@
-"""The human checkpoints of a planning session: what is shown, and what each answer does.
-
-:func:`checkpoint` shows the plan, reads answers until one is an action, applies it
-(approve, edit with ``$EDITOR``, drop, add, back) and records every answer in the trace,
-saving the session after each. A closed input raises :class:`PlanPaused`.
-"""
+"""The human checkpoints of a planning session: show the plan, read answers until one is an
+action, apply it and trace it, saving after each; a closed input raises :class:`PlanPaused`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The plan file: a human-readable, editable, versioned YAML evaluation plan.
-
-``assay_plan: 1`` (the format), the ``request``, its ``intent``, the ``models`` (model
-under test, judge, planner), the ``tasks`` (each: ``task``, ``source`` gallery | hub |
-builtin, ``options`` as ``-T`` takes them, ``limit``, ``hub`` dataset, ``capabilities``,
-``metrics`` with exactly one ``primary``, ``why``), ``notes`` and the planning ``trace``.
-Every metric is in the registry; an error is one line with the file and line. ``assay
-run plan.yaml`` validates a hand-edited plan again.
-"""
+"""The plan file: a human-readable, editable, versioned YAML evaluation plan. Every metric is in
+the registry; an error is one line with the file and line."""
 
 from __future__ import annotations
 

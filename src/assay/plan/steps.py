@@ -121,9 +121,8 @@ def _gap_languages(intent: Intent) -> list[str]:
 
 def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
            more: Any = None, field: dict[str, list[Candidate]] | None = None) -> Selection:
-    """The plan's tasks: every named benchmark, then the canonical sets of the capabilities
-    they do not measure (``field``), or the best candidate of each domain named (``more``:
-    a domain's every candidate, when none retrieved runs here), within the quotas."""
+    """The plan's tasks: every named benchmark, then canonical sets for unmeasured capabilities
+    (``field``) or each named domain's best candidate (``more``), within the quotas."""
     budget = intent.budget
     max_tasks = budget.max_tasks if budget.max_tasks is not None else DEFAULT_MAX_TASKS
     sel = Selection(tasks=[])
@@ -194,8 +193,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
         best = next((c for c in mine if c.quality and usable(c)), None)
         why = "best match for"
         if best is None:
-            # the best ones cannot run here (GAIA offline, say): the best one that can,
-            # said to be below the threshold rather than leaving the domain out
+            # the best cannot run here (GAIA offline): the best that can, marked below threshold
             best = next((c for c in mine if not c.quality and usable(c)), None)
             if best is None and more is not None:
                 best = next((c for c in more(domain) if c.name not in {x.name for x in mine}

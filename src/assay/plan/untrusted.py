@@ -1,10 +1,5 @@
-"""A plan file is data from someone else: what it may name, checked before anything runs.
-
-Every option value naming something on disk goes through the one path policy with the
-plan's folder as the base (an absolute path, or one only in the current folder, is
-refused; a relative one is passed on absolute, so the task reads the checked file). A
-task may not be a file, nor a model a Python agent (either would import code).
-"""
+"""A plan file is someone else's data: every path goes through the path policy with the plan's
+folder as base, and no task may be a file nor a model a Python agent (either imports code)."""
 
 from __future__ import annotations
 

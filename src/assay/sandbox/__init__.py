@@ -1,13 +1,10 @@
-"""Code from data or a model run in isolation, one way in (:class:`.process.Sandboxed`):
-:func:`run_python` (one-shot, its verdict signed where a key is given) or :class:`Session`
-(a Python or bash process alive for one sample).
+"""Code from data or a model run in isolation via :class:`.process.Sandboxed`: :func:`run_python`
+(one-shot, verdict signed given a key) or :class:`Session` (alive for one sample).
 
-Under bubblewrap: a read-only allow-list root (``/usr``, a few ``/etc`` files, the Python
-installation); ``/tmp`` a fresh tmpfs capped at ``Limits.disk_mb`` holding the scratch
-folder, the only writable place; no network; its own process tree; a cleared environment;
-run by root, a user id of its own; rlimits per process and a cgroup where allowed; a
-wall-clock timeout; one run per CPU at a time. Without a working bwrap, code runs only
-with ``--allow-weak-sandbox`` (``isolation="weak"``); else a one-line refusal."""
+Under bubblewrap: read-only allow-list root; ``/tmp`` a tmpfs capped at ``Limits.disk_mb``, the
+only writable place; no network; own process tree; cleared environment; own user id; rlimits,
+a cgroup where allowed, a timeout, one run per CPU. Without bwrap, code runs only with
+``--allow-weak-sandbox`` (``isolation="weak"``); else a one-line refusal."""
 
 from assay.sandbox.bwrap import BWRAP_INSTALL, WORK, bwrap_problem, python_roots
 from assay.sandbox.files import scratch_folder

@@ -1,8 +1,6 @@
-"""The sandbox's files on the host: packing the inputs, and removing what a run left.
-
-Whatever the code did to its folders must fail that sample, never the harness: nothing here
-recurses (1,500 nested folders make ``shutil.rmtree`` raise RecursionError), follows a link,
-opens a fifo, or trusts a folder's mode."""
+"""The sandbox's files on the host: packing inputs, removing what a run left. Nothing here
+recurses (deep trees raise RecursionError), follows a link, opens a fifo or trusts a folder's
+mode: what the code did must fail that sample, never the harness."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The first program in the sandbox: unpack the inputs, drop privileges, set limits, exec.
-
-Run as ``python -I -c`` text (the standard library only). The inputs come as a tar stream on
-stdin, so no sandbox path holds them but the scratch copy; stdin is then ``/dev/null``."""
+"""The first program in the sandbox (``python -I -c``, stdlib only): unpack the inputs (a tar on
+stdin, then ``/dev/null``, so only the scratch copy holds them), drop privileges, limit, exec."""
 
 import errno
 import json

@@ -1,9 +1,6 @@
-"""A persistent session: one Python or bash process alive in one sandbox for one sample.
-
-Each call's code goes on a pipe of its own (``<nonce> <size>``, the code, a NUL); only a line
-with the call's random nonce on another pipe ends the call, so nothing the code prints is
-framing and no earlier call's line ends a later one. A call past its timeout, or that ends
-the process, ends the session: calls then raise :class:`SessionClosed` until a restart."""
+"""A persistent session: one Python or bash process alive in one sandbox for one sample. Code goes
+on its own pipe; only a line with the call's random nonce on another pipe ends a call, so output
+is never framing. A timeout or exit ends the session (:class:`SessionClosed` until restart)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """The one judge helper, so every judged task and the converse examiner behave the same:
-
-* **ask**: one request (schema-constrained when given), read by the task's ``parse``; a
-  reply that is no verdict gets ONE corrective retry (the reply clipped to
-  :data:`RETRY_CLIP`, then the task's message with ``{why}``), after which the vote is
-  *invalid*: kept, never scored;
-* **poll**: each judge of the jury (``judge``, ``judge_2``, ...) gives ``samples`` votes: one
-  with the task's parameters, several at temperature 0.7 with seeds ``seed+i``;
-* **combine**: ``majority`` (a tie is invalid, or the task's ``tie``) or ``mean`` (numbers,
-  or dicts key by key); ``agreement``: the share of valid votes equal to the most common."""
+**ask** one request (schema-constrained if given); a non-verdict gets ONE corrective retry
+(clipped to :data:`RETRY_CLIP`, plus the task's ``{why}`` message), then the vote is *invalid*
+(kept, never scored); **poll** each judge ``samples`` votes (one at the task's parameters, more
+at temperature 0.7, seeds ``seed+i``); **combine** by ``majority`` (tie invalid, or the task's
+``tie``) or ``mean``; ``agreement``: share of valid votes equal to the most common."""
 
 from __future__ import annotations
 

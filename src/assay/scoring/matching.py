@@ -1,8 +1,6 @@
-"""Scorers that compare the extracted answer with the target, pure and fast. Every
-``score_X(output, target, **opts) -> Score`` takes the raw reply and a target or list of
-acceptable answers, ignores unknown options, names its ``Score`` by its label, and sets
-``metadata["extraction"]`` (``"full"``, the whole reply as the answer, is no extraction for
-the extraction rate); a target it cannot use raises ``ValueError`` saying why."""
+"""Pure, fast scorers comparing the extracted answer with the target(s): ``score_X(output, target,
+**opts) -> Score``, unknown options ignored, ``metadata["extraction"]`` set (``"full"`` is no
+extraction); an unusable target raises ``ValueError``."""
 
 from __future__ import annotations
 

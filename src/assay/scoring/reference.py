@@ -1,9 +1,6 @@
-"""A reference harness's own scoring of a reply, re-stated so published numbers can be
-reproduced: lm-evaluation-harness's ``generate_until`` filters and ``exact_match``, step for
-step (the tests check them against lm-eval's ``RegexFilter``, ``TakeFirstFilter`` and
-``exact_match``). A gallery entry declares it in its ``reference`` block with the task
-file's own values (``filter_list``, ``metric_list``; see
-:class:`assay.tasks.gallery.entry.Reference`)."""
+"""A reference harness's own scoring, re-stated to reproduce published numbers: lm-eval's
+``generate_until`` filters and ``exact_match``, step for step (tested against lm-eval), declared
+in a gallery entry's ``reference`` block (:class:`assay.tasks.gallery.entry.Reference`)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
 """What a task is: samples, a solve, a pure scorer and metrics over stored results.
 
-There are two ways to make one, and both give a :class:`Task`:
-
-* subclass it (the built-ins do) and declare ``Options``, a
-  :class:`~assay.tasks.options.TaskOptions` model;
-* call it with its parts from a ``@task`` factory::
-
-      @task
-      def arithmetic(n: int = 10) -> Task:
-          return Task(samples=[Sample(str(i), f"What is {i} + {i}?", str(2 * i))
-                               for i in range(n)], scorer="numeric")
-
-A task holds no per-run or per-sample state (it can be pickled): :meth:`Task.load` runs once
-per run; a :class:`Sample` carries all its solve and scoring need (``assay score`` rescores
-from it); the run's generation parameters come with the context (``ctx.params``).
+Subclass :class:`Task` with an ``Options`` model, or build one in a ``@task`` factory. A task
+holds no per-run state (it can be pickled): a :class:`Sample` carries all solve and scoring need.
 """
 
 from __future__ import annotations
@@ -109,10 +97,7 @@ def _as_scores(value: Any, outcome: Outcome) -> list[Score]:
 class Task:
     """Base class of every task; also usable directly with its parts as arguments.
 
-    Subclasses implement :meth:`samples` (or :meth:`read`, to describe the data and resolve
-    options too) and :meth:`score`, usually keep the single-turn :meth:`solve`, and may add
-    :meth:`metrics`.
-    """
+    Subclasses implement :meth:`samples` (or :meth:`read`) and :meth:`score`."""
 
     #: the registered name (set by ``@task`` and when a task is built by name)
     name: ClassVar[str] = ""

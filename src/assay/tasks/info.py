@@ -17,12 +17,8 @@ ROLES = ("judge", "examiner", "user")
 
 @dataclass(frozen=True)
 class DataSource:
-    """Data ``assay data pull NAME`` fetches before a run (into the workspace cache).
-
-    ``pull``: ``module:function``, called as ``function(version=None, wheel=None,
-    force=False) -> str`` (what is where); ``versioned``: ``--version`` applies; ``present``
-    (``module:function() -> bool``): the data is here already (a plan pulls only if not).
-    """
+    """Data ``assay data pull NAME`` fetches before a run; ``pull`` is called as
+    ``function(version=None, wheel=None, force=False) -> str``, ``present`` as ``() -> bool``."""
 
     name: str
     description: str

@@ -1,7 +1,5 @@
-"""Typed task options: one pydantic model per task (a :class:`TaskOptions`, or made from a
-``@task`` factory's parameters). It validates options from every front end (flags, ``-T``,
-YAML, plans, ``assay.evaluate``) with one-line errors, makes the task's flags and
-``--help``, and is stored with the run, so ``--resume`` and ``assay score`` rebuild the task.
+"""Typed task options: one pydantic model per task, validating every front end's options,
+making flags and ``--help``, and stored with the run so ``--resume`` and ``assay score`` rebuild it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """Finding tasks: by name (built-in or plugin), from a Python file, or from a YAML file.
 
-Every task is declared with :func:`task` (a :class:`~assay.tasks.base.Task` subclass with an
-``Options`` model, or a factory whose parameters are its options). Names come from the
-entry-point group ``assay.tasks``, where assay registers its own exactly as a plugin does.
-A reference is ``NAME`` (an entry point, or a name a task source such as the catalogue
-knows), ``path/to/file.py[@NAME]`` or a file a task-file loader reads (``task.yaml``).
-Sources and loaders are entry points too (:data:`SOURCE_GROUP`, :data:`FILE_GROUP`), so
-the registry imports neither the catalogue nor the YAML reader.
+Names come from the ``assay.tasks`` entry points; sources and file loaders are entry points too
+(:data:`SOURCE_GROUP`, :data:`FILE_GROUP`), so the registry imports neither catalogue nor YAML.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """A user's YAML task: a catalogue entry with local data, run as the ``qa`` task.
 
-The file is validated by the catalogue's one schema (:mod:`assay.tasks.gallery.entry`),
-with data of its own::
-
-    name: capitals
-    source: {file: capitals.jsonl}    # inside this file's folder; or {hf: {id: ORG/NAME}}
-    fields: {question: record.q, answer: record.a}   # columns (inferred when left out)
-    metrics: {primary: exact_match}   # a scorer of assay.scoring
-
-Files in the older spelling (``data:``, ``question_key:``, ``scorer:`` ...) are read as
-before, with a one-line note. The file's values become the ``qa`` options' defaults, so
-``-T scorer=normalized`` still overrides one for a run.
+Validated by the catalogue schema (:mod:`assay.tasks.gallery.entry`); older spellings (``data:``,
+``scorer:`` ...) are read with a note. Its values become the ``qa`` options' defaults.
 """
 
 from __future__ import annotations

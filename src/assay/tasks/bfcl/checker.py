@@ -1,15 +1,8 @@
 """The BFCL v4 AST checker and relevance check, verdict for verdict as the official one
-(``bfcl-eval`` 2026.3.23, reference/bfcl.md §4, §5, §11), on *decoded* output
-``[{function_name: {param: value}}]``.
+(``bfcl-eval`` 2026.3.23, reference/bfcl.md §4, §5, §11), on decoded ``[{name: {param: v}}]``.
 
-Per call: function name (exact; with ``underscore_to_dot`` the expected ``a.b`` becomes
-``a_b``), required params, each model param in the model's order (unexpected -> Java/JS
-conversion -> type -> value), then ground-truth params with no ``""`` option; the first
-failure decides the error type. Types compare by strict ``type()`` (``bool`` is not
-``int``; Python int->float for ``float``, tuple->list for ``tuple``; one-level element
-check for arrays); a value of the ground truth's own type, when that differs from the
-declared one, is accepted and compared with ``==`` (the "variable" rule). Strings compare
-standardized, lists in order, dicts and lists of dicts by the candidate rules of §4.6.
+Checks run in the official order (the first failure decides the error type); types compare by
+strict ``type()``, with the official "variable" rule and §4.6 candidate rules for values.
 """
 
 from __future__ import annotations
@@ -112,11 +105,8 @@ _STANDARDIZED_MAX = 65536
 
 
 def standardize(text: str) -> str:
-    """The official string normalization: drop `` ,./-_*^``, lowercase, ``'`` -> ``"``.
-
-    Only the space character is dropped (not tabs or newlines), before lowercasing, as
-    officially (it matters for context-dependent case mappings like the Greek final sigma).
-    """
+    """The official normalization: drop `` ,./-_*^`` (space only, before lowercasing, as officially:
+    it matters for the Greek final sigma), lowercase, ``'`` -> ``"``."""
     done = _STANDARDIZED.get(text)
     if done is None:
         done = (text.replace(" ", "").replace(",", "").replace(".", "").replace("/", "")
@@ -345,12 +335,8 @@ def _check_parallel(docs: list[dict[str, Any]], calls: list[Any], truth: list[An
 
 def check_ast(function_docs: list[dict[str, Any]], decoded: Any, ground_truth: list[dict[str, Any]],
               *, language: str, category: str, underscore_to_dot: bool) -> Verdict:
-    """Check decoded output against an entry's ``possible_answer``, as the official runner.
-
-    ``function_docs`` come without language hints; dispatch is by substring of
-    ``category`` (``parallel``, then ``multiple``, else simple). Raises what the official
-    checker raises (``NotImplementedError`` for Java ``Set``, ``KeyError`` for unknown types).
-    """
+    """Check decoded output against ``possible_answer`` as the official runner: dispatch by
+    substring of ``category``; docs without language hints; raises as the official checker."""
     if language not in _LANGUAGES:
         raise ValueError(f"unsupported language: {language!r}")
     if not is_call_list(decoded):

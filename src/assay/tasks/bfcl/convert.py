@@ -1,20 +1,10 @@
 """Java and JavaScript argument values: from their source text to Python values.
 
-BFCL's Java and JavaScript categories take every argument as a string holding the literal
-as written in that language (``"1.5f"``, ``"new ArrayList<>(Arrays.asList(1, 2))"``); the
-official checker converts it before the type and value checks, and text that does not
-fit the declared type stays a ``str`` (so it fails the type check). Reproduced with its
-quirks (``bfcl-eval`` 2026.3.23, reference/bfcl.md §4.9), kept on purpose:
-
-- ``$`` in the numeric patterns also matches before a final newline (``"5\\n"`` is 5).
-- Java ``char`` never converts (the official pattern cannot match); the text stays.
-- Java ``String``/``any`` keep their quotes; JavaScript ``String`` drops one pair.
-- Java ``Array`` elements go through the element-type conversion (``String`` elements
-  keep their quotes), while ``ArrayList`` elements of type ``String``/``char`` lose
-  their first and last character whether or not they are quotes.
-- Java ``Set``/``Hashtable``/``Queue``/``Stack`` raise ``NotImplementedError``; a type
-  outside the tables raises ``ValueError``.
-- A JavaScript array that cannot be parsed comes back as its *stripped* text.
+As the official checker converts them before type and value checks (``bfcl-eval`` 2026.3.23,
+reference/bfcl.md §4.9), quirks kept on purpose: ``$`` matches before a final newline, Java
+``char`` never converts, Java ``String`` keeps quotes, ``ArrayList`` string elements lose their
+first and last character, ``Set``/``Hashtable``/``Queue``/``Stack`` raise ``NotImplementedError``,
+an unparsable JavaScript array comes back as its stripped text.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Official BFCL v4 data without the official package's dependencies, found in order:
-
-1. ``--bfcl-data-dir``: a gorilla clone (its root, ``berkeley-function-call-leaderboard``
-   or ``bfcl_eval/data``), the book's layout;
-2. an installed ``bfcl_eval`` (found with ``importlib.util.find_spec``, never imported);
-3. the data cache (``<data root>/bfcl/<version>``) that ``assay data pull bfcl`` fills
-   from the pinned ``bfcl-eval`` wheel, without installing it.
-
-Every run records the source, version and a content hash of the files it read.
+``--bfcl-data-dir`` (a gorilla clone), an installed ``bfcl_eval`` (never imported), then the data
+cache that ``assay data pull bfcl`` fills from the pinned wheel. Runs record source and hash.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
-"""Decoding of BFCL model output into calls ``[{name: {param: value}}]``, as the official
-v4 decoders do (``default_decode_ast_prompting``, its tree-sitter Java/JavaScript parsers,
-the FC ``decode_ast``; reference/bfcl.md §3, §5, §9). Independent: nothing from
-``bfcl_eval`` is imported, model text is never ``eval``-ed.
+"""Decoding of BFCL model output into ``[{name: {param: value}}]``, as the official v4 decoders do
+(reference/bfcl.md §3, §5, §9); nothing from ``bfcl_eval`` is imported, nothing is ``eval``-ed.
 
-Official quirks kept on purpose (the headline score must agree verdict for verdict):
-
-* Python: only keyword arguments are kept (positional ones dropped silently); a unary
-  operator always *negates* a literal (``+5`` -> -5, ``not True`` -> -1); ``x`` -> ``"x"``;
-  ``g(1)`` -> ``"g(1)"``; ``g(b=1)`` -> ``{"g": {"b": 1}}``; ``x[0]`` -> ``"x[0]"``;
-  ``...`` -> ``"..."``; ``**kw`` -> key ``None``; attributes, sets, f-strings and lambdas
-  fail the whole decode.
-* Binary operations are evaluated (officially by ``eval``); assay evaluates literal
-  expressions only, so one naming a name or call fails to decode, where the official
-  ``eval`` would resolve it (``abs(-5)+1`` -> 6): the one deliberate difference.
-* Java / JavaScript: values are source-text strings, quotes stripped only from string
-  literals. Java rebuilds nested values from tokens *without* whitespace (``1 + 2`` ->
-  ``"1+2"``), drops anonymous class bodies (``new HashMap<>() {{ put(..); }}`` ->
-  ``"new HashMap<>()"``), slices by byte offsets (non-ASCII text comes out shifted) and
-  returns only the first call.
-
-Speed: two exact shortcuts run before the stdlib parser (a regex read of plain call lists,
-an early failure for text that cannot hold one); tests/tasks/bfcl/test_decode_fast.py
-checks all three ways agree.
+Official quirks are kept so verdicts agree (Python: keyword args only, unary ops negate, names and
+calls become strings; Java/JS: source-text values, Java drops whitespace and anonymous bodies,
+slices by bytes, keeps the first call). One deliberate difference: binary operations are
+evaluated on literals only. Fast paths checked by tests/tasks/bfcl/test_decode_fast.py.
 """
 
 from __future__ import annotations

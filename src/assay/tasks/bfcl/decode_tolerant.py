@@ -127,11 +127,8 @@ def source_text(value: Any) -> str:
 
 
 def decode_tolerant(text: str, language: str) -> tuple[list[dict] | None, str]:
-    """assay's tolerant extraction, tried in order: the official decode (``"official"``); a
-    code fence's content decoded officially (``"code_fence"``); the last call list embedded
-    in prose (``"embedded"``); JSON call forms ``[{"name", "arguments"}]``, ``{"tool_calls":
-    [...]}``, the official ``[{"function", "parameters"}]`` (``"json"``; values as source text
-    for Java/JavaScript). ``(None, "none")`` when nothing decodes."""
+    """Tolerant extraction, in order: ``"official"``, ``"code_fence"``, ``"embedded"`` (last call
+    list in prose), ``"json"`` (common JSON call forms); ``(None, "none")`` when nothing decodes."""
     if not isinstance(text, str):
         return None, "none"
     decoded = _official_ok(text, language, allow_empty=True)

@@ -1,10 +1,6 @@
-"""BFCL metrics: per-category accuracy with intervals and the leaderboard's aggregates, as
-the official ``generate_leaderboard_csv`` (reference/bfcl.md §7): simple, multi-turn, web
-search, memory and irrelevance (irrelevance, live_irrelevance) are unweighted means;
-non-live overall the unweighted mean of simple, multiple, parallel, parallel_multiple; live
-overall the entry-weighted mean of the four live AST categories. An aggregate is reported
-only when all its categories were run (officially a missing one counts as 0), ``partial``
-when some ran on a subset.
+"""BFCL metrics: per-category accuracy with intervals and the leaderboard's aggregates, as the
+official ``generate_leaderboard_csv`` (reference/bfcl.md §7). An aggregate is reported only when
+all its categories ran (officially a missing one counts 0), ``partial`` if some ran on a subset.
 """
 
 from __future__ import annotations

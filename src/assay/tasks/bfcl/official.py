@@ -1,9 +1,7 @@
 """Run the official ``bfcl evaluate`` on a run's exported result files, beside our numbers.
 
-Needs a full ``bfcl-eval`` install. Runs in a subprocess with ``BFCL_PROJECT_ROOT`` at a
-scratch folder (else it writes into site-packages), a dummy API key (its handlers build a
-client), and the run registered under a name without ``_`` with its mode and
-``underscore_to_dot`` (reference/bfcl.md §9.1); ``--partial-eval`` semantics.
+Needs a full ``bfcl-eval`` install; runs in a subprocess with a scratch ``BFCL_PROJECT_ROOT`` (else
+it writes into site-packages) and a dummy API key (reference/bfcl.md §9.1).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The candidate's side of a code test: runs the program under test and answers calls.
 
-Started by the harness (``python -I -B candidate.py REQUEST_FD REPLY_FD``, the standard
-library only), it ``exec`` s ``program.py`` (prompt and model code, never the tests) and
-answers requests one at a time. Nothing here is trusted (the program may rewrite it; the
-harness reads replies as plain data): it only makes honest results plain where it can
-(numpy numbers, namedtuples, Counters), and sends anything else as a numbered handle."""
+Nothing here is trusted (the program may rewrite it; the harness reads replies as plain data);
+it sends plain results where it can, anything else as a numbered handle."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The judge's channel to the candidate: requests out, replies read as plain data only.
 
-Copied beside the harness and read before the candidate exists (the standard library
-only). Replies are unpickled with no global and only plain data's opcodes (:func:`decode`:
-exact types, bounded nesting and size) and opaque handles (:class:`Remote`)."""
+Replies are unpickled with no global and only plain data's opcodes (:func:`decode`) and opaque
+handles (:class:`Remote`)."""
 
 from __future__ import annotations
 

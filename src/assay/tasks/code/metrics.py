@@ -1,9 +1,7 @@
 """Metrics of the code tasks (:func:`code_metrics`), and the registry's ``code_pass``.
 
-``pass@1`` is the mean of each problem's share of passing attempts (a Wilson interval for
-one attempt each, else a bootstrap over problems); with K epochs, ``pass@k`` for k in 2,
-5, 10 up to K (Chen et al. 2021's unbiased estimator), a problem with fewer than k scored
-attempts ``left_out``. Verdicts by reason and errors (failed model calls) are apart."""
+``pass@1``: mean per-problem share of passing attempts; with K epochs, ``pass@k`` (Chen et al.
+2021), a problem with fewer than k scored attempts ``left_out``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Agents under test in a conversation, and the adapter for TaskWeaver-style agents.
 
-A model spec receives the whole conversation every turn; a Python class
-(``python/<module>:<Class>``) with ``reply(message)``, made fresh per case and epoch,
-keeps its own (a ``workdir`` attribute is set to the case's folder, which ``eval_code``
-sees). A TaskWeaver ``VirtualUser`` subclass is built per case with the arguments its
-``__init__`` takes; ``task_description`` is passed for compatibility only.
+A model spec sees the whole conversation each turn; a Python class (``python/<module>:<Class>``,
+fresh per case and epoch) keeps its own and gets ``workdir`` set.
 """
 
 from __future__ import annotations

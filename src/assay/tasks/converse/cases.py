@@ -1,14 +1,7 @@
 """Conversation case files: TaskWeaver's YAML schema, validated, with file:line errors.
 
-A case: ``task_description`` (the examiner's script: what to ask, what to withhold),
-``scoring_points`` (``score_point``, ``weight``, optional ``eval_code``: a function body
-with ``chat_history`` and the agent's files at hand), ``max_rounds`` (agent turns, default
-15), ``data_files`` (relative to the case file, copied into the agent's folder),
-``dependencies`` (version specifiers), ``version``, ``config_var`` and ``app_dir`` (for a
-TaskWeaver-style agent) and ``verbose``. assay adds ``id`` (default: the file name, or its
-folder for ``case/case.yaml``), ``tags`` and ``workspace`` (file tools for a model agent;
-default: when there are data files). ``pre_command`` is refused: it would run a shell
-command from a data file.
+assay adds ``id``, ``tags`` and ``workspace``; ``pre_command`` is refused (a shell command from a
+data file).
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
-"""A scoring point's ``eval_code``, run in the sandbox against the conversation and files.
+"""A scoring point's ``eval_code``: a function body run by :func:`assay.sandbox.run_python`.
 
-The snippet is the body of a function. It sees:
-
-* ``chat_history``: the conversation as message objects with ``.role`` (``"examiner"``
-  or ``"agent"``) and ``.content``. As in TaskWeaver, agent messages are
-  ``HumanMessage`` instances and examiner messages ``AIMessage`` instances, so
-  TaskWeaver cases run unchanged; when the examiner ended the conversation, its
-  closing message is the last one;
-* ``messages``: the same as plain dicts; ``agent_replies``: the agent's replies in
-  order; ``last_agent_reply``: the last of them;
-* the current folder: a scratch copy of the case's data files and of everything the
-  agent wrote, rebuilt from the outcome's stored snapshot of its working folder
-  (:mod:`assay.tasks.converse.workfiles`; ``workdir`` is its path); the runner, the
-  snippet and the conversation lie in a folder of their own beside it, out of the
-  agent's files' way;
-* ``json``, ``os``, ``re`` and ``Path``.
-
-The snippet keeps its own lines (a traceback points at them) and its strings as written.
-The point is a hit when the function returns ``None`` or a true value; it is a miss when it
-returns a false value (``False``, ``0``, ``""``), raises (an ``assert`` that fails, say),
-exits non-zero or runs past the time limit. The snippet runs in
-:func:`assay.sandbox.run_python`, as a code task's tests do.
+It sees ``chat_history`` (TaskWeaver-style: agent ``HumanMessage``, examiner ``AIMessage``),
+``messages``, ``agent_replies``, ``last_agent_reply``, ``json``/``os``/``re``/``Path``, and a
+current folder rebuilt from the outcome's stored snapshot (``workdir``). A hit: returns ``None``
+or true; a miss: returns false, raises, exits non-zero or times out.
 """
 
 from __future__ import annotations
@@ -130,12 +113,8 @@ async def run_eval_code(code: str, messages: list[dict[str, str]], workdir: Path
                         *, files: dict[str, str | bytes] | None = None,
                         limits: Limits | None = None, require: bool = False,
                         allow_weak: bool | None = None) -> dict[str, Any]:
-    """The verdict of one ``eval_code`` point: ``{is_hit, reason, kind, isolation, ...}``.
-
-    The snippet's folder holds a copy of ``workdir`` (a folder on the host) and ``files``
-    (the working folder stored with the outcome, :mod:`.workfiles`); whatever the agent
-    left ends as a miss at worst, never as an error. ``require`` and ``allow_weak``: as
-    for :func:`~assay.sandbox.run_python`."""
+    """The verdict of one ``eval_code`` point: ``{is_hit, reason, kind, isolation, ...}``;
+    whatever the agent left ends as a miss at worst, never as an error."""
     limits = limits or Limits()
     problem = check_syntax(code)
     if problem:

@@ -1,9 +1,6 @@
 """The examiner: assay's own prompt, a structured stop signal, and a window on the chat.
 
-Every examiner reply is JSON ``{"message", "task_finished"}`` (constrained where
-supported, validated always): the conversation ends when ``task_finished`` is true, never
-because a word appears in the text. An invalid reply gets one corrective retry; a second
-failure ends the conversation as ``examiner_invalid``.
+The conversation ends when ``task_finished`` is true, never because a word appears in the text.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The judge of one scoring point: ``{reason, is_hit}``, strictly, or *invalid*.
 
-The whole reply must be that object (one Markdown code fence is unwrapped); ``is_hit``
-is a JSON boolean or exactly ``"yes"``/``"no"`` (TaskWeaver's form). Anything else, such
-as prose that merely contains "yes", gets one corrective retry, then the vote is
-*invalid*: counted and shown, never a hit or a miss. Several votes: the majority of the
-valid ones (a tie, or none valid: invalid), with the agreement rate.
+Anything else gets one corrective retry, then the vote is invalid (counted, never a hit or miss);
+several votes: the majority of the valid ones, with the agreement rate.
 """
 
 from __future__ import annotations

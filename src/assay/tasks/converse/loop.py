@@ -1,10 +1,7 @@
 """One conversation: the examiner talks, the agent answers, for at most ``max_rounds``.
 
-A *round* is one agent turn; the examiner opens, then ends (``task_finished``, ignored on
-its first reply) or speaks again. A model agent gets the whole conversation and, with a
-workspace, three file tools, at most :data:`MAX_STEPS` calls a turn (repeating the last
-step's calls ends the turn); a Python agent gets the newest message. How it ended is
-recorded: ``examiner``, ``max_rounds``, ``examiner_invalid`` or ``agent_error``.
+A round is one agent turn; how it ended is recorded (``examiner``, ``max_rounds``,
+``examiner_invalid`` or ``agent_error``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """Metrics of a ``converse`` run, over stored results only.
 
-``score``: weights hit / weights judged per case (epochs averaged first; bootstrap over
-cases); ``pass_rate`` (Wilson, clustered by case); with several epochs ``pass_hat_k``
-and the variance across trials; per-point hit rates, invalid verdicts, rounds, tokens.
 The judging is read from the score's metadata, or the outcome's for an older run.
 """
 

@@ -1,9 +1,6 @@
 """Scoring one ``converse`` outcome: every scoring point judged, then the case's score.
 
-An LLM point: ``judge_samples`` votes from each judge of the scoring context, one
-corrective retry per refused reply, the majority decides (invalid: counted, never
-scored). An ``eval_code`` point runs in the sandbox, in a scratch folder rebuilt from the
-one stored with the outcome (older runs kept their code verdicts: kept as they were).
+Older runs' stored ``eval_code`` verdicts are kept as they were.
 """
 
 from __future__ import annotations
@@ -46,13 +43,8 @@ def vote_row(vote: Vote, jury: bool) -> dict[str, Any]:
 
 async def judge_points(case: Case, meta: dict[str, Any], jury: list[Any], opts: Any,
                        seed: Any) -> list[dict[str, Any]]:
-    """Every scoring point's verdict, in the case's order (see the module docstring).
-
-    ``meta`` is the outcome's metadata; ``jury`` the judges (``judge``, ``judge_2``, ...:
-    every one votes, the pooled majority decides); ``opts`` the task's options
-    (``judge_samples``, ``judge_context_chars``, ``eval_timeout``, ``require_sandbox``);
-    ``seed`` the run's.
-    """
+    """Every scoring point's verdict, in the case's order; every judge of ``jury`` votes and the
+    pooled majority decides."""
     conv = meta.get("conversation")
     if not isinstance(conv, dict):
         raise ValueError("the outcome holds no conversation to judge")
@@ -92,10 +84,8 @@ async def judge_points(case: Case, meta: dict[str, Any], jury: list[Any], opts: 
 
 def case_scores(case: Case, verdicts: list[dict[str, Any]], conv: dict[str, Any],
                 threshold: float, judge: dict[str, Any]) -> list[Score]:
-    """``score`` (Σ weights hit / Σ weights judged; invalid points are counted apart, never
-    scored) and ``passed`` (the score against ``threshold``). The score's metadata keeps
-    the points' rows, every verdict whole (``verdicts``: votes, sandbox isolation) and
-    ``judge`` (``judge_model``, ``judge_usage``)."""
+    """``score`` (Σ weights hit / Σ weights judged; invalid points apart, never scored) and
+    ``passed``; the metadata keeps every verdict whole."""
     if len(verdicts) != len(case.scoring_points):
         raise ValueError(f"{len(verdicts)} verdicts for {len(case.scoring_points)} "
                          "scoring points")

@@ -1,8 +1,7 @@
 """``converse``: an examiner model talks to the agent; a judge grades weighted points.
 
-One sample per case file; ``solve`` runs the conversation in a fresh folder and stores it
-(for eval_code, a bounded copy of the folder too), ``score`` judges every point, so
-``assay score RUN [--judge-model M]`` judges again without the agent or the examiner.
+``solve`` stores the conversation (and a bounded copy of the folder), so ``assay score RUN``
+judges again without the agent or the examiner.
 """
 
 from __future__ import annotations
@@ -203,10 +202,8 @@ class ConverseTask(Task):
         return Outcome(transcript=transcript, output=replies[-1] if replies else "", metadata=meta)
 
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
-        """Judge every point (LLM points by ``ctx.roles["judge"]``, eval_code in the
-        sandbox: :mod:`assay.tasks.converse.scoring`), then Σ weights hit / Σ weights
-        judged; invalid points are counted apart, never scored. The judge's model id and
-        usage go into the score's metadata."""
+        """Judge every point (:mod:`assay.tasks.converse.scoring`), then Σ weights hit / Σ weights
+        judged; invalid points are counted apart, never scored."""
         case = Case.model_validate(sample.metadata["case"])
         jury = jury_of(ctx)
         verdicts = await judge_points(case, outcome.metadata, jury, self.opts,

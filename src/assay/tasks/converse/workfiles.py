@@ -1,9 +1,7 @@
 """The agent's working folder as ``eval_code`` sees it, kept with the outcome.
 
-``score`` may run long after the folder is gone (``assay score RUN``), so ``solve`` stores
-a bounded copy of its regular files (text or base64) and ``score`` rebuilds the sandbox's
-scratch folder from it. Links, fifos and files past the limits are left out (named in
-``left_out``): to the snippet, a file that is not there, never an error.
+``score`` may run after the folder is gone, so ``solve`` stores a bounded copy of its regular files;
+those left out are, to the snippet, absent, never an error.
 """
 
 from __future__ import annotations

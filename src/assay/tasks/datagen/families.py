@@ -1,9 +1,7 @@
 """Model families and the self-preference warning.
 
-LLM judges prefer their own outputs (MT-Bench: about +10% to +25% win rate when
-judging themselves), so a judge should come from another family than the
-generator, or be one of a jury. A model's family is read from its name; the
-embedded default (``local``) is named by the weights it loads.
+LLM judges prefer their own outputs (MT-Bench: +10% to +25%), so a judge should come from another
+family than the generator, or be one of a jury.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``datagen_generate``: an LLM writes AIME-style problems, one sample per problem.
 
-Each sample carries one real problem as a style example and a topic, paired by ``seed``.
-A reply that does not validate is retried with a corrective message up to
-``max_attempts`` times, then recorded as a failure, never as a problem (the book inserts a
-placeholder with answer 0 and clamps answers into 0-999).
+An invalid reply is retried up to ``max_attempts`` times, then recorded as a failure, never as a
+problem (the book inserts a placeholder with answer 0).
 """
 
 from __future__ import annotations

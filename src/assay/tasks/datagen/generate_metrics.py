@@ -1,8 +1,6 @@
 """Metrics and report sections of a generation run, read from its stored results.
 
-The valid rate (Wilson) counts samples whose generation validated; call failures are
-errors, counted apart. Topics, answers and duplicates are read from the generated
-problems, which the solve stored in each outcome.
+Call failures are errors, counted apart from the valid rate.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """A generation run read back from the store: its problems, its failures, and their files.
 
-The problem and every rejected attempt are stored in the outcome's metadata (``problem``,
-``failures``); runs stored before kept them in the ``valid`` score's metadata.
+Older runs kept them in the ``valid`` score's metadata, not the outcome's.
 """
 
 from __future__ import annotations

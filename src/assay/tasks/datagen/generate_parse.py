@@ -1,8 +1,6 @@
-"""Reading a generation: the JSON object of a reply (fenced or bare, tolerant of LaTeX
-backslashes that are not valid JSON escapes, including ``\\frac``, which JSON would read as
-a form feed) and its validation (an integer answer 0-999, a statement and a solution, no
-copy of the reference example, no echo of the prompt's template). A failure is a list
-of reasons ``code: detail``; :func:`reason_code` gives the code.
+"""Reading a generation: a reply's JSON object (fenced or bare, tolerant of LaTeX backslashes
+such as ``\\frac``, which JSON reads as a form feed) and its validation; failures are reasons
+``code: detail`` (:func:`reason_code`).
 """
 
 from __future__ import annotations

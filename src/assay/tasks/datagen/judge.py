@@ -1,9 +1,6 @@
 """``datagen_judge``: a rubric judge scores each generated problem on anchored 1-5 levels.
 
-The judge is a role (``judge_model``, several: a jury; default the run's model), so
-``assay score RUN --judge-model M`` judges a stored run again. The reply is schema-checked
-JSON with ONE corrective retry, after which the vote is ``invalid`` (counted, never a
-neutral number); several votes are averaged per dimension.
+One corrective retry, then the vote is ``invalid`` (counted, never a neutral number).
 """
 
 from __future__ import annotations
@@ -78,9 +75,7 @@ class JudgeOptions(TaskOptions):
 class JudgeTask(Task):
     """Rubric judging of generated problems (the judge: the judge_model option or the run's model).
 
-    ``generator_model`` (for the self-preference warning) defaults to the problems'
-    recorded provenance.
-    """
+    ``generator_model`` (self-preference warning) defaults to the problems' provenance."""
 
     description = ("Rubric judge of generated problems: anchored 1-5 levels, validated JSON "
                    "with one retry, invalid verdicts counted apart, bootstrap and Wilson intervals.")

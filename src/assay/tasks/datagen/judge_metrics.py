@@ -23,14 +23,9 @@ BOOTSTRAP_RESAMPLES = 2000
 
 def bootstrap_mean(values: Sequence[float], *, confidence: float = 0.95,
                    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict[str, Any]:
-    """A mean with a percentile-bootstrap interval over the given (independent) units.
+    """A seeded mean with a percentile-bootstrap interval, shaped like ``mean_with_ci``.
 
-    Pass one value per cluster (per problem, per pair): resampling clusters is
-    what makes the interval honest when a unit has several judgments. Seeded,
-    so the same results always give the same interval. Shaped like
-    :func:`assay.metrics.stats.mean_with_ci` (``value``, ``n``, ``ci_low``,
-    ``ci_high``, ``method``).
-    """
+    Pass one value per cluster: resampling clusters keeps the interval honest."""
     import numpy as np  # heavy
 
     n = len(values)

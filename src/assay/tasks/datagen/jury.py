@@ -31,10 +31,8 @@ def _first_valid(results: list[SampleResult]) -> dict[str, dict[str, int]]:
 
 def jury_summary(runs: list[tuple[str, list[SampleResult]]], *,
                  generator_model: str | None = None) -> dict[str, Any]:
-    """Several judges' runs over the same problems as a PoLL-style jury: each judge's
-    metrics; per problem, the mean over the judges with a valid verdict (none: counted in
-    ``n_items_unscored``); agreement per dimension for every pair of judges on the problems
-    both scored validly."""
+    """Several judges' runs as a PoLL-style jury: per-judge metrics, per-problem means over valid
+    verdicts, and pairwise agreement per dimension."""
     names: list[str] = []
     for judge, _ in runs:
         name, k = str(judge), 2

@@ -1,9 +1,6 @@
 """Reference problems: real competition problems used as style examples and comparisons.
 
-:func:`load_reference` reads a local JSON / JSONL / CSV file (key inference as in
-``qa``), a Hugging Face dataset id (the book's sets below), ``math500`` (the workspace
-cache, integer answers first) or ``None`` (the book's default). When a Hugging Face set
-cannot be loaded and fallback is allowed, MATH-500 stands in and the info says why.
+When a Hugging Face set cannot be loaded and fallback is allowed, MATH-500 stands in.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The rubric the judge scores generated problems with, and how its verdicts are read.
 
-A rubric is dimensions with five anchored levels each (Prometheus style); the default
-scores AIME-style problems. Custom rubrics are YAML ``{name, version, dimensions: [{name,
-description, levels: {1: ..., 5: ...}}]}`` (``levels`` may be a list of five;
-``dimensions`` a mapping by name). Code fences and prose around the judge's JSON are
-read; a missing dimension, a score outside 1-5, a fraction or a word is no verdict.
+Dimensions with five anchored levels each (Prometheus style); a missing dimension, a score outside
+1-5, a fraction or a word is no verdict.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Answer verification: does a solver reproduce each generated problem's stated answer?
 
-``datagen_verify`` is a run per solver model (math-verify compares the answers);
-:func:`verification_summary` combines the runs (problems no solver reproduces are
-flagged; two thirds of the solvers confirm: the hard gate of reference/judging.md §11);
-:func:`near_duplicates` flags problems that copy a reference (word n-gram overlap).
+Two thirds of solvers must confirm (reference/judging.md §11); :func:`near_duplicates` flags
+problems that copy a reference.
 """
 
 from __future__ import annotations

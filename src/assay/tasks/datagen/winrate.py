@@ -1,13 +1,7 @@
 """``datagen_winrate``: generated problems against real ones, judged blind in both orders.
 
-Each generated problem (a seeded sample when fewer comparisons are asked) is paired with
-a reference drawn by a seeded shuffle without replacement, and judged as "Problem 1" /
-"Problem 2" in order A (generated first) and B (reference first); an order's verdict is
-the majority of its valid votes (a split: tie). The same item preferred in both orders
-is a win or loss; different items (the preference followed the position) a tie flagged
-``inconsistent``; a tie in either order a tie flagged ``mixed``; an order invalid after
-its retry makes the pair ``invalid``, excluded from every rate. A judge that always
-answers "1" thus gives all ties and 100% inconsistency, and the report says so.
+Same item preferred in both orders: win/loss; otherwise a tie flagged ``inconsistent`` or
+``mixed``; an order invalid after its retry makes the pair ``invalid``, excluded from every rate.
 """
 
 from __future__ import annotations
@@ -206,9 +200,7 @@ class WinRateTask(Task):
     """Pairwise win rate of generated problems against real ones (judged by
     the judge_model option or the run's model).
 
-    ``include_solutions`` is off by default: reference sets often lack solutions, and that
-    alone would unblind the pair; ``generator_model`` is for the self-preference warning.
-    """
+    ``include_solutions`` is off by default: reference sets often lack solutions (unblinding)."""
 
     description = ("Pairwise win rate of generated vs real problems, blinded and judged in both "
                    "orders; position flips count as ties and are reported.")

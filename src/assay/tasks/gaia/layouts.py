@@ -1,9 +1,6 @@
-"""Both layouts of ``gaia-benchmark/GAIA`` read into :class:`GAIAQuestion` records, without
-HF ``datasets`` (4.x no longer runs GAIA's loading script): ``2023/<split>/metadata.jsonl``
-with attachments beside it (``file_name``), or ``metadata[.levelN].parquet`` with a
-``file_path`` relative to the repository root. An attachment outside the dataset folder
-(absolute, ``../``, a symlink elsewhere) is refused: text attachments go into the prompt.
-"""
+"""Both layouts of ``gaia-benchmark/GAIA`` as :class:`GAIAQuestion` records, without ``datasets``:
+``2023/<split>/metadata.jsonl`` or ``metadata[.levelN].parquet``. Attachments outside the
+dataset folder (absolute, ``../``, symlinks) are refused: text attachments enter the prompt."""
 
 from __future__ import annotations
 

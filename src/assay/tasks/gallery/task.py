@@ -1,9 +1,6 @@
-"""Gallery entries as tasks: the generic text task (``generate``, ``multiple_choice``) and
-the factory that builds any entry's task by name. A generic entry's records become samples
-through its ``fields`` (sandboxed Jinja expressions over ``record``); replies are read by
-its parser and scored by its metrics; a sample carries its target and choices, so
-``assay score RUN`` re-scores a stored run without the data.
-"""
+"""Gallery entries as tasks: the generic text task and the factory building any entry's task.
+Records become samples via ``fields`` (sandboxed Jinja); samples carry target and choices, so
+``assay score RUN`` re-scores without the data."""
 
 from __future__ import annotations
 

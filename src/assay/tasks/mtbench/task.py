@@ -1,9 +1,6 @@
-"""``mtbench``: MT-Bench's 80 two-turn questions, answered at FastChat's per-category
-temperature and rated 1-10 by a judge role. Ratings are read from the stored replies, so
-``assay score RUN`` rescores with no model call. Without ``--judge-model`` the model judges
-itself: allowed (offline, one model), but warned and marked ``self_judged`` (a judge
-favours its own answers: about +10% win rate for GPT-4, +25% for Claude-v1).
-"""
+"""``mtbench``: 80 two-turn questions at FastChat's per-category temperature, rated 1-10 by a judge
+role (rescored from stored replies). Without ``--judge-model`` the model judges itself: allowed,
+warned, marked ``self_judged`` (self-preference: about +10% win rate for GPT-4)."""
 
 from __future__ import annotations
 

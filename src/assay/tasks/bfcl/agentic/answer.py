@@ -1,16 +1,9 @@
 """The agentic verdict, as the official evaluator gives it (bfcl-eval 2026.3.23,
-``eval_runner.py:72-163``), on one turn of raw replies ``[[step, ...]]``:
+``eval_runner.py:72-163``, ``agentic_eval/agentic_checker.py:6-35``), on ``[[step, ...]]``.
 
-1. a result that is not a list of exactly one element is ``agentic:inference_error``;
-2. the **last** step that fails to decode or decodes to nothing is the answer;
-3. none (or a falsy one, e.g. empty text) is ``agentic:no_last_message``;
-4. else ``agentic_checker`` (``agentic_eval/agentic_checker.py:6-35``): the answer (a list's
-   first item, else ``str()``) and the accepted answers standardised (``, . / - _ * ^ ( )``
-   removed, lower case, ``'`` -> ``"``); valid when one occurs between word boundaries, else
-   ``agentic:answer_not_found``.
-
-One divergence: a non-iterable only element makes the official runner raise
-``TypeError``; here it is ``agentic:inference_error``.
+The last step that does not decode to calls is the answer, matched standardized between word
+boundaries. One divergence: a non-iterable only element is ``agentic:inference_error`` (the
+official runner raises ``TypeError``).
 """
 
 from __future__ import annotations

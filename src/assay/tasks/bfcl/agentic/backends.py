@@ -1,10 +1,6 @@
 """The official agentic backends (``MemoryAPI_kv``, ``_vector``, ``_rec_sum``, ``WebSearchAPI``),
-what each needs, and how they are made (classes from ``bfcl_eval`` unchanged).
-
-Memory imports ``overrides`` and ``bfcl_eval.utils`` (``filelock``; its ``eval_config``
-mkdirs under ``BFCL_PROJECT_ROOT`` on import), kv also ``rank_bm25``, vector
-``sentence_transformers`` and ``faiss`` (loading ``all-MiniLM-L6-v2`` on import); web search
-``html2text``, ``requests``, ``bs4``, ``serpapi`` and a key in ``SERPAPI_API_KEY``.
+what each needs, and how they are made (classes from ``bfcl_eval`` unchanged). Memory's
+``bfcl_eval.utils`` mkdirs under ``BFCL_PROJECT_ROOT`` on import; vector loads a model on import.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Agentic entries as the official harness loads them (``bfcl_eval/utils.py``, 2026.3.23).
 
-- Memory: ``BFCL_v4_memory.json`` and each scenario's prerequisites
-  (``memory_prereq_conversation/``), rewritten as ``process_memory_test_case``
-  (``utils.py:714-752``): ids ``memory_...`` -> ``memory_<backend>_...`` (``str.replace``),
-  ``involved_classes`` ``["MemoryAPI_<backend>"]``, each prerequisite depending on all before
-  it and each question on its scenario's whole chain.
-- Web search: ``BFCL_v4_web_search.json``, ids rewritten (``utils.py:704-711``),
-  ``initial_config = {"WebSearchAPI": {"show_snippet": "no_snippet" not in id}}``
-  (``utils.py:859-875``).
-- Scored entries get the answer-format system message at ``question[0][0]``
-  (``utils.py:755-769``) and the backend's function docs (``utils.py:772-801``); ground
-  truth (acceptable answer strings) is aligned by index, the ids checked to correspond.
+Memory ids and prerequisites as ``process_memory_test_case`` (``utils.py:714-752``); web search
+ids and ``initial_config`` (``utils.py:704-711,859-875``); answer-format system message and
+function docs (``utils.py:755-801``); ground truth aligned by index, ids checked.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Memory categories: the prerequisite chain of each scenario, run once, before its questions.
 
-Officially (``_llm_response_generation.py:260-350``, ``utils.py:714-752``, 2026.3.23) a
-scenario's prerequisite conversations form a chain in file order, each starting from the
-snapshot the previous one flushed (only they flush, ``base_handler.py:371-376``, to
-``.../agentic/memory/<backend>/memory_snapshot/<scenario>_final.json``); every question
-waits for the chain, starts from the final snapshot and flushes nothing. Prerequisites
-are not scored. Here (one engine run, samples concurrent):
-
-- Prerequisites are not samples: the first question of a scenario to start runs the chain
-  in its own ``solve`` with its own agent (its calls and time count there, its transcripts
-  and the final snapshot go in ``metadata["memory"]``); the others wait and reuse it.
-- One chain per (category, scenario, model, epoch, mode) and event loop, behind an
-  :class:`asyncio.Lock`. A chain cut off (a timeout) is thrown away and rerun by the next
-  question; a failed one fails every question of the scenario, without retrying.
-- Snapshots live in a private folder under ``<workspace>/tmp/``, removed with the task.
-- ``--resume`` reruns the chain of a scenario with unfinished questions; the response
-  cache (on by default) replays it exactly, ``--no-cache`` asks the model again.
+Official: ``_llm_response_generation.py:260-350``, ``utils.py:714-752`` (2026.3.23); only
+prerequisites flush snapshots (``base_handler.py:371-376``), and they are not scored. Here the
+first question of a scenario runs the chain in its own ``solve`` (recorded in
+``metadata["memory"]``), the others wait: one chain per (category, scenario, model, epoch, mode)
+behind an :class:`asyncio.Lock`; a timed-out chain is rerun, a failed one fails the scenario.
 """
 
 from __future__ import annotations

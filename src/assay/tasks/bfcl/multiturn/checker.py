@@ -1,30 +1,10 @@
 """BFCL's multi-turn checker: the official rules, on the official simulators, without ``eval``.
 
-Mirrors bfcl-eval 2026.3.23 (paths under ``bfcl_eval/eval_checker/``):
-
-- :func:`check_entry`: ``eval_runner.py:180-215``: a non-``list`` result is
-  ``multi_turn:inference_error``; a turn count unlike the ground truth's is
-  ``multi_turn:force_terminated`` (the official score file holds these messages as
-  one-element lists, ours as strings); ``:218-236``: empty decoded steps
-  (``is_empty_execute_response``) are dropped. Decoding is the caller's.
-- :meth:`EntryCheck.check_turn`: ``multi_turn_eval/multi_turn_checker.py:9-129``. Per turn,
-  the model's steps run first on the model's instances (created at its first step, as
-  ``multi_turn_utils.py:30-52`` does lazily), then the ground truth on its own (created
-  at turn 0) (``:40-70``); long-context simulators share module-level dicts between both
-  sides, so this order makes the verdicts equal. Then ``:81-92`` a turn with ground truth
-  but no (or only empty) model steps is ``multi_turn:empty_turn_model_response``;
-  ``:97-98`` a turn with empty ground truth is not checked; ``:162-194``/``:259-279``
-  every public attribute of each class, in ``involved_classes`` order, compared with
-  ``!=`` (``multi_turn:instance_state_mismatch``); ``:197-220``/``:294-314`` every
-  ground-truth result must be removable, once each, from the model's results so far
-  (``multi_turn:execution_response_mismatch``). The first failing turn ends the check.
-- Long context: ``"long_context" in c or "composite" in c``, ``c = id.rsplit("_", 1)[0]``
-  (``multi_turn_checker.py:23,48-50``): the category comes from the id, as officially.
-
-The verdict has the official shape (``valid``, ``error_type``, ``error_message``,
-``details``) plus ``turns``, ``first_failing_turn`` and ``state_diff``; on purpose,
-``execution_result`` is not repeated (``turns`` has it) and full instance states are left
-out unless ``instance_states=True``.
+Mirrors bfcl-eval 2026.3.23 ``eval_checker/``: ``eval_runner.py:180-236`` (:func:`check_entry`),
+``multi_turn_eval/multi_turn_checker.py:9-129`` (:meth:`EntryCheck.check_turn`: model steps run
+before the ground truth, as long-context simulators share module dicts). Long context comes from
+the id (``multi_turn_checker.py:23,48-50``). Verdict: the official shape plus ``turns``,
+``first_failing_turn``, ``state_diff``; instance states only with ``instance_states=True``.
 """
 
 from __future__ import annotations
@@ -229,14 +209,8 @@ def _runner_failure(error_type: str, message: str, turns: int) -> dict[str, Any]
 
 def check_entry(model_result: Any, entry: dict[str, Any], ground_truth: list[list[str]],
                 category: str, *, instance_states: bool = False) -> dict[str, Any]:
-    """The official verdict on one multi-turn entry, with per-turn extras.
-
-    ``model_result``: turns of steps of decoded call strings (a non-list, e.g. the official
-    ``"Error during inference: ..."``, is an inference error); ``category`` is ignored, as
-    officially. Adds ``turns``, ``first_failing_turn`` and, for a state mismatch,
-    ``state_diff`` (``{"class", "attribute", "model", "ground_truth"}``); when valid
-    ``error_type``/``error_message`` are ``""`` and ``details`` ``{}``.
-    """
+    """The official verdict on one entry; a non-list ``model_result`` is an inference error
+    and ``category`` is ignored, as officially. Adds ``turns``, ``first_failing_turn``, diffs."""
     del category  # the official checker overwrites it with the id's (see module docstring)
     n = len(ground_truth)
     if type(model_result) is not list:  # noqa: E721 - the official test is on the exact type

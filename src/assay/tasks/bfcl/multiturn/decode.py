@@ -1,9 +1,6 @@
-"""Model output to executable call strings, as the official multi-turn harness decodes it:
-FC ``convert_to_function_call`` (``model_handler/utils.py``: each ``{name: json_args}`` item
-to ``name(k=repr(v),...)``); prompt ``default_decode_execute_prompting`` (our port of the
-official decoder, then ``decoded_output_to_execution_list``; a nested call in an argument
-becomes a call string, which the safe executor refuses). A trajectory drops steps that
-fail to decode or decode to nothing, as the official runner does before checking.
+"""Model output to executable call strings, as the official multi-turn harness decodes it (FC
+``convert_to_function_call``; prompt ``default_decode_execute_prompting``). A trajectory drops
+steps that fail to decode or decode to nothing, as the official runner does before checking.
 """
 
 from __future__ import annotations

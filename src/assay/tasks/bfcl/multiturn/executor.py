@@ -1,22 +1,9 @@
 """A safe executor for BFCL multi-turn calls: the official result strings, without ``eval``.
 
-The official harness rewrites method names to the entry's simulator instances and
-``eval``s the call, running anything a model writes. Here a call is parsed with :mod:`ast`
-and only a call of a public method of an involved instance, by bare name, with literal
-arguments, runs, on the real bound method; so results and errors come from the official
-code and are formatted by the official rule: a ``str`` as is, a ``dict`` as
-``json.dumps`` (``str`` when that fails), else ``str``; exceptions as ``"Error during
-execution: {e}"``; the blacklist first (``exit``, ``kill``, ...: "Function call X is not
-allowed."), then syntax errors as ``eval`` words them.
-
-Anything else is refused unrun. Where the official ``eval`` fails before running anything,
-the refusal has its text: walked in ``eval``'s order, the first unresolvable name gives
-``name 'X' is not defined`` (a method name resolves only where ``(`` follows, builtins and
-``multi_turn_utils``' globals always). Where ``eval`` would *run* code first (builtins,
-nested calls, list literals, unpacking, f-strings, arithmetic) the refusal is
-:data:`REFUSAL`. One more divergence: the official rewrite also touches method names in
-string literals (``'run ls() now'``); here strings stay as written (no ground truth has
-``<method>(`` in a string).
+Only a public method of an involved instance, by bare name, with literal arguments runs (on the
+real bound method); results, errors and the blacklist are formatted as officially. Anything else
+is refused unrun, with ``eval``'s own error text where ``eval`` fails before running anything,
+else :data:`REFUSAL`. Unlike the official rewrite, method names inside string literals stay.
 """
 
 from __future__ import annotations
@@ -84,10 +71,8 @@ class _Refused(Exception):
 
 
 def _probe(node: ast.AST, methods: Mapping[str, Any]) -> None:
-    """Walk ``node`` in the official ``eval``'s order up to the first step that would run
-    code: raise ``_Refused`` with the official ``NameError`` text when an unknown name comes
-    first, else :data:`REFUSAL`; return only for a pure expression (no call, attribute or
-    known name), which the caller refuses or evaluates as a literal."""
+    """Walk ``node`` in ``eval``'s order: raise ``_Refused`` (``NameError`` text for an unknown
+    name first, else :data:`REFUSAL`) before any step that would run code; return for pure ones."""
     if isinstance(node, ast.Name):
         if _resolvable(node.id):
             raise _Refused(REFUSAL)  # an object from the official namespace: code would run

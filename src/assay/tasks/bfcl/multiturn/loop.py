@@ -1,14 +1,8 @@
 """The multi-turn conversation loop, as the official harness drives a model
 (``base_handler.inference_multi_turn_FC`` / ``_prompting``).
 
-Per entry: simulator instances loaded at the first step (as officially) in a worker process
-that holds them for the conversation (:mod:`.worker`); the user turns fed in order; within
-a turn each reply is decoded, its calls run by the safe executor and the results sent back
-(FC: a ``tool`` message per call; prompt: one ``user`` message with the results' ``repr``).
-A turn ends when a reply decodes to no call (or does not decode), or past the official
-step limit (``count > MAXIMUM_STEP_LIMIT``, so at most 21 steps), which also ends the entry
-(force quit). ``miss_func`` entries get the withheld functions at their turn. The outcome
-keeps every step's raw reply in the official result-file form (re-scorable) and a log.
+Calls run by the safe executor in a worker (:mod:`.worker`); a turn ends on a reply with no call
+or past ``MAXIMUM_STEP_LIMIT`` (at most 21 steps, force quit). Raw replies are kept re-scorable.
 """
 
 from __future__ import annotations
@@ -79,10 +73,8 @@ async def converse(agent: Any, questions: list[list[dict[str, Any]]],
                    functions: list[dict[str, Any]], execute: Executor, *, mode: str,
                    params: dict[str, Any],
                    holdout: dict[str, list[dict[str, Any]]] | None = None) -> Conversation:
-    """Drive ``agent`` through ``questions`` (turns of messages) with the hinted docs
-    ``functions``; ``execute`` runs a step's decoded calls; ``holdout`` (turn index -> docs)
-    adds withheld functions at their turn (``miss_func``). Multi-turn entries, memory
-    prerequisites and agentic questions all go through here, as officially."""
+    """Drive ``agent`` through ``questions``; ``holdout`` (turn index -> docs) adds withheld
+    functions at their turn (``miss_func``). Multi-turn, memory prereqs and agentic use this."""
     tools = tool_specs(functions, underscore_to_dot=True) if mode == "fc" else None
     conv = Conversation()
     messages = conv.messages

@@ -1,11 +1,8 @@
 """The official BFCL simulators (GorillaFileSystem, MathAPI, ... TravelAPI), used as they ship.
 
-Imported at runtime, never copied: from an installed ``bfcl_eval`` (``pip install --no-deps
-bfcl-eval``), else from the sources ``assay data pull bfcl`` extracts beside the data. They
-need only ``mpmath`` and the standard library (the package's ``__init__`` files are empty).
-Fresh instances per entry are loaded as the official executor loads them; long-context
-entries share module-level dicts the official code mutates in place (a booking changes
-``CREDIT_CARD_EXTENSION``), which :func:`pristine_long_context` restores between entries.
+Imported at runtime, never copied: from an installed ``bfcl_eval``, else from the sources
+``assay data pull bfcl`` extracts. Long-context entries share module-level dicts the official code
+mutates in place, which :func:`pristine_long_context` restores between entries.
 """
 
 from __future__ import annotations

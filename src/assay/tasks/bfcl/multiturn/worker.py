@@ -1,20 +1,9 @@
 """Official BFCL simulator code in worker processes that a timeout can stop.
 
-A simulator runs whatever arguments a model sends (``logarithm(..., precision=100000000)``
-computes for ten minutes, inside one C call); in the event loop that stalls every sample
-and ignores ``--sample-timeout`` and SIGTERM, in a thread it cannot be stopped at all. So
-the official code runs in a worker process, and stopping it is killing that process.
-
-- A worker answers requests ``(function, args)`` on a socket with ``("ok", value)`` or
-  ``("raise", exception)``; a session's simulator instances stay in its :data:`STATE`.
-- :func:`session` (async, the conversation) and :func:`run_bounded` (sync, with a deadline:
-  scoring) lend a worker for one entry; one ending by an exception or past its deadline is
-  SIGKILLed, a normal one goes back to an idle pool (its state replaced on reuse).
-- A worker is a fresh interpreter (``subprocess``), never a fork (the run's threads make it
-  unsafe) nor a ``multiprocessing`` child (it would import a user's ``__main__`` again).
-- It dies with the run: ignores SIGINT, gets SIGKILL when its starting thread ends, and
-  the run kills every live worker at exit. Each costs ~0.2 s of CPU and 40 MB; up to
-  :data:`IDLE_MAX` stay for reuse.
+A simulator runs whatever a model sends (possibly minutes inside one C call), so it runs in a
+fresh-interpreter worker (never a fork) answering ``(function, args)`` on a socket; a session's
+instances stay in :data:`STATE`. :func:`session` and :func:`run_bounded` lend a worker per entry;
+one that fails or overruns is SIGKILLed, else pooled (up to :data:`IDLE_MAX`).
 """
 
 from __future__ import annotations
