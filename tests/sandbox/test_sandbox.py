@@ -24,7 +24,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -109,20 +108,8 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return base
 
 
-@pytest.fixture
-def needs_bwrap(request: pytest.FixtureRequest) -> None:
-    if "no_bwrap" in request.fixturenames:  # a test of the path without bwrap runs anywhere
-        return
-    sandbox.bwrap_problem.cache_clear()
-    problem = bwrap_problem()
-    if problem:
-        # skipped where bwrap is missing (the reason names its install: an allowed skip,
-        # tests/conftest.py); any other reason it cannot run stays a failure there
-        pytest.skip(f"these tests check bubblewrap isolation, which does not work here: "
-                    f"{problem}")
 
 
-pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 
 # -- 1. a normal snippet ------------------------------------------------------------------
@@ -726,19 +713,6 @@ async def test_scratch_folder_is_removed_after_every_run(private_tmp: Path) -> N
 # -- 9. without bubblewrap ---------------------------------------------------------------
 
 
-@pytest.fixture
-def no_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A PATH without bwrap (python is launched by absolute path, so it still runs)."""
-    empty = tmp_path / "bin-without-bwrap"
-    empty.mkdir()
-    with monkeypatch.context() as m:
-        m.setenv("PATH", str(empty))
-        sandbox.bwrap_problem.cache_clear()
-        try:
-            yield
-        finally:
-            sandbox.bwrap_problem.cache_clear()
-    sandbox.bwrap_problem.cache_clear()
 
 
 async def test_weak_fallback_without_bwrap(no_bwrap: None, private_tmp: Path,

@@ -16,7 +16,6 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,17 +29,6 @@ FAST = Limits(timeout_s=10, cpu_s=20)
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def needs_bwrap(request: pytest.FixtureRequest) -> None:
-    if "no_bwrap" in request.fixturenames:  # a test of the path without bwrap runs anywhere
-        return
-    sandbox.bwrap_problem.cache_clear()
-    problem = sandbox.bwrap_problem()
-    if problem:
-        # skipped where bwrap is missing (the reason names its install: an allowed skip,
-        # tests/conftest.py); any other reason it cannot run stays a failure there
-        pytest.skip(f"these tests check bubblewrap isolation, which does not work here: "
-                    f"{problem}")
 
 
 @pytest.fixture
@@ -271,15 +259,6 @@ async def test_nothing_the_code_prints_or_writes_ends_a_call() -> None:
 # -- without bubblewrap -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def no_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    empty = tmp_path / "bin-without-bwrap"
-    empty.mkdir()
-    with monkeypatch.context() as m:
-        m.setenv("PATH", str(empty))
-        sandbox.bwrap_problem.cache_clear()
-        yield
-    sandbox.bwrap_problem.cache_clear()
 
 
 async def test_without_bwrap_a_session_is_refused_unless_weak_isolation_is_allowed(
