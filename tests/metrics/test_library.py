@@ -448,3 +448,23 @@ def test_scores_are_finite_and_in_range_for_sample_metrics() -> None:
             assert s.name == m.name
             assert s.value is not None and math.isfinite(s.value) and 0 <= s.value <= 1, (
                 m.name, out, s)
+
+
+def test_a_lookup_imports_only_until_the_name_is_found_and_run_fields_are_no_metrics():
+    """A run's finalize looks up its own metrics: a library name loads no task's metric
+    module, and what every run reports (``n_samples``) is refused, never looked for."""
+    import subprocess
+
+    code = ("import sys\nfrom assay.metrics.registry import get_metric\n"
+            "get_metric('exact_match')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('assay.tasks.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out
+    with pytest.raises(ConfigError, match="what every run reports"):
+        get_metric("n_samples")
+    from assay.metrics.registry import metric
+
+    with pytest.raises(ValueError, match="n_errors"):
+        metric("my_rate", category="x", dimension="correctness", description="d", usage="u",
+               aliases=("n_errors",))

@@ -3,6 +3,7 @@ the traceback); a usage error prints the short usage, then that ``error:`` line.
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -57,6 +58,10 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
+    finally:
+        # the process ends here: the interpreter's last collections would walk every object
+        # of every loaded module (0.15 s after a run) only for exit to free them anyway
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,11 @@ DIMENSIONS: tuple[str, ...] = ("correctness", "similarity", "format", "fluency",
 LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge", "task")
 
 MODULES: tuple[str, ...] = ("assay.metrics.library",)
+#: what a task's metrics report beside its scores (counts, usage, errors): never metric names
+RUN_FIELDS = frozenset({
+    "n_samples", "n_scored", "n_errors", "error_rate", "score_errors_as_wrong", "epochs",
+    "mean_latency_s", "mean_model_time_s", "mean_wait_s", "input_tokens", "output_tokens",
+    "mean_tokens_per_sample", "top_errors"})
 #: entry points whose value is a module that registers metrics (tasks' own and plugins')
 GROUP = "assay.metrics"
 
@@ -58,6 +63,9 @@ def metric(name: str, *, category: str, dimension: str, description: str, usage:
         raise ValueError(f"metric {name}: level must be one of {LEVELS}")
     if not description.strip() or not usage.strip():
         raise ValueError(f"metric {name}: a description and a usage are required")
+    if RUN_FIELDS.intersection((name, *aliases)):
+        raise ValueError(f"metric {name}: {sorted(RUN_FIELDS.intersection((name, *aliases)))} "
+                         "name what every run reports, not a metric; choose another name")
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         info = MetricInfo(name=name, fn=fn, category=category, dimension=dimension,
@@ -81,8 +89,12 @@ def _modules() -> tuple[str, ...]:
     return (*MODULES, *sorted({ep.value for ep in entry_points(group=GROUP)}))
 
 
-def _import_modules() -> None:
+def _import_modules(first: str | None = None) -> None:
+    """Import the modules that register metrics; with ``first``, stop as soon as a metric
+    of that name (or alias) is registered (a run asks for its own metrics only)."""
     for module in _modules():
+        if first is not None and first in _ALIASES:
+            return
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
@@ -97,7 +109,10 @@ def all_metrics() -> list[MetricInfo]:
 
 
 def get_metric(name: str) -> MetricInfo:
-    _import_modules()
+    if name in RUN_FIELDS:
+        raise ConfigError(f"{name!r} is what every run reports, not a metric; "
+                          "see 'assay list metrics'")
+    _import_modules(first=name)
     key = _ALIASES.get(name)
     if key is None:
         close = difflib.get_close_matches(name, list(_ALIASES), n=1)

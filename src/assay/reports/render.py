@@ -139,7 +139,9 @@ def rows_html(rows: list[dict[str, Any]], extraction: bool) -> Any:
 def build_context(store: Store, run_id: str) -> dict[str, Any]:
     """The templates' context, from the store; texts are read for the listed samples only."""
     run = store.get_run(run_id)
-    results = store.results(run["id"], transcripts=False, texts=False)
+    # texts only for the shown samples: all of them, read at once, up to the limit
+    whole = store.sample_totals(run["id"])["samples"] <= MAX_SAMPLE_ROWS
+    results = store.results(run["id"], transcripts=False, texts=whole)
     stored = stored_metrics(run)
     metrics = stored or {}
     described = run_report(run)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assay.tasks.capabilities import Measure
+if TYPE_CHECKING:  # a pydantic model: its class is built only where measures are declared
+    from assay.tasks.capabilities import Measure
 
 #: the model roles a task may use beside the model under test
 ROLES = ("judge", "examiner", "user")

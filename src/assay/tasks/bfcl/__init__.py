@@ -1,5 +1,3 @@
-"""BFCL v4: tool-calling evaluation that agrees with the official leaderboard verdict for verdict."""
-
-from assay.tasks.bfcl.task import BFCLTask
-
-__all__ = ["BFCLTask"]
+"""BFCL v4: tool-calling evaluation that agrees with the official leaderboard verdict for verdict.
+Imports nothing: the task is :class:`assay.tasks.bfcl.task.BFCLTask`, and the metric registry
+imports :mod:`.metrics` alone."""

@@ -1,5 +1,3 @@
-"""GAIA: general-assistant evaluation with the official scorer, attachments and submissions."""
-
-from assay.tasks.gaia.task import GAIA_SYSTEM_PROMPT, GAIATask
-
-__all__ = ["GAIA_SYSTEM_PROMPT", "GAIATask"]
+"""GAIA: general-assistant evaluation with the official scorer, attachments and submissions.
+Imports nothing: the task is :class:`assay.tasks.gaia.task.GAIATask`, and the metric registry
+imports :mod:`.metrics` alone."""
