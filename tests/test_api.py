@@ -112,3 +112,57 @@ async def test_credentials_in_base_url_are_sent_to_the_endpoint():
         await runner.cleanup()
     assert result.metrics["n_errors"] == 0
     assert seen == ["Basic " + base64.b64encode(b"user:pa55word").decode()]
+
+
+NOTEBOOK = '''
+import json, sys
+import assay
+from assay import Sample, Score, Task, task
+
+@task
+def arith(n: int = 3) -> Task:
+    """Doubling numbers."""
+    def check(sample, outcome):
+        return Score("double", float(sample.target in outcome.output), outcome.output)
+    return Task(samples=[Sample(str(i), f"What is {i} + {i}?", str(2 * i)) for i in range(n)],
+                scorer=check)
+
+base_url = sys.argv[1]
+first = assay.evaluate(arith, model="openai/fake", base_url=base_url, n=2)
+try:
+    assay.evaluate(arith, model="openai/fake", base_url=base_url, limt=2)
+    typo = None
+except assay.AssayError as e:
+    typo = str(e)
+again = assay.evaluate(arith, model="openai/fake", base_url=base_url, resume=first.run_id)
+print(json.dumps({"run": first.run_id, "acc": first.metrics["accuracy"]["value"],
+                  "typo": typo, "resumed": again.run_id}))
+'''
+
+
+def test_evaluate_takes_a_task_object_as_a_notebook_defines_it(fake_server, workspace,
+                                                              tmp_path):
+    """A notebook (here: a script's ``__main__``) passes its ``@task`` function itself; a
+    misspelt keyword names the nearest one (1194102 refused the object: 'give a task: a
+    name ...', and said nothing of ``limit``)."""
+    import json
+    import subprocess
+    import sys
+
+    srv = fake_server(rules=[Rule(r"What is 0 \+ 0", "Answer: 0")], default_reply="no")
+    script = tmp_path / "notebook.py"
+    script.write_text(NOTEBOOK)
+    p = subprocess.run([sys.executable, str(script), srv.base_url], capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["acc"] == 0.5 and out["resumed"] == out["run"]
+    assert out["typo"].startswith("unknown option limt for task arith (did you mean limit?)")
+    # the run is the store's like any other; resumed elsewhere, it says how to give it again
+    store = Store()
+    try:
+        assert store.get_run(out["run"])["spec"]["task"] == "object:arith"
+    finally:
+        store.close()
+    with __import__("pytest").raises(assay.AssayError, match="given as a Python object"):
+        assay.evaluate("object:arith", model="openai/fake", base_url=srv.base_url)

@@ -20,8 +20,8 @@ from assay.metrics.run import stored_metrics
 from assay.models.base import get_subject
 from assay.reports.render import write_reports
 from assay.store.sqlite import Store
-from assay.tasks.options import path_options
-from assay.tasks.registry import looks_like_file, resolve
+from assay.tasks.options import did_you_mean, path_options
+from assay.tasks.registry import looks_like_file, reference_of, resolve
 
 _ENGINE_FIELDS = set(RunSpec.__dataclass_fields__) - {"task", "model", "task_options"}
 
@@ -63,8 +63,9 @@ def make_spec(task: str, model: str = "local", *, task_options: dict[str, Any] |
     if unknown:
         raise ConfigError(
             f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))} "
-            f"for task {ref.name}; task options: {', '.join(sorted(fields)) or 'none'}; engine "
-            f"settings: {', '.join(sorted(_ENGINE_FIELDS))}")
+            f"for task {ref.name}{did_you_mean(sorted(unknown), [*fields, *_ENGINE_FIELDS])}; "
+            f"task options: {', '.join(sorted(fields)) or 'none'}; engine settings: "
+            f"{', '.join(sorted(_ENGINE_FIELDS))}")
     bench.update({k: v for k, v in (task_options or {}).items() if v is not None})
     eng.update({k: v for k, v in (engine or {}).items() if v is not None})
     paths = path_options(ref.Options)  # the options the task declares as files
@@ -168,11 +169,16 @@ async def run_async(spec: RunSpec | None = None, *, resume: str | None = None,
             store.close()
 
 
-def evaluate(task: str, model: str = "local", **options: Any) -> RunResult:
-    """Run ``task`` on ``model`` synchronously. Options are the CLI's, in Python spelling:
-    the task's (``data``, ``scorer``, ...) and the engine's (``limit``, ``max_connections``,
-    ``seed``, ``base_url``, ...; see :func:`make_spec`). ``api_key`` is never stored."""
+def evaluate(task: Any, model: str = "local", **options: Any) -> RunResult:
+    """Run ``task`` on ``model`` synchronously: a task's name or file, or the task itself (a
+    ``@task`` function or Task subclass, as a notebook defines it). Options are the CLI's,
+    in Python spelling: the task's (``data``, ``scorer``, ...) and the engine's (``limit``,
+    ``max_connections``, ``seed``, ``base_url``, ``resume``...; see :func:`make_spec`).
+    ``api_key`` is never stored."""
     api_key = options.pop("api_key", None)
     quiet = options.pop("quiet", True)
+    resume = options.pop("resume", None)
+    if not isinstance(task, str):
+        task = reference_of(task)
     spec = make_spec(task, model, **options)
-    return run(run_async(spec, quiet=quiet, api_key=api_key))
+    return run(run_async(spec, quiet=quiet, api_key=api_key, resume=resume))

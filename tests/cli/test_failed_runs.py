@@ -80,6 +80,12 @@ def test_max_error_rate_fails_a_run_with_some_errors(fake_server, workspace):
     srv = fake_server(rules=rules)
     p = cli(*qa(srv.base_url))  # the default, 1.0: only a run where all failed fails
     assert p.returncode == 0, p.stderr
+    # a finished run with errors says what they were and how to redo them (1194102 said
+    # only "errors 1")
+    (run_id, _), = status_of(workspace)
+    assert "errors 1" in p.stdout, p.stdout
+    assert "error (1 sample): HTTP 400 from" in p.stdout and "bad request" in p.stdout, p.stdout
+    assert f"the errored samples run again with: assay run qa --resume {run_id}" in p.stdout
     strict = cli(*qa(srv.base_url, "--max-error-rate", "0.2"))
     assert strict.returncode == 1, (strict.stdout, strict.stderr)
     assert "1 of 4 samples failed" in strict.stderr and "HTTP 400" in strict.stderr

@@ -334,7 +334,7 @@ def test_completion_replies_timeouts_and_rescoring(sandbox, fake_server, workspa
     srv = fake_server(responder=responder)
     result = assay.evaluate(f"{TASK_FILE}@humaneval", model="openai/fake",
                             base_url=srv.base_url, data=str(HUMANEVAL_MINI),
-                            prompt_style="completion", timeout_s=2)
+                            prompt_style="completion", timeout_s=6)
     assert sorted(sent) == sorted(prompts)  # the prompt alone, as a completion model needs
     verdicts = {r.sample_id: (r.scores["pass"]["value"], r.scores["pass"]["metadata"]["status"])
                 for r in results_of(result.run_id)}
@@ -358,13 +358,14 @@ def test_completion_replies_timeouts_and_rescoring(sandbox, fake_server, workspa
         assert len(runs) == 3 and same.metrics["pass@1"]["value"] == pytest.approx(1 / 3)
         assert {r.sample_id: (r.scores["pass"]["value"], r.scores["pass"]["metadata"]["status"])
                 for r in store.results(same.run_id)} == verdicts
-        shorter = rescore(store, result.run_id, options={"timeout_s": 1.0})
+        # limits leave a loaded machine seconds to start the sandbox: no verdict on timing
+        shorter = rescore(store, result.run_id, options={"timeout_s": 3.0})
         assert len(runs) == 6  # another limit: every program ran again, in the sandbox
         again = {r.sample_id: r.scores["pass"] for r in store.results(shorter.run_id)}
     finally:
         store.close()
     assert again["Mini/2"]["metadata"]["status"] == "timeout"
-    assert "1 s" in again["Mini/2"]["explanation"]
+    assert "3 s" in again["Mini/2"]["explanation"]
     assert again["Mini/0"]["value"] == 1.0 and again["Mini/1"]["value"] == 0.0
 
 

@@ -179,7 +179,7 @@ def test_an_unknown_key_or_a_duplicated_key_names_the_line(tmp_path: Path) -> No
     path.write_text("assay_plan: 1\nrequest: r\ntasks:\n- task: gsm8k\n  limt: 3\n")
     done = cli("run", str(path), cwd=tmp_path, check=False)
     assert done.returncode == 2
-    assert "tasks.0.limt: Extra inputs are not permitted" in done.stderr
+    assert "plan.yaml:5: tasks.0: unknown key 'limt' (did you mean 'limit'?" in done.stderr
     path.write_text("assay_plan: 1\nrequest: r\nrequest: s\ntasks: []\n")
     done = cli("run", str(path), cwd=tmp_path, check=False)
     assert done.returncode == 2 and "plan.yaml:3: invalid YAML: key 'request' is given twice" \

@@ -72,7 +72,12 @@ def test_a_yaml_task_runs_with_its_keys_template_and_scorer(workspace, tmp_path,
 
 @pytest.mark.parametrize("text, message", [
     ("name: t\ndata: d.jsonl\nscorer: exact\nscorer: f1\n", "key 'scorer' is given twice"),
-    ("name: t\ndata: d.jsonl\nscorrer: exact\n", "scorrer: Extra inputs are not permitted"),
+    ("name: t\ndata: d.jsonl\nscorrer: exact\n", "t.yaml:3: unknown key 'scorrer' (did you "
+     "mean 'scorer'?"),
+    ("name: t\nsource: {file: d.jsonl}\nmetrics: {primray: exact_match}\n",
+     "t.yaml:3: metrics: unknown key 'primray' (did you mean 'primary'? known keys: primary,"),
+    ("name: t\nsource: {file: d.jsonl}\ngeneration: {max_tokens: many}\n",
+     "generation.max_tokens: Input should be a valid integer"),
     ("name: t\n", "a YAML task names its data"),
     ("name: t\ndata: [unclosed\n", "invalid YAML"),
 ])
@@ -244,7 +249,7 @@ def test_one_schema_validates_entries_and_users_files(tmp_path):
     assert read_yaml_task(user).source.file == "caps.jsonl"
     with pytest.raises(ConfigError) as e:
         read_entry(user)
-    assert str(e.value) == (f"{user}: entry: a catalogue entry gives license, measures (the "
+    assert str(e.value) == (f"{user}:1: entry: a catalogue entry gives license, measures (the "
                             "capabilities it measures, with its standing)")
 
 

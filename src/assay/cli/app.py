@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from assay.cli.lazy import LazyGroup
@@ -54,6 +56,14 @@ START_WITH = "Start with:\n\n\b\n" + "\n".join(
 def app(debug: bool) -> None:
     """assay: evaluate LLM agents and LLMs."""
     STATE["debug"] = debug
+    # a workspace found in a folder above is named, so a run never lands somewhere unseen
+    # ('list runs' says it in its header, 'view' in its first lines)
+    if click.get_current_context().invoked_subcommand not in ("list", "view") \
+            and not {"-h", "--help"} & set(sys.argv[1:]):
+        from assay.core.paths import workspace_note
+
+        if note := workspace_note():
+            click.echo(note, err=True)
 
 
 def _group(name: str, help: str, lazy: dict[str, tuple[str, str]]) -> LazyGroup:  # noqa: A002
@@ -63,7 +73,7 @@ def _group(name: str, help: str, lazy: dict[str, tuple[str, str]]) -> LazyGroup:
 
 
 list_app = _group("list", "List runs, tasks, metrics or model providers.", dict(
-    runs=("assay.cli.listing:list_runs", "Recent runs in the workspace store."),
+    runs=("assay.cli.listing:list_runs", "Every run in the workspace store, newest first."),
     tasks=("assay.cli.listing:list_tasks",
            "Tasks that can be run by name, and the gallery's entries."),
     models=("assay.cli.listing:list_models",

@@ -208,6 +208,12 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
     click.echo(f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
                f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
                f"(cache hits {stats.get('cache_hits', 0)}){roles}")
+    if m.get("n_errors") and failure is None:  # a failed run explains itself below
+        for e in (m.get("top_errors") or [])[:TOP_ERRORS]:
+            n = e["count"]
+            click.echo(f"error ({n} sample{'s' if n != 1 else ''}): {e['message'][:200]}")
+        click.echo(f"the errored samples run again with: assay run {task} --resume "
+                   f"{result.run_id}")
     for advice in run_report(record).get("recommendations") or []:
         click.echo(f"hint: {advice}")  # stored with the run (report.md has them too)
     for kind, path in result.reports.items():
@@ -216,6 +222,10 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
         _explain_failure(failure, f"assay run {task} --resume {result.run_id}")
         raise SystemExit(1)
     return result
+
+
+#: the most common error messages a finished run with errors prints
+TOP_ERRORS = 3
 
 
 def _models() -> Any:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from assay.core.paths import find_workspace, workspace_dir, workspace_note
 from assay.errors import AssayError, ConfigError, DatasetError
 from assay.models.registry import listing
 from assay.pipelines.models import is_models_run
@@ -32,16 +33,36 @@ def _short_value(value: Any) -> str:
     return f"{value:.3f}" if abs(value) < 10 else f"{value:.4g}"
 
 
-def _model_lines(model: str, width: int = 24) -> str:
-    """A long model name broken after its provider (``openai/`` then the name)."""
-    head, sep, rest = model.partition("/")
-    return f"{head}{sep}\n{rest}" if sep and len(model) > width else model
+def _fit(text: str, width: int) -> str:
+    """``text`` in ``width`` characters: its middle cut to "…" when longer, so both the
+    start (the provider, the task) and the end (the model's size, a version) stay."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = (width - 1) // 2
+    return text[:width - 1 - tail] + "…" + (text[-tail:] if tail else "")
 
 
-def _task_and_models(run: dict[str, Any]) -> str:
-    """The task over its model (a multi-model run: its task over each of its models)."""
-    models = run.get("models") or [str(run["model"].get("model"))]
-    return "\n".join([run.get("label") or run["task"], *map(_model_lines, models)])
+def _task_and_model(run: dict[str, Any], width: int) -> str:
+    """The task and its model on one line of ``width`` (a multi-model run: its label)."""
+    if run.get("label"):
+        return _fit(run["label"], width)
+    task, model = run["task"], str(run["model"].get("model"))
+    if len(task) + 1 + len(model) <= width:
+        return f"{task} {model}"
+    task = _fit(task, max(width // 2, width - 1 - len(model)))
+    return f"{task} {_fit(model, width - 1 - len(task))}"
+
+
+def _headline(run: dict[str, Any], width: int | None = None) -> str:
+    """``metric value`` (the metric's name shortened to fit ``width``, never the value)."""
+    head = run.get("headline_entry")
+    if not head:
+        return "-"
+    value = _short_value(head[1].get("value"))
+    name = head[0] if width is None else _fit(head[0], max(width - 1 - len(value), 1))
+    return f"{name} {value}"
 
 
 def _run_json(run: dict[str, Any]) -> dict[str, Any]:
@@ -56,18 +77,40 @@ def _run_json(run: dict[str, Any]) -> dict[str, Any]:
             **({"models": run["models"]} if run.get("models") else {})}
 
 
+def _no_store(as_json: bool, as_jsonl: bool) -> None:
+    """What ``list runs`` says where there is no store: one line (``[]`` for ``--json``)."""
+    path, how = find_workspace()
+    if as_json or as_jsonl:
+        if as_json:
+            click.echo("[]")
+        return
+    where = (f"$ASSAY_HOME ({path}) holds no assay.db" if how == "env" else
+             "no workspace here or above (runs go to ./assay-runs, or set ASSAY_HOME)")
+    click.echo(f"no runs yet: {where}")
+
+
 @click.command("runs")
-@click.option("--limit", type=int, default=20, show_default=True, help="How many runs.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Only the newest N runs (default: every run).")
 @click.option("--json", "as_json", is_flag=True, help="The runs as one JSON array, for scripts.")
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per run and line.")
-def list_runs(limit: int, as_json: bool, as_jsonl: bool) -> None:
-    """Recent runs in the workspace store."""
+def list_runs(limit: int | None, as_json: bool, as_jsonl: bool) -> None:
+    """Every run in the workspace store, newest first.
+
+    The workspace is $ASSAY_HOME, else the nearest assay-runs/ holding assay.db in this
+    folder or one above it, else ./assay-runs; nothing is created."""
     if as_json and as_jsonl:
         raise ConfigError("give --json (one array) or --jsonl (one object per line), not both")
-    store = Store()
+    path = workspace_dir() / "assay.db"
+    if not path.is_file():
+        _no_store(as_json, as_jsonl)
+        return
+    note = workspace_note()
+    store = Store(path, readonly=True)
     try:
-        runs = store.list_runs(limit)
-        sessions = store.list_plan_sessions(limit)
+        every = store.list_runs(-1)  # SQLite's LIMIT -1: no limit
+        runs = every[:limit]
+        sessions = store.list_plan_sessions(-1)
         for r in runs:  # the headline stored when each run ended
             record = store.get_run(r["id"])
             r["headline_entry"] = run_headline(record) if r["kind"] == "task" else None
@@ -77,15 +120,31 @@ def list_runs(limit: int, as_json: bool, as_jsonl: bool) -> None:
                               f"{len(r['models'])} models")
     finally:
         store.close()
-    if as_json:
-        click.echo(json.dumps([_run_json(r) for r in runs], indent=1))
+    shown = (f"showing {len(runs)} of {len(every)} runs (--limit {limit}; without it, "
+             "every run)" if len(runs) < len(every) else None)
+    if as_json or as_jsonl:
+        for line in (note, shown):  # on stderr: the output stays one JSON document
+            if line:
+                click.echo(line, err=True)
+        if as_json:
+            click.echo(json.dumps([_run_json(r) for r in runs], indent=1))
+        else:
+            for r in runs:
+                click.echo(json.dumps(_run_json(r)))
         return
-    if as_jsonl:
-        for r in runs:
-            click.echo(json.dumps(_run_json(r)))
-        return
-    console = Console(highlight=False)
-    console.print(_runs_table(runs, min(console.width, 100)))
+    if note:
+        click.echo(note)
+    if runs:
+        console = Console(highlight=False)
+        table = _runs_table(runs, console.width)
+        # a terminal too narrow even for the ids and counts wraps the rows; nothing is cut
+        console.width = max(console.width, sum(c.width or 0 for c in table.columns)
+                            + 2 * (len(table.columns) - 1))
+        console.print(table)
+    else:
+        click.echo(f"no runs yet in {path.parent}")
+    if shown:
+        click.echo(shown)
     _resume_hints(runs)
     paused = [s for s in sessions if s["status"] != "finished"]
     for s in paused:
@@ -95,25 +154,29 @@ def list_runs(limit: int, as_json: bool, as_jsonl: bool) -> None:
 
 
 def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
-    """The runs as a table ``width`` columns wide (80 fits); long names wrap, never cut."""
-    table = Table(*_RUN_COLUMNS, box=None, pad_edge=False, show_edge=False, width=width,
-                  header_style="bold")
-    for col in table.columns:
-        col.no_wrap = col.header in ("run", "status", "n", "err")
-        col.overflow = "fold"
-    for name in ("n", "err"):
-        table.columns[_RUN_COLUMNS.index(name)].justify = "right"
-    # the room left goes mostly to the model's name; a headline wraps at its space
-    table.columns[1].ratio, table.columns[5].ratio = 1, 1
-    table.columns[1].min_width, table.columns[5].min_width = 8, 15  # choice_accuracy
+    """The runs as a table, one line per run in ``width`` columns: the run's id, status and
+    counts whole; the task, model and headline metric shortened with "…" where needed."""
+    fixed = {name: max([len(name), *(len(cell(r)) for r in runs)]) for name, cell in (
+        ("run", lambda r: r["id"]), ("status", lambda r: r["status"]),
+        ("n", lambda r: str(r["samples"])), ("err", lambda r: str(r["errors"])))}
+    room = width - sum(fixed.values()) - 2 * (len(_RUN_COLUMNS) - 1)  # two spaces between
+    task_full = max(len(_task_and_model(r, 1 << 16)) for r in runs)
+    head_full = max([len("headline"), *(len(_headline(r)) for r in runs)])
+    # the headline keeps at least half the room; the task and model take the rest
+    head_w = max(min(head_full, max(room - task_full, room // 2)), 8)
+    task_w = max(min(task_full, room - head_w), 8)
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for name in _RUN_COLUMNS:
+        table.add_column(name, no_wrap=True, overflow="ellipsis",
+                         justify="right" if name in ("n", "err") else "left",
+                         width=fixed.get(name) or (task_w if name == "task / model" else head_w))
     for r in runs:
-        head = r.get("headline_entry")
         parent = r["kind"] != "task"
         table.add_row(
-            r["id"], _task_and_models(r),
+            r["id"], _task_and_model(r, task_w),
             Text(r["status"], style=_STATUS_STYLE.get(r["status"], "")),
             "-" if parent else str(r["samples"]), "-" if parent else str(r["errors"]),
-            f"{head[0]} {_short_value(head[1].get('value'))}" if head else "-")
+            _headline(r, head_w))
     return table
 
 

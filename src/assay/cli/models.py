@@ -32,7 +32,7 @@ def run_models(store: Store, task: str, models: list[str], *, resume: str | None
         click.echo(f"interrupted; finished runs are saved. Resume with: assay run {task} "
                    "--resume <multi-model run id> (see 'assay list runs')", err=True)
         raise SystemExit(130) from None
-    click.echo(f"multi-model run {done.run_id}: {task} on {len(done.children)} models")
+    click.echo(f"multi-model run {done.run_id}: {done.label}")
     for line in comparison_lines(done.summary):
         click.echo(line)
     for kind, path in done.reports.items():

@@ -127,7 +127,8 @@ def _json_value(name: str, value: Any) -> Any:
 
 
 class TaskGroup(LazyGroup):
-    """``assay run``: every registered task is a sub-command, and so is any task file."""
+    """``assay run``: every registered task is a sub-command, and so is any task file. Its
+    help lists the options every task takes and the task names, importing no task."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(available())
@@ -139,9 +140,33 @@ class TaskGroup(LazyGroup):
                 return plans.plan_command(cmd_name)
         try:
             return task_command(cmd_name)
-        except ConfigError as e:
-            raise click.UsageError(str(e), ctx=ctx) from None
+        except ConfigError as e:  # a task file's own error is about the file, not the usage
+            is_file = cmd_name.partition("@")[0].endswith((".py", ".yaml", ".yml"))
+            raise click.UsageError(str(e), ctx=None if is_file else ctx) from None
 
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        shared = [(MODELS_OPTION if o.name == "model" else o).get_help_record(ctx)
+                  for o in SHARED_OPTIONS]
+        with formatter.section("Options of every task"):
+            formatter.write_dl([r for r in shared if r is not None])
+        self.format_commands(ctx, formatter)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        steps = [n for n in names if n.startswith(STEP_PREFIX)]
+        for title, group in ((f"Tasks ({len(names) - len(steps)})",
+                              [n for n in names if n not in steps]),
+                             ("Steps of 'assay datagen' (each runs alone too)", steps)):
+            if group:
+                with formatter.section(title):
+                    formatter.write_text("  ".join(group))
+        formatter.write_paragraph()
+        formatter.write_text("'assay list tasks' describes each task; 'assay run TASK --help' "
+                             "lists its own options.")
+
+
+#: the tasks that are steps of the ``assay datagen`` pipeline, listed apart in the help
+STEP_PREFIX = "datagen_"
 
 run_group = TaskGroup(
     "run", help="Run a task against a model or agent: a task name (see 'assay list tasks'), "
@@ -149,4 +174,5 @@ run_group = TaskGroup(
     "-T KEY=VALUE. Results go to the workspace store (./assay-runs, or $ASSAY_HOME) and "
     "reports to assay-runs/runs/<run_id>/. Repeat --model to run the task once per model "
     "and compare them.",
-    short_help="Run a task against a model or agent.", subcommand_metavar="TASK [ARGS]...")
+    short_help="Run a task against a model or agent.", options_metavar="",
+    subcommand_metavar="TASK [--model M] [--limit N] [OPTIONS]")

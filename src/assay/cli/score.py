@@ -57,8 +57,15 @@ def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
         head = run_headline(run)  # stored with the new run when it was finalized
         if head:
             click.echo(f"{head[0]}: {fmt_rate(head[1])}")
+        elif (run.get("metrics") or {}).get("unscored_note"):
+            click.echo(f"not scored: {run['metrics']['unscored_note']}")
+        if done.verdicts_note and not done.failed:
+            click.echo(done.verdicts_note)
         if not no_report:
             for kind, path in write_reports(store, done.run_id).items():
                 click.echo(f"{kind}: {path}")
     finally:
         store.close()
+    if done.failed:  # no verdict at all: a failed run, never a number
+        click.echo(f"run {done.run_id} failed: {done.verdicts_note}", err=True)
+        raise SystemExit(1)

@@ -1,7 +1,8 @@
 """A task's primary metric over time (``assay history TASK``), with drops flagged.
 
 Runs are grouped by configuration fingerprint (:mod:`assay.store.fingerprint`) into series,
-so runs with another scorer, template, temperature or data are never one line. Each finished
+so runs with another scorer, template, temperature or data are never one line; a re-scoring
+(``assay score``) is never the series shown by default, and is marked as one. Each finished
 run is tested against the previous one of its series: paired on shared samples (as ``assay
 compare``), else Fisher's exact test on the pass counts; a significant decrease is a drop."""
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.compare.runs import compare_runs, model_name
 from assay.errors import ConfigError
+from assay.reports.values import rescored_text
 from assay.store.described import run_headline
 from assay.store.fingerprint import differences, differences_text
 
@@ -49,8 +51,13 @@ def _change(store: Store, prev: dict[str, Any], cur: dict[str, Any], score: str 
             "significant": p["significant"], "warnings": res["warnings"]}
 
 
+def _rescoring(run: dict[str, Any]) -> bool:
+    return bool((run["config"]["parts"].get("scorer") or {}).get("rescored"))
+
+
 def _configurations(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{fingerprint: {fingerprint, runs, newest, model, parts}}`` in first-run order."""
+    """``{fingerprint: {fingerprint, runs, newest, model, parts, rescored}}`` in first-run
+    order; ``rescored``: the newest run's ``re-scored from RUN by ...`` (a re-scoring)."""
     out: dict[str, dict[str, Any]] = {}
     for run in runs:
         fp = run["config"]["fingerprint"]
@@ -58,6 +65,7 @@ def _configurations(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                                     "parts": run["config"]["parts"]})
         entry["runs"] += 1
         entry["newest"] = run["id"]
+        entry["rescored"] = (rescored_text(run) or "re-scored") if _rescoring(run) else None
     return out
 
 
@@ -101,8 +109,11 @@ def task_history(store: Store, task: str, *, model: str | None = None,
             raise ConfigError(f"no runs of task {task!r} with model {model!r}; see "
                               "'assay list runs'")
     configs = _configurations(runs)
-    shown = None if mix else _pick(configs, fingerprint, runs[-1]["config"]["fingerprint"])
-    base = configs[shown or runs[-1]["config"]["fingerprint"]]["parts"]
+    # the newest run scored as it ran; a re-scoring only where there is none
+    newest = next((r for r in reversed(runs) if not _rescoring(r)), runs[-1])
+    newest_fp = newest["config"]["fingerprint"]
+    shown = None if mix else _pick(configs, fingerprint, newest_fp)
+    base = configs[shown or newest_fp]["parts"]
     for c in configs.values():
         c["differences"] = differences(base, c["parts"])
         c["text"] = differences_text(c["differences"])
@@ -121,7 +132,8 @@ def task_history(store: Store, task: str, *, model: str | None = None,
                  "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),
                  "metric_name": head[0] if head else None,
                  "metric": head[1] if head else None, "change": None, "drop": False,
-                 "previous": None}
+                 "previous": None,
+                 "rescored": (rescored_text(run) or "re-scored") if _rescoring(run) else None}
         points.append(point)
         if point["metric"] is None or run["status"] != "finished":
             continue

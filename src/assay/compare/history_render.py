@@ -53,7 +53,7 @@ def configuration_lines(hist: dict[str, Any]) -> list[str]:
     if hist.get("mixed"):
         lines = [f"mixing {len(configs)} configuration(s), each point marked [fingerprint]:"]
         lines += [f"  [{c['fingerprint']}] {c['runs']} run(s): {_summary(c['parts'])}"
-                  for c in configs]
+                  + (f" ({c['rescored']})" if c.get("rescored") else "") for c in configs]
         return lines
     shown = next((c for c in configs if c["fingerprint"] == hist["fingerprint"]), None)
     if shown is None:
@@ -65,7 +65,8 @@ def configuration_lines(hist: dict[str, Any]) -> list[str]:
         lines.append(f"{len(others)} other configuration(s) not shown (--fingerprint F to "
                      "show one, --all to mix them):")
         lines += [f"  {c['fingerprint']} ({c['runs']} run(s)): "
-                  f"{c['text'].replace('same configuration except: ', 'differs in ')}"
+                  + (f"{c['rescored']}; " if c.get("rescored") else "")
+                  + c["text"].replace("same configuration except: ", "differs in ")
                   for c in others]
     return lines
 
@@ -81,7 +82,8 @@ def history_lines(hist: dict[str, Any]) -> list[str]:
         change = _change_text(p)
         mark = f"[{p['fingerprint']}]  " if hist.get("mixed") else ""
         lines.append(f"{p['created']}  {p['id']}  {mark}{p['model']}  {name}{_value(p)}{status}"
-                     + (f"  vs previous {change}" if change else ""))
+                     + (f"  vs previous {change}" if change else "")
+                     + (f"  [{p['rescored']}]" if p.get("rescored") else ""))
     if hist["drops"]:
         lines.append(f"significant drops at alpha={hist['alpha']:g}: {', '.join(hist['drops'])}")
     else:
@@ -133,9 +135,13 @@ def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> An
                 out.append(f'<line x1="{x(i):.1f}" y1="{y(m["ci_low"]):.1f}" x2="{x(i):.1f}" '
                            f'y2="{y(m["ci_high"]):.1f}" stroke="{color}" stroke-width="2"/>')
             fill = "#cf222e" if p["drop"] else color
+            # a re-scoring: a ring, its title saying of which run and by what
+            paint = (f'fill="#fff" stroke="{fill}" stroke-width="2"' if p.get("rescored")
+                     else f'fill="{fill}"')
+            note = f' ({escape(p["rescored"])})' if p.get("rescored") else ""
             out.append(f'<circle cx="{x(i):.1f}" cy="{y(m["value"]):.1f}" r="{6 if p["drop"] else 4}" '
-                       f'fill="{fill}"><title>{escape(p["id"])} {escape(model)}: '
-                       f'{escape(_value(p))}</title></circle>')
+                       f'{paint}><title>{escape(p["id"])} {escape(model)}: '
+                       f'{escape(_value(p))}{note}</title></circle>')
         out.append(f'<text x="{left + 8}" y="{pad + 14 * (k + 1)}" font-size="11" '
                    f'fill="{color}">{escape(model)}</text>')
     out.append("</svg>")

@@ -1,7 +1,7 @@
 """One path policy for every file a task, plan, case or wheel names: resolved inside its folder,
 links included; absolute paths, ``..`` or links leading out, empty names and NUL are refused.
 :func:`inside` resolves before comparing: comparing text misses links, resolving only the base
-misses ``..`` in links."""
+misses ``..`` in links. Also where the workspace is (:func:`find_workspace`)."""
 
 from __future__ import annotations
 
@@ -122,3 +122,35 @@ def copy_inside(base: Path, name: str, dest: Path, *, what: str) -> Path:
         raise _refuse(what, name, "does not exist (paths are relative to "
                       f"{Path(base).resolve()})")
     return dest
+
+
+#: the workspace folder's name, looked for in the current folder and above it
+WORKSPACE = "assay-runs"
+
+
+def find_workspace() -> tuple[Path, str]:
+    """The workspace and how it was found, as git finds ``.git``: ``"env"`` ($ASSAY_HOME);
+    ``"above"`` (the nearest ``assay-runs/`` holding ``assay.db`` in a folder above the
+    current one, absolute); ``"here"`` (``./assay-runs``, which may not exist yet)."""
+    home = os.environ.get("ASSAY_HOME")
+    if home:
+        return Path(home), "env"
+    try:
+        cwd = Path.cwd()
+    except OSError:  # the current folder was deleted
+        return Path(WORKSPACE), "here"
+    for folder in (cwd, *cwd.parents):
+        if (folder / WORKSPACE / "assay.db").is_file():
+            return (Path(WORKSPACE), "here") if folder == cwd else (folder / WORKSPACE, "above")
+    return Path(WORKSPACE), "here"
+
+
+def workspace_dir() -> Path:
+    """The workspace folder (see :func:`find_workspace`)."""
+    return find_workspace()[0]
+
+
+def workspace_note() -> str | None:
+    """One line saying where the workspace is when it is in a folder above this one."""
+    path, how = find_workspace()
+    return f"workspace: {path} (found above this folder)" if how == "above" else None

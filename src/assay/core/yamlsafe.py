@@ -131,6 +131,31 @@ def parse_yaml(text: str, where: str | Path) -> tuple[Any, yaml.Node | None]:
         loader.dispose()
 
 
+def key_lines(node: yaml.Node | None) -> dict[tuple[Any, ...], int]:
+    """The 1-based line of every key and item under ``node``, by its path of keys and
+    indexes (a validator's error location)."""
+    out: dict[tuple[Any, ...], int] = {}
+    stack: list[tuple[yaml.Node, tuple[Any, ...]]] = [(node, ())] if node is not None else []
+    while stack:
+        node, path = stack.pop()
+        out.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                out[(*path, key_node.value)] = key_node.start_mark.line + 1
+                stack.append((value_node, (*path, key_node.value)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+    return out
+
+
+def line_of(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
+    """The line of ``loc``, or of the nearest key above it; ``None`` when nothing is known."""
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
+
+
 def load_yaml(text: str, where: str | Path) -> Any:
     return parse_yaml(text, where)[0]
 

@@ -17,6 +17,7 @@ from assay.reports.models import (
     comparison,
     comparison_lines,
     is_models_run,
+    models_label,
     write_models_report,
 )
 from assay.store.sqlite import Store
@@ -34,6 +35,7 @@ class ModelsResult:
     failures: dict[str, str] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     reports: dict[str, Path] = field(default_factory=dict)
+    label: str = ""  # "arc_easy on 2 models", as the viewer and the reports call it
 
 
 def start_models(store: Store, task: str, models: list[str], *,
@@ -100,7 +102,8 @@ def _drive(parent: ParentRun, echo: Callable[[str], Any] | None) -> ModelsResult
             record = parent.store.get_run(child)
             if record["status"] == "failed":
                 failures[model] = str(record["stats"].get("error") or "the run failed")
-    result = ModelsResult(parent.id, task, children, failures, summary)
+    result = ModelsResult(parent.id, task, children, failures, summary,
+                          label=models_label(parent.store.get_run(parent.id)) or task)
     result.reports = write_models_report(parent.store, parent.id)
     return result
 

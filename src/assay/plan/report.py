@@ -359,10 +359,10 @@ def plan_as_run(plan: dict[str, Any], run: dict[str, Any]) -> str:
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100).rstrip()
 
 
-def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *,
-                      summary: dict[str, Any] | None = None) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` and ``summary.json`` (default folder
-    ``store.runs_dir / <run id>``); ``summary``: one the caller has just made."""
+def plan_page(store: Store, plan_run_id: str, *,
+              summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``plan`` page's context (the report's, and the viewer's run page of a plan run);
+    ``summary``: one already made or stored, else made from the store."""
     run = store.get_run(plan_run_id)
     plan = _plan(run)
     if summary is None:
@@ -379,7 +379,7 @@ def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *
                 texts[(t["run_id"], r.sample_id, r.epoch)] = r
     dataset = run.get("dataset") or {}
     counts = summary["counts"]
-    ctx = {
+    return {
         "s": summary, "summary": summary, "sections": _sections(summary, texts),
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
         "facts": [("request", plan["request"]), ("model under test", summary["model"]),
@@ -393,7 +393,15 @@ def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *
         "trace": _trace(plan.get("trace") or []),
         "radar": radar_geometry(summary["capabilities"]) if summary["chart"] == "radar" else None,
     }
-    folder = out or store.runs_dir / run["id"]
+
+
+def write_plan_report(store: Store, plan_run_id: str, out: Path | None = None, *,
+                      summary: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and ``summary.json`` (default folder
+    ``store.runs_dir / <run id>``); ``summary``: one the caller has just made."""
+    ctx = plan_page(store, plan_run_id, summary=summary)
+    summary = ctx["summary"]
+    folder = out or store.runs_dir / summary["plan_run"]
     paths = write_pages(folder, "plan", ctx, stem="report")
     paths["json"] = atomic_write_text(folder / "summary.json",
                                       json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

@@ -167,7 +167,7 @@ def is_plan_file(path: str | Path) -> bool:
 
 def read_plan(path: str | Path) -> Plan:
     """A validated plan, read by the one safe YAML loader; one-line errors."""
-    return read_yaml_model(Path(path), Plan, "plan file", default_where="plan", known_keys=True)
+    return read_yaml_model(Path(path), Plan, "plan file", default_where="plan")
 
 
 def plan_from_text(text: str, where: str = "plan") -> Plan:

@@ -14,7 +14,8 @@ from assay.reports.pages import fmt_delta, fmt_p, write_pages
 from assay.store.described import run_headline
 from assay.store.sqlite import Store
 
-__all__ = ["NAME", "comparison", "comparison_lines", "is_models_run", "write_models_report"]
+__all__ = ["NAME", "child_label", "comparison", "comparison_lines", "is_models_run",
+           "models_label", "write_models_report"]
 
 #: the task name of a multi-model parent run (its kind is ``pipeline``)
 NAME = "multi_model"
@@ -26,6 +27,33 @@ _TEST_FIELDS = ("n", "delta", "ci_low", "ci_high", "p_value", "test", "significa
 
 def is_models_run(record: dict[str, Any]) -> bool:
     return record.get("kind") == "pipeline" and record.get("task") == NAME
+
+
+def _models(run: dict[str, Any]) -> list[str]:
+    model = run.get("model") if isinstance(run.get("model"), dict) else {}
+    return [str(m) for m in model.get("models") or []]
+
+
+def models_label(run: dict[str, Any]) -> str | None:
+    """``arc_easy on 2 models``: what a multi-model parent (a run record, or a row of the
+    runs list, which has no ``kind``) is called everywhere; ``None`` for any other run."""
+    if run.get("task") != NAME or run.get("kind", "pipeline") != "pipeline":
+        return None
+    dataset = run.get("dataset") if isinstance(run.get("dataset"), dict) else {}
+    return f"{dataset.get('task') or 'a task'} on {len(_models(run))} models"
+
+
+def child_label(parent: dict[str, Any], child: dict[str, Any]) -> str | None:
+    """``model 1 of 2: openai/a``: which of a multi-model parent's models ``child`` ran;
+    ``None`` when ``parent`` is not one (a plan's step is a step)."""
+    if models_label(parent) is None:
+        return None
+    models = _models(parent)
+    model = child.get("model") if isinstance(child.get("model"), dict) else {}
+    name = str(model.get("model") or "")
+    if name not in models:  # not a model the parent names (a store edited by hand)
+        return f"one of {len(models)} models"
+    return f"model {models.index(name) + 1} of {len(models)}: {name}"
 
 
 def comparison(store: Store, task: str, children: dict[str, str | None]) -> dict[str, Any]:
@@ -106,4 +134,5 @@ def write_models_report(store: Store, run_id: str, out: Path | None = None) -> d
         summary = comparison(store, opts["task"], children)
     tests = [_test_line(p) for p in summary.get("pairs") or []]
     return write_pages(out or store.runs_dir / record["id"], "models",
-                       {"record": record, "summary": summary, "tests": tests}, stem="report")
+                       {"record": record, "summary": summary, "tests": tests,
+                        "label": models_label(record)}, stem="report")

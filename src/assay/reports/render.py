@@ -17,7 +17,13 @@ from assay.core.types import SampleResult
 from assay.metrics.format import fmt_rate
 from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
 from assay.reports.pages import md_cell, write_pages
-from assay.reports.values import fmt_value, model_facts, setting_text, settings_text
+from assay.reports.values import (
+    fmt_value,
+    model_facts,
+    rescored_from,
+    setting_text,
+    settings_text,
+)
 from assay.store.described import is_rate as is_rate
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
@@ -157,6 +163,8 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "run": run,
         # why a run failed (every sample errored, a crash): said under the headline
         "failure": failure_line(run) if run["status"] == "failed" else "",
+        # a re-scoring (assay score): (the original run, what re-scored it), said at the top
+        "rescored": rescored_from(run),
         "results": results, "metrics": metrics, "metric_rows": metric_rows(metrics),
         "metric_notes": metric_notes(metrics, described), "model_rows": model_facts(run),
         "rates": [(k, v) for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],

@@ -1,5 +1,6 @@
 """Values as words for every report: metrics by their kind (seconds, counts, rates,
-shares), the model under test, and run settings as ``key value`` pairs rather than JSON."""
+shares), the model under test and its roles, what re-scored a run, and run settings as
+``key value`` pairs rather than JSON."""
 
 from __future__ import annotations
 
@@ -108,16 +109,66 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
+def role_text(described: Any) -> str:
+    """A role's model as stored (``{"model", "base_url"}``): ``openai/m at http://host/v1``."""
+    if not isinstance(described, dict):
+        return str(described)
+    url = redact_url(str(described["base_url"])) if described.get("base_url") else None
+    return str(described.get("model") or "unknown") + (f" at {url}" if url else "")
+
+
+def roles_text(roles: Any) -> str:
+    """``judge openai/m at http://host/v1, examiner openai/e``."""
+    return ", ".join(f"{name} {role_text(d)}" for name, d in (roles or {}).items()
+                     ) if isinstance(roles, dict) else str(roles or "")
+
+
+def rescored_from(run: dict[str, Any]) -> tuple[str, str] | None:
+    """``(original run id, what re-scored it)`` of a re-scoring (``assay score``), else None;
+    what: ``judge openai/m at http://host/v1`` or ``scorer includes`` ("" if not stored)."""
+    stats = run.get("stats") if isinstance(run.get("stats"), dict) else {}
+    parent = stats.get("rescored_from")
+    if not parent:
+        return None
+    by = stats.get("rescored_by") if isinstance(stats.get("rescored_by"), dict) else {}
+    who = [f"scorer {by['scorer']}"] if by.get("scorer") else []
+    if by.get("roles"):
+        who.append(roles_text(by["roles"]))
+    return str(parent), ", ".join(who)
+
+
+def rescored_text(run: dict[str, Any]) -> str | None:
+    """``re-scored from RUN by judge openai/m at http://host/v1``, or None."""
+    found = rescored_from(run)
+    return None if found is None else (
+        f"re-scored from {found[0]}" + (f" by {found[1]}" if found[1] else ""))
+
+
+def original_judges(run: dict[str, Any]) -> str:
+    """A re-scoring's original judges where other than its own (``judge openai/m at ...``)."""
+    stats = run.get("stats") if isinstance(run.get("stats"), dict) else {}
+    old = stats.get("original_roles") or {}
+    now = (run.get("model") or {}).get("roles") or {}
+    return roles_text(old) if old and any(now.get(k) != v for k, v in old.items()) else ""
+
+
 def model_facts(run: dict[str, Any]) -> list[tuple[str, str]]:
-    """Model id and provider, endpoint (no credentials) and the generation settings the run set."""
+    """Model id and provider, endpoint (no credentials), roles (a re-scoring: the judges that
+    gave its verdicts, then the original's) and the generation settings the run set."""
     model = run.get("model") or {}
     spec = run.get("spec") or {}
     name = str(model.get("model") or spec.get("model") or "unknown")
     provider = run_report(run).get("provider")
     rows = [("model", f"{name} · {provider}" if provider else name)]
     url = model.get("base_url") or spec.get("base_url")
+    rescored = rescored_from(run)
     if url:
-        rows.append(("endpoint", redact_url(str(url)) or ""))
+        rows.append(("endpoint", (redact_url(str(url)) or "") + (
+            " (the original run's; not called again)" if rescored else "")))
+    if model.get("roles"):
+        rows.append(("roles", roles_text(model["roles"])))
+    if rescored and original_judges(run):
+        rows.append(("original run's judge", original_judges(run)))
     generation = dict(spec.get("params") or {})
     for key in ("max_tokens", "temperature"):
         given = (spec.get("task_options") or {}).get(key)

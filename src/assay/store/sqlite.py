@@ -5,7 +5,6 @@ finished before and resumes without redoing it. Reports read only from here."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from assay.core.paths import workspace_dir
 from assay.core.redact import content_secrets, scrub, scrub_known, scrub_known_tree, secrets_version
 from assay.core.types import SampleResult
 from assay.errors import RunNotFoundError, StoreError
@@ -31,10 +31,6 @@ from assay.store.schema import (
     SCHEMA_VERSION,
 )
 from assay.store.writer import Writer
-
-
-def workspace_dir() -> Path:
-    return Path(os.environ.get("ASSAY_HOME") or "assay-runs")
 
 
 def new_run_id() -> str:

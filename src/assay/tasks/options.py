@@ -14,10 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from assay.core.yamlsafe import line_of
 from assay.errors import ConfigError
 
 __all__ = ["Field", "PathField", "TaskOptions", "did_you_mean", "options_from_signature",
-           "json_or_text", "parse_assignments", "path_options", "validate_options"]
+           "json_or_text", "parse_assignments", "path_options", "validate_options",
+           "validation_line"]
 
 
 class TaskOptions(BaseModel):
@@ -77,6 +79,62 @@ def did_you_mean(unknown: list[str], valid: Iterable[str]) -> str:
     close = [c for name in unknown for c in difflib.get_close_matches(name, names, n=2, cutoff=0.6)]
     near: list[str] = list(dict.fromkeys(close))
     return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+def _model_at(model: Any, loc: tuple[Any, ...]) -> Any:
+    """The pydantic model whose fields hold the last key of ``loc`` (list indexes and union
+    branches passed over); ``None`` when the path leaves the models."""
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if fields is None or part not in fields:
+            continue  # an index, a union branch or a dict key: the same model goes on
+        inner = [a for a in _flat_args(fields[part].annotation)
+                 if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not inner:
+            return None
+        model = inner[0]
+    return model
+
+
+def _flat_args(annotation: Any) -> list[Any]:
+    args = typing.get_args(annotation)
+    return [annotation] if not args else [x for a in args for x in _flat_args(a)]
+
+
+def validation_line(e: ValidationError, model: Any, *, where: str = "",
+                    lines: dict[tuple[Any, ...], int] | None = None,
+                    default: str = "task") -> str:
+    """The first error of ``e`` as one line: ``WHERE:LINE: key.path: problem``; an unknown
+    key is named, with the nearest known key and the keys known at its level."""
+    errors = e.errors()
+    first = errors[0]
+    if len(errors) > 1 and first["type"].endswith("_type"):
+        # a union (``data: str | WheelData``): the branch the value was meant for says what
+        # is wrong, not "Input should be a valid string"
+        first = next((x for x in errors if not x["type"].endswith("_type")), first)
+    loc = tuple(first["loc"])
+    keys = [x for x in loc if not _union_branch(x)]
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        *keys, unknown = keys
+        known = list(getattr(_model_at(model, tuple(keys)), "model_fields", {}))
+        msg = f"unknown key {unknown!r}"
+        if known:
+            near = difflib.get_close_matches(str(unknown), known, n=1, cutoff=0.6)
+            msg += (f" ({f'did you mean {near[0]!r}? ' if near else ''}known keys: "
+                    f"{', '.join(known)})")
+    line = line_of(lines, loc) if lines else None
+    head = f"{where}:{line}" if where and line else where
+    path = ".".join(str(x) for x in keys) or (default if first["type"] != "extra_forbidden"
+                                                else "")
+    msg = f"{path}: {msg}" if path else msg
+    return f"{head}: {msg}" if head else msg
+
+
+def _union_branch(part: Any) -> bool:
+    """Whether a pydantic error location part names a union's branch (``str``), not a key."""
+    return isinstance(part, str) and (part in ("str", "int", "float", "bool", "list", "dict")
+                                      or part[:1].isupper() or "[" in part)
 
 
 def validate_options(model: type[TaskOptions], values: dict[str, Any], task: str) -> TaskOptions:

@@ -79,6 +79,30 @@ class TaskFactory:
 
 #: tasks declared by modules imported so far, by module then name
 _DECLARED: dict[str, dict[str, Any]] = {}
+#: tasks given as Python objects (``assay.evaluate(my_task)``) in this process, by name
+_OBJECTS: dict[str, Any] = {}
+#: the reference of a task given as an object: ``object:NAME`` (this process only)
+OBJECT_PREFIX = "object:"
+
+
+def reference_of(obj: Any) -> str:
+    """The reference that names a task given as an object (a ``@task`` function or Task
+    subclass, or a plain function returning a Task): ``FILE.py@NAME`` where its module is a
+    file other than the running script (resumable from the command line), else
+    ``object:NAME``, known to this process (a notebook's or a script's own task)."""
+    declared = obj
+    if not isinstance(obj, TaskFactory) and not (isinstance(obj, type) and issubclass(obj, Task)):
+        if not callable(obj):
+            raise ConfigError(f"a task is a name, FILE.py[@NAME], FILE.yaml or a @task "
+                              f"function or Task subclass, not {type(obj).__name__}")
+        declared = task(obj)
+    fn = getattr(declared, "fn", declared)
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    file = getattr(module, "__file__", None)
+    if file and module.__name__ != "__main__" and file.endswith(".py"):
+        return f"{Path(file).resolve()}@{declared.name}"
+    _OBJECTS[declared.name] = declared
+    return f"{OBJECT_PREFIX}{declared.name}"
 
 
 def task(obj: Any = None, *, name: str | None = None, info: TaskInfo | None = None) -> Any:
@@ -308,6 +332,13 @@ def resolve(text: str) -> TaskRef:
         raise ConfigError("give a task: a name (see 'assay list tasks'), FILE.py[@NAME] or "
                           "FILE.yaml")
     text = text.strip()
+    if text.startswith(OBJECT_PREFIX):
+        name = text[len(OBJECT_PREFIX):]
+        if name not in _OBJECTS:
+            raise ConfigError(f"task {name!r} was given as a Python object in the process "
+                              "that ran it; give the object again (assay.evaluate(task, "
+                              "resume=RUN_ID)), or move it to a file: FILE.py@NAME")
+        return TaskRef(name, _OBJECTS[name], "a Python object", text)
     if looks_like_file(text):
         return _from_file(text)
     ep = _own_entry_points().get(text)

@@ -6,15 +6,16 @@ Validated by the catalogue schema (:mod:`assay.tasks.gallery.entry`); older spel
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, create_model
+from pydantic import Field, ValidationError, create_model
 
 from assay.core.paths import file_value, inside
-from assay.core.yamlsafe import load_yaml, read_yaml_text
+from assay.core.yamlsafe import key_lines, parse_yaml, read_yaml_text
 from assay.data.files import HF_SCHEME
 from assay.data.hf import hub_id
 from assay.data.wheels import wheel_data
@@ -57,14 +58,21 @@ def read_yaml_task(path: Path) -> GalleryEntry:
 
 def _read(path: Path) -> tuple[GalleryEntry, list[str]]:
     """The file's entry, and the older keys it used."""
-    raw = load_yaml(read_yaml_text(path, "task file"), path)
+    raw, node = parse_yaml(read_yaml_text(path, "task file"), path)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a task file is a mapping of keys (name, source, ...)")
     old = [k for k in raw if k in OLD_KEYS]
+    lines = key_lines(node)
     if not old:
-        return validate_model(raw, path, GalleryEntry, known_keys=True), old
+        return validate_model(raw, path, GalleryEntry, lines=lines), old
+    unknown = [k for k in raw if k not in OLD_KEYS and k not in GalleryEntry.model_fields]
+    if unknown:  # in the older spelling: its keys are the ones to suggest
+        near = difflib.get_close_matches(str(unknown[0]), list(OLD_KEYS), n=1, cutoff=0.6)
+        raise ConfigError(f"{path}:{lines.get((unknown[0],), 1)}: unknown key {unknown[0]!r}"
+                          f" ({f'did you mean {near[0]!r}? ' if near else ''}keys of this "
+                          f"older spelling: name, {', '.join(OLD_KEYS)})")
     try:
-        return validate_model(_migrate(raw, path), path, GalleryEntry, known_keys=True), old
+        return validate_model(_migrate(raw, path), path, GalleryEntry), old
     except ConfigError as e:  # name the key as the file spells it
         loc = str(e)[len(str(path)) + 2:].split(":")[0]
         spelt = next((k for k in old if loc.startswith(OLD_KEYS[k])), None) or next(
@@ -232,7 +240,15 @@ class YamlTask:
         self.description = entry.description or f"question answering from {path.name}"
         self.__doc__ = self.description
         fields: dict[str, Any] = {}
-        for key, value in qa_defaults(entry, path).items():
+        defaults = qa_defaults(entry, path)
+        try:  # a value of the wrong kind is the file's error, said with its key
+            QAOptions.model_validate(defaults)
+        except ValidationError as e:
+            err = e.errors()[0]
+            key = str(err["loc"][0]) if err["loc"] else "task"
+            raise ConfigError(f"{path}: {OLD_KEYS.get(key, key)}: {err['msg']} "
+                              f"(got {err.get('input')!r})") from None
+        for key, value in defaults.items():
             info = QAOptions.model_fields[key]
             # the help shows the file's value as the default, never qa's own ("inferred", 256)
             described = _DEFAULT_REMARK.sub("", info.description or "")

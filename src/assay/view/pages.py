@@ -7,9 +7,14 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
+from markupsafe import Markup
 
-from assay.errors import RunNotFoundError
+from assay.errors import ConfigError, RunNotFoundError
 from assay.metrics.run import NOT_FINISHED_NOTE
+from assay.plan.report import plan_page
+from assay.reports.models import child_label, models_label
+from assay.reports.pages import render_page
+from assay.reports.values import rescored_from
 from assay.store import queries as q
 from assay.store.queries import PAGE_SIZE
 from assay.store.sqlite import Store
@@ -33,10 +38,27 @@ def _pager(page: int, total: int, link: Any) -> dict[str, Any]:
 
 
 # -- the runs list ----------------------------------------------------------------------
+def _parents(store: Store, runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The records of ``runs``' parents, by id (a missing one left out)."""
+    found = {}
+    for pid in {r["parent_id"] for r in runs if r["parent_id"]}:
+        try:
+            found[pid] = store.get_run(pid)
+        except RunNotFoundError:
+            pass
+    return found
+
+
 def _runs_context(store: Store, f: RunFilters) -> dict[str, Any]:
     rows, total, page = q.run_rows(store, f)
+    parents = _parents(store, rows)
     for r in rows:
         r["headline"] = headline_for(r)
+        r["label"] = models_label(r)
+        parent = parents.get(r["parent_id"])
+        # a multi-model parent's child is one of its models; a plan's, one of its steps
+        r["child_of"] = child_label(parent, r) if parent else None
+        r["parent_label"] = models_label(parent) if parent else None
         name = next((str(r["dataset"][k]) for k in ("name", "dataset", "source")
                      if isinstance(r["dataset"], dict) and r["dataset"].get(k)), "")
         # a data file's name, not its whole path (which would widen the column)
@@ -106,11 +128,17 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
             parent = {"id": run["parent_id"], "task": "?", "status": "missing"}
     running = run["status"] == "running"
     children = q.children(store, run_id)
-    models = models_view(metrics) if run["task"] == "multi_model" else None
+    label = models_label(run)
+    models = models_view(metrics) if label else None
     shown = ({k: v for k, v in (metrics or {}).items() if k not in ("rows", "pairs", "task")}
              if models else metrics)
     return {
         "run": run, "model_label": q.model_label(run["model"]), "f": f, "key": key,
+        "label": label or run["task"],
+        "kind": _KINDS["models"] if label else _KINDS.get(run["kind"], run["kind"]),
+        "plan_html": _plan_html(store, run) if run.get("kind") == "plan" else None,
+        "parent_label": (models_label(parent) or parent["task"]) if parent else None,
+        "child_of": child_label(parent, run) if parent else None,
         "fields": fields if key in fields or not key else [*fields, key],
         "categories": _categories(st, store, run, key, totals["samples"]), "rows": rows,
         "verdicts": VERDICTS, "totals": totals,
@@ -122,9 +150,34 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "parent_only": bool(children) and not totals["samples"],
         "fingerprint": (run.get("config") or {}).get("fingerprint"),
         "parent": parent, "model_json": pretty(run["model"]),
+        "rescored": rescored_from(run),  # (the original run, what re-scored it)
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),
         "stats_json": pretty(run["stats"]), "options": run_options(store, run),
         "files": run_files(st.store_path, run_id)}
+
+
+#: a run's kind as its page says it (a task's run says none)
+_KINDS = {"task": None, "plan": "plan: a child run per task of the plan",
+          "pipeline": "pipeline: a child run per step",
+          "models": "multi-model run: one task, a child run per model"}
+#: what the plan page reads from a stored plan summary (an older one's is made again)
+_PLAN_KEYS = ("plan_run", "tasks", "capabilities", "chart", "counts", "notes", "model")
+
+
+def _plan_html(store: Store, run: dict[str, Any]) -> Markup | None:
+    """A plan run's results as its report shows them (the ``plan`` page, without its own
+    head), each task's run linked to its page; ``None`` for a run that holds no plan."""
+    stored = run.get("metrics")
+    summary = stored if isinstance(stored, dict) and all(k in stored for k in _PLAN_KEYS) \
+        else None
+    try:
+        ctx = plan_page(store, run["id"], summary=summary)
+    except (ConfigError, RunNotFoundError):  # no plan stored; a step's run deleted
+        return None
+    links = {t["run_id"]: f"/run/{quote(t['run_id'], safe='')}"
+             for t in ctx["summary"]["tasks"] if t.get("run_id")}
+    # autoescaped by the page renderer: safe to place as is
+    return Markup(render_page("plan", {**ctx, "fragment": True, "run_links": links}))
 
 
 async def run_page(request: web.Request) -> web.Response:

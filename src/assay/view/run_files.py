@@ -9,6 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
+from assay.reports.models import models_label
+from assay.reports.values import original_judges, roles_text
 from assay.store.queries import model_label
 from assay.store.sqlite import Store
 from assay.web.state import PageError, run_or_404, state_of
@@ -32,6 +34,8 @@ _SPEC_SHOWN = ("limit", "epochs", "seed", "max_connections", "max_retries", "tim
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+        return ", ".join(map(str, value))  # a list of names reads as one, not as JSON
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -52,8 +56,13 @@ def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, 
     options = spec.get("task_options") if isinstance(spec.get("task_options"), dict) else {}
     params = spec.get("params") if isinstance(spec.get("params"), dict) else {}
     model_rows = [("model", model_label(model))] + [
-        (str(k), _text(v)) for k, v in model.items()
+        (str(k), roles_text(v) if k == "roles" else _text(v)) for k, v in model.items()
         if k not in ("model", "name", "spec") and v not in (None, "", {}, [])]
+    if original_judges(run):  # a re-scoring's roles are its own judges; the original's apart
+        model_rows.append(("original run's judge", original_judges(run)))
+    if models_label(run):  # a multi-model parent: each model, and its task's own options
+        model_rows = [(f"model {i}", str(m)) for i, m in enumerate(model["models"], 1)]
+        options = {"task": options.get("task"), **(options.get("options") or {})}
     scorer = options.get("scorer")
     scoring = [("scorer", _text(scorer) if scorer else "the task's default")]
     if names := _first_score_name(store, run["id"]):

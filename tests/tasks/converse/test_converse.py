@@ -184,7 +184,7 @@ def test_judge_samples_take_the_majority_and_report_agreement(tmp_path):
 def test_case_file_errors_are_one_line_with_file_and_line(tmp_path):
     cases = {
         "unknown": ("version: 1\ntask_description: x\nscoring_points:\n  - score_point: p\n"
-                    "    weight: 1\n    eval_cod: assert True\n", 6, "unknown field"),
+                    "    weight: 1\n    eval_cod: assert True\n", 6, "unknown key 'eval_cod'"),
         "weight": ("version: 1\ntask_description: x\nscoring_points:\n  - score_point: p\n"
                    "    weight: -2\n", 5, "weight must be a positive"),
         "nan": ("task_description: x\nscoring_points:\n  - score_point: p\n"
@@ -193,7 +193,7 @@ def test_case_file_errors_are_one_line_with_file_and_line(tmp_path):
                     "data_files:\n  - data.csv\n  - nothere.csv\n", 6, "nothere.csv does not "
                     "exist"),
         "top": ("task_description: x\nscoring_points:\n  - score_point: p\ncolour: red\n", 4,
-                "unknown field"),
+                "unknown key 'colour'"),
         "pre": ("task_description: x\nscoring_points:\n  - score_point: p\npre_command:\n"
                 "  - rm -rf /\n", 4, "pre_command is refused"),
         "dep": ("task_description: x\nscoring_points:\n  - score_point: p\ndependencies:\n"

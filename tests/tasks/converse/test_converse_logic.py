@@ -448,10 +448,11 @@ def test_without_a_workspace_the_agent_gets_no_tools(tmp_path: Path) -> None:
     ("task_description: t\nscoring_points:\n- score_point: p\npre_command: rm -rf /\n",
      "x.yaml:4: pre_command is refused"),
     ("task_description: t\nscoring_points:\n- score_point: p\n  wieght: 2\n",
-     "x.yaml:4: scoring_points.0.wieght: unknown field (known fields: score_point, weight, "
-     "eval_code)"),
+     "x.yaml:4: scoring_points.0: unknown key 'wieght' (did you mean 'weight'? known keys: "
+     "score_point, weight, eval_code)"),
     ("task_description: t\nmax_round: 3\nscoring_points:\n- score_point: p\n",
-     "x.yaml:2: max_round: unknown field (known fields: version, id, task_description,"),
+     "x.yaml:2: unknown key 'max_round' (did you mean 'max_rounds'? known keys: version, id, "
+     "task_description,"),
     ("task_description: t\nscoring_points:\n- score_point: p\n- score_point: q\n"
      "  eval_code: 'return ('\n", "x.yaml:5: scoring_points.1.eval_code does not compile ("),
     ("task_description: t\nscoring_points:\n- score_point: p\ndata_files: [gone.csv]\n",

@@ -100,6 +100,10 @@ def bfcl_metrics(results: list[SampleResult],
         "aggregates": aggregates,
         "overall_note": _overall_note(aggregates["overall"], per),
         "error_types": dict(error_types.most_common()),
+        # how the entries were asked (fc: native tool calls, prompt: calls written as text):
+        # the advice on a decoding failure depends on it
+        "modes": dict(Counter(str(((r.outcome or {}).get("metadata") or {}).get("mode"))
+                              for r in scored).most_common()),
     }
     if first_failing:
         # multi-turn failures by first failing turn (None: a runner-level failure, e.g.

@@ -54,6 +54,22 @@ _ADVICE = {
     "text; its last non-call message is the answer.",
 }
 
+#: the advice on calls that do not decode, where the entries were asked for native tool calls
+_NO_TOOL_CALLS = ("The model answered in text where a tool call was expected (fc mode): check "
+                  "that the endpoint returns native tool calls for this model (llama.cpp's "
+                  "llama-server needs --jinja; llama-cpp-python's server --chat_format "
+                  "chatml-function-calling), or ask for calls as text with --mode prompt.")
+
+
+def _advice(kind: str, metrics: dict[str, Any]) -> str:
+    """What to do about an error type, in the mode the run asked in."""
+    modes = metrics.get("modes") or {}
+    if kind in ("ast_decoder:decoder_failed", "relevance_error:decoder_failed") and \
+            modes and set(modes) == {"fc"}:
+        return _NO_TOOL_CALLS
+    return _ADVICE[kind]
+
+
 _MARK = {True: "pass", False: "FAIL", None: "-"}
 
 
@@ -169,7 +185,8 @@ def report_extra(metrics: dict[str, Any], results: list[Any] | None = None) -> d
             "bars": [(k, v / n_scored) for k, v in errors.items()],
         })
     sections.extend(multi_turn_sections(metrics, results or []))
-    recs = [_ADVICE[k] for k in list(errors)[:4] if k in _ADVICE]
+    recs = [f"{v} of {n_scored} scored entries ({k}): {_advice(k, metrics)}"
+            for k, v in list(errors.items())[:4] if k in _ADVICE]
     if metrics.get("n_errors"):
         recs.append(f"{metrics['n_errors']} samples ended in errors (not wrong answers); see "
                     "the Errors section and resume the run to retry them.")

@@ -13,14 +13,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assay.core.paths import inside, refuse_links_out
-from assay.core.yamlsafe import parse_yaml, read_yaml_text
+from assay.core.yamlsafe import key_lines, line_of, parse_yaml, read_yaml_text
 from assay.errors import ConfigError
 from assay.tasks.converse.evalcode import check_syntax
+from assay.tasks.options import validation_line
 
 DEFAULT_MAX_ROUNDS = 15
 MAX_ROUNDS_LIMIT = 1000
@@ -91,24 +91,8 @@ def unmet_dependencies(case: Case) -> list[str]:
     return out
 
 
-def _lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
-    """Record the line of every key and item under ``node`` (1-based)."""
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            out[(*path, key)] = key_node.start_mark.line + 1
-            _lines(value_node, (*path, key), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _lines(item, (*path, i), out)
-
-
-def _line_of(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int:
-    for n in range(len(loc), -1, -1):
-        if loc[:n] in lines:
-            return lines[loc[:n]]
-    return 1
+def _line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int:
+    return line_of(lines, loc) or 1
 
 
 def _default_id(path: Path, root: Path | None) -> str:
@@ -131,8 +115,7 @@ def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
     if not isinstance(raw, dict) or node is None:
         raise ConfigError(f"{path}:1: a case file is a mapping with task_description and "
                           "scoring_points")
-    lines: dict[tuple[Any, ...], int] = {}
-    _lines(node, (), lines)
+    lines = key_lines(node)
     if "pre_command" in raw:
         raise ConfigError(
             f"{path}:{lines.get(('pre_command',), 1)}: pre_command is refused: it would run a "
@@ -141,25 +124,17 @@ def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
     try:
         case = Case.model_validate(raw)
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = tuple(first["loc"])
-        where = ".".join(str(x) for x in loc) or "case"
-        msg = first["msg"].removeprefix("Value error, ")
-        hint = ""
-        if first["type"] == "extra_forbidden":
-            msg = "unknown field"
-            known = Case.model_fields if len(loc) == 1 else ScoringPoint.model_fields
-            hint = f" (known fields: {', '.join(known)})"
-        raise ConfigError(f"{path}:{_line_of(lines, loc)}: {where}: {msg}{hint}") from None
+        raise ConfigError(validation_line(e, Case, where=str(path), lines=lines,
+                                          default="case")) from None
     for i, point in enumerate(case.scoring_points):
         problem = check_syntax(point.eval_code) if point.eval_code else None
         if problem:
-            line = _line_of(lines, ("scoring_points", i, "eval_code"))
+            line = _line(lines, ("scoring_points", i, "eval_code"))
             raise ConfigError(f"{path}:{line}: scoring_points.{i}.eval_code does not compile "
                               f"({problem} of the snippet)")
     seen: dict[str, str] = {}
     for i, name in enumerate(case.data_files):
-        where = f"{path}:{_line_of(lines, ('data_files', i))}: data_files"
+        where = f"{path}:{_line(lines, ('data_files', i))}: data_files"
         file = data_file(path, name, where=where)
         if not file.exists():
             raise ConfigError(f"{where}: {name} does not exist (paths are relative to the "
@@ -175,7 +150,7 @@ def load_case(path: Path, root: Path | None = None) -> tuple[Case, str]:
         seen[base] = name
     if case.app_dir is not None:  # a folder the agent is told to read: the case's, like its data
         case.app_dir = str(inside(path.parent, case.app_dir,
-                                  what=f"{path}:{_line_of(lines, ('app_dir',))}: app_dir"))
+                                  what=f"{path}:{_line(lines, ('app_dir',))}: app_dir"))
     return case, case.id or _default_id(path, root)
 
 

@@ -62,7 +62,12 @@ _WIN_RATES = ("win_rate_adjusted", "win_rate", "loss_rate", "tie_rate", "decisiv
 def _pair_score(i: int, item: Any) -> dict[str, Any]:
     """A pair's score as datagen_winrate stores it, from an outcome or two orders' verdicts."""
     from assay.tasks.datagen.winrate import (  # startup
-        ORDERS, VALUES, check_winner, combine, preferred_item)
+        ORDERS,
+        VALUES,
+        check_winner,
+        combine,
+        preferred_item,
+    )
 
     if item is None or isinstance(item, str):
         outcome = "invalid" if item is None else item.strip().lower()

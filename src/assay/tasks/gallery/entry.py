@@ -13,11 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
-from assay.core.yamlsafe import load_yaml, read_yaml_text
+from assay.core.yamlsafe import key_lines, parse_yaml, read_yaml_text
 from assay.data.wheels import validate_source
 from assay.errors import ConfigError
 from assay.scoring.reference import filter_metric_name
 from assay.tasks.capabilities import Measure
+from assay.tasks.options import validation_line
 
 CATEGORIES = ("knowledge", "reasoning", "commonsense", "math", "code", "reading",
               "language", "instruction_following", "dialogue", "tool_use", "agent", "science",
@@ -281,55 +282,39 @@ def entries_dir() -> Path:
 
 
 def read_yaml_model(path: Path, model: type[Any], what: str, *, mapping_hint: str = "",
-                    default_where: str = "task", known_keys: bool = False,
+                    default_where: str = "task",
                     context: dict[str, Any] | None = None) -> Any:
     """A YAML file validated by a pydantic ``model``, every error one line naming the file
-    (``what``) and, for YAML syntax and duplicated keys, the line; ``known_keys`` lists the
-    model's keys after an unknown one; ``context`` goes to the validators."""
+    (``what``) and the line; ``context`` goes to the validators."""
     text = read_yaml_text(path, what)
     return yaml_model_from_text(text, path, model, what, mapping_hint=mapping_hint,
-                                default_where=default_where, known_keys=known_keys,
+                                default_where=default_where,
                                 context=context)
 
 
 def yaml_model_from_text(text: str, where: Path, model: type[Any], what: str, *,
                          mapping_hint: str = "", default_where: str = "task",
-                         known_keys: bool = False,
                          context: dict[str, Any] | None = None) -> Any:
     """YAML ``text`` validated by ``model``, with :func:`read_yaml_model`'s one-line errors
-    naming ``where`` (a file, or what the text is, such as an edited plan)."""
-    raw = load_yaml(text, where)
+    naming ``where`` (a file, or what the text is, such as an edited plan) and the line."""
+    raw, node = parse_yaml(text, where)
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: a {what} is a mapping of keys{mapping_hint}")
-    return validate_model(raw, where, model, known_keys=known_keys,
-                          default_where=default_where, context=context)
+    return validate_model(raw, where, model, default_where=default_where, context=context,
+                          lines=key_lines(node))
 
 
 def validate_model(raw: dict[str, Any], where: Path, model: type[Any], *,
-                   known_keys: bool = False, default_where: str = "task",
-                   context: dict[str, Any] | None = None) -> Any:
-    """``raw`` validated by ``model``; the first error as one line naming ``where``."""
+                   default_where: str = "task",
+                   context: dict[str, Any] | None = None,
+                   lines: dict[tuple[Any, ...], int] | None = None) -> Any:
+    """``raw`` validated by ``model``; the first error as one line naming ``where`` (and the
+    line, given the file's ``lines``); an unknown key is named with the known ones."""
     try:
         return model.model_validate(raw, context=context)
     except ValidationError as e:
-        errors = e.errors()
-        first = errors[0]
-        if len(errors) > 1 and first["type"].endswith("_type"):
-            # a union (``data: str | WheelData``): the branch the value was meant for
-            # says what is wrong, not "Input should be a valid string"
-            first = next((x for x in errors if not x["type"].endswith("_type")), first)
-        loc = ".".join(str(x) for x in first["loc"] if not _union_branch(x)) or default_where
-        hint = ""
-        if known_keys and first["type"] == "extra_forbidden":
-            hint = f" (known keys: {', '.join(model.model_fields)})"
-        msg = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{where}: {loc}: {msg}{hint}") from None
-
-
-def _union_branch(part: Any) -> bool:
-    """Whether a pydantic error location part names a union's branch (``str``), not a key."""
-    return isinstance(part, str) and (part in ("str", "int", "float", "bool", "list", "dict")
-                                      or part[:1].isupper() or "[" in part)
+        raise ConfigError(validation_line(e, model, where=str(where), lines=lines,
+                                          default=default_where)) from None
 
 
 def read_entry(path: Path) -> GalleryEntry:
