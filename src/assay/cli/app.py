@@ -8,6 +8,7 @@ import sys
 import click
 
 from assay.cli.lazy import LazyGroup
+from assay.core.paths import workspace_note
 from assay.core.version import __version__
 
 STATE = {"debug": False}
@@ -60,8 +61,6 @@ def app(debug: bool) -> None:
     # ('list runs' says it in its header, 'view' in its first lines)
     if click.get_current_context().invoked_subcommand not in ("list", "view") \
             and not {"-h", "--help"} & set(sys.argv[1:]):
-        from assay.core.paths import workspace_note
-
         if note := workspace_note():
             click.echo(note, err=True)
 

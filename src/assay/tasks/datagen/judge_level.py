@@ -1,6 +1,5 @@
 """Judge-level metrics of the registry: a rubric judge's mean score and a pairwise win
 rate, aggregated by datagen's own metric code (so the numbers equal those tasks' headlines).
-That code is imported when a metric is computed: registering them costs nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +11,12 @@ from typing import Any
 from assay.core.types import SampleResult
 from assay.errors import ConfigError
 from assay.metrics.registry import metric
+from assay.tasks.datagen.judge_metrics import SCORE_NAME as RUBRIC_SCORE
+from assay.tasks.datagen.judge_metrics import judge_metrics
+from assay.tasks.datagen.rubric import check_verdict, resolve_rubric
+from assay.tasks.datagen.winrate import ORDERS, VALUES, check_winner, combine, preferred_item
+from assay.tasks.datagen.winrate import SCORE_NAME as WINRATE_SCORE
+from assay.tasks.datagen.winrate_metrics import winrate_metrics
 
 
 def _stored(i: int, scores: dict[str, Any]) -> SampleResult:
@@ -36,9 +41,6 @@ def _reply_text(v: Any) -> str | None:
               "rubric (a YAML path; default the AIME rubric)")
 def judge_score(verdicts: Iterable[Any], *, rubric: Any = None, **opts: Any) -> float | None:
     """Mean rubric score over valid verdicts (judge reply texts or verdict dicts)."""
-    from assay.tasks.datagen.judge_metrics import SCORE_NAME, judge_metrics  # startup
-    from assay.tasks.datagen.rubric import check_verdict, resolve_rubric  # startup
-
     rub = resolve_rubric(rubric)
     results = []
     for i, v in enumerate(verdicts):
@@ -50,7 +52,7 @@ def judge_score(verdicts: Iterable[Any], *, rubric: Any = None, **opts: Any) -> 
             sc = verdict["scores"]
             score = {"value": sum(sc.values()) / len(sc), "answer": json.dumps(sc),
                      "metadata": {"invalid": False, "scores": sc}}
-        results.append(_stored(i, {SCORE_NAME: score}))
+        results.append(_stored(i, {RUBRIC_SCORE: score}))
     if not results:
         return None
     return judge_metrics(results)["overall_mean"]["value"]
@@ -61,14 +63,6 @@ _WIN_RATES = ("win_rate_adjusted", "win_rate", "loss_rate", "tie_rate", "decisiv
 
 def _pair_score(i: int, item: Any) -> dict[str, Any]:
     """A pair's score as datagen_winrate stores it, from an outcome or two orders' verdicts."""
-    from assay.tasks.datagen.winrate import (  # startup
-        ORDERS,
-        VALUES,
-        check_winner,
-        combine,
-        preferred_item,
-    )
-
     if item is None or isinstance(item, str):
         outcome = "invalid" if item is None else item.strip().lower()
         if outcome not in (*VALUES, "invalid"):
@@ -110,10 +104,7 @@ def pairwise_win_rate(pairs: Iterable[Any], *, rate: str = "win_rate_adjusted",
     if rate not in _WIN_RATES:
         raise ConfigError(f"pairwise_win_rate: rate must be one of {', '.join(_WIN_RATES)}, "
                           f"got {rate!r}")
-    from assay.tasks.datagen.winrate import SCORE_NAME  # startup
-    from assay.tasks.datagen.winrate_metrics import winrate_metrics  # startup
-
-    results = [_stored(i, {SCORE_NAME: _pair_score(i, p)}) for i, p in enumerate(pairs)]
+    results = [_stored(i, {WINRATE_SCORE: _pair_score(i, p)}) for i, p in enumerate(pairs)]
     if not results:
         return None
     return winrate_metrics(results)[rate]["value"]
