@@ -27,7 +27,7 @@ def test_evaluate_against_an_openai_compatible_server(fake_server, workspace):
                             limit=4, quiet=True)
     assert isinstance(result, RunResult)
     assert result.status == "finished"
-    acc = result.metrics["accuracy"]
+    acc = result.metrics["normalized_match"]
     assert (acc["value"], acc["successes"], acc["n"]) == (0.5, 2, 4)
     assert 0.0 < acc["ci_low"] < 0.5 < acc["ci_high"] < 1.0
     assert result.metrics["n_errors"] == 0
@@ -55,8 +55,8 @@ def test_evaluate_options_reach_the_run(fake_server):
                             sample_ids=["capital-spain", "capital-france"], scorer="exact",
                             params={"temperature": 0.2}, max_tokens=7,
                             system_prompt="Be brief.")
-    assert result.metrics["accuracy"]["n"] == 2
-    assert result.metrics["accuracy"]["successes"] == 1
+    assert result.metrics["exact_match"]["n"] == 2
+    assert result.metrics["exact_match"]["successes"] == 1
     body = srv.requests[0]
     assert body["temperature"] == 0.2 and body["max_tokens"] == 7
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
@@ -73,7 +73,7 @@ def test_api_key_is_sent_and_never_stored(fake_server, workspace):
     result = assay.evaluate("qa", model="openai/fake", base_url=srv.base_url, data=str(EXAMPLE),
                             limit=3, api_key=key)
     assert result.metrics["n_errors"] == 0
-    assert result.metrics["accuracy"]["successes"] == 2
+    assert result.metrics["normalized_match"]["successes"] == 2
     files = [f for f in workspace.rglob("*") if f.is_file()]
     assert workspace / "assay.db" in files and result.reports["html"] in files
     for f in files:
@@ -135,7 +135,7 @@ try:
 except assay.AssayError as e:
     typo = str(e)
 again = assay.evaluate(arith, model="openai/fake", base_url=base_url, resume=first.run_id)
-print(json.dumps({"run": first.run_id, "acc": first.metrics["accuracy"]["value"],
+print(json.dumps({"run": first.run_id, "acc": first.metrics["double"]["value"],
                   "typo": typo, "resumed": again.run_id}))
 '''
 

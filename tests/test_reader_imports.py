@@ -85,8 +85,8 @@ def test_a_reader_command_loads_no_task_model_engine_or_sandbox_module(
             "summary": ["report", a, "--summary", "--out", str(tmp_path / "s")],
             "compare": ["compare", a, b], "history": ["history", "qa"]}[command]
     stdout, loaded = _cli(workspace, tmp_path, *args)
-    shown = {"report": "accuracy 0.500", "summary": "50.0%", "compare": "accuracy 0.667",
-             "history": "accuracy 0.667"}[command]
+    shown = {"report": "normalized_match 0.500", "summary": "50.0%",
+             "compare": "normalized_match 0.667", "history": "normalized_match 0.667"}[command]
     written = {"report": tmp_path / "r" / "report.md", "summary": tmp_path / "s" / "summary.md"}
     text = written[command].read_text() if command in written else stdout
     assert shown in text, text[:2000]
@@ -108,7 +108,7 @@ def test_the_viewer_loads_no_task_model_engine_or_sandbox_module(
             assert line.startswith("assay view: http://127.0.0.1:"), (
                 line, view.stderr.read() if view.stderr else "")
             url = line.split(": ", 1)[1].strip().rstrip("/")
-            pages = {"/": a, f"/run/{a}": "accuracy",
+            pages = {"/": a, f"/run/{a}": "normalized_match",
                      f"/run/{a}/sample/{quote(sample, safe='')}": "Answer: w1",
                      f"/compare?a={a}&b={b}": b, f"/search?q=w4&run={a}": "w4"}
             for path, shown in pages.items():

@@ -2,7 +2,7 @@
 
 >>> from assay import evaluate
 >>> result = evaluate("qa", model="local", data="examples/qa_example.jsonl", limit=5)
->>> result.metrics["accuracy"]["value"]
+>>> result.metrics["normalized_match"]["value"]  # the scorer's metric, by its name
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def test_rejudging_calls_the_judges_own_endpoint_never_the_model_under_test(
     assert "no call to the model under test" in line
     assert f"8 calls to judge openai/judge-model at {judge_srv.base_url}" in line
     child = stored(p.stdout.split()[1])["run"]
-    assert child["metrics"]["score"]["value"] == pytest.approx(3.0)
+    assert child["metrics"]["mtbench_score"]["value"] == pytest.approx(3.0)
 
 
 def test_a_live_runs_judge_with_no_endpoint_of_its_own_is_refused_not_sent_to_the_subject(
@@ -153,8 +153,8 @@ def test_endpoints_differing_only_in_their_query_share_no_cache_entry_nor_finger
         a, b = store.get_run(good), store.get_run(bad)
     finally:
         store.close()
-    assert a["metrics"]["accuracy"]["value"] == 1.0
-    assert b["metrics"]["accuracy"]["value"] == 0.0
+    assert a["metrics"]["exact_match"]["value"] == 1.0
+    assert b["metrics"]["exact_match"]["value"] == 0.0
     assert a["config"]["fingerprint"] != b["config"]["fingerprint"]
     # the store shows neither query value, nor the URL they hide in
     text = json.dumps([a, b])

@@ -68,7 +68,7 @@ def test_list_content_reply_is_scored_not_fatal(tmp_path: Path, workspace: Path)
                 srv.base_url, "-q", "--no-cache")
         assert srv.stats["faults"]["list_content"] == 6
     assert p.returncode == 0, p.stderr
-    assert "accuracy: 1.000" in p.stdout, p.stdout
+    assert "normalized_match: 1.000" in p.stdout, p.stdout
     assert db_rows(workspace, "SELECT status FROM runs") == [("finished",)]
     # resume of a finished run works too (it used to crash the same way every time)
     run_id = db_rows(workspace, "SELECT id FROM runs")[0][0]
@@ -118,7 +118,7 @@ def test_mixed_hostile_server_every_sample_scored_or_error(tmp_path: Path,
         assert (error is None) != (json.loads(scores or "{}") == {}), (sid, scores, error)
     errors = [r[2] for r in rows if r[2]]
     scored = [r for r in rows if r[2] is None]
-    assert scored and all(json.loads(r[1])["normalized"]["value"] == 1.0 for r in scored)
+    assert scored and all(json.loads(r[1])["normalized_match"]["value"] == 1.0 for r in scored)
     assert any("--max-reply-bytes" in e for e in errors), errors
     assert db_rows(workspace, "SELECT status FROM runs") == [("finished",)]
 
@@ -295,9 +295,9 @@ def test_report_md_escapes_html_from_data_and_replies(tmp_path: Path, workspace:
     assert p.returncode == 0, p.stderr
     md = next(workspace.rglob("report.md")).read_text()
     assert "alert(1)" in md and "alert(2)" in md  # the text is there ...
-    for raw in ("<script", "<img", "<b>"):
-        assert raw not in md, raw  # ... but not as markup
-    assert "&lt;script&gt;" in md
+    for raw in ("<script", "<img", "<b>"):  # ... but not as markup: each "<" backslashed
+        assert raw not in md.replace("\\<", ""), raw
+    assert "\\<script>" in md  # a backslash keeps it text in a Markdown viewer
 
 
 def test_kill_9_during_report_never_leaves_a_truncated_file(workspace: Path) -> None:

@@ -169,7 +169,8 @@ def test_run_report_and_cached_rerun(fake_server, workspace):
     p = assay(*fake_run_args(srv.base_url))
     assert p.returncode == 0, p.stderr
     rid = run_id_of(p.stdout)
-    assert re.search(r"^accuracy: 0\.500 \[0\.\d{3}, 0\.\d{3}\] \(2/4\)$", p.stdout, re.M), p.stdout
+    assert re.search(r"^normalized_match: 0\.500 \[0\.\d{3}, 0\.\d{3}\] \(2/4\)$", p.stdout,
+                     re.M), p.stdout
     assert "samples 4 · scored 4 · errors 0 · model calls 4 (cache hits 0)" in p.stdout
     assert srv.stats["requests"] == 4
 
@@ -200,7 +201,7 @@ def test_run_report_and_cached_rerun(fake_server, workspace):
     assert p.returncode == 0, p.stderr
     assert run_id_of(p.stdout) != rid
     assert "model calls 4 (cache hits 4)" in p.stdout
-    assert re.search(r"^accuracy: 0\.500 .*\(2/4\)$", p.stdout, re.M)
+    assert re.search(r"^normalized_match: 0\.500 .*\(2/4\)$", p.stdout, re.M)
     assert srv.stats["requests"] == 4
 
     # --no-cache goes to the server again

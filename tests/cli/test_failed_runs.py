@@ -61,7 +61,7 @@ def test_a_base_url_without_v1_fails_the_run_with_a_hint_and_resume_redoes_it(
                 "NULL") == [(4,)]
     again = cli("run", "qa", "--resume", run_id, "--base-url", srv.base_url, "-q")
     assert again.returncode == 0, again.stderr
-    assert "accuracy: 0.500" in again.stdout and "errors 0" in again.stdout, again.stdout
+    assert "normalized_match: 0.500" in again.stdout and "errors 0" in again.stdout, again.stdout
     assert status_of(workspace) == [(run_id, "finished")]
     assert srv.stats["requests"] == 4
 

@@ -35,7 +35,7 @@ def cli(*args: str, columns: str | None = "80") -> subprocess.CompletedProcess[s
 
 @pytest.fixture
 def two_runs(fake_server, workspace) -> tuple[str, str]:
-    """A finished run of a long model name (accuracy 0.5) and a failed run (HTTP 404)."""
+    """A finished run of a long model name (normalized_match 0.5) and a failed run (HTTP 404)."""
     srv = fake_server(rules=CAPITALS)
     ids = []
     for model, url in ((LONG_MODEL, srv.base_url),
@@ -59,10 +59,17 @@ def test_the_table_fits_80_columns_one_line_per_run(two_runs, columns):
     row = {line.split()[0]: line for line in lines[1:3]}
     assert row[failed].split()[1:] == ["qa", "openai/fake", "failed", "4", "4", "-"]
     task, model, *rest = row[finished].split()[1:]
-    assert (task, rest) == ("qa", ["finished", "4", "0", "accuracy", "0.500"]), row[finished]
-    # the model's name cut in its middle: its provider's start and its end kept
+    assert (task, rest[:3], rest[4:]) == ("qa", ["finished", "4", "0"], ["0.500"]), row[finished]
+    # the metric's registered name, read from its start: cut at its end where 80 columns
+    # leave no room
+    assert rest[3] == "normalized_match" or (
+        rest[3].endswith("…") and "normalized_match".startswith(rest[3][:-1])
+        and len(rest[3]) >= 8), row[finished]
+    # the model's name cut in its middle: its provider's start and its end kept (beside a
+    # metric's registered name, normalized_match, the model gets a character less than
+    # beside the old "accuracy")
     head, tail = model.split("…")
-    assert LONG_MODEL.startswith(head) and LONG_MODEL.endswith(tail) and len(tail) >= 8, model
+    assert LONG_MODEL.startswith(head) and LONG_MODEL.endswith(tail) and len(tail) >= 7, model
 
 
 def test_json_is_one_array_and_jsonl_one_object_per_line(two_runs):
@@ -72,7 +79,7 @@ def test_json_is_one_array_and_jsonl_one_object_per_line(two_runs):
     runs = json.loads(p.stdout)
     assert [r["id"] for r in runs] == [failed, finished]
     assert runs[1]["model"] == LONG_MODEL and runs[1]["status"] == "finished"
-    assert runs[1]["headline"]["metric"] == "accuracy" and runs[1]["headline"]["value"] == 0.5
+    assert runs[1]["headline"]["metric"] == "normalized_match" and runs[1]["headline"]["value"] == 0.5
     assert runs[0]["status"] == "failed" and runs[0]["headline"] is None
     assert "HTTP 404" in runs[0]["error"] and runs[0]["resumable"] is True
     lines = cli("list", "runs", "--jsonl").stdout.splitlines()

@@ -60,7 +60,7 @@ def test_two_models_run_as_children_of_one_parent_with_a_paired_test(fake_server
     assert sorted(m["model"] for m in srv.requests) == ["bad"] * 6 + ["good"] * 6
     lines = p.stdout.splitlines()
     table = lines[lines.index(next(x for x in lines if x.startswith("model "))):]
-    assert table[0].split()[:3] == ["model", "run", "accuracy"], p.stdout
+    assert table[0].split()[:3] == ["model", "run", "normalized_match"], p.stdout
     assert table[1].split()[:3] == ["openai/good", good, "1.000"], p.stdout
     assert table[2].split()[:3] == ["openai/bad", bad, "0.000"], p.stdout
     assert "[0.610, 1.000] (6/6)" in table[1]  # the headline's interval and counts

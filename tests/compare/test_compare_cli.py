@@ -219,7 +219,7 @@ def test_continuous_scores_use_the_paired_bootstrap(fake_server, tmp_path):
     from assay.store.sqlite import Store
 
     store = Store()
-    f1 = [{r.sample_id: r.scores["f1"]["value"] for r in store.iter_results(rid)}
+    f1 = [{r.sample_id: r.scores["token_f1"]["value"] for r in store.iter_results(rid)}
           for rid in ids]
     store.close()
     diffs = [f1[1][k] - f1[0][k] for k in f1[0]]

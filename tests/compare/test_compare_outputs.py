@@ -56,7 +56,7 @@ def test_compare_prints_the_configuration_difference_first_then_both_outputs(col
     lines = p.stdout.splitlines()
     assert lines[0].startswith("configuration: same configuration except: temperature 0.0 -> 0.7"
                                " (fingerprints ")
-    table = next(i for i, ln in enumerate(lines) if ln.startswith("exact: A "))
+    table = next(i for i, ln in enumerate(lines) if ln.startswith("exact_match: A "))
     fixed_at = lines.index(f"fixed by B (12): {', '.join(qid(i) for i in sorted(FIXED)[:10])} "
                            "(+2 more)")
     broken_at = next(i for i, ln in enumerate(lines) if ln.startswith("broken by B (7): "))
@@ -75,7 +75,7 @@ def test_compare_prints_the_configuration_difference_first_then_both_outputs(col
     out = workspace / "runs" / "compare" / f"{a}_vs_{b}"
     md = (out / "compare.md").read_text()
     assert md.index("**Configuration:** same configuration except: temperature 0.0 → 0.7") < (
-        md.index("## exact"))
+        md.index("## exact_match"))
     for i in sorted(FIXED - {LONG}):
         assert f"| {qid(i)} | code{i} | Answer: not sure about {i} (cold) | Answer: code{i} |" in md
     for i in sorted(BROKEN):
@@ -125,8 +125,9 @@ def test_history_draws_one_series_per_configuration(cold_and_hot, workspace):
     assert len(configs) == 4 and hist["fingerprint"] == hist["points"][0]["fingerprint"]
     assert sorted(c["runs"] for c in configs.values()) == [1, 1, 1, 2]
     texts = sorted(c["text"] for c in configs.values() if not c["shown"])
-    assert texts == ["same configuration except: scorer exact -> includes",
-                     "same configuration except: scorer exact -> includes; re-scored no -> yes",
+    assert texts == ["same configuration except: scorer exact_match -> includes_match",
+                     "same configuration except: scorer exact_match -> includes_match; "
+                     "re-scored no -> yes",
                      "same configuration except: temperature 0.0 -> 0.7"]
     # the text says which configuration it shows and lists the others with their counts
     p = assay("history", "qa")
@@ -134,7 +135,7 @@ def test_history_draws_one_series_per_configuration(cold_and_hot, workspace):
     lines = p.stdout.splitlines()
     shown_fp = hist["fingerprint"]
     assert lines[1].startswith(f"configuration {shown_fp} (2 run(s)): qa · openai/m · "
-                               "scorer exact · temperature 0.0 · data ")
+                               "scorer exact_match · temperature 0.0 · data ")
     assert lines[2] == ("3 other configuration(s) not shown (--fingerprint F to show one, "
                         "--all to mix them):")
     hot_fp = next(fp for fp, c in configs.items() if "temperature" in c["text"])

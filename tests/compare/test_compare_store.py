@@ -438,7 +438,7 @@ def test_a_run_without_metrics_is_listed_as_n_a_and_left_off_the_chart(store):
     lines = history_lines(hist)
     assert lines[0] == "history of qa (model openai/m)"
     assert lines[3].endswith(f"{bare}  openai/m  n/a [interrupted: partial]")
-    assert lines[2].endswith(f"{r1}  openai/m  accuracy 0.500 [0.299, 0.701] (10/20)")
+    assert lines[2].endswith(f"{r1}  openai/m  exact 0.500 [0.299, 0.701] (10/20)")
     svg = str(history_svg(hist))
     assert svg.count("<circle") == 1 and "<polyline" not in svg
 
@@ -483,7 +483,7 @@ def test_summary_lines_per_category_rows_flag_significant_ones(store):
                             f"+1.000]  p={fmt_p(p_x)} (Holm {fmt_p(2 * p_x)})  *")
     assert lines[i + 2] == "  y: n=40  A 1.000  B 1.000  B-A +0.000 [" + lines[i + 2].split("[")[1]
     assert lines[i + 2].endswith("p=1.0000 (Holm 1.0000)")
-    assert lines[1].endswith("  accuracy 0.500 [0.393, 0.607] (40/80)")
+    assert lines[1].endswith("  exact 0.500 [0.393, 0.607] (40/80)")
     assert lines[2].startswith(f"B: {b}  qa  openai/m  (")
 
 
@@ -524,8 +524,8 @@ def test_compare_records_hashes_metadata_and_stays_reproducible(store, tmp_path)
     b3 = write_run(store, {'say "hi"': [0.0], "é": [1.0], "a&b": [0.0]})
     paths = write_comparison(compare_runs(store, a3, b3), tmp_path / "x" / "y")
     md, page = paths["markdown"].read_text(), paths["html"].read_text()
-    # (Markdown makes &, < and > inert; quotes stay as they are)
-    assert '| say "hi" |' in md and "say &#34;hi&#34;" in page and "| a&amp;b |" in md
+    # (Markdown backslash-escapes only what would be HTML; quotes and & stay as they are)
+    assert '| say "hi" |' in md and "say &#34;hi&#34;" in page and "| a&b |" in md
     assert "McNemar exact test" in md and "McNemar exact test" in page
     assert '"é"' in paths["json"].read_text()
     write_comparison(compare_runs(store, a3, b3), tmp_path / "x" / "y")  # again: overwritten

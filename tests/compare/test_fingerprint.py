@@ -39,7 +39,7 @@ def test_the_schema_7_migration_fingerprints_every_run_of_both_old_stores(tmp_pa
         db.parent.mkdir()
         shutil.copy(FIXTURES / name / "assay.db", db)
         Store(db).close()
-        assert rows(db, "SELECT value FROM meta WHERE key='schema_version'") == [("7",)]
+        assert rows(db, "SELECT value FROM meta WHERE key='schema_version'") == [("8",)]
         configs = stored_configs(db)
         assert configs and all(len(c["fingerprint"]) == 10 for c in configs.values()), name
         store = Store(db, readonly=True)
@@ -84,9 +84,9 @@ def test_runs_store_their_fingerprint_and_a_rescored_child_gets_its_own(fake_ser
     assert fp[first] == fp[again]  # --no-cache is not part of the configuration
     assert len({fp[first], fp[warmer], fp[child], fp[plain_child]}) == 4
     assert configs[warmer]["parts"]["generation"]["temperature"] == 0.7
-    assert configs[child]["parts"]["scorer"] == {"scorer": "includes", "rescored": True}
+    assert configs[child]["parts"]["scorer"] == {"scorer": "includes_match", "rescored": True}
     # a re-scoring with the run's own scorer is still not one of the runs scored as they ran
-    assert configs[plain_child]["parts"]["scorer"] == {"scorer": "exact", "rescored": True}
+    assert configs[plain_child]["parts"]["scorer"] == {"scorer": "exact_match", "rescored": True}
     diffs = differences(configs[first]["parts"], configs[warmer]["parts"])
     assert differences_text(diffs) == "same configuration except: temperature unset -> 0.7"
     assert configs[first]["parts"]["endpoint"] == srv.base_url.rstrip("/")

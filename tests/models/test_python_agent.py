@@ -95,7 +95,7 @@ def test_python_agent_gets_a_fresh_instance_per_sample(agent_module):
     err = outputs["capital-japan"].error
     assert "ValueError" in err and "no idea about Japan" in err
     assert outputs["capital-japan"].scores == {}
-    assert m["accuracy"]["successes"] == 2  # France (Paris) and Italy (Rome)
+    assert m["normalized_match"]["successes"] == 2  # France (Paris) and Italy (Rome)
     assert outputs["capital-france"].score_value() == 1.0
     assert outputs["capital-germany"].score_value() == 0.0
     assert m["top_errors"] == [{"message": err, "count": 1}]
@@ -123,7 +123,7 @@ def test_async_def_agent_target(agent_module):
     """)
     result = assay.evaluate("qa", model=f"python/{name}:agent", data=str(EXAMPLE), limit=3)
     assert result.metrics["n_errors"] == 0
-    acc = result.metrics["accuracy"]
+    acc = result.metrics["normalized_match"]
     assert (acc["successes"], acc["n"]) == (1, 3)
     prompts = importlib.import_module(name).PROMPTS
     assert len(prompts) == 3
@@ -138,7 +138,7 @@ def test_agent_with_async_run_method(agent_module):
     """)
     result = assay.evaluate("qa", model=f"python/{name}:Agent", data=str(EXAMPLE), limit=2)
     assert result.metrics["n_errors"] == 0
-    assert result.metrics["accuracy"]["successes"] == 1
+    assert result.metrics["normalized_match"]["successes"] == 1
 
 
 def test_bad_python_agent_specs(agent_module):
@@ -201,7 +201,7 @@ def test_every_factory_form_answers_every_sample(agent_module, form: str):
     name = agent_module(ANSWERS + textwrap.dedent(FACTORY_FORMS[form]))
     result = assay.evaluate("qa", model=f"python/{name}:target", data=str(EXAMPLE), limit=3)
     assert result.metrics["n_errors"] == 0, results_of(result.run_id)
-    assert result.metrics["accuracy"]["successes"] == 3
+    assert result.metrics["normalized_match"]["successes"] == 3
 
 
 def test_a_module_level_agent_object_is_copied_per_sample(agent_module):

@@ -73,8 +73,8 @@ def test_a_language_gap_is_filled_from_the_hub_as_unverified_qa_that_runs(
         store.close()
     assert child["task"] == "qa" and child["metrics"]["n_samples"] == 6
     # "Answer: 3" is right for the row whose answer is 3 (i = 1) only
-    assert child["spec"]["task_options"]["scorer"] == "numeric"
-    assert child["metrics"]["accuracy"]["successes"] == 1
+    assert child["spec"]["task_options"]["scorer"] == "numeric_match"
+    assert child["metrics"]["numeric_match"]["successes"] == 1
     row = next(t for t in done.summary["tasks"] if t["label"].startswith("hub:"))
     assert row["verified"] is False
     assert "hub (unverified)" in done.reports["markdown"].read_text()

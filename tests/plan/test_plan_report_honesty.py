@@ -84,7 +84,7 @@ def test_a_native_tasks_own_verdict_is_its_primary_metric_in_the_report(
     # the entry's reported_as name is where the run keeps it: read, and computed
     assert (tool["metric_key"], tool["primary_computed"]) == ("accuracy", True)
     assert tool["value"]["value"] == pytest.approx(1 / 3)
-    assert qa["primary_computed"] is True  # qa's accuracy is its exact_match verdicts
+    assert qa["primary_computed"] is True  # qa's exact_match: its exact_match verdicts
     md = done.reports["markdown"].read_text(encoding="utf-8")
     assert "Plan problems" not in md and done.summary["problems"] == []
     row = next(line for line in md.splitlines() if line.startswith("| bfcl |"))
@@ -145,8 +145,8 @@ def test_the_embedded_plan_names_the_model_the_run_used(
     html = done.reports["html"].read_text(encoding="utf-8")
     plan = md[md.index("## The plan"):md.index("## How the plan was made")]
     assert "model: openai/fake" in plan and "model: local" not in plan
-    assert ("# as this run used it (changed from the plan file: model local -&gt; "
-            "openai/fake; limit -&gt; 2 samples per task (--limit))") in plan
+    assert ("# as this run used it (changed from the plan file: model local -> "
+            "openai/fake; limit -> 2 samples per task (--limit))") in plan
     shown = html[html.index("<h2>The plan</h2>"):]
     assert "model: openai/fake" in shown and "model: local" not in shown
     assert "| model under test | openai/fake |" in md
@@ -167,9 +167,8 @@ def test_a_primary_the_run_did_not_score_by_is_said_plainly(
     assert (qa["primary_computed"], qa["scored_by"]) == (False, "numeric_match")
     md = done.reports["markdown"].read_text(encoding="utf-8")
     assert ("- **qa: the plan's primary metric is exact_match, but the run scored its samples "
-            "by numeric_match; the value shown (accuracy) is numeric_match, not exact_match. "
+            "by numeric_match; the value shown is numeric_match, not exact_match. "
             "Fix the plan: set the task's scorer option to exact_match, or make numeric_match "
             "its primary.**") in md
     row = next(line for line in md.splitlines() if line.startswith("| qa |"))
-    assert "| exact_match: NOT what the run scored (shown: its accuracy, by numeric_match) |" \
-        in row
+    assert "| exact_match: NOT what the run scored (shown: its numeric_match) |" in row

@@ -105,13 +105,13 @@ def test_task_values_are_the_childrens_stored_metrics(plan_run: Any) -> None:
     store, pid, (math_run, trivia_run) = plan_run
     s = plan_summary(store, pid)
     math, gsm8k, trivia = s["tasks"]
-    stored = store.get_run(math_run)["metrics"]["accuracy"]
+    stored = store.get_run(math_run)["metrics"]["numeric_match"]
     # 3 right of 5 scored; the 400 is an error, apart from the rate
     assert (stored["successes"], stored["n"]) == (3, 5)
-    assert math["value"] == stored and math["metric_key"] == "accuracy"
+    assert math["value"] == stored and math["metric_key"] == "numeric_match"
     assert (math["run_id"], math["status"], math["n_errors"], math["n_samples"]) == (
         math_run, "finished", 1, 6)
-    assert trivia["value"] == store.get_run(trivia_run)["metrics"]["accuracy"]
+    assert trivia["value"] == store.get_run(trivia_run)["metrics"]["exact_match"]
     assert (trivia["value"]["successes"], trivia["value"]["n"]) == (1, 4)
     assert trivia["label"] == f"hub:{XSS_HUB}" and trivia["verified"] is False
     md = write_plan_report(store, pid)["markdown"].read_text(encoding="utf-8")
@@ -213,15 +213,16 @@ def test_strings_are_escaped_in_html_and_markdown(plan_run: Any) -> None:
     paths = write_plan_report(store, pid)
     html = paths["html"].read_text(encoding="utf-8")
     md = paths["markdown"].read_text(encoding="utf-8")
-    for text in (html, md):
+    # (Markdown: every "<" that would open a tag is backslash-escaped)
+    for text in (html, md.replace("\\<", "")):
         assert "<script" not in text.lower() and "<img" not in text and "<b>" not in text
     # the request, a model output, a dataset question, the hub id and the trace, as text
     assert "how good is &lt;script&gt;alert(&#34;req&#34;)&lt;/script&gt;" in html
     assert "Answer: &lt;script&gt;alert(&#34;out&#34;)&lt;/script&gt;" in html
     assert "Who wrote Hamlet? &lt;img src=x onerror=alert(1)&gt;" in html
     assert "hub:org/&lt;script&gt;" in html and "&lt;b&gt;plan&lt;/b&gt;.yaml" in html
-    assert "Answer: &lt;script&gt;alert(\"out\")&lt;/script&gt;" in md
-    assert "Who wrote Hamlet? &lt;img src=x onerror=alert(1)&gt;" in md
+    assert "Answer: \\<script>alert(\"out\")\\</script>" in md  # backslashed: inert
+    assert "Who wrote Hamlet? \\<img src=x onerror=alert(1)>" in md
     assert "https://" not in html and "src=" not in html.replace("src=x", "")
 
 
@@ -334,7 +335,7 @@ def test_why_a_task_could_not_run_is_shown(plan_run: Any) -> None:
     store.set_metrics(pid, {**plan_summary(store, pid), "failures": why})  # as the runner does
     md = write_plan_report(store, pid)["markdown"].read_text(encoding="utf-8")
     assert "## Tasks that could not run" in md
-    assert "| gsm8k | gsm8k: the data &lt;i&gt;cannot&lt;/i&gt; be had offline |" in md
+    assert "| gsm8k | gsm8k: the data \\<i>cannot\\</i> be had offline |" in md
     html = write_plan_report(store, pid, summary={**plan_summary(store, pid),
                                                   "failures": why})["html"]
     text = html.read_text(encoding="utf-8")

@@ -38,9 +38,9 @@ def test_every_page_kind_has_a_markdown_and_an_html_template() -> None:
 def test_data_is_inert_in_both_formats_and_escaped_once() -> None:
     md = render_page("models", models_context(), "md")
     html = render_page("models", models_context(), "html")
-    assert "<script>" not in md and "<script>" not in html
-    # a Markdown table cell: &<> as entities, the pipe escaped, the newline a space
-    assert "| &lt;script&gt;alert(1)&lt;/script&gt; &amp; \\| x y | c1 | finished |" in md
+    assert "<script>" not in md.replace("\\<", "") and "<script>" not in html
+    # a Markdown table cell: "<" of a tag backslashed, the pipe escaped, the newline a space
+    assert "| \\<script>alert(1)\\</script> & \\| x y | c1 | finished |" in md
     # HTML: autoescaped once (the Markdown finalize never runs on an HTML page)
     assert "<td>&lt;script&gt;alert(1)&lt;/script&gt; &amp; | x\ny</td>" in html
     assert "&amp;lt;" not in html and "&amp;lt;" not in md

@@ -129,7 +129,7 @@ def test_the_summary_never_writes_a_lopsided_interval_as_plus_minus(qa_run: Any,
     finally:
         store.close()
     verdict = md.splitlines()[2]
-    assert qa_run.metrics["accuracy"]["successes"] == 0
+    assert qa_run.metrics["numeric_match"]["successes"] == 0
     assert verdict.startswith("**0.0% correct (95% interval 0.0%–43.4%)"), verdict
     assert "±" not in verdict
 

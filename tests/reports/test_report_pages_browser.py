@@ -78,7 +78,7 @@ def test_the_plan_report_puts_its_problems_first(page: Any, fake_server: Any,
     warning = page.locator("p.warning")
     expect(warning).to_have_text(
         "qa: the plan's primary metric is token_f1, but the run scored its samples by "
-        "exact_match; the value shown (accuracy) is exact_match, not token_f1. Fix the plan: "
+        "exact_match; the value shown is exact_match, not token_f1. Fix the plan: "
         "set the task's scorer option to token_f1, or make exact_match its primary.")
     profile = page.get_by_role("heading", name="Capability profile")
     assert warning.bounding_box()["y"] < profile.bounding_box()["y"]

@@ -58,7 +58,7 @@ def test_run_metrics_count_errors_apart(finished_run):
     result, srv = finished_run
     m = result.metrics
     assert (m["n_samples"], m["n_scored"], m["n_errors"]) == (4, 3, 1)
-    acc = m["accuracy"]
+    acc = m["normalized_match"]
     assert (acc["successes"], acc["n"]) == (2, 3)  # the error is not a wrong answer
     assert acc["ci_low"] == pytest.approx(wilson(2, 3)[0], abs=1e-9)
     assert acc["ci_high"] == pytest.approx(wilson(2, 3)[1], abs=1e-9)
@@ -109,13 +109,13 @@ def test_markdown_has_metrics_table_with_interval_and_errors_section(finished_ru
     result, _ = finished_run
     md = result.reports["markdown"].read_text(encoding="utf-8")
     lo, hi = wilson(2, 3)
-    assert f"| accuracy | 0.667 [{lo:.3f}, {hi:.3f}] (2/3) |" in md
-    assert f"**accuracy 0.667 [{lo:.3f}, {hi:.3f}] (2/3)**" in md
+    assert f"| normalized_match | 0.667 [{lo:.3f}, {hi:.3f}] (2/3) |" in md
+    assert f"**normalized_match 0.667 [{lo:.3f}, {hi:.3f}] (2/3)**" in md
     assert "95% interval" in md
     assert "| n_errors | 1 |" in md
     errors = md.split("## Errors", 1)[1].split("##", 1)[0]
     # HTML in an error body is text in report.md, never markup
-    assert "| 1 | HTTP 400" in errors and "bad request &lt;b&gt;nope&lt;/b&gt;" in errors
+    assert "| 1 | HTTP 400" in errors and "bad request \\<b>nope\\</b>" in errors
     assert BAD_ERROR not in errors
     samples_md = md.split("## Samples", 1)[1]
     sample_lines = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
@@ -140,11 +140,11 @@ def test_results_jsonl_has_one_documented_line_per_sample(finished_run):
     xss = by_id["xss"]
     assert xss["target"] == IMG and SCRIPT_Q in xss["input"]
     assert xss["output"] == f"Answer: {IMG}" and xss["prediction"] == IMG
-    assert xss["scores"]["normalized"]["value"] == 1.0
+    assert xss["scores"]["normalized_match"]["value"] == 1.0
     assert xss["transcript"][-1] == {"role": "assistant", "content": f"Answer: {IMG}"}
     assert xss["metadata"]["source"].endswith("html.jsonl:1")
     assert by_id["japan"]["prediction"] == "Kyoto"
-    assert by_id["japan"]["scores"]["normalized"]["value"] == 0.0
+    assert by_id["japan"]["scores"]["normalized_match"]["value"] == 0.0
     boom = by_id["boom"]
     assert "HTTP 400" in boom["error"] and BAD_ERROR in boom["error"]
     assert boom["scores"] == {} and boom["prediction"] is None
@@ -172,7 +172,7 @@ def test_markdown_cells_keep_the_table_intact(fake_server, tmp_path):
     md = result.reports["markdown"].read_text(encoding="utf-8")
     row = next(line for line in md.splitlines() if line.startswith("| p |"))
     assert r"Has a \| pipe and a newline?" in row
-    # seven columns: id, question, target, prediction, verdict, why, extraction
+    # seven columns: id, question, target, answer, verdict, why, extraction
     assert len(re.split(r"(?<!\\)\|", row.strip())) == 9
 
 

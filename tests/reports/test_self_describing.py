@@ -27,7 +27,7 @@ from tests.patching import patch_everywhere
 RULES = [Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
 
 #: a task of its own: a second rate named as its headline (the generic fallback would
-#: pick ``accuracy``, the first), a report section and a recommendation
+#: pick ``double``, its score's, the first), a report section and a recommendation
 TASK_FILE = '''
 from assay import Sample, Score, Task, task
 from assay.metrics.stats import proportion
@@ -206,11 +206,11 @@ async def test_readers_call_no_task_code_and_write_nothing(workspace: Path, tmp_
     sample = quote(store.results(a, transcripts=False)[1].sample_id, safe="")
     try:
         paths = write_reports(store, a, tmp_path / "r")
-        assert "**accuracy 0.750" in paths["markdown"].read_text()
+        assert "**normalized_match 0.750" in paths["markdown"].read_text()
         write_summary(store, a, tmp_path / "s")
-        assert compare_runs(store, a, b)["a"]["headline"].startswith("accuracy 0.750")
+        assert compare_runs(store, a, b)["a"]["headline"].startswith("normalized_match 0.750")
         hist = task_history(store, "qa")
-        assert [p["metric_name"] for p in hist["points"]] == ["accuracy", "accuracy"]
+        assert [p["metric_name"] for p in hist["points"]] == ["normalized_match"] * 2
     finally:
         store.close()
     result = CliRunner().invoke(app, ["report", a, "--out", str(tmp_path / "cli")])
@@ -220,7 +220,7 @@ async def test_readers_call_no_task_code_and_write_nothing(workspace: Path, tmp_
         import aiohttp
 
         async with aiohttp.ClientSession() as session:
-            for path, shown in (("/", "accuracy"), (f"/run/{a}", "accuracy"),
+            for path, shown in (("/", "normalized_match"), (f"/run/{a}", "normalized_match"),
                                 (f"/run/{a}/sample/{sample}", "Answer: w1"),
                                 (f"/compare?a={a}&b={b}", b)):
                 async with session.get(url.rstrip("/") + path) as r:

@@ -26,6 +26,7 @@ from markupsafe import escape
 
 import assay
 from assay.cli.app import app
+from assay.reports.pages import md_escape
 from assay.reports.summary import NUMBER, PERCENT, Scale, fmt_with_interval, value_scale
 from assay.store.sqlite import Store
 from assay.testing import Rule
@@ -135,7 +136,7 @@ def test_headline_sentence_matches_the_stored_metrics_and_errors_stand_apart(
     result, srv = run_with_errors
     # each failing question was sent twice (the retry), then recorded as an error
     assert sum("boom" in r["messages"][-1]["content"] for r in srv.requests) == 6
-    acc = stored_metrics(result.run_id)["accuracy"]
+    acc = stored_metrics(result.run_id)["normalized_match"]
     assert (acc["successes"], acc["n"]) == (25, 37)  # the 3 errors are not in the rate
     assert (acc["ci_low"], acc["ci_high"]) == pytest.approx(wilson(25, 37), abs=1e-9)
     md, html = summary(result.run_id, tmp_path / "out")
@@ -145,9 +146,9 @@ def test_headline_sentence_matches_the_stored_metrics_and_errors_stand_apart(
     assert sentence in section(md, "Result") and sentence in html
     errors = "3 samples failed to run (not counted as wrong)."
     assert f"**{errors}**" in md and f'<p class="errors">{errors}</p>' in html
-    half = max(acc["value"] - acc["ci_low"], acc["ci_high"] - acc["value"]) * 100
-    assert verdict_of(md) == (f"68% correct (±{half:.0f} points), too few samples to be sure; "
-                              "3 samples failed to run.")
+    # Wilson's interval is uneven (16 points below, 13 above): shown as itself, never ±
+    assert verdict_of(md) == ("68% correct (95% interval 51.5%–80.4%), too few samples to be "
+                              "sure; 3 samples failed to run.")
     assert f'<p class="verdict">{verdict_of(md)}</p>' in html
     facts = section(md, "What was evaluated")
     assert "- Model: openai/fake\n" in facts and "- Samples: 40\n" in facts
@@ -185,7 +186,8 @@ def test_without_summary_the_full_reports_are_written_as_before(run_with_errors,
                                     f"html: {out / 'report.html'}",
                                     f"results: {out / 'results.jsonl'}"]
     lo, hi = wilson(25, 37)
-    assert f"**accuracy 0.676 [{lo:.3f}, {hi:.3f}] (25/37)**" in (out / "report.md").read_text()
+    assert (f"**normalized_match 0.676 [{lo:.3f}, {hi:.3f}] (25/37)**"
+            in (out / "report.md").read_text())
     assert len((out / "results.jsonl").read_text().splitlines()) == 40
 
 
@@ -293,12 +295,12 @@ def test_strongest_and_weakest_topics_and_escaped_strings(fake_server, tmp_path)
     assert strongest.split("Strongest:")[1].strip() == "\n".join(
         [line("easy", False), line("medium", True)])
     assert weakest.strip() == "\n".join(
-        [line("hard", True), line(XSS_TOPIC, True).replace(XSS_TOPIC, str(escape(XSS_TOPIC)))])
-    # every data string is inert: HTML autoescaped, Markdown's &<> as entities
-    assert "<script" not in html.lower() and "<script" not in md.lower()
+        [line("hard", True), line(XSS_TOPIC, True).replace(XSS_TOPIC, md_escape(XSS_TOPIC))])
+    # every data string is inert: HTML autoescaped, Markdown's tags backslash-escaped
+    assert "<script" not in html.lower() and "<script" not in md.replace("\\<", "").lower()
     for raw in (XSS_MODEL, XSS_TOPIC):
         assert str(escape(raw)) in html, raw
-        assert raw.replace("<", "&lt;").replace(">", "&gt;") in md, raw
+        assert md_escape(raw) in md and md_escape(raw) != raw, raw
     assert f"<title>Summary · topics · {escape(XSS_MODEL)} · {result.run_id}</title>" in html
     assert "<h2>Strongest and weakest by topic (4 in all)</h2>" in html
     assert f'<li>{escape(XSS_TOPIC)}: 16.7% (95% interval' in html
@@ -320,7 +322,7 @@ def test_the_previous_run_of_the_same_task_and_model_is_compared(fake_server, tm
                    quiet=True)  # nor a run of other data
     after = assay.evaluate("qa", model="openai/fake", base_url=right.base_url, data=data,
                            quiet=True, cache=False)
-    assert after.metrics["accuracy"]["successes"] == 40
+    assert after.metrics["normalized_match"]["successes"] == 40
     md, html = summary(after.run_id, tmp_path / "after")
     day = time.strftime("%Y-%m-%d", time.localtime(
         Store().get_run(before.run_id)["created_at"]))
@@ -347,7 +349,7 @@ def test_no_change_on_a_rerun_says_so(fake_server, tmp_path):
     again = assay.evaluate("qa", model="openai/fake", base_url=srv.base_url, data=data,
                            quiet=True, cache=False)
     md, _ = summary(again.run_id, tmp_path / "out")
-    assert verdict_of(md).startswith("67% correct (±")
+    assert verdict_of(md).startswith("67% correct (95% interval 48.8%–80.8%)")  # Wilson: uneven
     assert verdict_of(md).endswith(
         "; no significant change from the previous run on 30 shared samples.")
     assert ("66.7% before, 66.7% now (+0.0 points, 95% interval"
@@ -372,17 +374,20 @@ def test_a_judge_scale_is_shown_on_its_scale_not_as_a_percentage(fake_server, tm
                             judge_base_url=srv.base_url,
                             data=str(MTBENCH / "data" / "mt_bench" / "question.jsonl"))
     m = stored_metrics(result.run_id)
-    score = m["score"]
+    score = m["mtbench_score"]
     assert score["value"] == pytest.approx(6.5) and score["questions"] == 4
     md, html = summary(result.run_id, tmp_path / "out")
-    sentence = (f"Score: {score['value']:.2f} on the 1–10 scale (95% interval "
+    sentence = (f"mtbench_score: {score['value']:.2f} on the 1–10 scale (95% interval "
                 f"{score['ci_low']:.2f}–{score['ci_high']:.2f}), over 4 questions.")
     result_md = section(md, "Result")
     assert sentence in result_md and sentence in html
     # 6.5 never shown as 650 (%): the run id, made by the clock, may hold those digits
     assert "%" not in result_md.replace("95%", "") and "650" not in md.replace(result.run_id, "")
-    assert "%" not in verdict_of(md)
-    assert verdict_of(md).startswith("Score 6.5 out of 10 (±")
+    assert "%" not in verdict_of(md).replace("95% interval", "")
+    # the interval is cut at the scale's top (10): uneven, so shown as itself, never ±
+    assert verdict_of(md).startswith(f"mtbench_score 6.5 out of 10 (95% interval "
+                                     f"{score['ci_low']:.2f}–"
+                                     f"{score['ci_high']:.2f})")
     assert "- Judge: openai/judge" in md
     cats = section(md, "Strongest and weakest by category (4 in all, on the 1–10 scale)")
     assert "- writing: 9.00 (no interval: too few samples), 1 question (few samples)" in cats

@@ -86,22 +86,23 @@ import json, sys
 from assay.scoring import SCORERS
 chunks, choices = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 scores = {c: {name: scorer(c * 20_000, "1", choices=choices)
-              for name, scorer in SCORERS.items() if name != "math"} for c in chunks}
+              for name, scorer in SCORERS.items() if name != "math_verify"} for c in chunks}
 print(json.dumps({c: {name: [s.value, s.answer and s.answer[:10]] for name, s in by.items()}
                   for c, by in scores.items()}))
 """
 #: (value, first 10 characters of the extracted answer) per scorer, for target "1"
+#: the scorers comparing text, whose answer is the extracted text itself
+TEXT_SCORERS = ["exact_match", "normalized_match", "includes_match", "token_f1"]
 PATHOLOGICAL_VERDICTS = {
-    "<think> ": dict.fromkeys(["exact", "normalized", "includes", "numeric", "f1", "choice"],
+    "<think> ": dict.fromkeys(["exact_match", "normalized_match", "includes_match",
+                               "numeric_match", "token_f1", "choice_accuracy"],
                               [0.0, None]),  # all reasoning, never closed: nothing extracted
-    "\\boxed{ ": {**dict.fromkeys(["exact", "normalized", "includes", "f1"],
-                                  [0.0, "\\boxed{ \\b"]),
-                  "numeric": [0.0, None], "choice": [0.0, None]},
-    "Answer: { ": {**dict.fromkeys(["exact", "normalized", "includes", "f1"], [0.0, "{"]),
-                   "numeric": [0.0, None], "choice": [0.0, None]},
-    "(B) 1,234 ": {**dict.fromkeys(["exact", "normalized", "includes", "f1"],
-                                   [0.0, "(B) 1,234 "]),
-                   "numeric": [0.0, "1,234"], "choice": [1.0, "B"]},  # "1" is option B
+    "\\boxed{ ": {**dict.fromkeys(TEXT_SCORERS, [0.0, "\\boxed{ \\b"]),
+                  "numeric_match": [0.0, None], "choice_accuracy": [0.0, None]},
+    "Answer: { ": {**dict.fromkeys(TEXT_SCORERS, [0.0, "{"]),
+                   "numeric_match": [0.0, None], "choice_accuracy": [0.0, None]},
+    "(B) 1,234 ": {**dict.fromkeys(TEXT_SCORERS, [0.0, "(B) 1,234 "]),
+                   "numeric_match": [0.0, "1,234"], "choice_accuracy": [1.0, "B"]},  # "1" is B
 }
 
 
@@ -151,7 +152,7 @@ def test_pathological_outputs_are_scored(chunk: str,
 def test_score_exact(output: str, target: object, value: float) -> None:
     s = score_exact(output, target)
     assert isinstance(s, Score)
-    assert (s.name, s.value) == ("exact", value)
+    assert (s.name, s.value) == ("exact_match", value)
     assert "extraction" in s.metadata
 
 
@@ -175,7 +176,7 @@ def test_score_exact(output: str, target: object, value: float) -> None:
 )
 def test_score_normalized(output: str, target: object, value: float) -> None:
     s = score_normalized(output, target)
-    assert (s.name, s.value) == ("normalized", value)
+    assert (s.name, s.value) == ("normalized_match", value)
 
 
 def test_normalize_text() -> None:
@@ -238,7 +239,7 @@ def test_nothing_extracted(scorer, output: str) -> None:
 )
 def test_score_numeric(output: str, target: object, value: float, extraction: str) -> None:
     s = score_numeric(output, target)
-    assert (s.name, s.value) == ("numeric", value), s
+    assert (s.name, s.value) == ("numeric_match", value), s
     assert s.metadata["extraction"] == extraction
 
 
@@ -318,7 +319,7 @@ def test_extract_numbers() -> None:
 )
 def test_score_f1(output: str, target: object, value: float) -> None:
     s = score_f1(output, target)
-    assert s.name == "f1"
+    assert s.name == "token_f1"
     assert s.value == pytest.approx(value)
 
 
@@ -368,7 +369,7 @@ def test_squad_tokens() -> None:
 )
 def test_score_choice(output: str, target: object, value: float, answer: str | None) -> None:
     s = score_choice(output, target, choices=CHOICES)
-    assert (s.name, s.value, s.answer) == ("choice", value, answer), s
+    assert (s.name, s.value, s.answer) == ("choice_accuracy", value, answer), s
     assert "extraction" in s.metadata
     if answer is None:
         assert "nothing extracted" in s.explanation
@@ -430,7 +431,7 @@ def test_format_choices() -> None:
 )
 def test_score_math(output: str, target: object, value: float) -> None:
     s = score_math(output, target)
-    assert (s.name, s.value) == ("math", value), s
+    assert (s.name, s.value) == ("math_verify", value), s
     assert s.answer is not None
     assert "extraction" in s.metadata
 

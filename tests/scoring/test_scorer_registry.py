@@ -1,4 +1,4 @@
-"""The scorer registry by the labels verdicts carry, its error, and scorer inference."""
+"""The scorer registry by the names verdicts carry, its error, and scorer inference."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from assay.scoring import (
 
 
 def test_registry() -> None:
-    assert list(SCORERS) == ["exact", "normalized", "includes", "numeric", "f1", "choice", "math"]
+    assert list(SCORERS) == ["exact_match", "normalized_match", "includes_match", "numeric_match",
+                             "token_f1", "choice_accuracy", "math_verify"]
     for name, fn in SCORERS.items():
         assert get_scorer(name) is fn
 
@@ -32,21 +33,21 @@ def test_get_scorer_unknown() -> None:
 @pytest.mark.parametrize(
     ("target", "choices", "name"),
     [
-        ("B", ["a", "b"], "choice"),
-        (1, ["a", "b"], "choice"),
-        ("42", None, "numeric"),
-        (42, None, "numeric"),
-        (-3.5, [], "numeric"),
-        ("1,234", None, "numeric"),
-        ("1e-3", None, "numeric"),
-        (["1", 2, "3.5"], None, "numeric"),
-        (["1", "two"], None, "normalized"),
-        ([], None, "normalized"),
-        ("Paris", None, "normalized"),
-        ("12 apples", None, "normalized"),
-        ("45%", None, "normalized"),
-        (True, None, "normalized"),
-        (float("nan"), None, "normalized"),
+        ("B", ["a", "b"], "choice_accuracy"),
+        (1, ["a", "b"], "choice_accuracy"),
+        ("42", None, "numeric_match"),
+        (42, None, "numeric_match"),
+        (-3.5, [], "numeric_match"),
+        ("1,234", None, "numeric_match"),
+        ("1e-3", None, "numeric_match"),
+        (["1", 2, "3.5"], None, "numeric_match"),
+        (["1", "two"], None, "normalized_match"),
+        ([], None, "normalized_match"),
+        ("Paris", None, "normalized_match"),
+        ("12 apples", None, "normalized_match"),
+        ("45%", None, "normalized_match"),
+        (True, None, "normalized_match"),
+        (float("nan"), None, "normalized_match"),
     ],
 )
 def test_infer_scorer(target: object, choices, name: str) -> None:

@@ -118,5 +118,5 @@ def test_numeric_accepts_formatted_floats(target: float) -> None:
 )
 def test_includes(output: str, target: object, expected: float) -> None:
     score = get_scorer("includes")(output, target)
-    assert score.name == "includes"
+    assert score.name == "includes_match"
     assert score.value == expected

@@ -36,18 +36,19 @@ from assay.scoring.math_scoring import score_math
 from assay.tasks.base import Task
 from assay.tasks.qa import QATask
 
-#: the vocabulary written out by hand: canonical name -> (aliases, label, function)
+#: the vocabulary written out by hand: canonical name (the name its verdicts carry) ->
+#: (aliases, function)
 TABLE = {
-    "exact_match": (("exact", "em"), "exact", score_exact),
-    "normalized_match": (("normalized",), "normalized", score_normalized),
-    "includes_match": (("includes",), "includes", score_includes),
-    "numeric_match": (("numeric",), "numeric", score_numeric),
-    "token_f1": (("f1",), "f1", score_f1),
-    "choice_accuracy": (("choice", "mc_accuracy"), "choice", score_choice),
-    "math_verify": (("math", "math_equivalence"), "math", score_math),
+    "exact_match": (("exact", "em"), score_exact),
+    "normalized_match": (("normalized",), score_normalized),
+    "includes_match": (("includes",), score_includes),
+    "numeric_match": (("numeric",), score_numeric),
+    "token_f1": (("f1",), score_f1),
+    "choice_accuracy": (("choice", "mc_accuracy"), score_choice),
+    "math_verify": (("math", "math_equivalence"), score_math),
 }
 CANONICAL = ", ".join(TABLE)
-SPELLINGS = [(canon, key) for canon, (aliases, _, _) in TABLE.items()
+SPELLINGS = [(canon, key) for canon, (aliases, _) in TABLE.items()
              for key in (canon, *aliases)]
 
 #: (output, target, choices) cases for every scorer, right and wrong answers
@@ -65,9 +66,9 @@ CASES = {
 def test_the_vocabulary_is_the_table() -> None:
     assert [s.name for s in VOCABULARY] == list(TABLE)
     for s in VOCABULARY:
-        aliases, label, fn = TABLE[s.name]
-        assert (s.aliases, s.label, s.fn) == (aliases, label, fn), s.name
-    assert SCORERS == {label: fn for _, label, fn in TABLE.values()}
+        aliases, fn = TABLE[s.name]
+        assert (s.aliases, s.fn) == (aliases, fn), s.name
+    assert SCORERS == {canon: fn for canon, (_, fn) in TABLE.items()}
     assert ALIASES == {key: canon for canon, key in SPELLINGS}
 
 
@@ -75,16 +76,16 @@ def test_the_vocabulary_is_the_table() -> None:
 def test_every_spelling_resolves_to_its_canonical_function(canonical: str,
                                                            spelling: str) -> None:
     assert canonical_scorer(spelling) == canonical
-    assert get_scorer(spelling) is TABLE[canonical][2]
+    assert get_scorer(spelling) is TABLE[canonical][1]
 
 
 def test_the_package_docstring_documents_the_alias_table() -> None:
     rows = {}
     for line in (assay.scoring.__doc__ or "").splitlines():
-        m = re.fullmatch(r"(\w+)\s{2,}(.+?)\s{2,}(\w+)\s{2,}[\w.]+", line.strip())
+        m = re.fullmatch(r"(\w+)\s{2,}(.+?)\s{2,}[\w.]+", line.strip())
         if m and m.group(1) in TABLE:
-            rows[m.group(1)] = (tuple(a.strip() for a in m.group(2).split(",")), m.group(3))
-    assert rows == {canon: (aliases, label) for canon, (aliases, label, _) in TABLE.items()}
+            rows[m.group(1)] = tuple(a.strip() for a in m.group(2).split(","))
+    assert rows == {canon: aliases for canon, (aliases, _) in TABLE.items()}
 
 
 def test_every_canonical_name_is_a_metric_with_the_same_aliases() -> None:
@@ -103,11 +104,11 @@ def test_every_canonical_name_is_a_metric_with_the_same_aliases() -> None:
 def test_the_metric_gives_the_scorer_verdict_under_its_canonical_name(canonical: str) -> None:
     for output, target, choices in CASES[canonical]:
         opts = {"choices": choices} if choices else {}
-        direct = TABLE[canonical][2](output, target, **opts)
+        direct = TABLE[canonical][1](output, target, **opts)
         for spelling in (canonical, *TABLE[canonical][0]):
             via_metric = get_metric(spelling).fn(output, target, **opts)
-            assert via_metric == dataclasses.replace(direct, name=canonical), spelling
-    verdicts = {TABLE[canonical][2](o, t, **({"choices": c} if c else {})).value
+            assert via_metric == direct and direct.name == canonical, spelling
+    verdicts = {TABLE[canonical][1](o, t, **({"choices": c} if c else {})).value
                 for o, t, c in CASES[canonical]}
     assert verdicts == {1.0, 0.0}  # the cases tell right from wrong
 
@@ -128,9 +129,10 @@ def test_every_spelling_scores_a_qa_run_identically(tmp_path: Path, canonical: s
         task = QATask(data=data, scorer=spelling)
         by_spelling[spelling] = [task.score(s, Outcome(output=o))
                                  for s, o in zip(task.samples(), outputs, strict=True)]
-        assert task.options["scorer"] == spelling  # stored as given: re-scores the same
+        # stored under the canonical name, the one its verdicts carry: re-scores the same
+        assert task.options["scorer"] == canonical
     first = by_spelling[canonical]
-    assert [s[0].name for s in first] == [TABLE[canonical][1]] * len(outputs)
+    assert [s[0].name for s in first] == [canonical] * len(outputs)
     assert [s[0].value for s in first] == [1.0, 0.0]
     for spelling, scores in by_spelling.items():
         assert scores == first, spelling

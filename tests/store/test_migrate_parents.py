@@ -57,7 +57,7 @@ def test_schema_6_gives_parents_their_kind_and_moves_sessions_to_their_table(
                                      "SELECT id, status, created_at, finished_at, model, "
                                      "dataset, spec FROM runs WHERE task='plan_session'")}
     Store(old_store).close()
-    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("7",)]
+    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("8",)]
     kinds = dict(rows(old_store, "SELECT id, kind FROM runs"))
     assert kinds == {PLAN: "plan", ALPHA: "task", BETA: "task", PIPELINE: "pipeline",
                      **{run: "task" for run in STEPS.values()}}

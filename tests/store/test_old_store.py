@@ -50,7 +50,7 @@ def test_an_old_store_is_migrated_once_in_place_and_lists(old_store: Path) -> No
         BFCL: "bfcl", DOUBLES: "doubles", GSM8K: "gsm8k", QA: "qa",
         KILLED: "gsm8k"}
     assert runs[KILLED]["samples"] == 7 and runs[QA]["samples"] == 20
-    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("7",)]
+    assert rows(old_store, "SELECT value FROM meta WHERE key='schema_version'") == [("8",)]
     columns = {r[1] for r in rows(old_store, "PRAGMA table_info(runs)")}
     assert "benchmark" not in columns and {"headline", "report", "kind", "steps"} <= columns
     assert rows(old_store, "SELECT DISTINCT kind FROM runs") == [("task",)]
@@ -66,15 +66,16 @@ def test_an_old_store_is_migrated_once_in_place_and_lists(old_store: Path) -> No
     assert old_store.read_bytes() == before  # a current store is not written on open
 
 
-@pytest.mark.parametrize("run_id, headline", [(BFCL, "accuracy"), (GSM8K, "numeric_match"),
-                                               (QA, "accuracy")])
+@pytest.mark.parametrize("run_id, headline, stored_as", [
+    (BFCL, "accuracy", "accuracy"), (GSM8K, "numeric_match", "numeric_match"),
+    (QA, "normalized_match", "accuracy")])  # qa's old "accuracy" is its scorer's metric
 def test_an_old_run_reports_with_its_stored_metrics(old_store: Path, run_id: str,
-                                                    headline: str) -> None:
+                                                    headline: str, stored_as: str) -> None:
     stored = json.loads(rows(old_store, f"SELECT metrics FROM runs WHERE id='{run_id}'")[0][0])
     p = cli("report", run_id)
     assert p.returncode == 0, p.stderr
     report = (old_store.parent / "runs" / run_id / "report.md").read_text()
-    assert headline in report and f"{stored[headline]['value']:.3f}" in report, report[:800]
+    assert f"**{headline} {stored[stored_as]['value']:.3f}" in report, report[:800]
 
 
 GONE = "/nonexistent/assay-test/mytasks.py@doubles"
@@ -117,9 +118,9 @@ def test_old_runs_are_described_once_by_store_migrate_never_by_a_reader(
     assert described[BFCL][0]["metric"] == "accuracy" and described[BFCL][1]["sections"]
     # the @task file is gone: its stored metrics, the first rate as headline, no sections
     head, report = described[DOUBLES]
-    assert head["metric"] == "accuracy" and report["task_code"] is False
+    assert head["metric"] == "double" and report["task_code"] is False  # its score's name
     assert "was not found" in report["note"] and report["sections"] == []
-    assert report["provider"] and "accuracy" not in report["metric_facts"]  # unregistered
+    assert report["provider"] and "double" not in report["metric_facts"]  # unregistered
     # a run killed half way stays undescribed: no metrics are made up for it
     assert described[KILLED] == (None, None)
     assert rows(old_store, f"SELECT metrics FROM runs WHERE id='{KILLED}'") == [(None,)]
@@ -138,12 +139,12 @@ def test_an_old_run_of_a_task_file_that_is_gone_reports_from_its_stored_metrics(
     assert p.returncode == 0, p.stderr
     assert "assay store migrate" in p.stderr
     report = (old_store.parent / "runs" / DOUBLES / "report.md").read_text()
-    assert "**accuracy 0.000 [0.000, 0.561] (0/3)**" in report
+    assert "**double 0.000 [0.000, 0.561] (0/3)**" in report  # named as its score
     assert cli("store", "migrate").returncode == 0
     p = cli("report", DOUBLES)
     assert p.returncode == 0 and "assay store migrate" not in p.stderr, p.stderr
     report = (old_store.parent / "runs" / DOUBLES / "report.md").read_text()
-    assert "**accuracy 0.000 [0.000, 0.561] (0/3)**" in report
+    assert "**double 0.000 [0.000, 0.561] (0/3)**" in report
     assert "described from its stored metrics" in report
 
 

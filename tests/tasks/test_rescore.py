@@ -55,14 +55,15 @@ def test_score_reproduces_every_qa_verdict_with_no_requests(workspace, tmp_path)
         assert before[("q5", 0)][0] is not None  # the failed sample stays an error
         run = store.get_run(child)
         assert run["parent_id"] == store.get_run(parent)["id"]
-        assert run["metrics"]["accuracy"] == store.get_run(parent)["metrics"]["accuracy"]
+        assert (run["metrics"]["normalized_match"]
+                == store.get_run(parent)["metrics"]["normalized_match"])
         # the stored options say which scorer the data implied, so a re-score uses it
-        assert run["spec"]["task_options"]["scorer"] == "normalized"
+        assert run["spec"]["task_options"]["scorer"] == "normalized_match"
         other = lenient.stdout.split()[1]
-        assert store.get_run(other)["spec"]["task_options"]["scorer"] == "includes"
+        assert store.get_run(other)["spec"]["task_options"]["scorer"] == "includes_match"
         changed = {k: v[2] for k, v in verdicts(store, other).items() if v[0] is None}
         assert {k: list(v) for k, v in changed.items()} == {
-            k: ["includes"] for k in changed}
+            k: ["includes_match"] for k in changed}
     finally:
         store.close()
     p = cli("score", parent, "--scorer", "nonsense")
@@ -86,7 +87,7 @@ def test_metrics_are_computed_once_per_run_and_reports_read_them(workspace, tmp_
         result = assay.evaluate("qa", model="openai/fake", base_url=srv.base_url,
                                 data=str(data))
     assert calls == [5]  # the run's end; the API result and the reports read the stored ones
-    assert result.metrics["accuracy"]["successes"] == 5
+    assert result.metrics["normalized_match"]["successes"] == 5
     from assay.reports.render import write_reports
 
     store = Store()
@@ -106,9 +107,10 @@ def test_qa_epochs_are_clustered_by_sample(workspace, tmp_path, epochs):
                             for i in range(10)))
     with FakeServer(rules=[Rule(r"Repeat after me: (\S+)", "Answer: \\1")]) as srv:
         one = assay.evaluate("qa", model="openai/fake", base_url=srv.base_url,
-                             data=str(data)).metrics["accuracy"]
+                             data=str(data)).metrics["normalized_match"]
         many = assay.evaluate("qa", model="openai/fake", base_url=srv.base_url,
-                              data=str(data), epochs=epochs, cache=False).metrics["accuracy"]
+                              data=str(data), epochs=epochs,
+                              cache=False).metrics["normalized_match"]
     assert many["value"] == one["value"] == 0.5
     assert many["n"] == 10 and many.get("clustered_by") == "sample"
     # identical epochs add no information: the interval is not narrower than one epoch's

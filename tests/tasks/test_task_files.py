@@ -54,7 +54,7 @@ def test_a_yaml_task_runs_with_its_keys_template_and_scorer(workspace, tmp_path,
             server.base_url, "-q")
     assert p.returncode == 0, p.stderr
     run_id, head = run_line(p.stdout)
-    assert head.startswith("accuracy: 0.667") and "(2/3)" in head  # exact: 'oslo' != 'Oslo'
+    assert head.startswith("exact_match: 0.667") and "(2/3)" in head  # exact: 'oslo' != 'Oslo'
     sent = [r["messages"][-1]["content"] for r in server.requests]
     # the samples run concurrently: their requests may arrive in any order
     assert sorted(sent) == ["Quiz. Repeat after me: Paris", "Quiz. Repeat after me: Rome",
@@ -226,7 +226,7 @@ def test_a_yaml_task_in_the_catalogue_schema_runs_as_its_older_spelling_did(
         notes.append([x for x in p.stderr.splitlines() if x.startswith("note: ")])
         sent.append([(r["messages"][-1]["content"], r["max_tokens"])
                      for r in server.requests[before:]])
-    assert heads[0] == heads[1] and heads[0].startswith("accuracy: 0.667")
+    assert heads[0] == heads[1] and heads[0].startswith("exact_match: 0.667")
     assert sorted(sent[0]) == sorted(sent[1])
     assert ("Quiz. Repeat after me: Paris", 16) in sent[1]
     assert notes[1] == [] and len(notes[0]) == 1

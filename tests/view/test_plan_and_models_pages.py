@@ -159,14 +159,15 @@ def test_a_multi_model_parent_writes_its_report_when_it_finishes(made, page, sho
     md = (folder / "report.md").read_text()
     assert md.startswith("# qa on 2 models")
     for model, child in zip(("openai/good", "openai/bad"), made["models"], strict=True):
-        assert re.search(rf"\| {model} \| {child} \| finished \| accuracy \d\.\d{{3}} \[", md)
+        assert re.search(rf"\| {model} \| {child} \| finished \| normalized_match "
+                         rf"\d\.\d{{3}} \[", md)
     page.goto((folder / "report.html").as_uri())
     expect(page.locator("h1")).to_have_text("qa on 2 models")
     table = page.locator("table tr")
     expect(table).to_have_count(3)
     expect(table.nth(1)).to_contain_text("openai/good")
-    expect(table.nth(1)).to_contain_text("accuracy 1.000 [")
-    expect(table.nth(2)).to_contain_text("accuracy 0.000 [")
+    expect(table.nth(1)).to_contain_text("normalized_match 1.000 [")
+    expect(table.nth(2)).to_contain_text("normalized_match 0.000 [")
     expect(page.locator("li")).to_contain_text("openai/bad vs openai/good")
     _fits(page)
     page.screenshot(path=str(shots / "multi-model-report.png"), full_page=True)

@@ -115,7 +115,7 @@ async def test_sample_pages_render_each_task_shape(real_site) -> None:
     # qa: the question, the target and the score explanation
     _, html, _ = await site.get(f"/run/{ids['qa']}/sample/capital-france")
     assert "What is the capital of France?" in html and "Paris" in html
-    assert 'class="score-name">normalized<' in html
+    assert 'class="score-name">normalized_match<' in html
 
 
 async def test_run_page_shows_metrics_intervals_and_category_tables(real_site) -> None:

@@ -15,6 +15,7 @@ from assay.core.paths import find_workspace, workspace_dir, workspace_note
 from assay.errors import AssayError, ConfigError, DatasetError
 from assay.models.registry import listing
 from assay.pipelines.models import is_models_run
+from assay.reports.models import models_label
 from assay.store.described import run_headline
 from assay.store.sqlite import Store
 from assay.tasks.capabilities import CAPABILITIES, STANDINGS, Measure
@@ -33,14 +34,15 @@ def _short_value(value: Any) -> str:
     return f"{value:.3f}" if abs(value) < 10 else f"{value:.4g}"
 
 
-def _fit(text: str, width: int) -> str:
-    """``text`` in ``width`` characters: its middle cut to "…" when longer, so both the
-    start (the provider, the task) and the end (the model's size, a version) stay."""
+def _fit(text: str, width: int, *, middle: bool = True) -> str:
+    """``text`` in ``width`` characters, cut to "…" when longer: in its middle, so both the
+    start (the provider) and the end (the model's size, a version) stay, or at its end (a
+    task's or metric's name reads from its start: ``choice_acc…``)."""
     if len(text) <= width:
         return text
     if width <= 1:
         return "…"[:width]
-    tail = (width - 1) // 2
+    tail = (width - 1) // 2 if middle else 0
     return text[:width - 1 - tail] + "…" + (text[-tail:] if tail else "")
 
 
@@ -51,7 +53,7 @@ def _task_and_model(run: dict[str, Any], width: int) -> str:
     task, model = run["task"], str(run["model"].get("model"))
     if len(task) + 1 + len(model) <= width:
         return f"{task} {model}"
-    task = _fit(task, max(width // 2, width - 1 - len(model)))
+    task = _fit(task, max(width // 2, width - 1 - len(model)), middle=False)
     return f"{task} {_fit(model, width - 1 - len(task))}"
 
 
@@ -61,7 +63,8 @@ def _headline(run: dict[str, Any], width: int | None = None) -> str:
     if not head:
         return "-"
     value = _short_value(head[1].get("value"))
-    name = head[0] if width is None else _fit(head[0], max(width - 1 - len(value), 1))
+    name = head[0] if width is None else _fit(head[0], max(width - 1 - len(value), 1),
+                                              middle=False)
     return f"{name} {value}"
 
 
@@ -116,8 +119,7 @@ def list_runs(limit: int | None, as_json: bool, as_jsonl: bool) -> None:
             r["headline_entry"] = run_headline(record) if r["kind"] == "task" else None
             if is_models_run(r):  # the task it ran on several models
                 r["models"] = [str(m) for m in record["model"].get("models") or []]
-                r["label"] = (f"{record['spec']['task_options'].get('task')} on "
-                              f"{len(r['models'])} models")
+                r["label"] = models_label(record)
     finally:
         store.close()
     shown = (f"showing {len(runs)} of {len(every)} runs (--limit {limit}; without it, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,20 @@ from assay.plan.planner import PlanPaused, Settings, plan_request, resume_sessio
 from assay.plan.schema import is_plan_file, read_plan  # noqa: F401 - assay run asks it
 from assay.reports.render import fmt_value
 from assay.store.sqlite import Store
+
+
+def _no_input() -> bool:
+    """Whether standard input can never answer a checkpoint: closed, a device that is not a
+    terminal (``< /dev/null``) or an empty file. A pipe may carry answers: it is read."""
+    if sys.stdin is None:
+        return True
+    try:
+        if sys.stdin.isatty():
+            return False
+        mode = os.fstat(sys.stdin.fileno())
+    except (OSError, ValueError):
+        return True
+    return stat.S_ISCHR(mode.st_mode) or (stat.S_ISREG(mode.st_mode) and mode.st_size == 0)
 
 
 def _prompt(text: str) -> str | None:
@@ -55,6 +71,11 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
     task is resolved and given its metrics, with a checkpoint after the plan, the
     resolution and the metrics, where you approve, edit ($EDITOR), drop TASK, add TASK or
     go back. The plan is a YAML file; run it with: assay run plan.yaml --model M."""
+    if not yes and _no_input():
+        # nothing could ever be approved: say so at once, never plan and wait for nothing
+        raise ConfigError("standard input gives no answers (closed, /dev/null or empty), so "
+                          "no checkpoint can be approved: pass --yes to approve all three and "
+                          "write the plan (-o FILE says where; nothing is run)")
     store = Store()
     try:
         if resume:

@@ -9,6 +9,7 @@ import click
 
 from assay.errors import ConfigError
 from assay.plan.report import write_plan_report
+from assay.reports.csv_export import write_samples_csv
 from assay.reports.datagen import pipeline_dir, pipeline_record, write_pipeline_report
 from assay.reports.models import is_models_run, write_models_report
 from assay.reports.render import write_reports
@@ -34,17 +35,32 @@ def existing_store(run_id: str, *, readonly: bool = True) -> Store:
 @click.option("--summary", is_flag=True,
               help="Write only the one-page summary (summary.md, summary.html) for a product "
               "owner; the full report stays for engineers.")
-def report(run_id: str, out: Path | None, summary: bool) -> None:
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Write only samples.csv: one row per sample (sample_id, epoch, input, "
+              "target, output, answer, a score:NAME column per score, error, latency_s, "
+              "input_tokens, output_tokens), quoted by Python's csv module, UTF-8. For "
+              "spreadsheets, a text cell that begins with = + - @, a tab or a carriage "
+              "return gets a leading ' so it is never run as a formula (OWASP's advice).")
+def report(run_id: str, out: Path | None, summary: bool, as_csv: bool) -> None:
     """Write a run's reports again, from the store.
 
     report.md, report.html and results.jsonl for RUN_ID (its id or a unique prefix); with
-    --summary, the one-page summary instead."""
+    --summary, the one-page summary instead; with --csv, samples.csv."""
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the reports")
+    if summary and as_csv:
+        raise ConfigError("give --summary or --csv, not both")
     store = existing_store(run_id)
     try:
         record = store.get_run(run_id)
-        if summary:
+        if as_csv:
+            if record["kind"] != "task":
+                raise ConfigError(f"run {record['id']} is a {record['kind']} run, with no "
+                                  "samples of its own; give --csv one of its child runs "
+                                  "(see 'assay list runs')")
+            folder = out or store.runs_dir / record["id"]
+            written = {"csv": write_samples_csv(store, record["id"], folder / "samples.csv")}
+        elif summary:
             if record["kind"] != "task":
                 raise ConfigError(f"run {record['id']} is a {record['kind']} run: its report "
                                   f"(assay report {record['id']}) is already a summary across "

@@ -171,8 +171,9 @@ STEP_PREFIX = "datagen_"
 run_group = TaskGroup(
     "run", help="Run a task against a model or agent: a task name (see 'assay list tasks'), "
     "FILE.py[@NAME] or FILE.yaml. Task options are flags (see 'assay run TASK --help') or "
-    "-T KEY=VALUE. Results go to the workspace store (./assay-runs, or $ASSAY_HOME) and "
-    "reports to assay-runs/runs/<run_id>/. Repeat --model to run the task once per model "
-    "and compare them.",
+    "-T KEY=VALUE. Results go to the workspace's store (assay.db) and reports to its "
+    "runs/<run_id>/; the workspace is found as git finds .git: $ASSAY_HOME if set, else the "
+    "nearest assay-runs/ holding assay.db in this folder or one above, else a new "
+    "./assay-runs. Repeat --model to run the task once per model and compare them.",
     short_help="Run a task against a model or agent.", options_metavar="",
     subcommand_metavar="TASK [--model M] [--limit N] [OPTIONS]")

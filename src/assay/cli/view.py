@@ -14,8 +14,10 @@ from assay.web.server import launch
 def view(port: int, no_browser: bool) -> None:
     """Browse runs, metrics and transcripts in a local web page.
 
-    Serves the workspace store (./assay-runs/assay.db, or $ASSAY_HOME/assay.db) on
-    127.0.0.1 only, read-only, so it is safe while runs are going: runs, a run's metrics
-    and samples, one sample's transcript, the paired comparison of two runs. Ctrl-C stops.
+    Serves the workspace store on 127.0.0.1 only, read-only, so it is safe while runs are
+    going: runs, a run's metrics and samples, one sample's transcript, a task's history,
+    the paired comparison of two runs. The workspace is found as git finds .git:
+    $ASSAY_HOME if set, else the nearest assay-runs/ holding assay.db in this folder or
+    one above it. Ctrl-C stops.
     """
     launch(port=port, open_browser=not no_browser, echo=click.echo)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from assay.scoring import target_letters
+
 if TYPE_CHECKING:
     from assay.core.types import SampleResult
     from assay.store.sqlite import Store
@@ -56,7 +58,10 @@ def attach_outputs(store: Store, result: dict[str, Any],
     for kind in ("fixed", "broken"):
         for f in flips[kind]:
             ra, rb = a.get(f["sample_id"]), b.get(f["sample_id"])
-            target = ra.target if ra is not None else (rb.target if rb is not None else None)
-            f["target"] = as_text(target)
+            r = ra if ra is not None else rb
+            choices = (r.metadata or {}).get("choices") if r is not None else None
+            # a multiple-choice target as the letter the outputs answer with
+            f["target"] = ((target_letters(r.target, choices) if isinstance(choices, list)
+                            else None) or as_text(r.target if r is not None else None))
             f["a_output"] = _output(ra) if ra is not None else ""
             f["b_output"] = _output(rb) if rb is not None else ""

@@ -10,7 +10,8 @@ from assay.metrics.format import fmt_rate
 from assay.reports.pages import fmt_p, write_pages
 from assay.store.fingerprint import data_label
 
-__all__ = ["configuration_lines", "history_lines", "history_svg", "write_history"]
+__all__ = ["configuration_lines", "history_context", "history_lines", "history_svg",
+           "write_history"]
 
 PALETTE = ("#1f6feb", "#8250df", "#bf8700", "#1a7f37", "#cf222e", "#57606a")
 
@@ -148,9 +149,13 @@ def history_svg(hist: dict[str, Any], width: int = 760, height: int = 260) -> An
     return Markup("".join(out))
 
 
-def write_history(hist: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+def history_context(hist: dict[str, Any]) -> dict[str, Any]:
+    """The ``history`` page's context (history.html, history.md, the viewer's page)."""
     rows = [{**p, "value_text": _value(p), "change_text": _change_text(p)}
             for p in hist["points"]]
-    ctx = {"h": hist, "rows": rows, "chart": history_svg(hist),
-           "config_lines": configuration_lines(hist)}
-    return write_pages(out_dir, "history", ctx, data=hist)
+    return {"h": hist, "rows": rows, "chart": history_svg(hist),
+            "config_lines": configuration_lines(hist)}
+
+
+def write_history(hist: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    return write_pages(out_dir, "history", history_context(hist), data=hist)

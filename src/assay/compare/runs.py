@@ -15,6 +15,7 @@ from assay.compare.flips import attach_outputs
 from assay.compare.paired import holm, paired_binary, paired_continuous
 from assay.errors import ConfigError
 from assay.metrics.format import fmt_rate
+from assay.scoring import ALIASES
 from assay.store.described import run_headline
 from assay.store.fingerprint import data_hash as dataset_hash
 from assay.store.fingerprint import differences, differences_text
@@ -79,9 +80,11 @@ def configuration_change(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]
 
 
 def load_scores(store: Store, run_id: str, score: str | None = None) -> RunScores:
-    """Per-sample values of ``score`` (``None``: the primary, i.e. first, score)."""
+    """Per-sample values of ``score`` (``None``: the primary, i.e. first, score; a scorer's
+    alias, ``exact``, names its metric, ``exact_match``)."""
     run = store.get_run(run_id)
     out = RunScores(run, score)
+    alias = ALIASES.get(score) if score is not None else None
     per: dict[str, list[float]] = defaultdict(list)
     seen: list[str] = []
     names: dict[str, None] = {}
@@ -93,7 +96,7 @@ def load_scores(store: Store, run_id: str, score: str | None = None) -> RunScore
             continue
         for name in scores:
             names.setdefault(name)
-        entry = scores.get(score or next(iter(scores)))
+        entry = scores.get(score or next(iter(scores))) or scores.get(alias or "")
         value = entry.get("value") if isinstance(entry, dict) else None
         if isinstance(value, bool):
             value = float(value)
@@ -102,6 +105,8 @@ def load_scores(store: Store, run_id: str, score: str | None = None) -> RunScore
     out.score_names = list(names)
     if score is None and out.score_names:
         out.score = out.score_names[0]
+    elif score is not None and score not in names and alias in names:
+        out.score = alias
     elif score is not None and score not in names and names:
         raise ConfigError(f"run {run['id']} has no score {score!r}; its scores are "
                           f"{', '.join(out.score_names)}")

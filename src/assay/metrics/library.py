@@ -4,7 +4,6 @@ aggregates are ``None`` with nothing to aggregate."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -46,12 +45,11 @@ def _scorer_metric(name: str, **kw: Any) -> Callable[[Callable[..., Any]], Calla
 
 
 def _qa(name: str, prediction: Any, target: Any, **opts: Any) -> Score:
-    """Scorer ``name``'s score renamed to the metric; its ValueError a ConfigError."""
+    """Scorer ``name``'s score (named so); its ValueError a ConfigError."""
     try:
-        score = scorer_info(name).fn(_text(prediction), target, **opts)
+        return scorer_info(name).fn(_text(prediction), target, **opts)
     except ValueError as e:
         raise ConfigError(f"{name}: {e}") from e
-    return dataclasses.replace(score, name=name)
 
 
 def _same_length(name: str, predictions: Sequence[Any], targets: Sequence[Any]) -> None:

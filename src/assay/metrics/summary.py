@@ -45,6 +45,13 @@ def clustered_rate(results: list[SampleResult],
     return out
 
 
+def primary_name(results: list[SampleResult], default: str = "score") -> str:
+    """The name of the primary (first) score the samples carry: the name its rate is stored,
+    printed and headed under (``exact_match``, never a second word for it)."""
+    return next((next(iter(r.scores)) for r in results if r.error is None and r.scores),
+                default)
+
+
 def score_summary(results: list[SampleResult], score_name: str | None = None) -> dict[str, Any]:
     """Rate of the primary (or named) score with a 95% interval, plus error counts."""
     scored = [r for r in results if r.error is None and r.scores]

@@ -73,8 +73,9 @@ def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
         return  # the plan gives the data itself
     for source in ref.info.data:
         if source.present and not source.is_present():
-            echo(f"{source.description}: not found here, pulling it (assay data pull "
-                 f"{source.name})")
+            if not source.is_downloaded():  # a package that tasks share: said at its one pull
+                echo(f"{source.description}: not found here, pulling it (assay data pull "
+                     f"{source.name})")
             source.fetch()
 
 

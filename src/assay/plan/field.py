@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.plan.retrieve import Candidate, retriever
+from assay.plan.retrieve import Candidate, retriever, said
 from assay.tasks.capabilities import CAPABILITIES, PRIOR, capabilities_in
 from assay.tasks.registry import catalogue
 
@@ -37,20 +37,25 @@ def capability_candidates(request: str, capability: str, *,
     scored = {d.name: (s, matched, d.source) for d, s, matched in retriever().scores(words)
               if d.name in tasks}
     top = max((s for s, _, _ in scored.values()), default=0.0)
+    # why this capability: the request's own phrases that name it (none: the planner's reading)
+    phrases = capabilities_in(request)[1].get(capability) or []
+    phrases = [p for p in phrases if not any(p != q and p in q for q in phrases)]
+    asked = (f"; it measures {capability}, which the request names ("
+             + ", ".join(f'"{p}"' for p in phrases) + ")") if phrases else ""
     out = []
     for name, m in tasks.items():
         bm25, matched, source = scored.get(name, (0.0, [], "gallery"))
         norm = bm25 / top if top > 0 else 0.0
+        words_said = said(request, matched)
         reason = (f"prior {m.standing} for {capability} ({m.why}); BM25 {bm25:.2f} "
-                  f"({norm:.2f} of the best); matched {', '.join(matched[:6]) or 'nothing'}")
+                  f"({norm:.2f} of the best); {words_said}{asked}")
         if embed is not None:
             cos = max(0.0, embed.get(name, 0.0))
             norm = (norm + cos) / 2
             reason += f"; embedding cosine {cos:.2f}"
         score = PRIOR_WEIGHT * PRIOR[m.standing] + (1 - PRIOR_WEIGHT) * norm
         chosen = {"prior": f"{m.standing} for {capability}: {m.why}",
-                  "words": (f"BM25 {bm25:.2f}, {norm:.2f} of the best"
-                            + (f" (matched {', '.join(matched[:4])})" if matched else "")),
+                  "words": f"BM25 {bm25:.2f}, {norm:.2f} of the best ({words_said})",
                   "model": ("no planner model (rules)" if planner is None else
                             f"suggested by {planner}" if name in suggested
                             else f"not among {planner}'s suggestions")}

@@ -217,9 +217,11 @@ def _task_summary(store: Store, index: int, task: dict[str, Any], child: dict[st
     metrics = child.get("metrics") or {}
     results = store.results(child["id"], transcripts=False, texts=False)
     key = score_key(results, primary, facts)
-    # an entry that keeps the primary under another name (reported_as) computes it: its
-    # samples' score may carry the task's own name (code tasks score "pass")
-    out["primary_computed"] = (True if out["reported_as"] != primary and key is not None
+    # a run that keeps the primary in its metrics (under its name, or the entry's
+    # reported_as) computes it: its samples' score may carry the task's own name (code
+    # tasks score "pass")
+    kept = out["reported_as"] != primary or primary in metrics
+    out["primary_computed"] = (True if kept and key is not None
                                else computes_primary(key, primary, facts))
     if out["primary_computed"] is False:  # the registry metric its score key names, if any
         out["scored_by"] = metric_fact(facts, key).get("name")
@@ -282,6 +284,14 @@ def plan_summary(store: Store, plan_run_id: str, *,
     if axes and chart == "bars":
         notes.append(f"{len(axes)} capabilit{'y' if len(axes) == 1 else 'ies'} only: a radar "
                      "needs three axes, so the values are drawn as bars")
+    drawn = [a["value"] for a in axes if a["value"] is not None]
+    profile_note = None
+    if drawn and not any(drawn):  # an all-zero profile has no area: say so, never a blank
+        who = ("Every task" if not any(t["normalised"] for t in tasks) else
+               "Every task on the chart")
+        profile_note = (f"{who} scored 0: each capability's value is 0, "
+                        + ("at the centre of the radar." if chart == "radar" else
+                           "its bar a tick at 0."))
     untagged = [t["label"] for t in tasks if not t["capabilities"]]
     if untagged:
         notes.append(f"not on the chart (no capability tag): {', '.join(untagged)}")
@@ -290,9 +300,10 @@ def plan_summary(store: Store, plan_run_id: str, *,
         if t["value"] is None or t["metric_key"] in (t["primary"], t["reported_as"]):
             continue
         if t["primary_computed"] is False and t["scored_by"]:
+            shown = ("" if t["metric_key"] == t["scored_by"] else f" ({t['metric_key']})")
             problems.append(f"{t['label']}: the plan's primary metric is {t['primary']}, but "
                             f"the run scored its samples by {t['scored_by']}; the value "
-                            f"shown ({t['metric_key']}) is {t['scored_by']}, not "
+                            f"shown{shown} is {t['scored_by']}, not "
                             f"{t['primary']}. Fix the plan: set the task's scorer option to "
                             f"{t['primary']}, or make {t['scored_by']} its primary.")
         elif t["primary_computed"] is False:
@@ -307,6 +318,7 @@ def plan_summary(store: Store, plan_run_id: str, *,
         "plan_run": run["id"], "request": plan["request"], "status": run["status"],
         "model": (run.get("model") or {}).get("model") or plan["models"]["model"],
         "tasks": tasks, "capabilities": axes, "chart": chart, "notes": notes,
+        "profile_note": profile_note,
         "problems": problems,
         "counts": {"tasks": len(tasks),
                    "finished": sum(t["status"] == "finished" for t in tasks),

@@ -10,6 +10,7 @@ import yaml
 
 from assay.core.types import SampleResult
 from assay.metrics.format import fmt_rate
+from assay.reports.render import shown_target
 
 #: characters of a case study's input and output (its target: half of it)
 CASE_CHARS = 400
@@ -38,8 +39,8 @@ def _primary_text(t: dict[str, Any]) -> str:
     if t["metric_key"] == t.get("reported_as"):
         return f"{t['primary']} (the run's {t['metric_key']})"
     if t.get("primary_computed") is False and t.get("scored_by"):
-        return (f"{t['primary']}: NOT what the run scored (shown: its {t['metric_key']}, "
-                f"by {t['scored_by']})")
+        by = "" if t["scored_by"] == t["metric_key"] else f", by {t['scored_by']}"
+        return f"{t['primary']}: NOT what the run scored (shown: its {t['metric_key']}{by})"
     if t.get("primary_computed") is False:
         return f"{t['primary']}: NOT COMPUTED by {t['task']} (shown: its {t['metric_key']})"
     return f"{t['primary']} (read as {t['metric_key']})"
@@ -107,7 +108,8 @@ def _sections(summary: dict[str, Any],
                              # a function-calling reply has no text: its decoded calls
                              _short(r.error or r.output or r.prediction or ""
                                     if r else "", CASE_CHARS),
-                             _short(r.target if r else "", CASE_CHARS // 2)])
+                             _short(shown_target(r.target, r.metadata) if r else "",
+                                    CASE_CHARS // 2)])
         secs.append({"title": f"Cases: {t['label']}", "long": True,
                      "notes": [] if rows else [f"No scored samples ({_value_text(t)})."],
                      "headers": ["case", "sample", "score", "input", "output", "target"]

@@ -85,6 +85,26 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def said(request: str, matched: list[str]) -> str:
+    """Which of ``request``'s own words (as written) a document matched, for a reason: the
+    query's other words (a domain's or capability's vocabulary) are never quoted as the user's."""
+    hit = set(matched)
+    words = []
+    for w in re.findall(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*|[\u4e00-\u9fff]+", request):
+        if w.isascii():
+            words += [w] if hit & set(tokenize(w)) else []
+            continue
+        i = 0  # Chinese: each longest run of matched bigrams ("数学"), never lone characters
+        while i < len(w) - 1:
+            j = i
+            while j < len(w) - 1 and w[j:j + 2] in hit:
+                j += 1
+            words += [w[i:j + 1]] if j > i else []
+            i = max(j, i + 1)
+    quoted = ", ".join(f'"{w}"' for w in dict.fromkeys(words))
+    return f"matched the request's {quoted}" if quoted else "matched none of the request's words"
+
+
 def _stem(word: str) -> str:
     """A light plural stemmer (problems -> problem), enough for task descriptions."""
     if len(word) > 4 and word.endswith("ies"):
@@ -153,8 +173,7 @@ class Retriever:
         for doc, s, matched in ranked:
             norm = s / top if top else 0.0
             where = f"in domain {domain}; " if domain else ""
-            reason = (f"{where}BM25 {s:.2f} ({norm:.2f} of the best); matched "
-                      f"{', '.join(matched[:8]) or 'nothing'}")
+            reason = f"{where}BM25 {s:.2f} ({norm:.2f} of the best); {said(query, matched)}"
             score = norm
             if embed is not None:
                 cos = max(0.0, embed.get(doc.name, 0.0))

@@ -42,21 +42,25 @@ Prompt = Callable[[str], "str | None"]
 Echo = Callable[[str], None]
 
 
-def describe(plan: Plan, checkpoint: str) -> str:
-    """What the human sees at a checkpoint."""
-    lines = [f"checkpoint {CHECKPOINTS.index(checkpoint) + 1}/3: {checkpoint}",
+#: the intent's ``agent`` as the human reads it (``None``: the request does not say)
+AGENT_TEXT = {True: "agent tasks", False: "text only", None: "agent or text (not said)"}
+
+
+def describe(plan: Plan, checkpoint: str, heading: str | None = None) -> str:
+    """What the human sees at a checkpoint (``heading``: instead of the checkpoint's)."""
+    lines = [heading or f"checkpoint {CHECKPOINTS.index(checkpoint) + 1}/3: {checkpoint}",
              f"request: {plan.request}",
              f"intent: capabilities {', '.join(plan.intent.capabilities) or '-'}; domains "
              f"{', '.join(plan.intent.domains) or '-'}; named "
              f"{', '.join(plan.intent.benchmarks) or '-'}; languages "
-             f"{', '.join(plan.intent.languages)}; agent {plan.intent.agent}"]
+             f"{', '.join(plan.intent.languages)}; {AGENT_TEXT[plan.intent.agent]}"]
     for i, t in enumerate(plan.tasks, 1):
         line = f"  {i}. {t.label} ({t.source})"
         if checkpoint in ("resolution", "metrics"):
-            line += f" limit={t.limit}" + (f" options={t.options}" if t.options
-                                           or t.limit is not None else "")
+            line += f" limit={'all' if t.limit is None else t.limit}" + (
+                f" options={t.options}" if t.options or t.limit is not None else "")
             if t.hub:
-                line += f" config={t.hub.config} split={t.hub.split}"
+                line += f" config={t.hub.config or 'default'} split={t.hub.split or '-'}"
         if checkpoint == "metrics":
             line += f" primary={t.primary}"
         line += f"\n     why: {t.why.get('selected', '')}"
@@ -149,11 +153,14 @@ def _check_tasks(plan: Plan) -> None:
 
 
 def checkpoint(s: Any, name: str, prompt: Prompt, echo: Echo, ask: Any, yes: bool) -> str:
-    """Run one checkpoint to its end; returns the next stage."""
-    echo(describe(s.plan, name))
+    """Run one checkpoint to its end; returns the next stage. With ``yes`` the plan is shown
+    once, as it is written (after the last checkpoint), not at each."""
     if yes:
         s.trace("checkpoint", checkpoint=name, answers=[{"answer": "--yes", "action": "approve"}])
+        if name == CHECKPOINTS[-1]:
+            echo(describe(s.plan, name, "the plan as written (its checkpoints approved by --yes)"))
         return AFTER[name]
+    echo(describe(s.plan, name))
     while True:
         answer = prompt(f"[{PROMPT}] > ")
         if answer is None:

@@ -1,7 +1,8 @@
 """The one page writer: every page kind in Markdown and HTML, from one Jinja2 environment.
 
 Page ``K`` is ``templates/K.md`` and ``templates/K.html`` (partials start with ``_``). Data
-strings stay inert: HTML is autoescaped, and Markdown escapes ``&<>`` in ``finalize``."""
+strings stay inert: HTML is autoescaped; Markdown backslash-escapes, in ``finalize``, what a
+Markdown viewer would read as HTML or an entity, and stays plain text in a terminal."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +22,33 @@ TEMPLATES = Path(__file__).parent / "templates"
 FORMATS = {"markdown": "md", "html": "html"}
 
 
+#: a ``<`` that opens HTML (a tag, comment, declaration, autolink) or an ``&`` that reads
+#: as an entity, with the backslashes just before it
+_MD_ACTIVE = re.compile(r"(\\*)(<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;))")
+_MD_PIPE = re.compile(r"(\\*)\|")
+
+
+def _backslashed(m: re.Match[str]) -> str:
+    """The match with a backslash before its character; the backslashes before it doubled
+    (so that none of them escapes the new one: ``\\<b>`` stays text)."""
+    return m.group(1) * 2 + "\\" + m.group(2)
+
+
 def md_escape(value: Any) -> Any:
-    """``&``, ``<`` and ``>`` as entities in a string (other values as is)."""
+    """A string made inert for Markdown: ``<`` where it would start HTML and ``&`` where it
+    would start an entity get a backslash, so ``<script>`` shows as ``\\<script>`` in a
+    terminal and as ``<script>`` text in a Markdown viewer; never an entity (other values
+    as is)."""
     if not isinstance(value, str):
         return value
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_ACTIVE.sub(_backslashed, value)
 
 
 def md_cell(value: Any) -> str:
-    """A Markdown table cell: ``|`` escaped, newlines as spaces (the ``md`` filter)."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """A Markdown table cell (the ``md`` filter): ``|`` backslash-escaped (the backslashes
+    before it doubled), line breaks as spaces; ``md_escape`` comes after, in ``finalize``."""
+    text = _MD_PIPE.sub(lambda m: m.group(1) * 2 + "\\|", str(value))
+    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
 def fmt_p(p: float | None) -> str:

@@ -24,6 +24,7 @@ from assay.reports.values import (
     setting_text,
     settings_text,
 )
+from assay.scoring import target_letters
 from assay.store.described import is_rate as is_rate
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
@@ -92,8 +93,17 @@ def _with_texts(store: Store, run_id: str, results: list[SampleResult]) -> list[
                                    keys=[(r.sample_id, r.epoch) for r in results]))
 
 
+def shown_target(target: Any, metadata: dict[str, Any] | None) -> str:
+    """A sample's target as its answer is shown: a multiple-choice one as the letter the
+    prompt asks for (``A``, never the index ``0`` beside the model's ``A``)."""
+    choices = (metadata or {}).get("choices")
+    letters = target_letters(target, choices) if isinstance(choices, list) and choices else None
+    return letters or ("" if target is None else _short(target, 120))
+
+
 def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
-    """Per-sample table rows (question, target, prediction, verdict, error)."""
+    """Per-sample table rows (question, target, answer, verdict, error): the answer is the
+    one extracted from the output; where none was, the start of the output, said so."""
     rows = []
     for r in results:
         question = r.input
@@ -102,8 +112,9 @@ def sample_rows(results: list[SampleResult]) -> list[dict[str, Any]]:
             question = users[-1] if users else question
         rows.append({
             "id": r.sample_id if r.epoch == 0 else f"{r.sample_id}#{r.epoch}",
-            "question": _short(question), "target": _short(r.target, 120),
-            "prediction": _short(r.prediction if r.prediction is not None else r.output, 160),
+            "question": _short(question), "target": shown_target(r.target, r.metadata),
+            "answer": "" if r.prediction is None else _short(r.prediction, 160),
+            "output": "" if r.prediction is not None else _short(r.output or "", 160),
             "verdict": _verdict(r), "error": r.error or "", "detail": _detail(r),
             "extraction": _extraction(r)})
     return rows
@@ -113,7 +124,8 @@ def rows_markdown(rows: list[dict[str, Any]], extraction: bool) -> str:
     """The sample table's Markdown rows (built here: a 1000-row loop is far slower in Jinja)."""
     lines = []
     for s in rows:
-        shown = s["error"] if s["verdict"] == "error" else s["prediction"]
+        shown = (s["error"] if s["verdict"] == "error" else
+                 s["answer"] or (f"(no answer) output: {s['output']}" if s["output"] else ""))
         line = (f"| {md_cell(s['id'])} | {md_cell(s['question'])} | {md_cell(s['target'])} | "
                 f"{md_cell(shown)} | {s['verdict']} | {md_cell(s['detail'])} |")
         if extraction:
@@ -130,8 +142,10 @@ def rows_html(rows: list[dict[str, Any]], extraction: bool) -> Any:
     for s in rows:
         if s["verdict"] == "error":
             shown = f'<span class="error">{escape(s["error"])}</span>'
+        elif s["output"]:
+            shown = f'<span class="muted">(no answer) output:</span> {escape(s["output"])}'
         else:
-            shown = escape(s["prediction"])
+            shown = escape(s["answer"])
         verdict = escape(s["verdict"])
         line = (f'<tr><td>{escape(s["id"])}</td><td class="q">{escape(s["question"])}</td>'
                 f'<td class="q">{escape(s["target"])}</td><td class="q">{shown}</td>'
@@ -167,7 +181,10 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "rescored": rescored_from(run),
         "results": results, "metrics": metrics, "metric_rows": metric_rows(metrics),
         "metric_notes": metric_notes(metrics, described), "model_rows": model_facts(run),
-        "rates": [(k, v) for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],
+        # (name, rate, the top of its scale): a proportion's 1, else the run's own scale
+        # (MT-Bench's 1-10), so a bar is drawn on the scale its table shows
+        "rates": [(k, v, 1.0 if "successes" in v else _scale_top(metrics))
+                  for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],
         "top_errors": metrics.get("top_errors") or [],
         "headline": head, "headline_text": headline_text,
         "samples": (rows := sample_rows(shown := _with_texts(
@@ -192,6 +209,13 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
 
 #: run settings shown in the Model rows (:func:`model_facts`), not again under the settings
 _SHOWN_WITH_MODEL = ("model", "base_url", "params", "base_url_has_secrets")
+
+
+def _scale_top(metrics: dict[str, Any]) -> float:
+    """The top of the scale a run's means are on (``metrics["scale"]``, e.g. ``[1, 10]``)."""
+    scale = metrics.get("scale")
+    ok = isinstance(scale, list) and len(scale) == 2 and isinstance(scale[1], (int, float))
+    return float(scale[1]) if ok and scale[1] > 0 else 1.0
 
 
 def _is_note(name: str, value: Any) -> bool:

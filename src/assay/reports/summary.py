@@ -117,18 +117,19 @@ def half_width(entry: dict[str, Any]) -> float | None:
 
 
 def fmt_spread(entry: dict[str, Any], scale: Scale) -> str:
-    """``±7 points`` for a rate, ``±0.31`` otherwise; a lopsided interval (0%–43%) as
-    itself, since ``±43 points`` would claim values below 0."""
+    """``±7 points`` for a rate, ``±0.31`` otherwise, only where the interval is symmetric
+    as shown; an uneven one (Wilson's, mostly) as itself: ``95% interval 43.3%–81.9%``."""
     half = half_width(entry)
     if half is None:
         return ""
     below, above = entry["value"] - entry["ci_low"], entry["ci_high"] - entry["value"]
-    if min(below, above) < 0.5 * max(below, above):
-        return fmt_interval(entry, scale)
     if scale.kind == "percent":
-        points = half * 100
-        return f"±{points:.0f} points" if points >= 1 else f"±{points:.1f} points"
-    return f"±{fmt_number(half, scale)}"
+        shown = [f"{x * 100:.0f}" if half * 100 >= 1 else f"{x * 100:.1f}" for x in (below, above)]
+        spread = f"±{shown[1]} points"
+    else:
+        shown = [fmt_number(x, scale) for x in (below, above)]
+        spread = f"±{shown[1]}"
+    return spread if shown[0] == shown[1] else fmt_interval(entry, scale)
 
 
 def sample_count(entry: dict[str, Any]) -> int | None:
@@ -153,6 +154,11 @@ def _label(name: str) -> str:
     return name.replace("_", " ")
 
 
+def _capital(text: str, metric: str) -> str:
+    """``text`` opening with a capital, unless it opens with the metric's name (kept as is)."""
+    return text if metric and text.startswith(metric) else text[0].upper() + text[1:]
+
+
 def _correctness(name: str, fact: dict[str, Any]) -> bool:
     return name in CORRECTNESS_NAMES or (fact.get("dimension") == "correctness"
                                          and bool(fact.get("higher_is_better")))
@@ -168,7 +174,7 @@ def headline_sentence(name: str, entry: dict[str, Any], scale: Scale,
     over = f", over {n:,} {'questions' if 'questions' in entry else 'samples'}" if n else ""
     if scale.kind == "percent" and "successes" in entry:
         over = f", {entry['successes']:,} of {entry['n']:,}"
-    return f"{_label(name)}: {shown}{over}"
+    return f"{name}: {shown}{over}"  # the metric's one name, as every page shows it
 
 
 def short_headline(name: str, entry: dict[str, Any], scale: Scale,
@@ -177,13 +183,13 @@ def short_headline(name: str, entry: dict[str, Any], scale: Scale,
     v = entry["value"]
     if scale.kind == "percent":
         pct = f"{v * 100:.0f}%" if v >= 0.095 else f"{v * 100:.1f}%"
-        text = f"{pct} correct" if _correctness(name, fact) else f"{_label(name)} {pct}"
+        text = f"{pct} correct" if _correctness(name, fact) else f"{name} {pct}"
     elif scale.kind == "scale":
         text = (f"{v:.1f} out of {scale.high:g}" if scale.low in (0, 1)
                 else f"{v:.1f} on the {scale.low:g}–{scale.high:g} scale")
-        text = f"{_label(name)} {text}"
+        text = f"{name} {text}"
     else:
-        text = f"{_label(name)} {fmt_number(v, scale)}"
+        text = f"{name} {fmt_number(v, scale)}"
     spread = fmt_spread(entry, scale)
     return f"{text} ({spread})" if spread else text
 
@@ -391,7 +397,7 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
         scale = value_scale(name, entry, metrics, fact)
         few = too_few(entry, scale)
         sentence = headline_sentence(name, entry, scale, fact)
-        ctx["headline"] = {"name": name, "sentence": sentence[0].upper() + sentence[1:] + ".",
+        ctx["headline"] = {"name": name, "sentence": _capital(sentence, name) + ".",
                            "few": few, "n": sample_count(entry)}
         ctx["comparison"] = comparison(store, run, scale)
         ctx["categories"] = categories(metrics, name, fact)
@@ -406,7 +412,7 @@ def build_summary(store: Store, run_id: str, out_dir: Path | None = None) -> dic
         verdict = f"The run failed: {verdict[0].lower()}{verdict[1:]}"
     elif partial:
         verdict = f"Partial result ({run['status']}): {verdict}"
-    ctx["verdict"] = verdict[0].upper() + verdict[1:] + "."
+    ctx["verdict"] = _capital(verdict, name if head is not None else "") + "."
     out = out_dir or store.runs_dir / run["id"]
     ctx["full_report"] = _report_link(out, store.runs_dir / run["id"], run["id"])
     return ctx

@@ -13,7 +13,7 @@ from assay.scoring.extraction import clean_answer, extract_answer
 from assay.scoring.normalize import normalize_text
 from assay.scoring.targets import nothing_extracted, short_repr, target_list, target_text
 
-__all__ = ["LETTERS", "choice_target_index", "format_choices", "score_choice"]
+__all__ = ["LETTERS", "choice_target_index", "format_choices", "score_choice", "target_letters"]
 
 LETTERS = string.ascii_uppercase  # at most 26 choices
 _CHOICE_WHOLE = re.compile(r"[(\[]?([A-Za-z])[)\].:]?")
@@ -56,6 +56,15 @@ def choice_target_index(t: Any, choices: Sequence[str]) -> int:
     raise ValueError(
         f"choice target {short_repr(s)} is not a letter A-{LETTERS[n - 1]}, a 0-based index "
         "or the text of one of the choices")
+
+
+def target_letters(target: Any, choices: Sequence[str]) -> str | None:
+    """A multiple-choice target as the letter the prompt asks for (``"A"``; a list of
+    targets ``"A, C"``), shown beside the model's letter; ``None`` when it names no option."""
+    try:
+        return ", ".join(LETTERS[choice_target_index(t, choices)] for t in target_list(target))
+    except (ValueError, IndexError):
+        return None
 
 
 def _predict_choice(answer: str, choices: Sequence[str]) -> tuple[int | None, str]:
@@ -105,7 +114,7 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
 
     answer, method = extract_answer(output)
     if answer is None:
-        return nothing_extracted("choice", method, predicted_index=None,
+        return nothing_extracted("choice_accuracy", method, predicted_index=None,
                                  target_index=meta_target, match="none")
     idx, how = _predict_choice(answer, choices)
     if method == "full" and idx is not None:  # an option read from the reply, not the reply
@@ -116,11 +125,12 @@ def score_choice(output: str, target: Any, *, choices: Sequence[str] | None = No
     if idx is None:
         why = ("the output lists several options and names none as its answer"
                if how == "listing" else f"no option A-{LETTERS[n - 1]} found")
-        return Score("choice", 0.0, None, f"nothing extracted from the output ({why})", meta)
+        return Score("choice_accuracy", 0.0, None, f"nothing extracted from the output ({why})",
+                     meta)
     letter = LETTERS[idx]
     if idx in indices:
-        return Score("choice", 1.0, letter, f"{letter} is correct", meta)
-    return Score("choice", 0.0, letter, f"{letter} != {gold}", meta)
+        return Score("choice_accuracy", 1.0, letter, f"{letter} is correct", meta)
+    return Score("choice_accuracy", 0.0, letter, f"{letter} != {gold}", meta)
 
 
 def format_choices(question: str, choices: Sequence[str]) -> str:

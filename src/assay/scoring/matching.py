@@ -25,7 +25,7 @@ def _equal(label: str, output: str, target: Any, norm: Callable[[str], str]) -> 
     golds = [norm(target_text(t)) for t in target_list(target)]
     for g in golds:
         if pred == g:
-            return Score(label, 1.0, answer, f"{label} match {short_repr(g)}",
+            return Score(label, 1.0, answer, f"{label.removesuffix('_match')} match {short_repr(g)}",
                          {"extraction": method})
     return Score(label, 0.0, answer, f"{short_repr(pred)} != {short_repr(golds[0])}",
                  {"extraction": method})
@@ -33,12 +33,12 @@ def _equal(label: str, output: str, target: Any, norm: Callable[[str], str]) -> 
 
 def score_exact(output: str, target: Any, **opts: Any) -> Score:
     """The extracted answer equals ``str(target)``, both only ``.strip()``-ed."""
-    return _equal("exact", output, target, str.strip)
+    return _equal("exact_match", output, target, str.strip)
 
 
 def score_normalized(output: str, target: Any, **opts: Any) -> Score:
     """Equal after :func:`normalize_text` (articles kept: ``f1`` drops them)."""
-    return _equal("normalized", output, target, normalize_text)
+    return _equal("normalized_match", output, target, normalize_text)
 
 
 def score_includes(output: str, target: Any, **opts: Any) -> Score:
@@ -46,14 +46,14 @@ def score_includes(output: str, target: Any, **opts: Any) -> Score:
     models ("The capital of France is Paris."); more lenient than ``normalized``."""
     answer, method = extract_answer(output)
     if answer is None:
-        return nothing_extracted("includes", method)
+        return nothing_extracted("includes_match", method)
     pred = f" {normalize_text(answer)} "
     golds = [normalize_text(target_text(t)) for t in target_list(target)]
     for g in golds:
         if g and f" {g} " in pred:
-            return Score("includes", 1.0, answer, f"contains {short_repr(g)}",
+            return Score("includes_match", 1.0, answer, f"contains {short_repr(g)}",
                          {"extraction": method})
-    return Score("includes", 0.0, answer,
+    return Score("includes_match", 0.0, answer,
                  f"{short_repr(golds[0])} not in {short_repr(pred.strip())}",
                  {"extraction": method})
 
@@ -81,7 +81,7 @@ def score_numeric(output: str, target: Any, *, tolerance: float | None = None,
         nums = extract_numbers(strip_reasoning(output))
         method = "last_number"
     if not nums:
-        return Score("numeric", 0.0, None,
+        return Score("numeric_match", 0.0, None,
                      "nothing extracted from the output (no number found)",
                      {"extraction": method if answer is not None else "none",
                       "predicted": None, "target": meta_target})
@@ -91,8 +91,8 @@ def score_numeric(output: str, target: Any, *, tolerance: float | None = None,
     meta = {"extraction": method, "predicted": pred, "target": meta_target}
     for v in values:
         if abs(pred - v) <= max(abs_tol, rel_tol * abs(v)):
-            return Score("numeric", 1.0, text, f"{pred:g} == {v:g}", meta)
-    return Score("numeric", 0.0, text, f"{pred:g} != {values[0]:g}", meta)
+            return Score("numeric_match", 1.0, text, f"{pred:g} == {v:g}", meta)
+    return Score("numeric_match", 0.0, text, f"{pred:g} != {values[0]:g}", meta)
 
 
 def _f1(pred: list[str], gold: list[str]) -> float:
@@ -112,7 +112,7 @@ def score_f1(output: str, target: Any, **opts: Any) -> Score:
     the best over the targets."""
     answer, method = extract_answer(output)
     if answer is None:
-        return nothing_extracted("f1", method)
+        return nothing_extracted("token_f1", method)
     pred = squad_tokens(answer)
     best, best_gold = -1.0, ""
     for t in target_list(target):
@@ -120,5 +120,5 @@ def score_f1(output: str, target: Any, **opts: Any) -> Score:
         v = _f1(pred, squad_tokens(gold))
         if v > best:
             best, best_gold = v, gold
-    return Score("f1", best, answer, f"F1 {best:.3f} against {short_repr(best_gold)}",
+    return Score("token_f1", best, answer, f"F1 {best:.3f} against {short_repr(best_gold)}",
                  {"extraction": method})

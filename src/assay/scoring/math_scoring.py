@@ -49,14 +49,14 @@ def score_math(output: str, target: Any, **opts: Any) -> Score:
     parse, verify = mv["parse"], mv["verify"]
     text = strip_reasoning(output) if output else ""
     if not text.strip():
-        return nothing_extracted("math", "none")
+        return nothing_extracted("math_verify", "none")
     try:
         pred = parse(text, **mv["parse_kw"])
     except Exception as e:  # math-verify can raise on odd LaTeX
-        return Score("math", 0.0, None, f"math-verify failed on the output: {e}"[:200],
+        return Score("math_verify", 0.0, None, f"math-verify failed on the output: {e}"[:200],
                      {"extraction": "none", "error": type(e).__name__})
     if not pred:
-        return nothing_extracted("math", "none")
+        return nothing_extracted("math_verify", "none")
     answer = next((p for p in pred if isinstance(p, str)), None) or str(pred[0])
     meta: dict[str, Any] = {"extraction": "math_verify"}
     try:
@@ -66,10 +66,10 @@ def score_math(output: str, target: Any, **opts: Any) -> Score:
             if not gold:
                 continue
             if verify(gold, pred, **mv["verify_kw"]):
-                return Score("math", 1.0, answer,
+                return Score("math_verify", 1.0, answer,
                              f"{short_repr(answer)} is equivalent to {short_repr(t)}", meta)
     except Exception as e:
         meta["error"] = type(e).__name__
-        return Score("math", 0.0, answer, f"math-verify failed: {e}"[:200], meta)
-    return Score("math", 0.0, answer,
+        return Score("math_verify", 0.0, answer, f"math-verify failed: {e}"[:200], meta)
+    return Score("math_verify", 0.0, answer,
                  f"{short_repr(answer)} is not equivalent to {short_repr(targets[0])}", meta)

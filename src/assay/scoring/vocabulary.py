@@ -28,24 +28,23 @@ __all__ = ["ALIASES", "SCORERS", "SCORER_ONLY", "VOCABULARY", "Scorer", "canonic
 
 @dataclass(frozen=True)
 class Scorer:
-    """``name`` is the metric registry's; ``label``, one of the aliases, is the ``Score.name``
-    its verdicts carry (stored runs hold it, so it stays qa's old name)."""
+    """``name`` is the metric registry's, and the ``Score.name`` its verdicts carry (a
+    store from before holds the short aliases: :mod:`assay.store.migrate` renames them)."""
 
     name: str
     fn: Callable[..., Score]
     aliases: tuple[str, ...]
-    label: str
 
 
 #: the vocabulary, in the order qa has always listed its scorers
 VOCABULARY: tuple[Scorer, ...] = (
-    Scorer("exact_match", score_exact, ("exact", "em"), "exact"),
-    Scorer("normalized_match", score_normalized, ("normalized",), "normalized"),
-    Scorer("includes_match", score_includes, ("includes",), "includes"),
-    Scorer("numeric_match", score_numeric, ("numeric",), "numeric"),
-    Scorer("token_f1", score_f1, ("f1",), "f1"),
-    Scorer("choice_accuracy", score_choice, ("choice", "mc_accuracy"), "choice"),
-    Scorer("math_verify", score_math, ("math", "math_equivalence"), "math"),
+    Scorer("exact_match", score_exact, ("exact", "em")),
+    Scorer("normalized_match", score_normalized, ("normalized",)),
+    Scorer("includes_match", score_includes, ("includes",)),
+    Scorer("numeric_match", score_numeric, ("numeric",)),
+    Scorer("token_f1", score_f1, ("f1",)),
+    Scorer("choice_accuracy", score_choice, ("choice", "mc_accuracy")),
+    Scorer("math_verify", score_math, ("math", "math_equivalence")),
 )
 _BY_NAME: dict[str, Scorer] = {s.name: s for s in VOCABULARY}
 
@@ -54,17 +53,14 @@ ALIASES: dict[str, str] = {key: s.name for s in VOCABULARY for key in (s.name, *
 #: canonical names with no metric of that name: none today
 SCORER_ONLY: frozenset[str] = frozenset()
 
-#: the functions by the label their verdicts carry (qa's short names, in qa's order)
-SCORERS: dict[str, Callable[..., Score]] = {s.label: s.fn for s in VOCABULARY}
+#: the functions by canonical name, in qa's order
+SCORERS: dict[str, Callable[..., Score]] = {s.name: s.fn for s in VOCABULARY}
 
 
 def _check_vocabulary() -> None:
     spellings = [key for s in VOCABULARY for key in (s.name, *s.aliases)]
     if len(spellings) != len(set(spellings)):
         raise ValueError("a scorer name or alias is declared twice in the vocabulary")
-    for s in VOCABULARY:
-        if s.label not in s.aliases:
-            raise ValueError(f"scorer {s.name}: its label {s.label!r} is not an alias")
 
 
 _check_vocabulary()
@@ -98,9 +94,10 @@ def get_scorer(name: str) -> Callable[..., Score]:
 
 
 def infer_scorer(target: Any, choices: Sequence[str] | None = None) -> str:
-    """The default scorer label for a sample: ``choice`` with choices, ``numeric`` when the
-    target (every item of a list) is a plain number, else ``normalized``."""
+    """The default scorer for a sample: ``choice_accuracy`` with choices, ``numeric_match``
+    when the target (every item of a list) is a plain number, else ``normalized_match``."""
     if choices:
-        return "choice"
+        return "choice_accuracy"
     items = target if isinstance(target, (list, tuple)) else [target]
-    return "numeric" if items and all(is_plain_number(t) for t in items) else "normalized"
+    return ("numeric_match" if items and all(is_plain_number(t) for t in items)
+            else "normalized_match")

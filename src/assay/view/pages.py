@@ -12,12 +12,15 @@ from markupsafe import Markup
 from assay.errors import ConfigError, RunNotFoundError
 from assay.metrics.run import NOT_FINISHED_NOTE
 from assay.plan.report import plan_page
+from assay.reports.models import NAME as MODELS_TASK
 from assay.reports.models import child_label, models_label
 from assay.reports.pages import render_page
+from assay.reports.render import failure_line
 from assay.reports.values import rescored_from
 from assay.store import queries as q
 from assay.store.queries import PAGE_SIZE
 from assay.store.sqlite import Store
+from assay.view.history_page import history_url
 from assay.view.params import VERDICTS, BadParam, RunFilters, SampleFilters
 from assay.view.run_files import run_files, run_options
 from assay.view.sample_extras import page_extras
@@ -64,7 +67,11 @@ def _runs_context(store: Store, f: RunFilters) -> dict[str, Any]:
         # a data file's name, not its whole path (which would widen the column)
         r["dataset_name"] = name.rstrip("/").rsplit("/", 1)[-1]
         r["dataset_path"] = name
-    return {"runs": rows, "f": f, "choices": q.run_choices(store),
+        r["history_url"] = history_url(r["task"]) if r["kind"] == "task" else None
+    choices = q.run_choices(store)
+    # the Task filter says what a stored name means: multi_model is every multi-model run
+    choices["task_labels"] = {MODELS_TASK: "multi-model runs (any task)"}
+    return {"runs": rows, "f": f, "choices": choices,
             "pager": _pager(page, total, lambda n: "/?" + f.query(page=n)),
             "statuses": ("running", "finished", "interrupted", "failed")}
 
@@ -148,12 +155,32 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "sections": metric_sections(shown), "children": children, "models": models,
         # a parent run (a plan, a pipeline, a multi-model run) holds no samples of its own
         "parent_only": bool(children) and not totals["samples"],
-        "fingerprint": (run.get("config") or {}).get("fingerprint"),
+        "fingerprint": (fp := (run.get("config") or {}).get("fingerprint")),
+        "history_url": history_url(run["task"], fingerprint=fp) if run["kind"] == "task"
+        else None,
         "parent": parent, "model_json": pretty(run["model"]),
         "rescored": rescored_from(run),  # (the original run, what re-scored it)
+        # why a failed run failed (stats.error), said under its heading as report.html does
+        "failure": failure_line(run) if run["status"] == "failed" else "",
+        **_usage(store, run, parent, totals),
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),
         "stats_json": pretty(run["stats"]), "options": run_options(store, run),
         "files": run_files(st.store_path, run_id)}
+
+
+def _usage(store: Store, run: dict[str, Any], parent: dict[str, Any] | None,
+           totals: dict[str, Any]) -> dict[str, Any]:
+    """The roles' calls and tokens (a judge's); for a re-scoring, its own (read from its
+    samples) and the original run's model calls and tokens, which its samples carry."""
+    if not rescored_from(run):
+        roles = {k: v for k, v in ((run.get("stats") or {}).get("role_calls") or {}).items()
+                 if isinstance(v, dict)}
+        return {"role_usage": roles, "original_totals": None}
+    original = None
+    if parent is not None and parent.get("status") != "missing":
+        original = store.sample_totals(parent["id"])
+    return {"role_usage": q.role_usage(store, run["id"]),
+            "original_totals": original or {**totals, "model_calls": None}}
 
 
 #: a run's kind as its page says it (a task's run says none)

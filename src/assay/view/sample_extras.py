@@ -183,8 +183,9 @@ def page_extras(view: dict[str, Any], row: dict[str, Any], run: dict[str, Any]
     stored = row.get("scores") if isinstance(row.get("scores"), dict) else {}
     for score in view["scores"]:
         answer = score.get("answer") or ""
-        score["answer_dup"] = bool(answer) and (
-            same_text(output, answer) or same_text(prediction, answer))
+        # the text above it repeats: the output's, else the answer's (the page says which)
+        score["answer_dup"] = answer and ("output" if same_text(output, answer) else
+                                          "answer" if same_text(prediction, answer) else "")
         score["answer_html"] = None if score["answer_dup"] else text_html(answer)
         score["failing_test"] = _failing_test(stored.get(score["name"]))
     for block in (view["input"], view["target"]):

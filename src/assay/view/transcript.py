@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from assay.scoring import target_letters
+
 __all__ = ["message_turns", "pretty", "sample_view"]
 
 _ROLE_LABELS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool result",
@@ -178,8 +180,12 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
     files = sample.get("files") if isinstance(sample, dict) else None
     scores, scores_json = _scores(row.get("scores"))
     meta = row.get("metadata")
+    choices = meta.get("choices") if isinstance(meta, dict) else None
+    # a multiple-choice target as the letter the prompt asks for, as the answer is shown
+    letters = target_letters(row.get("target"), choices) if isinstance(choices, list) else None
     return {
-        "input": _block(row.get("input")), "target": _block(row.get("target")), "turns": turns,
+        "input": _block(row.get("input")), "target": _block(letters or row.get("target")),
+        "turns": turns,
         "transcript_json": None if turns is not None or transcript in (None, [])
         else pretty(transcript),
         "conversation": conversation, "reference_steps": _reference_steps(sample),

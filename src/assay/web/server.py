@@ -27,7 +27,7 @@ from assay.review.page import PREFIX, REVIEW_KEY, STORE_KEY, ReviewPage
 from assay.store.review import ReviewStore
 from assay.store.sqlite import Store, workspace_dir
 from assay.view import api as view_api
-from assay.view import compare_page, pages, run_files, search_page
+from assay.view import compare_page, history_page, pages, run_files, search_page
 from assay.web.security import check_loopback, guard
 from assay.web.state import STATE_KEY, STATIC, PageError, WebState, html, state_of
 
@@ -81,6 +81,7 @@ def create_app(store_path: str | Path | None = None, *,
     r.add_get("/run/{run_id}/files/{name}", run_files.run_file)
     r.add_get("/search", search_page.search_page)
     r.add_get("/compare", compare_page.compare_page)
+    r.add_get("/history/{task:.+}", history_page.history_page)
     r.add_get("/api/run/{run_id}/progress", view_api.api_progress)
     r.add_get("/favicon.ico", _no_icon)
     r.add_static("/static", STATIC, append_version=False)

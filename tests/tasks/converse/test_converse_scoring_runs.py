@@ -102,11 +102,12 @@ def test_the_report_escapes_agent_and_case_markup_and_draws_the_chat(
     folder = workspace / "runs" / run_id
     html = (folder / "report.html").read_text(encoding="utf-8")
     md = (folder / "report.md").read_text(encoding="utf-8")
-    for text in (html, md):
-        assert "<script>alert(1)" not in text
-        assert "<img src=x" not in text
-        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
-        assert "src=x onerror=alert(1)&gt;" in text
+    assert "<script>alert(1)" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "src=x onerror=alert(1)&gt;" in html
+    # Markdown: a backslash before each tag's "<" (inert in a viewer), no entities
+    assert "\\<script>alert(1)\\</script>" in md and "\\<img src=x onerror=alert(1)>" in md
+    assert "&lt;" not in md and "&gt;" not in md
     # the chat: the examiner's message, the agent's reply, the examiner's close, in order
     start = html.index('<div class="chat">')
     first = html.index("[CASE-xss] more", start)
@@ -123,7 +124,7 @@ def test_the_report_escapes_agent_and_case_markup_and_draws_the_chat(
     assert html.index("<td>miss</td>", brief) < html.index("<td>it rambled on</td>", brief)
     # the same in Markdown
     md_first = md.index("> **examiner**: [CASE-xss] more")
-    md_answer = md.index("> **agent**: Hello &lt;script&gt;alert(1)&lt;/script&gt;")
+    md_answer = md.index("> **agent**: Hello \\<script>alert(1)\\</script>")
     md_close = md.index("> **examiner**: (task finished)")
     assert md_first < md_answer < md_close
     assert "| The agent greeted | 1 | hit | it said Hello |" in md[md_close:]

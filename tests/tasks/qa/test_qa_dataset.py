@@ -248,12 +248,12 @@ def test_qa_needs_data_and_a_known_scorer(tmp_path):
 @pytest.mark.parametrize(
     ("rows", "scorer"),
     [
-        ([{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": 6}], "numeric"),
+        ([{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": 6}], "numeric_match"),
         ([{"question": "1k?", "answer": "1,000"}, {"question": "half?", "answer": 0.5}],
-         "numeric"),
-        ([{"question": "Capital?", "answer": "B", "choices": ["Rome", "Paris"]}], "choice"),
+         "numeric_match"),
+        ([{"question": "Capital?", "answer": "B", "choices": ["Rome", "Paris"]}], "choice_accuracy"),
         ([{"question": "Capital?", "answer": "Paris"}, {"question": "Sky?", "answer": "blue"}],
-         "normalized"),
+         "normalized_match"),
     ],
 )
 def test_scorer_is_inferred_from_the_data(tmp_path, rows, scorer):
@@ -272,7 +272,8 @@ def test_explicit_scorer_is_kept(tmp_path):
     p = jsonl(tmp_path / "d.jsonl", [{"question": "2+2?", "answer": "4"}])
     bench = QATask(data=str(p), scorer="exact")
     loaded = bench.load()
-    assert loaded.options["scorer"] == "exact" and loaded.info["scorer"] == "exact"
+    # kept under the registry's name for it, the name its verdicts and metric carry
+    assert loaded.options["scorer"] == "exact_match" and loaded.info["scorer"] == "exact_match"
     assert "scorer" not in loaded.samples[0].metadata
 
 
@@ -282,7 +283,7 @@ def test_the_inferred_scorer_travels_with_the_sample(tmp_path):
     p = jsonl(tmp_path / "d.jsonl", [{"question": "2+2?", "answer": "4"},
                                      {"question": "3+3?", "answer": 6}])
     (sample, _) = QATask(data=str(p)).samples()
-    assert sample.metadata["scorer"] == "numeric"
+    assert sample.metadata["scorer"] == "numeric_match"
     out = Outcome(output="Answer: 4.0")
     (numeric,) = QATask(data=str(p)).score(sample, out)
     assert numeric.value == 1.0  # numeric: 4.0 == 4
@@ -296,7 +297,7 @@ def test_scorer_inference_looks_at_every_target(tmp_path):
         {"question": "Capital of France?", "answer": "Paris"},
     ])
     bench = QATask(data=str(p))
-    assert bench.load().options["scorer"] == "normalized"
+    assert bench.load().options["scorer"] == "normalized_match"
 
 
 def test_builtin_templates_render_as_jinja_would(tmp_path) -> None:

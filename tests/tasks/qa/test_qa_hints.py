@@ -53,7 +53,7 @@ def test_wrong_answers_stating_the_target_suggest_the_includes_scorer(workspace:
     store = Store()
     try:
         run = store.get_run(run_id)
-        assert run["metrics"]["accuracy"]["value"] == 0.25
+        assert run["metrics"]["normalized_match"]["value"] == 0.25
         assert run["metrics"]["wrong_containing_target"] == {"count": 1, "wrong": 3}
         hints = [r for r in run_report(run)["recommendations"] if "--scorer includes" in r]
         assert len(hints) == 1 and hints[0].startswith(HINT)
@@ -67,7 +67,7 @@ def test_wrong_answers_stating_the_target_suggest_the_includes_scorer(workspace:
     store = Store()
     try:
         child = store.get_run(again.stdout.split()[1])
-        assert child["metrics"]["accuracy"]["value"] == 0.5
+        assert child["metrics"]["includes_match"]["value"] == 0.5
         assert "wrong_containing_target" not in child["metrics"]
         assert not [r for r in run_report(child)["recommendations"] if "includes" in r]
     finally:
@@ -103,7 +103,7 @@ def test_extraction_rate_counts_only_answers_really_extracted(workspace: Any,
     store = Store()
     try:
         run = store.get_run(run_id)
-        assert run["metrics"]["accuracy"]["value"] == 1.0
+        assert run["metrics"]["normalized_match"]["value"] == 1.0
         assert run["metrics"]["extraction_rate"]["value"] == 0.0
     finally:
         store.close()
@@ -122,7 +122,7 @@ def test_numeric_and_choice_answers_read_from_the_reply_count_as_extracted(
     store = Store()
     try:
         m = store.get_run(p.stdout.split()[1])["metrics"]
-        assert m["accuracy"]["value"] == 1.0 and m["extraction_rate"]["value"] == 1.0
+        assert m["numeric_match"]["value"] == 1.0 and m["extraction_rate"]["value"] == 1.0
     finally:
         store.close()
 

@@ -1,4 +1,5 @@
-"""Metrics of the code tasks (:func:`code_metrics`), and the registry's ``code_pass``.
+"""Metrics of the code tasks (:func:`code_metrics`), and the registry's ``pass@1`` (alias
+``code_pass``, the function :func:`code_pass`).
 
 ``pass@1``: mean per-problem share of passing attempts; with K epochs, ``pass@k`` (Chen et al.
 2021), a problem with fewer than k scored attempts ``left_out``."""
@@ -96,10 +97,11 @@ def code_metrics(results: list[SampleResult],
     return out
 
 
-@metric("code_pass", category="code", dimension="correctness",
+@metric("pass@1", aliases=("code_pass",), category="code", dimension="correctness",
         description="Whether a reply's Python code passes the given tests, run in the "
         "bubblewrap sandbox (never outside it): 1.0 when every test passed, else 0.0 with "
-        "the reason (timeout, assertion, exception, syntax error, exit).",
+        "the reason (timeout, assertion, exception, syntax error, exit); its mean over "
+        "problems is pass@1, the name HumanEval and MBPP report it under.",
         usage="code_pass(reply, tests=[asserts...]) for MBPP-style asserts; "
         "code_pass(reply, tests=TEST_CODE, prompt=PROMPT, entry_point=NAME) for "
         "HumanEval-style check(); tests default to the target.",
@@ -124,7 +126,7 @@ def code_pass(prediction: str, target: Any = None, *, tests: str | list[str] | N
         program = mbpp_program(prediction or "", tests=asserts, setup=setup,
                                entry_point=entry_point)
     verdict = run_program_blocking(program, code_limits(timeout_s, memory_mb))
-    return Score("code_pass", 1.0 if verdict.passed else 0.0,
+    return Score("pass@1", 1.0 if verdict.passed else 0.0,
                  program.code if program.code.strip() else None, verdict.reason,
                  {"status": verdict.status, "form": program.form,
                   "timed_out": verdict.timed_out, "exit_code": verdict.exit_code,

@@ -124,7 +124,7 @@ class Metrics(_Strict):
     diagnostic: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
     #: for an entry whose task has code of its own: the key of the task's metrics that
-    #: holds a declared metric (``code_pass: pass@1``); the generic task reports each
+    #: holds a declared metric (``pass_at_k: pass@*``); the generic task reports each
     #: under its own name
     reported_as: dict[str, str] = Field(default_factory=dict)
 

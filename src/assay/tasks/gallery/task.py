@@ -116,7 +116,8 @@ class GalleryTask(Task):
 
     def read(self) -> LoadedData:
         """The entry's records as samples, each carrying the few-shot examples its prompt
-        starts with (``metadata["fewshot"]``, drawn once with the entry's seed)."""
+        starts with (``metadata["fewshot"]``: ``[question, answer]`` pairs as the prompt shows
+        them, drawn once with the entry's seed)."""
         wheel = self.opts.wheel
         pulled = source.cached(self.entry)
         if pulled is None:
@@ -137,15 +138,16 @@ class GalleryTask(Task):
             rng = random.Random(fewshot.seed)
             # n + 1 drawn once, so a sample that is one of the shots still gets n others
             shots = rng.sample(pool, min(len(pool), n + (0 if shot_paths else 1)))
-            prefixes: dict[tuple[str, ...], str] = {}
+            turns: dict[tuple[str, ...], list[list[str]]] = {}
             for sample in samples:
                 mine = [s for s in shots if s.input != sample.input][:n]
                 key = tuple(s.id for s in mine)
-                if key not in prefixes:
-                    prefixes[key] = "".join(self._shot_text(s) + fewshot.separator
-                                            for s in mine)
-                if prefixes[key]:
-                    sample.metadata["fewshot"] = prefixes[key]
+                if key not in turns:
+                    turns[key] = [[self._question_text(s),
+                                   self._template(1, answer=self._answer_text(s))]
+                                  for s in mine]
+                if turns[key]:
+                    sample.metadata["fewshot"] = turns[key]
         info = {"source": self.entry.source.describe() if self.entry.source else "",
                 "entry": self.entry.name, "rows": len(samples), **pulled.info}
         if samples:
@@ -176,18 +178,27 @@ class GalleryTask(Task):
         return self._template(0, question=sample.input, choices=self._choice_block(sample),
                               meta=sample.metadata, letters=LETTERS)
 
-    def _shot_text(self, shot: Sample) -> str:
-        """A few-shot example: its question as the template shows it, then its answer."""
-        return self._question_text(shot) + self._template(1, answer=self._answer_text(shot))
-
     def render(self, sample: Sample) -> str:
-        """The prompt: the sample's few-shot examples (if any), then its question."""
-        return sample.metadata.get("fewshot", "") + self._question_text(sample)
+        """The prompt as one text: the sample's few-shot examples (if any), each its
+        question then its answer, then its question (what a completion model is given)."""
+        shots = sample.metadata.get("fewshot") or []
+        if isinstance(shots, str):  # stored by an older assay: the examples as one text
+            return shots + self._question_text(sample)
+        separator = self.entry.prompt.fewshot.separator  # type: ignore[union-attr]
+        return "".join(q + a + separator for q, a in shots) + self._question_text(sample)
 
     def build_messages(self, sample: Sample) -> list[Message]:
+        """A chat: the system message, each few-shot example as a turn of dialogue (its
+        question from the user, its answer from the assistant, as lm-eval's
+        ``fewshot_as_multiturn``), then the sample's question."""
         system = self.opts.system_prompt or self.entry.prompt.system  # type: ignore[union-attr]
         msgs = [Message("system", system)] if system else []
-        msgs.append(Message("user", self.render(sample)))
+        shots = sample.metadata.get("fewshot") or []
+        if isinstance(shots, str):  # stored by an older assay: packed into the question
+            return [*msgs, Message("user", self.render(sample))]
+        for question, answer in shots:
+            msgs += [Message("user", question), Message("assistant", answer.strip())]
+        msgs.append(Message("user", self._question_text(sample)))
         return msgs
 
     def generation_params(self, ctx: Any = None) -> dict[str, Any]:
@@ -346,7 +357,8 @@ class GalleryFactory:
         if e.source is not None:
             data = (DataSource(e.name, e.source.describe(), args=(e.name,),
                                pull="assay.tasks.gallery.source:pull_line",
-                               present="assay.tasks.gallery.source:present"),)
+                               present="assay.tasks.gallery.source:present",
+                               downloaded="assay.tasks.gallery.source:downloaded"),)
         return TaskInfo(category=e.category, tags=tuple(e.tags), aliases=tuple(e.aliases),
                         agent=base.agent, roles=base.roles, data=data,
                         measures=tuple(e.measures), runs_here=base.runs_here)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from assay.core.types import SampleResult
 
 SCALE = (1, 10)
+#: the registry's name: the per-sample score, the run's metric and its headline
+SCORE_NAME = "mtbench_score"
 
 
 @metric(
@@ -61,7 +63,7 @@ def clustered_mean(groups: dict[str, list[float]], confidence: float = 0.95) -> 
 
 
 def _turns(r: SampleResult) -> list[dict[str, Any]]:
-    score = r.scores.get("score") or {}
+    score = r.scores.get(SCORE_NAME) or {}
     return list((score.get("metadata") or {}).get("turns") or [])
 
 
@@ -72,7 +74,7 @@ def _meta(r: SampleResult) -> dict[str, Any]:
 def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[str, Any]:
     """Metrics of an MT-Bench run from the stored scores; ``tokens`` are per role (the
     run's own token counts are the model's only)."""
-    summary = score_summary(results, "score")
+    summary = score_summary(results, SCORE_NAME)
     scored = [r for r in results if r.error is None and r.scores]
     overall: dict[str, list[float]] = defaultdict(list)
     by_turn: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -84,7 +86,7 @@ def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dic
     tokens: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     self_judged = False
     for r in scored:
-        meta = (r.scores["score"].get("metadata") or {})
+        meta = (r.scores[SCORE_NAME].get("metadata") or {})
         cat = str(meta.get("category") or "?")
         by_cat.setdefault(cat, defaultdict(list))  # shown even when all are invalid
         for t in _turns(r):
@@ -121,7 +123,7 @@ def mtbench_metrics(results: list[SampleResult], options: dict[str, Any]) -> dic
         entry["turn_2"] = mtbench_score(by_cat_turn.get((cat, 2), []))
         categories[cat] = entry
     return {
-        "score": clustered_mean(overall), "turn_1": clustered_mean(by_turn[1]),
+        SCORE_NAME: clustered_mean(overall), "turn_1": clustered_mean(by_turn[1]),
         "turn_2": clustered_mean(by_turn[2]), "categories": categories, "scale": list(SCALE),
         **{k: v for k, v in summary.items() if k not in ("score", "score_errors_as_wrong")},
         "judged_turns": verdicts, "invalid_verdicts": invalid,

@@ -19,7 +19,7 @@ from assay.tasks.datagen.families import self_preference_warning
 from assay.tasks.info import TaskInfo
 from assay.tasks.mtbench import dataset as ds
 from assay.tasks.mtbench.judging import grade_turn, prompt_name, turn_verdict
-from assay.tasks.mtbench.metrics import mtbench_metrics, mtbench_score
+from assay.tasks.mtbench.metrics import SCALE, SCORE_NAME, mtbench_metrics, mtbench_score
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 
@@ -85,7 +85,7 @@ class MTBenchTask(Task):
     description = ("MT-Bench: 80 two-turn questions in 8 categories; an LLM judge rates each "
                    "answer 1-10 with FastChat's grading prompts (reference-guided for math, "
                    "reasoning and coding); invalid verdicts counted, never scored.")
-    headline_metric = "score"
+    headline_metric = SCORE_NAME
     info = TaskInfo(category="dialogue", roles=("judge",), tags=("chat", "multi-turn", "llm-judge"))
     Options = MTBenchOptions
 
@@ -180,7 +180,8 @@ class MTBenchTask(Task):
                       "usage": {"agent": _usage(agent)}})
 
     async def score(self, sample: Sample, outcome: Outcome, ctx: Any) -> list[Score]:
-        """``score``: the mean of the valid turn ratings; ``turn_1``, ``turn_2`` (invalid: None)."""
+        """``mtbench_score``: the mean of the valid turn ratings; ``turn_1``, ``turn_2``
+        (invalid: None)."""
         meta = outcome.metadata
         answers = [str(a) for a in meta.get("answers") or []]
         if len(answers) != 2:
@@ -214,7 +215,7 @@ class MTBenchTask(Task):
         if n_invalid:
             why += f"; {n_invalid} invalid verdict(s) left out, not scored"
         answer = None if n_invalid == 2 else " / ".join(_fmt(r) for r in ratings)
-        return [Score("score", mtbench_score(ratings), answer, why, info),
+        return [Score(SCORE_NAME, mtbench_score(ratings), answer, why, info),
                 *(Score(f"turn_{t['turn']}", t["rating"], _fmt(t["rating"]),
                         f"{t['prompt']}; votes {t['votes']}") for t in turns)]
 
@@ -237,17 +238,17 @@ class MTBenchTask(Task):
                       mean(e.get("value")),
                       "—" if e.get("ci_low") is None else
                       f"[{e['ci_low']:.2f}, {e['ci_high']:.2f}]"] for c, e in cats.items()],
-            "bars": [(c, (e["value"] or 0.0) / 10) for c, e in cats.items()
-                     if e.get("value") is not None],
+            "bars": [(c, e["value"]) for c, e in cats.items() if e.get("value") is not None],
+            "bar_max": SCALE[1],  # drawn on the 1-10 scale the table shows
         }]
 
         def key(r: SampleResult) -> tuple[float, str, int]:
-            v = r.score_value("score")
+            v = r.score_value(SCORE_NAME)
             return (-1.0 if v is None else float(v), r.sample_id, r.epoch)
 
         rows = []
         for r in sorted(results, key=key):
-            s = (r.scores.get("score") or {}).get("metadata") or {}
+            s = (r.scores.get(SCORE_NAME) or {}).get("metadata") or {}
             rows.append([r.sample_id, r.epoch, s.get("category") or "—",
                          *(mean(r.score_value(f"turn_{t}")) for t in (1, 2)),
                          (r.error or "")[:200]])

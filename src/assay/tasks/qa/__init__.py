@@ -104,13 +104,13 @@ class QATask(Task):
     opts: QAOptions
 
     def __init__(self, **options: Any) -> None:
+        if options.get("scorer"):  # its metric's name, whatever the spelling (fails on a typo)
+            options["scorer"] = canonical_scorer(options["scorer"])
         super().__init__(options={k: v for k, v in options.items() if v is not None})
         if not self.opts.data:
             raise ConfigError("qa needs a dataset: --data FILE.jsonl|FILE.csv|<hf-dataset-id>")
         check_number("--tolerance", self.opts.tolerance, minimum=0)
         check_number("--max-tokens", self.opts.max_tokens, minimum=1, integer=True)
-        if self.opts.scorer:
-            get_scorer(self.opts.scorer)  # fail fast on a typo
         if self.opts.template and self.opts.template not in _BUILTIN_FORMATS:
             compile_template(self.opts.template)  # a broken template fails at once
 
@@ -139,7 +139,7 @@ class QATask(Task):
         if not scorer:
             # Every sample votes: one non-numeric answer makes the whole set "normalized".
             kinds = {infer_scorer(s.target, s.metadata.get("choices")) for s in samples}
-            scorer = kinds.pop() if len(kinds) == 1 else "normalized"
+            scorer = kinds.pop() if len(kinds) == 1 else "normalized_match"
         for sample in samples:  # what solve and score read, whatever process they run in
             if template == DEFAULT_CHOICE_TEMPLATE and "choices" not in sample.metadata:
                 sample.metadata["template"] = "choices"  # the set's prompt, not its own
@@ -186,7 +186,7 @@ class QATask(Task):
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         # the scorer given, else the one inferred from the data (carried by the sample)
-        name = self.opts.scorer or sample.metadata.get("scorer") or "normalized"
+        name = self.opts.scorer or sample.metadata.get("scorer") or "normalized_match"
         kind = canonical_scorer(name)  # any spelling of the vocabulary
         opts: dict[str, Any] = {}
         if kind == "choice_accuracy":
@@ -207,9 +207,9 @@ class QATask(Task):
     @classmethod
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens, and how many
-        wrong answers contain the target."""
-        return qa_metrics(results)
+        """The scorer's rate under its metric name (Wilson 95%), errors apart, extraction
+        rate, latency, tokens, and how many wrong answers contain the target."""
+        return qa_metrics(results, (options or {}).get("scorer"))
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any],

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from assay.core.types import SampleResult
-from assay.metrics.summary import error_messages, extraction_rate, score_summary, usage_summary
+from assay.metrics.summary import (
+    error_messages,
+    extraction_rate,
+    primary_name,
+    score_summary,
+    usage_summary,
+)
+from assay.scoring import canonical_scorer
 
 #: the scorers whose wrong answers are checked for the target (``includes`` would take
 #: a reply that states the target in a sentence)
@@ -47,15 +54,12 @@ def includes_hint(metrics: dict[str, Any]) -> str | None:
             f"(assay score RUN --scorer includes re-scores this run without model calls)")
 
 
-def qa_metrics(results: list[SampleResult]) -> dict[str, Any]:
-    """Accuracy (Wilson 95%), errors apart, extraction rate, latency, tokens, and how many
-    wrong answers contain the target."""
+def qa_metrics(results: list[SampleResult], scorer: str | None = None) -> dict[str, Any]:
+    """The scorer's rate under its metric name (``exact_match``: Wilson 95%), errors apart,
+    extraction rate, latency, tokens, and how many wrong answers contain the target."""
     summary = score_summary(results)
-    out = {
-        "accuracy": summary["score"],
-        **{k: v for k, v in summary.items() if k != "score"},
-        "extraction_rate": extraction_rate(results),
-    }
+    name = primary_name(results, canonical_scorer(scorer) if scorer else "score")
+    out = {name: summary.pop("score"), **summary, "extraction_rate": extraction_rate(results)}
     found = wrong_containing_target(results)
     if found is not None:
         out["wrong_containing_target"] = found
