@@ -65,7 +65,10 @@ def reader_facts(run: dict[str, Any], metrics: dict[str, Any],
     its samples' scores and of ``also``, and its model's provider."""
     scored = {k for r in results for k in r.scores or {}}
     model = (run.get("model") or {}).get("model") or (run.get("spec") or {}).get("model")
-    return {"metric_facts": metric_facts([*metrics, *sorted(scored), *also]),
+    # a rate or a number may be a metric; a table of counts or a note is none
+    named = [k for k, v in metrics.items()
+             if is_rate(v) or (isinstance(v, (int, float)) and not isinstance(v, bool))]
+    return {"metric_facts": metric_facts([*named, *sorted(scored), *also]),
             "provider": provider_text(str(model or "unknown"))}
 
 
