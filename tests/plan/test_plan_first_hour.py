@@ -41,7 +41,12 @@ def test_with_yes_the_plan_is_printed_once(tmp_path: Path) -> None:
     assert out.count("  2. bfcl (gallery)") == 1, out
     assert out.count("request: evaluate tool calling") == 1, out
     assert "  1. gsm8k (gallery) limit=all primary=numeric_match" in out
-    assert "checkpoint 1/3" not in out and "checkpoint 2/3" not in out
+    # each checkpoint says in one line that --yes approved it (where a resumed session
+    # continued), never with the plan again
+    assert [line for line in out.splitlines() if line.startswith("checkpoint ")] == [
+        "checkpoint 1/3: plan approved by --yes",
+        "checkpoint 2/3: resolution approved by --yes",
+        "checkpoint 3/3: metrics approved by --yes"], out
     assert "the plan as written (its checkpoints approved by --yes)" in out
     assert "plan written to p.yaml: 2 tasks (gsm8k, bfcl)" in out
 

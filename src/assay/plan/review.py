@@ -157,6 +157,7 @@ def checkpoint(s: Any, name: str, prompt: Prompt, echo: Echo, ask: Any, yes: boo
     once, as it is written (after the last checkpoint), not at each."""
     if yes:
         s.trace("checkpoint", checkpoint=name, answers=[{"answer": "--yes", "action": "approve"}])
+        echo(f"checkpoint {CHECKPOINTS.index(name) + 1}/3: {name} approved by --yes")
         if name == CHECKPOINTS[-1]:
             echo(describe(s.plan, name, "the plan as written (its checkpoints approved by --yes)"))
         return AFTER[name]

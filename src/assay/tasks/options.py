@@ -123,7 +123,10 @@ def validation_line(e: ValidationError, model: Any, *, where: str = "",
             near = difflib.get_close_matches(str(unknown), known, n=1, cutoff=0.6)
             msg += (f" ({f'did you mean {near[0]!r}? ' if near else ''}known keys: "
                     f"{', '.join(known)})")
-    line = line_of(lines, loc) if lines else None
+    if first["type"] == "missing":  # no line of its own: its mapping's, unless the file's
+        line = (line_of(lines, loc[:-1]) if lines and loc[:-1] else None)
+    else:
+        line = line_of(lines, loc) if lines else None
     head = f"{where}:{line}" if where and line else where
     path = ".".join(str(x) for x in keys) or (default if first["type"] != "extra_forbidden"
                                                 else "")
