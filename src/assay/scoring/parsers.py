@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from assay.data.math500 import last_boxed
+from assay.data.boxed import last_boxed
 from assay.scoring.extraction import extract_answer, strip_reasoning
 from assay.scoring.vocabulary import unknown_name
 

@@ -14,12 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from assay.core.yamlsafe import line_of
 from assay.errors import ConfigError
 
 __all__ = ["Field", "PathField", "TaskOptions", "did_you_mean", "options_from_signature",
-           "json_or_text", "parse_assignments", "path_options", "validate_options",
-           "validation_line"]
+           "json_or_text", "line_of", "parse_assignments", "path_options",
+           "validate_options", "validation_line"]
 
 
 class TaskOptions(BaseModel):
@@ -79,6 +78,14 @@ def did_you_mean(unknown: list[str], valid: Iterable[str]) -> str:
     close = [c for name in unknown for c in difflib.get_close_matches(name, names, n=2, cutoff=0.6)]
     near: list[str] = list(dict.fromkeys(close))
     return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+def line_of(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
+    """The line of ``loc``, or of the nearest key above it; ``None`` when nothing is known."""
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
 
 
 def _model_at(model: Any, loc: tuple[Any, ...]) -> Any:

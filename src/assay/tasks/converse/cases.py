@@ -17,10 +17,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assay.core.paths import inside, refuse_links_out
-from assay.core.yamlsafe import key_lines, line_of, parse_yaml, read_yaml_text
+from assay.core.yamlsafe import key_lines, parse_yaml, read_yaml_text
 from assay.errors import ConfigError
 from assay.tasks.converse.evalcode import check_syntax
-from assay.tasks.options import validation_line
+from assay.tasks.options import line_of, validation_line
 
 DEFAULT_MAX_ROUNDS = 15
 MAX_ROUNDS_LIMIT = 1000

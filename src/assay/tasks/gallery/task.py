@@ -15,7 +15,7 @@ from pydantic import create_model
 
 from assay.core.templates import render, sandbox
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
-from assay.data.math500 import last_boxed
+from assay.data.boxed import last_boxed
 from assay.errors import ConfigError, DatasetError
 from assay.metrics.registry import get_metric
 from assay.metrics.summary import error_messages, extraction_rate, score_summary, usage_summary
