@@ -167,8 +167,8 @@ def model_facts(run: dict[str, Any]) -> list[tuple[str, str]]:
             " (the original run's; not called again)" if rescored else "")))
     if model.get("roles"):
         rows.append(("roles", roles_text(model["roles"])))
-    if rescored and original_judges(run):
-        rows.append(("original run's judge", original_judges(run)))
+    if rescored and (judges := original_judges(run)):
+        rows.append(("original run's judge", judges))
     generation = dict(spec.get("params") or {})
     for key in ("max_tokens", "temperature"):
         given = (spec.get("task_options") or {}).get(key)

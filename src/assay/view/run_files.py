@@ -58,8 +58,8 @@ def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, 
     model_rows = [("model", model_label(model))] + [
         (str(k), roles_text(v) if k == "roles" else _text(v)) for k, v in model.items()
         if k not in ("model", "name", "spec") and v not in (None, "", {}, [])]
-    if original_judges(run):  # a re-scoring's roles are its own judges; the original's apart
-        model_rows.append(("original run's judge", original_judges(run)))
+    if judges := original_judges(run):  # a re-scoring's roles are its own; the original's apart
+        model_rows.append(("original run's judge", judges))
     if models_label(run):  # a multi-model parent: each model, and its task's own options
         model_rows = [(f"model {i}", str(m)) for i, m in enumerate(model["models"], 1)]
         options = {"task": options.get("task"), **(options.get("options") or {})}
