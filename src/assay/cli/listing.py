@@ -111,8 +111,8 @@ def list_runs(limit: int | None, as_json: bool, as_jsonl: bool) -> None:
     note = workspace_note()
     store = Store(path, readonly=True)
     try:
-        every = store.list_runs(-1)  # SQLite's LIMIT -1: no limit
-        runs = every[:limit]
+        runs = store.list_runs(limit or -1)  # SQLite's LIMIT -1: no limit
+        total = store.count_runs() if limit else len(runs)
         sessions = store.list_plan_sessions(-1)
         for r in runs:  # the headline stored when each run ended
             record = store.get_run(r["id"])
@@ -122,8 +122,8 @@ def list_runs(limit: int | None, as_json: bool, as_jsonl: bool) -> None:
                 r["label"] = models_label(record)
     finally:
         store.close()
-    shown = (f"showing {len(runs)} of {len(every)} runs (--limit {limit}; without it, "
-             "every run)" if len(runs) < len(every) else None)
+    shown = (f"showing {len(runs)} of {total} runs (--limit {limit}; without it, "
+             "every run)" if len(runs) < total else None)
     if as_json or as_jsonl:
         for line in (note, shown):  # on stderr: the output stays one JSON document
             if line:

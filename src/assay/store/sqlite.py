@@ -185,6 +185,9 @@ class Store(DescribedRuns, ParentRuns):
         run["config"] = configuration_of(run, r[17])  # not stored yet: from its spec
         return run
 
+    def count_runs(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         """Most recent runs first, with sample counts; ``resumable``: ``--resume`` has
         something to do (interrupted, failed, or finished with errors)."""
