@@ -22,7 +22,7 @@ from assay.cli.common import (
 from assay.cli.lazy import LazyGroup
 from assay.errors import ConfigError
 from assay.tasks.options import field_kind, parse_assignments
-from assay.tasks.registry import available, resolve
+from assay.tasks.registry import available, looks_like_file, resolve
 
 
 def task_params(options_model: Any) -> list[click.Parameter]:
@@ -141,8 +141,8 @@ class TaskGroup(LazyGroup):
         try:
             return task_command(cmd_name)
         except ConfigError as e:  # a task file's own error is about the file, not the usage
-            is_file = cmd_name.partition("@")[0].endswith((".py", ".yaml", ".yml"))
-            raise click.UsageError(str(e), ctx=None if is_file else ctx) from None
+            raise click.UsageError(str(e), ctx=None if looks_like_file(cmd_name) else ctx
+                                   ) from None
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         shared = [(MODELS_OPTION if o.name == "model" else o).get_help_record(ctx)
