@@ -166,3 +166,27 @@ def test_evaluate_takes_a_task_object_as_a_notebook_defines_it(fake_server, work
         store.close()
     with __import__("pytest").raises(assay.AssayError, match="given as a Python object"):
         assay.evaluate("object:arith", model="openai/fake", base_url=srv.base_url)
+
+
+def test_a_task_object_from_a_module_file_is_named_so_it_resolves_again(tmp_path, monkeypatch):
+    """A ``@task`` from a module file is stored as ``FILE.py@NAME`` (resumable from the
+    command line); a plain function returning a Task declares nothing in its file, so it is
+    named for this process and resolves to itself."""
+    import importlib
+
+    from assay.tasks.registry import reference_of, resolve
+
+    (tmp_path / "mytasks.py").write_text(
+        "from assay import Sample, Score, Task, task\n"
+        "def _t():\n"
+        "    return Task(samples=[Sample('0', 'q', 'a')],\n"
+        "                scorer=lambda s, o: Score('s', 1.0, o.output))\n"
+        "@task\ndef decorated() -> Task:\n    return _t()\n"
+        "def plain() -> Task:\n    return _t()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("mytasks")
+    ref = reference_of(mod.decorated)
+    assert ref == f"{(tmp_path / 'mytasks.py').resolve()}@decorated"
+    assert resolve(ref).name == "decorated"
+    ref = reference_of(mod.plain)
+    assert ref == "object:plain" and resolve(ref).name == "plain"

@@ -91,7 +91,8 @@ def reference_of(obj: Any) -> str:
     file other than the running script (resumable from the command line), else
     ``object:NAME``, known to this process (a notebook's or a script's own task)."""
     declared = obj
-    if not isinstance(obj, TaskFactory) and not (isinstance(obj, type) and issubclass(obj, Task)):
+    decorated = isinstance(obj, TaskFactory) or (isinstance(obj, type) and issubclass(obj, Task))
+    if not decorated:
         if not callable(obj):
             raise ConfigError(f"a task is a name, FILE.py[@NAME], FILE.yaml or a @task "
                               f"function or Task subclass, not {type(obj).__name__}")
@@ -99,7 +100,8 @@ def reference_of(obj: Any) -> str:
     fn = getattr(declared, "fn", declared)
     module = sys.modules.get(getattr(fn, "__module__", "") or "")
     file = getattr(module, "__file__", None)
-    if file and module.__name__ != "__main__" and file.endswith(".py"):
+    # only a decorated task is found again in its file (a plain function declares nothing)
+    if decorated and file and module.__name__ != "__main__" and file.endswith(".py"):
         return f"{Path(file).resolve()}@{declared.name}"
     _OBJECTS[declared.name] = declared
     return f"{OBJECT_PREFIX}{declared.name}"
