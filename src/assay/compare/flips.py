@@ -61,7 +61,7 @@ def attach_outputs(store: Store, result: dict[str, Any],
             r = ra if ra is not None else rb
             choices = (r.metadata or {}).get("choices") if r is not None else None
             # a multiple-choice target as the letter the outputs answer with
-            f["target"] = ((target_letters(r.target, choices) if isinstance(choices, list)
-                            else None) or as_text(r.target if r is not None else None))
+            f["target"] = ((target_letters(r.target, choices) if r is not None else None)
+                           or as_text(r.target if r is not None else None))
             f["a_output"] = _output(ra) if ra is not None else ""
             f["b_output"] = _output(rb) if rb is not None else ""

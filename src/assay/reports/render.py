@@ -97,7 +97,7 @@ def shown_target(target: Any, metadata: dict[str, Any] | None) -> str:
     """A sample's target as its answer is shown: a multiple-choice one as the letter the
     prompt asks for (``A``, never the index ``0`` beside the model's ``A``)."""
     choices = (metadata or {}).get("choices")
-    letters = target_letters(target, choices) if isinstance(choices, list) and choices else None
+    letters = target_letters(target, choices)
     return letters or ("" if target is None else _short(target, 120))
 
 

@@ -58,9 +58,12 @@ def choice_target_index(t: Any, choices: Sequence[str]) -> int:
         "or the text of one of the choices")
 
 
-def target_letters(target: Any, choices: Sequence[str]) -> str | None:
+def target_letters(target: Any, choices: Any) -> str | None:
     """A multiple-choice target as the letter the prompt asks for (``"A"``; a list of
-    targets ``"A, C"``), shown beside the model's letter; ``None`` when it names no option."""
+    targets ``"A, C"``), shown beside the model's letter; ``None`` when it names no option
+    or ``choices`` (as a sample's metadata holds them) is no list of options."""
+    if not isinstance(choices, list) or not choices:
+        return None
     try:
         return ", ".join(LETTERS[choice_target_index(t, choices)] for t in target_list(target))
     except (ValueError, IndexError):

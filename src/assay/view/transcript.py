@@ -182,7 +182,7 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
     meta = row.get("metadata")
     choices = meta.get("choices") if isinstance(meta, dict) else None
     # a multiple-choice target as the letter the prompt asks for, as the answer is shown
-    letters = target_letters(row.get("target"), choices) if isinstance(choices, list) else None
+    letters = target_letters(row.get("target"), choices)
     return {
         "input": _block(row.get("input")), "target": _block(letters or row.get("target")),
         "turns": turns,
