@@ -29,3 +29,9 @@ def test_list_tasks_fits_80_columns_with_every_name_and_description_whole(tmp_pa
     assert re.search(r"Berkeley Function Calling Leaderboard v4 \(single- ?turn, multi-turn, "
                      r"agentic\), official verdicts, fc or prompt mode\. \[tool_use; agent; "
                      r"data: assay data pull bfcl\]", text), text[:600]
+
+
+def test_a_one_task_plan_says_1_task(tmp_path: Path) -> None:
+    shown = run("plan", "evaluate grade-school math word problems", "--yes", "-o",
+                str(tmp_path / "p.yaml"), cwd=tmp_path)
+    assert re.search(r"^plan written to \S+p\.yaml: 1 task \(gsm8k\)$", shown, re.M), shown

@@ -16,6 +16,7 @@ from assay.pipelines.plan import resume_plan, start_plan
 from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
 from assay.plan.schema import is_plan_file, read_plan  # noqa: F401 - assay run asks it
 from assay.reports.render import fmt_value
+from assay.reports.values import counted
 from assay.store.sqlite import Store
 
 
@@ -107,7 +108,7 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
     kept = [s for s in written.trace if s.get("step") == "write"]
     if kept:
         click.echo(f"the plan that was at {path} is kept as {kept[-1]['outputs']['kept_as']}")
-    click.echo(f"plan written to {path}: {len(written.tasks)} tasks "
+    click.echo(f"plan written to {path}: {counted(len(written.tasks), 'task')} "
                f"({', '.join(t.label for t in written.tasks) or 'none'})")
     click.echo(f"run it with: assay run {path} --model {written.models.model}")
 
@@ -138,7 +139,7 @@ def plan_command(path: str) -> click.Command:
         finally:
             store.close()
         click.echo(f"plan run {done.run_id}: {sum(1 for c in done.children if c)} of "
-                   f"{len(done.children)} tasks run")
+                   f"{counted(len(done.children), 'task')} run")
         for row in done.summary.get("tasks", []):
             value = row.get("value")
             shown = fmt_value(value) if value is not None else row.get("status", "not run")

@@ -9,6 +9,7 @@ from assay.cli.report import existing_store
 from assay.errors import ConfigError
 from assay.metrics.format import fmt_rate
 from assay.reports.render import write_reports
+from assay.reports.values import counted
 from assay.rescore import rescore
 from assay.store.described import run_headline
 from assay.tasks.options import parse_assignments
@@ -51,8 +52,9 @@ def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
         judged = (f"; {done.judge_calls} calls to {', '.join(done.judges)} "
                   f"({done.judge_cache_hits} answered by the response cache)"
                   if done.judges else "")
-        click.echo(f"run {done.run_id} scores run {done.parent_id} again: {done.rescored} "
-                   f"samples scored, {done.errors} errors, no call to the model under "
+        click.echo(f"run {done.run_id} scores run {done.parent_id} again: "
+                   f"{counted(done.rescored, 'sample')} scored, {counted(done.errors, 'error')}, "
+                   "no call to the model under "
                    f"test{judged}")
         head = run_headline(run)  # stored with the new run when it was finalized
         if head:

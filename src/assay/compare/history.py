@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.compare.runs import compare_runs, model_name
 from assay.errors import ConfigError
-from assay.reports.values import rescored_text
+from assay.reports.values import counted, rescored_text
 from assay.store.described import run_headline
 from assay.store.fingerprint import differences, differences_text
 
@@ -75,7 +75,7 @@ def _pick(configs: dict[str, dict[str, Any]], wanted: str | None, newest: str) -
     found = [fp for fp in configs if fp.startswith(wanted)]
     if len(found) == 1:
         return found[0]
-    listing = ", ".join(f"{fp} ({c['runs']} runs)" for fp, c in configs.items())
+    listing = ", ".join(f"{fp} ({counted(c['runs'], 'run')})" for fp, c in configs.items())
     what = "matches several" if found else "matches none"
     raise ConfigError(f"--fingerprint {wanted!r} {what} of this history's configurations: "
                       f"{listing}")

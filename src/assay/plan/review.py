@@ -25,6 +25,7 @@ from assay.plan.steps import (
     resolve_task,
     source_of,
 )
+from assay.reports.values import counted
 from assay.tasks.gallery.entry import find_entry
 from assay.tasks.options import validate_options
 from assay.tasks.registry import plannable_tasks, resolve
@@ -141,7 +142,7 @@ def _edit(s: Any, echo: Echo) -> str:
     except AssayError as e:
         return f"{e}; the plan is unchanged"
     s.set_plan(edited, remember=True)
-    echo(f"plan edited: {len(edited.tasks)} tasks")
+    echo(f"plan edited: {counted(len(edited.tasks), 'task')}")
     return ""
 
 
