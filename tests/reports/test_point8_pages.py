@@ -78,7 +78,8 @@ def test_the_summary_shows_an_uneven_interval_as_itself_never_as_plus_minus(
 
 #: what a question, a target and a reply hold: markup, entities, a pipe, backslashes
 QUESTION = ('What is <script>window.__xss=1</script> a | b &amp; c &lt;i&gt; '
-            '\\<img src=x onerror="window.__xss=2"> <!-- note --> 2 < 3?')
+            '\\<img src=x onerror="window.__xss=2"> <!-- note --> 2 < 3? '
+            '[click](javascript:window.__xss=4) ![pixel](https://example.invalid/p.png)')
 TARGET = "<b>bold</b> & <https://example.invalid/x>"
 REPLY = '<img src=x onerror="window.__xss=3"> \\| done'
 
@@ -96,7 +97,8 @@ def test_report_md_is_plain_text_and_inert_in_a_markdown_viewer(
     # 1. read as text: no entity made, only a backslash before what would be HTML
     row = next(line for line in md.splitlines() if line.startswith("| x1 |"))
     assert ('| x1 | What is \\<script>window.__xss=1\\</script> a \\| b \\&amp; c \\&lt;i\\&gt; '
-            '\\\\\\<img src=x onerror="window.__xss=2"> \\<!-- note --> 2 < 3? | '
+            '\\\\\\<img src=x onerror="window.__xss=2"> \\<!-- note --> 2 < 3? '
+            '\\[click](javascript:window.__xss=4) !\\[pixel](https://example.invalid/p.png) | '
             '\\<b>bold\\</b> & \\<https://example.invalid/x> | ') in row, row
     assert "&lt;script" not in md and "&amp;amp;" not in md and "&#" not in md
     # 2. rendered by a Markdown viewer that passes raw HTML through: only text, the data's
@@ -104,7 +106,7 @@ def test_report_md_is_plain_text_and_inert_in_a_markdown_viewer(
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
     page.set_content(f"<!DOCTYPE html><meta charset=utf-8><body>{html}</body>")
     assert page.evaluate("() => window.__xss") is None
-    for tag in ("script", "img", "b", "a"):
+    for tag in ("script", "img", "b", "a"):  # no link, no image: [...](...) is text
         expect(page.locator(f"table {tag}")).to_have_count(0)
     cells = page.locator("table").last.locator("tr").nth(1).locator("td")
     expect(cells.nth(0)).to_have_text("x1")

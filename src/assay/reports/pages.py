@@ -22,9 +22,10 @@ TEMPLATES = Path(__file__).parent / "templates"
 FORMATS = {"markdown": "md", "html": "html"}
 
 
-#: a ``<`` that opens HTML (a tag, comment, declaration, autolink) or an ``&`` that reads
+#: a ``<`` that opens HTML (a tag, comment, declaration, autolink), an ``&`` that reads
 #: as an entity, with the backslashes just before it
 _MD_ACTIVE = re.compile(r"(\\*)(<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;))")
+_MD_BRACKET = re.compile(r"(\\*)(\[)")
 _MD_PIPE = re.compile(r"(\\*)\|")
 
 
@@ -35,13 +36,16 @@ def _backslashed(m: re.Match[str]) -> str:
 
 
 def md_escape(value: Any) -> Any:
-    """A string made inert for Markdown: ``<`` where it would start HTML and ``&`` where it
-    would start an entity get a backslash, so ``<script>`` shows as ``\\<script>`` in a
-    terminal and as ``<script>`` text in a Markdown viewer; never an entity (other values
-    as is)."""
+    """A string made inert for Markdown: ``<`` where it would start HTML, ``&`` where it
+    would start an entity and ``[`` where it may start a link or an image get a backslash, so
+    ``<script>`` shows as ``\\<script>`` in a terminal and as ``<script>`` text in a
+    Markdown viewer; never an entity (other values as is)."""
     if not isinstance(value, str):
         return value
-    return _MD_ACTIVE.sub(_backslashed, value)
+    value = _MD_ACTIVE.sub(_backslashed, value)
+    # a "[" may open a link or an image where a "](" or "][" comes after it
+    end = max(value.rfind("]("), value.rfind("]["))
+    return _MD_BRACKET.sub(_backslashed, value[:end]) + value[end:] if end > 0 else value
 
 
 def md_cell(value: Any) -> str:
