@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 
 from assay.cli.app import app
 from assay.tasks.gallery.entry import all_entries
+from assay.testing import FakeServer
 
 
 def run(*args: str, cwd: Path) -> str:
@@ -35,3 +37,29 @@ def test_a_one_task_plan_says_1_task(tmp_path: Path) -> None:
     shown = run("plan", "evaluate grade-school math word problems", "--yes", "-o",
                 str(tmp_path / "p.yaml"), cwd=tmp_path)
     assert re.search(r"^plan written to \S+p\.yaml: 1 task \(gsm8k\)$", shown, re.M), shown
+
+
+def test_compare_and_list_runs_fit_80_columns_and_say_every_column_whole(
+        tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": f"a_rather_long_sample_identifier_{i}",
+                                        "question": f"Say w{i}", "answer": f"w{i}"}) + "\n"
+                            for i in range(12)))
+    runs = []
+    with FakeServer(default_reply="Answer: w1") as first, \
+            FakeServer(default_reply="Answer: nothing") as second:
+        for server in (first, second):
+            shown = run("run", "qa", "--data", str(data), "--model", "openai/fake",
+                        "--base-url", server.base_url, "-q", cwd=tmp_path)
+            runs.append(re.search(r"^run (\S+) finished", shown, re.M).group(1))
+    compared = run("compare", *runs, cwd=tmp_path)
+    assert "broken by B (1): a_rather_long_sample_identifier_1" in compared, compared
+    # every line but the written files' paths (whole, to be copied)
+    long = [line for line in compared.splitlines()
+            if len(line) > 80 and not Path(line.split(": ", 1)[-1]).exists()]
+    assert not long, long
+    # a wrapped line goes on under itself: the configuration's fingerprints, both headlines
+    assert re.search(r"^    \S", compared, re.M), compared
+    listed = run("list", "runs", cwd=tmp_path).splitlines()
+    assert listed[0].split() == ["run", "task", "/", "model", "status", "n", "err", "headline"]
+    assert all(len(line) <= 80 and line == line.rstrip() for line in listed), listed

@@ -155,12 +155,12 @@ def test_the_viewer_has_a_history_page_linked_from_a_run_and_the_runs_list(
     row = page.locator(f'tr.run-row[data-run-id="{made["clean_m1"]}"]')
     row.locator("a.history-link").click()
     expect(page).to_have_url(f"{site.base}/history/qa")
-    expect(page.locator("#history h1")).to_have_text("History of qa")
+    expect(page.locator("main h1")).to_have_text("History of qa")
     # the newest run's configuration (the failed run's: another endpoint) is shown first;
     # the clean runs of openai/m1 are a configuration of their own, one click away
     page.goto(f"{site.base}/run/{made['clean_m1']}")
     page.locator("#history-link").click()
-    expect(page.locator("#history h1")).to_have_text("History of qa")
+    expect(page.locator("main h1")).to_have_text("History of qa")
     table = page.locator("#history table").last
     ids = [made["errors"], made["clean_m1"]]
     for rid in ids:  # each run of the configuration, linked to its page
@@ -172,6 +172,10 @@ def test_the_viewer_has_a_history_page_linked_from_a_run_and_the_runs_list(
     # every configuration at once, then back to one by its link
     page.locator("#history-all").click()
     expect(page.locator("#history")).to_contain_text("mixing")
+    # the page's title first, then the bar that picks a configuration
+    expect(page.locator("main h1")).to_have_count(1)
+    assert (page.locator("main h1").bounding_box()["y"]
+            < page.locator("#configurations-nav").bounding_box()["y"])
     (n_qa,), = rows(made["home"] / "assay.db", "SELECT COUNT(*) FROM runs WHERE task = 'qa'")
     expect(page.locator("#history table").last.locator("a.run-link")).to_have_count(n_qa)
     page.locator("a.config-link").first.click()

@@ -144,7 +144,10 @@ def list_runs(limit: int | None, as_json: bool, as_jsonl: bool) -> None:
         # a terminal too narrow even for the ids and counts wraps the rows; nothing is cut
         console.width = max(console.width, sum(c.width or 0 for c in table.columns)
                             + 2 * (len(table.columns) - 1))
-        console.print(table)
+        with console.capture() as shown_table:
+            console.print(table)
+        for line in shown_table.get().splitlines():  # no padding after the last column
+            click.echo(line.rstrip())
     else:
         click.echo(f"no runs yet in {path.parent}")
     if shown:
@@ -164,7 +167,7 @@ def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
         ("run", lambda r: r["id"]), ("status", lambda r: r["status"]),
         ("n", lambda r: str(r["samples"])), ("err", lambda r: str(r["errors"])))}
     room = width - sum(fixed.values()) - 2 * (len(_RUN_COLUMNS) - 1)  # two spaces between
-    task_full = max(len(_task_and_model(r, 1 << 16)) for r in runs)
+    task_full = max([len("task / model"), *(len(_task_and_model(r, 1 << 16)) for r in runs)])
     head_full = max([len("headline"), *(len(_headline(r)) for r in runs)])
     # the headline keeps at least half the room; the task and model take the rest
     head_w = max(min(head_full, max(room - task_full, room // 2)), 8)

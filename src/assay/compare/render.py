@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,10 @@ def summary_lines(result: dict[str, Any], flips_shown: int = 10,
                 if len(flips) > outputs_shown:
                     lines.append(f"  ... {len(flips) - outputs_shown} more with both outputs "
                                  "in compare.md and compare.html")
-    return lines
+    # a line wider than the terminal wraps under itself, words whole (outputs are cut above)
+    return [part for line in lines for part in textwrap.wrap(
+        line, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+        or [line]]
 
 
 def write_comparison(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:

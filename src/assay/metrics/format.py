@@ -1,4 +1,4 @@
-"""Metric values as text, for every layer that prints them."""
+"""Metric values and counts as text, for every layer that prints them."""
 
 from __future__ import annotations
 
@@ -17,3 +17,8 @@ def fmt_rate(value: dict[str, Any]) -> str:
     elif value.get("n") is not None:
         s += f" (n={value['n']})"
     return s
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 task``, ``2 tasks``: a count and its noun, agreeing (``plural`` when irregular)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

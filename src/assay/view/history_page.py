@@ -44,7 +44,7 @@ def _history(store: Store, task: str, model: str | None, fingerprint: str | None
     links = {p["id"]: f"/run/{quote(p['id'], safe='')}" for p in hist["points"]}
     # autoescaped by the page renderer: safe to place as is
     body = Markup(render_page("history", {**history_context(hist), "fragment": True,
-                                          "run_links": links}))
+                                          "titled": True, "run_links": links}))
     configs = [{"fingerprint": c["fingerprint"], "runs": c["runs"], "shown": c["shown"],
                 "text": c.get("text") or "",
                 "url": history_url(task, model=model, fingerprint=c["fingerprint"])}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.core.types import SampleResult
+from assay.metrics.format import counted
 from assay.tasks.converse.metrics import judge_of
 
 MAX_CHATS = 200
@@ -65,7 +66,8 @@ def converse_report(metrics: dict[str, Any], results: list[SampleResult]) -> dic
         judge = judge_of(r)
         sections.append({
             "title": title,
-            "note": (f"score {_fmt(r.score_value('score'))} · {conv.get('rounds', 0)} round(s) "
+            "note": (f"score {_fmt(r.score_value('score'))} · "
+                     f"{counted(int(conv.get('rounds') or 0), 'round')} "
                      f"· ended by {conv.get('ended_by') or '—'}"
                      + (f" · judged by {judge}" if judge else "")
                      + (f" · agent error: {conv.get('agent_error')}" if conv.get('agent_error')
@@ -81,6 +83,6 @@ def converse_report(metrics: dict[str, Any], results: list[SampleResult]) -> dic
     for role in metrics.get("same_model_as_agent") or []:
         recs.append(f"The {role} is the agent under test: give another with --{role}-model.")
     if metrics.get("invalid_verdicts"):
-        recs.append(f"{metrics['invalid_verdicts']} verdict(s) were invalid: use a stronger "
-                    "judge or --judge-samples.")
+        recs.append(f"{counted(metrics['invalid_verdicts'], 'verdict')} came back invalid: "
+                    "use a stronger judge or --judge-samples.")
     return {"sections": sections, "recommendations": recs}

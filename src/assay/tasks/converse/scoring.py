@@ -10,6 +10,7 @@ from typing import Any
 
 from assay.core.types import Score
 from assay.errors import ConfigError
+from assay.metrics.format import counted
 from assay.models.registry import capabilities_of
 from assay.sandbox import Limits
 from assay.scoring.judge import Vote, poll
@@ -111,7 +112,7 @@ def case_scores(case: Case, verdicts: list[dict[str, Any]], conv: dict[str, Any]
     value = hit_w / judged_w
     why = f"{hit_w:g}/{judged_w:g} of the weight hit"
     if n_invalid:
-        why += f"; {n_invalid} invalid verdict(s) left out"
+        why += f"; {counted(n_invalid, 'invalid verdict')} left out"
     return [Score("score", value, f"{hit_w:g}/{judged_w:g}", why, meta),
             Score("passed", 1.0 if value >= threshold - 1e-12 else 0.0, None,
                   f"score {value:.3f} vs threshold {threshold:g}")]

@@ -18,6 +18,7 @@ from pydantic import field_validator
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.math500 import integer_form
+from assay.metrics.format import counted
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.datagen.generate_metrics import generate_metrics, generate_report_extra
 from assay.tasks.datagen.generate_outputs import (
@@ -223,10 +224,11 @@ class GenerateTask(Task):
             fails = m.get("failures") or []
             last = fails[-1].get("reasons", []) if fails else []
             return [Score("valid", 0.0, None,
-                          f"no valid problem after {attempts} attempt(s): " + "; ".join(last),
+                          f"no valid problem after {counted(attempts, 'attempt')}: "
+                          + "; ".join(last),
                           {**common, "reasons": last})]
-        return [Score("valid", 1.0, problem["problem"], f"valid after {attempts} attempt(s)",
-                      common)]
+        return [Score("valid", 1.0, problem["problem"],
+                      f"valid after {counted(attempts, 'attempt')}", common)]
 
     @classmethod
     def metrics(cls, results: list[SampleResult],

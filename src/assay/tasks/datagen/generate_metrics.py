@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from assay.core.types import SampleResult
+from assay.metrics.format import counted
 from assay.metrics.stats import mean_with_ci, proportion
 from assay.metrics.summary import clustered_rate
 from assay.tasks.datagen.generate_outputs import generated_problem, generation_failures
@@ -94,6 +95,6 @@ def generate_report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
                     "included."})
     recs = []
     if metrics.get("n_failed"):
-        recs.append(f"{metrics['n_failed']} generation(s) failed validation after all "
+        recs.append(f"{counted(metrics['n_failed'], 'generation')} failed validation after all "
                     "attempts; they are excluded from the problem set.")
     return {"sections": sections, "recommendations": recs}

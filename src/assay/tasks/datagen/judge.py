@@ -11,6 +11,7 @@ from typing import Any
 
 from assay.core.types import Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
+from assay.metrics.format import counted
 from assay.scoring.judge import JudgeModels, RoleURL, combine, jury_of, poll
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.families import model_family, self_preference_warning
@@ -165,7 +166,7 @@ class JudgeTask(Task):
                  "attempts": v.attempts, "reasons": v.refused} for v in votes])
         if verdict.invalid:
             return [Score(SCORE_NAME, None, None,
-                          f"invalid verdict after {common['attempts']} attempt(s): "
+                          f"invalid verdict after {counted(common['attempts'], 'attempt')}: "
                           + "; ".join(r for r in reasons if r),
                           {**common, "scores": None, "invalid": True, "reasons": reasons})]
         scores = verdict.value

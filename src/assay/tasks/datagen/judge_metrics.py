@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.core.types import SampleResult
+from assay.metrics.format import counted
 from assay.metrics.stats import proportion
 from assay.metrics.summary import error_messages, usage_summary
 from assay.tasks.datagen.families import self_preference_warning
@@ -178,7 +179,7 @@ def judge_report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
         recs.append(metrics["self_preference_warning"])
     inv = metrics.get("invalid_rate") or {}
     if inv.get("value"):
-        recs.append(f"{metrics['n_invalid']} verdict(s) were invalid after a retry "
+        recs.append(f"{counted(metrics['n_invalid'], 'verdict')} stayed invalid after a retry "
                     f"({inv['value']:.0%}); use a stronger judge or constrained decoding.")
     if len(metrics.get("judge_models") or []) < 2:
         recs.append("A single judge: consider a jury of judges from different families "

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from assay.core.types import SampleResult
+from assay.metrics.format import counted
 from assay.metrics.stats import proportion
 from assay.metrics.summary import error_messages, usage_summary
 from assay.tasks.datagen.families import self_preference_warning
@@ -131,6 +132,6 @@ def winrate_report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
     if metrics.get("self_preference_warning"):
         recs.append(metrics["self_preference_warning"])
     if metrics["n_invalid_pairs"]:
-        recs.append(f"{metrics['n_invalid_pairs']} pair(s) had an invalid verdict and were "
-                    "excluded.")
+        recs.append(f"{counted(metrics['n_invalid_pairs'], 'pair')} had an invalid verdict "
+                    "(excluded).")
     return {"sections": sections, "recommendations": recs}

@@ -12,6 +12,7 @@ from typing import Any
 
 from assay.core.atomic import atomic_open, atomic_write_text
 from assay.core.types import SampleResult
+from assay.metrics.format import counted
 from assay.tasks.gaia.layouts import OFFICIAL_COUNTS
 
 LEADERBOARD_URL = "https://huggingface.co/spaces/gaia-benchmark/leaderboard"
@@ -76,7 +77,7 @@ def write_submission(run: dict[str, Any], results: list[SampleResult], out_dir: 
         "## Is this file ready?",
         "",
         f"- {'Yes' if ok else 'No'}: {counts_line}.",
-        f"- {errors} task(s) ended in an error and carry an empty answer (scored wrong)."
+        f"- {counted(errors, 'task')} ended in an error, with an empty answer (scored wrong)."
         if errors else "- No task ended in an error.",
         "- Test split: the gold answers are private, so assay scored nothing; the leaderboard "
         "scores the upload." if not scored else

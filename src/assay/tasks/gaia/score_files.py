@@ -11,7 +11,7 @@ from typing import Any
 
 from assay.data.files import read_jsonl
 from assay.errors import DatasetError
-from assay.metrics.format import fmt_rate
+from assay.metrics.format import counted, fmt_rate
 from assay.metrics.stats import proportion
 from assay.tasks.gaia.scoring import get_scorer
 
@@ -44,7 +44,8 @@ class GAIAScoreReport:
                 lines.append(f"level {lvl}      "
                              f"{fmt_rate(proportion(sum(v['correct'] for v in vs), len(vs)))}")
         if self.missing:
-            lines.append(f"{len(self.missing)} answer(s) have no prediction (not counted): "
+            lines.append(f"{counted(len(self.missing), 'answer')} without a prediction "
+                         "(not counted): "
                          f"{', '.join(self.missing[:3])}{'...' if len(self.missing) > 3 else ''}")
         return "\n".join(lines)
 

@@ -17,6 +17,7 @@ from assay.data import cache
 from assay.data.files import read_hf, sha256_file
 from assay.data.wheels import check_package, extract, fetch_wheel, kept_wheel, wheel_names
 from assay.errors import ConfigError, DatasetError
+from assay.metrics.format import counted
 from assay.tasks.gallery.entry import GalleryEntry, entries_dir, get_entry
 
 OWNER = "gallery"
@@ -215,7 +216,8 @@ def pull_line(name: str, *, version: str | None = None, wheel: Path | None = Non
                           "--version is not for it")
     got = pull(entry, wheel=Path(wheel) if wheel else None, force=force)
     where = got.members[0].parent if got.members else cache_dir()
-    return f"{entry.name}: {len(got.members)} file(s) from {entry.source.describe()} in {where}"
+    return (f"{entry.name}: {counted(len(got.members), 'file')} from "
+            f"{entry.source.describe()} in {where}")
 
 
 def present(name: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError, DatasetError
+from assay.metrics.format import counted
 from assay.scoring.judge import JudgeModels, RoleURL, jury_of
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
 from assay.tasks.datagen.families import self_preference_warning
@@ -128,7 +129,7 @@ class MTBenchTask(Task):
                         f"answer, as FastChat grades {', '.join(ds.NEED_REF_CATS)}; {where}")
                 if len(ref) < 2:
                     raise DatasetError(f"{refs_path}: the reference answer of question "
-                                       f"{q.question_id} has {len(ref)} turn(s), not 2")
+                                       f"{q.question_id} has {counted(len(ref), 'turn')}, not 2")
             samples.append(Sample(
                 id=str(q.question_id), input=q.turns[0], target=ref[:2] if ref else None,
                 metadata={"question_id": q.question_id, "category": q.category,
@@ -213,7 +214,7 @@ class MTBenchTask(Task):
             info["judge_models"] = [j.model_id for j in jury]
         why = ", ".join(f"turn {t['turn']}: {_fmt(t['rating'])} ({t['prompt']})" for t in turns)
         if n_invalid:
-            why += f"; {n_invalid} invalid verdict(s) left out, not scored"
+            why += f"; {counted(n_invalid, 'invalid verdict')} left out, not scored"
         answer = None if n_invalid == 2 else " / ".join(_fmt(r) for r in ratings)
         return [Score(SCORE_NAME, mtbench_score(ratings), answer, why, info),
                 *(Score(f"turn_{t['turn']}", t["rating"], _fmt(t["rating"]),
@@ -260,7 +261,7 @@ class MTBenchTask(Task):
             recs.append("The judge was the model under test: a judge favours its own answers. "
                         "Rerun with --judge-model set to another (stronger) model.")
         if metrics.get("invalid_verdicts"):
-            recs.append(f"{metrics['invalid_verdicts']} verdict(s) had no readable rating "
+            recs.append(f"{counted(metrics['invalid_verdicts'], 'verdict')} had no readable rating "
                         "after a retry; they are left out of every mean. A judge that "
                         "follows the [[rating]] format better removes them.")
         return {"sections": sections, "recommendations": recs}

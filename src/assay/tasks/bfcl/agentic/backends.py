@@ -70,7 +70,8 @@ def check_requirements(category: str) -> None:
     missing = _missing(names)
     if missing:
         listed = ", ".join(_DISTRIBUTION.get(m, m) for m in missing)
-        problems.append(f"BFCL {category} needs the package(s) {listed}: "
+        noun = "package" if len(missing) == 1 else "packages"
+        problems.append(f"BFCL {category} needs the {noun} {listed}: "
                         f"pip install 'assay[{extra}]'")
     if problems:
         raise ConfigError("; ".join(problems))
