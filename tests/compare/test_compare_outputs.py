@@ -134,12 +134,12 @@ def test_history_draws_one_series_per_configuration(cold_and_hot, workspace):
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     shown_fp = hist["fingerprint"]
-    assert lines[1].startswith(f"configuration {shown_fp} (2 run(s)): qa · openai/m · "
+    assert lines[1].startswith(f"configuration {shown_fp} (2 runs): qa · openai/m · "
                                "scorer exact_match · temperature 0.0 · data ")
-    assert lines[2] == ("3 other configuration(s) not shown (--fingerprint F to show one, "
+    assert lines[2] == ("3 other configurations not shown (--fingerprint F to show one, "
                         "--all to mix them):")
     hot_fp = next(fp for fp, c in configs.items() if "temperature" in c["text"])
-    assert f"  {hot_fp} (1 run(s)): differs in temperature 0.0 -> 0.7" in lines
+    assert f"  {hot_fp} (1 run): differs in temperature 0.0 -> 0.7" in lines
     # one picked by a prefix of its fingerprint; --all mixes them, each run marked
     picked = json.loads(assay("history", "qa", "--fingerprint", hot_fp[:6], "--json").stdout)
     assert [pt["id"] for pt in picked["points"]] == [b]

@@ -22,7 +22,12 @@ from scipy.stats import binomtest, fisher_exact, ttest_rel
 
 from assay.api import make_spec, run_async
 from assay.compare.history import task_history
-from assay.compare.history_render import history_lines, history_svg, write_history
+from assay.compare.history_render import (
+    configuration_lines,
+    history_lines,
+    history_svg,
+    write_history,
+)
 from assay.compare.paired import paired_bootstrap, paired_continuous
 from assay.compare.render import fmt_p, summary_lines, write_comparison
 from assay.compare.runs import compare_runs, load_scores
@@ -538,6 +543,21 @@ def test_summary_line_at_exactly_ten_and_history_of_an_unknown_task(store):
     assert any(ln.startswith("score: A 10.50  B 10.00  B-A -0.500") for ln in lines), lines
     with pytest.raises(ConfigError, match="no runs of task 'nosuchtask'"):
         task_history(store, "nosuchtask")
+
+
+def test_configuration_lines_count_runs_and_configurations_in_agreement():
+    parts = {"task": "qa", "model": "openai/m"}
+    one = {"fingerprint": "aaa", "runs": 1, "parts": parts, "text": "same configuration"}
+    two = {"fingerprint": "bbb", "runs": 2, "parts": parts,
+           "text": "same configuration except: temperature 0.0 -> 0.7"}
+    hist = {"fingerprint": "aaa", "configurations": [one, two]}
+    assert configuration_lines(hist) == [
+        "configuration aaa (1 run): qa · openai/m",
+        "1 other configuration not shown (--fingerprint F to show one, --all to mix them):",
+        "  bbb (2 runs): differs in temperature 0.0 -> 0.7"]
+    assert configuration_lines({**hist, "mixed": True}) == [
+        "mixing 2 configurations, each point marked [fingerprint]:",
+        "  [aaa] 1 run: qa · openai/m", "  [bbb] 2 runs: qa · openai/m"]
 
 
 def test_history_chart_scales_to_scores_and_draws_intervals():

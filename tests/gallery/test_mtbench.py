@@ -270,7 +270,7 @@ def test_two_turns_are_asked_and_judged_with_the_wheels_prompts_filled_in(
     assert m["tokens"]["agent"]["input"] == m["input_tokens"]  # the run's are the model's
     assert m["tokens"]["judge"]["input"] > 0 and set(m["tokens"]) == {"agent", "judge"}
     report = Path(result.reports["markdown"]).read_text(encoding="utf-8")
-    assert "Scores by category" in report and "verdict(s) had no readable rating" in report
+    assert "Scores by category" in report and "1 verdict had no readable rating" in report
 
 
 def test_assay_score_gives_the_same_metrics_with_no_model_call(

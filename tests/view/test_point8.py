@@ -138,6 +138,7 @@ def test_the_errors_box_is_shown_only_when_samples_failed(made, site, page, shot
     box = page.locator("#errors")
     expect(box).to_be_visible()
     expect(box).to_contain_text("1 of 4 samples failed")
+    expect(page.locator("dd span.has-errors")).to_have_text("(1 error)")
     expect(box.locator("#top-errors")).to_contain_text("upstream down")
     page.screenshot(path=str(shots / "p8-run-with-errors.png"), full_page=True)
     # report.html, as written when each run ended: an Errors section only where one failed

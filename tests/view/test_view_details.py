@@ -164,7 +164,7 @@ def test_metric_sections_split_rates_figures_tables_and_errors():
                            "n": 4, "official_size": 9}, "2": None,
                      "3": {"value": 1.0, "ci_low": 0.2, "ci_high": 1.0, "n": 1,
                            "method": "wilson", "note": {"k": "é"}}},
-        "confusion": {"tp": 3, "fp": 1},
+        "confusion": {"tp": 3, "fp": 1}, "aggregates": {"live": None, "overall": None},
         "mixed": {"r": {"value": 1, "ci_low": 1, "ci_high": 1, "n": 3}, "x": {"k": 1}},
         "per_task": {"x": {"calls": 3, "mean": 0.5}, "y": {"calls": 1, "mean": 1.0}},
         "records": [{"name": "a", "rate": {"value": 0.25, "ci_low": 0.05, "ci_high": 0.7,
@@ -179,7 +179,9 @@ def test_metric_sections_split_rates_figures_tables_and_errors():
                       "method": "wilson"}),
         ("mean_score", {"value": "7.250", "interval": "[6.500, 8.000]", "n": "n=20",
                         "method": ""})]
-    assert s["figures"] == [("n_samples", "20"), ("tags", '["a", "b"]')]
+    # names comma-joined; a mapping with nothing computed one line, not a table of n/a
+    assert s["figures"] == [("n_samples", "20"), ("tags", "a, b"),
+                            ("aggregates", "none computed (live, overall)")]
     tables = {t["title"]: t for t in s["tables"]}
     assert set(tables) == {"by_level", "confusion", "per_task", "records", "mixed"}
     # a rate among other records: a table of name and value, not a rate table

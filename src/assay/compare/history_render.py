@@ -8,6 +8,7 @@ from typing import Any
 
 from assay.metrics.format import fmt_rate
 from assay.reports.pages import fmt_p, write_pages
+from assay.reports.values import counted
 from assay.store.fingerprint import data_label
 
 __all__ = ["configuration_lines", "history_context", "history_lines", "history_svg",
@@ -52,20 +53,21 @@ def configuration_lines(hist: dict[str, Any]) -> list[str]:
     """Which configuration the history shows, and the others with how they differ."""
     configs = hist.get("configurations") or []
     if hist.get("mixed"):
-        lines = [f"mixing {len(configs)} configuration(s), each point marked [fingerprint]:"]
-        lines += [f"  [{c['fingerprint']}] {c['runs']} run(s): {_summary(c['parts'])}"
+        lines = [f"mixing {counted(len(configs), 'configuration')}, each point marked "
+                 "[fingerprint]:"]
+        lines += [f"  [{c['fingerprint']}] {counted(c['runs'], 'run')}: {_summary(c['parts'])}"
                   + (f" ({c['rescored']})" if c.get("rescored") else "") for c in configs]
         return lines
     shown = next((c for c in configs if c["fingerprint"] == hist["fingerprint"]), None)
     if shown is None:
         return []
-    lines = [f"configuration {shown['fingerprint']} ({shown['runs']} run(s)): "
+    lines = [f"configuration {shown['fingerprint']} ({counted(shown['runs'], 'run')}): "
              f"{_summary(shown['parts'])}"]
     others = [c for c in configs if c is not shown]
     if others:
-        lines.append(f"{len(others)} other configuration(s) not shown (--fingerprint F to "
-                     "show one, --all to mix them):")
-        lines += [f"  {c['fingerprint']} ({c['runs']} run(s)): "
+        lines.append(f"{counted(len(others), 'other configuration')} not shown "
+                     "(--fingerprint F to show one, --all to mix them):")
+        lines += [f"  {c['fingerprint']} ({counted(c['runs'], 'run')}): "
                   + (f"{c['rescored']}; " if c.get("rescored") else "")
                   + c["text"].replace("same configuration except: ", "differs in ")
                   for c in others]

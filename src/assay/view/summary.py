@@ -52,6 +52,10 @@ def rate_cells(entry: dict[str, Any] | None) -> dict[str, str]:
 
 
 def _text(value: Any, name: str | None = None) -> str:
+    """A metrics value as a cell: names (a list of strings) comma-joined, other lists and
+    mappings as JSON, the rest as reports write them."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return fmt_value(value, name)
@@ -105,7 +109,9 @@ def metric_sections(metrics: dict[str, Any] | None) -> dict[str, Any]:
         if is_rate(value):
             rates.append((name, rate_cells(value)))
         elif isinstance(value, dict):
-            if not value:
+            if all(v is None for v in value.values()):  # nothing computed: no table of n/a
+                if value:
+                    figures.append((name, f"none computed ({', '.join(map(str, value))})"))
                 continue
             if all(v is None or is_rate(v) for v in value.values()) and any(
                     is_rate(v) for v in value.values()):

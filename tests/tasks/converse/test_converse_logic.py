@@ -545,7 +545,7 @@ def test_the_report_lists_cases_lowest_first_and_draws_each_chat(tmp_path: Path)
         ["a", "The agent wrote a poem", "3", "llm", "—", 0, 1],
         ["b", "The agent said goodbye", "1", "llm", "0.000", 1, 0]]
     assert [c["title"] for c in chats] == ["Case b", "Case a"]
-    assert chats[1]["note"] == ("score 1.000 · 1 round(s) · ended by max_rounds · judged by "
+    assert chats[1]["note"] == ("score 1.000 · 1 round · ended by max_rounds · judged by "
                                 "openai/judge")
     assert [c["role"] for c in chats[1]["chat"]] == ["examiner", "agent"]
     assert chats[1]["rows"][1][:3] == ["The agent wrote a poem", "3", "invalid"]
@@ -557,7 +557,7 @@ def test_the_report_lists_cases_lowest_first_and_draws_each_chat(tmp_path: Path)
     first, second = vote["reason"].split("; ")  # the same refusal, twice
     assert first == second and first
     assert report["recommendations"] == [
-        "1 verdict(s) were invalid: use a stronger judge or --judge-samples."]
+        "1 verdict came back invalid: use a stronger judge or --judge-samples."]
 
 
 @pytest.mark.parametrize(("code", "reason"), [
@@ -615,7 +615,7 @@ def test_a_verdict_row_keeps_reason_and_agreement_and_all_invalid_keeps_the_rows
                        "invalid": True, "reason": "no verdict", "agreement": None}
     assert score.metadata["ended_by"] == "examiner" and score.metadata["rounds"] == 3
     assert score.metadata["weight_total"] == 6 and score.metadata["judge_model"] == "j"
-    assert score.explanation == "2/3 of the weight hit; 1 invalid verdict(s) left out"
+    assert score.explanation == "2/3 of the weight hit; 1 invalid verdict left out"
     none = case_scores(CASE, [{"invalid": True}] * 3, {"ended_by": "max_rounds"}, 0.5, {})
     assert none[0].explanation == none[1].explanation == "every verdict is invalid"
     assert none[0].metadata["invalid_points"] == 3 and none[0].metadata["ended_by"] == \

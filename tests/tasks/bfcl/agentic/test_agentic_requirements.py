@@ -44,7 +44,7 @@ def test_memory_vector_without_its_packages(fake_server, store, monkeypatch) -> 
         monkeypatch.setitem(sys.modules, name, None)
     srv = fake_server()
     message = str(attempt(store, srv.base_url, "memory_vector"))
-    assert message == ("BFCL memory_vector needs the package(s) sentence-transformers, "
+    assert message == ("BFCL memory_vector needs the packages sentence-transformers, "
                        "faiss-cpu: pip install 'assay[bfcl-vector]'")
     assert srv.requests == [] and store.list_runs() == []
 
@@ -53,7 +53,7 @@ def test_memory_kv_without_its_packages(fake_server, store, monkeypatch) -> None
     monkeypatch.setitem(sys.modules, "rank_bm25", None)
     srv = fake_server()
     message = str(attempt(store, srv.base_url, "memory_kv"))
-    assert message == ("BFCL memory_kv needs the package(s) rank-bm25: "
+    assert message == ("BFCL memory_kv needs the package rank-bm25: "
                        "pip install 'assay[bfcl-memory]'")
     assert srv.requests == []
 
@@ -64,11 +64,11 @@ def test_web_search_without_a_key_or_packages(fake_server, store, monkeypatch) -
     srv = fake_server()
     both = str(attempt(store, srv.base_url, "web_search_base"))
     assert both.startswith("web_search needs a SerpAPI key: set SERPAPI_API_KEY; BFCL "
-                           "web_search_base needs the package(s) html2text")
+                           "web_search_base needs the package html2text")
     assert both.endswith(": pip install 'assay[bfcl-web]'") and "\n" not in both
     monkeypatch.setenv("SERPAPI_API_KEY", "sk-test-not-a-real-key")
     packages = str(attempt(store, srv.base_url, "web_search_no_snippet"))
-    assert packages.startswith("BFCL web_search_no_snippet needs the package(s) html2text")
+    assert packages.startswith("BFCL web_search_no_snippet needs the package html2text")
     assert "sk-test" not in packages
     assert srv.requests == [] and store.list_runs() == []
 
