@@ -60,6 +60,19 @@ def test_compare_and_list_runs_fit_80_columns_and_say_every_column_whole(
     assert not long, long
     # a wrapped line goes on under itself: the configuration's fingerprints, both headlines
     assert re.search(r"^    \S", compared, re.M), compared
+    history = run("history", "qa", "--all", cwd=tmp_path)
+    assert "a_rather" not in history and runs[0] in history, history
+    long = [line for line in history.splitlines()
+            if len(line) > 80 and not Path(line.split(": ", 1)[-1]).exists()]
+    assert not long, long
     listed = run("list", "runs", cwd=tmp_path).splitlines()
     assert listed[0].split() == ["run", "task", "/", "model", "status", "n", "err", "headline"]
     assert all(len(line) <= 80 and line == line.rstrip() for line in listed), listed
+
+
+def test_an_unknown_subcommand_is_one_sentence_naming_the_commands(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["store", "info"], prog_name="assay",
+                                env={"ASSAY_HOME": str(tmp_path)})
+    assert result.exit_code == 2
+    assert "no command 'info' in 'assay store'; its commands: migrate\n" in result.output, \
+        result.output

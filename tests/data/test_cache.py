@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import multiprocessing
 import subprocess
@@ -153,8 +154,10 @@ def test_an_older_math500_cache_without_a_manifest_is_still_read(workspace: Path
 def test_data_list_reads_the_manifest(tmp_path: Path, workspace: Path) -> None:
     whl = a_wheel(tmp_path)
     wheel_data("tiny-data", "1.0", "tiny_data/rows.jsonl", wheel=whl)
+    # read as a script reads it, through a pipe: no terminal width, so nothing cut
+    piped = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     p = subprocess.run([sys.executable, "-m", "assay", "data", "list"], capture_output=True,
-                       text=True)
+                       text=True, env=piped)
     assert p.returncode == 0, p.stderr
     head, row = p.stdout.splitlines()
     assert head.split() == ["name", "cached", "files", "size", "version", "sha256", "for",
@@ -165,7 +168,7 @@ def test_data_list_reads_the_manifest(tmp_path: Path, workspace: Path) -> None:
     assert hashlib.sha256(b'{"q": 1}\n').hexdigest().startswith(cells[6])
     assert cells[-1] == str(whl.resolve())  # the task's own file, not tiny-data==1.0
     everything = subprocess.run([sys.executable, "-m", "assay", "data", "list", "--all"],
-                                capture_output=True, text=True)
+                                capture_output=True, text=True, env=piped)
     rows = {ln.split()[0]: ln.split()[1] for ln in everything.stdout.splitlines()[1:]}
     assert rows[f"{space}/tiny_data/rows.jsonl"] == "yes" and rows["gsm8k"] == "no"
 

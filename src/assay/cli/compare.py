@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from assay.cli.columns import wrapped
 from assay.compare import compare_runs
 from assay.compare.history import task_history
 from assay.compare.history_render import history_lines, write_history
@@ -29,7 +30,7 @@ def _emit(data: dict[str, Any], lines: list[str], paths: dict[str, Path], as_jso
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
         return
-    for line in lines:
+    for line in wrapped(lines):
         click.echo(line)
     for kind, path in paths.items():
         click.echo(f"{kind}: {path}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from assay.cli.columns import table_lines
 from assay.data import cache
 from assay.data.wheels import check_version
 from assay.errors import ConfigError
@@ -73,6 +74,5 @@ def list_data(show_all: bool) -> None:
         return
     head = ("name", "cached", "files", "size", "version", "sha256", "for", "fetched", "origin")
     table = [head, *rows]
-    widths = [max(len(r[c]) for r in table) for c in range(len(head))]
-    for r in table:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    for line in table_lines(table, give=(5, 7, 8)):  # sha256, time and origin give way
+        click.echo(line)

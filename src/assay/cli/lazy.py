@@ -127,5 +127,5 @@ def unknown_command_message(ctx: click.Context, group: click.Group, name: str) -
     if near:
         message += f"; did you mean {' or '.join(near[:3])}?"
     if names and len(names) <= _LISTED_AT_MOST:
-        message += f" Its commands: {', '.join(names)}"
+        message += f"; its commands: {', '.join(names)}"
     return message

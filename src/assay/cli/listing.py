@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import shutil
 import textwrap
 from typing import Any
 
@@ -13,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from assay.cli.columns import columns, table_lines
 from assay.core.paths import find_workspace, workspace_dir, workspace_note
 from assay.errors import AssayError, ConfigError, DatasetError
 from assay.models.registry import listing
@@ -249,7 +249,7 @@ def list_tasks(files: tuple[str, ...], category: str | None, capability: str | N
     source_w = max((len(r[1]) for r in rows), default=0)
     indent = " " * (width + source_w + 4)
     for name, source, description in rows:  # the description wraps under itself
-        click.echo(textwrap.fill(description, _columns(), initial_indent=indent,
+        click.echo(textwrap.fill(description, columns(), initial_indent=indent,
                                  subsequent_indent=indent).replace(
             indent, f"{name:{width}s}  {source:{source_w}s}  ", 1))
     if not files:
@@ -326,18 +326,15 @@ def _list_gallery(entries: dict[str, Any], category: str | None, as_json: bool) 
         click.echo(json.dumps(items, indent=1))
         return
     click.echo(textwrap.fill(f"gallery ({len(items)} entries; run one with: assay run NAME "
-                             "--model M; fetch its data with: assay data pull NAME)", _columns()))
+                             "--model M; fetch its data with: assay data pull NAME)", columns()))
     head = ("name", "category", "size", "source", "checks", "cached")
     table = [head] + [(e.name, e.category, str(e.size or "?"), _source(e), _checks(e),
                        {True: "yes", False: "no", None: "-"}.get(i["cached"], str(i["cached"])))
                       for e, i in zip(chosen, items, strict=True)]
-    widths = _fitted([max(len(r[c]) for r in table) for c in range(len(head))],
-                     cut=(1, 3), room=_columns() - 2 * (len(head) - 1))
-    for r in table:
-        click.echo("  ".join(_cut(v, w).ljust(w) for v, w in zip(r, widths, strict=True))
-                   .rstrip())
+    for line in table_lines(table, give=(1, 3)):
+        click.echo(line)
     click.echo(textwrap.fill("checks: how many of a smoke test, golden answers and real data it passed; "
-                             "an entry in full: assay run NAME --help", _columns()))
+                             "an entry in full: assay run NAME --help", columns()))
 
 
 def _source(entry: Any) -> str:
@@ -353,27 +350,6 @@ def _checks(entry: Any) -> str:
     if r.status == "planned":
         return "planned"
     return f"{sum((r.smoke_tested, r.golden_checked, r.real_data_checked))} of 3"
-
-
-def _columns() -> int:
-    """The terminal's width in columns (``$COLUMNS``, else 100 on a pipe)."""
-    return shutil.get_terminal_size((100, 24)).columns
-
-
-def _fitted(widths: list[int], cut: tuple[int, ...], room: int) -> list[int]:
-    """Column widths within ``room``: the columns in ``cut`` give up width, the widest
-    first, down to 4 each; the others stay whole."""
-    widths = list(widths)
-    while sum(widths) > room:
-        widest = max(cut, key=lambda c: widths[c])
-        if widths[widest] <= 4:
-            break
-        widths[widest] -= 1
-    return widths
-
-
-def _cut(value: str, width: int) -> str:
-    return value if len(value) <= width else value[:width - 1] + "…"
 
 
 @click.command("models")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +84,7 @@ def summary_lines(result: dict[str, Any], flips_shown: int = 10,
                 if len(flips) > outputs_shown:
                     lines.append(f"  ... {len(flips) - outputs_shown} more with both outputs "
                                  "in compare.md and compare.html")
-    # a line wider than the terminal wraps under itself, words whole (outputs are cut above)
-    return [part for line in lines for part in textwrap.wrap(
-        line, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
-        or [line]]
+    return lines
 
 
 def write_comparison(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
