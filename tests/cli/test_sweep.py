@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from assay.cli.app import app
 from assay.tasks.gallery.entry import all_entries
-from assay.testing import FakeServer
+from assay.testing import FakeServer, Rule
 
 
 def run(*args: str, cwd: Path) -> str:
@@ -76,3 +76,20 @@ def test_an_unknown_subcommand_is_one_sentence_naming_the_commands(tmp_path: Pat
     assert result.exit_code == 2
     assert "no command 'info' in 'assay store'; its commands: migrate\n" in result.output, \
         result.output
+
+
+def test_a_run_with_errors_and_hints_says_them_in_80_columns(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"Say w{i}",
+                                        "answer": f"w{i}"}) + "\n" for i in range(4)))
+    boom = Rule(r"Say w0", {"status": 500, "error": "upstream down " + "and out " * 12})
+    with FakeServer(rules=[boom], default_reply="Answer: w1") as server:
+        result = CliRunner().invoke(app, [
+            "run", "qa", "--data", str(data), "--model", "openai/fake", "--base-url",
+            server.base_url, "--max-retries", "0"],
+            env={"COLUMNS": "80", "ASSAY_HOME": str(tmp_path / "home")})
+    shown = result.output
+    assert re.search(r"^error \(1 sample\): HTTP 500", shown, re.M), shown
+    long = [line for line in shown.splitlines()
+            if len(line) > 80 and not Path(line.split(": ", 1)[-1]).exists()]
+    assert not long, long

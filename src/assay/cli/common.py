@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from assay.api import make_spec, run_async
+from assay.cli.columns import wrapped
 from assay.core.failures import ErrorSummary, error_summary
 from assay.core.redact import redact_url
 from assay.engine.loop import run
@@ -20,6 +21,7 @@ from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
 from assay.metrics.format import fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
+from assay.reports.values import counted
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
 from assay.tasks.options import json_or_text
@@ -205,17 +207,18 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
         f" · {name} {r['model']}{' at ' + r['endpoint'] if r.get('endpoint') else ''}: "
         f"{r['calls']} calls (cache hits {r['cache_hits']})"
         for name, r in (stats.get("role_calls") or {}).items())
-    click.echo(f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
-               f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
-               f"(cache hits {stats.get('cache_hits', 0)}){roles}")
+    said = [f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
+            f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
+            f"(cache hits {stats.get('cache_hits', 0)}){roles}"]
     if m.get("n_errors") and failure is None:  # a failed run explains itself below
         for e in (m.get("top_errors") or [])[:TOP_ERRORS]:
-            n = e["count"]
-            click.echo(f"error ({n} sample{'s' if n != 1 else ''}): {e['message'][:200]}")
-        click.echo(f"the errored samples run again with: assay run {task} --resume "
-                   f"{result.run_id}")
-    for advice in run_report(record).get("recommendations") or []:
-        click.echo(f"hint: {advice}")  # stored with the run (report.md has them too)
+            said.append(f"error ({counted(e['count'], 'sample')}): {e['message'][:200]}")
+        said.append(f"the errored samples run again with: assay run {task} --resume "
+                    f"{result.run_id}")
+    # hints stored with the run (report.md has them too)
+    said += [f"hint: {advice}" for advice in run_report(record).get("recommendations") or []]
+    for line in wrapped(said):
+        click.echo(line)
     for kind, path in result.reports.items():
         click.echo(f"{kind}: {path}")
     if failure is not None:
