@@ -93,3 +93,12 @@ def test_a_run_with_errors_and_hints_says_them_in_80_columns(tmp_path: Path) -> 
     long = [line for line in shown.splitlines()
             if len(line) > 80 and not Path(line.split(": ", 1)[-1]).exists()]
     assert not long, long
+
+
+def test_a_plan_is_shown_in_80_columns_its_reasons_under_themselves(tmp_path: Path) -> None:
+    shown = run("plan", "evaluate tool calling and grade-school math", "--yes", "-o",
+                str(tmp_path / "p.yaml"), cwd=tmp_path)
+    lines = shown.splitlines()
+    assert all(len(line) <= 80 for line in lines if not line.startswith("plan written")), lines
+    why = next(i for i, line in enumerate(lines) if line.startswith("     why: canonical"))
+    assert lines[why + 1].startswith("         ") and lines[why + 1].strip(), lines

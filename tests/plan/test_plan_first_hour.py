@@ -142,8 +142,8 @@ def test_an_all_zero_profile_shows_its_axes_and_values_and_says_so(
     done = assay("run", str(plan), "--model", "openai/fake", "--base-url", server.base_url,
                  "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    run_id = next(line.split()[2].rstrip(":") for line in done.stdout.splitlines()
-                  if line.startswith("plan run ") and line.endswith("tasks run"))
+    run_id = re.search(r"^plan run (\S+): \d+ of \d+ tasks? run$", done.stdout,
+                       re.M).group(1)
     html = (workspace / "runs" / run_id / "report.html").read_text()
     md = (workspace / "runs" / run_id / "report.md").read_text()
     profile = html.split("<h2>Capability profile</h2>", 1)[1].split("<h2>", 1)[0]

@@ -7,6 +7,7 @@ import shutil
 import textwrap
 from collections.abc import Iterable, Sequence
 
+import click
 
 #: the width of a pipe: nothing cut or wrapped, for grep and scripts
 PIPE_WIDTH = 1 << 16
@@ -19,12 +20,17 @@ def columns() -> int:
 
 
 def wrapped(lines: Iterable[str], width: int | None = None) -> list[str]:
-    """Each line in ``width`` columns: a longer one goes on under itself, indented, its words
-    whole (a word longer than the width, a path, stays whole)."""
+    """Each line in ``width`` columns: a longer one goes on under itself, four spaces further
+    in than it starts, its words whole (a word longer than the width, a path, stays whole)."""
     width = width or columns()
     return [part for line in lines for part in textwrap.wrap(
-        line, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
-        or [line]]
+        line, width, subsequent_indent=" " * (len(line) - len(line.lstrip()) + 4),
+        break_long_words=False, break_on_hyphens=False) or [line]]
+
+
+def echo_wrapped(text: str) -> None:
+    """``text`` (lines) printed in the terminal's width, as :func:`wrapped` says."""
+    click.echo("\n".join(wrapped(text.splitlines())))
 
 
 def cut(value: str, width: int) -> str:

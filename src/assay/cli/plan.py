@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from assay.cli.columns import echo_wrapped
 from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resume_overrides
 from assay.errors import ConfigError
 from assay.pipelines.plan import resume_plan, start_plan
@@ -83,7 +84,7 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
             if request:
                 raise ConfigError("--resume continues a session with its own request; give "
                                   "either REQUEST or --resume ID")
-            path = resume_session(store, resume, prompt=_prompt, echo=click.echo, yes=yes,
+            path = resume_session(store, resume, prompt=_prompt, echo=echo_wrapped, yes=yes,
                                   base_url=base_url)
         else:
             if not request:
@@ -92,7 +93,7 @@ def plan(request: str | None, model: str, planner_model: str | None, judge_model
             settings = Settings(model=model, planner=planner_model, judge=judge_model,
                                 output=str(output), hub=False if no_hub else None,
                                 base_url=base_url, embeddings=embeddings)
-            path = plan_request(store, request, settings, prompt=_prompt, echo=click.echo,
+            path = plan_request(store, request, settings, prompt=_prompt, echo=echo_wrapped,
                                 yes=yes, on_created=lambda sid: click.echo(
                                     f"planning session {sid}"))
     except PlanPaused as e:
@@ -124,13 +125,13 @@ def plan_command(path: str) -> click.Command:
             if kwargs.get("resume"):
                 overrides = resume_overrides(ctx, {k: kwargs[k] for k in SHARED_NAMES})
                 done = resume_plan(store, kwargs["resume"], path=path, overrides=overrides,
-                                   quiet=kwargs["quiet"], echo=click.echo)
+                                   quiet=kwargs["quiet"], echo=echo_wrapped)
             else:
                 eng = {k: kwargs[k] for k in SHARED_NAMES if k not in ("resume", "quiet", "model")}
                 eng["param"] = list(eng["param"] or ())
                 settings = engine_options(**eng)
                 done = start_plan(store, path, model=kwargs["model"] if given_model else None,
-                                  engine=settings, quiet=kwargs["quiet"], echo=click.echo,
+                                  engine=settings, quiet=kwargs["quiet"], echo=echo_wrapped,
                                   on_created=lambda pid: click.echo(f"plan run {pid}"))
         except KeyboardInterrupt:
             click.echo(f"interrupted; finished tasks are saved. Resume with: assay run {path} "
