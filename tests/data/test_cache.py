@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
 import zipfile

@@ -47,7 +47,7 @@ def test_score_reproduces_every_qa_verdict_with_no_requests(workspace, tmp_path)
         lenient = cli("score", parent, "--scorer", "includes", "--no-report")
         assert lenient.returncode == 0, lenient.stderr
         assert srv.stats["requests"] == sent  # no model call at all
-    assert "no call to the model under test" in again.stdout and "1 errors" in again.stdout
+    assert "no call to the model under test" in again.stdout and "1 error," in again.stdout
     store = Store()
     try:
         before, after = verdicts(store, parent), verdicts(store, child)

@@ -19,9 +19,8 @@ from assay.core.redact import redact_url
 from assay.engine.loop import run
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
-from assay.metrics.format import fmt_rate
+from assay.metrics.format import counted, fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
-from assay.reports.values import counted
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
 from assay.tasks.options import json_or_text

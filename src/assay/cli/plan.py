@@ -13,11 +13,11 @@ import click
 from assay.cli.columns import echo_wrapped
 from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resume_overrides
 from assay.errors import ConfigError
+from assay.metrics.format import counted
 from assay.pipelines.plan import resume_plan, start_plan
 from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
 from assay.plan.schema import is_plan_file, read_plan  # noqa: F401 - assay run asks it
 from assay.reports.render import fmt_value
-from assay.reports.values import counted
 from assay.store.sqlite import Store
 
 

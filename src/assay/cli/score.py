@@ -7,9 +7,8 @@ import click
 
 from assay.cli.report import existing_store
 from assay.errors import ConfigError
-from assay.metrics.format import fmt_rate
+from assay.metrics.format import counted, fmt_rate
 from assay.reports.render import write_reports
-from assay.reports.values import counted
 from assay.rescore import rescore
 from assay.store.described import run_headline
 from assay.tasks.options import parse_assignments

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from assay.compare.runs import compare_runs, model_name
 from assay.errors import ConfigError
-from assay.reports.values import counted, rescored_text
+from assay.metrics.format import counted
+from assay.reports.values import rescored_text
 from assay.store.described import run_headline
 from assay.store.fingerprint import differences, differences_text
 

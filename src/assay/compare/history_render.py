@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.metrics.format import fmt_rate
+from assay.metrics.format import counted, fmt_rate
 from assay.reports.pages import fmt_p, write_pages
-from assay.reports.values import counted
 from assay.store.fingerprint import data_label
 
 __all__ = ["configuration_lines", "history_context", "history_lines", "history_svg",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError
+from assay.metrics.format import counted
 from assay.plan.checkpoint import PROMPT, interpret
 from assay.plan.intent import gallery_names
 from assay.plan.schema import HubRef, Plan, PlanTask, plan_from_text, plan_to_text
@@ -25,7 +26,6 @@ from assay.plan.steps import (
     resolve_task,
     source_of,
 )
-from assay.reports.values import counted
 from assay.tasks.gallery.entry import find_entry
 from assay.tasks.options import validate_options
 from assay.tasks.registry import plannable_tasks, resolve

@@ -42,11 +42,6 @@ def fmt_count(value: float) -> str:
     return f"{value:,.1f}"
 
 
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 task``, ``2 tasks``: a count and its noun, agreeing."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
-
-
 def fmt_value(value: Any, name: str | None = None) -> str:
     """Any metrics value as text, by the kind ``name`` says: ``*_s`` seconds, tokens,
     ``n_*`` or an int a count, ``*rate*``/``*accuracy*`` a share; a rate entry by fmt_rate."""

@@ -75,7 +75,8 @@ class TaskInfo:
     def __post_init__(self) -> None:
         unknown = [r for r in self.roles if r not in ROLES]
         if unknown:
-            raise ValueError(f"unknown role(s) {unknown}; a task's roles are among {ROLES}")
+            noun = "role" if len(unknown) == 1 else "roles"
+            raise ValueError(f"unknown {noun} {unknown}; a task's roles are among {ROLES}")
 
 
 def _load(path: str) -> Any:
