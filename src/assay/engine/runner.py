@@ -54,7 +54,8 @@ def select_samples(samples: list[Sample], spec: RunSpec) -> list[Sample]:
         by_id = {s.id: s for s in samples}
         missing = [i for i in spec.sample_ids if i not in by_id]
         if missing:
-            raise ConfigError(f"unknown sample id(s): {', '.join(missing[:5])}")
+            raise ConfigError(f"unknown sample id{'s' if len(missing) > 1 else ''}: "
+                              f"{', '.join(missing[:5])}" + (" …" if len(missing) > 5 else ""))
         samples = [by_id[i] for i in spec.sample_ids]
     if spec.limit is not None:
         samples = samples[: spec.limit]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.metrics.agreement import pairwise_agreement
-from assay.metrics.format import fmt_rate
+from assay.metrics.format import counted, fmt_rate
 from assay.reports.pages import write_pages
 from assay.review.export import dataset_id_for_file
 from assay.store.described import run_headline, run_report
@@ -160,8 +160,8 @@ def write_pipeline_report(store: Store, record: dict[str, Any], folder: Path) ->
                      ["no solver reproduces the answer (flagged)",
                       ", ".join(ver["unreproduced"]) or "none"]]})
         if ver["unreproduced"]:
-            recs.append(f"{len(ver['unreproduced'])} problem(s) have an answer no solver "
-                        "reproduces: check them first in the review page.")
+            recs.append(f"{counted(len(ver['unreproduced']), 'problem')} with an answer no "
+                        "solver reproduces: check them first in the review page.")
     dups = record.get("near_duplicates")
     if dups is not None:
         sections.append({"title": "Near-duplicates of reference problems",

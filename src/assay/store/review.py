@@ -113,7 +113,8 @@ def normalize_scores(scores: Mapping[str, Any] | None,
     if dimensions is not None:
         unknown = set(given) - set(dimensions)
         if unknown:
-            raise ReviewError(f"unknown score dimension(s) {sorted(unknown)}; "
+            raise ReviewError(f"unknown score dimension{'s' if len(unknown) > 1 else ''} "
+                              f"{sorted(unknown)}; "
                               f"expected {list(dimensions)}")
     keys = list(dimensions) if dimensions is not None else list(given)
     out: dict[str, int | None] = {}
