@@ -172,7 +172,7 @@ def test_a_long_call_times_out_like_any_sample_and_the_run_ends(
     (run_id,), = rows(workspace, "SELECT id FROM runs")
     p = cli("score", run_id, "--no-report", env={MARK: mark}, timeout=DEADLINE_S)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "1 samples scored, 1 errors" in p.stdout, p.stdout
+    assert "1 sample scored, 1 error," in p.stdout, p.stdout
     nothing_left(mark)
 
 
@@ -264,7 +264,7 @@ def test_rescoring_a_stored_long_call_ends(workspace: Path, mode: str, call: Cal
     p = cli("score", run_id, "--no-report", "-T", "check_timeout=3", env={MARK: mark},
             timeout=DEADLINE_S)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "0 samples scored, 1 errors" in p.stdout, p.stdout
+    assert "0 samples scored, 1 error," in p.stdout, p.stdout
     (error,), = rows(workspace, "SELECT error FROM samples WHERE run_id != ?", run_id)
     assert error.startswith("scoring failed: SimulatorTimeout: ") and "ran past 3s" in error
     assert entry["id"] in error and "check_timeout" in error

@@ -130,7 +130,7 @@ def test_a_stated_limit_or_a_cheap_run_trims_the_canonical_set_and_says_so(
         tmp_path: Path) -> None:
     made = plan("python code generation, at most 1 benchmark", tmp_path / "a")
     assert len(made.tasks) == 1
-    assert any(n.startswith("left out for the plan's limit of 1 tasks: ") and "(code)" in n
+    assert any(n.startswith("left out for the plan's limit of 1 task: ") and "(code)" in n
                for n in made.notes), made.notes
     cheap = plan("a cheap check of commonsense and code generation", tmp_path / "b")
     caps = [t.capabilities[0] for t in cheap.tasks]

@@ -722,7 +722,7 @@ def test_back_undoes_an_add_or_an_edit_at_the_same_checkpoint(
     monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
     out, said = dialogue(tmp_path, "run gsm8k", ["edit", "back", "approve", "approve",
                                                  "approve"])
-    assert said[0] == "plan edited: 1 tasks"
+    assert said[0] == "plan edited: 1 task"
     assert [t.limit for t in read_plan(out).tasks] == [None]
 
 

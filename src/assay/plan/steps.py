@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import AssayError, ConfigError
+from assay.metrics.format import counted
 from assay.plan.field import canonical_set, measures_of
 from assay.plan.hub import fetch_split, resolve_hub
 from assay.plan.intent import LANGUAGE_WORDS
@@ -110,7 +111,7 @@ def _take_canonical(sel: Selection, asked: list[str], field: dict[str, list[Cand
                         f" for {cap}: {c.reason}", [cap], c.chosen)
             taken += 1
     if left:
-        sel.notes.append(f"left out for the plan's limit of {len(sel.tasks)} tasks: "
+        sel.notes.append(f"left out for the plan's limit of {counted(len(sel.tasks), 'task')}: "
                          f"{', '.join(left)} (raise 'at most N benchmarks' to include them)")
     return taken
 
@@ -143,7 +144,7 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
             "model": "not needed"})
     if len(intent.benchmarks) > max_tasks:
         sel.notes.append(f"the request names {len(intent.benchmarks)} benchmarks but allows "
-                         f"{max_tasks} tasks; every named benchmark is kept")
+                         f"{counted(max_tasks, 'task')}; every named benchmark is kept")
     for u in intent.unknown_benchmarks:
         close = ", ".join(u.get("closest") or []) or "none close"
         if u.get("planned"):
