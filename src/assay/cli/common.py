@@ -16,6 +16,7 @@ from assay.api import make_spec, run_async
 from assay.cli.columns import wrapped
 from assay.core.failures import ErrorSummary, error_summary
 from assay.core.redact import redact_url
+from assay.core.spec import EXECUTORS
 from assay.engine.loop import run
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
@@ -87,6 +88,14 @@ SHARED_OPTIONS = [
     click.Option(["--max-error-rate"], type=float, default=1.0, show_default=True,
                  help="The run ends 'failed' (exit 1) when its share of errored samples "
                  "passes this; 1.0: only when every sample errored."),
+    click.Option(["--executor"], type=click.Choice(EXECUTORS), default="local",
+                 show_default=True,
+                 help="Where samples run: this process, or the actors of a Ray cluster "
+                 "(pip install 'assay[ray]'); the results are the same."),
+    click.Option(["--workers"], type=int, default=None,
+                 help="Ray actors (default: one per CPU of the cluster)."),
+    click.Option(["--ray-address"], default=None,
+                 help="The Ray cluster: auto, ray://HOST:PORT, or unset to start a local one."),
     click.Option(["--resume"], default=None,
                  help="Continue an interrupted run by id; finished samples are not redone."),
     click.Option(["--quiet", "-q"], is_flag=True, help="No progress bar (for CI)."),
@@ -96,7 +105,8 @@ SHARED_NAMES = tuple(str(o.name) for o in SHARED_OPTIONS)
 #: shared options that may change when a run is resumed: they do not change its samples
 RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",
                       "max_retries", "no_cache", "max_reply_bytes", "rpm", "quiet", "resume",
-                      "allow_weak_sandbox", "max_error_rate"}
+                      "allow_weak_sandbox", "max_error_rate", "executor", "workers",
+                      "ray_address"}
 
 
 def parse_params(items: list[str] | None, temperature: float | None) -> dict[str, Any]:
@@ -118,7 +128,9 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
                    param: list[str] | None, temperature: float | None,
                    max_reply_bytes: int, rpm: float | None = None,
                    allow_weak_sandbox: bool = False,
-                   max_error_rate: float = 1.0) -> dict[str, Any]:
+                   max_error_rate: float = 1.0, executor: str = "local",
+                   workers: int | None = None,
+                   ray_address: str | None = None) -> dict[str, Any]:
     """The engine part of a RunSpec from the shared CLI options."""
     ids = None
     if sample_ids is not None:
@@ -130,7 +142,8 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
                 epochs=epochs, seed=seed, cache=not no_cache,
                 params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes,
                 rpm=rpm, allow_weak_sandbox=bool(allow_weak_sandbox),
-                max_error_rate=max_error_rate)
+                max_error_rate=max_error_rate, executor=executor, workers=workers,
+                ray_address=ray_address)
 
 
 def _stop_on_sigterm(_signum: int, _frame: Any) -> None:

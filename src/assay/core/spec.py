@@ -31,6 +31,10 @@ def _renamed_path(path: Any) -> Any:
     return RENAMED_SPEC_KEYS.get(head, head) + dot + rest
 
 
+#: where a run's samples may run (``--executor``)
+EXECUTORS = ("local", "ray")
+
+
 @dataclass
 class RunSpec:
     """Everything needed to (re)build a run. Stored with the run; never holds secrets."""
@@ -57,6 +61,12 @@ class RunSpec:
     allow_weak_sandbox: bool = False
     #: the run ends ``failed`` past this share of errored samples (1.0: only if all errored)
     max_error_rate: float = 1.0
+    #: where the samples run: ``local`` (this process) or ``ray`` (actors of a Ray cluster)
+    executor: str = "local"
+    #: Ray actors (``None``: one per CPU of the cluster)
+    workers: int | None = None
+    #: the Ray cluster: ``auto``, ``ray://host:port``, or ``None`` to start a local one
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -78,6 +88,9 @@ class RunSpec:
                      optional=False)
         check_number("--rpm", self.rpm, above=0)
         check_number("--max-error-rate", self.max_error_rate, minimum=0, maximum=1, optional=False)
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"--executor {self.executor!r} is not one of: {', '.join(EXECUTORS)}")
+        check_number("--workers", self.workers, minimum=1, maximum=10_000, integer=True)
         if not isinstance(self.params, dict):
             raise ConfigError(f"params must be a dict, got {type(self.params).__name__}")
         check_number("--temperature", self.params.get("temperature"), minimum=0)
@@ -99,6 +112,7 @@ class RunSpec:
                                                       secrets=secrets)
              for k, v in asdict(self).items()}
         d["base_url"] = redact_url(self.base_url)
+        d["ray_address"] = redact_url(self.ray_address)
         if d["base_url"] != self.base_url:
             d["base_url_has_secrets"] = True
         if changed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import random
 import time
@@ -143,6 +144,8 @@ class CallContext:
             key = cache_key(self._identity, messages, tools, response_schema, params, self.epoch)
             if key in shared.cached_keys:
                 hit = shared.store.cache_get(key)
+                if inspect.isawaitable(hit):  # a cache on another process (Ray's workers)
+                    hit = await hit
                 if hit is not None:
                     reply = Reply.from_dict(json.loads(hit))
                     reply.cached = True

@@ -36,6 +36,16 @@ def role_subject(name: str, role: Any, spec: Any) -> Subject:
                        timeout=spec.timeout, max_reply_bytes=spec.max_reply_bytes)
 
 
+def task_roles(task: Any, spec: Any, subject: Any) -> dict[str, Any]:
+    """The models playing ``task``'s roles in a run of ``spec``: the subject itself where it
+    plays one (same model, same endpoint), else each role's own (:func:`role_subject`)."""
+    roles: dict[str, Any] = {}
+    for name, role in task.roles(spec.model).items():
+        same = role.model == spec.model and role.base_url in (None, spec.base_url)
+        roles[name] = subject if same else role_subject(name, role, spec)
+    return roles
+
+
 async def preflight(subject: Subject | None, roles: dict[str, Subject]) -> None:
     """Fail fast, in one line, when the subject's or a role's endpoint does not answer; a
     role's line names it and how to point it elsewhere."""

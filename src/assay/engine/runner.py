@@ -20,7 +20,7 @@ from assay.core.types import Sample, SampleResult
 from assay.core.version import __version__
 from assay.engine.calls import CallShared
 from assay.engine.finalize import finalize
-from assay.engine.judging import preflight, role_subject
+from assay.engine.judging import preflight, task_roles
 from assay.engine.sample import Executor, LocalExecutor, RunCalls
 from assay.errors import ConfigError
 from assay.models.base import Subject, get_subject
@@ -73,6 +73,19 @@ def _progress(total: int, description: str, quiet: bool) -> tuple[Any, Callable[
                       rp.TimeRemainingColumn(), transient=True)
     task = bar.add_task(description, total=total, errors=0)
     return bar, lambda errors: bar.update(task, advance=1, errors=errors)
+
+
+def executor_for(spec: RunSpec, subject: Any = None) -> Executor:
+    """The executor ``spec.executor`` names, connected (or started) now: one line and exit 2
+    where it cannot be."""
+    if spec.executor == "ray":
+        try:
+            from assay.engine import ray_executor  # optional: Ray is the [ray] extra
+        except ImportError as e:
+            raise ConfigError(f"--executor ray needs Ray ({e}); install it with: "
+                              "pip install 'assay[ray]'") from None
+        return ray_executor.RayExecutor(spec, subject)
+    raise ConfigError(f"unknown executor {spec.executor!r}; give local or ray")
 
 
 class Engine:
@@ -141,11 +154,12 @@ class Engine:
                                       max_reply_bytes=spec.max_reply_bytes)
         roles: dict[str, Any] = {}
         started = False
+        executor = self.executor
         try:
-            for name, role in task.roles(spec.model).items():  # the subject may play one
-                same = role.model == spec.model and role.base_url in (None, spec.base_url)
-                roles[name] = subj if same else role_subject(name, role, spec)
+            roles = task_roles(task, spec, subj)
             await preflight(subj, roles)
+            if spec.executor != "local":  # reached (or started) before the run is created
+                executor = executor_for(spec, subject if subject is not None else None)
             described = subj.describe()
             if roles:
                 described = {**described, "roles": {k: r.describe() for k, r in roles.items()}}
@@ -162,7 +176,7 @@ class Engine:
                 if weak and record["dataset"].get("isolation") != weak:  # weak from now on
                     self.store.set_run_dataset(run_id, {**record["dataset"], "isolation": weak})
             started = True
-            await self._execute(run_id, spec, task, subj, samples, roles)
+            await self._execute(run_id, spec, task, subj, samples, roles, executor)
         except (KeyboardInterrupt, asyncio.CancelledError):
             if started:
                 self._mark(run_id, "interrupted", None)
@@ -202,7 +216,8 @@ class Engine:
             self.store.set_run_status(run_id, status, stats)
 
     async def _execute(self, run_id: str, spec: RunSpec, task: Task, subj: Any,
-                       samples: list[Sample], roles: dict[str, Any] | None = None) -> None:
+                       samples: list[Sample], roles: dict[str, Any] | None = None,
+                       executor: Executor | None = None) -> None:
         done = self.store.completed_keys(run_id)
         todo = [(seq, s, epoch) for epoch in range(spec.epochs) for seq, s in enumerate(samples)
                 if (s.id, epoch) not in done]
@@ -234,7 +249,7 @@ class Engine:
             # 1 where every model declares it answers one call at a time
             n_workers = 1 if all(capabilities_of(m).one_call_at_a_time for m in (
                 subj, *(r for r, _, _ in run.roles.values()))) else spec.max_connections
-            await self.executor.execute(task, subj, todo, run, commit, n_workers)
+            await (executor or self.executor).execute(task, subj, todo, run, commit, n_workers)
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]
         stats = self.store.sample_totals(run_id)
