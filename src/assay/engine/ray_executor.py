@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import socket
 import tempfile
 import time
 from collections import Counter, deque
@@ -53,6 +54,7 @@ def connect(address: str | None, workers: int | None) -> None:
     one (``None``); once per process. One line where it cannot be reached."""
     if ray.is_initialized():
         return
+    _check_reachable(address)
     env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
@@ -64,6 +66,22 @@ def connect(address: str | None, workers: int | None) -> None:
         raise ConfigError(f"cannot reach the Ray cluster at {where}: "
                           f"{' '.join(str(e).split())[:300]}; start one with 'ray start --head' "
                           "or give its address with --ray-address") from None
+
+
+def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """A ``host:port`` (or ``ray://host:port``) that takes no connection fails here in
+    seconds; Ray itself would keep retrying for minutes."""
+    if not address or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        raise ConfigError(f"--ray-address {address!r} is not auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout).close()
+    except OSError as e:
+        raise ConfigError(f"cannot reach the Ray cluster at {address}: {e.strerror or e}; start "
+                          "one with 'ray start --head' or give its address with --ray-address"
+                          ) from None
 
 
 class CacheReader:

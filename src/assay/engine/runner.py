@@ -156,10 +156,10 @@ class Engine:
         started = False
         executor = self.executor
         try:
+            if spec.executor != "local":  # reached (or started) before the run is created
+                executor = executor_for(spec, subject)
             roles = task_roles(task, spec, subj)
             await preflight(subj, roles)
-            if spec.executor != "local":  # reached (or started) before the run is created
-                executor = executor_for(spec, subject if subject is not None else None)
             described = subj.describe()
             if roles:
                 described = {**described, "roles": {k: r.describe() for k, r in roles.items()}}

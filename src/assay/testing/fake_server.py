@@ -79,6 +79,7 @@ class FakeServer:
         self.require_api_key = require_api_key
         self.log_requests = Path(log_requests) if log_requests else None
         self.hold_after = hold_after  # hold later requests open: deterministic interrupts
+        self._released: asyncio.Event | None = None
         # per chat request, in arrival order: query string, Authorization header ("" when
         # absent), time.monotonic() at arrival
         self.queries: list[str] = []
@@ -182,7 +183,10 @@ class FakeServer:
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if self.hold_after is not None and n_request > self.hold_after:
-            await asyncio.Event().wait()  # until the server stops and cancels this handler
+            if self._released is None:
+                self._released = asyncio.Event()
+            if self.hold_after is not None:  # until release(), or the server stops
+                await self._released.wait()
         if kind == "500":
             return _error(500, "The server had an error while processing your request.",
                           "server_error")
@@ -230,6 +234,12 @@ class FakeServer:
             data.append({"object": "embedding", "index": i, "embedding": vec})
         return _json({"object": "list", "data": data, "model": body.get("model"),
                       "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+    def release(self) -> None:
+        """Answer the requests held by ``hold_after``, and every later one, from now on."""
+        self.hold_after = None
+        if self._loop is not None and self._released is not None:
+            self._loop.call_soon_threadsafe(self._released.set)
 
     async def start_async(self) -> FakeServer:
         """Start serving on the running event loop, returning once listening."""

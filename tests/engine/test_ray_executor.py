@@ -1,0 +1,268 @@
+"""``--executor ray`` on a real Ray cluster: ``ray start --head`` on this machine (2 CPUs,
+token authentication on), the CLI in subprocesses joining it by address, real HTTP to fake
+OpenAI-compatible servers. Each request is attributed to the CLI session that sent it (its
+API key) and to its sample (the question), so "nothing sent twice" is read from the servers'
+logs. Held requests (``hold_after``, then ``release()``) make "a worker dies while it runs
+samples" deterministic; no assertion depends on timing (deadlines only stop a hang)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runwatch import committed, db_rows, dispositions, kill9, the_run, wait_for
+from test_engine import write_repeat_data as write_data
+from test_kill_resume import SessionServer
+
+from assay.testing.fake_server import FakeServer, Rule
+
+CRASHY = """
+    import os
+    import re
+
+
+    class Agent:
+        def run(self, prompt):
+            if "CRASH" in prompt:
+                os._exit(1)  # the worker's process dies, as a segfaulting library would
+            return "Answer: " + re.search(r"Say (\\w+)", prompt).group(1)
+
+
+    def make():
+        return Agent()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A Ray head on 127.0.0.1 with 2 CPUs, its token shared with the CLI by environment."""
+    agents = tmp_path_factory.mktemp("ray-agents")
+    (agents / "crashy_agent.py").write_text(textwrap.dedent(CRASHY))
+    port = _free_port()
+    env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16),
+               RAY_USAGE_STATS_ENABLED="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(agents),
+                                                        os.environ.get("PYTHONPATH")])))
+    ray = str(Path(sys.executable).parent / "ray")
+    started = subprocess.run(
+        [ray, "start", "--head", "--num-cpus", "2", "--port", str(port),
+         "--node-ip-address", "127.0.0.1", "--include-dashboard=false",
+         "--disable-usage-stats"], env=env, capture_output=True, text=True, timeout=180)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield {"address": f"127.0.0.1:{port}", "env": env}
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+def cli(cluster: Any, home: Path, *args: str, session: str = "s1",
+        ray: bool = True) -> subprocess.CompletedProcess[str]:
+    extra = ["--executor", "ray", "--ray-address", cluster["address"]] if ray else []
+    return subprocess.run(
+        [sys.executable, "-m", "assay", "run", *args, *extra, "-q"], capture_output=True,
+        text=True, timeout=600, cwd=home.parent,
+        env=dict(cluster["env"], ASSAY_HOME=str(home), OPENAI_API_KEY=session))
+
+
+def start_cli(cluster: Any, home: Path, *args: str, session: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", *args, "--executor", "ray", "--ray-address",
+         cluster["address"], "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=home.parent, preexec_fn=dispositions(),
+        env=dict(cluster["env"], ASSAY_HOME=str(home), OPENAI_API_KEY=session))
+
+
+def run_id(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode == 0, p.stdout + p.stderr
+    found = re.search(r"^run (\S+) finished", p.stdout, re.M)
+    assert found, p.stdout + p.stderr
+    return found.group(1)
+
+
+def stored(home: Path, run: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A run's stored (spec, {sample id: (verdict, prediction, error)}) from its store."""
+    con = sqlite3.connect(home / "assay.db")
+    try:
+        spec = json.loads(con.execute("SELECT spec FROM runs WHERE id = ?", (run,)).fetchone()[0])
+        rows = con.execute("SELECT sample_id, scores, prediction, error FROM samples "
+                           "WHERE run_id = ?", (run,)).fetchall()
+    finally:
+        con.close()
+    return spec, {sid: ({k: v["value"] for k, v in json.loads(sc).items()}, pred, err)
+                  for sid, sc, pred, err in rows}
+
+
+def metrics_of(home: Path, run: str) -> dict[str, Any]:
+    con = sqlite3.connect(home / "assay.db")
+    try:
+        return json.loads(con.execute("SELECT metrics FROM runs WHERE id = ?",
+                                      (run,)).fetchone()[0])
+    finally:
+        con.close()
+
+
+def worker_pids() -> list[int]:
+    """The processes of assay's Ray actors (Ray titles them ``ray::SampleWorker...``)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                title = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if title.startswith(b"ray::SampleWorker"):
+                found.append(int(proc.name))
+    return found
+
+
+LAST_DIGIT_0369_WRONG = [Rule(r"Repeat after me: (\d*[0369])(?!\d)", "Answer: nope"),
+                     Rule(r"Repeat after me: (\S+)", "Answer: \\1")]
+
+
+def test_ray_gives_the_local_verdicts_records_its_executor_and_reads_the_cache(
+        cluster: Any, tmp_path: Path) -> None:
+    home, data = tmp_path / "home", write_data(tmp_path / "d.jsonl", 30)
+    with FakeServer(rules=LAST_DIGIT_0369_WRONG) as server:
+        args = ["qa", "--data", str(data), "--model", "openai/fake", "--base-url",
+                server.base_url, "--max-connections", "8"]
+        local = run_id(cli(cluster, home, *args, "--no-cache", ray=False))
+        sent = len(server.requests)
+        on_ray = run_id(cli(cluster, home, *args, "--workers", "4"))
+        assert len(server.requests) == sent + 30  # each sample asked once
+        again = run_id(cli(cluster, home, *args, "--workers", "4"))
+        assert len(server.requests) == sent + 30  # the rerun: every reply from the cache
+    (local_spec, local_rows), (spec, rows) = stored(home, local), stored(home, on_ray)
+    assert rows == local_rows and len(rows) == 30
+    assert sum(sum(v.values()) for v, _, _ in rows.values()) == 18  # last digit 0, 3, 6, 9: wrong
+    scorer = next(iter(rows["s1"][0]))
+    assert metrics_of(home, on_ray)[scorer] == metrics_of(home, local)[scorer]
+    assert (local_spec["executor"], spec["executor"]) == ("local", "ray")
+    assert (spec["workers"], spec["ray_address"]) == (4, cluster["address"])
+    assert stored(home, again)[1] == local_rows
+    con = sqlite3.connect(home / "assay.db")
+    hits = con.execute("SELECT SUM(cache_hits), SUM(model_calls) FROM samples WHERE run_id = ?",
+                       (again,)).fetchone()
+    con.close()
+    assert hits == (30, 30)
+
+
+def test_a_worker_killed_mid_run_has_its_samples_dealt_again_and_none_sent_twice(
+        cluster: Any, tmp_path: Path) -> None:
+    home, data, n = tmp_path / "home", write_data(tmp_path / "d.jsonl", 30), 30
+    db = home / "assay.db"
+    # 10 answered; then each worker holds 4 requests open until release()
+    with SessionServer(hold_after=10) as server:
+        proc = start_cli(cluster, home, "qa", "--data", str(data), "--model", "openai/fake",
+                         "--base-url", server.base_url, "--no-cache", "--workers", "2",
+                         "--max-connections", "8", session="s1")
+        wait_for("10 committed and 8 held", lambda: len(committed(db)) == 10
+                 and len(server.sent) == 18, proc)
+        done_before = committed(db)
+        pids = worker_pids()
+        assert len(pids) == 2, pids
+        os.kill(pids[0], 9)
+        wait_for("the dead worker's samples to be dealt again",
+                 lambda: len(server.sent) > 18, proc)
+        server.release()
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out + err
+        sent = Counter(server.sent_by("s1"))
+    rows = db_rows(db)
+    assert sorted(sid for sid, _, _ in rows) == sorted(f"s{i}" for i in range(n))
+    assert [r for r in rows if r[2] is not None] == []  # every sample scored, none failed
+    assert all(sent[sid] == 1 for sid in done_before)  # nothing committed was sent again
+    again = {sid for sid, k in sent.items() if k > 1}
+    assert 1 <= len(again) <= 4  # the killed worker's held samples, and only those
+    assert the_run(db)[1] == "finished"
+
+
+def test_the_driver_killed_then_resume_sends_no_committed_sample_again(
+        cluster: Any, tmp_path: Path) -> None:
+    home, data, n = tmp_path / "home", write_data(tmp_path / "d.jsonl", 24), 24
+    db = home / "assay.db"
+    with SessionServer(hold_after=8) as server:
+        args = ["qa", "--data", str(data), "--model", "openai/fake", "--base-url",
+                server.base_url, "--no-cache", "--workers", "2", "--max-connections", "4"]
+        proc = start_cli(cluster, home, *args, session="first")
+        wait_for("8 committed and 4 held", lambda: len(committed(db)) == 8
+                 and len(server.sent) == 12, proc)
+        done_before = committed(db)
+        kill9(proc)
+        server.release()
+        run = the_run(db)[0]
+        resumed = cli(cluster, home, "qa", "--resume", run, session="second")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        again = server.sent_by("second")
+    assert not set(again) & done_before  # zero committed samples sent again
+    assert sorted(again) == sorted(f"s{i}" for i in range(n) if f"s{i}" not in done_before)
+    rows = db_rows(db)
+    assert Counter(sid for sid, _, _ in rows) == Counter({f"s{i}": 1 for i in range(n)})
+    assert [r for r in rows if r[2] is not None] == []
+    assert the_run(db)[1] == "finished"
+
+
+def test_a_sample_that_kills_its_worker_three_times_is_its_own_error(
+        cluster: Any, tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"Say {w}", "answer": w})
+                            + "\n" for i, w in enumerate(
+                                ["alpha", "beta", "CRASH", "gamma", "delta", "eps", "zeta"])))
+    p = cli(cluster, home, "qa", "--data", str(data), "--model", "python/crashy_agent:make",
+            "--workers", "2", "--max-connections", "4")
+    rid = run_id(p)
+    _, rows = stored(home, rid)
+    errors = {sid: err for sid, (_, _, err) in rows.items() if err}
+    assert list(errors) == ["q2"], errors  # the crasher alone: nothing beside it blamed
+    assert "died 3 times" in errors["q2"]
+    assert all(set(v.values()) == {1.0} for sid, (v, _, _) in rows.items() if sid != "q2")
+
+
+def test_the_rate_limit_holds_for_the_whole_run_not_per_worker(
+        cluster: Any, tmp_path: Path) -> None:
+    home, data = tmp_path / "home", write_data(tmp_path / "d.jsonl", 8)
+    with FakeServer(rules=LAST_DIGIT_0369_WRONG) as server:
+        run_id(cli(cluster, home, "qa", "--data", str(data), "--model", "openai/fake",
+                   "--base-url", server.base_url, "--workers", "4", "--rpm", "60"))
+        times = sorted(server.request_times)
+    assert len(times) == 8
+    # 8 call starts a second apart for the run: 7 s from the first to the last, less what
+    # the network takes (a limit per worker: 4 workers start 2 each, about a second apart)
+    assert times[-1] - times[0] >= 6.0, [round(t - times[0], 2) for t in times]
+
+
+def test_without_ray_or_its_cluster_one_line_and_no_run(cluster: Any, tmp_path: Path) -> None:
+    home, data = tmp_path / "home", write_data(tmp_path / "d.jsonl", 3)
+    shim = tmp_path / "no-ray"
+    (shim / "ray").mkdir(parents=True)
+    (shim / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    args = ["qa", "--data", str(data), "--model", "openai/fake", "--base-url",
+            "http://127.0.0.1:9/v1"]
+    env = dict(cluster["env"], ASSAY_HOME=str(home), PYTHONPATH=str(shim))
+    for extra, said in ((["--executor", "ray"], "pip install 'assay[ray]'"),
+                        (["--executor", "ray", "--ray-address", f"127.0.0.1:{_free_port()}"],
+                         "cannot reach the Ray cluster at 127.0.0.1:")):
+        p = subprocess.run([sys.executable, "-m", "assay", "run", *args, *extra, "-q"],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                           env=env if "--ray-address" not in extra else dict(
+                               env, PYTHONPATH=cluster["env"]["PYTHONPATH"]))
+        assert p.returncode == 2, p.stdout + p.stderr
+        lines = [line for line in p.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and said in lines[0], p.stderr
+    assert not (home / "assay.db").exists() or not db_rows(home / "assay.db")
