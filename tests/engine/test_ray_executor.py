@@ -7,6 +7,7 @@ samples" deterministic; no assertion depends on timing (deadlines only stop a ha
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -25,7 +26,10 @@ from runwatch import committed, db_rows, dispositions, kill9, the_run, wait_for
 from test_engine import write_repeat_data as write_data
 from test_kill_resume import SessionServer
 
+from assay.engine.ray_executor import SampleWorker
+from assay.errors import ConfigError
 from assay.testing.fake_server import FakeServer, Rule
+from tests.tasks.gaia.gaia_fixtures import write_gaia_fixture
 
 CRASHY = """
     import os
@@ -266,3 +270,51 @@ def test_without_ray_or_its_cluster_one_line_and_no_run(cluster: Any, tmp_path: 
         lines = [line for line in p.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and said in lines[0], p.stderr
     assert not (home / "assay.db").exists() or not db_rows(home / "assay.db")
+
+
+def test_attachments_reach_the_worker_that_runs_their_sample(cluster: Any,
+                                                             tmp_path: Path) -> None:
+    """GAIA's attachments are read by the worker from a copy the driver shipped (checked by
+    its sha256), so the prompts, verdicts and stored file paths are the local run's."""
+    root = write_gaia_fixture(tmp_path / "gaia", "jsonl")
+    home = tmp_path / "home"
+    with FakeServer(default_reply="FINAL ANSWER: 17") as server:
+        args = ["gaia", "--data-dir", str(root), "--model", "openai/fake", "--base-url",
+                server.base_url, "--no-cache"]
+        local = run_id(cli(cluster, home, *args, session="local", ray=False))
+        on_ray = run_id(cli(cluster, home, *args, "--workers", "2", session="ray"))
+        asked = {session: sorted(json.dumps(body["messages"]) for auth, body in zip(
+            server.authorizations, server.requests, strict=True) if auth == f"Bearer {session}")
+            for session in ("local", "ray")}
+    assert len(asked["ray"]) == 11 and asked["ray"] == asked["local"]
+    assert sum("attachment" in m.lower() for m in asked["ray"]) >= 9
+    assert stored(home, on_ray)[1] == stored(home, local)[1]
+    con = sqlite3.connect(home / "assay.db")
+    files = con.execute("SELECT run_id, sample_id, sample FROM samples").fetchall()
+    con.close()
+    by_run: dict[str, dict[str, Any]] = {}
+    for run, sid, extra in files:
+        by_run.setdefault(run, {})[sid] = json.loads(extra or "{}").get("files")
+    assert by_run[on_ray] == by_run[local] and sum(1 for f in by_run[local].values() if f) == 9
+
+
+def test_a_file_missing_or_changed_on_the_worker_is_the_shipped_copy(tmp_path: Path) -> None:
+    """Where the driver's path does not hold the same bytes on the worker (another node), the
+    worker reads its own copy of what the driver shipped; a copy that arrives changed is an
+    error, never read."""
+    worker = SampleWorker.__new__(SampleWorker)  # only its file handling, without Ray
+    worker.files, worker.seen = tmp_path / "worker", {}
+    data = b"name,score\nada,3\n"
+    digest = hashlib.sha256(data).hexdigest()
+    here = tmp_path / "data" / "table.csv"
+    here.parent.mkdir()
+    here.write_bytes(data)
+    assert worker._file(str(here), digest, data) == str(here)  # the same bytes: read in place
+    here.write_bytes(b"changed on this node\n")
+    worker.seen.clear()
+    copy = Path(worker._file(str(here), digest, data))
+    assert copy != here and copy.name == "table.csv" and copy.read_bytes() == data
+    gone = str(tmp_path / "elsewhere" / "x.csv")
+    assert Path(worker._file(gone, digest, data)).read_bytes() == data
+    with pytest.raises(ConfigError, match="arrived changed"):
+        worker._file(str(tmp_path / "other.csv"), digest, b"tampered")

@@ -157,6 +157,8 @@ class SampleWorker:
         self.roles = task_roles(task, spec, self.subject)
         self.cache = RemoteCache(reader if spec.cache else None)
         self.files = Path(tempfile.mkdtemp(prefix="assay-ray-"))
+        #: a sample file's path on the driver -> where this worker reads it
+        self.seen: dict[str, str] = {}
 
         def calls(model_id: str) -> CallShared:
             shared = CallShared(self.cache, max_connections=connections,
@@ -185,16 +187,25 @@ class SampleWorker:
                                       SampleJob(seq, epoch, self.run))
         return result, self.cache.drain()
 
-    def _file(self, name: str, digest: str, data: Any) -> str:
-        """A sample's file where this worker's task reads it, checked against its digest."""
-        data = ray.get(data) if isinstance(data, ray.ObjectRef) else data
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise ConfigError(f"the file {name} arrived changed on the worker (sha256 differs)")
-        path = self.files / digest[:16] / name
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        return str(path)
+    def _file(self, original: str, digest: str, data: Any) -> str:
+        """A sample's file where this worker's task reads it: at its own path where that holds
+        the same bytes (this machine, a shared file system: prompts that name it stay the
+        local run's), else a copy from the object store; either checked by its sha256."""
+        if original not in self.seen:
+            here = Path(original)
+            with contextlib.suppress(OSError):
+                if here.is_file() and hashlib.sha256(here.read_bytes()).hexdigest() == digest:
+                    self.seen[original] = original
+                    return original
+            data = ray.get(data) if isinstance(data, ray.ObjectRef) else data
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise ConfigError(f"the file {here.name} arrived changed on the worker "
+                                  "(its sha256 differs from the driver's)")
+            copy = self.files / digest[:16] / here.name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(data)
+            self.seen[original] = str(copy)
+        return self.seen[original]
 
 
 def _identity(subject: Any) -> str:
@@ -257,8 +268,7 @@ class RayExecutor:
             for path in sample.files or []:
                 if path not in files:
                     data = Path(path).read_bytes()
-                    files[path] = (Path(path).name, hashlib.sha256(data).hexdigest(),
-                                   ray.put(data))
+                    files[path] = (path, hashlib.sha256(data).hexdigest(), ray.put(data))
                 out.append(files[path])
             return out
 
