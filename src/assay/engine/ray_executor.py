@@ -28,9 +28,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
 from assay.core.spec import RunSpec
 from assay.core.stored import sample_extra
 from assay.core.types import Sample, SampleResult
@@ -49,9 +46,20 @@ MAX_CRASHES = 3
 _ENV_PREFIXES = ("OPENAI_", "ASSAY_", "HF_", "ANTHROPIC_")
 
 
+def _ray() -> Any:
+    """The ``ray`` package, or one line saying how to install it."""
+    try:
+        import ray  # optional: the [ray] extra
+    except ImportError as e:
+        raise ConfigError(f"--executor ray needs Ray ({e}); install it with: "
+                          "pip install 'assay[ray]'") from None
+    return ray
+
+
 def connect(address: str | None, workers: int | None) -> None:
     """Join the Ray cluster at ``address`` (``auto``, ``ray://host:port``), or start a local
     one (``None``); once per process. One line where it cannot be reached."""
+    ray = _ray()
     if ray.is_initialized():
         return
     _check_reachable(address)
@@ -118,7 +126,7 @@ class RemoteCache:
         self.reader, self.new = reader, []
 
     def cache_keys(self, model_id: str) -> set[str]:
-        return ray.get(self.reader.keys.remote(model_id)) if self.reader else set()
+        return _ray().get(self.reader.keys.remote(model_id)) if self.reader else set()
 
     async def cache_get(self, key: str) -> str | None:
         return await self.reader.get.remote(key)
@@ -197,6 +205,7 @@ class SampleWorker:
                 if here.is_file() and hashlib.sha256(here.read_bytes()).hexdigest() == digest:
                     self.seen[original] = original
                     return original
+            ray = _ray()
             data = ray.get(data) if isinstance(data, ray.ObjectRef) else data
             if hashlib.sha256(data).hexdigest() != digest:
                 raise ConfigError(f"the file {here.name} arrived changed on the worker "
@@ -228,6 +237,7 @@ class RayExecutor:
     def __init__(self, spec: RunSpec, subject: Any = None) -> None:
         self.spec, self.subject = spec, subject
         connect(spec.ray_address, spec.workers)
+        ray = _ray()
         cpus = ray.cluster_resources().get("CPU", 1.0)
         self.workers = spec.workers or max(1, int(cpus))
         #: each actor's share of a CPU: many workers fit a small cluster (they mostly wait)
@@ -237,6 +247,9 @@ class RayExecutor:
                       run: RunCalls, commit: Any, workers: int) -> None:
         if not work:
             return
+        ray = _ray()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # optional
+
         spec, store = self.spec, run.shared.store
         n = max(1, min(self.workers, len(work)))
         per = max(1, math.ceil(workers / n))  # each worker's share of --max-connections

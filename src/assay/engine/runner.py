@@ -21,6 +21,7 @@ from assay.core.version import __version__
 from assay.engine.calls import CallShared
 from assay.engine.finalize import finalize
 from assay.engine.judging import preflight, task_roles
+from assay.engine.ray_executor import RayExecutor
 from assay.engine.sample import Executor, LocalExecutor, RunCalls
 from assay.errors import ConfigError
 from assay.models.base import Subject, get_subject
@@ -79,12 +80,7 @@ def executor_for(spec: RunSpec, subject: Any = None) -> Executor:
     """The executor ``spec.executor`` names, connected (or started) now: one line and exit 2
     where it cannot be."""
     if spec.executor == "ray":
-        try:
-            from assay.engine import ray_executor  # optional: Ray is the [ray] extra
-        except ImportError as e:
-            raise ConfigError(f"--executor ray needs Ray ({e}); install it with: "
-                              "pip install 'assay[ray]'") from None
-        return ray_executor.RayExecutor(spec, subject)
+        return RayExecutor(spec, subject)
     raise ConfigError(f"unknown executor {spec.executor!r}; give local or ray")
 
 
