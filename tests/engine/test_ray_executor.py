@@ -29,6 +29,8 @@ from test_kill_resume import SessionServer
 from assay.engine.ray_executor import SampleWorker
 from assay.errors import ConfigError
 from assay.testing.fake_server import FakeServer, Rule
+from tests.tasks.bfcl import official_oracle as oracle
+from tests.tasks.converse.convfakes import ConverseServer, converse_args, stop_after, write_case
 from tests.tasks.gaia.gaia_fixtures import write_gaia_fixture
 
 CRASHY = """
@@ -318,3 +320,46 @@ def test_a_file_missing_or_changed_on_the_worker_is_the_shipped_copy(tmp_path: P
     assert Path(worker._file(gone, digest, data)).read_bytes() == data
     with pytest.raises(ConfigError, match="arrived changed"):
         worker._file(str(tmp_path / "other.csv"), digest, b"tampered")
+
+
+def test_bfcl_and_converse_on_ray_give_the_local_verdicts(cluster: Any, tmp_path: Path) -> None:
+    """BFCL simple_python (the official checker on the workers) and a converse case (its
+    examiner and judge roles built and called on the workers) score as they do locally."""
+    home = tmp_path / "home"
+    questions, answers = oracle.entries("simple_python")
+    truth = {q["question"][0][-1]["content"]: oracle.render(oracle.truth_calls(
+        q["function"], a["ground_truth"]), "python", fc=False)
+        for q, a in zip(questions, answers, strict=True)}
+
+    def half_right(body: dict[str, Any]) -> Any:  # the official answer, or a wrong call
+        text = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+        calls = [{"name": name.replace(".", "_"), "arguments": args}
+                 for call in truth[text] for name, args in call.items()]
+        return {"tool_calls": calls if len(text) % 2 else [{"name": "nope", "arguments": {}}]}
+
+    with FakeServer(responder=half_right) as server:
+        args = ["bfcl", "--category", "simple_python", "--limit", "12", "--model",
+                "openai/fake", "--base-url", server.base_url, "--no-cache"]
+        bfcl = [run_id(cli(cluster, home, *args, ray=False)),
+                run_id(cli(cluster, home, *args, "--workers", "3"))]
+    local, on_ray = (stored(home, r)[1] for r in bfcl)
+    assert on_ray == local and len(local) == 12
+    assert 0 < sum(v["bfcl"] for v, _, _ in local.values()) < 12
+    cases = tmp_path / "cases"
+    for name in ("one", "two", "three"):
+        write_case(cases, name)
+    with ConverseServer(examiner=stop_after(2)) as server:
+        args = [a for a in converse_args(cases, server.base_url, "--no-cache")[1:] if a != "-q"]
+        talks = [run_id(cli(cluster, home, *args, ray=False, session="local")),
+                 run_id(cli(cluster, home, *args, "--workers", "2", session="ray"))]
+        by_role = Counter((auth, b["model"]) for auth, b in zip(
+            server.authorizations, server.requests, strict=True))
+    local, on_ray = (stored(home, r)[1] for r in talks)
+    assert on_ray == local and len(local) == 3
+    for role in ("agent", "examiner", "judge"):  # each role asked as often as locally
+        assert by_role[("Bearer ray", role)] == by_role[("Bearer local", role)] > 0, by_role
+    con = sqlite3.connect(home / "assay.db")
+    stats = [json.loads(con.execute("SELECT stats FROM runs WHERE id = ?", (r,)).fetchone()[0])
+             for r in talks]
+    con.close()
+    assert stats[1]["role_calls"] == stats[0]["role_calls"]
