@@ -363,3 +363,50 @@ def test_bfcl_and_converse_on_ray_give_the_local_verdicts(cluster: Any, tmp_path
              for r in talks]
     con.close()
     assert stats[1]["role_calls"] == stats[0]["role_calls"]
+
+
+CHAINED = '''
+import os
+
+from assay import Outcome, Sample, Score, Task, task
+
+
+class Chained(Task):
+    """Samples that share run state: each sees how many ran before it in its process."""
+
+    def affinity(self, sample):
+        return "one-chain" if KEEP_TOGETHER else None
+
+    async def solve(self, sample, agent):
+        seen = agent.run_state.setdefault("seen", [])
+        seen.append(sample.id)
+        return Outcome(output=f"{os.getpid()} {len(seen)}")
+
+    def score(self, sample, outcome):
+        return [Score("ran", 1.0, outcome.output)]
+
+
+@task
+def chained(n: int = 9) -> Task:
+    return Chained(samples=[Sample(f"s{i}", f"question {i}", "x") for i in range(n)])
+'''
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_samples_that_share_run_state_run_on_one_worker(cluster: Any, tmp_path: Path,
+                                                         together: bool) -> None:
+    path = tmp_path / "chained.py"
+    path.write_text(f"KEEP_TOGETHER = {together}\n" + CHAINED)
+    home = tmp_path / "home"
+    with FakeServer(default_reply="unused") as server:  # the task calls no model
+        rid = run_id(cli(cluster, home, f"{path}@chained", "--model", "openai/fake",
+                         "--base-url", server.base_url, "--workers", "3"))
+    con = sqlite3.connect(home / "assay.db")
+    outputs = [o for (o,) in con.execute("SELECT output FROM samples WHERE run_id = ?", (rid,))]
+    con.close()
+    pids = {o.split()[0] for o in outputs}
+    if together:  # one process, and the run state it kept saw every sample
+        assert len(pids) == 1 and sorted(int(o.split()[1]) for o in outputs) == list(
+            range(1, 10)), outputs
+    else:  # without an affinity the samples spread over the workers
+        assert len(pids) > 1, outputs

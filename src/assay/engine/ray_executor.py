@@ -21,6 +21,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import tempfile
 import time
 from collections import Counter, deque
@@ -38,6 +39,7 @@ from assay.errors import ConfigError
 from assay.models.base import get_subject
 from assay.sandbox import allow_weak_isolation
 from assay.store.sqlite import Store
+from assay.tasks.registry import FILE_MODULE_PREFIX
 
 #: times a sample may be running on a worker that died before it is recorded as its error
 MAX_CRASHES = 3
@@ -248,6 +250,7 @@ class RayExecutor:
         if not work:
             return
         ray = _ray()
+        from ray import cloudpickle  # optional
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # optional
 
         spec, store = self.spec, run.shared.store
@@ -261,6 +264,9 @@ class RayExecutor:
         if spec.rpm:
             for model_id in {subject.model_id, *(r.model_id for r, _, _ in run.roles.values())}:
                 pacers[model_id] = ray.remote(num_cpus=0)(Pacer).remote(spec.rpm)
+        for name, module in list(sys.modules.items()):  # a task file's code travels with it
+            if name.startswith(FILE_MODULE_PREFIX):
+                cloudpickle.register_pickle_by_value(module)
         worker_cls = ray.remote(SampleWorker).options(num_cpus=self.cpus, max_concurrency=per)
         shipped = self.subject  # a subject object the caller gave; else each worker builds one
 
@@ -271,7 +277,7 @@ class RayExecutor:
         files: dict[str, tuple[str, str, Any]] = {}
         queue = deque(work)
         crashes: Counter[tuple[Any, int]] = Counter()
-        affinity = getattr(task, "affinity", None)
+        affinity = getattr(task, "affinity", None)  # a task outside the Task class may lack it
         bound: dict[str, int] = {}  # affinity key -> slot
         restarts = 0
         pending: dict[asyncio.Future[Any], tuple[int, Any]] = {}
@@ -318,7 +324,10 @@ class RayExecutor:
                         continue
                     try:
                         result, cached = fut.result()
-                    except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError):
+                    except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as e:
+                        if "creation task" in str(e):  # it could not start: it never will
+                            raise ConfigError(f"the Ray workers cannot start: {_cause(e)}"
+                                              ) from None
                         restarts += 1
                         if restarts > 3 * n + MAX_CRASHES:
                             raise ConfigError(f"the Ray workers keep dying ({restarts} so far)"
@@ -341,7 +350,10 @@ class RayExecutor:
                 deal()
         finally:
             for fut in pending:
-                fut.cancel()
+                if fut.done() and not fut.cancelled():
+                    fut.exception()  # retrieved: asyncio says nothing of it later
+                else:
+                    fut.cancel()
             for slot in slots:
                 with contextlib.suppress(Exception):
                     ray.kill(slot.actor)
@@ -349,6 +361,13 @@ class RayExecutor:
                 if extra is not None:
                     with contextlib.suppress(Exception):
                         ray.kill(extra)
+
+
+def _cause(error: BaseException) -> str:
+    """The last line of what a worker raised (``ModuleNotFoundError: No module named 'x'``)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    found = [line for line in lines if "Error:" in line and not line.startswith("ray.")]
+    return (found or lines or [type(error).__name__])[-1][:300]
 
 
 async def _awaited(ref: Any) -> Any:

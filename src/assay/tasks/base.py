@@ -183,6 +183,11 @@ class Task:
         ``--seed``) over the task's defaults."""
         return {**self._generation, **run_params_of(ctx)}
 
+    def affinity(self, sample: Sample) -> str | None:
+        """Samples that share run state (``ctx.run_state``) return one key here: an executor
+        that spreads samples over processes (``--executor ray``) runs them in one."""
+        return None
+
     def roles(self, model: str) -> dict[str, RoleModel]:
         """Models this task needs besides the one under test (``model``), by role name: each
         sample gets a context per role in ``agent.roles[name]``, called like the agent's."""

@@ -266,10 +266,14 @@ def data_sources() -> dict[str, tuple[str, DataSource]]:
     return dict(sorted(out.items()))
 
 
+#: the name of a module imported from a task file (no other process can import it by name)
+FILE_MODULE_PREFIX = "assay_task_file_"
+
+
 def _import_file(path: Path) -> str:
     """Import a task file as a module of its own; returns the module name."""
     key = hashlib.sha1(str(path).encode()).hexdigest()[:12]
-    module_name = f"assay_task_file_{key}"
+    module_name = f"{FILE_MODULE_PREFIX}{key}"
     if module_name in sys.modules:
         return module_name
     spec = importlib.util.spec_from_file_location(module_name, path)

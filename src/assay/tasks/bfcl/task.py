@@ -240,6 +240,12 @@ class BFCLTask(Task):
         """The OpenAI tools for an entry's (language-hinted) function docs."""
         return tool_specs(hinted, underscore_to_dot=self.underscore_to_dot)
 
+    def affinity(self, sample: Sample) -> str | None:
+        """A memory scenario's questions share its prerequisite chain (run state): one worker."""
+        meta = sample.metadata
+        return (f"bfcl.memory/{meta['category']}/{meta['scenario']}"
+                if meta.get("scenario") is not None else None)
+
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """One turn: native tools (fc) or the official system prompt (prompt)."""
         params = self.generation_params(agent)
