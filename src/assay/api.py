@@ -157,7 +157,7 @@ async def run_async(spec: RunSpec | None = None, *, resume: str | None = None,
             raise ValueError("give a RunSpec or a run id to resume")
         # without api_key, the provider reads OPENAI_API_KEY itself
         subject = get_subject(spec.model, base_url=spec.base_url, api_key=api_key,
-                              timeout=spec.timeout) if api_key else None
+                              timeout=spec.timeout, endpoints=spec.endpoints) if api_key else None
         run_id = await engine.run(spec, resume=resume, subject=subject, parent_id=parent_id)
         run = store.get_run(run_id)
         metrics = stored_metrics(run) or {}  # stored by the engine's finalize

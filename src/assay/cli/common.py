@@ -51,9 +51,14 @@ MODELS_OPTION = click.Option(
 #: the options every ``assay run <task>`` command shares (declared once, here)
 SHARED_OPTIONS = [
     MODEL_OPTION,
-    click.Option(["--base-url"], default=None,
+    click.Option(["--base-url"], multiple=True,
                  help="Endpoint for openai/ models (default $OPENAI_BASE_URL, then OpenAI). "
-                 "The key comes from $OPENAI_API_KEY and is never stored."),
+                 "The key comes from $OPENAI_API_KEY and is never stored. Repeat it for "
+                 "replicas of one model: calls go to the least busy, a failing one is "
+                 "taken out."),
+    click.Option(["--endpoints"], type=click.Path(exists=True, dir_okay=False), default=None,
+                 help="A file of endpoints for the model, one URL a line (as --base-url "
+                 "repeated)."),
     click.Option(["--limit", "-n"], type=int, default=None,
                  help="Evaluate only the first N samples."),
     click.Option(["--sample-ids"], default=None, help="Comma-separated sample ids to evaluate."),
@@ -103,7 +108,7 @@ SHARED_OPTIONS = [
 SHARED_NAMES = tuple(str(o.name) for o in SHARED_OPTIONS)
 
 #: shared options that may change when a run is resumed: they do not change its samples
-RESUME_OVERRIDABLE = {"base_url", "max_connections", "timeout", "sample_timeout",
+RESUME_OVERRIDABLE = {"base_url", "endpoints", "max_connections", "timeout", "sample_timeout",
                       "max_retries", "no_cache", "max_reply_bytes", "rpm", "quiet", "resume",
                       "allow_weak_sandbox", "max_error_rate", "executor", "workers",
                       "ray_address"}
@@ -122,7 +127,24 @@ def parse_params(items: list[str] | None, temperature: float | None) -> dict[str
     return params
 
 
-def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str | None,
+def endpoint_options(base_url: str | Sequence[str] | None,
+                     endpoints: str | None = None) -> dict[str, Any]:
+    """``base_url`` and, for several, ``endpoints`` from ``--base-url`` (repeated) and
+    ``--endpoints FILE`` (one URL a line; ``#`` starts a comment)."""
+    urls = [base_url] if isinstance(base_url, str) else list(base_url or ())
+    if endpoints:
+        with open(endpoints, encoding="utf-8") as f:
+            urls += [line.split("#", 1)[0].strip() for line in f
+                     if line.split("#", 1)[0].strip()]
+        if not urls:
+            raise ConfigError(f"--endpoints {endpoints} lists no URL; give one URL a line")
+    urls = list(dict.fromkeys(urls))  # the same endpoint twice is one endpoint
+    return {"base_url": urls[0] if urls else None,
+            "endpoints": urls if len(urls) > 1 else None}
+
+
+def engine_options(*, base_url: str | Sequence[str] | None, limit: int | None,
+                   sample_ids: str | None,
                    max_connections: int, timeout: float, sample_timeout: float | None,
                    max_retries: int, epochs: int, seed: int | None, no_cache: bool,
                    param: list[str] | None, temperature: float | None,
@@ -130,14 +152,16 @@ def engine_options(*, base_url: str | None, limit: int | None, sample_ids: str |
                    allow_weak_sandbox: bool = False,
                    max_error_rate: float = 1.0, executor: str = "local",
                    workers: int | None = None,
-                   ray_address: str | None = None) -> dict[str, Any]:
+                   ray_address: str | None = None,
+                   endpoints: str | None = None) -> dict[str, Any]:
     """The engine part of a RunSpec from the shared CLI options."""
     ids = None
     if sample_ids is not None:
         ids = [s.strip() for s in sample_ids.split(",") if s.strip()]
         if not ids:
             raise ConfigError("--sample-ids lists no ids; give comma-separated sample ids")
-    return dict(base_url=base_url, limit=limit, sample_ids=ids, max_connections=max_connections,
+    return dict(**endpoint_options(base_url, endpoints), limit=limit, sample_ids=ids,
+                max_connections=max_connections,
                 timeout=timeout, sample_timeout=sample_timeout, max_retries=max_retries,
                 epochs=epochs, seed=seed, cache=not no_cache,
                 params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes,
@@ -286,12 +310,15 @@ def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"--resume continues a run with the options it started with; {flags} would "
             "change its samples or scoring, so start a new run instead (only --base-url, "
-            "--max-connections, --timeout, --sample-timeout, --max-retries, --no-cache, "
-            "--max-reply-bytes, --rpm, --max-error-rate and --allow-weak-sandbox may change "
-            "on resume)")
-    return {("cache" if name == "no_cache" else name):
-            (not kwargs[name] if name == "no_cache" else kwargs[name])
-            for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet"})}
+            "--endpoints, --max-connections, --timeout, --sample-timeout, --max-retries, "
+            "--no-cache, --max-reply-bytes, --rpm, --max-error-rate, --allow-weak-sandbox, "
+            "--executor, --workers and --ray-address may change on resume)")
+    out = {("cache" if name == "no_cache" else name):
+           (not kwargs[name] if name == "no_cache" else kwargs[name])
+           for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet", "endpoints"})}
+    if given & {"base_url", "endpoints"}:
+        out.update(endpoint_options(kwargs.get("base_url"), kwargs.get("endpoints")))
+    return out
 
 
 def resume_changes(store: Any, run_id: str, overrides: dict[str, Any]) -> list[str]:

@@ -61,6 +61,8 @@ class RunSpec:
     allow_weak_sandbox: bool = False
     #: the run ends ``failed`` past this share of errored samples (1.0: only if all errored)
     max_error_rate: float = 1.0
+    #: the same model at several URLs (``--base-url`` repeated): calls spread by load
+    endpoints: list[str] | None = None
     #: where the samples run: ``local`` (this process) or ``ray`` (actors of a Ray cluster)
     executor: str = "local"
     #: Ray actors (``None``: one per CPU of the cluster)
@@ -113,6 +115,8 @@ class RunSpec:
              for k, v in asdict(self).items()}
         d["base_url"] = redact_url(self.base_url)
         d["ray_address"] = redact_url(self.ray_address)
+        if self.endpoints:
+            d["endpoints"] = [redact_url(u) for u in self.endpoints]
         if d["base_url"] != self.base_url:
             d["base_url_has_secrets"] = True
         if changed:

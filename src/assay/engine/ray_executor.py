@@ -163,7 +163,8 @@ class SampleWorker:
         self.task, self.spec = task, spec
         self.subject = subject or get_subject(spec.model, base_url=spec.base_url,
                                               timeout=spec.timeout,
-                                              max_reply_bytes=spec.max_reply_bytes)
+                                              max_reply_bytes=spec.max_reply_bytes,
+                                              endpoints=spec.endpoints)
         self.roles = task_roles(task, spec, self.subject)
         self.cache = RemoteCache(reader if spec.cache else None)
         self.files = Path(tempfile.mkdtemp(prefix="assay-ray-"))

@@ -147,7 +147,8 @@ class Engine:
                     f"the dataset changed since run {run_id} started (content hash "
                     f"{old_hash[:12]} != {dataset['content_hash'][:12]}); start a new run")
         subj = subject or get_subject(spec.model, base_url=spec.base_url, timeout=spec.timeout,
-                                      max_reply_bytes=spec.max_reply_bytes)
+                                      max_reply_bytes=spec.max_reply_bytes,
+                                      endpoints=spec.endpoints)
         roles: dict[str, Any] = {}
         started = False
         executor = self.executor

@@ -9,6 +9,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from assay.core.spec import DEFAULT_MAX_REPLY_BYTES  # noqa: F401 - its home was here
 from assay.core.types import Message, Reply, ToolSpec
+from assay.errors import ConfigError
+from assay.models.pool import EndpointPool
 from assay.models.registry import ModelCapabilities, capabilities_of, get_provider
 from assay.models.registry import split_spec as parse_model_spec
 
@@ -54,12 +56,22 @@ class Subject:
 
 def get_subject(spec: str, *, base_url: str | None = None, api_key: str | None = None,
                 timeout: float = 120.0, params: dict[str, Any] | None = None,
-                max_reply_bytes: int | None = None) -> Subject:
-    """Build the subject named by ``spec``, importing its provider's module only now."""
+                max_reply_bytes: int | None = None,
+                endpoints: list[str] | None = None) -> Subject:
+    """Build the subject named by ``spec``, importing its provider's module only now;
+    ``endpoints``: the same model at each of these URLs, calls spread over them."""
     name, rest = parse_model_spec(spec)
     provider = get_provider(name)
-    made = provider.build(rest, base_url=base_url, api_key=api_key, timeout=timeout,
-                          params=params, max_reply_bytes=max_reply_bytes)
+    if endpoints and len(endpoints) > 1:
+        if name != "openai":
+            raise ConfigError(f"several endpoints are for openai/ models, not {spec!r}")
+        made: Any = EndpointPool([provider.build(rest, base_url=url, api_key=api_key,
+                                                 timeout=timeout, params=params,
+                                                 max_reply_bytes=max_reply_bytes)
+                                  for url in endpoints])
+    else:
+        made = provider.build(rest, base_url=base_url, api_key=api_key, timeout=timeout,
+                              params=params, max_reply_bytes=max_reply_bytes)
     if not isinstance(getattr(made, "capabilities", None), ModelCapabilities):
         # the model carries its provider's capabilities wherever the engine wraps it
         with contextlib.suppress(AttributeError, TypeError):
