@@ -183,8 +183,9 @@ def test_parsing_a_spec_imports_no_provider_module():
                        timeout=120)
     assert p.returncode == 0, p.stderr
     before, after = (json.loads(line.replace("'", '"')) for line in p.stdout.splitlines())
-    assert before == ["assay.models.base", "assay.models.registry"]
-    assert after == ["assay.models.base", "assay.models.openai_model", "assay.models.registry"]
+    assert before == ["assay.models.base", "assay.models.pool", "assay.models.registry"]
+    assert after == ["assay.models.base", "assay.models.openai_model", "assay.models.pool",
+                     "assay.models.registry"]
 
 
 # --------------------------------------------------------------------------- capabilities read

@@ -153,7 +153,7 @@ class Engine:
         started = False
         executor = self.executor
         try:
-            if spec.executor != "local":  # reached (or started) before the run is created
+            if spec.executor == "ray":  # reached (or started) before the run is created
                 executor = executor_for(spec, subject)
             roles = task_roles(task, spec, subj)
             await preflight(subj, roles)

@@ -63,12 +63,14 @@ def get_subject(spec: str, *, base_url: str | None = None, api_key: str | None =
     name, rest = parse_model_spec(spec)
     provider = get_provider(name)
     if endpoints and len(endpoints) > 1:
-        if name != "openai":
-            raise ConfigError(f"several endpoints are for openai/ models, not {spec!r}")
-        made: Any = EndpointPool([provider.build(rest, base_url=url, api_key=api_key,
-                                                 timeout=timeout, params=params,
-                                                 max_reply_bytes=max_reply_bytes)
-                                  for url in endpoints])
+        built = [provider.build(rest, base_url=url, api_key=api_key, timeout=timeout,
+                                params=params, max_reply_bytes=max_reply_bytes)
+                 for url in endpoints]
+        if not all(callable(getattr(m, "describe", None)) and m.describe().get("base_url")
+                   for m in built):
+            raise ConfigError(f"{spec} is not served at a URL, so it takes no endpoints; "
+                              "give several --base-url to a model such as openai/NAME")
+        made: Any = EndpointPool(built)
     else:
         made = provider.build(rest, base_url=base_url, api_key=api_key, timeout=timeout,
                               params=params, max_reply_bytes=max_reply_bytes)
