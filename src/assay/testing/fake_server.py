@@ -69,7 +69,8 @@ class FakeServer:
                  script: list[Reply] | None = None, default_reply: Reply | None = None,
                  latency: float = 0.0, faults: FaultPlan | None = None,
                  require_api_key: str | None = None, log_requests: str | Path | None = None,
-                 hold_after: int | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+                 hold_after: int | None = None, host: str = "127.0.0.1", port: int = 0,
+                 max_concurrent: int | None = None) -> None:
         self.rules = list(rules or [])
         self.responder = responder
         self.script = list(script or [])
@@ -80,6 +81,9 @@ class FakeServer:
         self.log_requests = Path(log_requests) if log_requests else None
         self.hold_after = hold_after  # hold later requests open: deterministic interrupts
         self._released: asyncio.Event | None = None
+        #: at most this many requests served at once (each ``latency`` long); others queue
+        self.max_concurrent = max_concurrent
+        self._slots: asyncio.Semaphore | None = None
         # per chat request, in arrival order: query string, Authorization header ("" when
         # absent), time.monotonic() at arrival
         self.queries: list[str] = []
@@ -180,7 +184,12 @@ class FakeServer:
             kind = self._pick_fault(body)
             if kind is not None:
                 self.stats["faults"][kind] += 1
-        if self.latency > 0:
+        if self.max_concurrent is not None:  # a server that serves C at a time queues the rest
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.max_concurrent)
+            async with self._slots:
+                await asyncio.sleep(self.latency)
+        elif self.latency > 0:
             await asyncio.sleep(self.latency)
         if self.hold_after is not None and n_request > self.hold_after:
             if self._released is None:
