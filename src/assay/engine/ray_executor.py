@@ -237,8 +237,9 @@ class _Slot:
 class RayExecutor:
     """The executor of ``--executor ray`` (see the module's docstring)."""
 
-    def __init__(self, spec: RunSpec, subject: Any = None) -> None:
-        self.spec, self.subject = spec, subject
+    def __init__(self, spec: RunSpec, subject: Any = None, worker: type = SampleWorker) -> None:
+        #: the actor class (``bench/ray_scale_sim.py`` gives one that returns ready results)
+        self.spec, self.subject, self.worker = spec, subject, worker
         connect(spec.ray_address, spec.workers)
         ray = _ray()
         cpus = ray.cluster_resources().get("CPU", 1.0)
@@ -268,7 +269,7 @@ class RayExecutor:
         for name, module in list(sys.modules.items()):  # a task file's code travels with it
             if name.startswith(FILE_MODULE_PREFIX):
                 cloudpickle.register_pickle_by_value(module)
-        worker_cls = ray.remote(SampleWorker).options(num_cpus=self.cpus, max_concurrency=per)
+        worker_cls = ray.remote(self.worker).options(num_cpus=self.cpus, max_concurrency=per)
         shipped = self.subject  # a subject object the caller gave; else each worker builds one
 
         def start() -> _Slot:

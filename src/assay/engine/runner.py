@@ -90,7 +90,8 @@ class Engine:
     def __init__(self, store: Store, *, quiet: bool = False,
                  executor: Executor | None = None) -> None:
         self.store, self.quiet = store, quiet
-        self.executor: Executor = executor or LocalExecutor()
+        #: ``None``: the one ``spec.executor`` names, for each run
+        self.executor: Executor | None = executor
         #: id of the run in progress (so a caller can mark it interrupted on Ctrl-C)
         self.current_run_id: str | None = None
 
@@ -151,10 +152,10 @@ class Engine:
                                       endpoints=spec.endpoints)
         roles: dict[str, Any] = {}
         started = False
-        executor = self.executor
+        executor = self.executor or LocalExecutor()
         try:
-            if spec.executor == "ray":  # reached (or started) before the run is created
-                executor = executor_for(spec, subject)
+            if self.executor is None and spec.executor == "ray":  # reached before the run is
+                executor = executor_for(spec, subject)  # created: a cluster down creates none
             roles = task_roles(task, spec, subj)
             await preflight(subj, roles)
             described = subj.describe()
@@ -246,7 +247,8 @@ class Engine:
             # 1 where every model declares it answers one call at a time
             n_workers = 1 if all(capabilities_of(m).one_call_at_a_time for m in (
                 subj, *(r for r, _, _ in run.roles.values()))) else spec.max_connections
-            await (executor or self.executor).execute(task, subj, todo, run, commit, n_workers)
+            await (executor or self.executor or LocalExecutor()).execute(
+                task, subj, todo, run, commit, n_workers)
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]
         stats = self.store.sample_totals(run_id)
