@@ -197,6 +197,13 @@ def test_a_worker_killed_mid_run_has_its_samples_dealt_again_and_none_sent_twice
     again = {sid for sid, k in sent.items() if k > 1}
     assert 1 <= len(again) <= 4  # the killed worker's held samples, and only those
     assert the_run(db)[1] == "finished"
+    con = sqlite3.connect(db)
+    ran = json.loads(con.execute("SELECT stats FROM runs").fetchone()[0])["executor"]
+    con.close()
+    # what the run records of it: re-dealt exactly the samples sent again, one restart
+    assert (ran["kind"], ran["workers"], ran["workers_restarted"]) == ("ray", 2, 1)
+    assert ran["samples_dealt_again"] == len(again) and ran["crashed_samples"] == 0
+    assert sum(ran["results_per_worker"]) == n
 
 
 def test_the_driver_killed_then_resume_sends_no_committed_sample_again(
@@ -410,3 +417,26 @@ def test_samples_that_share_run_state_run_on_one_worker(cluster: Any, tmp_path: 
             range(1, 10)), outputs
     else:  # without an affinity the samples spread over the workers
         assert len(pids) > 1, outputs
+
+
+def test_an_endpoint_that_goes_down_mid_run_has_its_samples_finish_on_the_others(
+        cluster: Any, tmp_path: Path) -> None:
+    home, data, n = tmp_path / "home", write_data(tmp_path / "d.jsonl", 30), 30
+    db = home / "assay.db"
+    with FakeServer(rules=LAST_DIGIT_0369_WRONG) as a, \
+            FakeServer(rules=LAST_DIGIT_0369_WRONG) as b, \
+            FakeServer(rules=LAST_DIGIT_0369_WRONG, hold_after=3) as c:
+        proc = start_cli(cluster, home, "qa", "--data", str(data), "--model", "openai/fake",
+                         "--base-url", a.base_url, "--base-url", b.base_url, "--base-url",
+                         c.base_url, "--no-cache", "--workers", "2", "--max-connections", "6",
+                         session="s1")
+        # c answered 3 and holds the next ones open: then it goes away, mid-run
+        wait_for("c to hold requests", lambda: len(c.requests) >= 5, proc)
+        c.stop()
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out + err
+        served = len(a.requests) + len(b.requests)
+    rows = db_rows(db)
+    assert sorted(sid for sid, _, _ in rows) == sorted(f"s{i}" for i in range(n))
+    assert [r for r in rows if r[2] is not None] == []  # none failed: retried elsewhere
+    assert served >= n - 3  # all but c's first 3 answers came from a and b

@@ -240,6 +240,9 @@ class RayExecutor:
     def __init__(self, spec: RunSpec, subject: Any = None, worker: type = SampleWorker) -> None:
         #: the actor class (``bench/ray_scale_sim.py`` gives one that returns ready results)
         self.spec, self.subject, self.worker = spec, subject, worker
+        #: the progress bar's words (the engine sets it), and what the run records
+        self.say: Any = lambda text: None
+        self.summary: dict[str, Any] = {}
         connect(spec.ray_address, spec.workers)
         ray = _ray()
         cpus = ray.cluster_resources().get("CPU", 1.0)
@@ -281,7 +284,9 @@ class RayExecutor:
         crashes: Counter[tuple[Any, int]] = Counter()
         affinity = getattr(task, "affinity", None)  # a task outside the Task class may lack it
         bound: dict[str, int] = {}  # affinity key -> slot
-        restarts = 0
+        restarts = redealt = 0
+        done_by = [0] * n  # results each worker slot gave back
+        began, told = time.monotonic(), 0.0
         pending: dict[asyncio.Future[Any], tuple[int, Any]] = {}
 
         def ship(sample: Sample) -> list[tuple[str, str, Any]]:
@@ -343,14 +348,25 @@ class RayExecutor:
                                 commit(_crashed(one))
                             else:
                                 queue.appendleft(one)
+                                redealt += 1
                         continue
                     slot.alone = False
                     for key, model_id, reply in cached:
                         store.cache_put(key, model_id, reply)
                     result.sample = sample_extra(item[1]) or {}  # the driver's paths
                     commit(result)
+                    done_by[i] += 1
+                now = time.monotonic()
+                if now - told >= 1.0:  # each worker's rate beside the bar, once a second
+                    told = now
+                    self.say(f"{n} Ray workers: " + " ".join(
+                        f"{k / max(now - began, 1e-9):.1f}" for k in done_by) + " /s")
                 deal()
         finally:
+            self.summary = {"kind": "ray", "workers": n, "results_per_worker": done_by,
+                            "samples_dealt_again": redealt, "workers_restarted": restarts,
+                            "crashed_samples": sum(1 for k in crashes.values()
+                                                   if k >= MAX_CRASHES)}
             for fut in pending:
                 if fut.done() and not fut.cancelled():
                     fut.exception()  # retrieved: asyncio says nothing of it later

@@ -63,17 +63,20 @@ def select_samples(samples: list[Sample], spec: RunSpec) -> list[Sample]:
     return samples
 
 
-def _progress(total: int, description: str, quiet: bool) -> tuple[Any, Callable[[int], None]]:
-    """A rich progress bar on stderr (a context) and its advance(errors); nothing when quiet."""
+def _progress(total: int, description: str, quiet: bool
+              ) -> tuple[Any, Callable[[int], None], Callable[[str], None]]:
+    """A rich progress bar on stderr (a context), its advance(errors) and a setter of the
+    executor's own words beside it (Ray's workers); nothing when quiet."""
     if quiet:
-        return nullcontext(), lambda errors: None
+        return nullcontext(), lambda errors: None, lambda text: None
     import rich.progress as rp  # startup
 
     bar = rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(),
                       rp.MofNCompleteColumn(), rp.TextColumn("errors {task.fields[errors]}"),
                       rp.TimeRemainingColumn(), transient=True)
     task = bar.add_task(description, total=total, errors=0)
-    return bar, lambda errors: bar.update(task, advance=1, errors=errors)
+    return (bar, lambda errors: bar.update(task, advance=1, errors=errors),
+            lambda text: bar.update(task, description=f"{description} · {text}"))
 
 
 def executor_for(spec: RunSpec, subject: Any = None) -> Executor:
@@ -231,7 +234,10 @@ class Engine:
         errors = 0
         started = time.perf_counter()
         record = self.store.record
-        bar, advance = _progress(len(todo), f"{task.name} · {subj.model_id}", self.quiet)
+        bar, advance, said = _progress(len(todo), f"{task.name} · {subj.model_id}", self.quiet)
+        executor = executor or self.executor or LocalExecutor()
+        if hasattr(executor, "say"):  # the executor's own progress (Ray: each worker's rate)
+            executor.say = said
 
         def commit(result: SampleResult) -> None:
             nonlocal errors
@@ -247,14 +253,16 @@ class Engine:
             # 1 where every model declares it answers one call at a time
             n_workers = 1 if all(capabilities_of(m).one_call_at_a_time for m in (
                 subj, *(r for r, _, _ in run.roles.values()))) else spec.max_connections
-            await (executor or self.executor or LocalExecutor()).execute(
-                task, subj, todo, run, commit, n_workers)
+            await executor.execute(task, subj, todo, run, commit, n_workers)
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]
         stats = self.store.sample_totals(run_id)
         stats.pop("owner", None)
         stats["elapsed_s"] = round(old.get("elapsed_s", 0.0) + elapsed, 3)
         stats["sessions"] = old.get("sessions", 0) + 1
+        ran = getattr(executor, "summary", None)
+        if ran:  # how this session's samples were run (Ray: workers, re-dealt, restarts)
+            stats["executor"] = ran
         if run.roles:  # whom the roles called: model_calls are the subject's alone
             before = old.get("role_calls") or {}
             stats["role_calls"] = {name: {
