@@ -28,7 +28,9 @@ from test_kill_resume import SessionServer
 
 from assay.engine.ray_executor import SampleWorker
 from assay.errors import ConfigError
+from assay.store.sqlite import Store
 from assay.testing.fake_server import FakeServer, Rule
+from assay.view.run_files import run_options
 from tests.tasks.bfcl import official_oracle as oracle
 from tests.tasks.converse.convfakes import ConverseServer, converse_args, stop_after, write_case
 from tests.tasks.gaia.gaia_fixtures import write_gaia_fixture
@@ -161,6 +163,13 @@ def test_ray_gives_the_local_verdicts_records_its_executor_and_reads_the_cache(
     assert metrics_of(home, on_ray)[scorer] == metrics_of(home, local)[scorer]
     assert (local_spec["executor"], spec["executor"]) == ("local", "ray")
     assert (spec["workers"], spec["ray_address"]) == (4, cluster["address"])
+    store = Store(home / "assay.db", readonly=True)
+    try:  # the viewer's Options: where the samples ran, beside the other run settings
+        shown = dict(run_options(store, store.get_run(on_ray))["run"])
+        assert (shown["executor"], shown["workers"]) == ("ray", "4")
+        assert "executor" not in dict(run_options(store, store.get_run(local))["run"])
+    finally:
+        store.close()
     assert stored(home, again)[1] == local_rows
     con = sqlite3.connect(home / "assay.db")
     hits = con.execute("SELECT SUM(cache_hits), SUM(model_calls) FROM samples WHERE run_id = ?",

@@ -28,7 +28,8 @@ REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; san
 
 _MAX_FILES = 200
 _SPEC_SHOWN = ("limit", "epochs", "seed", "max_connections", "max_retries", "timeout",
-               "sample_timeout", "rpm", "cache", "max_error_rate")
+               "sample_timeout", "rpm", "cache", "max_error_rate", "executor", "workers",
+               "ray_address", "endpoints")
 
 
 def _text(value: Any) -> str:
@@ -77,7 +78,8 @@ def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, 
         "model": model_rows, "scoring": scoring,
         "task options": [(str(k), _text(v)) for k, v in options.items() if k != "scorer"],
         "generation": generation,
-        "run": [(k, _text(spec[k])) for k in _SPEC_SHOWN if spec.get(k) is not None]}
+        "run": [(k, _text(spec[k])) for k in _SPEC_SHOWN if spec.get(k) is not None
+                and (k, spec[k]) != ("executor", "local")]}
 
 
 def _folder(store_path: Path, run_id: str) -> Path:
