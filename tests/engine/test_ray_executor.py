@@ -72,7 +72,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
     started = subprocess.run(
         [ray, "start", "--head", "--num-cpus", "2", "--port", str(port),
          "--node-ip-address", "127.0.0.1", "--include-dashboard=false",
-         "--disable-usage-stats"], env=env, capture_output=True, text=True, timeout=180)
+         "--disable-usage-stats", "--object-store-memory", str(200 * 1024 * 1024)],
+        env=env, capture_output=True, text=True, timeout=180)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         yield {"address": f"127.0.0.1:{port}", "env": env}

@@ -299,18 +299,20 @@ class RayExecutor:
             return out
 
         def deal() -> None:
-            for _ in range(len(queue)):
-                item = queue[0]
+            """Samples to workers with room, the least busy first, while any has room; a
+            sample whose worker is full (affinity) or that needs one alone waits its turn."""
+            waiting: list[tuple[int, Sample, int]] = []
+            while queue and any(not s.alone and len(s.running) < per for s in slots):
+                item = queue.popleft()
                 key = affinity(item[1]) if affinity else None
                 suspect = crashes[(item[1].id, item[2])] > 0
                 choices = [bound[key]] if key in bound else range(len(slots))
                 free = [i for i in choices if not slots[i].alone and (
                     not slots[i].running if suspect else len(slots[i].running) < per)]
                 if not free:
-                    queue.rotate(-1)
+                    waiting.append(item)
                     continue
                 i = min(free, key=lambda j: len(slots[j].running))
-                queue.popleft()
                 if key is not None:
                     bound[key] = i
                 slot = slots[i]
@@ -318,6 +320,7 @@ class RayExecutor:
                 ref = slot.actor.run_one.remote(*item, ship(item[1]))
                 slot.running[ref] = item
                 pending[asyncio.ensure_future(_awaited(ref))] = (i, ref)
+            queue.extendleft(reversed(waiting))  # in their order, before the rest
 
         deal()
         try:
