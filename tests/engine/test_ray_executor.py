@@ -35,6 +35,8 @@ from tests.tasks.bfcl import official_oracle as oracle
 from tests.tasks.converse.convfakes import ConverseServer, converse_args, stop_after, write_case
 from tests.tasks.gaia.gaia_fixtures import write_gaia_fixture
 
+QUESTION_OF = re.compile(r"Repeat after me: (\S+)")
+
 CRASHY = """
     import os
     import re
@@ -337,6 +339,8 @@ def test_a_file_missing_or_changed_on_the_worker_is_the_shipped_copy(tmp_path: P
     assert Path(worker._file(gone, digest, data)).read_bytes() == data
     with pytest.raises(ConfigError, match="arrived changed"):
         worker._file(str(tmp_path / "other.csv"), digest, b"tampered")
+    # a file the driver could not read either: its path, missing, as the task sees it locally
+    assert worker._file(str(tmp_path / "never.csv"), "", None) == str(tmp_path / "never.csv")
 
 
 def test_bfcl_and_converse_on_ray_give_the_local_verdicts(cluster: Any, tmp_path: Path) -> None:
@@ -450,3 +454,53 @@ def test_an_endpoint_that_goes_down_mid_run_has_its_samples_finish_on_the_others
     assert sorted(sid for sid, _, _ in rows) == sorted(f"s{i}" for i in range(n))
     assert [r for r in rows if r[2] is not None] == []  # none failed: retried elsewhere
     assert served >= n - 3  # all but c's first 3 answers came from a and b
+
+
+def test_a_plan_and_several_models_run_their_children_side_by_side_on_ray(
+        cluster: Any, tmp_path: Path) -> None:
+    """Each child waits for the others: the server holds every request past the second until
+    both children have asked one. One after another, the first child could never finish."""
+    home = tmp_path / "home"
+    tasks = []
+    for name in ("alpha", "beta"):
+        (tmp_path / f"{name}.jsonl").write_text("".join(
+            json.dumps({"id": f"{name}{i}", "question": f"Repeat after me: {name}{i}",
+                        "answer": f"{name}{i}"}) + "\n" for i in range(3)))
+        tasks.append({"task": "qa", "source": "builtin", "options": {"data": f"{name}.jsonl"},
+                      "capabilities": ["reading"],
+                      "metrics": [{"name": "exact_match", "role": "primary"}]})
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(json.dumps({"assay_plan": 1, "request": "two qa sets", "tasks": tasks}))
+
+    def asked(server: FakeServer) -> set[str]:
+        return {QUESTION_OF.search(b["messages"][-1]["content"]).group(1)
+                for b in list(server.requests)}
+
+    for args in (["run", str(plan), "--model", "openai/fake"],
+                 ["run", "qa", "--data", str(tmp_path / "alpha.jsonl"), "--model",
+                  "openai/one", "--model", "openai/two"]):
+        with FakeServer(rules=[Rule(r"Repeat after me: (\S+)", "Answer: \\1")],
+                        hold_after=2) as server:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "assay", *args, "--base-url", server.base_url,
+                 "--executor", "ray", "--ray-address", cluster["address"], "--workers", "1",
+                 "-c", "3", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                cwd=tmp_path, env=dict(cluster["env"], ASSAY_HOME=str(home),
+                                       OPENAI_API_KEY="k"))
+            if "--model" in args[4:]:  # two models: each child's requests name its model
+                wait_for("both models asked", lambda: {b["model"] for b in list(
+                    server.requests)} == {"one", "two"}, proc)
+            else:
+                wait_for("both tasks asked", lambda: {q[:4] for q in asked(server)} == {
+                    "alph", "beta"}, proc)
+            server.release()
+            out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out + err
+    con = sqlite3.connect(home / "assay.db")
+    parents = con.execute("SELECT id, kind, status FROM runs WHERE parent_id IS NULL").fetchall()
+    children = con.execute("SELECT parent_id, status FROM runs WHERE parent_id IS NOT NULL"
+                           ).fetchall()
+    con.close()
+    assert sorted(k for _, k, _ in parents) == ["pipeline", "plan"] and all(
+        s == "finished" for _, _, s in parents), parents
+    assert len(children) == 4 and all(s == "finished" for _, s in children), children

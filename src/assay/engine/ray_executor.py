@@ -202,6 +202,8 @@ class SampleWorker:
         """A sample's file where this worker's task reads it: at its own path where that holds
         the same bytes (this machine, a shared file system: prompts that name it stay the
         local run's), else a copy from the object store; either checked by its sha256."""
+        if data is None:  # the driver could not read it either: the task sees it missing
+            return original
         if original not in self.seen:
             here = Path(original)
             with contextlib.suppress(OSError):
@@ -293,8 +295,12 @@ class RayExecutor:
             out = []
             for path in sample.files or []:
                 if path not in files:
-                    data = Path(path).read_bytes()
-                    files[path] = (path, hashlib.sha256(data).hexdigest(), ray.put(data))
+                    try:
+                        data = Path(path).read_bytes()
+                    except OSError:  # missing here too: the task says so, as it does locally
+                        files[path] = (path, "", None)
+                    else:
+                        files[path] = (path, hashlib.sha256(data).hexdigest(), ray.put(data))
                 out.append(files[path])
             return out
 
@@ -353,6 +359,10 @@ class RayExecutor:
                                 queue.appendleft(one)
                                 redealt += 1
                         continue
+                    except ray.exceptions.RayTaskError as e:  # outside the sample's own path
+                        slot.alone = False  # (its file, say): that sample's error, not the run's
+                        commit(_crashed(item, f"the Ray worker could not run it: {_cause(e)}"))
+                        continue
                     slot.alone = False
                     for key, model_id, reply in cached:
                         store.cache_put(key, model_id, reply)
@@ -395,14 +405,15 @@ async def _awaited(ref: Any) -> Any:
     return await ref
 
 
-def _crashed(item: tuple[int, Sample, int]) -> SampleResult:
-    """The error of a sample that was running each time a worker died, MAX_CRASHES times."""
+def _crashed(item: tuple[int, Sample, int], error: str | None = None) -> SampleResult:
+    """The error of a sample that was running each time a worker died, MAX_CRASHES times
+    (or ``error``: what else kept its worker from running it)."""
     seq, sample, epoch = item
     return SampleResult(
         run_id="", sample_id=sample.id, epoch=epoch, seq=seq, input=sample.input_json(),
         target=sample.target, transcript=[], output="", prediction=None, scores={},
-        error=f"the Ray worker running this sample died {MAX_CRASHES} times (its process "
-              "crashed or was killed); not retried again",
+        error=error or f"the Ray worker running this sample died {MAX_CRASHES} times (its "
+                       "process crashed or was killed); not retried again",
         latency_s=0.0, input_tokens=0, output_tokens=0, model_calls=0, cache_hits=0,
         metadata=sample.metadata or {}, created_at=time.time(),
         sample=sample_extra(sample) or {})

@@ -11,7 +11,13 @@ from typing import Any
 from assay.api import make_spec
 from assay.engine.runner import RunSpec
 from assay.errors import ConfigError
-from assay.pipelines.parent import ALL_ENGINE_FIELDS, ParentRun, StepFailed, engine_settings
+from assay.pipelines.parent import (
+    ALL_ENGINE_FIELDS,
+    ParentRun,
+    StepFailed,
+    engine_settings,
+    steps_of,
+)
 from assay.reports.models import (
     NAME,
     comparison,
@@ -86,14 +92,15 @@ def _drive(parent: ParentRun, echo: Callable[[str], Any] | None) -> ModelsResult
     failures: dict[str, str] = {}
 
     def body(run: ParentRun) -> dict[str, Any]:
-        for i, model in enumerate(models):
-            try:
-                children[model] = run.step(f"model{i + 1}", task, model, options,
-                                           engine=settings, names=(name,), echo=echo,
-                                           label=model)
-            except StepFailed as e:
-                failures[model] = str(e)
+        calls = [((f"model{i + 1}", task, model, options),
+                  {"engine": settings, "names": (name,), "echo": echo, "label": model})
+                 for i, model in enumerate(models)]
+        for i, (model, done) in enumerate(zip(models, steps_of(run, calls), strict=True)):
+            if isinstance(done, StepFailed):  # on Ray: the models side by side
+                failures[model] = str(done)
                 children[model] = _recorded_run(run, f"model{i + 1}")
+            else:
+                children[model] = done
         return comparison(run.store, task, children)
 
     summary = parent.drive(body)

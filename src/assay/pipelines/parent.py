@@ -3,6 +3,7 @@ Ctrl-C or ``kill -9`` a finished step's run is reused, a half-done one resumed, 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -39,24 +40,32 @@ def run_step(store: Store, task: str, model: str, options: dict[str, Any], *,
              engine: dict[str, Any] | None = None, parent_id: str | None = None,
              quiet: bool = True) -> str:
     """Run ``task`` on ``model`` as ``assay run`` would (reports written); returns its id."""
+    return run(arun_step(store, task, model, options, engine=engine, parent_id=parent_id,
+                         quiet=quiet))
+
+
+async def arun_step(store: Store, task: str, model: str, options: dict[str, Any], *,
+                    engine: dict[str, Any] | None = None, parent_id: str | None = None,
+                    quiet: bool = True) -> str:
+    """:func:`run_step` on the running event loop (steps side by side: a plan on Ray)."""
     spec = make_spec(task, model, task_options={k: v for k, v in options.items()
                                                 if v is not None},
                      engine={k: v for k, v in (engine or {}).items() if v is not None})
-    return _execute(store, spec, None, None, parent_id, quiet)
+    return await _execute(store, spec, None, None, parent_id, quiet)
 
 
 def resume_step(store: Store, run_id: str, *, overrides: dict[str, Any] | None = None,
                 parent_id: str | None = None, quiet: bool = True) -> str:
     """Continue an interrupted run with the engine's resume (``overrides``: what may change,
     and ``task_options`` whose credentials were never stored)."""
-    return _execute(store, None, run_id, overrides, parent_id, quiet)
+    return run(_execute(store, None, run_id, overrides, parent_id, quiet))
 
 
-def _execute(store: Store, spec: RunSpec | None, resume: str | None,
-             overrides: dict[str, Any] | None, parent_id: str | None, quiet: bool) -> str:
-    engine = Engine(store, quiet=quiet)
-    result = run(run_async(spec, resume=resume, store=store, quiet=quiet, engine=engine,
-                           overrides=overrides, parent_id=parent_id))
+async def _execute(store: Store, spec: RunSpec | None, resume: str | None,
+                   overrides: dict[str, Any] | None, parent_id: str | None, quiet: bool) -> str:
+    result = await run_async(spec, resume=resume, store=store, quiet=quiet,
+                             engine=Engine(store, quiet=quiet), overrides=overrides,
+                             parent_id=parent_id)
     return result.run_id
 
 
@@ -125,13 +134,21 @@ class ParentRun:
         return self.store.get_run(self.id)
 
     def step(self, key: str, task: str, model: str,
-             options: dict[str, Any] | Callable[[], dict[str, Any]], *,
-             engine: dict[str, Any] | None = None, names: Iterable[str] = (),
-             needs: Iterable[str] = (), before: Callable[[], Any] | None = None,
-             echo: Callable[[str], Any] | None = None, label: str | None = None) -> str:
+             options: dict[str, Any] | Callable[[], dict[str, Any]], **kwargs: Any) -> str:
         """Run step ``key``; returns its run id. A finished run is reused, a half-done one
         resumed; ``options`` may be a function, called only when the step runs (downloads)."""
+        return run(self.astep(key, task, model, options, **kwargs))
+
+    async def astep(self, key: str, task: str, model: str,
+                    options: dict[str, Any] | Callable[[], dict[str, Any]], *,
+                    engine: dict[str, Any] | None = None, names: Iterable[str] = (),
+                    needs: Iterable[str] = (), before: Callable[[], Any] | None = None,
+                    echo: Callable[[str], Any] | None = None, label: str | None = None,
+                    store: Store | None = None) -> str:
+        """:meth:`step` on the running event loop; ``store``: the child run's own connection
+        to the parent's store (steps side by side each write through their own)."""
         say = echo or (lambda _text: None)
+        child_store = store or self.store
         label = label or key
         entry = self._entry(key, task)
         for need in needs:
@@ -153,9 +170,9 @@ class ParentRun:
             if found is not None:
                 say(f"{label}: resuming run {found['id']}")
                 self._record(entry, run=found["id"], status="running")
-                child = resume_step(self.store, found["id"], parent_id=self.id,
-                                    quiet=self.quiet,
-                                    overrides=self._resume_overrides(found, _options_of(options)))
+                child = await _execute(child_store, None, found["id"],
+                                       self._resume_overrides(found, _options_of(options)),
+                                       self.id, self.quiet)
             else:
                 limit = (engine or {}).get("limit")
                 say(f"{label}: running" + (f" (limit {limit})" if limit is not None else ""))
@@ -163,15 +180,16 @@ class ParentRun:
                 had = set(self.store.children(self.id))
                 if before is not None:
                     before()
-                child = run_step(self.store, task, model, _options_of(options), engine=engine,
-                                 parent_id=self.id, quiet=self.quiet)
+                child = await arun_step(child_store, task, model, _options_of(options),
+                                        engine=engine, parent_id=self.id, quiet=self.quiet)
         except AssayError as e:
             self._record(entry, status="failed", error=scrub(str(e))[:500],
                          run=self._made(entry, had))
             say(f"{label}: failed: {e}")
             raise StepFailed(str(e)) from e
         except BaseException as e:  # Ctrl-C, SIGTERM, a bug: recorded, then raised again
-            stopped = isinstance(e, KeyboardInterrupt | SystemExit)
+            # Ctrl-C or SIGTERM reaches a step on the event loop as its cancellation
+            stopped = isinstance(e, KeyboardInterrupt | SystemExit | asyncio.CancelledError)
             try:
                 self._record(entry, status="interrupted" if stopped else "failed",
                              error=None if stopped else scrub(f"{type(e).__name__}: {e}")[:500],
@@ -250,6 +268,41 @@ class ParentRun:
         if not again:
             return self.overrides
         return {**(self.overrides or {}), "task_options": again}
+
+
+def steps_of(p: ParentRun, calls: list[tuple[tuple[Any, ...], dict[str, Any]]]
+             ) -> list[str | StepFailed]:
+    """Each ``(args, kwargs)`` of :meth:`ParentRun.step`: its run id, or its failure. On Ray
+    (``--executor ray``) the steps run side by side, each child with its own connection to
+    the store and no progress bar of its own; else one after another."""
+    if p.spec.executor != "ray" or len(calls) < 2:
+        out: list[str | StepFailed] = []
+        for args, kwargs in calls:
+            try:
+                out.append(p.step(*args, **kwargs))
+            except StepFailed as e:
+                out.append(e)
+        return out
+    return run(_side_by_side(p, calls))
+
+
+async def _side_by_side(p: ParentRun, calls: list[tuple[tuple[Any, ...], dict[str, Any]]]
+                        ) -> list[str | StepFailed]:
+    stores = [Store(p.store.path) for _ in calls]
+    quiet, p.quiet = p.quiet, True  # one bar per child would tear the terminal
+    try:
+        done = await asyncio.gather(*(p.astep(*args, **kwargs, store=store)
+                                      for (args, kwargs), store in zip(calls, stores,
+                                                                       strict=True)),
+                                    return_exceptions=True)
+    finally:
+        p.quiet = quiet
+        for store in stores:
+            store.close()
+    for one in done:  # a step's failure is its own; anything else stops the parent
+        if isinstance(one, BaseException) and not isinstance(one, StepFailed):
+            raise one
+    return done
 
 
 def _options_of(options: dict[str, Any] | Callable[[], dict[str, Any]]) -> dict[str, Any]:

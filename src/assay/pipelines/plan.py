@@ -13,7 +13,13 @@ from typing import Any
 from assay.engine.runner import RunSpec
 from assay.engine.upgrade import plan_facts
 from assay.errors import AssayError, ConfigError
-from assay.pipelines.parent import ALL_ENGINE_FIELDS, ParentRun, StepFailed, engine_settings
+from assay.pipelines.parent import (
+    ALL_ENGINE_FIELDS,
+    ParentRun,
+    StepFailed,
+    engine_settings,
+    steps_of,
+)
 from assay.plan.children import step_key, task_ref
 from assay.plan.hub import fetch_split
 from assay.plan.report import plan_summary, write_plan_report
@@ -155,20 +161,22 @@ def _drive(parent: ParentRun, plan: Plan, *, echo: Callable[[str], None]) -> Pla
     base = Path(parent.record["dataset"]["plan_file"]).parent
 
     def body(p: ParentRun) -> dict[str, Any]:
+        calls = []
         for i, task in enumerate(plan.tasks):
             settings = dict(engine)
             if settings.get("limit") is None and task.limit is not None:
                 settings["limit"] = task.limit
             ref = task_ref(task)
-            try:
-                result.children[i] = p.step(
-                    step_key(i), ref, model,
-                    lambda task=task: child_options(task, plan, base),
-                    engine=settings, names={_canonical(ref)}, echo=echo,
-                    label=f"[{i + 1}/{len(plan.tasks)}] {task.label}",
-                    before=lambda task=task: prepare(task, echo))
-            except StepFailed as e:
-                result.failures[i] = str(e)
+            calls.append(((step_key(i), ref, model,
+                           lambda task=task: child_options(task, plan, base)),
+                          {"engine": settings, "names": {_canonical(ref)}, "echo": echo,
+                           "label": f"[{i + 1}/{len(plan.tasks)}] {task.label}",
+                           "before": lambda task=task: prepare(task, echo)}))
+        for i, done in enumerate(steps_of(p, calls)):  # on Ray: the tasks side by side
+            if isinstance(done, StepFailed):
+                result.failures[i] = str(done)
+            else:
+                result.children[i] = done
         return {}
 
     def summarize(p: ParentRun, _: dict[str, Any]) -> dict[str, Any]:
