@@ -85,3 +85,11 @@ def test_every_endpoint_down_is_one_line(tmp_path: Path) -> None:
             "--base-url", urls[1])
     assert p.returncode == 2, p.stdout + p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "cannot reach model endpoint" in p.stderr
+
+
+def test_ray_settings_without_the_ray_executor_are_one_line(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", write_data(tmp_path / "d.jsonl", 2)
+    p = cli(home, "--data", str(data), "--model", "openai/fake", "--workers", "4")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.strip() == ("error: --workers and --ray-address are for --executor ray; "
+                                "add it, or leave them out to run in this process"), p.stderr

@@ -218,8 +218,9 @@ def test_a_worker_killed_mid_run_has_its_samples_dealt_again_and_none_sent_twice
     assert sum(ran["results_per_worker"]) == n
 
 
+@pytest.mark.parametrize("on_ray", [True, False], ids=["resumed-on-ray", "resumed-locally"])
 def test_the_driver_killed_then_resume_sends_no_committed_sample_again(
-        cluster: Any, tmp_path: Path) -> None:
+        cluster: Any, tmp_path: Path, on_ray: bool) -> None:
     home, data, n = tmp_path / "home", write_data(tmp_path / "d.jsonl", 24), 24
     db = home / "assay.db"
     with SessionServer(hold_after=8) as server:
@@ -232,7 +233,10 @@ def test_the_driver_killed_then_resume_sends_no_committed_sample_again(
         kill9(proc)
         server.release()
         run = the_run(db)[0]
-        resumed = cli(cluster, home, "qa", "--resume", run, session="second")
+        # on the cluster again, or in this process (its cluster settings left behind)
+        resumed = cli(cluster, home, "qa", "--resume", run,
+                      *([] if on_ray else ["--executor", "local"]), session="second",
+                      ray=on_ray)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         again = server.sent_by("second")
     assert not set(again) & done_before  # zero committed samples sent again

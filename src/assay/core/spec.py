@@ -93,6 +93,9 @@ class RunSpec:
         if self.executor not in EXECUTORS:
             raise ConfigError(f"--executor {self.executor!r} is not one of: {', '.join(EXECUTORS)}")
         check_number("--workers", self.workers, minimum=1, maximum=10_000, integer=True)
+        if self.executor != "ray" and (self.workers is not None or self.ray_address):
+            raise ConfigError("--workers and --ray-address are for --executor ray; add it, or "
+                              "leave them out to run in this process")
         if not isinstance(self.params, dict):
             raise ConfigError(f"params must be a dict, got {type(self.params).__name__}")
         check_number("--temperature", self.params.get("temperature"), minimum=0)
