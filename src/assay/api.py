@@ -85,7 +85,7 @@ def resume_spec(store: Store, run_id: str, spec: RunSpec | None,
     overrides = dict(overrides or {})
     given_options = dict(overrides.pop("task_options", None) or {})
     base_url = overrides.get("base_url") or (spec.base_url if spec else None)
-    if overrides.get("executor") == "local":  # a Ray run resumed here: its cluster forgotten
+    if overrides.get("executor", "ray") != "ray":  # resumed in this process: no cluster
         stored.workers = stored.ray_address = None
     for name, value in overrides.items():
         if name != "base_url":
