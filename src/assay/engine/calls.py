@@ -36,6 +36,12 @@ class RetryPolicy:
         return backoff
 
 
+def call_identity(subject: Any) -> str:
+    """What a model's cache keys start with: its identity as it describes itself (no secrets);
+    every place that calls a model (a run, a Ray worker, re-judging, planning) keys alike."""
+    return json.dumps(subject.describe(), sort_keys=True)
+
+
 def cache_key(model_identity: str, messages: list[Message], tools: list[ToolSpec] | None,
               response_schema: dict[str, Any] | None, params: dict[str, Any], epoch: int) -> str:
     """Stable key over everything that determines a reply (model, input, tools, params, epoch)."""

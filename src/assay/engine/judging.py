@@ -4,7 +4,6 @@ judges' contexts (cached, retried, rate-limited as in a run) and no model under 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import AsyncIterator, Callable
@@ -12,7 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.engine.calls import CallContext, CallShared
+from assay.engine.calls import CallContext, CallShared, call_identity
 from assay.errors import AssayError, ConfigError
 from assay.models.base import Subject, get_subject
 from assay.scoring.judge import is_judge_role
@@ -93,7 +92,7 @@ async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
     subjects = {name: role_subject(name, role, spec) for name, role in wanted.items()}
     try:
         await preflight(None, subjects)
-        shared = {name: (s, json.dumps(s.describe(), sort_keys=True),
+        shared = {name: (s, call_identity(s),
                          CallShared.for_spec(store, spec, s.model_id))
                   for name, s in subjects.items()}
         params = spec.run_params()

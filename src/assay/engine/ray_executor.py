@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import math
 import os
@@ -32,7 +31,7 @@ from typing import Any
 from assay.core.spec import RunSpec
 from assay.core.stored import sample_extra
 from assay.core.types import Sample, SampleResult
-from assay.engine.calls import CallShared, RetryPolicy
+from assay.engine.calls import CallShared, RetryPolicy, call_identity
 from assay.engine.judging import task_roles
 from assay.engine.sample import RunCalls, SampleJob, run_sample
 from assay.errors import ConfigError
@@ -180,8 +179,8 @@ class SampleWorker:
                 shared.limiter = RemotePacer(pacers[model_id])
             return shared
 
-        self.run = RunCalls(calls(self.subject.model_id), _identity(self.subject),
-                            {name: (r, _identity(r), calls(r.model_id))
+        self.run = RunCalls(calls(self.subject.model_id), call_identity(self.subject),
+                            {name: (r, call_identity(r), calls(r.model_id))
                              for name, r in self.roles.items()},
                             params=spec.run_params(), sample_timeout=spec.sample_timeout)
 
@@ -220,11 +219,6 @@ class SampleWorker:
             copy.write_bytes(data)
             self.seen[original] = str(copy)
         return self.seen[original]
-
-
-def _identity(subject: Any) -> str:
-    """As the local engine computes it (runner.py): the cache keys match across executors."""
-    return json.dumps(subject.describe(), sort_keys=True)
 
 
 @dataclass

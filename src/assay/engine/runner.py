@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import sys
 import time
@@ -18,7 +17,7 @@ from assay.core.redact import scrub
 from assay.core.spec import RunSpec, credentials_needed  # noqa: F401 - their old home
 from assay.core.types import Sample, SampleResult
 from assay.core.version import __version__
-from assay.engine.calls import CallShared
+from assay.engine.calls import CallShared, call_identity
 from assay.engine.finalize import finalize
 from assay.engine.judging import preflight, task_roles
 from assay.engine.ray_executor import RayExecutor
@@ -217,15 +216,15 @@ class Engine:
             self.store.set_run_status(run_id, status, stats)
 
     async def _execute(self, run_id: str, spec: RunSpec, task: Task, subj: Any,
-                       samples: list[Sample], roles: dict[str, Any] | None = None,
-                       executor: Executor | None = None) -> None:
+                       samples: list[Sample], roles: dict[str, Any],
+                       executor: Executor) -> None:
         done = self.store.completed_keys(run_id)
         todo = [(seq, s, epoch) for epoch in range(spec.epochs) for seq, s in enumerate(samples)
                 if (s.id, epoch) not in done]
         run = RunCalls(
             CallShared.for_spec(self.store, spec, subj.model_id),
-            json.dumps(subj.describe(), sort_keys=True),
-            {name: (r, json.dumps(r.describe(), sort_keys=True),
+            call_identity(subj),
+            {name: (r, call_identity(r),
                     CallShared.for_spec(self.store, spec, r.model_id))
              for name, r in (roles or {}).items()},
             params=spec.run_params(), sample_timeout=spec.sample_timeout)
@@ -235,7 +234,6 @@ class Engine:
         started = time.perf_counter()
         record = self.store.record
         bar, advance, said = _progress(len(todo), f"{task.name} · {subj.model_id}", self.quiet)
-        executor = executor or self.executor or LocalExecutor()
         if hasattr(executor, "say"):  # the executor's own progress (Ray: each worker's rate)
             executor.say = said
 

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from assay.core.types import Message, Reply
-from assay.engine.calls import cache_key
+from assay.engine.calls import cache_key, call_identity
 from assay.errors import ModelCallError
 from assay.models.base import get_subject
 
@@ -49,7 +49,7 @@ class Asker:
         key = hit = None
         if self.store is not None and getattr(model, "cacheable", False):
             # the engine's response cache: planning the same request again asks nothing
-            identity = json.dumps(self._subject.describe(), sort_keys=True)
+            identity = call_identity(self._subject)
             key = cache_key(identity, messages, None, schema, params, 0)
             hit = self.store.cache_get(key)
         if hit is not None:
