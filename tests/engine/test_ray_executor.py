@@ -8,6 +8,7 @@ samples" deterministic; no assertion depends on timing (deadlines only stop a ha
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -274,6 +275,10 @@ def test_the_rate_limit_holds_for_the_whole_run_not_per_worker(
     # 8 call starts a second apart for the run: 7 s from the first to the last, less what
     # the network takes (a limit per worker: 4 workers start 2 each, about a second apart)
     assert times[-1] - times[0] >= 6.0, [round(t - times[0], 2) for t in times]
+    # and each start a second after the one before (less the network): a slow machine that
+    # stretched a per-worker limit over 6 s would still let two workers' calls coincide
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 0.5, [round(g, 2) for g in gaps]
 
 
 def test_without_ray_or_its_cluster_one_line_and_no_run(cluster: Any, tmp_path: Path) -> None:
