@@ -96,7 +96,7 @@ def test_a_failed_model_is_resumed_and_the_finished_one_kept(fake_server, worksp
     assert wrong.returncode == 2 and "assay run qa --resume" in wrong.stderr, wrong.stderr
 
 
-def test_a_model_given_twice_is_refused(fake_server, workspace, tmp_path):
+def test_a_model_given_twice_is_refused(fake_server, workspace):
     srv = fake_server(responder=capitals(set()))
     same = cli(*qa(srv.base_url, "--model", "openai/good", "--model", "openai/good"))
     assert same.returncode == 2, (same.stdout, same.stderr)
@@ -104,15 +104,6 @@ def test_a_model_given_twice_is_refused(fake_server, workspace, tmp_path):
                                    "each model once")
     assert not (workspace / "assay.db").exists() or rows(
         workspace / "assay.db", "SELECT COUNT(*) FROM runs") == [(0,)]
-    # a plan evaluates one model: a second --model is refused, not dropped
-    plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text(json.dumps({  # JSON is YAML
-        "assay_plan": 1, "request": "capitals", "tasks": [
-            {"task": "qa", "source": "builtin", "options": {"data": str(EXAMPLE)},
-             "metrics": [{"name": "exact_match", "role": "primary"}]}]}))
-    plan = cli("run", str(plan_file), "--model", "openai/good", "--model", "openai/bad",
-               "--base-url", srv.base_url)
-    assert plan.returncode == 2 and "--model given 2 times" in plan.stderr, plan.stderr
 
 
 def test_a_resume_of_another_tasks_run_is_refused(fake_server, workspace):

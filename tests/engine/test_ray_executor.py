@@ -487,7 +487,8 @@ def test_a_plan_and_several_models_run_their_children_side_by_side_on_ray(
 
     for args in (["run", str(plan), "--model", "openai/fake"],
                  ["run", "qa", "--data", str(tmp_path / "alpha.jsonl"), "--model",
-                  "openai/one", "--model", "openai/two"]):
+                  "openai/one", "--model", "openai/two"],
+                 ["run", str(plan), "--model", "openai/one", "--model", "openai/two"]):
         with FakeServer(rules=[Rule(r"Repeat after me: (\S+)", "Answer: \\1")],
                         hold_after=2) as server:
             proc = subprocess.Popen(
@@ -496,7 +497,12 @@ def test_a_plan_and_several_models_run_their_children_side_by_side_on_ray(
                  "-c", "3", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                 cwd=tmp_path, env=dict(cluster["env"], ASSAY_HOME=str(home),
                                        OPENAI_API_KEY="k"))
-            if "--model" in args[4:]:  # two models: each child's requests name its model
+            if args[1].endswith(".yaml") and "--model" in args[4:]:  # a plan on two models
+                wait_for("every task on every model asked", lambda: {
+                    (b["model"], QUESTION_OF.search(b["messages"][-1]["content"]).group(1)[:4])
+                    for b in list(server.requests)} == {
+                    (m, t) for m in ("one", "two") for t in ("alph", "beta")}, proc)
+            elif "--model" in args[4:]:  # two models: each child's requests name its model
                 wait_for("both models asked", lambda: {b["model"] for b in list(
                     server.requests)} == {"one", "two"}, proc)
             else:
@@ -510,6 +516,6 @@ def test_a_plan_and_several_models_run_their_children_side_by_side_on_ray(
     children = con.execute("SELECT parent_id, status FROM runs WHERE parent_id IS NOT NULL"
                            ).fetchall()
     con.close()
-    assert sorted(k for _, k, _ in parents) == ["pipeline", "plan"] and all(
+    assert sorted(k for _, k, _ in parents) == ["pipeline", "plan", "plan"] and all(
         s == "finished" for _, _, s in parents), parents
-    assert len(children) == 4 and all(s == "finished" for _, s in children), children
+    assert len(children) == 8 and all(s == "finished" for _, s in children), children

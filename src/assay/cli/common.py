@@ -31,26 +31,15 @@ _MODEL_HELP = ("What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.
                "'python/<module>:<factory>'.")
 
 
-def _one_model(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> str:
-    """Refuse a repeated ``--model`` (rather than keep the last one silently)."""
-    if len(value) > 1:
-        raise ConfigError(f"--model given {len(value)} times ({', '.join(value)}); "
-                          f"'{ctx.command_path}' evaluates one model, so give it once")
-    return value[0] if value else "local"
-
-
-#: ``--model`` where one model is evaluated (a plan): repeating it is an error
-MODEL_OPTION = click.Option(["--model", "-m"], multiple=True, default=("local",),
-                            show_default=True, callback=_one_model, help=_MODEL_HELP)
-#: ``--model`` of ``assay run TASK``: repeated, the task runs once per model
+#: ``--model``: repeated, the task (or each task of a plan) runs once per model
 MODELS_OPTION = click.Option(
     ["--model", "-m"], multiple=True, default=("local",), show_default=True,
-    help=_MODEL_HELP + " Repeat it to run the task once per model (child runs of one "
-    "parent run) and compare them.")
+    help=_MODEL_HELP + " Repeat it to run the task (or the plan) once per model (child "
+    "runs of one parent run) and compare them.")
 
 #: the options every ``assay run <task>`` command shares (declared once, here)
 SHARED_OPTIONS = [
-    MODEL_OPTION,
+    MODELS_OPTION,
     click.Option(["--base-url"], multiple=True,
                  help="Endpoint for openai/ models (default $OPENAI_BASE_URL, then OpenAI). "
                  "The key comes from $OPENAI_API_KEY and is never stored. Repeat it for "

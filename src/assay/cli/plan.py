@@ -17,6 +17,7 @@ from assay.metrics.format import counted
 from assay.pipelines.plan import resume_plan, start_plan
 from assay.plan.planner import PlanPaused, Settings, plan_request, resume_session
 from assay.plan.schema import is_plan_file, read_plan  # noqa: F401 - assay run asks it
+from assay.reports.models import test_line
 from assay.reports.render import fmt_value
 from assay.store.sqlite import Store
 
@@ -130,7 +131,8 @@ def plan_command(path: str) -> click.Command:
                 eng = {k: kwargs[k] for k in SHARED_NAMES if k not in ("resume", "quiet", "model")}
                 eng["param"] = list(eng["param"] or ())
                 settings = engine_options(**eng)
-                done = start_plan(store, path, model=kwargs["model"] if given_model else None,
+                done = start_plan(store, path, model=list(kwargs["model"]) if given_model
+                                  else None,
                                   engine=settings, quiet=kwargs["quiet"], echo=echo_wrapped,
                                   on_created=lambda pid: click.echo(f"plan run {pid}"))
         except KeyboardInterrupt:
@@ -139,27 +141,52 @@ def plan_command(path: str) -> click.Command:
             raise SystemExit(130) from None
         finally:
             store.close()
-        click.echo(f"plan run {done.run_id}: {sum(1 for c in done.children if c)} of "
-                   f"{counted(len(done.children), 'task')} run")
-        for row in done.summary.get("tasks", []):
-            value = row.get("value")
-            shown = fmt_value(value) if value is not None else row.get("status", "not run")
-            metric = row.get("metric_key") or row.get("primary")
-            instead = (f" (not the plan's {row.get('primary')}: {row.get('label')} does not "
-                       "compute it)" if row.get("primary_computed") is False else "")
-            click.echo(f"  {row.get('label')}: {metric} {shown}{instead}")
-        failed = [row.get("label") for row in done.summary.get("tasks", [])
+        summary = done.summary
+        parts = summary.get("per_model") or [summary]
+        made = sum(1 for c in done.children if c)
+        click.echo(f"plan run {done.run_id}: {made} of {counted(len(done.children), 'task')} "
+                   "run" if len(parts) == 1 else
+                   f"plan run {done.run_id}: {made} of {counted(len(done.children), 'run')} "
+                   f"made ({counted(len(done.children) // len(parts), 'task')} on "
+                   f"{len(parts)} models)")
+        for part in parts:
+            if len(parts) > 1:
+                click.echo(f"{part['model']}:")
+            for row in part.get("tasks", []):
+                value = row.get("value")
+                shown = fmt_value(value) if value is not None else row.get("status", "not run")
+                metric = row.get("metric_key") or row.get("primary")
+                instead = (f" (not the plan's {row.get('primary')}: {row.get('label')} does "
+                           "not compute it)" if row.get("primary_computed") is False else "")
+                click.echo(f"  {row.get('label')}: {metric} {shown}{instead}")
+        if summary.get("comparisons") and not summary.get("n_tests"):
+            echo_wrapped("no paired test: on no task do two models have a value")
+        elif summary.get("comparisons"):
+            echo_wrapped("paired tests on the samples both scored (second model minus first; "
+                         f"Holm across the plan's {counted(summary['n_tests'], 'test')}):")
+            for c in summary["comparisons"]:
+                for pair in c["pairs"] or [{}]:
+                    echo_wrapped(f"  {c['task']}: " + (test_line(pair) if pair else
+                                                       "no pair to test"))
+        failed = [(part["model"] + ": " if len(parts) > 1 else "") + str(row.get("label"))
+                  for part in parts for row in part.get("tasks", [])
                   if row.get("status") == "failed"]
-        for i, err in done.failures.items():
-            click.echo(f"  task {i + 1} failed: {err}", err=True)
+        for k, err in done.failures.items():
+            click.echo(f"  task {k // len(parts) + 1}"
+                       + (f" on {parts[k % len(parts)]['model']}" if len(parts) > 1 else "")
+                       + f" failed: {err}", err=True)
         for label in failed:
             click.echo(f"  {label}: the run failed (see 'assay report' on it)", err=True)
         for kind, p in done.reports.items():
             click.echo(f"{kind}: {p}")
         if done.failures or failed:
+            click.echo(f"nothing is lost: fix the cause, then assay run {path} --resume "
+                       f"{done.run_id}", err=True)
             raise SystemExit(1)
 
     return click.Command(path, callback=callback, params=list(SHARED_OPTIONS),
                          help=f"Run the plan {path}: every task as a child run of one "
                          "parent run, then one combined report. --model overrides the "
-                         "plan's model; --limit caps every task; --resume ID continues.")
+                         "plan's model (repeated: every task on each model, with paired "
+                         "tests at the end); --limit caps every task; --resume ID "
+                         "continues.")

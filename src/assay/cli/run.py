@@ -11,7 +11,6 @@ import click
 
 from assay.api import RunResult
 from assay.cli.common import (
-    MODELS_OPTION,
     SHARED_NAMES,
     SHARED_OPTIONS,
     engine_options,
@@ -107,7 +106,7 @@ def task_command(text: str) -> click.Command:
                            metavar="KEY=VALUE",
                            help="A task option (see above), VALUE read as JSON when it parses "
                            "(numbers, true/false, lists), else as text; repeatable."),
-              *(MODELS_OPTION if o.name == "model" else o for o in SHARED_OPTIONS)]
+              *SHARED_OPTIONS]
     doc = (ref.declared.__doc__ or ref.description or "").strip()
     first = " ".join(doc.split("\n\n")[0].split())
     details = getattr(ref.declared, "details", None)  # a gallery entry's data and metrics
@@ -145,8 +144,7 @@ class TaskGroup(LazyGroup):
                                    ) from None
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        shared = [(MODELS_OPTION if o.name == "model" else o).get_help_record(ctx)
-                  for o in SHARED_OPTIONS]
+        shared = [o.get_help_record(ctx) for o in SHARED_OPTIONS]
         with formatter.section("Options of every task"):
             formatter.write_dl([r for r in shared if r is not None])
         self.format_commands(ctx, formatter)

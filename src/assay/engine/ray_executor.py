@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,9 @@ from assay.tasks.registry import FILE_MODULE_PREFIX
 
 #: times a sample may be running on a worker that died before it is recorded as its error
 MAX_CRASHES = 3
+#: how many runs of this process share the cluster at once (a plan's children side by
+#: side): each run's actors take that share of the CPUs, so all of them can start
+SIDE_BY_SIDE: ContextVar[int] = ContextVar("side_by_side", default=1)
 #: environment a worker needs to reach the models as the driver does (keys stay out of the
 #: store; they travel to the cluster's workers as the driver's own environment would)
 _ENV_PREFIXES = ("OPENAI_", "ASSAY_", "HF_", "ANTHROPIC_")
@@ -243,8 +247,9 @@ class RayExecutor:
         ray = _ray()
         cpus = ray.cluster_resources().get("CPU", 1.0)
         self.workers = spec.workers or max(1, int(cpus))
-        #: each actor's share of a CPU: many workers fit a small cluster (they mostly wait)
-        self.cpus = min(1.0, cpus / self.workers)
+        #: each actor's share of a CPU: many workers fit a small cluster (they mostly wait),
+        #: and so do the actors of runs side by side
+        self.cpus = min(1.0, cpus / (self.workers * SIDE_BY_SIDE.get()))
 
     async def execute(self, task: Any, subject: Any, work: list[tuple[int, Sample, int]],
                       run: RunCalls, commit: Any, workers: int) -> None:

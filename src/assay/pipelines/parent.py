@@ -13,6 +13,7 @@ from assay.api import make_spec, resume_spec, run_async
 from assay.core.redact import scrub
 from assay.core.version import __version__
 from assay.engine.loop import run
+from assay.engine.ray_executor import SIDE_BY_SIDE
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
 from assay.metrics.run import run_metrics
@@ -290,6 +291,7 @@ async def _side_by_side(p: ParentRun, calls: list[tuple[tuple[Any, ...], dict[st
                         ) -> list[str | StepFailed]:
     stores = [Store(p.store.path) for _ in calls]
     quiet, p.quiet = p.quiet, True  # one bar per child would tear the terminal
+    SIDE_BY_SIDE.set(len(calls))  # this task's context, which each step's copies
     try:
         done = await asyncio.gather(*(p.astep(*args, **kwargs, store=store)
                                       for (args, kwargs), store in zip(calls, stores,

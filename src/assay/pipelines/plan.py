@@ -20,9 +20,9 @@ from assay.pipelines.parent import (
     engine_settings,
     steps_of,
 )
-from assay.plan.children import step_key, task_ref
+from assay.plan.children import models_of, step_key, task_ref
 from assay.plan.hub import fetch_split
-from assay.plan.report import plan_summary, write_plan_report
+from assay.plan.report import plan_models_summary, plan_summary, write_plan_report
 from assay.plan.schema import Plan, PlanTask, read_plan
 from assay.plan.steps import QA_SCORERS, check_metrics
 from assay.plan.untrusted import check_models, check_task_ref, task_options
@@ -42,8 +42,8 @@ def plan_hash(plan: Plan) -> str:
 @dataclass
 class PlanRun:
     run_id: str
-    children: list[str | None]
-    failures: dict[int, str] = field(default_factory=dict)
+    children: list[str | None]  # each task's child run (on several models: every model's)
+    failures: dict[int, str] = field(default_factory=dict)  # by position in ``children``
     reports: dict[str, Path] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
 
@@ -85,23 +85,30 @@ def prepare(task: PlanTask, echo: Callable[[str], None]) -> None:
             source.fetch()
 
 
-def start_plan(store: Store, path: str | Path, *, model: str | None, engine: dict[str, Any],
-               quiet: bool = True, echo: Callable[[str], None] = print,
+def start_plan(store: Store, path: str | Path, *, model: str | list[str] | None,
+               engine: dict[str, Any], quiet: bool = True, echo: Callable[[str], None] = print,
                on_created: Callable[[str], None] | None = None) -> PlanRun:
-    """Run the plan in ``path`` as a new parent run (``model`` overrides the plan's;
-    ``engine``: every child's settings, ``limit`` over each task's own)."""
+    """Run the plan in ``path`` as a new parent run (``model`` overrides the plan's; several
+    models: every task on each, with the paired tests at the end; ``engine``: every child's
+    settings, ``limit`` over each task's own)."""
     path = Path(path)
     plan = read_plan(path)
     if not plan.tasks:
         raise ConfigError(f"{path}: the plan has no tasks; add one (assay plan ... or edit "
                           "tasks:) before running it")
-    _validate(plan, path, model_given=bool(model))
-    subject = model or plan.models.model
+    models = [model] if isinstance(model, str) else list(model or ())
+    repeated = sorted({m for m in models if models.count(m) > 1})
+    if repeated:
+        raise ConfigError(f"--model {repeated[0]} is given more than once; give each model once")
+    _validate(plan, path, model_given=bool(models))
+    subject = models[0] if models else plan.models.model
     # the settings every task inherits (credentials never stored: a resume gets them again)
     spec = RunSpec(task=NAME, model=subject, **{k: v for k, v in engine.items() if v is not None})
+    many = {"models": models} if len(models) > 1 else {}
     parent = ParentRun.create(
         store, spec, kind="plan", quiet=quiet, on_created=on_created,
-        model={"model": subject, "judge": plan.models.judge, "planner": plan.models.planner},
+        model={"model": ", ".join(models) if many else subject, **many,
+               "judge": plan.models.judge, "planner": plan.models.planner},
         dataset={"plan": plan.model_dump(mode="json"), "plan_file": str(path.resolve()),
                  "plan_hash": plan_hash(plan), **plan_facts(plan.model_dump(mode="json"))})
     return _drive(parent, plan, echo=echo)
@@ -155,9 +162,12 @@ def _canonical(name: str) -> str:
 
 
 def _drive(parent: ParentRun, plan: Plan, *, echo: Callable[[str], None]) -> PlanRun:
-    """Each task as a step (a failed one recorded, the others still run), then the report."""
-    result = PlanRun(parent.id, [None] * len(plan.tasks))
-    model, engine = parent.spec.model, engine_settings(parent.spec, ALL_ENGINE_FIELDS)
+    """Each task (on each model) as a step (a failed one recorded, the others still run),
+    then the report."""
+    models = models_of(parent.record) or [parent.spec.model]
+    many = len(models) > 1
+    result = PlanRun(parent.id, [None] * (len(plan.tasks) * len(models)))
+    engine = engine_settings(parent.spec, ALL_ENGINE_FIELDS)
     base = Path(parent.record["dataset"]["plan_file"]).parent
 
     def body(p: ParentRun) -> dict[str, Any]:
@@ -167,22 +177,31 @@ def _drive(parent: ParentRun, plan: Plan, *, echo: Callable[[str], None]) -> Pla
             if settings.get("limit") is None and task.limit is not None:
                 settings["limit"] = task.limit
             ref = task_ref(task)
-            calls.append(((step_key(i), ref, model,
-                           lambda task=task: child_options(task, plan, base)),
-                          {"engine": settings, "names": {_canonical(ref)}, "echo": echo,
-                           "label": f"[{i + 1}/{len(plan.tasks)}] {task.label}",
-                           "before": lambda task=task: prepare(task, echo)}))
-        for i, done in enumerate(steps_of(p, calls)):  # on Ray: the tasks side by side
+            for j, model in enumerate(models):
+                calls.append(((step_key(i, j if many else None), ref, model,
+                               lambda task=task: child_options(task, plan, base)),
+                              {"engine": settings, "names": {_canonical(ref)}, "echo": echo,
+                               "label": f"[{i + 1}/{len(plan.tasks)}] {task.label}"
+                               + (f" on {model}" if many else ""),
+                               "before": lambda task=task: prepare(task, echo)}))
+        for k, done in enumerate(steps_of(p, calls)):  # on Ray: side by side
             if isinstance(done, StepFailed):
-                result.failures[i] = str(done)
+                result.failures[k] = str(done)
             else:
-                result.children[i] = done
+                result.children[k] = done
         return {}
 
     def summarize(p: ParentRun, _: dict[str, Any]) -> dict[str, Any]:
         # made once the parent's status is stored: the summary shows it
-        summary = plan_summary(p.store, p.id, children=result.children)
-        summary["failures"] = {str(k): v for k, v in result.failures.items()}
+        n = len(models)
+        if not many:
+            summary = plan_summary(p.store, p.id, children=result.children)
+            summary["failures"] = {str(k): v for k, v in result.failures.items()}
+            return summary
+        summary = plan_models_summary(p.store, p.id, children={
+            m: result.children[j::n] for j, m in enumerate(models)})
+        summary["failures"] = {m: {str(k // n): v for k, v in result.failures.items()
+                                   if k % n == j} for j, m in enumerate(models)}
         return summary
 
     result.summary = parent.drive(body, summarize)

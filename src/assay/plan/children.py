@@ -13,9 +13,25 @@ def task_ref(task: Any) -> str:
     return "qa" if task.source == "hub" else task.task
 
 
-def step_key(index: int) -> str:
-    """The key of the plan's ``index``-th task (from 0) among its parent run's steps."""
-    return f"task {index + 1}"
+def step_key(index: int, model: int | None = None) -> str:
+    """The key of the plan's ``index``-th task (from 0) among its parent run's steps; on
+    several models, of its run on the ``model``-th (from 0)."""
+    return f"task {index + 1}" + ("" if model is None else f" model {model + 1}")
+
+
+def models_of(run: dict[str, Any]) -> list[str]:
+    """The models a plan run evaluates when it is given several (``[]``: one)."""
+    models = (run.get("model") or {}).get("models")
+    return [str(m) for m in models] if isinstance(models, list) and len(models) > 1 else []
+
+
+def model_children(store: Store, run: dict[str, Any]) -> dict[str, list[str | None]]:
+    """A plan run on several models: per model, each task's child run id (``None``: not
+    started), from its recorded steps."""
+    recorded = {s["key"]: s["run"] for s in store.get_run(run["id"])["steps"]}
+    n = len(run["dataset"]["plan"]["tasks"])
+    return {m: [recorded.get(step_key(i, j)) for i in range(n)]
+            for j, m in enumerate(models_of(run))}
 
 
 def match_children(store: Store, plan_run_id: str, tasks: list[dict[str, Any]]

@@ -11,12 +11,14 @@ from typing import Any
 
 import yaml
 
+from assay.compare.paired import holm
 from assay.core.atomic import atomic_write_text
 from assay.core.types import SampleResult
 from assay.errors import ConfigError
 from assay.metrics.summary import error_messages
-from assay.plan.children import match_children
+from assay.plan.children import match_children, model_children, models_of
 from assay.plan.report_render import _sections, _short, _trace
+from assay.reports.models import comparison, test_line
 from assay.reports.pages import write_pages
 from assay.reports.render import is_rate
 from assay.store.described import metric_fact, run_headline, run_report
@@ -257,11 +259,15 @@ def capability_axes(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def plan_summary(store: Store, plan_run_id: str, *,
-                 children: list[str | None] | None = None) -> dict[str, Any]:
+                 children: list[str | None] | None = None,
+                 model: str | None = None) -> dict[str, Any]:
     """The numbers the plan report shows, JSON-ready. ``children``: each task's child run id
-    (``None``: not run), else matched from the store."""
+    (``None``: not run), else matched from the store; a plan run on several models has one
+    per model (:func:`plan_models_summary`), ``model`` naming it."""
     run = store.get_run(plan_run_id)
     plan = _plan(run)
+    if models_of(run) and children is None:
+        return plan_models_summary(store, run["id"])
     if children is not None:
         if len(children) != len(plan["tasks"]):
             raise ConfigError(f"plan run {run['id']} has {len(plan['tasks'])} tasks, but "
@@ -316,13 +322,39 @@ def plan_summary(store: Store, plan_run_id: str, *,
                          f"{t['metric_key']} stands for it")
     return {
         "plan_run": run["id"], "request": plan["request"], "status": run["status"],
-        "model": (run.get("model") or {}).get("model") or plan["models"]["model"],
+        "model": model or (run.get("model") or {}).get("model") or plan["models"]["model"],
         "tasks": tasks, "capabilities": axes, "chart": chart, "notes": notes,
         "profile_note": profile_note,
         "problems": problems,
         "counts": {"tasks": len(tasks),
                    "finished": sum(t["status"] == "finished" for t in tasks),
                    "not_run": sum(t["status"] == "not run" for t in tasks)},
+    }
+
+
+def plan_models_summary(store: Store, plan_run_id: str, *,
+                        children: dict[str, list[str | None]] | None = None
+                        ) -> dict[str, Any]:
+    """A plan run on several models: each model's summary as :func:`plan_summary` makes it
+    (``per_model``), and per task the paired tests of the models on the samples both scored
+    (``comparisons``), Holm-adjusted across every test of the plan."""
+    run = store.get_run(plan_run_id)
+    plan = _plan(run)
+    models = models_of(run)
+    children = children or model_children(store, run)
+    per_model = [plan_summary(store, run["id"], children=children[m], model=m) for m in models]
+    comparisons = [comparison(store, t["label"], {m: children[m][i] for m in models})
+                   for i, t in enumerate(per_model[0]["tasks"])]
+    tests = [p for c in comparisons for p in c["pairs"] if p.get("p_value") is not None]
+    for pair, adjusted in zip(tests, holm([p["p_value"] for p in tests]), strict=True):
+        pair["p_holm"] = adjusted
+    counts = {k: sum(s["counts"][k] for s in per_model) for k in per_model[0]["counts"]}
+    return {
+        "plan_run": run["id"], "request": plan["request"], "status": run["status"],
+        "model": ", ".join(models), "models": models, "per_model": per_model,
+        "comparisons": comparisons, "n_tests": len(tests),
+        "problems": list(dict.fromkeys(p for s in per_model for p in s["problems"])),
+        "counts": {**counts, "models": len(models)},
     }
 
 
@@ -374,7 +406,8 @@ def plan_as_run(plan: dict[str, Any], run: dict[str, Any]) -> str:
 def plan_page(store: Store, plan_run_id: str, *,
               summary: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``plan`` page's context (the report's, and the viewer's run page of a plan run);
-    ``summary``: one already made or stored, else made from the store."""
+    ``summary``: one already made or stored, else made from the store. ``parts``: one per
+    model (a plan run on one model has one, unnamed)."""
     run = store.get_run(plan_run_id)
     plan = _plan(run)
     if summary is None:
@@ -383,27 +416,42 @@ def plan_page(store: Store, plan_run_id: str, *,
         stored = (run.get("metrics") or {}).get("failures")
         if stored:
             summary["failures"] = stored
-    texts: dict[tuple[str, str, int], SampleResult] = {}
-    for t in summary["tasks"]:
-        keys = [(c["sample_id"], c["epoch"]) for w in ("worst", "best") for c in t["cases"][w]]
-        if keys:
-            for r in store.iter_results(t["run_id"], transcripts=False, keys=keys):
-                texts[(t["run_id"], r.sample_id, r.epoch)] = r
+    many = "per_model" in summary
+    parts = []
+    for i, s in enumerate(summary["per_model"] if many else [summary]):
+        texts: dict[tuple[str, str, int], SampleResult] = {}
+        for t in s["tasks"]:
+            keys = [(c["sample_id"], c["epoch"]) for w in ("worst", "best")
+                    for c in t["cases"][w]]
+            if keys:
+                for r in store.iter_results(t["run_id"], transcripts=False, keys=keys):
+                    texts[(t["run_id"], r.sample_id, r.epoch)] = r
+        parts.append({"model": (f"model {i + 1} of {len(summary['per_model'])}: {s['model']}"
+                                if many else None),
+                      "s": s, "sections": _sections({**s, "failures": (summary.get("failures") or {})
+                                                     .get(s["model"])} if many else s, texts),
+                      "radar": radar_geometry(s["capabilities"]) if s["chart"] == "radar"
+                      else None})
     dataset = run.get("dataset") or {}
     counts = summary["counts"]
+    shown = (f"{counts['tasks'] // counts['models']} planned on {counts['models']} models: "
+             f"{counts['finished']} of {counts['tasks']} runs finished, {counts['not_run']} "
+             "not run" if many else f"{counts['tasks']} planned, {counts['finished']} "
+             f"finished, {counts['not_run']} not run")
     return {
-        "s": summary, "summary": summary, "sections": _sections(summary, texts),
+        "s": summary, "summary": summary, "parts": parts,
+        "tests": [(c["task"], [test_line(p) for p in c["pairs"]])
+                  for c in summary.get("comparisons") or []],
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"])),
-        "facts": [("request", plan["request"]), ("model under test", summary["model"]),
+        "facts": [("request", plan["request"]),
+                  ("models under test" if many else "model under test", summary["model"]),
                   ("judge", plan["models"]["judge"] or "none"),
                   ("planner", plan["models"]["planner"]),
                   ("plan file", dataset.get("plan_file") or "-"),
                   ("plan hash", dataset.get("plan_hash") or "-"),
-                  ("tasks", f"{counts['tasks']} planned, {counts['finished']} finished, "
-                            f"{counts['not_run']} not run")],
+                  ("tasks", shown)],
         "plan_yaml": plan_as_run(plan, run),
         "trace": _trace(plan.get("trace") or []),
-        "radar": radar_geometry(summary["capabilities"]) if summary["chart"] == "radar" else None,
     }
 
 

@@ -15,7 +15,7 @@ from assay.store.described import run_headline
 from assay.store.sqlite import Store
 
 __all__ = ["NAME", "child_label", "comparison", "comparison_lines", "is_models_run",
-           "models_label", "write_models_report"]
+           "models_label", "test_line", "write_models_report"]
 
 #: the task name of a multi-model parent run (its kind is ``pipeline``)
 NAME = "multi_model"
@@ -92,7 +92,7 @@ def comparison(store: Store, task: str, children: dict[str, str | None]) -> dict
     return {"task": task, "rows": rows, "pairs": pairs}
 
 
-def _test_line(pair: dict[str, Any]) -> str:
+def test_line(pair: dict[str, Any]) -> str:
     """``openai/b vs openai/a: -0.250 [...] p=0.5000 (mcnemar_exact, n=4): verdict``."""
     head = f"{pair['model_b']} vs {pair['model_a']}: "
     if pair.get("error"):
@@ -117,7 +117,7 @@ def comparison_lines(summary: dict[str, Any]) -> list[str]:
     pairs = summary.get("pairs") or []
     if pairs:
         lines.append("paired tests on the samples both scored (second model minus first):")
-        lines.extend("  " + _test_line(p) for p in pairs)
+        lines.extend("  " + test_line(p) for p in pairs)
     elif len(rows) > 1:
         lines.append("no pair to test: fewer than two models have a headline")
     return lines
@@ -132,7 +132,7 @@ def write_models_report(store: Store, run_id: str, out: Path | None = None) -> d
         runs = {s["key"]: s.get("run") for s in record["steps"]}
         children = {m: runs.get(f"model{i + 1}") for i, m in enumerate(opts["models"])}
         summary = comparison(store, opts["task"], children)
-    tests = [_test_line(p) for p in summary.get("pairs") or []]
+    tests = [test_line(p) for p in summary.get("pairs") or []]
     return write_pages(out or store.runs_dir / record["id"], "models",
                        {"record": record, "summary": summary, "tests": tests,
                         "label": models_label(record)}, stem="report")

@@ -195,14 +195,14 @@ def _plan_html(store: Store, run: dict[str, Any]) -> Markup | None:
     """A plan run's results as its report shows them (the ``plan`` page, without its own
     head), each task's run linked to its page; ``None`` for a run that holds no plan."""
     stored = run.get("metrics")
-    summary = stored if isinstance(stored, dict) and all(k in stored for k in _PLAN_KEYS) \
-        else None
+    summary = stored if isinstance(stored, dict) and (
+        all(k in stored for k in _PLAN_KEYS) or "per_model" in stored) else None
     try:
         ctx = plan_page(store, run["id"], summary=summary)
     except (ConfigError, RunNotFoundError):  # no plan stored; a step's run deleted
         return None
     links = {t["run_id"]: f"/run/{quote(t['run_id'], safe='')}"
-             for t in ctx["summary"]["tasks"] if t.get("run_id")}
+             for part in ctx["parts"] for t in part["s"]["tasks"] if t.get("run_id")}
     # autoescaped by the page renderer: safe to place as is
     return Markup(render_page("plan", {**ctx, "fragment": True, "run_links": links}))
 
