@@ -217,6 +217,11 @@ def test_a_worker_killed_mid_run_has_its_samples_dealt_again_and_none_sent_twice
     assert (ran["kind"], ran["workers"], ran["workers_restarted"]) == ("ray", 2, 1)
     assert ran["samples_dealt_again"] == len(again) and ran["crashed_samples"] == 0
     assert sum(ran["results_per_worker"]) == n
+    print("FIGURES worker-kill", json.dumps({  # for the record (pytest -s shows it)
+        "samples": n, "committed_before_kill": len(done_before),
+        "dealt_again": ran["samples_dealt_again"],
+        "committed_sent_again": sum(sent[sid] > 1 for sid in done_before),
+        "scored_twice": sum(k > 1 for k in Counter(sid for sid, _, _ in rows).values())}))
 
 
 @pytest.mark.parametrize("on_ray", [True, False], ids=["resumed-on-ray", "resumed-locally"])
@@ -246,6 +251,10 @@ def test_the_driver_killed_then_resume_sends_no_committed_sample_again(
     assert Counter(sid for sid, _, _ in rows) == Counter({f"s{i}": 1 for i in range(n)})
     assert [r for r in rows if r[2] is not None] == []
     assert the_run(db)[1] == "finished"
+    print("FIGURES driver-kill", "on ray" if on_ray else "locally", json.dumps({
+        "samples": n, "committed_before_kill": len(done_before),
+        "sent_by_resume": len(again), "committed_sent_again": len(set(again) & done_before),
+        "scored_twice": sum(k > 1 for k in Counter(sid for sid, _, _ in rows).values())}))
 
 
 def test_a_sample_that_kills_its_worker_three_times_is_its_own_error(

@@ -112,6 +112,7 @@ def test_a_plan_on_two_models_runs_every_task_on_each_with_the_paired_tests(
     ids = [c for c, in rows(db, f"SELECT id FROM runs WHERE parent_id = '{pid}'")]
     assert all(f'href="/run/{c}"' in section for c in ids) and len(ids) == 4
     assert "model 1 of 2: openai/good" in section and "Paired tests per task" in section
+    assert "a child run per task of the plan on each model" in html
 
 
 def test_a_model_that_fails_in_a_plan_is_resumed_alone(tmp_path: Path,

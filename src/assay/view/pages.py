@@ -142,7 +142,9 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
     return {
         "run": run, "model_label": q.model_label(run["model"]), "f": f, "key": key,
         "label": label or run["task"],
-        "kind": _KINDS["models"] if label else _KINDS.get(run["kind"], run["kind"]),
+        "kind": _KINDS["models"] if label else _KINDS.get(
+            "plan_models" if run["kind"] == "plan" and (run.get("model") or {}).get("models")
+            else run["kind"], run["kind"]),
         "plan_html": _plan_html(store, run) if run.get("kind") == "plan" else None,
         "parent_label": (models_label(parent) or parent["task"]) if parent else None,
         "child_of": child_label(parent, run) if parent else None,
@@ -185,6 +187,7 @@ def _usage(store: Store, run: dict[str, Any], parent: dict[str, Any] | None,
 
 #: a run's kind as its page says it (a task's run says none)
 _KINDS = {"task": None, "plan": "plan: a child run per task of the plan",
+          "plan_models": "plan: a child run per task of the plan on each model",
           "pipeline": "pipeline: a child run per step",
           "models": "multi-model run: one task, a child run per model"}
 #: what the plan page reads from a stored plan summary (an older one's is made again)
