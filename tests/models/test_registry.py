@@ -261,7 +261,8 @@ def test_a_plugin_provider_is_registered_with_its_capabilities(in_process_plugin
     from assay.tasks.datagen.families import model_family
     from assay.tasks.mtbench.judging import constrained_judge
 
-    assert registry.provider_names() == ["local", "openai", "python", "myprov", "tinyprov"]
+    assert registry.provider_names() == ["local", "openai", "python", "agent", "myprov",
+                                         "tinyprov"]
     assert parse_model_spec("myprov/Paris") == ("myprov", "Paris")
     # a plugin cannot take a built-in's name
     assert registry.get_provider("local").bare == "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from assay.agents.react import AGENTS, agent_spec
+from assay.agents.tools import BUILTIN
 from assay.api import make_spec, run_async
 from assay.cli.columns import wrapped
 from assay.core.failures import ErrorSummary, error_summary
@@ -48,6 +50,18 @@ SHARED_OPTIONS = [
     click.Option(["--endpoints"], type=click.Path(exists=True, dir_okay=False), default=None,
                  help="A file of endpoints for the model, one URL a line (as --base-url "
                  "repeated)."),
+    click.Option(["--agent"], type=click.Choice(AGENTS), default=None,
+                 help="Run the model with assay's reference agent and --tools (the score is "
+                 "the model with this agent); the same as --model "
+                 "'agent/react?model=M&tools=...'."),
+    click.Option(["--tools"], default=None, metavar="A,B",
+                 help=f"The agent's built-in tools: {', '.join(BUILTIN)}."),
+    click.Option(["--mcp"], multiple=True, metavar="COMMAND",
+                 help="An MCP server's command line (stdio) whose tools the agent gets; "
+                 "repeatable. Started per sample, stopped when it ends."),
+    click.Option(["--search-corpus"], type=click.Path(exists=True, file_okay=False),
+                 default=None, help="A folder of documents the search and fetch tools read "
+                 "(offline BM25); else a hosted search API whose key is set."),
     click.Option(["--limit", "-n"], type=int, default=None,
                  help="Evaluate only the first N samples."),
     click.Option(["--sample-ids"], default=None, help="Comma-separated sample ids to evaluate."),
@@ -288,6 +302,31 @@ def given_names(ctx: Any, names: Iterable[str]) -> set[str]:
         return set()
     return {name for name in names if getattr(ctx.get_parameter_source(name), "name", None)
             in ("COMMANDLINE", "ENVIRONMENT")}
+
+
+def agent_models(options: dict[str, Any]) -> list[str]:
+    """The models ``--model`` names (popped from ``options``), each driven by the agent
+    ``--agent`` names with its tools (the options popped too); one line where they clash."""
+    models = options.pop("model")
+    models = [models] if isinstance(models, str) else list(models)
+    agent, tools = options.pop("agent", None), options.pop("tools", None)
+    mcp, corpus = list(options.pop("mcp", None) or ()), options.pop("search_corpus", None)
+    if agent is None:
+        given = [f for f, v in (("--tools", tools), ("--mcp", mcp),
+                                ("--search-corpus", corpus)) if v]
+        if given:
+            raise ConfigError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for "
+                              "an agent: add --agent react (or give --model "
+                              "'agent/react?model=M&tools=...')")
+        return models
+    names = [t.strip() for t in (tools or "").split(",") if t.strip()]
+    out = []
+    for model in models:
+        if model.startswith("agent/"):
+            raise ConfigError(f"--model {model} is already an agent; leave --agent out, or "
+                              "give the model it drives")
+        out.append(agent_spec(model, agent, names, mcp=mcp, search_corpus=corpus))
+    return out
 
 
 def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:

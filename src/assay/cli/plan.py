@@ -11,7 +11,13 @@ from typing import Any
 import click
 
 from assay.cli.columns import echo_wrapped
-from assay.cli.common import SHARED_NAMES, SHARED_OPTIONS, engine_options, resume_overrides
+from assay.cli.common import (
+    SHARED_NAMES,
+    SHARED_OPTIONS,
+    agent_models,
+    engine_options,
+    resume_overrides,
+)
 from assay.errors import ConfigError
 from assay.metrics.format import counted
 from assay.pipelines.plan import resume_plan, start_plan
@@ -128,11 +134,14 @@ def plan_command(path: str) -> click.Command:
                 done = resume_plan(store, kwargs["resume"], path=path, overrides=overrides,
                                    quiet=kwargs["quiet"], echo=echo_wrapped)
             else:
-                eng = {k: kwargs[k] for k in SHARED_NAMES if k not in ("resume", "quiet", "model")}
+                eng = {k: kwargs[k] for k in SHARED_NAMES if k not in ("resume", "quiet")}
                 eng["param"] = list(eng["param"] or ())
+                if not given_model:  # the plan's model, driven by --agent where given
+                    eng["model"] = [read_plan(path).models.model]
+                models = agent_models(eng)
                 settings = engine_options(**eng)
-                done = start_plan(store, path, model=list(kwargs["model"]) if given_model
-                                  else None,
+                done = start_plan(store, path, model=models if given_model or models != [
+                                  read_plan(path).models.model] else None,
                                   engine=settings, quiet=kwargs["quiet"], echo=echo_wrapped,
                                   on_created=lambda pid: click.echo(f"plan run {pid}"))
         except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from assay.api import RunResult
 from assay.cli.common import (
     SHARED_NAMES,
     SHARED_OPTIONS,
+    agent_models,
     engine_options,
     execute_run,
     given_names,
@@ -92,8 +93,9 @@ def task_command(text: str) -> click.Command:
                 overrides["task_options"] = options  # api.resume_spec refuses the rest
         eng = {k: kwargs[k] for k in SHARED_NAMES}
         eng["param"] = list(eng["param"] or ())
+        models = agent_models(eng)
         result = execute_run(
-            ref.ref, resume=eng.pop("resume"), quiet=eng.pop("quiet"), model=eng.pop("model"),
+            ref.ref, resume=eng.pop("resume"), quiet=eng.pop("quiet"), model=models,
             engine_options=engine_options(**eng), task_options=options,
             overrides=overrides)
         after = getattr(ref.declared, "after_run", None)

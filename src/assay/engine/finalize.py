@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
+from assay.metrics.format import agent_section
 from assay.metrics.registry import get_metric
+from assay.metrics.summary import agent_summary
 from assay.models.registry import forms_of
 from assay.store.described import first_rate, headline_record, is_rate
 from assay.store.fingerprint import configuration_of
@@ -78,7 +80,11 @@ def describe(task: Task | type[Task], run: dict[str, Any], metrics: dict[str, An
     cls = task if isinstance(task, type) else type(task)
     name = getattr(task, "headline_metric", None)
     extra = (cls.report_extra(metrics, results) if results else {}) or {}
-    report = {"sections": list(extra.get("sections") or []),
+    sections = list(extra.get("sections") or [])
+    agent = agent_section(metrics)
+    if agent and not any(s.get("title") == agent["title"] for s in sections):
+        sections.append(agent)
+    report = {"sections": sections,
               "recommendations": [str(r) for r in extra.get("recommendations") or []],
               "headline_metric": name,
               "description": str(getattr(task, "description", "") or ""),
@@ -112,6 +118,8 @@ def finalize(store: Store, run_id: str, *, task: Task | type[Task],
     if results is None:
         results = store.results(run["id"], transcripts=False, texts=False)
     metrics = cls.metrics(results, run["spec"].get("task_options")) if results else {}
+    if "agent" not in metrics:  # the model ran with an agent: how its loops went, any task
+        metrics.update(agent_summary(results))
     head, report = describe(task, run, metrics, results)
     if exports:
         report["exports"] = write_exports(store, {**run, "metrics": metrics}, task,

@@ -49,7 +49,9 @@ async def preflight(subject: Subject | None, roles: dict[str, Subject]) -> None:
     """Fail fast, in one line, when the subject's or a role's endpoint does not answer; a
     role's line names it and how to point it elsewhere."""
     for name, one in (({"": subject} if subject is not None else {}) | roles).items():
-        check = getattr(getattr(one, "model", None), "preflight", None)
+        # a subject's own check (an agent's: its model, tools, servers), else its model's
+        check = (getattr(one, "preflight", None)
+                 or getattr(getattr(one, "model", None), "preflight", None))
         if check is None:
             continue
         try:

@@ -22,3 +22,32 @@ def fmt_rate(value: dict[str, Any]) -> str:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``1 task``, ``2 tasks``: a count and its noun, agreeing (``plural`` when irregular)."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def _mean(value: dict[str, Any] | None) -> str:
+    if not value or value.get("value") is None:
+        return "n/a"
+    if value.get("ci_low") is None:
+        return f"{value['value']:.2f}"
+    return f"{value['value']:.2f} [{value['ci_low']:.2f}, {value['ci_high']:.2f}]"
+
+
+def agent_section(metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """The report section of a run whose model ran with an agent (``None``: it did not):
+    steps and tool calls per sample, calls per tool, tool errors, why the samples ended."""
+    agent = metrics.get("agent")
+    if not isinstance(agent, dict):
+        return None
+    rows = [["steps (model calls) per sample", _mean(agent.get("steps_per_sample"))],
+            ["tool calls per sample", _mean(agent.get("tool_calls_per_sample"))],
+            ["tool errors", str(agent.get("tool_errors", 0))],
+            ["calls per tool", ", ".join(f"{k} {v}" for k, v in
+                                         (agent.get("calls_per_tool") or {}).items()) or "none"],
+            ["how samples ended", ", ".join(f"{k} {v}" for k, v in
+                                            (agent.get("ended") or {}).items())]]
+    if agent.get("tool_calls_minus_annotator_steps"):
+        rows.append(["tool calls minus the annotators' steps",
+                     _mean(agent["tool_calls_minus_annotator_steps"])])
+    return {"title": "Agent", "headers": ["", "value (mean [95% CI])"], "rows": rows,
+            "note": "The model ran with an agent and tools: the score is the model with this "
+                    "agent. A sample ends when the model answers or a limit is reached."}

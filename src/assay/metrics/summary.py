@@ -3,7 +3,7 @@ errors counted beside it; epochs are averaged per sample first (interval cluster
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -101,6 +101,31 @@ def usage_summary(results: list[SampleResult]) -> dict[str, Any]:
             "mean_wait_s": sum(wait) / len(wait) if wait else None,
             "input_tokens": tin, "output_tokens": tout,
             "mean_tokens_per_sample": (tin + tout) / n if n else None}
+
+
+def agent_of(r: SampleResult) -> dict[str, Any] | None:
+    """How a sample's tool loop went (``None``: the model ran without an agent)."""
+    found = ((r.outcome or {}).get("metadata") or {}).get("agent")
+    return found if isinstance(found, dict) else None
+
+
+def agent_summary(results: list[SampleResult]) -> dict[str, Any]:
+    """``{"agent": ...}`` for a run whose model ran with an agent (else ``{}``): steps and
+    tool calls per sample (mean, 95% interval), tool errors, calls per tool, and why the
+    samples' loops ended."""
+    runs = [a for r in results if (a := agent_of(r)) is not None]
+    if not runs:
+        return {}
+    tools: Counter[str] = Counter()
+    for a in runs:
+        tools.update(a.get("tools") or {})
+    return {"agent": {
+        "samples": len(runs),
+        "steps_per_sample": mean_with_ci([float(a.get("steps", 0)) for a in runs]),
+        "tool_calls_per_sample": mean_with_ci([float(a.get("tool_calls", 0)) for a in runs]),
+        "tool_errors": sum(int(a.get("tool_errors", 0)) for a in runs),
+        "calls_per_tool": dict(tools.most_common()),
+        "ended": dict(Counter(str(a.get("ended")) for a in runs).most_common())}}
 
 
 def error_messages(results: list[SampleResult], limit: int = 5) -> list[dict[str, Any]]:

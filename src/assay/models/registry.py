@@ -68,9 +68,14 @@ def _entry_points() -> dict[str, Any]:
     return found
 
 
+#: assay's own providers in the order listings show them (the models, then the agent)
+OWN_ORDER = ("local", "openai", "python", "agent")
+
+
 def provider_names() -> list[str]:
-    """Every registered provider: assay's own first (in declaration order), then plugins."""
-    own = list(_own_entry_points())
+    """Every registered provider: assay's own first (:data:`OWN_ORDER`), then plugins."""
+    own = sorted(_own_entry_points(), key=lambda n: (
+        OWN_ORDER.index(n) if n in OWN_ORDER else len(OWN_ORDER), n))
     return own + sorted(n for n in _entry_points() if n not in own)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from assay.agents.react import run_agent, tool_agent
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.errors import ConfigError
 from assay.metrics.summary import (
@@ -200,6 +201,11 @@ class Task:
             return [*msgs, Message("user", sample.input)]
         return [*msgs, *sample.input]
 
+    def agent_messages(self, sample: Sample, tools: tuple[str, ...]) -> list[Message]:
+        """The messages a sample starts with when the model runs with an agent that has
+        ``tools`` (default: :meth:`build_messages`)."""
+        return self.build_messages(sample)
+
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """Default single-turn solve: one call with the sample's messages and tools; or the
         constructor's ``solver(sample, agent)`` (maybe async: an :class:`Outcome` or text)."""
@@ -208,6 +214,11 @@ class Task:
             if inspect.isawaitable(made):
                 made = await made
             return made if isinstance(made, Outcome) else Outcome(output=str(made or ""))
+        with_tools = tool_agent(agent)
+        if with_tools is not None:  # the model with an agent (agent/react?...): its loop
+            return await run_agent(with_tools, sample, agent,
+                                   self.agent_messages(sample, with_tools.spec.tools),
+                                   **self.generation_params(agent))
         messages = self.build_messages(sample)
         reply = await agent.generate(messages, tools=sample.tools, **self.generation_params(agent))
         messages.append(reply.message)

@@ -156,6 +156,26 @@ def _workdir_summary(snapshot: Any) -> Any:
             "left_out": snapshot.get("left_out") or []}
 
 
+#: why a tool loop ended, in words
+ENDED_WORDS = {"answer": "the model answered", "max_steps": "the step limit was reached",
+               "max_tokens": "the token limit was reached",
+               "time_limit": "the time limit was reached",
+               "repeated_call": "the same tool call was repeated"}
+
+
+def _agent_facts(outcome: Any) -> list[tuple[str, str]]:
+    """How the sample's tool loop went (the model ran with an agent), as label/value rows."""
+    meta = outcome.get("metadata") if isinstance(outcome, dict) else None
+    agent = meta.get("agent") if isinstance(meta, dict) else None
+    if not isinstance(agent, dict):
+        return []
+    tools = agent.get("tools") or {}
+    return [("ended", ENDED_WORDS.get(str(agent.get("ended")), str(agent.get("ended")))),
+            ("steps (model calls)", str(agent.get("steps"))),
+            ("tool calls", ", ".join(f"{k} {v}" for k, v in tools.items()) or "none"),
+            ("tool errors", str(agent.get("tool_errors", 0)))]
+
+
 def sample_view(row: dict[str, Any]) -> dict[str, Any]:
     """Everything the sample page shows, from :func:`assay.store.queries.sample_row`."""
     transcript = row.get("transcript")
@@ -198,7 +218,7 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
         "metadata": [(str(k), pretty(v)) for k, v in meta.items()] if isinstance(meta, dict)
         else [], "metadata_json": None if isinstance(meta, dict) or meta is None
         else pretty(meta),
-        "outcome": outcome_rest,
+        "outcome": outcome_rest, "agent": _agent_facts(outcome),
         "facts": [(label, row.get(key)) for key, label in (
             ("latency_s", "latency (s)"), ("model_s", "model time (s)"),
             ("wait_s", "waiting (s)"), ("input_tokens", "input tokens"),

@@ -12,6 +12,8 @@ from assay.core.types import SampleResult
 from assay.metrics.registry import task_metric
 from assay.metrics.stats import bootstrap_interval, mean_with_ci, proportion
 from assay.metrics.summary import (
+    agent_of,
+    agent_summary,
     clustered_rate,
     error_messages,
     per_sample_means,
@@ -62,7 +64,7 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
             drops[key] = {"value": (a["value"] - b["value"]) / a["value"],
                           "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
                           "method": "bootstrap"}
-    steps = [float(s) for r in correct if (s := (r.metadata or {}).get("steps")) is not None]
+    steps = [s for r in correct if (s := _steps((r.metadata or {}).get("steps"))) is not None]
     methods = Counter(_score(r).get("metadata", {}).get("extraction", "none") for r in answered)
     split = (options or {}).get("split") or "validation"
     total = OFFICIAL_TOTAL.get(split)
@@ -89,5 +91,20 @@ def gaia_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
         out["unscored_note"] = ("test split: gold answers are private, so nothing was scored; "
                                 "upload the submission file to the leaderboard")
     out.update(usage_summary(results))
+    out.update(agent_summary(results))
+    if "agent" in out:  # the agent's tool calls beside the annotators' steps, sample by sample
+        pairs = [(float(a.get("tool_calls", 0)), float(s)) for r in answered
+                 if (a := agent_of(r)) is not None
+                 and (s := _steps((r.metadata or {}).get("steps"))) is not None]
+        out["agent"]["tool_calls_minus_annotator_steps"] = (
+            mean_with_ci([a - s for a, s in pairs]) if pairs else None)
+        out["agent"]["annotator_steps"] = mean_with_ci([s for _, s in pairs]) if pairs else None
     out["top_errors"] = error_messages(results)
     return out
+
+
+def _steps(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None

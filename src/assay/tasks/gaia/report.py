@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.metrics.format import fmt_rate
+from assay.metrics.format import agent_section, fmt_rate
 from assay.tasks.gaia.scoring import FIXES_NOTE
 
 
@@ -28,6 +28,15 @@ def report_extra(metrics: dict[str, Any]) -> dict[str, Any]:
                 + ", ".join(f"{k}: {_drop(metrics.get(k))}"
                             for k in ("drop_rate_1_to_2", "drop_rate_2_to_3")),
     }]
+    agent = agent_section(metrics)
+    if agent:
+        sections.append(agent)
+    else:
+        sections.append({"title": "No tools (GAIA's tool-less mode)",
+                         "note": "The model answered each question once, with no tools: text "
+                                 "attachments were put in the prompt, others only named. A "
+                                 "score from this run says little about the model as an "
+                                 "agent; run it with one: --agent react --tools files,python."})
     methods = metrics.get("extraction_methods") or {}
     if methods:
         sections.append({

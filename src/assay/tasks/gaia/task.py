@@ -124,6 +124,19 @@ class GAIATask(Task):
             question += attachment_text(path, limit)
         return [Message("system", system), Message("user", question)]
 
+    def agent_messages(self, sample: Sample, tools: tuple[str, ...]) -> list[Message]:
+        """With an agent: the attachment by name, read with the tools (never inlined)."""
+        system = self.opts.system_prompt or GAIA_SYSTEM_PROMPT
+        question = sample.input if isinstance(sample.input, str) else ""
+        if sample.files:
+            where = [w for t, w in (("files", "the files tool reads it by name"),
+                                    ("python", "it is in the python tool's working folder"),
+                                    ("bash", "it is in the bash tool's working folder"))
+                     if t in tools]
+            question += (f"\n\nAttached file: {Path(sample.files[0]).name} ("
+                         + ("; ".join(where) or "no tool of yours can read it") + ")")
+        return [Message("system", system), Message("user", question)]
+
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
         answer, method = extract_final_answer(outcome.output)
         meta = {"extraction": method, "level": sample.metadata.get("level"),

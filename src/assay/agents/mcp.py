@@ -1,0 +1,216 @@
+"""Tools from Model Context Protocol servers: each ``--mcp "COMMAND ARGS"`` a server process
+spoken to over stdio with the ``mcp`` package's client, each of its tools a :class:`Tool`.
+
+A server is started per sample and stopped when the sample ends. The client holds anyio task
+groups, which must be exited in the task that entered them: call :meth:`McpServer.start` and
+:meth:`McpServer.aclose` from the same asyncio task (the sample's); tool calls may come from any
+task of the same event loop. :func:`check_mcp` starts each server once before a run, so a bad
+command is one line before any sample runs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.agents.tools import ToolResult, bounded, error
+from assay.core.types import ToolSpec
+from assay.errors import ConfigError
+
+#: seconds a server has to answer ``initialize`` and ``tools/list``
+START_TIMEOUT_S = 30.0
+#: seconds one tool call may take before it is an error result
+CALL_TIMEOUT_S = 300.0
+
+
+def parse_mcp(command: str) -> list[str]:
+    """``command`` split as a shell would (no expansion); an empty one is a ConfigError."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:
+        raise ConfigError(f"--mcp {command!r} cannot be parsed: {e}") from None
+    if not argv:
+        raise ConfigError("--mcp needs a command that starts an MCP server over stdio, "
+                          "e.g. --mcp \"npx -y @modelcontextprotocol/server-everything\"")
+    return argv
+
+
+class McpServer:
+    """One MCP server process: ``await start()``, then :meth:`tools`, then ``await aclose()``
+    in the same task (or ``async with McpServer(cmd) as server:``). ``prefix``: its tools are
+    named ``{prefix}_{name}``, for two servers (or a server and a built-in tool) with one name.
+    The process gets the ``mcp`` client's default environment (``PATH``, ``HOME``, ...), not
+    the run's secrets; ``env KEY=VALUE COMMAND`` gives it more."""
+
+    def __init__(self, command: str, *, prefix: str | None = None,
+                 timeout_s: float = START_TIMEOUT_S, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+        self.command, self.argv, self.prefix = command, parse_mcp(command), prefix
+        self.timeout_s, self.call_timeout_s = timeout_s, call_timeout_s
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._session: Any = None
+        self._listed: list[Any] = []
+        self._stderr: Any = None
+        self._tail = ""  # the server's last stderr line, once closed
+
+    async def start(self) -> None:
+        """Launch the server, initialize the session and list its tools; a failure is one
+        ConfigError line naming the command and the cause (the server's last stderr line)."""
+        try:
+            from mcp import ClientSession, StdioServerParameters, stdio_client  # optional
+            from mcp.types import REQUEST_TIMEOUT  # optional
+        except ImportError:
+            raise ConfigError("--mcp needs the mcp package", hint="pip install mcp") from None
+        if self._stack is not None:
+            raise RuntimeError(f"MCP server {self.command!r} is already started")
+        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._stack = contextlib.AsyncExitStack()
+        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:])
+        try:
+            read, write = await self._stack.enter_async_context(
+                stdio_client(params, errlog=self._stderr))
+            # a deadline per request, not a cancel scope: one around the contexts entered
+            # here would be left before them, which anyio refuses
+            session = await self._stack.enter_async_context(
+                ClientSession(read, write, read_timeout_seconds=self.timeout_s))
+            await session.initialize()
+            self._listed = await _all_tools(session)
+        except BaseException as e:
+            await self.aclose()
+            if not isinstance(e, Exception):
+                raise
+            cause = (f"no answer within {self.timeout_s:g} s"
+                     if getattr(e, "code", None) == REQUEST_TIMEOUT else _one_line(e))
+            tail = f" (its stderr: {self._tail[:300]})" if self._tail else ""
+            raise ConfigError(f"MCP server {self.command!r} did not start: {cause}{tail}",
+                              hint="check that the command starts an MCP server over stdio"
+                              ) from None
+        self._session = session
+
+    def tools(self) -> list[McpTool]:
+        """One tool per tool the server listed at start."""
+        return [McpTool(ToolSpec(name=f"{self.prefix}_{t.name}" if self.prefix else t.name,
+                                 description=t.description or t.title or "",
+                                 parameters=t.input_schema or {"type": "object"}),
+                        self, t.name) for t in self._listed]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call the server's tool ``name``: its text, or an error result (never raised)."""
+        if self._session is None:
+            return error(f"the MCP server {self.command!r} is not running")
+        try:
+            result = await self._session.call_tool(name, arguments,
+                                                   read_timeout_seconds=self.call_timeout_s)
+        except Exception as e:
+            return error(f"MCP tool {name!r} failed: {_one_line(e)}")
+        text = "\n".join(_text(part) for part in result.content)
+        if not text and result.structured_content is not None:
+            text = json.dumps(result.structured_content)
+        if result.is_error:
+            return error(" ".join(text.split()) or f"MCP tool {name!r} failed")
+        return ToolResult(bounded(text))
+
+    async def aclose(self) -> None:
+        """Stop the server (the client closes its stdin, then signals its process group) and
+        kill any process still writing to its stderr; never raises."""
+        stack, self._stack, self._session = self._stack, None, None
+        if stack is not None:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+        if self._stderr is not None and not self._stderr.closed:
+            for pid in _holding(self._stderr):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            self._stderr.seek(0)
+            lines = [line.strip() for line in self._stderr.read().splitlines()]
+            self._tail = next((line for line in reversed(lines) if line), "")
+            self._stderr.close()
+
+    async def __aenter__(self) -> McpServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@dataclass
+class McpTool:
+    """A server's tool; the server, not the tool, holds the process."""
+
+    spec: ToolSpec
+    server: McpServer
+    remote: str
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        return await self.server.call(self.remote, arguments)
+
+    async def aclose(self) -> None:
+        """Nothing: :meth:`McpServer.aclose` stops the process."""
+
+
+async def check_mcp(commands: Iterable[str], *, taken: Iterable[str] = ()) -> None:
+    """Start each server once, list its tools and stop it: a ConfigError line before the run
+    if one does not start or a tool name repeats (another server's or one of ``taken``)."""
+    seen = {name: "a built-in tool" for name in taken}
+    for command in commands:
+        server = McpServer(command)
+        try:
+            await server.start()
+            names = [tool.spec.name for tool in server.tools()]
+        finally:
+            await server.aclose()
+        for name in names:
+            if name in seen:
+                raise ConfigError(f"MCP server {command!r} offers a tool {name!r} as "
+                                  f"{seen[name]} does", hint="give one of them a prefix")
+            seen[name] = f"MCP server {command!r}"
+
+
+async def _all_tools(session: Any) -> list[Any]:
+    """Every page of the server's ``tools/list``."""
+    from mcp.types import PaginatedRequestParams  # optional
+
+    listed = await session.list_tools()
+    tools = list(listed.tools)
+    while listed.next_cursor:
+        listed = await session.list_tools(params=PaginatedRequestParams(cursor=listed.next_cursor))
+        tools += listed.tools
+    return tools
+
+
+def _text(part: Any) -> str:
+    """A content part as text: text as is, anything else described in a line."""
+    kind = getattr(part, "type", type(part).__name__)
+    if kind == "text":
+        return part.text
+    resource = getattr(part, "resource", None)
+    if resource is not None and getattr(resource, "text", None) is not None:
+        return resource.text
+    what = getattr(resource or part, "uri", None) or getattr(part, "mime_type", None) or ""
+    return f"[{kind} content{': ' + str(what) if what else ''}]"
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    kind = "" if type(e).__module__.startswith("mcp.") else f"{type(e).__name__}: "
+    return " ".join(f"{kind}{e}".split()) or type(e).__name__
+
+
+def _holding(file: Any) -> list[int]:
+    """The processes (Linux: from ``/proc``) whose stderr is ``file``, the server's stderr."""
+    key = os.fstat(file.fileno())
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            st = os.stat(proc / "fd" / "2")
+            if (st.st_dev, st.st_ino) == (key.st_dev, key.st_ino):
+                found.append(int(proc.name))
+    return found
