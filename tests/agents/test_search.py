@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,14 @@ async def test_concurrent_samples_share_one_index(monkeypatch: pytest.MonkeyPatc
     copy = pickle.loads(pickle.dumps(corpus))  # another process indexes for itself
     assert "corpus://rivers.txt" in (await _search(copy, query="longest river")).text
     assert len(built) == 2
+
+
+def test_html_becomes_text_without_markdownify_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    html = "<html><style>p{}</style><h1>Title</h1><p>Some <b>bold</b> words</p><script>x()"
+    assert search_mod.html_to_text(html + "</script>") == "# Title\n\nSome **bold** words"
+    monkeypatch.setitem(sys.modules, "markdownify", None)  # not installed: tags stripped
+    assert search_mod.html_to_text(html + "</script>").split() == ["Title", "Some", "bold",
+                                                                   "words"]
 
 
 def test_a_missing_or_empty_folder_is_one_line(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ MAX_EXPRESSION = 2_000
 
 def _power(a: Any, b: Any) -> Any:
     if isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and b > 0 \
-            and b * math.log2(abs(a)) > MAX_BITS * 10**9:
+            and b * math.log2(abs(a)) > MAX_BITS:
         raise OverflowError(f"{a} ** {b} is too large (over {MAX_BITS:,} bits)")
     try:
         return pow(a, b)

@@ -7,7 +7,9 @@ is the model *with this agent*: a fresh agent and fresh tools per sample, the lo
 :mod:`assay.agents.loop` run by the task's ``solve`` through the sample's call context, so
 every step is cached, retried and counted like any call. Query keys: ``model`` (required),
 ``tools`` (comma-separated built-ins), ``mcp`` (a server's command, repeatable),
-``search_corpus`` (a folder), ``max_steps``, ``max_tokens``, ``time_limit``, ``max_repeats``."""
+``search_corpus`` (a folder), ``max_steps``, ``max_tokens``, ``time_limit``, ``max_repeats``,
+``tool_format`` (``native`` or ``text``: the loop's text format, for a server without tool
+calls)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from urllib.parse import parse_qs, quote, urlencode
 
 from assay.agents.loop import LoopLimits, LoopResult, tool_loop
 from assay.agents.mcp import McpServer, check_mcp
+from assay.agents.search import backend_from, check_search
 from assay.agents.tools import Tool, ToolContext, check_tools, make_tool
 from assay.core.types import Message, Outcome, Reply, Sample, ToolSpec
 from assay.errors import ConfigError, ModelSpecError
@@ -27,7 +30,9 @@ from assay.models.registry import ModelCapabilities, Provider
 
 AGENTS = ("react",)
 _KEYS = {"model", "tools", "mcp", "search_corpus", "max_steps", "max_tokens", "time_limit",
-         "max_repeats"}
+         "max_repeats", "tool_format"}
+#: how tool calls are written: the model's native calls, or the loop's text format
+TOOL_FORMATS = ("native", "text")
 REACT_SYSTEM = ("Work step by step. Use the tools to read files, compute and look things "
                 "up; check a result before you rely on it.")
 
@@ -42,6 +47,8 @@ class AgentSpec:
     mcp: tuple[str, ...] = ()
     search_corpus: str | None = None
     limits: LoopLimits = field(default_factory=LoopLimits)
+    #: ``None``: native calls where the model has them, else the text format
+    tool_format: str | None = None
 
     def spec(self) -> str:
         """The model spec that names this agent (what runs store and resume rebuild)."""
@@ -51,6 +58,8 @@ class AgentSpec:
         query += [("mcp", c) for c in self.mcp]
         if self.search_corpus:
             query.append(("search_corpus", self.search_corpus))
+        if self.tool_format:
+            query.append(("tool_format", self.tool_format))
         default = LoopLimits()
         for key, name in (("max_steps", "max_steps"), ("max_tokens", "max_tokens"),
                           ("time_limit", "time_limit_s"), ("max_repeats", "max_repeats")):
@@ -107,6 +116,9 @@ def parse_agent(rest: str) -> AgentSpec:
     if corpus is not None and "search" not in tools and "fetch" not in tools:
         raise ModelSpecError(f"{spec}: search_corpus is for the search and fetch tools; add "
                              "tools=search")
+    tool_format = (query.get("tool_format") or [None])[-1]
+    if tool_format is not None and tool_format not in TOOL_FORMATS:
+        raise ModelSpecError(f"{spec}: tool_format must be native or text, not {tool_format!r}")
     default = LoopLimits()
     limits = LoopLimits(
         max_steps=_number(query, "max_steps", int, spec) or default.max_steps,
@@ -114,7 +126,7 @@ def parse_agent(rest: str) -> AgentSpec:
         time_limit_s=_number(query, "time_limit", float, spec),
         max_repeats=_number(query, "max_repeats", int, spec) or default.max_repeats)
     return AgentSpec(name, model, tools, tuple(c for c in query.get("mcp") or [] if c.strip()),
-                     corpus, limits)
+                     corpus, limits, tool_format)
 
 
 def agent_spec(model: str, agent: str, tools: list[str], *, mcp: list[str] | None = None,
@@ -155,7 +167,7 @@ class AgentSubject:
         inner = self.inner.describe()
         return {"model": self.model_id, "agent": {
             "name": self.spec.name, "tools": list(self.spec.tools), "mcp": list(self.spec.mcp),
-            "search_corpus": self.spec.search_corpus,
+            "search_corpus": self.spec.search_corpus, "tool_format": self.spec.tool_format,
             "limits": {"max_steps": self.spec.limits.max_steps,
                        "max_tokens": self.spec.limits.max_tokens,
                        "time_limit_s": self.spec.limits.time_limit_s,
@@ -176,9 +188,8 @@ class AgentSubject:
     def search(self) -> Any:
         """The run's search backend (built once, shared by its samples)."""
         if self._search is None and ("search" in self.spec.tools or "fetch" in self.spec.tools):
-            from assay.agents.search import backend_from  # startup: the search tool only
-
             self._search = backend_from(self.spec.search_corpus)
+            check_search(self.spec.tools, self._search)
         return self._search
 
     async def aclose(self) -> None:
@@ -198,7 +209,8 @@ async def run_agent(agent: AgentSubject, sample: Sample, ctx: Any, messages: lis
                            allow_weak=None)
     tools: list[Tool] = [make_tool(name, tool_ctx) for name in agent.spec.tools]
     servers = [McpServer(command) for command in agent.spec.mcp]
-    native = agent.capabilities.native_tools and not getattr(ctx, "text_only", False)
+    native = (agent.spec.tool_format != "text" and agent.capabilities.native_tools
+              and not getattr(ctx, "text_only", False))
     if messages and messages[0].role == "system":
         messages = [Message("system", f"{messages[0].content}\n\n{REACT_SYSTEM}"), *messages[1:]]
     else:

@@ -172,7 +172,7 @@ class LocalCorpus:
                                                      show_progress=False)
         urls = list(docs)
         hits = []
-        for i, score in zip(found[0][::-1], scores[0][::-1], strict=True):
+        for i, score in zip(found[0], scores[0], strict=True):
             if score > 0:
                 title, text = docs[urls[int(i)]]
                 hits.append(Hit(title, urls[int(i)], _snippet(text, terms)))
