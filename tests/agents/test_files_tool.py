@@ -3,11 +3,14 @@ else reachable, long text paged, every failure an error result."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
+from assay.agents import files_tool
 from assay.agents.files_tool import PAGE, FilesTool
 from assay.agents.tools import MAX_OUTPUT, ToolContext, make_tool
 
@@ -142,7 +145,7 @@ async def test_long_text_is_bounded_and_paged_with_offset(tmp_path: Path) -> Non
     (tmp_path / "long.txt").write_text(text)
     tool = FilesTool([tmp_path / "long.txt"])
     pages, offset = [], 0
-    while True:
+    for _ in range(10):  # 5 pages
         r = await read(tool, "long.txt", offset=offset)
         assert not r.error and len(r.text) <= MAX_OUTPUT
         body, _, note = r.text.rpartition("\n[characters ")
@@ -152,7 +155,8 @@ async def test_long_text_is_bounded_and_paged_with_offset(tmp_path: Path) -> Non
             break
         offset = int(note.split("offset=")[1].rstrip("]"))
         assert offset == len("".join(pages))
-    assert "".join(pages) == text and len(pages) == -(-len(text) // PAGE)
+    whole = "".join(pages) == text  # (a bool: pytest's diff of 33,000 characters is slow)
+    assert whole and len(pages) == -(-len(text) // PAGE)
     r = await read(tool, "long.txt", offset=len(text))
     assert r.error and "past the end" in r.text
 
@@ -165,6 +169,25 @@ async def test_converted_text_is_kept_for_the_tool_instance(tmp_path: Path) -> N
     path.write_text("second")
     assert (await read(tool, "a.txt")).text == "first"
     assert (await read(FilesTool([path]), "a.txt")).text == "second"
+
+
+async def test_conversion_runs_off_the_event_loop(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def convert(path: Path) -> str:
+        started.set()
+        return "converted" if release.wait(10) else "the loop was blocked"
+
+    monkeypatch.setattr(files_tool, "_convert", convert)
+    (tmp_path / "a.pdf").write_bytes(b"%PDF")
+    call = asyncio.create_task(read(FilesTool([tmp_path / "a.pdf"]), "a.pdf"))
+    for _ in range(1000):
+        if started.is_set():
+            break
+        await asyncio.sleep(0.01)
+    release.set()  # only reaches the converter while it waits, if the loop is free
+    assert (await call).text == "converted"
 
 
 async def test_unreadable_files_are_error_results(tmp_path: Path) -> None:

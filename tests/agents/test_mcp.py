@@ -1,8 +1,7 @@
 """MCP servers' tools against a real server over stdio (``mcp_server.py``): listing, calls,
 error results, start-up failures as one line, and no process left after ``aclose``.
 
-Each test starts and closes its servers in its own body: the client's anyio task groups must
-be exited in the task that entered them (an async fixture's teardown may run in another)."""
+"""
 
 from __future__ import annotations
 
@@ -31,12 +30,15 @@ def _python(code: str) -> str:
 
 
 async def _gone(pid: int, deadline_s: float = 30.0) -> bool:
-    """Whether process ``pid`` ends (and is reaped) before the deadline."""
+    """Whether process ``pid`` ends before the deadline (a zombie that init has not reaped
+    yet is ended too)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         try:
             os.kill(pid, 0)
-        except ProcessLookupError:
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                return True
+        except (ProcessLookupError, FileNotFoundError):
             return True
         await asyncio.sleep(0.05)
     return False
@@ -112,11 +114,26 @@ async def test_after_aclose_the_server_process_is_gone(tmp_path: Path) -> None:
     await server.aclose()  # twice: nothing happens
 
 
-async def test_a_close_from_another_task_still_leaves_no_process(tmp_path: Path) -> None:
-    # the client refuses to exit its task groups there; the server is killed all the same
-    server, pid = await _start_with_pid(tmp_path)
+async def test_start_and_close_may_be_in_other_tasks_than_the_calls(tmp_path: Path) -> None:
+    # the client's task groups live in the server's own task: wait_for's task is fine
+    pid_file = tmp_path / "pid"
+    server = McpServer(shlex.join([sys.executable, str(SERVER), str(pid_file)]))
+    await asyncio.wait_for(server.start(), 60)
+    assert await asyncio.create_task(server.call("add", {"a": 2, "b": 2})) == ToolResult("4")
     await asyncio.create_task(server.aclose())
-    assert await _gone(pid)
+    assert await _gone(int(pid_file.read_text()))
+
+
+async def test_aclose_kills_what_the_server_left_running(tmp_path: Path) -> None:
+    # the server exits when its stdin closes, so the client does not signal its process
+    # group; its child (sharing its stderr) is killed all the same
+    script = (f'sleep 300 & echo $! > {shlex.quote(str(tmp_path / "child"))}; '
+              f"exec {shlex.join([sys.executable, str(SERVER), str(tmp_path / 'pid')])}")
+    server = McpServer(shlex.join(["sh", "-c", script]))
+    await server.start()
+    child, pid = int((tmp_path / "child").read_text()), int((tmp_path / "pid").read_text())
+    await server.aclose()
+    assert await _gone(pid) and await _gone(child)
 
 
 async def test_a_server_that_dies_mid_session_gives_error_results(tmp_path: Path) -> None:
@@ -131,10 +148,10 @@ async def test_a_server_that_dies_mid_session_gives_error_results(tmp_path: Path
 
 
 async def test_check_mcp_starts_each_server_and_refuses_a_name_twice() -> None:
-    await check_mcp([GOOD])
+    await check_mcp([GOOD], taken=["python", "bash"])
     with pytest.raises(ConfigError, match="offers a tool 'add' as a built-in tool does"):
-        await check_mcp([GOOD], taken=["add", "python"])
+        await check_mcp([GOOD], taken=["add"])
     with pytest.raises(ConfigError, match=r"offers a tool 'add' as MCP server .* does"):
         await check_mcp([GOOD, GOOD])
     with pytest.raises(ConfigError, match="did not start"):
-        await check_mcp([GOOD, _python("pass")])
+        await check_mcp([_python("pass")])

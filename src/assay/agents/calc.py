@@ -16,7 +16,8 @@ from assay.agents.tools import ToolContext, ToolResult, error
 from assay.core.types import ToolSpec
 from assay.errors import ConfigError
 
-#: bits a power's result may have (computing and printing it stays instant)
+#: bits a power's result may have (computing it stays instant); a result is printed up to
+#: an eighth of that (about 3,700 digits, under Python's own limit on printing an int)
 MAX_BITS = 100_000
 #: largest ``n`` of ``factorial``, ``comb`` and ``perm``; largest ``abs(ndigits)`` of ``round``
 MAX_N, MAX_NDIGITS = 5_000, 400
@@ -25,6 +26,7 @@ MAX_EXPRESSION = 2_000
 
 
 def _power(a: Any, b: Any) -> Any:
+    """``a ** b``, refused before it is computed when the result would be too large."""
     if isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and b > 0 \
             and b * math.log2(abs(a)) > MAX_BITS:
         raise OverflowError(f"{a} ** {b} is too large (over {MAX_BITS:,} bits)")
@@ -44,6 +46,7 @@ def _counting(f: Any) -> Any:
 
 
 def _number(node: ast.Constant) -> Any:
+    """A literal, if it is a number (no strings, bytes or ``None``)."""
     if not isinstance(node.value, (int, float)):
         raise ValueError(f"only numbers, not {node.value!r:.40}")
     return node.value
@@ -94,6 +97,8 @@ def evaluator() -> Any:
 
 
 class Calculator:
+    """One arithmetic expression per call; the value as text, or one line saying why not."""
+
     spec = CALCULATOR
 
     def __init__(self) -> None:
@@ -124,6 +129,8 @@ class Calculator:
 
 
 class Think:
+    """A thought written into the transcript; nothing else happens."""
+
     spec = THINK
 
     async def call(self, arguments: dict[str, Any]) -> ToolResult:

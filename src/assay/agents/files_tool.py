@@ -114,7 +114,7 @@ class FilesTool:
         if offset == 0 and end == len(text):
             return ToolResult(bounded(text))
         more = f"read on with offset={end}" if end < len(text) else "the end"
-        return ToolResult(bounded(f"{text[0:end - offset]}\n[characters {offset}-{end} of "
+        return ToolResult(bounded(f"{text[offset:end]}\n[characters {offset}-{end} of "
                                   f"{len(text)}; {more}]"))
 
     async def aclose(self) -> None:

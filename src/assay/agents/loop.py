@@ -127,8 +127,7 @@ async def tool_loop(ctx: Any, messages: list[Message], tools: list[Tool], *,
             key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
             repeats = repeats + 1 if key == last else 1
             last = key
-            if repeats >= limits.max_repeats:
-                result.calls.append(call)
+            if repeats >= limits.max_repeats:  # not run again: the loop ends here
                 return _end(result, "repeated_call")
             result.calls.append(call)
             result.tool_counts[call.name] += 1

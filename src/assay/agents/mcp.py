@@ -1,14 +1,13 @@
 """Tools from Model Context Protocol servers: each ``--mcp "COMMAND ARGS"`` a server process
 spoken to over stdio with the ``mcp`` package's client, each of its tools a :class:`Tool`.
 
-A server is started per sample and stopped when the sample ends. The client holds anyio task
-groups, which must be exited in the task that entered them: call :meth:`McpServer.start` and
-:meth:`McpServer.aclose` from the same asyncio task (the sample's); tool calls may come from any
-task of the same event loop. :func:`check_mcp` starts each server once before a run, so a bad
+A server is started per sample and stopped when the sample ends (its client in a task of its
+own: see :class:`McpServer`). :func:`check_mcp` starts each server once before a run, so a bad
 command is one line before any sample runs."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -44,16 +43,20 @@ def parse_mcp(command: str) -> list[str]:
 
 class McpServer:
     """One MCP server process: ``await start()``, then :meth:`tools`, then ``await aclose()``
-    in the same task (or ``async with McpServer(cmd) as server:``). ``prefix``: its tools are
-    named ``{prefix}_{name}``, for two servers (or a server and a built-in tool) with one name.
-    The process gets the ``mcp`` client's default environment (``PATH``, ``HOME``, ...), not
-    the run's secrets; ``env KEY=VALUE COMMAND`` gives it more."""
+    (or ``async with McpServer(cmd) as server:``). ``prefix``: its tools are named
+    ``{prefix}_{name}``, for two servers (or a server and a built-in tool) with one name.
+
+    The ``mcp`` client's anyio task groups must be exited in the task that entered them, so
+    the client lives in a task of its own, started by :meth:`start` and cancelled by
+    :meth:`aclose`: start, calls and close may come from any tasks of the one event loop.
+    The process gets the client's default environment (``PATH``, ``HOME``, ...), not the
+    run's secrets; ``env KEY=VALUE COMMAND`` gives it more."""
 
     def __init__(self, command: str, *, prefix: str | None = None,
                  timeout_s: float = START_TIMEOUT_S, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
         self.command, self.argv, self.prefix = command, parse_mcp(command), prefix
         self.timeout_s, self.call_timeout_s = timeout_s, call_timeout_s
-        self._stack: contextlib.AsyncExitStack | None = None
+        self._task: asyncio.Task[None] | None = None
         self._session: Any = None
         self._listed: list[Any] = []
         self._stderr: Any = None
@@ -63,24 +66,16 @@ class McpServer:
         """Launch the server, initialize the session and list its tools; a failure is one
         ConfigError line naming the command and the cause (the server's last stderr line)."""
         try:
-            from mcp import ClientSession, StdioServerParameters, stdio_client  # optional
             from mcp.types import REQUEST_TIMEOUT  # optional
         except ImportError:
             raise ConfigError("--mcp needs the mcp package", hint="pip install mcp") from None
-        if self._stack is not None:
+        if self._task is not None:
             raise RuntimeError(f"MCP server {self.command!r} is already started")
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-        self._stack = contextlib.AsyncExitStack()
-        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:])
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._serve(ready), name=f"mcp {self.command}")
         try:
-            read, write = await self._stack.enter_async_context(
-                stdio_client(params, errlog=self._stderr))
-            # a deadline per request, not a cancel scope: one around the contexts entered
-            # here would be left before them, which anyio refuses
-            session = await self._stack.enter_async_context(
-                ClientSession(read, write, read_timeout_seconds=self.timeout_s))
-            await session.initialize()
-            self._listed = await _all_tools(session)
+            await ready
         except BaseException as e:
             await self.aclose()
             if not isinstance(e, Exception):
@@ -91,7 +86,27 @@ class McpServer:
             raise ConfigError(f"MCP server {self.command!r} did not start: {cause}{tail}",
                               hint="check that the command starts an MCP server over stdio"
                               ) from None
-        self._session = session
+
+    async def _serve(self, ready: asyncio.Future[None]) -> None:
+        """The client's task: connect, set ``ready`` (or its error), hold until cancelled."""
+        from mcp import ClientSession, StdioServerParameters, stdio_client  # optional
+
+        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:])
+        try:
+            async with stdio_client(params, errlog=self._stderr) as (read, write), \
+                    ClientSession(read, write, read_timeout_seconds=self.timeout_s) as session:
+                await session.initialize()
+                self._listed = await _all_tools(session)
+                self._session = session
+                ready.set_result(None)
+                await asyncio.Event().wait()  # until aclose cancels this task
+        except Exception as e:
+            while len(getattr(e, "exceptions", ())) == 1:  # anyio's task groups wrap it
+                e = e.exceptions[0]
+            if not ready.done():
+                ready.set_exception(e)
+        finally:
+            self._session = None
 
     def tools(self) -> list[McpTool]:
         """One tool per tool the server listed at start."""
@@ -119,10 +134,10 @@ class McpServer:
     async def aclose(self) -> None:
         """Stop the server (the client closes its stdin, then signals its process group) and
         kill any process still writing to its stderr; never raises."""
-        stack, self._stack, self._session = self._stack, None, None
-        if stack is not None:
-            with contextlib.suppress(Exception):
-                await stack.aclose()
+        task, self._task, self._session = self._task, None, None
+        if task is not None:
+            pass
+            await asyncio.wait({task})
         if self._stderr is not None and not self._stderr.closed:
             for pid in _holding(self._stderr):
                 with contextlib.suppress(OSError):
