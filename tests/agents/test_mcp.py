@@ -1,7 +1,5 @@
 """MCP servers' tools against a real server over stdio (``mcp_server.py``): listing, calls,
-error results, start-up failures as one line, and no process left after ``aclose``.
-
-"""
+error results, start-up failures as one line, and no process left after ``aclose``."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.agents.mcp import McpServer, check_mcp, parse_mcp
+from assay.agents.mcp import McpServer, _text, check_mcp, parse_mcp
 from assay.agents.tools import ToolResult
 from assay.errors import ConfigError
 
@@ -57,6 +55,25 @@ def test_a_command_is_split_as_a_shell_would() -> None:
     for empty in ("", "   "):
         with pytest.raises(ConfigError, match="--mcp needs a command"):
             parse_mcp(empty)
+
+
+def test_content_that_is_not_text_is_described_in_a_line() -> None:
+    from mcp.types import (  # optional
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        ResourceLink,
+        TextResourceContents,
+    )
+
+    assert _text(ImageContent(type="image", data="AAAA", mime_type="image/png")) == \
+        "[image content: image/png]"
+    assert _text(ResourceLink(type="resource_link", name="r", uri="file:///r.txt")) == \
+        "[resource_link content: file:///r.txt]"
+    assert _text(EmbeddedResource(type="resource", resource=TextResourceContents(
+        uri="file:///t.txt", text="inside"))) == "inside"
+    assert _text(EmbeddedResource(type="resource", resource=BlobResourceContents(
+        uri="file:///b.bin", blob="AAAA"))) == "[resource content: file:///b.bin]"
 
 
 async def test_the_servers_tools_are_listed_with_their_schemas() -> None:
@@ -153,5 +170,6 @@ async def test_check_mcp_starts_each_server_and_refuses_a_name_twice() -> None:
         await check_mcp([GOOD], taken=["add"])
     with pytest.raises(ConfigError, match=r"offers a tool 'add' as MCP server .* does"):
         await check_mcp([GOOD, GOOD])
+    await check_mcp([GOOD, McpServer(GOOD, prefix="two")], taken=["python"])
     with pytest.raises(ConfigError, match="did not start"):
         await check_mcp([_python("pass")])

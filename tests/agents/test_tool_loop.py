@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def test_a_calculator_answer_and_every_call_and_result_in_the_transcript(tmp_pat
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1.000" in p.stdout  # 2 of 2 right
     assert offered == [["calculator", "think"]] * 4  # the tools on every step, natively
-    for sid, s in samples(home).items():
+    for s in samples(home).values():
         roles = [m["role"] for m in s["transcript"]]
         assert roles == ["system", "user", "assistant", "tool", "assistant"], roles
         call, result = s["transcript"][2]["tool_calls"][0], s["transcript"][3]
@@ -139,3 +140,52 @@ def test_a_bad_agent_or_tool_is_one_line_before_any_run(tmp_path: Path) -> None:
         assert server.requests == []
     assert not (home / "assay.db").exists() or sqlite3.connect(home / "assay.db").execute(
         "SELECT COUNT(*) FROM runs").fetchone() == (0,)
+
+
+def test_an_mcp_servers_tools_are_offered_called_and_the_server_stopped(
+        tmp_path: Path) -> None:
+    server_py = Path(__file__).resolve().parent / "mcp_server.py"
+    pid_file = tmp_path / "mcp.pid"
+
+    def reply(body: dict[str, Any]) -> Any:
+        done = tool_results(body)
+        if not done:
+            return {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}},
+                                   {"name": "lookup", "arguments": {"key": "zzz"}}]}
+        return f"Answer: {done[0]['content'].strip()}"
+
+    home = tmp_path / "home"
+    with FakeServer(responder=reply) as server:
+        p = run_qa(home, server.base_url, "openai/m", "--agent", "react", "--tools", "think",
+                   "--mcp", f"{sys.executable} {server_py} {pid_file}", n=1)
+        offered = sorted(t["function"]["name"] for t in server.requests[0]["tools"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert offered == ["add", "lookup", "think"]
+    (s,) = samples(home).values()
+    results = [m["content"] for m in s["transcript"] if m["role"] == "tool"]
+    assert results[0] == "5"
+    assert results[1].startswith("error:") and "no entry for 'zzz'" in results[1]
+    assert s["agent"]["tool_errors"] == 1 and s["output"] == "Answer: 5"
+    pid = int(pid_file.read_text())
+    for _ in range(200):  # stopped when the sample ended; the kernel reaps it
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the MCP server (pid {pid}) is still running after the run")
+
+
+def test_an_mcp_server_that_does_not_start_is_one_line_before_the_run(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with FakeServer(default_reply="Answer: 0") as server:
+        p = run_qa(home, server.base_url, "openai/m", "--agent", "react", "--mcp",
+                   f"{sys.executable} -c 'raise SystemExit(3)'", n=1)
+        asked = list(server.requests)
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert "did not start" in lines[0] and "MCP server" in lines[0], p.stderr
+    assert asked == [] or all("tools" not in b for b in asked)  # no sample ran
+    assert not (home / "assay.db").exists() or sqlite3.connect(home / "assay.db").execute(
+        "SELECT COUNT(*) FROM samples").fetchone() == (0,)

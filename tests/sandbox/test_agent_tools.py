@@ -131,7 +131,7 @@ async def test_no_escape_from_the_python_or_bash_tool_succeeds(
     host_file = tmp_path / "host-secret.txt"
     host_file.write_text("HOST-ONLY")
     outside = tmp_path / "written-from-the-sandbox"
-    marker = "4242.{}".format(os.getpid())
+    marker = f"4242.{os.getpid()}"
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     listener = Listener()
     tried, escaped = 0, []

@@ -53,7 +53,8 @@ class McpServer:
     run's secrets; ``env KEY=VALUE COMMAND`` gives it more."""
 
     def __init__(self, command: str, *, prefix: str | None = None,
-                 timeout_s: float = START_TIMEOUT_S, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+                 timeout_s: float = START_TIMEOUT_S,
+                 call_timeout_s: float = CALL_TIMEOUT_S) -> None:
         self.command, self.argv, self.prefix = command, parse_mcp(command), prefix
         self.timeout_s, self.call_timeout_s = timeout_s, call_timeout_s
         self._task: asyncio.Task[None] | None = None
@@ -136,7 +137,7 @@ class McpServer:
         kill any process still writing to its stderr; never raises."""
         task, self._task, self._session = self._task, None, None
         if task is not None:
-            pass
+            task.cancel()
             await asyncio.wait({task})
         if self._stderr is not None and not self._stderr.closed:
             for pid in _holding(self._stderr):
@@ -170,12 +171,13 @@ class McpTool:
         """Nothing: :meth:`McpServer.aclose` stops the process."""
 
 
-async def check_mcp(commands: Iterable[str], *, taken: Iterable[str] = ()) -> None:
-    """Start each server once, list its tools and stop it: a ConfigError line before the run
-    if one does not start or a tool name repeats (another server's or one of ``taken``)."""
+async def check_mcp(servers: Iterable[str | McpServer], *, taken: Iterable[str] = ()) -> None:
+    """Start each server (a command, or an unstarted :class:`McpServer` with its prefix) once,
+    list its tools and stop it: a ConfigError line before the run if one does not start or a
+    tool name repeats (another server's or one of ``taken``, the built-in tools' names)."""
     seen = {name: "a built-in tool" for name in taken}
-    for command in commands:
-        server = McpServer(command)
+    for server in servers:
+        server = McpServer(server) if isinstance(server, str) else server
         try:
             await server.start()
             names = [tool.spec.name for tool in server.tools()]
@@ -183,9 +185,9 @@ async def check_mcp(commands: Iterable[str], *, taken: Iterable[str] = ()) -> No
             await server.aclose()
         for name in names:
             if name in seen:
-                raise ConfigError(f"MCP server {command!r} offers a tool {name!r} as "
+                raise ConfigError(f"MCP server {server.command!r} offers a tool {name!r} as "
                                   f"{seen[name]} does", hint="give one of them a prefix")
-            seen[name] = f"MCP server {command!r}"
+            seen[name] = f"MCP server {server.command!r}"
 
 
 async def _all_tools(session: Any) -> list[Any]:
