@@ -528,3 +528,20 @@ def test_a_plan_and_several_models_run_their_children_side_by_side_on_ray(
     assert sorted(k for _, k, _ in parents) == ["pipeline", "plan", "plan"] and all(
         s == "finished" for _, _, s in parents), parents
     assert len(children) == 8 and all(s == "finished" for _, s in children), children
+
+
+def test_an_agent_with_tools_runs_on_ray_as_it_does_locally(cluster: Any, tmp_path: Path) -> None:
+    """GAIA with the reference agent (issue 36): each sample's tools (its python session in
+    the sandbox, its attachments) live with the sample on its worker; 10 of 10 as locally."""
+    from tests.agents.test_gaia_agent import DATA, scripted
+
+    home = tmp_path / "home"
+    with FakeServer(responder=scripted) as server:
+        args = ["gaia", "--data-dir", str(DATA), "--model", "openai/script", "--base-url",
+                server.base_url, "--agent", "react", "--tools", "files,python", "--no-cache"]
+        local = run_id(cli(cluster, home, *args, session="local", ray=False))
+        on_ray = run_id(cli(cluster, home, *args, "--workers", "2", session="ray"))
+    verdicts = stored(home, on_ray)[1]
+    assert verdicts == stored(home, local)[1]
+    assert len(verdicts) == 10 and all(v[0]["gaia"] == 1.0 for v in verdicts.values())
+    assert metrics_of(home, on_ray)["agent"] == metrics_of(home, local)["agent"]
