@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.agents.react import agent_spec
 from assay.engine.runner import RunSpec
 from assay.engine.upgrade import plan_facts
 from assay.errors import AssayError, ConfigError
@@ -177,12 +178,15 @@ def _drive(parent: ParentRun, plan: Plan, *, echo: Callable[[str], None]) -> Pla
             if settings.get("limit") is None and task.limit is not None:
                 settings["limit"] = task.limit
             ref = task_ref(task)
-            for j, model in enumerate(models):
+            for j, subject in enumerate(models):
+                model = (agent_spec(subject, task.agent.name, task.agent.tools)
+                         if task.agent is not None and not subject.startswith("agent/")
+                         else subject)
                 calls.append(((step_key(i, j if many else None), ref, model,
                                lambda task=task: child_options(task, plan, base)),
                               {"engine": settings, "names": {_canonical(ref)}, "echo": echo,
                                "label": f"[{i + 1}/{len(plan.tasks)}] {task.label}"
-                               + (f" on {model}" if many else ""),
+                               + (f" on {subject}" if many else ""),
                                "before": lambda task=task: prepare(task, echo)}))
         for k, done in enumerate(steps_of(p, calls)):  # on Ray: side by side
             if isinstance(done, StepFailed):

@@ -45,10 +45,13 @@ def _plan(run: dict[str, Any]) -> dict[str, Any]:
 def chosen_line(task: dict[str, Any]) -> str:
     """Why the plan holds ``task``, in one line: the field's prior, the words, the model."""
     why = task.get("why") or {}
+    agent = task.get("agent")
+    run_with = (f"; run with the {agent.get('name')} agent (tools: "
+                f"{', '.join(agent.get('tools') or []) or 'none'})" if agent else "")
     if "prior" in why:
         return (f"prior: {why['prior']}; words: {why.get('words', '-')}; "
-                f"model: {why.get('model', '-')}")
-    return why.get("selected") or "added by hand (the plan records no reason)"
+                f"model: {why.get('model', '-')}{run_with}")
+    return (why.get("selected") or "added by hand (the plan records no reason)") + run_with
 
 
 def task_value(metrics: dict[str, Any], primary: str, run: dict[str, Any], *,

@@ -65,6 +65,8 @@ def describe(plan: Plan, checkpoint: str, heading: str | None = None) -> str:
         if checkpoint == "metrics":
             line += f" primary={t.primary}"
         line += f"\n     why: {t.why.get('selected', '')}"
+        if t.agent is not None:
+            line += f"\n     runs with {t.agent.label()}: the score is the model with it"
         lines.append(line)
     if not plan.tasks:
         lines.append("  (no tasks)")

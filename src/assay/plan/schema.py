@@ -9,6 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay.agents.tools import check_tools
 from assay.core.atomic import atomic_write_text
 from assay.core.yamlsafe import load_yaml, read_yaml_text
 from assay.errors import ConfigError
@@ -73,6 +74,25 @@ class HubRef(_Strict):
     revision: str | None = None
 
 
+class AgentChoice(_Strict):
+    """The reference agent a task runs with: its built-in tools (no MCP command: a plan runs
+    no program of its own)."""
+
+    name: Literal["react"] = "react"
+    tools: list[str] = Field(default_factory=list)
+
+    @field_validator("tools")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        try:
+            return check_tools(v)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+
+    def label(self) -> str:
+        return f"the {self.name} agent (tools: {', '.join(self.tools) or 'none'})"
+
+
 class PlanTask(_Strict):
     task: str
     source: Literal["gallery", "hub", "builtin"] = "gallery"
@@ -82,6 +102,8 @@ class PlanTask(_Strict):
     capabilities: list[str] = Field(default_factory=list)
     metrics: list[MetricChoice] = Field(default_factory=list)
     why: dict[str, str] = Field(default_factory=dict)
+    #: run with the reference agent and these tools (``None``: the model alone)
+    agent: AgentChoice | None = None
 
     @field_validator("task")
     @classmethod

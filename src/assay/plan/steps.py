@@ -13,7 +13,7 @@ from assay.plan.field import canonical_set, measures_of
 from assay.plan.hub import fetch_split, resolve_hub
 from assay.plan.intent import LANGUAGE_WORDS
 from assay.plan.retrieve import Candidate
-from assay.plan.schema import HubRef, Intent, MetricChoice, PlanTask
+from assay.plan.schema import AgentChoice, HubRef, Intent, MetricChoice, PlanTask
 from assay.sandbox import bwrap_problem, check_isolation
 from assay.tasks.capabilities import CAPABILITIES
 from assay.tasks.gallery.entry import find_entry
@@ -50,6 +50,12 @@ def capabilities_of(name: str) -> list[str]:
 def is_agent(name: str) -> bool:
     listed = _listed(name)
     return bool(listed is not None and listed.info.agent)
+
+
+def agent_tools(name: str) -> list[str]:
+    """The reference agent's tools a plan runs ``name`` with (``[]``: the model alone)."""
+    listed = _listed(name)
+    return list(listed.info.agent_tools) if listed is not None else []
 
 
 def source_of(name: str) -> str:
@@ -134,9 +140,14 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
     def add(name: str, why: str, caps: list[str] | None = None,
             parts: dict[str, str] | None = None) -> None:
         chosen.append(name)
+        tools = agent_tools(name)
+        agent = AgentChoice(tools=tools) if tools else None
+        if agent is not None:
+            parts = {**(parts or {}), "agent": f"run with {agent.label()}: the score is the "
+                                               "model with this agent"}
         sel.tasks.append(PlanTask(task=name, source=source_of(name),  # type: ignore[arg-type]
                                   capabilities=caps or capabilities_of(name),
-                                  why={"selected": why, **(parts or {})}))
+                                  why={"selected": why, **(parts or {})}, agent=agent))
 
     for name in intent.benchmarks:
         add(name, "named in the request (always honoured)", parts={

@@ -57,6 +57,8 @@ class TaskInfo:
     aliases: tuple[str, ...] = ()
     #: it runs as an agent (tools, several steps); a text-only request leaves it out
     agent: bool = False
+    #: the reference agent's tools a plan runs it with (``()``: the model alone)
+    agent_tools: tuple[str, ...] = ()
     #: the models it asks for beside the one under test (:data:`ROLES`)
     roles: tuple[str, ...] = ()
     #: what ``assay data pull`` fetches for it

@@ -70,7 +70,7 @@ class GAIATask(Task):
     """GAIA validation or test split, optionally one level."""
 
     headline_metric = "exact_match_rate"
-    info = TaskInfo(category="agent", agent=True,
+    info = TaskInfo(category="agent", agent=True, agent_tools=("files", "python", "calculator"),
                     tags=("agent", "assistant", "tools", "web", "multimodal"),
                     aliases=("gaia_benchmark", "general_ai_assistants"),
                     runs_here="assay.tasks.gaia.dataset:runs_here")

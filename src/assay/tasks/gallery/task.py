@@ -360,7 +360,8 @@ class GalleryFactory:
                                present="assay.tasks.gallery.source:present",
                                downloaded="assay.tasks.gallery.source:downloaded"),)
         return TaskInfo(category=e.category, tags=tuple(e.tags), aliases=tuple(e.aliases),
-                        agent=base.agent, roles=base.roles, data=data,
+                        agent=base.agent, agent_tools=base.agent_tools, roles=base.roles,
+                        data=data,
                         measures=tuple(e.measures), runs_here=base.runs_here)
 
     @property
