@@ -58,7 +58,10 @@ def run_options(store: Store, run: dict[str, Any]) -> dict[str, list[tuple[str, 
     params = spec.get("params") if isinstance(spec.get("params"), dict) else {}
     model_rows = [("model", model_label(model))] + [
         (str(k), roles_text(v) if k == "roles" else _text(v)) for k, v in model.items()
-        if k not in ("model", "name", "spec") and v not in (None, "", {}, [])]
+        if k not in ("model", "name", "spec", "agent", "inner") and v not in (None, "", {}, [])]
+    agent = model.get("agent")
+    if isinstance(agent, dict):  # the model with an agent: what it is, in words
+        model_rows.insert(1, ("agent", str(agent.get("label") or agent.get("name"))))
     if judges := original_judges(run):  # a re-scoring's roles are its own; the original's apart
         model_rows.append(("original run's judge", judges))
     if models_label(run):  # a multi-model parent: each model, and its task's own options

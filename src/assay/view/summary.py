@@ -56,6 +56,14 @@ def _text(value: Any, name: str | None = None) -> str:
     mappings as JSON, the rest as reports write them."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return ", ".join(value)
+    if is_rate(value):  # a mean or rate inside a group: as the rates table writes it
+        cells = rate_cells(value)
+        return " ".join(c for c in (cells["value"], cells["interval"],
+                                    f"({cells['n']})" if cells["n"] else "") if c)
+    if isinstance(value, dict) and value and all(
+            isinstance(v, (str, int, float)) and not isinstance(v, bool)
+            for v in value.values()):  # counts by name: "calculator 2, think 1"
+        return ", ".join(f"{k} {fmt_value(v)}" for k, v in value.items())
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return fmt_value(value, name)
