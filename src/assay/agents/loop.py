@@ -85,7 +85,7 @@ async def tool_loop(ctx: Any, messages: list[Message], tools: list[Tool], *,
                     limits: LoopLimits | None = None, native: bool = True,
                     **params: Any) -> LoopResult:
     """Run the loop from ``messages`` (a copy is extended) with ``tools``; ``ctx``: the
-    sample's call context (``generate`` and ``usage``)."""
+    sample's call context (``generate``, and ``usage`` for ``max_tokens``)."""
     limits = limits or LoopLimits()
     by_name = {t.spec.name: t for t in tools}
     specs = [t.spec for t in tools]
@@ -100,12 +100,13 @@ async def tool_loop(ctx: Any, messages: list[Message], tools: list[Tool], *,
             transcript.insert(0, Message("system", note))
     result = LoopResult(transcript, "", "answer")
     started, last, repeats = time.monotonic(), None, 0
-    tokens0 = ctx.usage.total_tokens
+    usage = getattr(ctx, "usage", None)  # a sample's call context counts its tokens
+    tokens0 = usage.total_tokens if usage is not None else 0
     while True:
         if result.steps >= limits.max_steps:
             return _end(result, "max_steps")
-        if (limits.max_tokens is not None
-                and ctx.usage.total_tokens - tokens0 >= limits.max_tokens):
+        if (limits.max_tokens is not None and usage is not None
+                and usage.total_tokens - tokens0 >= limits.max_tokens):
             return _end(result, "max_tokens")
         if limits.time_limit_s is not None and time.monotonic() - started >= limits.time_limit_s:
             return _end(result, "time_limit")
@@ -124,6 +125,8 @@ async def tool_loop(ctx: Any, messages: list[Message], tools: list[Tool], *,
         results: list[tuple[ToolCall | None, ToolResult]] = [
             (None, error(p)) for p in problems]
         for call in calls:
+            if call.id is None:  # a tool result names its call
+                call.id = f"call_{len(result.calls)}"
             key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
             repeats = repeats + 1 if key == last else 1
             last = key

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.agents.loop import LoopLimits, tool_loop
+from assay.agents.tools import ToolResult
 from assay.core.paths import inside
 from assay.core.types import Message, ToolCall, ToolSpec
 from assay.errors import ConfigError, ModelCallError
@@ -163,32 +165,44 @@ class _AgentSide:
         self.messages: list[Message] = [Message("system", system)] if system else []
 
     async def turn(self, text: str, conv: Conversation) -> tuple[str, list[str]]:
-        """The agent's reply to ``text`` and the tool activity of the turn."""
+        """The agent's reply to ``text`` and the tool activity of the turn: the one tool loop
+        (:mod:`assay.agents.loop`) over the workspace's tools, at most ``MAX_STEPS`` calls, a
+        call repeated exactly ending the turn."""
         self.messages.append(Message("user", text))
-        activity: list[str] = []
-        params = dict(self.params)
-        if self.tools:
-            params["tool_choice"] = "auto"
-        previous: list[tuple[str, str]] | None = None
-        for _ in range(MAX_STEPS):
-            reply = await self.agent.generate(self.messages, tools=self.tools, **params)
-            msg = reply.message
-            self.messages.append(msg)
-            if not msg.tool_calls or self.workspace is None:
-                return msg.content or "", activity
-            calls = [(c.name, json.dumps(c.arguments, sort_keys=True)) for c in msg.tool_calls]
-            if calls == previous:  # the same calls again: their results would not change
-                conv.repeat_stops += 1
-                return msg.content or "", [*activity, "[the same tool call again: turn ended]"]
-            previous = calls
-            for call in msg.tool_calls:
-                result = self.workspace.call(call.name, call.arguments or {})
-                conv.tool_calls += 1
-                activity.append(_describe_call(call, result))
-                self.messages.append(Message("tool", result, tool_call_id=call.id or call.name))
-        conv.step_limit_turns += 1
+        if not self.tools or self.workspace is None:
+            reply = await self.agent.generate(self.messages, tools=None, **self.params)
+            self.messages.append(reply.message)
+            return reply.message.content or "", []
+        start = len(self.messages)
+        tools = [WorkspaceTool(spec, self.workspace) for spec in self.tools]
+        done = await tool_loop(self.agent, self.messages, tools,
+                               limits=LoopLimits(max_steps=MAX_STEPS, max_repeats=2),
+                               native=True, **{**self.params, "tool_choice": "auto"})
+        self.messages = done.transcript
+        results = [m.content or "" for m in done.transcript[start:] if m.role == "tool"]
+        activity = [_describe_call(c, r) for c, r in zip(done.calls, results, strict=False)]
+        conv.tool_calls += len(done.calls)
+        if done.ended == "repeated_call":  # the same call again: its result would not change
+            conv.repeat_stops += 1
+            activity.append("[the same tool call again: turn ended]")
+        elif done.ended == "max_steps":
+            conv.step_limit_turns += 1
         last = self.messages[-1]
         return (last.content or "") if last.role == "assistant" else "", activity
+
+
+class WorkspaceTool:
+    """One of the workspace's file tools as the tool loop calls it."""
+
+    def __init__(self, spec: ToolSpec, workspace: Workspace) -> None:
+        self.spec, self.workspace = spec, workspace
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        text = self.workspace.call(self.spec.name, arguments or {})
+        return ToolResult(text.removeprefix("error: "), error=text.startswith("error: "))
+
+    async def aclose(self) -> None:
+        return None
 
 
 async def _examiner_turn(examiner: Any, task_description: str, conv: Conversation,
