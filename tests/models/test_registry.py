@@ -125,9 +125,11 @@ def test_assay_registers_its_own_providers_as_entry_points():
     declared = dict(re.findall(r'^(\w+) = "([^"]+)"$', section, re.M))
     assert declared == {"local": "assay.models.local_model:PROVIDER",
                         "openai": "assay.models.openai_model:PROVIDER",
-                        "python": "assay.models.python_agent:PROVIDER"}
-    # installed (pip install -e .): the registry reads them from the metadata
-    assert registry.provider_names()[:3] == ["local", "openai", "python"]
+                        "python": "assay.models.python_agent:PROVIDER",
+                        "agent": "assay.agents.react:PROVIDER"}
+    # installed (pip install -e .): the registry reads them from the metadata, the models
+    # first, then the agent that drives one
+    assert registry.provider_names()[:4] == ["local", "openai", "python", "agent"]
     for name in declared:
         provider = registry.get_provider(name)
         assert isinstance(provider, Provider)
@@ -169,8 +171,9 @@ def test_an_unknown_spec_is_one_line_naming_the_registered_forms(spec):
     with pytest.raises(ModelSpecError) as e:
         parse_model_spec(spec)
     assert str(e.value) == (f"unknown model spec {spec.strip()!r}; use 'local', "
-                            "'local/<path.gguf>', 'openai/<model>' or "
-                            "'python/<module>:<factory>'")
+                            "'local/<path.gguf>', 'openai/<model>', "
+                            "'python/<module>:<factory>' or "
+                            "'agent/react?model=<spec>&tools=<a,b>'")
 
 
 def test_parsing_a_spec_imports_no_provider_module():
@@ -292,7 +295,7 @@ def test_a_plugin_provider_runs_through_the_real_cli(workspace, plugin_site, tmp
     p = cli("run", "qa", "--data", str(EXAMPLE), "--model", "nope/x", env=env)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "unknown model spec 'nope/x'" in p.stderr
-    assert "'python/<module>:<factory>', 'myprov/<word>' or 'tinyprov/<model>'" in p.stderr
+    assert "'agent/react?model=<spec>&tools=<a,b>', 'myprov/<word>' or 'tinyprov/<model>'" in p.stderr
     # without the package on the path the provider is unknown
     p = cli("run", "qa", "--data", str(EXAMPLE), "--model", "myprov/Paris")
     assert p.returncode == 2 and "unknown model spec 'myprov/Paris'" in p.stderr

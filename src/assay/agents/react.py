@@ -237,5 +237,5 @@ def build(name: str, **options: Any) -> AgentSubject:
 
 
 PROVIDER = Provider(build=build, capabilities=ModelCapabilities(),
-                    forms=(("agent/react?model=<spec>&tools=python,files,...",
+                    forms=(("agent/react?model=<spec>&tools=<a,b>",
                             "the reference tool-using agent driving a model"),))
