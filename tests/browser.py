@@ -29,6 +29,9 @@ if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
                 allow_module_level=True)
 
 expect = sync_api.expect
+# a page that is right late is right: on a busy machine the browser takes its time, so an
+# assertion waits as long as an action does (Playwright's own default is 5 s)
+expect.set_options(timeout=30_000)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-dev-shm-usage"]
@@ -67,7 +70,7 @@ def checked_page(browser: Any) -> Iterator[Any]:
     tests."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     p = ctx.new_page()
-    p.set_default_timeout(10_000)
+    p.set_default_timeout(30_000)
     errors: list[str] = []
     p.on("pageerror", lambda e: errors.append(str(e)))
     p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

@@ -481,3 +481,14 @@ async def test_pick_form_keeps_the_chosen_runs_and_the_verdict_menu(syn_store, s
         "all", "correct", "wrong", "error", "unscored"]
     _, html, _ = await syn_site.get("/")
     assert '<div class="muted small">gsm8k-main</div>' in html  # the name before the source
+
+
+def test_a_tool_calls_code_reads_as_written_not_as_escaped_json():
+    from assay.view.transcript import message_turns
+
+    (turn,) = message_turns([{"role": "assistant", "content": None, "tool_calls": [
+        {"name": "python", "id": "c1", "arguments": {"code": "x = 1\nprint(x)", "n": 2}}]}])
+    assert turn["tool_calls"][0]["arguments"] == "code:\nx = 1\nprint(x)\nn: 2"
+    (short,) = message_turns([{"role": "assistant", "tool_calls": [
+        {"name": "add", "arguments": {"a": 2, "b": 3}}]}])
+    assert short["tool_calls"][0]["arguments"] == '{\n  "a": 2,\n  "b": 3\n}'

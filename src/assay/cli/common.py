@@ -249,6 +249,12 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
     said = [f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
             f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
             f"(cache hits {stats.get('cache_hits', 0)}){roles}"]
+    agent = (record.get("model") or {}).get("agent")
+    if isinstance(agent, dict):  # the score is the model with this agent: said where it is read
+        loops = m.get("agent") or {}
+        ended = ", ".join(f"{k} {v}" for k, v in (loops.get("ended") or {}).items())
+        said.append(f"agent: {agent.get('label')}" + (f"; samples ended: {ended}" if ended
+                                                        else ""))
     if m.get("n_errors") and failure is None:  # a failed run explains itself below
         for e in (m.get("top_errors") or [])[:TOP_ERRORS]:
             said.append(f"error ({counted(e['count'], 'sample')}): {e['message'][:200]}")

@@ -33,6 +33,12 @@ def _arguments(call: dict[str, Any]) -> str:
             args = json.loads(args)
         except ValueError:
             return args
+    if isinstance(args, dict) and args and any(isinstance(v, str) and "\n" in v
+                                               for v in args.values()):
+        # code or a long text: shown as written, not as one JSON string of \n escapes
+        return "\n".join(f"{k}:\n{v}" if isinstance(v, str) and "\n" in v
+                         else f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}"
+                         for k, v in args.items())
     return json.dumps(args, indent=2, ensure_ascii=False, default=str)
 
 
