@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from assay.agents import files_tool
-from assay.agents.files_tool import PAGE, FilesTool
-from assay.agents.tools import MAX_OUTPUT, ToolContext, make_tool
+from assay.agents.files_tool import FilesTool
+from assay.agents.tools import MAX_OUTPUT, PAGE, ToolContext, make_tool
 
 
 def _xlsx(path: Path) -> None:

@@ -12,13 +12,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from assay.agents.tools import MAX_OUTPUT, ToolContext, ToolResult, bounded, error
+from assay.agents.tools import ToolContext, ToolResult, check_offset, error, paged
 from assay.core.types import ToolSpec
 
 TEXT_SUFFIXES = {".txt", ".csv", ".tsv", ".json", ".jsonl", ".md", ".xml", ".py", ".yaml",
                  ".yml", ".log"}
 #: characters of text one ``read`` hands back (room left for the paging line)
-PAGE = MAX_OUTPUT - 200
 #: bytes of a file the tool will read or convert
 MAX_BYTES = 50 * 1024 * 1024
 
@@ -70,10 +69,8 @@ class FilesTool:
         name, offset = arguments.get("name"), arguments.get("offset", 0)
         if not isinstance(name, str) or not name.strip():
             return error("name: give the name of an attached file (action 'list' names them)")
-        if offset is None:
-            offset = 0
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            return error(f"offset must be a whole number of characters, 0 or more, not {offset!r}")
+        if (bad := check_offset(offset)) is not None:
+            return bad
         key = self._find(name.strip())
         if key is None:
             known = ", ".join(self._files) or "none"
@@ -84,7 +81,7 @@ class FilesTool:
             except Exception as e:  # any reader's failure goes back to the model
                 why = " ".join(str(e).split())[:300] or type(e).__name__
                 return error(f"cannot read {key}: {why}")
-        return self._page(key, offset)
+        return paged(self._texts[key], offset, key)
 
     def _find(self, name: str) -> str | None:
         """The attachment ``name`` means: its file name, or its path exactly as given."""
@@ -102,20 +99,6 @@ class FilesTool:
             except OSError:
                 lines.append(f"{name} (cannot be read)")
         return "\n".join(lines)
-
-    def _page(self, key: str, offset: int) -> ToolResult:
-        """``PAGE`` characters of ``key`` from ``offset``; a cut says where to read on."""
-        text = self._texts[key]
-        if not text.strip():
-            return ToolResult(f"{key} holds no text that could be extracted")
-        if offset >= len(text):
-            return error(f"offset {offset} is past the end of {key} ({len(text)} characters)")
-        end = min(offset + PAGE, len(text))
-        if offset == 0 and end == len(text):
-            return ToolResult(bounded(text))
-        more = f"read on with offset={end}" if end < len(text) else "the end"
-        return ToolResult(bounded(f"{text[offset:end]}\n[characters {offset}-{end} of "
-                                  f"{len(text)}; {more}]"))
 
     async def aclose(self) -> None:
         return None

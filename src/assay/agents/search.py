@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urljoin, urlsplit
 
-from assay.agents.tools import MAX_OUTPUT, ToolContext, ToolResult, bounded, error
+from assay.agents.tools import ToolContext, ToolResult, bounded, check_offset, error, paged
 from assay.core.redact import scrub, scrub_known
 from assay.core.types import ToolSpec
 from assay.errors import ConfigError
@@ -38,7 +38,6 @@ MAX_REDIRECTS = 5
 #: seconds a hosted search API has to answer
 SEARCH_TIMEOUT_S = 30.0
 #: characters of a page one ``fetch`` hands back (room left for the paging line)
-PAGE = MAX_OUTPUT - 200
 SNIPPET = 300
 USER_AGENT = "Mozilla/5.0 (compatible; assay-fetch)"
 NEEDS_BACKEND = ("needs --search-corpus DIR or one of TAVILY_API_KEY, SERPAPI_API_KEY, "
@@ -495,27 +494,15 @@ class FetchTool:
         url, offset = arguments.get("url"), arguments.get("offset", 0)
         if not isinstance(url, str) or not url.strip():
             return error("url: give the address to read")
-        if offset is None:
-            offset = 0
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            return error(f"offset must be a whole number of characters, 0 or more, not {offset!r}")
+        if (bad := check_offset(offset)) is not None:
+            return bad
         url = url.strip()
         if self._last is None or self._last[0] != url:
             try:
                 self._last = (url, await self._backend.fetch(url))
             except Exception as e:  # any backend's failure goes back to the model
                 return error(f"fetch failed: {_failure(e)}")
-        text = self._last[1]
-        if not text.strip():
-            return ToolResult(f"{_one_line(url)} holds no text")
-        if offset >= len(text):
-            return error(f"offset {offset} is past the end ({len(text)} characters)")
-        end = min(offset + PAGE, len(text))
-        if offset == 0 and end == len(text):
-            return ToolResult(bounded(text))
-        more = f"read on with offset={end}" if end < len(text) else "the end"
-        return ToolResult(bounded(f"{text[offset:end]}\n[characters {offset}-{end} of "
-                                  f"{len(text)}; {more}]"))
+        return paged(self._last[1], offset, _one_line(url))
 
     async def aclose(self) -> None:
         self._last = None

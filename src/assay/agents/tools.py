@@ -59,6 +59,35 @@ def error(text: str) -> ToolResult:
     return ToolResult(bounded(text), error=True)
 
 
+#: characters a paged text (a file, a fetched page) hands back per call
+PAGE = MAX_OUTPUT - 200
+
+
+def check_offset(offset: Any) -> ToolResult | None:
+    """``None`` when ``offset`` (characters to skip) is a whole number, 0 or more (or not
+    given), else the error result that says so."""
+    if offset is None or (isinstance(offset, int) and not isinstance(offset, bool)
+                          and offset >= 0):
+        return None
+    return error(f"offset must be a whole number of characters, 0 or more, not {offset!r}")
+
+
+def paged(text: str, offset: int | None, what: str) -> ToolResult:
+    """:data:`PAGE` characters of ``text`` (``what`` names it) from ``offset``; a cut says
+    where to read on."""
+    offset = offset or 0
+    if not text.strip():
+        return ToolResult(f"{what} holds no text that could be extracted")
+    if offset >= len(text):
+        return error(f"offset {offset} is past the end of {what} ({len(text)} characters)")
+    end = min(offset + PAGE, len(text))
+    if offset == 0 and end == len(text):
+        return ToolResult(bounded(text))
+    more = f"read on with offset={end}" if end < len(text) else "the end"
+    return ToolResult(bounded(f"{text[offset:end]}\n[characters {offset}-{end} of "
+                              f"{len(text)}; {more}]"))
+
+
 #: name -> "module:factory"; a factory takes a ToolContext and returns a Tool (its module,
 #: and the libraries it reads files with, imported only when the tool is asked for)
 BUILTIN: dict[str, str] = {
