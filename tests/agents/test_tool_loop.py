@@ -155,11 +155,19 @@ def test_an_mcp_servers_tools_are_offered_called_and_the_server_stopped(
         return f"Answer: {done[0]['content'].strip()}"
 
     home = tmp_path / "home"
-    with FakeServer(responder=reply) as server:
-        p = run_qa(home, server.base_url, "openai/m", "--agent", "react", "--tools", "think",
-                   "--mcp", f"{sys.executable} {server_py} {pid_file}", n=1)
-        offered = sorted(t["function"]["name"] for t in server.requests[0]["tools"])
+    secret = "ghp_" + "0123456789abcdef" * 2
+    os.environ["ASSAY_TEST_PID_DIR"] = str(tmp_path)
+    try:  # $NAME read when the server starts; a literal credential masked in the store
+        with FakeServer(responder=reply) as server:
+            p = run_qa(home, server.base_url, "openai/m", "--agent", "react", "--tools",
+                       "think", "--mcp", f"env GITHUB_TOKEN={secret} {sys.executable} "
+                       f"{server_py} $ASSAY_TEST_PID_DIR/mcp.pid", n=1)
+            offered = sorted(t["function"]["name"] for t in server.requests[0]["tools"])
+    finally:
+        del os.environ["ASSAY_TEST_PID_DIR"]
     assert p.returncode == 0, p.stdout + p.stderr
+    stored = (home / "assay.db").read_bytes()
+    assert secret.encode() not in stored and b"$ASSAY_TEST_PID_DIR" in stored
     assert offered == ["add", "lookup", "think"]
     (s,) = samples(home).values()
     results = [m["content"] for m in s["transcript"] if m["role"] == "tool"]

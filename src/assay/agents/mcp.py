@@ -92,7 +92,10 @@ class McpServer:
         """The client's task: connect, set ``ready`` (or its error), hold until cancelled."""
         from mcp import ClientSession, StdioServerParameters, stdio_client  # optional
 
-        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:])
+        # $NAME in the command is read from the environment now: a secret given so is never
+        # in the run's stored spec (``env GITHUB_TOKEN=$GITHUB_TOKEN npx ...``)
+        argv = [os.path.expandvars(a) for a in self.argv]
+        params = StdioServerParameters(command=argv[0], args=argv[1:])
         try:
             async with stdio_client(params, errlog=self._stderr) as (read, write), \
                     ClientSession(read, write, read_timeout_seconds=self.timeout_s) as session:

@@ -23,6 +23,7 @@ from assay.agents.loop import LoopLimits, LoopResult, tool_loop
 from assay.agents.mcp import McpServer, check_mcp
 from assay.agents.search import backend_from, check_search
 from assay.agents.tools import Tool, ToolContext, check_tools, make_tool
+from assay.core.redact import redact_value
 from assay.core.types import Message, Outcome, Reply, Sample, ToolSpec
 from assay.errors import ConfigError, ModelSpecError
 from assay.models.base import get_subject
@@ -156,7 +157,8 @@ class AgentSubject:
 
     def __init__(self, spec: AgentSpec, inner: Any) -> None:
         self.spec, self.inner = spec, inner
-        self.model_id = spec.spec()
+        #: the spec as stored (an MCP command's credentials masked): names the cache's rows
+        self.model_id = redact_value("model", spec.spec())
         self.capabilities: ModelCapabilities = inner.capabilities
         self._search: Any = None
 

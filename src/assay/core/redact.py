@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from assay.errors import ConfigError
 
@@ -368,6 +368,9 @@ def scrub_known(text: str, secrets: list[str] | None = None) -> str:
 _URL_NAME = re.compile(r"(?i)(?:^|[_-])(?:url|uri|endpoint|host)$")
 #: keys whose string values are error text (a run's ``stats.error``, a step's failures)
 _ERROR_NAMES = {"error", "errors", "failure", "failures", "reason", "detail", "message"}
+#: command lines (an MCP server's, in an agent spec): scrubbed as error texts are, so an
+#: ``env GITHUB_TOKEN=...`` assignment is never stored
+_COMMAND_NAMES = {"mcp"}
 
 
 def scrub_known_tree(value: Any, secrets: list[str]) -> Any:
@@ -390,7 +393,7 @@ def redact_value(name: str, value: str, secrets: list[str] | None = None) -> str
     if is_secret_name(name):
         remember_secret(value, min_len=MIN_ENV_SECRET)
         return MASK
-    if name.lower() in _ERROR_NAMES:  # a stored error message: the error-text policy
+    if name.lower() in _ERROR_NAMES | _COMMAND_NAMES:  # the error-text policy
         return scrub(value)
     stripped = value.strip()
     if _URL_START.match(stripped) and not any(c.isspace() for c in stripped):
@@ -402,7 +405,7 @@ def redact_value(name: str, value: str, secrets: list[str] | None = None) -> str
     out = value
     if "://" in out:
         out = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", out)
-    if "?" in out:  # a model spec's query: agent/react?model=...&api_key=...
+    if "?" in out:  # a model spec's query: agent/react?model=...&api_key=...&mcp=...
         head, sep, query = out.partition("?")
         pairs = parse_qsl(query, keep_blank_values=True)
         if any(is_secret_name(k) or _URL_START.match(v) for k, v in pairs):
@@ -412,6 +415,10 @@ def redact_value(name: str, value: str, secrets: list[str] | None = None) -> str
             out = head + sep + "&".join(
                 f"{k}={MASK if is_secret_name(k) else redact_value(k, v, secrets)}"
                 for k, v in pairs)
+        else:  # a value decoded (an MCP command's env KEY=VALUE) redacted as written
+            shown = [(k, redact_value(k, v, secrets)) for k, v in pairs]
+            if shown != pairs:
+                out = head + sep + urlencode(shown, quote_via=quote, safe="/:,*")
     if "=" in out or ":" in out:  # only then can a name=value credential be there
         out = _KEYLIKE.sub(lambda m: m.group(1) + MASK, out)
         out = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, out)
