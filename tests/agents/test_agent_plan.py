@@ -54,5 +54,8 @@ def test_a_general_assistant_gets_gaia_with_the_reference_agent(tmp_path: Path) 
     assert json.loads(spec)["model"] == (
         "agent/react?model=openai/script&tools=files,python,calculator")
     assert json.loads(metrics)["exact_match_rate"]["value"] == 1.0
-    report = next((tmp_path / "home" / "runs").iterdir()) / "report.md"
+    con = sqlite3.connect(tmp_path / "home" / "assay.db")
+    (plan_run,), = con.execute("SELECT id FROM runs WHERE kind = 'plan'").fetchall()
+    con.close()
+    report = tmp_path / "home" / "runs" / plan_run / "report.md"
     assert "run with the react agent (tools: files, python, calculator)" in report.read_text()

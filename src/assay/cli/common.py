@@ -29,8 +29,9 @@ from assay.store.sqlite import Store
 from assay.tasks.options import json_or_text
 
 _MODEL_HELP = ("What to evaluate: 'local' (embedded SmolLM2-135M), 'local/<file.gguf>', "
-               "'openai/<model>' (any OpenAI-compatible server) or "
-               "'python/<module>:<factory>'.")
+               "'openai/<model>' (any OpenAI-compatible server), "
+               "'python/<module>:<factory>' or 'agent/react?model=M&tools=a,b' (a model with "
+               "assay's reference agent).")
 
 
 #: ``--model``: repeated, the task (or each task of a plan) runs once per model
@@ -53,7 +54,7 @@ SHARED_OPTIONS = [
     click.Option(["--agent"], type=click.Choice(AGENTS), default=None,
                  help="Run the model with assay's reference agent and --tools (the score is "
                  "the model with this agent); the same as --model "
-                 "'agent/react?model=M&tools=...'."),
+                 "'agent/react?model=M&tools=a,b'."),
     click.Option(["--tools"], default=None, metavar="A,B",
                  help=f"The agent's built-in tools: {', '.join(BUILTIN)}."),
     click.Option(["--mcp"], multiple=True, metavar="COMMAND",

@@ -166,8 +166,13 @@ class Plan(_Strict):
         return v
 
     def without_trace(self) -> dict[str, Any]:
-        """The plan as a dict, without its trace (what a run's identity depends on)."""
-        return self.model_dump(exclude={"trace"}, mode="json")
+        """The plan as a dict, without its trace (what a run's identity depends on); a task
+        with no agent says nothing of one, so a plan written before agents hashes as it did."""
+        data = self.model_dump(exclude={"trace"}, mode="json")
+        for task in data["tasks"]:
+            if task.get("agent") is None:
+                task.pop("agent", None)
+        return data
 
 
 def is_plan_file(path: str | Path) -> bool:
