@@ -189,7 +189,10 @@ async def check_mcp(servers: Iterable[str | McpServer], *, taken: Iterable[str] 
         for name in names:
             if name in seen:
                 raise ConfigError(f"MCP server {server.command!r} offers a tool {name!r} as "
-                                  f"{seen[name]} does", hint="give one of them a prefix")
+                                  f"{seen[name]} does", hint=(
+                                      "leave the built-in tool out of --tools"
+                                      if seen[name] == "a built-in tool" else
+                                      "give the servers with one tool name one at a time"))
             seen[name] = f"MCP server {server.command!r}"
 
 

@@ -185,7 +185,7 @@ class AgentSubject:
             await check()
         self.search()
         if self.spec.mcp:
-            await check_mcp(list(self.spec.mcp))
+            await check_mcp(list(self.spec.mcp), taken=self.spec.tools)
 
     def search(self) -> Any:
         """The run's search backend (built once, shared by its samples)."""
