@@ -22,7 +22,7 @@ from assay.core.spec import EXECUTORS
 from assay.engine.loop import run
 from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
-from assay.metrics.format import counted, fmt_rate
+from assay.metrics.format import by_name, counted, fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 from assay.store.described import run_headline, run_report
 from assay.store.sqlite import Store
@@ -253,7 +253,7 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
     agent = (record.get("model") or {}).get("agent")
     if isinstance(agent, dict):  # the score is the model with this agent: said where it is read
         loops = m.get("agent") or {}
-        ended = ", ".join(f"{k} {v}" for k, v in (loops.get("ended") or {}).items())
+        ended = by_name(loops.get("ended"))
         said.append(f"agent: {agent.get('label')}" + (f"; samples ended: {ended}" if ended
                                                         else ""))
     if m.get("n_errors") and failure is None:  # a failed run explains itself below

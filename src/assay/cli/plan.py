@@ -138,10 +138,11 @@ def plan_command(path: str) -> click.Command:
                 eng["param"] = list(eng["param"] or ())
                 if not given_model:  # the plan's model, driven by --agent where given
                     eng["model"] = [read_plan(path).models.model]
+                with_agent = eng.get("agent") is not None
                 models = agent_models(eng)
                 settings = engine_options(**eng)
-                done = start_plan(store, path, model=models if given_model or models != [
-                                  read_plan(path).models.model] else None,
+                done = start_plan(store, path, model=models if given_model or with_agent
+                                  else None,
                                   engine=settings, quiet=kwargs["quiet"], echo=echo_wrapped,
                                   on_created=lambda pid: click.echo(f"plan run {pid}"))
         except KeyboardInterrupt:

@@ -24,6 +24,11 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
+def by_name(counts: dict[str, Any] | None) -> str:
+    """``calculator 2, think 1``: counts (or other plain values) by name, in one line."""
+    return ", ".join(f"{k} {v}" for k, v in (counts or {}).items())
+
+
 def _mean(value: dict[str, Any] | None) -> str:
     if not value or value.get("value") is None:
         return "n/a"
@@ -41,10 +46,8 @@ def agent_section(metrics: dict[str, Any]) -> dict[str, Any] | None:
     rows = [["steps (model calls) per sample", _mean(agent.get("steps_per_sample"))],
             ["tool calls per sample", _mean(agent.get("tool_calls_per_sample"))],
             ["tool errors", str(agent.get("tool_errors", 0))],
-            ["calls per tool", ", ".join(f"{k} {v}" for k, v in
-                                         (agent.get("calls_per_tool") or {}).items()) or "none"],
-            ["how samples ended", ", ".join(f"{k} {v}" for k, v in
-                                            (agent.get("ended") or {}).items())]]
+            ["calls per tool", by_name(agent.get("calls_per_tool")) or "none"],
+            ["how samples ended", by_name(agent.get("ended"))]]
     if agent.get("tool_calls_minus_annotator_steps"):
         rows.append(["tool calls minus the annotators' steps",
                      _mean(agent["tool_calls_minus_annotator_steps"])])

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from assay.compare.render import fmt_delta, fmt_p
-from assay.metrics.format import fmt_rate
+from assay.metrics.format import by_name, fmt_rate
 from assay.reports.render import fmt_value, is_rate
 from assay.store.described import run_headline
 
@@ -63,7 +63,7 @@ def _text(value: Any, name: str | None = None) -> str:
     if isinstance(value, dict) and value and all(
             isinstance(v, (str, int, float)) and not isinstance(v, bool)
             for v in value.values()):  # counts by name: "calculator 2, think 1"
-        return ", ".join(f"{k} {fmt_value(v)}" for k, v in value.items())
+        return by_name({k: fmt_value(v) for k, v in value.items()})
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return fmt_value(value, name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from assay.metrics.format import by_name
 from assay.scoring import target_letters
 
 __all__ = ["message_turns", "pretty", "sample_view"]
@@ -178,7 +179,7 @@ def _agent_facts(outcome: Any) -> list[tuple[str, str]]:
     tools = agent.get("tools") or {}
     return [("ended", ENDED_WORDS.get(str(agent.get("ended")), str(agent.get("ended")))),
             ("steps (model calls)", str(agent.get("steps"))),
-            ("tool calls", ", ".join(f"{k} {v}" for k, v in tools.items()) or "none"),
+            ("tool calls", by_name(tools) or "none"),
             ("tool errors", str(agent.get("tool_errors", 0)))]
 
 
