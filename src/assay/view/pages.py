@@ -11,6 +11,7 @@ from markupsafe import Markup
 
 from assay.errors import ConfigError, RunNotFoundError
 from assay.metrics.run import NOT_FINISHED_NOTE
+from assay.plan.children import models_of
 from assay.plan.report import plan_page
 from assay.reports.models import NAME as MODELS_TASK
 from assay.reports.models import child_label, models_label
@@ -143,8 +144,8 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "run": run, "model_label": q.model_label(run["model"]), "f": f, "key": key,
         "label": label or run["task"],
         "kind": _KINDS["models"] if label else _KINDS.get(
-            "plan_models" if run["kind"] == "plan" and (run.get("model") or {}).get("models")
-            else run["kind"], run["kind"]),
+            "plan_models" if run["kind"] == "plan" and models_of(run) else run["kind"],
+            run["kind"]),
         "plan_html": _plan_html(store, run) if run.get("kind") == "plan" else None,
         "parent_label": (models_label(parent) or parent["task"]) if parent else None,
         "child_of": child_label(parent, run) if parent else None,
