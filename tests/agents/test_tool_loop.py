@@ -175,7 +175,7 @@ def test_an_mcp_servers_tools_are_offered_called_and_the_server_stopped(
     assert results[1].startswith("error:") and "no entry for 'zzz'" in results[1]
     assert s["agent"]["tool_errors"] == 1 and s["output"] == "Answer: 5"
     pid = int(pid_file.read_text())
-    for _ in range(200):  # stopped when the sample ended; the kernel reaps it
+    for _ in range(1200):  # stopped when the sample ended; reaped within 60 s on a busy box
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
