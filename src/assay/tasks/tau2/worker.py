@@ -1,0 +1,163 @@
+"""τ²-bench's official code, run as shipped in a worker process (:mod:`assay.engine.workers`).
+
+The worker imports the ``tau2`` package from the unpacked wheel with assay's litellm bridge
+first on its path (``bridge/litellm``: each model call the official code makes is asked of
+the run). :func:`simulate` is the official per-task runner (``tau2.run.run_task``: a fresh
+environment, the official LLM agent and user simulator, the orchestrator and its limits);
+:func:`evaluate` is ``evaluate_simulation`` on a stored simulation. Values cross as JSON-ready
+dicts (the official pydantic models' dumps).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from assay.engine import workers
+from assay.engine.workers import WorkerError, WorkerTimeout
+
+#: what ``ps`` shows for a worker
+PROCESS_NAME = "assay-tau2"
+#: the folder holding assay's ``litellm`` bridge package
+BRIDGE = str(Path(__file__).parent / "bridge")
+#: the model names the official agent and user simulator are given (the bridge's roles)
+AGENT_LLM = "assay-agent"
+USER_LLM = "assay-user"
+#: how many differing database paths a failed DB check shows
+DIFF_MAX = 40
+
+
+class Tau2Error(WorkerError):
+    """τ²-bench's official code could not be run to its end (its worker died)."""
+
+
+class Tau2Timeout(Tau2Error, WorkerTimeout):
+    """τ²-bench's official code ran past its deadline; its worker was killed."""
+
+
+class Tau2Worker(workers.Worker):
+    """A process running τ²-bench's official code."""
+
+    boot = __name__
+    label = "τ²-bench"
+    error = Tau2Error
+    timeout_error = Tau2Timeout
+
+
+def serve(fd: int) -> None:
+    workers.serve(fd, name=PROCESS_NAME)
+
+
+def setup(root: Path) -> dict[str, Any]:
+    """What a worker needs: the folder holding ``tau2`` (sent with every request)."""
+    return {"root": str(root)}
+
+
+def _load(spec: dict[str, Any]) -> Any:
+    """In a worker: the bridge and ``spec``'s package on the path (once), the official
+    logging quiet (errors come back as exceptions); returns ``tau2.run``."""
+    if sys.path[:2] != [BRIDGE, spec["root"]]:
+        if "tau2" in sys.modules and sys.path[1:2] != [spec["root"]]:
+            raise Tau2Error("this worker has another τ²-bench loaded")  # never reused so
+        sys.path[:0] = [BRIDGE, spec["root"]]
+        importlib.invalidate_caches()
+        os.environ.setdefault("LLM_CACHE_ENABLED", "false")
+        from loguru import logger  # optional: τ²-bench's own dependency, in the worker only
+        logger.remove()
+    return importlib.import_module("tau2.run")
+
+
+def task_ids(spec: dict[str, Any], domain: str, split: str) -> list[dict[str, Any]]:
+    """In a worker: the tasks of ``domain``'s ``split``, as the official loader gives them."""
+    run = _load(spec)
+    try:
+        tasks = run.load_tasks(domain, split)
+    except ValueError as e:  # the loader's own line names the valid splits
+        raise Tau2Error(f"τ²-bench {domain}: {e}") from None
+    return [t.model_dump(mode="json") for t in tasks]
+
+
+def simulate(spec: dict[str, Any], domain: str, task: dict[str, Any],
+             trial: dict[str, Any]) -> dict[str, Any]:
+    """In a worker: one trial by the official runner (``trial``: its ``seed``, ``max_steps``,
+    ``max_errors`` and the ``agent_args`` and ``user_args`` the two models get); the
+    simulation without its reward (scored apart, by :func:`evaluate`)."""
+    run = _load(spec)
+    from tau2.data_model.tasks import Task  # optional: the official package, in the worker
+    from tau2.evaluator.evaluator import EvaluationType  # optional: as above
+    simulation = run.run_task(
+        domain=domain, task=Task.model_validate(task), agent="llm_agent",
+        user="user_simulator", llm_agent=AGENT_LLM, llm_args_agent=dict(trial["agent_args"]),
+        llm_user=USER_LLM, llm_args_user=dict(trial["user_args"]),
+        max_steps=trial["max_steps"], max_errors=trial["max_errors"],
+        evaluation_type=EvaluationType.ENV, seed=trial["seed"])
+    simulation.reward_info = None
+    return simulation.model_dump(mode="json")
+
+
+def evaluate(spec: dict[str, Any], domain: str, task: dict[str, Any],
+             simulation: dict[str, Any], nl_assertions: bool) -> dict[str, Any]:
+    """In a worker: the official ``evaluate_simulation`` (``ALL``, or ``ALL_WITH_NL_ASSERTIONS``
+    when ``nl_assertions``: its judge calls are asked of the run); plus, for a failed DB
+    check, the differences between the gold and the agent's final databases."""
+    _load(spec)
+    from tau2.data_model.simulation import SimulationRun  # optional: the official package
+    from tau2.data_model.tasks import Task  # optional: as above
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # optional
+    sim = SimulationRun.model_validate(simulation)
+    the_task = Task.model_validate(task)
+    kind = EvaluationType.ALL_WITH_NL_ASSERTIONS if nl_assertions else EvaluationType.ALL
+    info = evaluate_simulation(simulation=sim, task=the_task, evaluation_type=kind,
+                               solo_mode=False, domain=domain)
+    out: dict[str, Any] = {"reward_info": info.model_dump(mode="json")}
+    if info.db_check is not None and not info.db_check.db_match:
+        out["db_diff"] = db_diff(domain, the_task, sim)
+    return out
+
+
+def _databases(env: Any) -> dict[str, Any]:
+    dbs = {"db": env.tools.db.model_dump(mode="json") if env.tools is not None else None}
+    if getattr(env, "user_tools", None) is not None and env.user_tools.db is not None:
+        dbs["user_db"] = env.user_tools.db.model_dump(mode="json")
+    return dbs
+
+
+def db_diff(domain: str, task: Any, sim: Any) -> list[dict[str, Any]]:
+    """The paths where the agent's final databases differ from the gold ones, each built as
+    the official environment evaluator builds them (shown, never scored)."""
+    from deepdiff import DeepDiff  # optional: τ²-bench's own dependency, in the worker only
+    from tau2.registry import registry  # optional: the official package
+    make = registry.get_env_constructor(domain)
+    state = task.initial_state
+    init = {"initialization_data": state.initialization_data if state else None,
+            "initialization_actions": state.initialization_actions if state else None}
+    predicted = make()
+    predicted.set_state(message_history=sim.messages, **init)
+    gold = make()
+    gold.set_state(message_history=(state.message_history if state else None) or [], **init)
+    for action in (task.evaluation_criteria.actions or []):
+        try:
+            gold.make_tool_call(tool_name=action.name, requestor=action.requestor,
+                                **action.arguments)
+        except Exception:  # noqa: BLE001, S112 - as officially: a failing gold action is skipped
+            continue
+    diff = DeepDiff(_databases(gold), _databases(predicted), verbose_level=2)
+    rows: list[dict[str, Any]] = []
+    for kind, changes in diff.items():
+        items = changes.items() if isinstance(changes, dict) else ((c, None) for c in changes)
+        for path, change in items:
+            row = {"path": str(path).removeprefix("root"), "kind": kind}
+            if isinstance(change, dict):
+                row["gold"] = change.get("old_value")
+                row["agent"] = change.get("new_value")
+            elif kind.endswith("_removed"):
+                row["gold"] = change
+            elif kind.endswith("_added"):
+                row["agent"] = change
+            rows.append(row)
+    rows.sort(key=lambda r: r["path"])
+    return rows[:DIFF_MAX] + ([{"path": f"... {len(rows) - DIFF_MAX} more", "kind": ""}]
+                              if len(rows) > DIFF_MAX else [])
