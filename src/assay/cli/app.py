@@ -104,6 +104,10 @@ store_app = _group("store", "The workspace store.", dict(
 bfcl_app = _group("bfcl", "BFCL tools that need no model: score existing result files.",
                   dict(score=("assay.cli.bfcl:score",
                                "Score official-format result files without running a model.")))
+tau2_app = _group("tau2", "τ²-bench tools that need no model: score official result files.",
+                  dict(score=("assay.cli.tau2:score",
+                               "Score official-format result files with the official "
+                               "evaluator.")))
 gaia_app = _group("gaia", "GAIA tools that need no model: score existing answers.",
                   dict(score=("assay.cli.gaia:score",
                                "Score existing answers without running a model.")))

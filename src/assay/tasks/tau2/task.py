@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from pathlib import Path
 from typing import Any
 
 from assay.core.redact import redact_value
@@ -203,7 +204,8 @@ class Tau2Task(Task):
         said = [m.get("content") for m in simulation["messages"]
                 if m["role"] == "assistant" and m.get("content")]
         return Outcome(transcript=transcript(simulation), output=said[-1] if said else "",
-                       metadata={"simulation": simulation, "trial": trial["trial"],
+                       metadata={"simulation": simulation, "task": sample.metadata["task"],
+                                 "trial": trial["trial"],
                                  "seed": trial["seed"],
                                  "termination_reason": simulation["termination_reason"],
                                  "agent_model": getattr(agent, "model_id", None),
@@ -238,6 +240,36 @@ class Tau2Task(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         return tau2_metrics(results, options or {})
+
+    @classmethod
+    def write_artifacts(cls, run: dict[str, Any], results: list[SampleResult],
+                        out_dir: Any) -> dict[str, Any]:
+        """The scored simulations as an official results file (``tau2_results.json``), for
+        ``tau2 view`` and the official scripts, or ``assay tau2 score --results``."""
+        scored = [r for r in results if r.error is None and "reward" in (r.scores or {})]
+        if not scored:
+            return {}
+        spec = run.get("spec") or {}
+        opts = Tau2Options.model_validate(spec.get("task_options") or {})
+        source = data.locate(opts.tau2_dir)
+        sims, tasks = [], {}
+        for r in scored:
+            meta = (r.outcome or {}).get("metadata") or {}
+            sim = {**meta["simulation"], "trial": meta.get("trial"), "seed": meta.get("seed"),
+                   "reward_info": r.scores["reward"]["metadata"]["reward_info"]}
+            sims.append(sim)
+            tasks.setdefault(str(r.sample_id), meta.get("task"))
+        path = Path(out_dir) / "tau2_results.json"
+        model = run.get("model") or {}
+        config = {"agent_model": model.get("model"), "user_model": opts.user_model,
+                  "trials": max(r.epoch for r in scored) + 1, "max_steps": opts.max_steps,
+                  "max_errors": opts.max_errors, "seed": spec.get("seed") or SEED}
+        if any(t is None for t in tasks.values()):
+            return {}  # a run stored before outcomes kept their task
+        workers.run_bounded(worker.Tau2Worker, worker.export_results, worker.setup(source.root),
+                            str(path), opts.domain, list(tasks.values()), sims, config,
+                            timeout=600)
+        return {"tau2_results": path}
 
     @classmethod
     def report_extra(cls, metrics: dict[str, Any], results: list[SampleResult]) -> dict[str, Any]:

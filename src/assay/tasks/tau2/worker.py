@@ -161,3 +161,56 @@ def db_diff(domain: str, task: Any, sim: Any) -> list[dict[str, Any]]:
     rows.sort(key=lambda r: r["path"])
     return rows[:DIFF_MAX] + ([{"path": f"... {len(rows) - DIFF_MAX} more", "kind": ""}]
                               if len(rows) > DIFF_MAX else [])
+
+
+def verdict_row(sim: Any) -> dict[str, Any]:
+    """One simulation's official verdict as a JSON line."""
+    info = sim.reward_info
+    return {"simulation_id": sim.id, "task_id": sim.task_id, "trial": sim.trial,
+            "reward": info.reward if info is not None else None,
+            "reward_breakdown": {str(getattr(k, "value", k)): v for k, v in
+                                 ((info.reward_breakdown or {}) if info else {}).items()},
+            "db_match": info.db_check.db_match if info is not None and info.db_check else None,
+            "termination_reason": sim.termination_reason.value}
+
+
+def score_results(spec: dict[str, Any], path: str) -> list[dict[str, Any]]:
+    """In a worker: an official results file scored by the official
+    ``compute_simulation_rewards`` (``tau2 evaluate-trajs``'s, evaluation ``ALL``)."""
+    _load(spec)
+    from tau2.data_model.simulation import Results  # optional: the official package
+    from tau2.evaluator.evaluator import EvaluationType  # optional: as above
+    from tau2.scripts.evaluate_trajectories import compute_simulation_rewards  # optional
+    try:
+        results = Results.load(Path(path))
+    except OSError as e:
+        raise Tau2Error(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:  # pydantic's ValidationError, or JSON that does not parse
+        first = str(e).splitlines()
+        raise Tau2Error(f"{path} is not a τ²-bench results file ({' '.join(first[:3])})"
+                        ) from None
+    missing = sorted({s.task_id for s in results.simulations} - {t.id for t in results.tasks})
+    if missing:
+        raise Tau2Error(f"{path}: simulations of tasks the file does not hold: "
+                        f"{', '.join(missing[:5])}")
+    scored = compute_simulation_rewards(results, EvaluationType.ALL)
+    return [verdict_row(s) for s in scored.simulations]
+
+
+def export_results(spec: dict[str, Any], path: str, domain: str, tasks: list[dict[str, Any]],
+                   simulations: list[dict[str, Any]], config: dict[str, Any]) -> int:
+    """In a worker: a run's simulations (each with its reward) as an official results file
+    (``tau2.data_model.simulation.Results``, with the official run info); returns the count."""
+    run = _load(spec)
+    from tau2.data_model.simulation import Results, SimulationRun  # optional: official
+    from tau2.data_model.tasks import Task  # optional: as above
+    info = run.get_info(domain=domain, agent="llm_agent", user="user_simulator",
+                        llm_agent=config["agent_model"], llm_user=config["user_model"],
+                        llm_args_agent=config.get("agent_args"),
+                        llm_args_user=config.get("user_args"),
+                        num_trials=config["trials"], max_steps=config["max_steps"],
+                        max_errors=config["max_errors"], seed=config.get("seed"))
+    results = Results(info=info, tasks=[Task.model_validate(t) for t in tasks],
+                      simulations=[SimulationRun.model_validate(s) for s in simulations])
+    results.save(Path(path))
+    return len(results.simulations)

@@ -1,0 +1,147 @@
+"""τ²-bench runs through the real CLI against a real HTTP server (the fake OpenAI server)
+that plays a scripted agent and user: the official runner drives them, the official
+evaluator scores the stored simulation, into the real SQLite store of the test's own home.
+
+1. A gold replay (:mod:`replay`) earns reward 1.0 on airline, retail and telecom tasks (and
+   on 8 of mock's 9: its update_task_with_history_and_env_assertions gold actions leave its
+   assertion unmet, which the official evaluator says too); in telecom the user simulator's
+   own tool calls change the user's device, which the task's assertions read.
+2. The official limits end a simulation with their termination reasons: the step limit, and
+   the error limit for an agent that calls a tool the domain has not.
+3. ``assay score RUN`` scores the stored simulations again with no call to the agent or user;
+   ``--judge-model`` brings the judge for NL assertions, and only the judge is asked.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replay import AGENT, USER, GoldReplay
+
+from assay.engine import workers
+from assay.store import Store
+from assay.tasks.tau2 import worker
+from assay.testing.fake_server import FakeServer
+
+
+def cli(*args: str, base_url: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": base_url}
+    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
+                          text=True, timeout=900, env=env)
+
+
+def tasks_of(root: Path, domain: str, split: str) -> list[dict[str, Any]]:
+    return workers.run_bounded(worker.Tau2Worker, worker.task_ids, worker.setup(root), domain,
+                               split, timeout=300)
+
+
+def results(run_id: str) -> list[Any]:
+    store = Store()
+    try:
+        return sorted(store.results(run_id), key=lambda r: (r.epoch, r.sample_id))
+    finally:
+        store.close()
+
+
+def run_tau2(root: Path, srv: FakeServer, domain: str, *extra: str) -> str:
+    done = cli("run", "tau2", "--domain", domain, "--tau2-dir", str(root), "--model",
+               f"openai/{AGENT}", "--user-model", f"openai/{USER}", "--max-connections", "1",
+               "-q", *extra, base_url=srv.base_url)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()[1]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    srv = FakeServer()
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize(("domain", "split", "limit", "successes"), [
+    ("mock", "base", 9, 8), ("airline", "base", 3, 3), ("retail", "base", 3, 3),
+    ("telecom", "small", 3, 3)])
+def test_a_gold_replay_earns_the_full_reward(tau2_root: Path, server: FakeServer, domain: str,
+                                             split: str, limit: int, successes: int) -> None:
+    tasks = tasks_of(tau2_root, domain, split)[:limit]
+    server.responder = GoldReplay(tasks)
+    run_id = run_tau2(tau2_root, server, domain, "--split", split, "--limit", str(limit))
+    rows = results(run_id)
+    assert [r.error for r in rows] == [None] * limit
+    assert sum(r.score_value("success") for r in rows) == successes
+    for r in rows:
+        meta = r.scores["reward"]["metadata"]
+        assert meta["user_model"] == f"openai/{USER}"
+        assert meta["termination_reason"] == "user_stop"
+        assert r.outcome["role_usage"]["user"]["calls"] >= 1
+    if domain == "telecom":  # the user's own tools ran on the user's device
+        for r in rows:
+            sim = r.outcome["metadata"]["simulation"]
+            user_calls = [c for m in sim["messages"] if m["role"] == "user"
+                          for c in m.get("tool_calls") or []]
+            user_results = [m for m in sim["messages"]
+                            if m["role"] == "tool" and m.get("requestor") == "user"]
+            assert user_calls and len(user_results) == len(user_calls)
+            info = r.scores["reward"]["metadata"]["reward_info"]
+            assert info["env_assertions"] and all(a["met"] for a in info["env_assertions"])
+
+
+def test_the_official_limits_end_a_simulation_with_their_reasons(
+        tau2_root: Path, server: FakeServer) -> None:
+    def looping(body: dict[str, Any]) -> dict[str, Any]:
+        if body["model"] == USER:
+            return {"content": "Please go on."}
+        return {"tool_calls": [{"name": "get_users", "arguments": {}}]}
+
+    server.responder = looping
+    steps = run_tau2(tau2_root, server, "mock", "--limit", "1", "--max-steps", "6")
+
+    def erring(body: dict[str, Any]) -> dict[str, Any]:
+        if body["model"] == USER:
+            return {"content": "Please go on."}
+        return {"tool_calls": [{"name": "no_such_tool", "arguments": {"x": 1}}]}
+
+    server.responder = erring
+    errors = run_tau2(tau2_root, server, "mock", "--limit", "1", "--max-errors", "3")
+    for run_id, reason in ((steps, "max_steps"), (errors, "too_many_errors")):
+        (r,) = results(run_id)
+        assert r.error is None and r.score_value("reward") == 0.0
+        assert r.scores["reward"]["metadata"]["termination_reason"] == reason
+        assert reason in r.scores["reward"]["explanation"]
+    (r,) = results(errors)
+    tool_replies = [m for m in r.outcome["metadata"]["simulation"]["messages"]
+                    if m["role"] == "tool"]
+    assert tool_replies and all(m["error"] for m in tool_replies)
+    assert "no_such_tool" in tool_replies[0]["content"]  # the official error text
+
+
+def test_score_again_asks_neither_the_agent_nor_the_user(tau2_root: Path,
+                                                         server: FakeServer) -> None:
+    tasks = tasks_of(tau2_root, "mock", "base")[:3]
+    server.responder = GoldReplay(tasks)
+    run_id = run_tau2(tau2_root, server, "mock", "--limit", "3")
+    asked = len(server.requests)
+    again = cli("score", run_id, base_url=server.base_url)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(server.requests) == asked
+    first = [r.score_value("reward") for r in results(run_id)]
+    assert first == [r.score_value("reward") for r in results(again.stdout.split()[1])]
+
+    def judge(body: dict[str, Any]) -> dict[str, Any]:
+        assert body["model"] == "judge-model"
+        return {"content": '{"results": []}'}
+
+    server.responder = judge
+    judged = cli("score", run_id, "--judge-model", "openai/judge-model", "-T",
+                 f"judge_base_url={server.base_url}", base_url=server.base_url)
+    assert judged.returncode == 0, judged.stderr[-2000:]
+    assert {b["model"] for b in server.requests[asked:]} == {"judge-model"}
