@@ -189,6 +189,9 @@ class Worker:
             await done
         finally:
             loop.remove_reader(fd)
+            # uvloop leaves the socket non-blocking: a message longer than the socket's
+            # buffer would then fail half read (EAGAIN) instead of being waited for
+            os.set_blocking(fd, True)
 
     async def acall(self, fn: Callable[..., Any], *args: Any,
                     on_ask: Callable[[Any], Awaitable[Any]] | None = None) -> Any:

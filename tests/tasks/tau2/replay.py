@@ -4,6 +4,7 @@ stop: the official evaluator gives such a trial reward 1.0."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 AGENT = "agent-model"
@@ -11,55 +12,74 @@ USER = "user-model"
 STOP = "###STOP###"
 
 
-class GoldReplay:
-    """The fake server's responder for a run of ``tasks`` in order, one at a time (``--workers
-    1``; scenarios repeat across tasks, so order names the task). Each new trial takes the
-    next task, checked against the scenario the user simulator's system prompt quotes."""
+class Trial:
+    """One trial's place in its task's gold actions."""
 
-    def __init__(self, tasks: list[dict[str, Any]]) -> None:
-        self.tasks = list(tasks)
-        self.task: dict[str, Any] | None = None
+    def __init__(self, task: dict[str, Any]) -> None:
+        self.task = task
         self.next = 0
         self.said_all = False
 
-    def _actions(self) -> list[dict[str, Any]]:
-        return ((self.task or {}).get("evaluation_criteria") or {}).get("actions") or []
+
+class GoldReplay:
+    """The fake server's responder for a run of ``tasks`` in order, one sample at a time
+    (``--max-connections 1``; scenarios repeat across tasks, so order names the task). The
+    user's first words carry the trial's number, so every later request of that trial (the
+    agent's and the user's conversations both hold them) finds its trial, even a retried
+    one; each new trial's task is checked against the scenario the user's prompt quotes."""
+
+    def __init__(self, tasks: list[dict[str, Any]]) -> None:
+        self.tasks = list(tasks)
+        self.trials: list[Trial] = []
+
+    def _trial_of(self, body: dict[str, Any]) -> Trial | None:
+        for m in body["messages"]:
+            found = re.search(r"\[trial (\d+)\]", str(m.get("content") or ""))
+            if found:
+                return self.trials[int(found.group(1))]
+        return None
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        if self.task is None:  # a new trial: the next task (the agent may speak first)
-            self.task, self.next, self.said_all = self.tasks.pop(0), 0, False
+        trial = self._trial_of(body)
         if body["model"] == USER:
-            system = body["messages"][0]["content"]
-            assert _squeeze(_scenario_key(self.task)) in _squeeze(system), self.task["id"]
-            return self._user()
-        return self._agent()
+            if trial is None:  # a new trial: the next task
+                trial = Trial(self.tasks.pop(0))
+                self.trials.append(trial)
+                system = body["messages"][0]["content"]
+                assert _squeeze(_scenario_key(trial.task)) in _squeeze(system), trial.task["id"]
+                return {"content": f"Hello, I need help. [trial {len(self.trials) - 1}]"}
+            return self._user(trial)
+        if trial is None:  # the agent speaks first (a task's history ends with the user)
+            trial = Trial(self.tasks.pop(0))
+            self.trials.append(trial)
+        return self._agent(trial)
 
-    def _take(self, requestor: str) -> dict[str, Any] | None:
-        actions = self._actions()
-        if self.next < len(actions) and actions[self.next]["requestor"] == requestor:
-            a = actions[self.next]
-            self.next += 1
+    @staticmethod
+    def _take(trial: Trial, requestor: str) -> dict[str, Any] | None:
+        actions = (trial.task.get("evaluation_criteria") or {}).get("actions") or []
+        if trial.next < len(actions) and actions[trial.next]["requestor"] == requestor:
+            a = actions[trial.next]
+            trial.next += 1
             return {"tool_calls": [{"name": a["name"], "arguments": a["arguments"]}]}
         return None
 
-    def _agent(self) -> dict[str, Any]:
-        call = self._take("assistant")
+    def _agent(self, trial: Trial) -> dict[str, Any]:
+        call = self._take(trial, "assistant")
         if call is not None:
             return call
-        if self.next < len(self._actions()):
+        if trial.next < len((trial.task.get("evaluation_criteria") or {}).get("actions") or []):
             return {"content": "Please do the next step on your phone."}
-        info = ((self.task or {}).get("evaluation_criteria") or {}).get("communicate_info") or []
-        self.said_all = True
+        info = (trial.task.get("evaluation_criteria") or {}).get("communicate_info") or []
+        trial.said_all = True
         return {"content": "All done. " + " ".join(str(i) for i in info)}
 
-    def _user(self) -> dict[str, Any]:
-        call = self._take("user")
+    def _user(self, trial: Trial) -> dict[str, Any]:
+        call = self._take(trial, "user")
         if call is not None:
             return call
-        if self.said_all:
-            self.task = None
+        if trial.said_all:
             return {"content": STOP}
-        return {"content": "Hello, I need help with my request."}
+        return {"content": "Please go on."}
 
 
 def _squeeze(text: str) -> str:

@@ -50,9 +50,11 @@ def results(run_id: str) -> list[Any]:
 
 
 def run_tau2(root: Path, srv: FakeServer, domain: str, *extra: str) -> str:
+    """A run, one sample at a time and uncached (a replay is a script: tasks with the same
+    scenario send the same first requests)."""
     done = cli("run", "tau2", "--domain", domain, "--tau2-dir", str(root), "--model",
                f"openai/{AGENT}", "--user-model", f"openai/{USER}", "--max-connections", "1",
-               "-q", *extra, base_url=srv.base_url)
+               "--no-cache", "-q", *extra, base_url=srv.base_url)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.split()[1]
 
