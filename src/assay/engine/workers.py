@@ -54,7 +54,8 @@ class WorkerTimeout(WorkerError):
     """Official code in a worker ran past its deadline; its worker was killed."""
 
 
-def serve(fd: int, *, name: str, warm: Callable[[], None] | None = None) -> None:
+def serve(fd: int, *, name: str = "assay-worker", warm: Callable[[], None] | None = None
+          ) -> None:
     """A worker's loop on socket ``fd``: take ``name`` (what ``ps`` shows, ≤ 15 characters),
     ``warm`` up, say ready, then answer each request's function with its value or exception."""
     global _conn
