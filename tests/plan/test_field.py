@@ -97,7 +97,7 @@ def test_list_tasks_by_capability_lists_the_canonical_ones_first() -> None:
                                                    key=STANDINGS.index)
     assert {"name": "tau2_bench", "standing": "canonical"}.items() <= next(
         r for r in rows if r["name"] == "tau2_bench").items()
-    assert next(r for r in rows if r["name"] == "tau2_bench")["status"] == "planned"
+    assert next(r for r in rows if r["name"] == "tau2_bench")["status"] == "ready"
     p = cli("list", "tasks", "--capability", "nlii")
     assert p.returncode != 0
     assert "unknown capability 'nlii' (did you mean 'nli'?)" in p.stderr

