@@ -15,6 +15,7 @@ from assay.engine import workers
 from assay.tasks.tau2 import data
 
 sys.path.insert(0, str(Path(__file__).parent))  # official_tau2, replay: imported by workers too
+sys.path.insert(0, str(Path(__file__).parents[2]))  # runwatch
 
 
 @pytest.fixture(scope="session")

