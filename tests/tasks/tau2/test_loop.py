@@ -180,3 +180,17 @@ def test_official_results_files_score_as_the_run_did(tau2_root: Path, server: Fa
     assert refused.returncode != 0
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "is not a τ²-bench results file" in lines[0], refused.stderr
+
+
+def test_on_ray_the_same_trials_earn_the_same_rewards(tau2_root: Path,
+                                                      server: FakeServer) -> None:
+    """``--executor ray``: the trials run in the cluster's actors (each with its worker
+    process) and earn what they earn in this process."""
+    tasks = tasks_of(tau2_root, "mock", "base")
+    server.responder = GoldReplay(tasks)
+    local = run_tau2(tau2_root, server, "mock")
+    server.responder = GoldReplay(tasks)
+    on_ray = run_tau2(tau2_root, server, "mock", "--executor", "ray", "--workers", "1")
+    rewards = [{r.sample_id: r.score_value("reward") for r in results(run_id)}
+               for run_id in (local, on_ray)]
+    assert rewards[0] == rewards[1] and sum(rewards[1].values()) == 8

@@ -10,9 +10,11 @@ dicts (the official pydantic models' dumps).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +199,20 @@ def score_results(spec: dict[str, Any], path: str) -> list[dict[str, Any]]:
     return [verdict_row(s) for s in scored.simulations]
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 to /dev/null (a child process's complaints included)."""
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def export_results(spec: dict[str, Any], path: str, domain: str, tasks: list[dict[str, Any]],
                    simulations: list[dict[str, Any]], config: dict[str, Any]) -> int:
     """In a worker: a run's simulations (each with its reward) as an official results file
@@ -204,12 +220,13 @@ def export_results(spec: dict[str, Any], path: str, domain: str, tasks: list[dic
     run = _load(spec)
     from tau2.data_model.simulation import Results, SimulationRun  # optional: official
     from tau2.data_model.tasks import Task  # optional: as above
-    info = run.get_info(domain=domain, agent="llm_agent", user="user_simulator",
-                        llm_agent=config["agent_model"], llm_user=config["user_model"],
-                        llm_args_agent=config.get("agent_args"),
-                        llm_args_user=config.get("user_args"),
-                        num_trials=config["trials"], max_steps=config["max_steps"],
-                        max_errors=config["max_errors"], seed=config.get("seed"))
+    with _quiet_stderr():  # the official info asks git for a commit: none here
+        info = run.get_info(domain=domain, agent="llm_agent", user="user_simulator",
+                            llm_agent=config["agent_model"], llm_user=config["user_model"],
+                            llm_args_agent=config.get("agent_args"),
+                            llm_args_user=config.get("user_args"),
+                            num_trials=config["trials"], max_steps=config["max_steps"],
+                            max_errors=config["max_errors"], seed=config.get("seed"))
     results = Results(info=info, tasks=[Task.model_validate(t) for t in tasks],
                       simulations=[SimulationRun.model_validate(s) for s in simulations])
     results.save(Path(path))
