@@ -62,7 +62,7 @@ async def _assay_verdicts(task: Tau2Task, cases: list[dict[str, Any]]) -> list[d
                 scores = await task.score(sample, outcome, ScoreContext("m", 0))
             except Exception as e:  # noqa: BLE001 - compared with the oracle's error
                 return {"error": f"{type(e).__name__}: {e}"}
-        return scores[0].metadata["reward_info"]
+        return {**scores[0].metadata["reward_info"], "db_diff": scores[0].metadata["db_diff"]}
 
     return await asyncio.gather(*(one(c) for c in cases))
 
@@ -96,6 +96,9 @@ def test_assay_scores_every_trajectory_as_the_official_evaluator(
             same = all(official.get(k) == ours.get(k) for k in official_tau2.COMPARED)
         if not same:
             disagreements.append((case["task"]["id"], case["kind"]))
+        # a failed DB check shows where the agent's database differs from the gold one
+        db_failed = (official.get("db_check") or {}).get("db_match") is False
+        assert bool(ours.get("db_diff")) == db_failed, (case["task"]["id"], case["kind"])
     figures = {k: (kinds[k], bites[k]) for k in official_tau2.KINDS if kinds[k]}
     print(f"\n{domain}/{split}: {len(cases)} trajectories, {len(disagreements)} "
           f"disagreements; kind: (trajectories, verdicts changed from gold) {figures}")

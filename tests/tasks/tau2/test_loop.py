@@ -146,13 +146,29 @@ def test_score_again_asks_neither_the_agent_nor_the_user(tau2_root: Path,
 
     def judge(body: dict[str, Any]) -> dict[str, Any]:
         assert body["model"] == "judge-model"
-        return {"content": '{"results": []}'}
+        return {"content": json.dumps({"results": [{
+            "expectedOutcome": "the task was created", "reasoning": "it was",
+            "metExpectation": True}]})}
 
     server.responder = judge
     judged = cli("score", run_id, "--judge-model", "openai/judge-model", "-T",
                  f"judge_base_url={server.base_url}", base_url=server.base_url)
     assert judged.returncode == 0, judged.stderr[-2000:]
     assert {b["model"] for b in server.requests[asked:]} == {"judge-model"}
+    rescored = results(judged.stdout.split()[1])
+    with_nl = [t["id"] for t in tasks if (t.get("evaluation_criteria") or {}).get(
+        "nl_assertions")]
+    assert with_nl and len(server.requests) - asked == len(with_nl)  # one call per task
+    for r in rescored:
+        meta = r.scores["reward"]["metadata"]
+        checks = meta["reward_info"]["nl_assertions"]
+        if r.sample_id in with_nl:
+            assert checks == [{"nl_assertion": "the task was created", "met": True,
+                               "justification": "it was"}]
+            assert meta["judge_model"] == "openai/judge-model"
+        else:
+            assert not checks
+        assert r.score_value("reward") == first[rescored.index(r)]
 
 
 def test_official_results_files_score_as_the_run_did(tau2_root: Path, server: FakeServer,

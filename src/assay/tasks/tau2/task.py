@@ -105,6 +105,21 @@ async def complete(ctx: Any, request: dict[str, Any], ids: list[int]) -> dict[st
                       "completion_tokens": reply.usage.output_tokens}}
 
 
+def scenario_text(scenario: Any) -> str:
+    """The user scenario as the sample's input, in words (persona, then the instructions)."""
+    if not isinstance(scenario, dict):
+        return str(scenario or "")
+    parts = [f"Persona: {scenario['persona']}"] if scenario.get("persona") else []
+    instructions = scenario.get("instructions")
+    if isinstance(instructions, dict):
+        parts += [f"{k.replace('_', ' ').capitalize()}: {instructions[k]}" for k in
+                  ("domain", "reason_for_call", "known_info", "unknown_info",
+                   "task_instructions") if instructions.get(k)]
+    elif instructions:
+        parts.append(f"Instructions: {instructions}")
+    return "\n".join(parts)
+
+
 def transcript(simulation: dict[str, Any]) -> list[Message]:
     """The three-party conversation as assay messages (user, assistant, tool)."""
     out = []
@@ -153,7 +168,7 @@ class Tau2Task(Task):
         tasks = workers.run_bounded(worker.Tau2Worker, worker.task_ids,
                                     worker.setup(self.source.root), o.domain, o.split,
                                     timeout=300)
-        samples = [Sample(id=str(t["id"]), input=str(t.get("user_scenario") or ""),
+        samples = [Sample(id=str(t["id"]), input=scenario_text(t.get("user_scenario")),
                           metadata={"task": t, "domain": o.domain}) for t in tasks]
         info = {**self.source.describe(), "domain": o.domain, "split": o.split,
                 "tasks": len(samples), "user_model": redact_value("model", o.user_model),

@@ -127,10 +127,27 @@ def _databases(env: Any) -> dict[str, Any]:
     return dbs
 
 
+def _diff(gold: Any, agent: Any, path: str, rows: list[dict[str, Any]]) -> None:
+    """Where ``agent`` differs from ``gold``: into dicts only where they differ (equality of
+    whole records is fast; a database has thousands), anything else shown whole."""
+    if gold == agent:
+        return
+    if isinstance(gold, dict) and isinstance(agent, dict):
+        for key in sorted(set(gold) | set(agent), key=str):
+            where = f"{path}[{key!r}]"
+            if key not in agent:
+                rows.append({"path": where, "kind": "removed", "gold": gold[key]})
+            elif key not in gold:
+                rows.append({"path": where, "kind": "added", "agent": agent[key]})
+            else:
+                _diff(gold[key], agent[key], where, rows)
+        return
+    rows.append({"path": path, "kind": "changed", "gold": gold, "agent": agent})
+
+
 def db_diff(domain: str, task: Any, sim: Any) -> list[dict[str, Any]]:
     """The paths where the agent's final databases differ from the gold ones, each built as
     the official environment evaluator builds them (shown, never scored)."""
-    from deepdiff import DeepDiff  # optional: τ²-bench's own dependency, in the worker only
     from tau2.registry import registry  # optional: the official package
     make = registry.get_env_constructor(domain)
     state = task.initial_state
@@ -146,20 +163,8 @@ def db_diff(domain: str, task: Any, sim: Any) -> list[dict[str, Any]]:
                                 **action.arguments)
         except Exception:  # noqa: BLE001, S112 - as officially: a failing gold action is skipped
             continue
-    diff = DeepDiff(_databases(gold), _databases(predicted), verbose_level=2)
     rows: list[dict[str, Any]] = []
-    for kind, changes in diff.items():
-        items = changes.items() if isinstance(changes, dict) else ((c, None) for c in changes)
-        for path, change in items:
-            row = {"path": str(path).removeprefix("root"), "kind": kind}
-            if isinstance(change, dict):
-                row["gold"] = change.get("old_value")
-                row["agent"] = change.get("new_value")
-            elif kind.endswith("_removed"):
-                row["gold"] = change
-            elif kind.endswith("_added"):
-                row["agent"] = change
-            rows.append(row)
+    _diff(_databases(gold), _databases(predicted), "", rows)
     rows.sort(key=lambda r: r["path"])
     return rows[:DIFF_MAX] + ([{"path": f"... {len(rows) - DIFF_MAX} more", "kind": ""}]
                               if len(rows) > DIFF_MAX else [])
