@@ -210,3 +210,53 @@ def test_on_ray_the_same_trials_earn_the_same_rewards(tau2_root: Path,
     rewards = [{r.sample_id: r.score_value("reward") for r in results(run_id)}
                for run_id in (local, on_ray)]
     assert rewards[0] == rewards[1] and sum(rewards[1].values()) == 8
+
+
+AGENT_MODULE = '''
+import json, os
+from assay.core.types import Message, ToolCall
+
+class Agent:
+    """Records what it is given; calls one tool, then says it is done."""
+    def __init__(self):
+        self.turns = 0
+
+    def generate(self, messages, tools=None, **params):
+        self.turns += 1
+        with open(os.environ["TAU2_AGENT_LOG"], "a") as f:
+            f.write(json.dumps({"system": messages[0].content, "roles": [m.role for m in messages],
+                                "tools": [t.name for t in tools or []]}) + "\\n")
+        if self.turns == 1:
+            return Message("assistant", None, [ToolCall("get_users", {}, "call_1")])
+        return Message("assistant", "Done.")
+
+def make():
+    return Agent()
+'''
+
+
+def test_a_python_agent_gets_the_policy_and_the_domain_tools(
+        tau2_root: Path, server: FakeServer, tmp_path: Path) -> None:
+    (tmp_path / "tau2_agent.py").write_text(AGENT_MODULE, encoding="utf-8")
+    log = tmp_path / "log.jsonl"
+    server.responder = lambda body: {"content": "###STOP###" if body["messages"][-1][
+        "content"] == "Done." else "I need to create a task."}
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url,
+           "TAU2_AGENT_LOG": str(log), "PYTHONPATH": os.pathsep.join(
+               [str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "run", "tau2", "--domain", "mock", "--tau2-dir",
+         str(tau2_root), "--model", "python/tau2_agent:make", "--user-model",
+         f"openai/{USER}", "--limit", "1", "--epochs", "2", "--no-cache", "-q"],
+        capture_output=True,
+        text=True, timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    policy = (tau2_root / "tau2/data/tau2/domains/mock/policy.md").read_text()
+    assert len(calls) == 4  # two trials, a fresh agent each: a tool call, then the stop
+    assert all(policy.strip()[:200] in c["system"] for c in calls)
+    assert all({"create_task", "get_users"} <= set(c["tools"]) for c in calls)
+    assert calls[1]["roles"][-2:] == ["assistant", "tool"]  # the tool's result came back
+    for r in results(done.stdout.split()[1]):
+        assert r.error is None, r.error
+        assert r.scores["reward"]["metadata"]["termination_reason"] == "user_stop"
