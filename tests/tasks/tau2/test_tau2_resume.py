@@ -15,7 +15,7 @@ from typing import Any
 
 from replay import AGENT, USER, GoldReplay
 from runwatch import committed, dispositions, kill9, the_run, wait_for
-from test_loop import tasks_of
+from test_tau2_loop import tasks_of
 
 from assay.testing.fake_server import FakeServer
 
