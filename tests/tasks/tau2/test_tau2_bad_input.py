@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -26,7 +27,8 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(("args", "says"), [
     (("--domain", "shopping"), "unknown τ²-bench domain 'shopping'; choose one of airline, "
                                "retail, telecom, mock"),
-    (("--domain", "mock", "--split", "nope"), "τ²-bench mock: Invalid task split name: nope."),
+    (("--domain", "mock", "--split", "nope"), "Invalid task split name: nope. Valid splits "
+                                              "are: dict_keys(['base'])"),
     (("--domain", "airline", "--tau2-dir", "{empty}"), "no τ²-bench package under"),
 ])
 def test_a_bad_option_is_one_line(tau2_root: Path, tmp_path: Path, workspace: Path,
@@ -36,6 +38,20 @@ def test_a_bad_option_is_one_line(tau2_root: Path, tmp_path: Path, workspace: Pa
     if "--tau2-dir" not in given:
         given += ["--tau2-dir", str(tau2_root)]
     assert says in one_line(assay("run", "tau2", *given, "--model", "local"))
+
+
+def test_a_task_file_that_does_not_load_is_one_line(tau2_root: Path, tmp_path: Path,
+                                                    workspace: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(tau2_root / "tau2", copy / "tau2")
+    tasks = copy / "tau2/data/tau2/domains/mock/tasks.json"
+    for text, says in (('[{"id": "x", "user_scenario": ', "Expecting value: line 1 column 31"),
+                       ('[{"id": "x"}]', "1 validation error for Task user_scenario Field "
+                                         "required")):
+        tasks.write_text(text, encoding="utf-8")
+        line = one_line(assay("run", "tau2", "--domain", "mock", "--tau2-dir", str(copy),
+                              "--model", "local"))
+        assert line.startswith(f"error: τ²-bench mock ({tasks.parent}): ") and says in line
 
 
 def test_no_data_and_a_wrong_wheel_say_what_to_do(tmp_path: Path, workspace: Path) -> None:

@@ -77,8 +77,11 @@ def task_ids(spec: dict[str, Any], domain: str, split: str) -> list[dict[str, An
     run = _load(spec)
     try:
         tasks = run.load_tasks(domain, split)
-    except ValueError as e:  # the loader's own line names the valid splits
-        raise Tau2Error(f"τ²-bench {domain}: {e}") from None
+    except ValueError as e:  # a split not there (its line names the valid ones), or a task
+        # file that does not parse or validate (JSON's and pydantic's errors are ValueErrors)
+        folder = Path(spec["root"]) / "tau2" / "data" / "tau2" / "domains" / domain
+        said = " ".join(str(e).split())
+        raise Tau2Error(f"τ²-bench {domain} ({folder}): {said}") from None
     return [t.model_dump(mode="json") for t in tasks]
 
 
