@@ -24,7 +24,9 @@ from assay.tasks.tau2 import data, worker
               help="A folder holding the tau2 package (default: what 'assay data pull tau2' "
               "fetched).")
 def score(results: Path, output: Path | None, tau2_dir: Path | None) -> None:
-    """Score official-format result files with the official evaluator (no model is run)."""
+    """Score official-format result files with the official evaluator.
+
+    No model is run: the official compute_simulation_rewards scores each simulation."""
     source = data.locate(tau2_dir)
     rows = workers.run_bounded(worker.Tau2Worker, worker.score_results,
                                worker.setup(source.root), str(results.resolve()),
