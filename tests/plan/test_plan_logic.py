@@ -99,7 +99,7 @@ def test_the_planners_quotas_and_limits_are_never_taken() -> None:
 # -- the per-domain retrieval floor -------------------------------------------------------
 
 @pytest.mark.parametrize(("query", "domain", "dropped"), [("reasoning", "reasoning", 1),
-                                                          ("tool use", "tool_use", 1),
+                                                          ("tool use", "tool_use", 2),
                                                           ("write code", "code", 0)])
 def test_a_domains_candidates_below_the_floor_of_its_best_are_left_out(
         query: str, domain: str, dropped: int) -> None:
