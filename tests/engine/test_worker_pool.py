@@ -1,4 +1,4 @@
-"""The worker pool's request/answer protocol (:mod:`assay.engine.workers`): a request may ask
+"""The worker pool's request/answer protocol (:mod:`assay.core.workers`): a request may ask
 the run questions, long messages cross whole both ways under the run's own event loop
 (uvloop), and an error in the run's answer reaches the request that asked and comes back as
 raised, with the worker reusable afterwards."""
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from assay.engine import workers
+from assay.core import workers
 
 BIG = 3_000_000  # characters: far past a socket's buffer
 

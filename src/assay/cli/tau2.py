@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from assay.core import workers
 from assay.core.atomic import atomic_open
-from assay.engine import workers
 from assay.tasks.tau2 import data, worker
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.engine import workers
+from assay.core import workers
 from assay.tasks.tau2 import data
 
 sys.path.insert(0, str(Path(__file__).parent))  # official_tau2, replay: imported by workers too

@@ -57,7 +57,7 @@ class GoldReplay:
     @staticmethod
     def _take(trial: Trial, requestor: str) -> dict[str, Any] | None:
         actions = (trial.task.get("evaluation_criteria") or {}).get("actions") or []
-        if trial.next < len(actions) and actions[trial.next]["requestor"] == requestor:
+        if trial.next < len(actions) and actions[trial.next].get("requestor", "assistant") == requestor:
             a = actions[trial.next]
             trial.next += 1
             return {"tool_calls": [{"name": a["name"], "arguments": a["arguments"]}]}

@@ -21,8 +21,8 @@ from typing import Any
 import official_tau2
 import pytest
 
+from assay.core import workers
 from assay.core.types import Outcome, Sample
-from assay.engine import workers
 from assay.engine.judging import ScoreContext
 from assay.tasks.tau2 import worker
 from assay.tasks.tau2.task import Tau2Task

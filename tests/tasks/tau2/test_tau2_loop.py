@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from replay import AGENT, USER, GoldReplay
 
-from assay.engine import workers
+from assay.core import workers
 from assay.store import Store
 from assay.tasks.tau2 import worker
 from assay.testing.fake_server import FakeServer
@@ -77,7 +77,7 @@ def test_a_gold_replay_earns_the_full_reward(tau2_root: Path, server: FakeServer
                                              split: str, limit: int, successes: int) -> None:
     tasks = tasks_of(tau2_root, domain, split)
     if domain == "telecom":  # tasks where the user must act on the phone
-        tasks = [t for t in tasks if any(a["requestor"] == "user" for a in
+        tasks = [t for t in tasks if any(a.get("requestor") == "user" for a in
                                          t["evaluation_criteria"]["actions"] or [])]
     tasks = tasks[:limit]
     server.responder = GoldReplay(tasks)

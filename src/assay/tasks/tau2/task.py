@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from assay.core import workers
 from assay.core.redact import redact_value
 from assay.core.types import Message, Outcome, Sample, SampleResult, Score, ToolCall, ToolSpec
-from assay.engine import workers
 from assay.errors import ConfigError
 from assay.models.registry import capabilities_of
 from assay.scoring.judge import RoleURL
@@ -155,13 +155,11 @@ class Tau2Task(Task):
     def __init__(self, **options: Any) -> None:
         super().__init__(options={k: v for k, v in options.items() if v is not None})
         data.check_domain(self.opts.domain, None)
-        self._source: data.Tau2Source | None = None
 
     @property
     def source(self) -> data.Tau2Source:
-        if self._source is None:
-            self._source = data.locate(self.opts.tau2_dir)
-        return self._source
+        """Where the official package is (looked up each time: a task keeps no state)."""
+        return data.locate(self.opts.tau2_dir)
 
     def read(self) -> LoadedData:
         o = self.opts

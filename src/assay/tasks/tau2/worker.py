@@ -1,4 +1,4 @@
-"""τ²-bench's official code, run as shipped in a worker process (:mod:`assay.engine.workers`).
+"""τ²-bench's official code, run as shipped in a worker process (:mod:`assay.core.workers`).
 
 The worker imports the ``tau2`` package from the unpacked wheel with assay's litellm bridge
 first on its path (``bridge/litellm``: each model call the official code makes is asked of
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.engine import workers
-from assay.engine.workers import WorkerError, WorkerTimeout
+from assay.core import workers
+from assay.core.workers import WorkerError, WorkerTimeout
 
 #: what ``ps`` shows for a worker
 PROCESS_NAME = "assay-tau2"
@@ -82,7 +82,9 @@ def task_ids(spec: dict[str, Any], domain: str, split: str) -> list[dict[str, An
         folder = Path(spec["root"]) / "tau2" / "data" / "tau2" / "domains" / domain
         said = " ".join(str(e).split())
         raise Tau2Error(f"τ²-bench {domain} ({folder}): {said}") from None
-    return [t.model_dump(mode="json") for t in tasks]
+    # the fields the file sets: a default the loader fills (a message's timestamp: now) would
+    # make two loads of one file differ
+    return [t.model_dump(mode="json", exclude_unset=True) for t in tasks]
 
 
 def simulate(spec: dict[str, Any], domain: str, task: dict[str, Any],

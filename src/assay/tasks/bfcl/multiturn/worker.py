@@ -1,5 +1,5 @@
 """Official BFCL simulator code in worker processes that a timeout can stop
-(:mod:`assay.engine.workers`): a simulator runs whatever a model sends (possibly minutes
+(:mod:`assay.core.workers`): a simulator runs whatever a model sends (possibly minutes
 inside one C call). A session's instances stay in :data:`STATE`; :func:`session` and
 :func:`run_bounded` lend a worker per entry.
 """
@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay.engine import workers
-from assay.engine.workers import IDLE_MAX, WorkerError, WorkerTimeout
+from assay.core import workers
+from assay.core.workers import IDLE_MAX, WorkerError, WorkerTimeout
 from assay.tasks.bfcl.multiturn import sim
 from assay.tasks.bfcl.multiturn.checker import check_entry
 from assay.tasks.bfcl.multiturn.executor import execute_calls
@@ -51,12 +51,12 @@ class Worker(workers.Worker):
 
 
 def serve(fd: int) -> None:
-    """A worker's loop (:func:`assay.engine.workers.serve`), the simulators imported first."""
+    """A worker's loop (:func:`assay.core.workers.serve`), the simulators imported first."""
     workers.serve(fd, name=PROCESS_NAME, warm=_warm)
 
 
 def session() -> contextlib.AbstractAsyncContextManager[Worker]:
-    """A worker for one entry's conversation (see :func:`assay.engine.workers.session`)."""
+    """A worker for one entry's conversation (see :func:`assay.core.workers.session`)."""
     return workers.session(Worker)
 
 

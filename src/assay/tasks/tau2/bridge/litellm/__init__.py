@@ -3,7 +3,7 @@ assay (not litellm; no litellm code is here).
 
 In a τ²-bench worker this folder comes first on ``sys.path``, so the official code runs as
 shipped: each ``completion`` it makes (the agent's, the user simulator's, an NL assertion's)
-becomes a question to the run (:func:`assay.engine.workers.ask`), which the τ²-bench task
+becomes a question to the run (:func:`assay.core.workers.ask`), which the τ²-bench task
 answers with that role's model, cached, retried and counted like any assay model call.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from assay.engine.workers import ask
+from assay.core.workers import ask
 
 __all__ = ["ModelResponse", "Usage", "completion", "completion_cost"]
 

@@ -118,7 +118,7 @@ class Worker:
     A kind sets the class attributes."""
 
     #: the module whose ``serve(fd)`` the worker runs
-    boot = "assay.engine.workers"
+    boot = "assay.core.workers"
     #: what errors call it
     label = "worker"
     error: type[WorkerError] = WorkerError
