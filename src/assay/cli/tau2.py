@@ -28,7 +28,7 @@ def score(results: Path, output: Path | None, tau2_dir: Path | None) -> None:
 
     No model is run: the official compute_simulation_rewards scores each simulation."""
     source = data.locate(tau2_dir)
-    rows = workers.run_bounded(worker.Tau2Worker, worker.score_results,
+    rows = workers.run_bounded(worker.kind_for(source.root), worker.score_results,
                                worker.setup(source.root), str(results.resolve()),
                                timeout=3600)
     if output:

@@ -52,7 +52,7 @@ async def _cases(root: Path, domain: str, split: str) -> list[dict[str, Any]]:
     parts = _parts()
 
     async def part(i: int) -> list[dict[str, Any]]:
-        async with workers.session(worker.Tau2Worker) as w:
+        async with workers.session(worker.kind_for(root)) as w:
             return await w.acall(official_tau2.build, worker.setup(root), domain, split, i,
                                  parts)
 

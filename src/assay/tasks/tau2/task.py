@@ -163,7 +163,7 @@ class Tau2Task(Task):
 
     def read(self) -> LoadedData:
         o = self.opts
-        tasks = workers.run_bounded(worker.Tau2Worker, worker.task_ids,
+        tasks = workers.run_bounded(worker.kind_for(self.source.root), worker.task_ids,
                                     worker.setup(self.source.root), o.domain, o.split,
                                     timeout=300)
         samples = [Sample(id=str(t["id"]), input=scenario_text(t.get("user_scenario")),
@@ -215,7 +215,7 @@ class Tau2Task(Task):
             return await complete(ctx, request, ids)
 
         trial = self._trial(agent, user)
-        async with workers.session(worker.Tau2Worker) as w:
+        async with workers.session(worker.kind_for(self.source.root)) as w:
             simulation = await w.acall(worker.simulate, worker.setup(self.source.root),
                                        sample.metadata["domain"], sample.metadata["task"],
                                        trial, on_ask=answer)
@@ -239,7 +239,7 @@ class Tau2Task(Task):
                 raise ConfigError("this task's NL assertions need a judge; give --judge-model")
             return await complete(judge, request, [0])
 
-        async with workers.session(worker.Tau2Worker) as w:
+        async with workers.session(worker.kind_for(self.source.root)) as w:
             verdict = await w.acall(worker.evaluate, worker.setup(self.source.root),
                                     sample.metadata["domain"], sample.metadata["task"],
                                     outcome.metadata["simulation"], judge is not None,
@@ -286,7 +286,7 @@ class Tau2Task(Task):
                   "max_errors": opts.max_errors, "seed": spec.get("seed") or SEED}
         if any(t is None for t in tasks.values()):
             return {}  # a run stored before outcomes kept their task
-        workers.run_bounded(worker.Tau2Worker, worker.export_results, worker.setup(source.root),
+        workers.run_bounded(worker.kind_for(source.root), worker.export_results, worker.setup(source.root),
                             str(path), opts.domain, list(tasks.values()), sims, config,
                             timeout=600)
         return {"tau2_results": path}

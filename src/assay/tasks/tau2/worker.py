@@ -11,6 +11,7 @@ dicts (the official pydantic models' dumps).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import sys
@@ -47,6 +48,13 @@ class Tau2Worker(workers.Worker):
     label = "τ²-bench"
     error = Tau2Error
     timeout_error = Tau2Timeout
+
+
+@functools.cache
+def kind_for(root: Path) -> type[Tau2Worker]:
+    """The worker kind for the package at ``root``: a worker imports one ``tau2`` for its
+    life, so the pool never lends a worker of one root to a request for another."""
+    return type("Tau2Worker", (Tau2Worker,), {"root": str(root)})
 
 
 def serve(fd: int) -> None:
