@@ -11,6 +11,7 @@ import click
 from assay.core import workers
 from assay.core.atomic import atomic_open
 from assay.tasks.tau2 import data, worker
+from assay.tasks.tau2.metrics import is_success
 
 
 @click.command("score")
@@ -36,7 +37,7 @@ def score(results: Path, output: Path | None, tau2_dir: Path | None) -> None:
         with atomic_open(output) as f:
             for row in rows:
                 f.write(json.dumps(row) + "\n")
-    ok = sum(1 for r in rows if r["reward"] is not None and abs(r["reward"] - 1.0) <= 1e-6)
+    ok = sum(1 for r in rows if r["reward"] is not None and is_success(r["reward"]))
     ended = Counter(r["termination_reason"] for r in rows)
     mean = sum(r["reward"] or 0.0 for r in rows) / len(rows) if rows else 0.0
     click.echo(f"{len(rows)} simulations · mean reward {mean:.3f} · success {ok}/{len(rows)} "

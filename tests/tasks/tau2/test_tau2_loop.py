@@ -38,7 +38,7 @@ def cli(*args: str, base_url: str) -> subprocess.CompletedProcess[str]:
 
 
 def tasks_of(root: Path, domain: str, split: str) -> list[dict[str, Any]]:
-    return workers.run_bounded(worker.kind_for(root), worker.task_ids, worker.setup(root), domain,
+    return workers.run_bounded(worker.kind_for(root), worker.load_tasks, worker.setup(root), domain,
                                split, timeout=300)
 
 

@@ -24,6 +24,11 @@ task_metric("tau2_pass_hat_1", "tau2", aliases=("tau2", "tau2_pass_1"), category
 
 #: the official success test: the reward is 1 within 1e-6
 TOLERANCE = 1e-6
+
+
+def is_success(reward: float) -> bool:
+    """The official ``is_successful``: the reward is 1 within :data:`TOLERANCE`."""
+    return abs(float(reward) - 1.0) <= TOLERANCE
 BOOTSTRAP_RESAMPLES = 2000
 
 
@@ -61,7 +66,7 @@ def tau2_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
         reward = r.score_value("reward")
         if reward is None:
             continue
-        successes[r.sample_id].append(abs(float(reward) - 1.0) <= TOLERANCE)
+        successes[r.sample_id].append(is_success(reward))
         meta = _score_meta(r)
         info = meta.get("reward_info") or {}
         for name, value in (info.get("reward_breakdown") or {}).items():
@@ -90,7 +95,7 @@ def tau2_metrics(results: list[SampleResult], options: dict[str, Any]) -> dict[s
         "domain": options.get("domain"),
         "user_models": sorted(users), "judge_models": sorted(judges),
         "tokens_by_role": dict(sorted(tokens.items())),
-        **{k: v for k, v in summary.items()},
+        **summary,
         **usage_summary(results),
         "top_errors": error_messages(results),
     }

@@ -10,9 +10,11 @@ is the official per-task runner, whose agent and user simulator ask the run for 
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import task
 from assay.tasks.tau2 import data, worker
-from assay.tasks.tau2.metrics import tau2_metrics
+from assay.tasks.tau2.metrics import is_success, tau2_metrics
 from assay.tasks.tau2.report import explain, tau2_report
 
 #: the official runner's defaults (``tau2.config``)
@@ -89,17 +91,17 @@ def _tool(t: dict[str, Any]) -> ToolSpec:
                     f.get("parameters") or {"type": "object", "properties": {}})
 
 
-async def complete(ctx: Any, request: dict[str, Any], ids: list[int]) -> dict[str, Any]:
+async def complete(ctx: Any, request: dict[str, Any], ids: Iterator[int]) -> dict[str, Any]:
     """Answer one ``completion`` of the official code with ``ctx``'s model (cached and
-    counted as every call); a call without an id gets ``call_<n>`` (``ids``: the counter)."""
+    counted as every call); a call without an id gets ``call_<n>``, ``n`` from ``ids``."""
     params = {k: v for k, v in (request.get("params") or {}).items() if k in _PARAMS}
     reply = await ctx.generate([_message(m) for m in request["messages"]],
                                tools=[_tool(t) for t in request.get("tools") or []] or None,
                                **params)
     calls = []
     for c in reply.message.tool_calls or []:
-        ids[0] += 1
-        calls.append({"id": c.id or f"call_{ids[0]}", "name": c.name, "arguments": c.arguments})
+        calls.append({"id": c.id or f"call_{next(ids)}", "name": c.name,
+                      "arguments": c.arguments})
     return {"content": reply.message.content, "tool_calls": calls,
             "usage": {"prompt_tokens": reply.usage.input_tokens,
                       "completion_tokens": reply.usage.output_tokens}}
@@ -163,14 +165,14 @@ class Tau2Task(Task):
 
     def read(self) -> LoadedData:
         o = self.opts
-        tasks = workers.run_bounded(worker.kind_for(self.source.root), worker.task_ids,
-                                    worker.setup(self.source.root), o.domain, o.split,
-                                    timeout=300)
+        source = self.source
+        tasks = workers.run_bounded(worker.kind_for(source.root), worker.load_tasks,
+                                    worker.setup(source.root), o.domain, o.split, timeout=300)
         samples = [Sample(id=str(t["id"]), input=scenario_text(t.get("user_scenario")),
                           metadata={"task": t, "domain": o.domain}) for t in tasks]
-        info = {**self.source.describe(), "domain": o.domain, "split": o.split,
+        info = {**source.describe(), "domain": o.domain, "split": o.split,
                 "tasks": len(samples), "user_model": redact_value("model", o.user_model),
-                "content_hash": self.source.content_hash(o.domain)}
+                "content_hash": source.content_hash(o.domain)}
         return LoadedData(samples, info, dict(self.options))
 
     def roles(self, model: str) -> dict[str, RoleModel]:
@@ -204,7 +206,7 @@ class Tau2Task(Task):
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
         """One trial by the official runner; each reply asked of the agent or the user."""
         user = agent.roles["user"]
-        ids = [0]
+        ids = itertools.count(1)
 
         async def answer(question: Any) -> dict[str, Any]:
             _, request = question
@@ -215,8 +217,9 @@ class Tau2Task(Task):
             return await complete(ctx, request, ids)
 
         trial = self._trial(agent, user)
-        async with workers.session(worker.kind_for(self.source.root)) as w:
-            simulation = await w.acall(worker.simulate, worker.setup(self.source.root),
+        root = self.source.root
+        async with workers.session(worker.kind_for(root)) as w:
+            simulation = await w.acall(worker.simulate, worker.setup(root),
                                        sample.metadata["domain"], sample.metadata["task"],
                                        trial, on_ask=answer)
         said = [m.get("content") for m in simulation["messages"]
@@ -237,10 +240,11 @@ class Tau2Task(Task):
             _, request = question
             if judge is None:
                 raise ConfigError("this task's NL assertions need a judge; give --judge-model")
-            return await complete(judge, request, [0])
+            return await complete(judge, request, itertools.count(1))
 
-        async with workers.session(worker.kind_for(self.source.root)) as w:
-            verdict = await w.acall(worker.evaluate, worker.setup(self.source.root),
+        root = self.source.root
+        async with workers.session(worker.kind_for(root)) as w:
+            verdict = await w.acall(worker.evaluate, worker.setup(root),
                                     sample.metadata["domain"], sample.metadata["task"],
                                     outcome.metadata["simulation"], judge is not None,
                                     on_ask=answer)
@@ -252,7 +256,7 @@ class Tau2Task(Task):
                 "judge_model": getattr(judge, "model_id", None)}
         return [Score("reward", reward, metadata=meta, explanation=explain(
                     info, meta["termination_reason"], meta["db_diff"])),
-                Score("success", 1.0 if abs(reward - 1.0) <= 1e-6 else 0.0)]
+                Score("success", 1.0 if is_success(reward) else 0.0)]
 
     @classmethod
     def metrics(cls, results: list[SampleResult],
@@ -286,9 +290,9 @@ class Tau2Task(Task):
                   "max_errors": opts.max_errors, "seed": spec.get("seed") or SEED}
         if any(t is None for t in tasks.values()):
             return {}  # a run stored before outcomes kept their task
-        workers.run_bounded(worker.kind_for(source.root), worker.export_results, worker.setup(source.root),
-                            str(path), opts.domain, list(tasks.values()), sims, config,
-                            timeout=600)
+        workers.run_bounded(worker.kind_for(source.root), worker.export_results,
+                            worker.setup(source.root), str(path), opts.domain,
+                            list(tasks.values()), sims, config, timeout=600)
         return {"tau2_results": path}
 
     @classmethod

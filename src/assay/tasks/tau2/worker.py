@@ -80,7 +80,7 @@ def _load(spec: dict[str, Any]) -> Any:
     return importlib.import_module("tau2.run")
 
 
-def task_ids(spec: dict[str, Any], domain: str, split: str) -> list[dict[str, Any]]:
+def load_tasks(spec: dict[str, Any], domain: str, split: str) -> list[dict[str, Any]]:
     """In a worker: the tasks of ``domain``'s ``split``, as the official loader gives them."""
     run = _load(spec)
     try:
