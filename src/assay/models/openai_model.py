@@ -13,13 +13,23 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from assay.core.redact import parse_endpoint, scrub
-from assay.core.types import Message, Reply, ToolCall, ToolSpec, Usage, content_text
+from assay.core.types import (
+    Continuation,
+    Likelihood,
+    Message,
+    Reply,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    content_text,
+)
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
+from assay.models.loglikelihood import split_pair
 from assay.models.registry import ModelCapabilities, Provider
 
 #: ``response_format`` is sent, but a server may ignore it: no constrained decoding
-CAPABILITIES = ModelCapabilities(native_tools=True, constrained_decoding=False)
+CAPABILITIES = ModelCapabilities(native_tools=True, constrained_decoding=False, logprobs=True)
 
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 
@@ -110,6 +120,70 @@ def _encode(body: dict[str, Any]) -> bytes:
                              transient=False) from e
 
 
+def echo_logprobs(data: Any, where: str) -> dict[str, list[Any]]:
+    """``choices[0].logprobs`` of a ``/completions`` reply with the prompt echoed; a one-line
+    error when the endpoint gives none (it cannot score log-likelihood)."""
+    try:
+        lp = data["choices"][0]["logprobs"]
+        lists = {k: list(lp[k]) for k in ("tokens", "token_logprobs", "text_offset")}
+        lists["top_logprobs"] = list(lp.get("top_logprobs") or [None] * len(lists["tokens"]))
+    except (KeyError, IndexError, TypeError) as e:
+        raise ModelCallError(f"{where} returned no prompt log-probs from /completions with "
+                             "echo and logprobs; log-likelihood needs a server that gives "
+                             "them (vLLM, SGLang, a llama.cpp server)", transient=False) from e
+    if not lists["tokens"] or len({len(v) for v in lists.values()}) != 1:
+        raise ModelCallError(f"{where} returned prompt log-probs of uneven lengths",
+                             transient=False)
+    return lists
+
+
+def likelihood_from_echo(lp: dict[str, list[Any]], start: int, end: int,
+                         where: str) -> Likelihood:
+    """The tokens starting in ``[start, end)`` of the echoed prompt: their summed log-prob,
+    and whether each was its position's top token."""
+    total, greedy, n = 0.0, True, 0
+    for token, value, offset, top in zip(lp["tokens"], lp["token_logprobs"], lp["text_offset"],
+                                         lp["top_logprobs"], strict=True):
+        if not start <= offset < end:
+            continue
+        if value is None:
+            raise ModelCallError(f"{where} gave no log-prob for a prompt token at character "
+                                 f"{offset}; the first token cannot be scored", transient=False)
+        total += float(value)
+        n += 1
+        if top:
+            greedy = greedy and max(top, key=top.get) == token
+    if n == 0 and end > start:
+        raise ModelCallError(f"{where} echoed no token of the continuation (text offsets end "
+                             f"before character {start})", transient=False)
+    return Likelihood(total, greedy, n, sum(1 for o in lp["text_offset"] if o < end))
+
+
+#: the sentence whose next token checks an endpoint's prompt log-probs
+ECHO_PROBE = "The capital of France is"
+
+
+async def check_echo(echo: Any, where: str) -> None:
+    """An endpoint's echoed prompt log-probs must be the same log-probs it gives a generated
+    token: the token generated after :data:`ECHO_PROBE`, then echoed as the prompt's last,
+    gets the same log-prob both ways. llama-cpp-python's server (0.3.36 and before) reads
+    each echoed token's log-prob one position late for models with no BOS token."""
+    generated = await echo(ECHO_PROBE, False)
+    token, value = generated["tokens"][0], generated["token_logprobs"][0]
+    echoed = await echo(ECHO_PROBE + token)
+    last = [v for t, v, o in zip(echoed["tokens"], echoed["token_logprobs"],
+                                 echoed["text_offset"], strict=True)
+            if o == len(ECHO_PROBE)]
+    if value is None or not last or last[0] is None or abs(float(last[0]) - float(value)) > 1e-3:
+        raise ModelCallError(
+            f"{where} gives prompt log-probs that disagree with its own generated ones "
+            f"({token!r} after {ECHO_PROBE!r}: {value} generated, "
+            f"{last[0] if last else None} echoed), so its log-likelihoods would be wrong; "
+            "llama-cpp-python's server shifts them by a token for models without a BOS "
+            "token: serve the model with 'python -m assay.testing.llama_server', vLLM or "
+            "SGLang", transient=False)
+
+
 class OpenAIModel:
     """``base_url`` defaults to ``$OPENAI_BASE_URL``, then OpenAI; ``api_key`` to
     ``$OPENAI_API_KEY`` (sent, never stored or logged). ``max_connections``: 0 is no cap
@@ -132,6 +206,8 @@ class OpenAIModel:
         self.max_reply_bytes = max_reply_bytes
         self._session: Any = None
         self._url = self._endpoint.url_for("/chat/completions")
+        self._completions_url = self._endpoint.url_for("/completions")
+        self._echo_state: tuple[Any, Any, asyncio.Semaphore] | None = None
         self.display_url = self._endpoint.display  # no credentials, no query values
         self._secrets = [*self._endpoint.secrets, *([self._api_key] if self._api_key else [])]
 
@@ -170,8 +246,6 @@ class OpenAIModel:
 
     async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
                        response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
-        import aiohttp  # startup
-
         body: dict[str, Any] = {"model": self.model,
                                 "messages": [message_to_openai(m) for m in messages]}
         if tools:
@@ -180,10 +254,19 @@ class OpenAIModel:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": response_schema}}
         body.update(params)
-        session = self._get_session()
         start = time.perf_counter()
+        reply = parse_completion(await self._post(self._url, body))
+        reply.latency_s = time.perf_counter() - start
+        return reply
+
+    async def _post(self, url: str, body: dict[str, Any]) -> Any:
+        """``body`` posted to ``url``; the reply's JSON. Every failure is a
+        :class:`ModelCallError` (transient where a retry may help), with no secret in it."""
+        import aiohttp  # startup
+
+        session = self._get_session()
         try:
-            async with session.post(self._url, data=_encode(body)) as resp:
+            async with session.post(url, data=_encode(body)) as resp:
                 raw = await self._read_capped(resp)
                 status = resp.status
                 if status >= 400:
@@ -207,14 +290,52 @@ class OpenAIModel:
             raise ModelCallError(f"connection error talking to {self.display_url}: {reason}",
                                  transient=True) from e
         try:
-            data = json.loads(raw)
+            return json.loads(raw)
         except (ValueError, RecursionError) as e:  # bad JSON, bad UTF-8, huge ints, deep nesting
             head = scrub(raw[:4096].decode("utf-8", "replace"), self._secrets)[:120]
             raise ModelCallError(f"endpoint {self.display_url} returned malformed JSON: "
                                  f"{head!r}", transient=True) from e
-        reply = parse_completion(data)
-        reply.latency_s = time.perf_counter() - start
-        return reply
+
+    async def loglikelihood(self, requests: list[Continuation]) -> list[Likelihood]:
+        """Each continuation scored by ``/completions`` with ``echo`` and ``logprobs``
+        (vLLM, SGLang, llama.cpp servers): the prompt is context + continuation, and the
+        continuation's tokens are those starting at or after the context's end (the
+        context's trailing whitespace moved over first, as lm-eval). The endpoint's
+        prompt log-probs are checked once first (:func:`check_echo`)."""
+        await self._echo_checked()
+        return list(await asyncio.gather(*(self._likelihood(split_pair(r.context, r.continuation))
+                                           for r in requests)))
+
+    async def loglikelihood_rolling(self, texts: list[str]) -> list[Likelihood]:
+        """Each text's log-likelihood from its echoed prompt: every token after the first
+        (which an endpoint gives no log-prob); ``tokens`` counts those scored."""
+        await self._echo_checked()
+        return list(await asyncio.gather(*(self._likelihood(("", t), start=1) for t in texts)))
+
+    async def _echo(self, prompt: str, echo: bool = True) -> Any:
+        async with self._per_loop()[1]:
+            data = await self._post(self._completions_url, {
+                "model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0,
+                "echo": echo, "logprobs": 1})
+        return echo_logprobs(data, self.display_url)
+
+    async def _likelihood(self, pair: tuple[str, str], start: int | None = None) -> Likelihood:
+        context, continuation = pair
+        lp = await self._echo(context + continuation)
+        return likelihood_from_echo(lp, len(context) if start is None else start,
+                                    len(context + continuation), self.display_url)
+
+    def _per_loop(self) -> tuple[Any, asyncio.Semaphore]:
+        """This event loop's endpoint check (a task every caller awaits) and request slots
+        (log-likelihood requests in flight at once: a server queues the rest anyway)."""
+        loop = asyncio.get_running_loop()
+        if self._echo_state is None or self._echo_state[0] is not loop:
+            self._echo_state = (loop, asyncio.ensure_future(
+                check_echo(self._echo, self.display_url)), asyncio.Semaphore(16))
+        return self._echo_state[1], self._echo_state[2]
+
+    async def _echo_checked(self) -> None:
+        await self._per_loop()[0]
 
     async def _read_capped(self, resp: Any) -> bytes:
         cap = self.max_reply_bytes

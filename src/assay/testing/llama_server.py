@@ -1,0 +1,83 @@
+"""A GGUF model served by llama-cpp-python's own OpenAI-compatible server on 127.0.0.1: the real
+endpoint the log-likelihood tests use (``pip install 'llama-cpp-python[server]'``)::
+
+    python -m assay.testing.llama_server --model model.gguf --port 8765
+
+llama-cpp-python 0.3.36 reads each echoed prompt token's log-prob from its own position, not
+the one before it, for models that add no BOS token (SmolLM2, Qwen, GPT-2): a prompt token
+gets the log-prob of being repeated. Served here, that is corrected (the echo path's rows are
+moved down by one); ``--as-shipped`` serves the server unchanged, which assay's endpoint
+check refuses (:func:`assay.models.openai_model.check_echo`)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import threading
+from typing import Any
+
+from assay.models.local_model import _plain_cpu_buffers, default_model_path
+
+_ECHO = threading.local()
+
+
+def correct_echo_logprobs() -> None:
+    """Patch ``Llama`` in this process: during a completion with ``echo``, the echoed
+    prompt's log-prob rows are taken one position earlier (only its 2-D call reads them)."""
+    import numpy as np  # heavy
+    from llama_cpp import Llama  # optional
+
+    if getattr(Llama, "_assay_echo_fixed", False):
+        return
+    to_logprobs, create = Llama.logits_to_logprobs, Llama.create_completion
+
+    def logits_to_logprobs(logits: Any, axis: int = -1) -> Any:
+        out = to_logprobs(logits, axis=axis)
+        if getattr(_ECHO, "shift", False) and getattr(out, "ndim", 1) == 2 and len(out) > 1:
+            out = np.concatenate([out[:1], out[:-1]])  # row i: what predicted token i
+        return out
+
+    @functools.wraps(create)
+    def create_completion(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bos = self.token_bos()
+        _ECHO.shift = bool(kwargs.get("echo")) and not (
+            bos >= 0 and self.tokenize(b"a", add_bos=True)[:1] == [bos])
+        try:
+            return create(self, *args, **kwargs)
+        finally:
+            _ECHO.shift = False
+
+    Llama.logits_to_logprobs = staticmethod(logits_to_logprobs)  # type: ignore[method-assign]
+    Llama.create_completion = create_completion  # type: ignore[method-assign]
+    Llama._assay_echo_fixed = True  # type: ignore[attr-defined]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m assay.testing.llama_server",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--n-ctx", type=int, default=2048)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--as-shipped", action="store_true",
+                   help="serve llama-cpp-python's echo log-probs unchanged (shifted)")
+    args = p.parse_args(argv)
+    import uvicorn  # optional
+    from llama_cpp.server.app import create_app  # optional
+    from llama_cpp.server.settings import ModelSettings, ServerSettings  # optional
+
+    if not args.as_shipped:
+        correct_echo_logprobs()
+    model = args.model or str(default_model_path())
+    settings = ModelSettings(model=model, model_alias="local", n_ctx=args.n_ctx,
+                             logits_all=True, verbose=False,
+                             **({"n_threads": args.threads} if args.threads else {}))
+    with _plain_cpu_buffers():  # the model is loaded here, as the embedded one is
+        app = create_app(server_settings=ServerSettings(host="127.0.0.1", port=args.port),
+                         model_settings=[settings])
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
