@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.core.redact import content_secrets, scrub, scrub_known, scrub_known_tree, secrets_version
-from assay.core.types import Message, Reply, ToolSpec, Usage
+from assay.core.types import Continuation, Likelihood, Message, Reply, ToolSpec, Usage
 from assay.engine.ratelimit import RateLimiter
 from assay.errors import ModelCallError
 
@@ -51,6 +51,17 @@ def cache_key(model_identity: str, messages: list[Message], tools: list[ToolSpec
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def likelihood_key(model_identity: str, kind: str, item: tuple[str, str]) -> str:
+    """The cache key of one log-likelihood answer (``kind``: ``pair`` or ``rolling``); no
+    epoch: the answer is the model's, whatever the sampling."""
+    raw = json.dumps([model_identity, "loglikelihood", kind, *item], ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+#: log-likelihood requests sent to a model in one call at most (a batch across samples)
+MAX_LIKELIHOOD_BATCH = 256
+
+
 class CallShared:
     """State shared by every sample of a run: store, limiter, policy, cache switch."""
 
@@ -67,6 +78,9 @@ class CallShared:
         #: keys already in the cache for this model (read once, kept up to date)
         self.cached_keys: set[str] = store.cache_keys(model_id) if use_cache else set()
         self._secrets = (secrets_version(), content_secrets())
+        #: log-likelihood requests waiting for the model: (agent, kind, items, future)
+        self._pending: list[tuple[Any, str, list[tuple[str, str]], asyncio.Future[Any]]] = []
+        self._draining: asyncio.Task[None] | None = None
 
     @classmethod
     def for_spec(cls, store: Any, spec: Any, model_id: str) -> CallShared:
@@ -75,6 +89,61 @@ class CallShared:
                    policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
                    use_cache=spec.cache, seed=spec.seed, model_id=model_id,
                    max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm)
+
+    async def likelihoods(self, agent: Any, kind: str,
+                          items: list[tuple[str, str]]) -> list[Likelihood]:
+        """``items`` answered in a batch with whatever other samples asked meanwhile: one
+        drain sends what is waiting, deduplicated, while new requests wait for the next."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append((agent, kind, items, future))
+        if self._draining is None or self._draining.done():
+            self._draining = asyncio.ensure_future(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        while self._pending:
+            await asyncio.sleep(0)  # the samples woken with this one add theirs first
+            agent, kind = self._pending[0][0], self._pending[0][1]
+            taken, size = [], 0
+            for entry in list(self._pending):
+                if entry[1] != kind or (taken and size + len(entry[2]) > MAX_LIKELIHOOD_BATCH):
+                    continue
+                taken.append(entry)
+                size += len(entry[2])
+                self._pending.remove(entry)
+            unique = list(dict.fromkeys(item for e in taken for item in e[2]))
+            try:
+                answers = dict(zip(unique, await self._likelihood_call(agent, kind, unique),
+                                   strict=True))
+            except Exception as e:  # each waiting sample gets the error as its own
+                for *_, future in taken:
+                    if not future.done():
+                        future.set_exception(e)
+                continue
+            for _, _, items, future in taken:
+                if not future.done():  # a sample that timed out no longer waits
+                    future.set_result([answers[item] for item in items])
+
+    async def _likelihood_call(self, agent: Any, kind: str,
+                               items: list[tuple[str, str]]) -> list[Likelihood]:
+        """One model call under the run's limits, retried like a reply."""
+        attempt = 0
+        while True:
+            try:
+                if self.limiter.interval:
+                    await self.limiter.wait()
+                async with self.semaphore:
+                    if kind == "rolling":
+                        return list(await agent.loglikelihood_rolling([t for _, t in items]))
+                    return list(await agent.loglikelihood([Continuation(*i) for i in items]))
+            except ModelCallError as e:
+                if not e.transient or attempt >= self.policy.max_retries:
+                    if attempt:
+                        raise ModelCallError(f"{e} (gave up after {attempt + 1} attempts)",
+                                             transient=False, status=e.status) from e
+                    raise
+                await asyncio.sleep(self.policy.wait(attempt, e.retry_after, self.rng))
+                attempt += 1
 
     def secrets(self) -> list[str]:
         """The secrets the run knows (read once per run, again when one is added)."""
@@ -213,6 +282,57 @@ class CallContext:
             shared.store.cache_put(key, self.model_id, json.dumps(reply.to_dict()))
             shared.cached_keys.add(key)
         return reply
+
+    async def loglikelihood(self, requests: list[Continuation]) -> list[Likelihood]:
+        """Each continuation's log-likelihood: cached, batched with other samples' requests
+        (:meth:`CallShared.likelihoods`), limited and retried like :meth:`generate`."""
+        return await self._likelihoods("pair", [(r.context, r.continuation) for r in requests])
+
+    async def loglikelihood_rolling(self, texts: list[str]) -> list[Likelihood]:
+        """Each text's log-likelihood (for perplexity), as :meth:`loglikelihood`."""
+        return await self._likelihoods("rolling", [("", t) for t in texts])
+
+    async def _likelihoods(self, kind: str, items: list[tuple[str, str]]) -> list[Likelihood]:
+        shared = self._shared
+        if not callable(getattr(self._agent, "loglikelihood", None)):
+            raise ModelCallError(f"{self.model_id} cannot score log-likelihood (it gives no "
+                                 "log-probs); use a model that does, or --mc generate",
+                                 transient=False)
+        asked = time.perf_counter()
+        out: list[Likelihood | None] = [None] * len(items)
+        keys: list[str | None] = [None] * len(items)
+        if self._cacheable and shared.use_cache:
+            for i, item in enumerate(items):
+                key = keys[i] = likelihood_key(self._identity, kind, item)
+                if key in shared.cached_keys:
+                    hit = shared.store.cache_get(key)
+                    if inspect.isawaitable(hit):  # a cache on another process (Ray's workers)
+                        hit = await hit
+                    if hit is not None:
+                        out[i] = Likelihood.from_list(json.loads(hit))
+        todo = [i for i, r in enumerate(out) if r is None]
+        fresh = Usage()
+        if todo:
+            try:
+                answers = await shared.likelihoods(self._agent, kind, [items[i] for i in todo])
+            except ModelCallError as e:
+                self._event(asked, time.perf_counter() - asked, 0.0, errors=[scrub(str(e))[
+                    :_MAX_EVENT_TEXT]])
+                raise
+            for i, answer in zip(todo, answers, strict=True):
+                out[i] = answer
+                fresh.input_tokens += answer.input_tokens
+                if keys[i] is not None:
+                    shared.store.cache_put(keys[i], self.model_id, json.dumps(answer.to_list()))
+                    shared.cached_keys.add(keys[i])  # type: ignore[arg-type]
+        self.calls += 1
+        self.cache_hits += not todo
+        self.usage.add(fresh)
+        duration = time.perf_counter() - asked
+        self.model_s += duration
+        self._event(asked, duration, 0.0, reply=Reply(Message("assistant", ""), fresh,
+                                                      cached=not todo))
+        return out  # type: ignore[return-value]
 
     def _event(self, asked: float, duration: float, waited: float, *, reply: Reply | None = None,
                params: dict[str, Any] | None = None, errors: list[str] | None = None) -> None:

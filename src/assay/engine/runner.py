@@ -159,6 +159,10 @@ class Engine:
             if self.executor is None and spec.executor == "ray":  # reached before the run is
                 executor = executor_for(spec, subject)  # created: a cluster down creates none
             roles = task_roles(task, spec, subj)
+            if getattr(task, "needs_logprobs", False) and not capabilities_of(subj).logprobs:
+                raise ConfigError(f"{task.name} asks for log-likelihoods and {subj.model_id} "
+                                  "gives no log-probs; use --mc generate, or a model that "
+                                  "does (local, openai/... on a vLLM or llama.cpp server)")
             await preflight(subj, roles)
             described = subj.describe()
             if roles:
@@ -248,9 +252,12 @@ class Engine:
             advance(errors)
 
         with self.store.background_writes(), bar:
-            # 1 where every model declares it answers one call at a time
+            # 1 where every model declares it answers one call at a time, unless the task's
+            # requests are batched across samples (log-likelihoods): samples side by side
+            # then fill one call
             n_workers = 1 if all(capabilities_of(m).one_call_at_a_time for m in (
-                subj, *(r for r, _, _ in run.roles.values()))) else spec.max_connections
+                subj, *(r for r, _, _ in run.roles.values()))) and not getattr(
+                task, "needs_logprobs", False) else spec.max_connections
             await executor.execute(task, subj, todo, run, commit, n_workers)
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]

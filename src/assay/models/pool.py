@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from assay.core.types import Message, Reply, ToolSpec
+from assay.core.types import Continuation, Likelihood, Message, Reply, ToolSpec
 from assay.errors import AssayError, ModelCallError
 
 #: failures in a row after which an endpoint is taken out, and for how long (seconds)
@@ -62,12 +62,21 @@ class EndpointPool:
 
     async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
                        response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
+        return await self._call("generate", messages, tools=tools,
+                                response_schema=response_schema, **params)
+
+    async def loglikelihood(self, requests: list[Continuation]) -> list[Likelihood]:
+        return await self._call("loglikelihood", requests)
+
+    async def loglikelihood_rolling(self, texts: list[str]) -> list[Likelihood]:
+        return await self._call("loglikelihood_rolling", texts)
+
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         i = self._pick()
         self.in_flight[i] += 1
         self.calls[i] += 1
         try:
-            reply = await self.models[i].generate(messages, tools=tools,
-                                                  response_schema=response_schema, **params)
+            reply = await getattr(self.models[i], method)(*args, **kwargs)
         except ModelCallError as e:
             if e.transient and e.status != 429:
                 self.failures[i] += 1

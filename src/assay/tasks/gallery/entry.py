@@ -170,6 +170,41 @@ class Reference(_Strict):
     filters: dict[str, list[ReferenceStep]] = Field(min_length=1)
 
 
+class LikelihoodForm(_Strict):
+    """A multiple-choice entry's log-likelihood form (:mod:`assay.tasks.gallery.likelihood`):
+    expressions over ``record`` as ``fields`` are, for lm-eval's ``doc_to_text`` (context),
+    ``doc_to_choice`` (choices), ``doc_to_target`` (gold); or ``contexts`` (one per choice)
+    and the shared ``continuation``. None given: ``Question: <question>\nAnswer:`` and the
+    entry's choices."""
+
+    context: str | None = None
+    choices: str | None = None
+    gold: str | None = None
+    contexts: str | None = None
+    continuation: str | None = None
+    #: between the context and each continuation (lm-eval's ``target_delimiter``)
+    delimiter: str = " "
+    formulation: Literal["cloze", "letters"] = "cloze"
+    #: the primary metric
+    metric: Literal["acc", "acc_norm", "acc_bytes"] = "acc_norm"
+    #: asked this way unless ``--mc generate`` (the published form of base-model scores)
+    default: bool = False
+    #: where the expressions come from (``lm-eval 0.4.13 tasks/hellaswag``)
+    reference: str = ""
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> LikelihoodForm:
+        if (self.contexts is None) != (self.continuation is None):
+            raise ValueError("contexts and continuation go together")
+        if self.contexts is not None and self.context is not None:
+            raise ValueError("give context, or contexts with continuation, not both")
+        return self
+
+    def expressions(self) -> dict[str, str]:
+        return {k: v for k in ("context", "choices", "gold", "contexts", "continuation")
+                if (v := getattr(self, k)) is not None}
+
+
 class Readiness(_Strict):
     """What has been proven about the entry (the tests check each claim)."""
 
@@ -219,6 +254,8 @@ class GalleryEntry(_Strict):
     metrics: Metrics = Field(default_factory=Metrics)
     #: a reference harness's own scoring, stored beside the entry's metrics
     reference: Reference | None = None
+    #: a multiple-choice entry's log-likelihood form (every one has one; this tunes it)
+    loglikelihood: LikelihoodForm | None = None
     readiness: Readiness = Field(default_factory=Readiness)
     golden: list[Golden] = Field(default_factory=list)
     #: the capabilities the field uses it to measure, with its standing for each
@@ -229,6 +266,8 @@ class GalleryEntry(_Strict):
     def _consistent(self, info: ValidationInfo) -> GalleryEntry:
         if self.category and self.category not in CATEGORIES:
             raise ValueError(f"category must be one of {', '.join(CATEGORIES)}")
+        if self.loglikelihood is not None and self.eval_type != "multiple_choice":
+            raise ValueError("only a multiple_choice entry has a loglikelihood form")
         if (info.context or {}).get("catalogue"):
             self._catalogue_entry()
         elif self.source is None:
@@ -265,6 +304,14 @@ class GalleryEntry(_Strict):
             missing = need - set(self.fields)
             if missing:
                 raise ValueError(f"fields is missing {', '.join(sorted(missing))}")
+
+    @property
+    def likelihood(self) -> LikelihoodForm | None:
+        """The log-likelihood form of a multiple-choice entry (the default where none is
+        declared), else None."""
+        if self.eval_type != "multiple_choice":
+            return None
+        return self.loglikelihood or LikelihoodForm()
 
     @property
     def reference_metrics(self) -> list[str]:

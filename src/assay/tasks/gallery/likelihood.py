@@ -1,0 +1,111 @@
+"""The log-likelihood form of a multiple-choice entry (lm-eval's ``multiple_choice`` output type):
+each choice is scored as a continuation of the context and the likeliest wins.
+
+- ``cloze``: the context is the entry's ``loglikelihood.context`` (lm-eval's ``doc_to_text``),
+  each continuation the delimiter and a choice's text; or, where the choice changes the
+  context (WinoGrande), one context per choice and the one shared continuation.
+- ``letters``: the context is the generative prompt (options listed under letters), the
+  continuations " A", " B", ...
+- Metrics, as lm-eval's: ``acc`` (the highest log-likelihood), ``acc_norm`` (divided by the
+  choice's length in characters), ``acc_bytes`` (in UTF-8 bytes). Every choice's log-prob
+  is stored, so ``assay score RUN -T ll_metric=acc`` switches the primary with no model call.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from assay.core.types import Continuation, Message, Outcome, Sample, Score
+
+METRICS = ("acc", "acc_norm", "acc_bytes")
+
+
+def pairs_of(sample: Sample) -> list[Continuation]:
+    """The sample's requests, one per choice, as read (``metadata["loglikelihood"]``)."""
+    ll = sample.metadata["loglikelihood"]
+    if "contexts" in ll:
+        return [Continuation(c, ll["continuation"]) for c in ll["contexts"]]
+    return [Continuation(ll["context"], c) for c in ll["continuations"]]
+
+
+async def solve(sample: Sample, agent: Any) -> Outcome:
+    """Every choice's log-likelihood, from one call (batched with other samples')."""
+    requests = pairs_of(sample)
+    answers = await agent.loglikelihood(requests)
+    shown = requests[0].context if len({r.context for r in requests}) == 1 else ""
+    lines = [f"{r.continuation!r}: {a.logprob:.4f}" + (" (greedy)" if a.greedy else "")
+             for r, a in zip(requests, answers, strict=True)]
+    return Outcome(transcript=[Message("user", shown or "\n---\n".join(
+                       r.context for r in requests)), Message("assistant", "\n".join(lines))],
+                   output="", metadata={"loglikelihood": [
+                       [a.logprob, a.greedy, a.tokens] for a in answers]})
+
+
+def _argmax(values: list[float]) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))  # first of equals, as numpy
+
+
+def score(sample: Sample, outcome: Outcome, primary: str) -> list[Score]:
+    """``acc``, ``acc_norm`` and ``acc_bytes``, ``primary`` first; each names its pick."""
+    found = outcome.metadata.get("loglikelihood")
+    ll = sample.metadata.get("loglikelihood") or {}
+    texts: list[str] = ll.get("norm") or []
+    if not found or len(found) != len(texts):
+        return [Score(primary, None, None, "no log-likelihoods were stored for this sample")]
+    logprobs = [float(x[0]) for x in found]
+    gold = int(ll["gold"])
+    picks = {"acc": _argmax(logprobs),
+             "acc_norm": _argmax([lp / max(len(t), 1) for lp, t in zip(logprobs, texts)]),
+             "acc_bytes": _argmax([lp / max(len(t.encode("utf-8")), 1)
+                                   for lp, t in zip(logprobs, texts)])}
+    scores = []
+    for name in (primary, *(m for m in METRICS if m != primary)):
+        pick = picks[name]
+        scores.append(Score(name, 1.0 if pick == gold else 0.0, texts[pick],
+                            f"picked choice {pick} of {len(texts)} (gold {gold})",
+                            {"pick": pick, "gold": gold}))
+    return scores
+
+
+def build(sample: Sample, formulation: str, values: dict[str, Any], prompt: str,
+          delimiter: str, shots: list[tuple[str, str]], separator: str) -> dict[str, Any]:
+    """A sample's ``metadata["loglikelihood"]``: its requests' texts, the choice texts that
+    normalise ``acc_norm``, the gold index. ``values``: the entry's ``loglikelihood``
+    expressions evaluated on the record; ``prompt``: the generative prompt (``letters``);
+    ``shots``: (context, gold continuation) of each few-shot example (``cloze``)."""
+    choices = [str(c) for c in (values["choices"] if values.get("choices") is not None
+                                else sample.metadata["choices"])]
+    gold = values.get("gold", sample.target)
+    gold = int(gold[0] if isinstance(gold, list) else gold)
+    if formulation == "letters":
+        letters = [f"{delimiter}{chr(65 + i)}" for i in range(len(choices))]
+        return {"context": prompt, "continuations": letters,
+                "norm": [s.strip() for s in letters], "gold": gold}
+    prefix = "".join(c + a + separator for c, a in shots)
+    if values.get("contexts") is not None:
+        contexts = [str(c) for c in values["contexts"]]
+        # lm-eval normalises by its doc_to_choice, here the contexts
+        return {"contexts": [prefix + c for c in contexts],
+                "continuation": delimiter + str(values["continuation"]),
+                "norm": contexts, "gold": gold}
+    context = values.get("context")
+    context = f"Question: {sample.input}\nAnswer:" if context is None else str(context)
+    return {"context": prefix + context, "continuations": [delimiter + c for c in choices],
+            "norm": choices, "gold": gold}
+
+
+def shot_of(ll: dict[str, Any]) -> tuple[str, str]:
+    """A few-shot example's text in the cloze form: its context and gold continuation."""
+    gold = ll["gold"]
+    if "contexts" in ll:
+        return ll["contexts"][gold], ll["continuation"]
+    return ll["context"], ll["continuations"][gold]
+
+
+def perplexity(loglikelihood: float, units: int) -> float:
+    """``exp(-ll / units)`` (word or byte perplexity), infinite past a float's range."""
+    try:
+        return math.exp(-loglikelihood / units)
+    except OverflowError:
+        return math.inf
