@@ -153,3 +153,47 @@ def browser() -> Any:
     from tests.browser import launched_browser
 
     yield from launched_browser()
+
+
+def _serve_llama(as_shipped: bool) -> Any:
+    """llama-cpp-python's server on the embedded GGUF, on a free port of 127.0.0.1; its
+    base URL while it runs (it is stopped after). Waits for it to answer, however long."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "assay.testing.llama_server", "--port", str(port),
+           "--threads", "2", *(["--as-shipped"] if as_shipped else [])]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/v1"
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the llama.cpp server ended: {proc.stderr.read()[-2000:]!r}")
+        try:
+            with urllib.request.urlopen(url + "/models", timeout=5):
+                break
+        except OSError:
+            time.sleep(0.2)  # loading the model; readiness, not a timing assumption
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Any:
+    """A real OpenAI-compatible server with prompt log-probs: llama-cpp-python's server on
+    the embedded GGUF, its echo log-probs corrected (``assay.testing.llama_server``)."""
+    yield from _serve_llama(as_shipped=False)
+
+
+@pytest.fixture(scope="session")
+def llama_server_as_shipped() -> Any:
+    """The same server unchanged: its echoed prompt log-probs are a token late."""
+    yield from _serve_llama(as_shipped=True)

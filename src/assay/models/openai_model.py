@@ -314,9 +314,17 @@ class OpenAIModel:
 
     async def _echo(self, prompt: str, echo: bool = True) -> Any:
         async with self._per_loop()[1]:
-            data = await self._post(self._completions_url, {
-                "model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0,
-                "echo": echo, "logprobs": 1})
+            try:
+                data = await self._post(self._completions_url, {
+                    "model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0,
+                    "echo": echo, "logprobs": 1})
+            except ModelCallError as e:
+                if e.status not in (404, 405):
+                    raise
+                raise ModelCallError(f"{self.display_url} does not serve /completions (HTTP "
+                                     f"{e.status}); log-likelihood needs a server that does, "
+                                     "with echo and logprobs (vLLM, SGLang, a llama.cpp "
+                                     "server)", transient=False, status=e.status) from e
         return echo_logprobs(data, self.display_url)
 
     async def _likelihood(self, pair: tuple[str, str], start: int | None = None) -> Likelihood:

@@ -227,6 +227,16 @@ class FakeServer:
         return _json({"object": "list", "data": [
             {"id": "fake", "object": "model", "created": 0, "owned_by": "assay"}]})
 
+    async def _handle_completions(self, request: web.Request) -> web.Response:
+        """``/v1/completions``: the prompt echoed when asked, with no log-probs (as an
+        endpoint that does not give prompt log-probs answers)."""
+        body = await request.json()
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        text = (prompt if isinstance(prompt, str) and body.get("echo") else "") + " ok"
+        return _json({"object": "text_completion", "model": body.get("model", "fake"),
+                      "choices": [{"index": 0, "text": text, "logprobs": None,
+                                   "finish_reason": "length"}]})
+
     async def _handle_embeddings(self, request: web.Request) -> web.Response:
         """``/v1/embeddings``: a deterministic bag-of-words vector per input (each lower-case
         word hashed into one of 64 dimensions), so texts that share words are close."""
@@ -258,6 +268,7 @@ class FakeServer:
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_get("/v1/models", self._handle_models)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
+        app.router.add_post("/v1/completions", self._handle_completions)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
                                shutdown_timeout=0.5)
         await runner.setup()
