@@ -3,11 +3,14 @@ endpoint the log-likelihood tests use (``pip install 'llama-cpp-python[server]'`
 
     python -m assay.testing.llama_server --model model.gguf --port 8765
 
-llama-cpp-python 0.3.36 reads each echoed prompt token's log-prob from its own position, not
-the one before it, for models that add no BOS token (SmolLM2, Qwen, GPT-2): a prompt token
-gets the log-prob of being repeated. Served here, that is corrected (the echo path's rows are
-moved down by one); ``--as-shipped`` serves the server unchanged, which assay's endpoint
-check refuses (:func:`assay.models.openai_model.check_echo`)."""
+llama-cpp-python 0.3.36's echo differs from OpenAI's completions API twice, for models that
+add no BOS token (SmolLM2, Qwen, GPT-2): each echoed prompt token gets the log-prob read at
+its own position, not the one before it (the log-prob of the token after it), and the
+generated token is left out of the log-probs (so lm-eval's ``gguf`` model, which drops the
+last echoed token as the generated one, drops the continuation's last token). Served here,
+both are corrected (the echo path's rows moved down by one, the generated token kept), so
+the server answers as OpenAI's and vLLM's do; ``--as-shipped`` serves it unchanged, which
+assay's endpoint check refuses (:func:`assay.models.openai_model.check_echo`)."""
 
 from __future__ import annotations
 
@@ -33,8 +36,10 @@ def correct_echo_logprobs() -> None:
 
     def logits_to_logprobs(logits: Any, axis: int = -1) -> Any:
         out = to_logprobs(logits, axis=axis)
-        if getattr(_ECHO, "shift", False) and getattr(out, "ndim", 1) == 2 and len(out) > 1:
-            out = np.concatenate([out[:1], out[:-1]])  # row i: what predicted token i
+        if getattr(_ECHO, "shift", False) and getattr(out, "ndim", 1) == 2 and len(out) > 0:
+            # row i: what predicted token i (row 0 is never read: the first token has
+            # none); one row more, so the generated token is echoed with its log-prob
+            out = np.concatenate([out[:1], out])
         return out
 
     @functools.wraps(create)
