@@ -18,7 +18,7 @@ DIMENSIONS: tuple[str, ...] = ("correctness", "similarity", "format", "fluency",
                                "diagnostic")
 LEVELS: tuple[str, ...] = ("sample", "corpus", "group", "judge", "task")
 
-MODULES: tuple[str, ...] = ("assay.metrics.library",)
+MODULES: tuple[str, ...] = ("assay.metrics.library", "assay.metrics.likelihood")
 #: what a task's metrics report beside its scores (counts, usage, errors): never metric names
 RUN_FIELDS = frozenset({
     "n_samples", "n_scored", "n_errors", "error_rate", "score_errors_as_wrong", "epochs",

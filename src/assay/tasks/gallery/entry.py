@@ -238,8 +238,8 @@ class GalleryEntry(_Strict):
     license: str = ""
     size: int | None = None
     source: Source | None = None
-    eval_type: Literal["generate", "multiple_choice", "code", "instructions", "mtbench",
-                       "native"] = "generate"
+    eval_type: Literal["generate", "multiple_choice", "perplexity", "code", "instructions",
+                       "mtbench", "native"] = "generate"
     #: for ``native``: the registered task it runs (``bfcl``, ``gaia``)
     task: str | None = None
     #: for the eval types with code of their own: the Task class (``module:Class``), when it
@@ -296,6 +296,8 @@ class GalleryEntry(_Strict):
                 raise ValueError("a native entry names its task (task: bfcl)")
         elif self.source is None and self.readiness.status == "ready":
             raise ValueError("an entry that is ready has a source")
+        if self.eval_type == "perplexity" and "text" not in self.fields:
+            raise ValueError("a perplexity entry's fields give the text (fields: {text: ...})")
         if self.eval_type in ("generate", "multiple_choice"):
             if self.prompt is None or self.prompt.template is None:
                 raise ValueError(f"a {self.eval_type} entry has a prompt")

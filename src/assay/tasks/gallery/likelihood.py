@@ -13,10 +13,11 @@ each choice is scored as a continuation of the context and the likeliest wins.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from assay.core.types import Continuation, Message, Outcome, Sample, Score
+from assay.metrics.likelihood import corpus_interval, count_bytes, count_words
+from assay.metrics.registry import get_metric
 
 METRICS = ("acc", "acc_norm", "acc_bytes")
 
@@ -42,30 +43,52 @@ async def solve(sample: Sample, agent: Any) -> Outcome:
                        [a.logprob, a.greedy, a.tokens] for a in answers]})
 
 
-def _argmax(values: list[float]) -> int:
-    return max(range(len(values)), key=lambda i: (values[i], -i))  # first of equals, as numpy
-
-
 def score(sample: Sample, outcome: Outcome, primary: str) -> list[Score]:
-    """``acc``, ``acc_norm`` and ``acc_bytes``, ``primary`` first; each names its pick."""
+    """``acc``, ``acc_norm`` and ``acc_bytes`` (:mod:`assay.metrics.likelihood`), ``primary``
+    first; each names its pick."""
     found = outcome.metadata.get("loglikelihood")
     ll = sample.metadata.get("loglikelihood") or {}
     texts: list[str] = ll.get("norm") or []
     if not found or len(found) != len(texts):
         return [Score(primary, None, None, "no log-likelihoods were stored for this sample")]
     logprobs = [float(x[0]) for x in found]
-    gold = int(ll["gold"])
-    picks = {"acc": _argmax(logprobs),
-             "acc_norm": _argmax([lp / max(len(t), 1) for lp, t in zip(logprobs, texts)]),
-             "acc_bytes": _argmax([lp / max(len(t.encode("utf-8")), 1)
-                                   for lp, t in zip(logprobs, texts)])}
-    scores = []
-    for name in (primary, *(m for m in METRICS if m != primary)):
-        pick = picks[name]
-        scores.append(Score(name, 1.0 if pick == gold else 0.0, texts[pick],
-                            f"picked choice {pick} of {len(texts)} (gold {gold})",
-                            {"pick": pick, "gold": gold}))
-    return scores
+    return [get_metric(name).fn(logprobs, ll["gold"], choices=texts)
+            for name in (primary, *(m for m in METRICS if m != primary))]
+
+
+async def solve_text(sample: Sample, agent: Any) -> Outcome:
+    """A text's log-likelihood over rolling windows (a perplexity entry)."""
+    text = str(sample.input)
+    (answer,) = await agent.loglikelihood_rolling([text])
+    return Outcome(transcript=[Message("user", text)], output="", metadata={
+        "loglikelihood": [answer.logprob, answer.tokens]})
+
+
+def score_text(sample: Sample, outcome: Outcome) -> list[Score]:
+    """The text's own bits per byte (the corpus figures are summed over texts: metrics)."""
+    found = outcome.metadata.get("loglikelihood")
+    if not found:
+        return [Score("bits_per_byte", None, None, "no log-likelihood was stored")]
+    logprob, units = float(found[0]), count_bytes(str(sample.input))
+    value = get_metric("bits_per_byte").fn([(logprob, units)])
+    return [Score("bits_per_byte", value, None,
+                  f"log-likelihood {logprob:.2f} over {units} bytes, {found[1]} tokens",
+                  {"loglikelihood": logprob, "bytes": units,
+                   "words": count_words(str(sample.input)), "tokens": found[1]})]
+
+
+def text_metrics(results: list[Any]) -> dict[str, Any]:
+    """word_perplexity, byte_perplexity and bits_per_byte over the scored texts, each with
+    a bootstrap interval over texts (bits_per_byte first: the headline)."""
+    meta = [r.scores["bits_per_byte"]["metadata"] for r in results
+            if r.error is None and (r.scores.get("bits_per_byte") or {}).get("value") is not None]
+    out: dict[str, Any] = {}
+    for name, unit in (("bits_per_byte", "bytes"), ("byte_perplexity", "bytes"),
+                       ("word_perplexity", "words")):
+        items = [(m["loglikelihood"], m[unit]) for m in meta]
+        out[name] = corpus_interval(get_metric(name).fn, items) if items else {
+            "value": None, "n": 0}
+    return out
 
 
 def build(sample: Sample, formulation: str, values: dict[str, Any], prompt: str,
@@ -101,11 +124,3 @@ def shot_of(ll: dict[str, Any]) -> tuple[str, str]:
     if "contexts" in ll:
         return ll["contexts"][gold], ll["continuation"]
     return ll["context"], ll["continuations"][gold]
-
-
-def perplexity(loglikelihood: float, units: int) -> float:
-    """``exp(-ll / units)`` (word or byte perplexity), infinite past a float's range."""
-    try:
-        return math.exp(-loglikelihood / units)
-    except OverflowError:
-        return math.inf

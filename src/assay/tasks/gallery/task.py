@@ -25,7 +25,7 @@ from assay.scoring.parsers import parser_extraction
 from assay.scoring.reference import score_reference
 from assay.tasks.base import LoadedData, Task, run_params_of
 from assay.tasks.gallery import likelihood, source
-from assay.tasks.gallery.entry import GalleryEntry, get_entry
+from assay.tasks.gallery.entry import GalleryEntry, Prompt, get_entry
 from assay.tasks.info import DataSource, TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.registry import build_task, resolve, task_class
@@ -75,12 +75,12 @@ def _compiled(name: str) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
     from jinja2 import TemplateError  # startup
 
     entry = get_entry(name)
-    assert entry.prompt is not None
     env = _env()
     form = entry.likelihood
+    prompt = entry.prompt or Prompt(template="{{ question }}")  # a perplexity entry's: unused
     try:
-        return (env.from_string(entry.prompt.template),
-                env.from_string(entry.prompt.fewshot.answer_template),
+        return (env.from_string(prompt.template),
+                env.from_string(prompt.fewshot.answer_template),
                 {k: env.compile_expression(v) for k, v in entry.fields.items()},
                 {k: env.compile_expression(v)
                  for k, v in (form.expressions() if form else {}).items()})
@@ -113,7 +113,7 @@ class GalleryTask(Task):
     @property
     def needs_logprobs(self) -> bool:
         """Asked by log-likelihood: the engine checks the model can, and batches samples."""
-        return self.mc == "loglikelihood"
+        return self.mc == "loglikelihood" or self.entry.eval_type == "perplexity"
 
     def _sample(self, record: Any, index: int) -> Sample:
         from jinja2 import TemplateError  # startup
@@ -126,6 +126,11 @@ class GalleryTask(Task):
             except (TemplateError, ValueError, TypeError, LookupError, ArithmeticError) as e:
                 raise DatasetError(f"{self.entry.name}: {record.where}: field {key}: "
                                    f"{type(e).__name__}: {e}") from e
+        if self.entry.eval_type == "perplexity":  # a text to score, nothing to answer
+            text, sid = values.pop("text"), str(values.pop("id", index))
+            if not isinstance(text, str) or not text.strip():
+                raise DatasetError(f"{self.entry.name}: {record.where}: no text")
+            return Sample(id=sid, input=text, metadata={"source": record.where, **values})
         ll_values: dict[str, Any] = {}
         if self.mc == "loglikelihood":
             for key, expr in _compiled(self.entry.name)[3].items():
@@ -167,7 +172,7 @@ class GalleryTask(Task):
             dup = next(i for i in ids if ids.count(i) > 1)
             raise DatasetError(f"{self.entry.name}: sample id {dup!r} is used twice")
         shot_paths = [p for k, p in sorted(pulled.extra.items()) if k.startswith("fewshot:")]
-        fewshot = self.entry.prompt.fewshot  # type: ignore[union-attr]
+        fewshot = (self.entry.prompt or Prompt()).fewshot
         n = fewshot.n if self.opts.fewshot is None else int(self.opts.fewshot)
         if n:
             pool = ([self._sample(r, i) for i, r in
@@ -190,7 +195,7 @@ class GalleryTask(Task):
             self._likelihood_forms(samples, shots if n else [], n)
         info = {"source": self.entry.source.describe() if self.entry.source else "",
                 "entry": self.entry.name, "rows": len(samples), **pulled.info}
-        if samples:
+        if samples and self.entry.prompt is not None:
             self.render(samples[0])  # a broken template fails before any model call
         options = dict(self.options)
         if self.entry.likelihood is not None:  # as resolved: what metrics() and score read
@@ -277,11 +282,15 @@ class GalleryTask(Task):
         return {**params, **run_params_of(ctx)}
 
     async def solve(self, sample: Sample, agent: Any) -> Outcome:
+        if self.entry.eval_type == "perplexity":
+            return await likelihood.solve_text(sample, agent)
         if self.mc == "loglikelihood":
             return await likelihood.solve(sample, agent)
         return await super().solve(sample, agent)
 
     def score(self, sample: Sample, outcome: Outcome) -> list[Score]:
+        if self.entry.eval_type == "perplexity":
+            return likelihood.score_text(sample, outcome)
         if self.mc == "loglikelihood":
             return likelihood.score(sample, outcome, self.ll_metric)
         return score_reply(self.entry, outcome.output, sample.target,
@@ -291,6 +300,11 @@ class GalleryTask(Task):
     def metrics(cls, results: list[SampleResult],
                 options: dict[str, Any] | None = None) -> dict[str, Any]:
         entry = get_entry((options or {}).get("entry") or "")
+        if entry.eval_type == "perplexity":  # corpus figures; the counts as every run's
+            counts = score_summary(results, "bits_per_byte")
+            counts.pop("score")
+            return {**likelihood.text_metrics(results), **counts, **usage_summary(results),
+                    "top_errors": error_messages(results)}
         if (options or {}).get("mc") == "loglikelihood":
             return likelihood_metrics(entry, results, options or {})
         # the reference harness's own scores (lm-eval's exact_match per filter) are rates
@@ -451,7 +465,7 @@ class GalleryFactory:
         if e.eval_type == "native":
             if e.readiness.status == "ready":  # a planned entry's task may not exist yet
                 base = resolve(e.task or "").info
-        elif e.eval_type not in ("generate", "multiple_choice"):
+        elif e.eval_type not in ("generate", "multiple_choice", "perplexity"):
             base = self.task_cls.info
         data = base.data
         if e.source is not None:
@@ -466,7 +480,7 @@ class GalleryFactory:
 
     @property
     def task_cls(self) -> type[Task]:
-        if self.entry.eval_type in ("generate", "multiple_choice"):
+        if self.entry.eval_type in ("generate", "multiple_choice", "perplexity"):
             return GalleryTask
         if self.entry.eval_type == "native":
             return task_class(self.entry.task or "")
@@ -479,7 +493,7 @@ class GalleryFactory:
         return self._options
 
     def _make_options(self) -> type[TaskOptions]:
-        if self.entry.eval_type in ("generate", "multiple_choice"):
+        if self.entry.eval_type in ("generate", "multiple_choice", "perplexity"):
             return GalleryOptions
         if self.entry.eval_type == "native":
             base = resolve(self.entry.task or "").Options
@@ -512,7 +526,7 @@ class GalleryFactory:
 
     def create(self, options: TaskOptions) -> Task:
         values = options.model_dump()
-        if self.entry.eval_type in ("generate", "multiple_choice"):
+        if self.entry.eval_type in ("generate", "multiple_choice", "perplexity"):
             return GalleryTask(**{**values, "entry": self.entry.name})
         wheel = values.pop("wheel", None)
         if self.entry.eval_type == "native":
