@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import typing
 from typing import Any
 
 import click
@@ -25,6 +26,14 @@ from assay.tasks.options import field_kind, parse_assignments
 from assay.tasks.registry import available, looks_like_file, resolve
 
 
+def literal_values(annotation: Any) -> list[str]:
+    """The values of a ``Literal[...]`` (or ``Literal[...] | None``) of strings, else []."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Literal:
+        return [a for a in args if isinstance(a, str)]
+    return literal_values(args[0]) if len(args) == 1 else []
+
+
 def task_params(options_model: Any) -> list[click.Parameter]:
     """Click options for every field of a task's options model (a flag not given is not
     passed: defaults are the model's)."""
@@ -43,6 +52,8 @@ def task_params(options_model: Any) -> list[click.Parameter]:
         dashed = name.replace("_", "-")
         decls = [f"--{dashed}", *extra.get("flags", []), name]
         kw: dict[str, Any] = {"type": item if kind == "scalar" else str}
+        if kind == "scalar" and (values := literal_values(info.annotation)):
+            kw["type"] = click.Choice(values)
         if kind == "flag" and extra.get("flag_only"):
             kw = {"is_flag": True}
         elif kind == "flag":

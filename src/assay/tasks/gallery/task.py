@@ -59,7 +59,7 @@ class GalleryOptions(TaskOptions):
     mc: Literal["generate", "loglikelihood"] | None = Field(
         None, description="A multiple-choice entry asked as: generate (the model names a "
         "letter) or loglikelihood (each choice scored as a continuation; needs a model with "
-        "log-probs). Default: the entry's (below).")
+        "log-probs). Default: the entry's (see above).")
     formulation: Literal["cloze", "letters"] | None = Field(
         None, description="With --mc loglikelihood: cloze (the choices' texts) or letters "
         "(the lettered prompt, continuations ' A', ' B', ...). Default: the entry's.")
@@ -427,6 +427,16 @@ def readiness_text(entry: GalleryEntry) -> str:
     return ", ".join(proven) or "ready, unproven"
 
 
+def _likelihood_line(form: Any) -> str:
+    """What ``--help`` says of a multiple-choice entry's two forms and its default."""
+    default = "loglikelihood" if form.default else "generate"
+    return (f"Multiple choice: --mc {default} by default. --mc loglikelihood scores each "
+            f"choice as a continuation ({form.formulation}"
+            + (f", as {form.reference}" if form.reference else "")
+            + f"; primary {form.metric}, with acc, acc_norm and acc_bytes stored); it needs a "
+            "model with log-probs (local, or openai/... on a vLLM or llama.cpp server).")
+
+
 class GalleryFactory:
     """What the task registry holds for a gallery entry: options, description, the task."""
 
@@ -453,6 +463,7 @@ class GalleryFactory:
                    if e.reference else []),
                  f"Eval type: {e.eval_type}; answer parser: {e.parser.name} "
                  f"(no answer counts as {e.parser.on_failure}).",
+                 *([_likelihood_line(e.likelihood)] if e.likelihood else []),
                  f"Readiness: {readiness_text(e)}.",
                  f"Fetch the data first with: assay data pull {e.name}"]
         return "\n\n".join(lines)
