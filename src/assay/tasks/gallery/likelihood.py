@@ -13,9 +13,11 @@ each choice is scored as a continuation of the context and the likeliest wins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from assay.core.types import Continuation, Message, Outcome, Sample, Score
+from assay.errors import DatasetError
 from assay.metrics.likelihood import corpus_interval, count_bytes, count_words
 from assay.metrics.registry import get_metric
 
@@ -124,3 +126,26 @@ def shot_of(ll: dict[str, Any]) -> tuple[str, str]:
     if "contexts" in ll:
         return ll["contexts"][gold], ll["continuation"]
     return ll["context"], ll["continuations"][gold]
+
+
+def attach(entry: Any, samples: list[Sample], shots: list[Sample], n: int, formulation: str,
+           render: Callable[[Sample], str]) -> None:
+    """Each sample's ``metadata["loglikelihood"]`` made whole (:func:`build`) from the
+    expressions read into it: the ``n`` few-shot examples of ``shots`` not the sample itself
+    (``cloze``: before its context), ``render`` the generative prompt (``letters``)."""
+    form = entry.likelihood
+    separator = (entry.prompt.fewshot.separator if entry.prompt else "\n\n")
+
+    def made(sample: Sample, shot_texts: list[tuple[str, str]]) -> dict[str, Any]:
+        try:
+            return build(sample, formulation, sample.metadata.get("loglikelihood") or {},
+                         render(sample), form.delimiter, shot_texts, separator)
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            raise DatasetError(f"{entry.name}: sample {sample.id}: the log-likelihood form: "
+                               f"{type(e).__name__}: {e}") from e
+
+    shot_forms = {shot.id: made(shot, []) for shot in shots}
+    for sample in samples:
+        mine = [s for s in shots if s.input != sample.input][:n]
+        texts = [shot_of(shot_forms[s.id]) for s in mine] if formulation == "cloze" else []
+        sample.metadata["loglikelihood"] = made(sample, texts)

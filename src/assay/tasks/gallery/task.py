@@ -115,32 +115,30 @@ class GalleryTask(Task):
         """Asked by log-likelihood: the engine checks the model can, and batches samples."""
         return self.mc == "loglikelihood" or self.entry.eval_type == "perplexity"
 
-    def _sample(self, record: Any, index: int) -> Sample:
+    def _evaluate(self, exprs: dict[str, Any], record: Any, index: int,
+                  what: str) -> dict[str, Any]:
+        """The entry's compiled expressions over one record; an error names the key."""
         from jinja2 import TemplateError  # startup
 
         values: dict[str, Any] = {}
-        for key, expr in _compiled(self.entry.name)[2].items():
+        for key, expr in exprs.items():
             try:
                 values[key] = _plain(expr(record=record.data, index=index,
                                           member=record.member))
             except (TemplateError, ValueError, TypeError, LookupError, ArithmeticError) as e:
-                raise DatasetError(f"{self.entry.name}: {record.where}: field {key}: "
+                raise DatasetError(f"{self.entry.name}: {record.where}: {what}{key}: "
                                    f"{type(e).__name__}: {e}") from e
+        return values
+
+    def _sample(self, record: Any, index: int) -> Sample:
+        values = self._evaluate(_compiled(self.entry.name)[2], record, index, "field ")
         if self.entry.eval_type == "perplexity":  # a text to score, nothing to answer
             text, sid = values.pop("text"), str(values.pop("id", index))
             if not isinstance(text, str) or not text.strip():
                 raise DatasetError(f"{self.entry.name}: {record.where}: no text")
             return Sample(id=sid, input=text, metadata={"source": record.where, **values})
-        ll_values: dict[str, Any] = {}
-        if self.mc == "loglikelihood":
-            for key, expr in _compiled(self.entry.name)[3].items():
-                try:
-                    ll_values[key] = _plain(expr(record=record.data, index=index,
-                                                 member=record.member))
-                except (TemplateError, ValueError, TypeError, LookupError,
-                        ArithmeticError) as e:
-                    raise DatasetError(f"{self.entry.name}: {record.where}: loglikelihood."
-                                       f"{key}: {type(e).__name__}: {e}") from e
+        ll_values = (self._evaluate(_compiled(self.entry.name)[3], record, index,
+                                    "loglikelihood.") if self.mc == "loglikelihood" else {})
         question, answer = values.pop("question"), values.pop("answer")
         sid = str(values.pop("id", index))
         meta: dict[str, Any] = {"source": record.where}
@@ -192,7 +190,8 @@ class GalleryTask(Task):
                 if turns[key]:
                     sample.metadata["fewshot"] = turns[key]
         if self.mc == "loglikelihood":
-            self._likelihood_forms(samples, shots if n else [], n)
+            likelihood.attach(self.entry, samples, shots if n else [], n, self.formulation,
+                              self.render)
         info = {"source": self.entry.source.describe() if self.entry.source else "",
                 "entry": self.entry.name, "rows": len(samples), **pulled.info}
         if samples and self.entry.prompt is not None:
@@ -201,32 +200,6 @@ class GalleryTask(Task):
         if self.entry.likelihood is not None:  # as resolved: what metrics() and score read
             options.update(mc=self.mc, formulation=self.formulation, ll_metric=self.ll_metric)
         return LoadedData(samples, info, options)
-
-    def _likelihood_forms(self, samples: list[Sample], shots: list[Sample], n: int) -> None:
-        """Each sample's log-likelihood requests (:func:`likelihood.build`), few-shot
-        examples (cloze) before its context."""
-        form = self.entry.likelihood
-        assert form is not None
-        separator = self.entry.prompt.fewshot.separator  # type: ignore[union-attr]
-        made: dict[str, dict[str, Any]] = {}
-
-        def build(sample: Sample, shot_texts: list[tuple[str, str]]) -> dict[str, Any]:
-            values = sample.metadata.get("loglikelihood") or {}
-            try:
-                return likelihood.build(sample, self.formulation, values,
-                                        self.render(sample), form.delimiter, shot_texts,
-                                        separator)
-            except (KeyError, ValueError, TypeError, IndexError) as e:
-                raise DatasetError(f"{self.entry.name}: sample {sample.id}: the "
-                                   f"log-likelihood form: {type(e).__name__}: {e}") from e
-
-        for shot in shots:
-            made[shot.id] = build(shot, [])
-        for sample in samples:
-            mine = [s for s in shots if s.input != sample.input][:n]
-            texts = ([likelihood.shot_of(made[s.id]) for s in mine]
-                     if self.formulation == "cloze" else [])
-            sample.metadata["loglikelihood"] = build(sample, texts)
 
     def _choice_block(self, sample: Sample) -> str:
         choices = sample.metadata.get("choices") or []
@@ -305,11 +278,13 @@ class GalleryTask(Task):
             counts.pop("score")
             return {**likelihood.text_metrics(results), **counts, **usage_summary(results),
                     "top_errors": error_messages(results)}
-        if (options or {}).get("mc") == "loglikelihood":
-            return likelihood_metrics(entry, results, options or {})
+        primary = entry.metrics.primary
+        names = [primary, *entry.metrics.secondary, *entry.reference_metrics]
+        if (options or {}).get("mc") == "loglikelihood":  # lm-eval's three, one primary
+            primary = (options or {}).get("ll_metric") or "acc_norm"
+            names = [primary, *(m for m in likelihood.METRICS if m != primary)]
         # the reference harness's own scores (lm-eval's exact_match per filter) are rates
         # beside the entry's metrics, never its primary
-        names = [entry.metrics.primary, *entry.metrics.secondary, *entry.reference_metrics]
         out: dict[str, Any] = {}
         for i, name in enumerate(names):
             scored = results
@@ -322,11 +297,12 @@ class GalleryTask(Task):
             out[name] = summary["score"]
             if i == 0:
                 out.update({k: v for k, v in summary.items() if k != "score"})
-        # the parser's rate: how many replies gave an answer it could read
-        out["extraction_rate"] = extraction_rate(results, entry.metrics.primary)
-        for name in entry.metrics.diagnostic:  # scored per sample, on the whole reply
-            if name != "extraction_rate":
-                out[name] = score_summary(results, name)["score"]
+        if primary == entry.metrics.primary:  # a reply was generated and parsed
+            # the parser's rate: how many replies gave an answer it could read
+            out["extraction_rate"] = extraction_rate(results, primary)
+            for name in entry.metrics.diagnostic:  # scored per sample, on the whole reply
+                if name != "extraction_rate":
+                    out[name] = score_summary(results, name)["score"]
         # a breakdown by every extra field of the entry (MMLU's subject, MATH's level, ...)
         for key in entry.fields:
             if key in ("id", "question", "answer", "choices"):
@@ -334,33 +310,11 @@ class GalleryTask(Task):
             groups: dict[str, list[SampleResult]] = {}
             for r in results:
                 groups.setdefault(str(r.metadata.get(key)), []).append(r)
-            out[f"by_{key}"] = {k: score_summary(v, entry.metrics.primary)["score"]
+            out[f"by_{key}"] = {k: score_summary(v, primary)["score"]
                                 for k, v in sorted(groups.items())}
         out.update(usage_summary(results))
         out["top_errors"] = error_messages(results)
         return out
-
-
-def likelihood_metrics(entry: GalleryEntry, results: list[SampleResult],
-                       options: dict[str, Any]) -> dict[str, Any]:
-    """A log-likelihood run's metrics: the primary (``ll_metric``) with its interval, the
-    other two, and the breakdowns and usage a generative run has."""
-    primary = options.get("ll_metric") or "acc_norm"
-    summary = score_summary(results, primary)
-    out: dict[str, Any] = {primary: summary.pop("score"), **summary}
-    for name in likelihood.METRICS:
-        if name != primary:
-            out[name] = score_summary(results, name)["score"]
-    for key in entry.fields:
-        if key not in ("id", "question", "answer", "choices"):
-            groups: dict[str, list[SampleResult]] = {}
-            for r in results:
-                groups.setdefault(str(r.metadata.get(key)), []).append(r)
-            out[f"by_{key}"] = {k: score_summary(v, primary)["score"]
-                                for k, v in sorted(groups.items())}
-    out.update(usage_summary(results))
-    out["top_errors"] = error_messages(results)
-    return out
 
 
 def score_reply(entry: GalleryEntry, output: str, target: Any,
