@@ -311,7 +311,6 @@ class CallContext:
                     if hit is not None:
                         out[i] = Likelihood.from_list(json.loads(hit))
         todo = [i for i, r in enumerate(out) if r is None]
-        fresh = Usage()
         if todo:
             try:
                 answers = await shared.likelihoods(self._agent, kind, [items[i] for i in todo])
@@ -321,16 +320,17 @@ class CallContext:
                 raise
             for i, answer in zip(todo, answers, strict=True):
                 out[i] = answer
-                fresh.input_tokens += answer.input_tokens
                 if keys[i] is not None:
                     shared.store.cache_put(keys[i], self.model_id, json.dumps(answer.to_list()))
                     shared.cached_keys.add(keys[i])  # type: ignore[arg-type]
+        # tokens as a cached reply counts its own: what the answers took to compute
+        used = Usage(sum(a.input_tokens for a in out if a is not None), 0)
         self.calls += 1
         self.cache_hits += not todo
-        self.usage.add(fresh)
+        self.usage.add(used)
         duration = time.perf_counter() - asked
         self.model_s += duration
-        self._event(asked, duration, 0.0, reply=Reply(Message("assistant", ""), fresh,
+        self._event(asked, duration, 0.0, reply=Reply(Message("assistant", ""), used,
                                                       cached=not todo))
         return out  # type: ignore[return-value]
 

@@ -182,9 +182,12 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "results": results, "metrics": metrics, "metric_rows": metric_rows(metrics),
         "metric_notes": metric_notes(metrics, described), "model_rows": model_facts(run),
         # (name, rate, the top of its scale): a proportion's 1, else the run's own scale
-        # (MT-Bench's 1-10), so a bar is drawn on the scale its table shows
-        "rates": [(k, v, 1.0 if "successes" in v else _scale_top(metrics))
-                  for k, v in metrics.items() if is_rate(v) and v.get("value") is not None],
+        # (MT-Bench's 1-10), so a bar is drawn on the scale its table shows; a figure off
+        # every scale (a perplexity) has no bar
+        "rates": [(k, v, top) for k, v in metrics.items()
+                  if is_rate(v) and v.get("value") is not None
+                  and 0 <= v["value"] and max(v["value"], v.get("ci_high") or 0) <= (
+                      top := 1.0 if "successes" in v else _scale_top(metrics))],
         "top_errors": metrics.get("top_errors") or [],
         "headline": head, "headline_text": headline_text,
         "samples": (rows := sample_rows(shown := _with_texts(

@@ -148,4 +148,6 @@ def attach(entry: Any, samples: list[Sample], shots: list[Sample], n: int, formu
     for sample in samples:
         mine = [s for s in shots if s.input != sample.input][:n]
         texts = [shot_of(shot_forms[s.id]) for s in mine] if formulation == "cloze" else []
-        sample.metadata["loglikelihood"] = made(sample, texts)
+        form_of = sample.metadata["loglikelihood"] = made(sample, texts)
+        # the input is what the model is given: the context (each, where they differ)
+        sample.input = form_of.get("context") or "\n---\n".join(form_of["contexts"])

@@ -275,7 +275,8 @@ class GalleryTask(Task):
         entry = get_entry((options or {}).get("entry") or "")
         if entry.eval_type == "perplexity":  # corpus figures; the counts as every run's
             counts = score_summary(results, "bits_per_byte")
-            counts.pop("score")
+            for key in ("score", "score_errors_as_wrong"):  # a mean of per-text values:
+                counts.pop(key, None)  # not the corpus figure
             return {**likelihood.text_metrics(results), **counts, **usage_summary(results),
                     "top_errors": error_messages(results)}
         primary = entry.metrics.primary
