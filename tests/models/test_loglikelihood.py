@@ -145,3 +145,13 @@ def test_endpoint_without_prompt_logprobs(fake_server: Any) -> None:
 def test_empty_context_over_http_says_why(llama_server: str) -> None:
     message = _error(llama_server, [Continuation("", "Hello world")])
     assert "first token cannot be scored" in message
+
+
+#: measured on the embedded Q4_1 GGUF with llama-cpp-python 0.3.36 (and equal to llama.cpp's
+#: full-logits path above); a hundredth of a nat absorbs kernel changes, not a wrong token
+PINNED = {0: -0.2644, 1: -4.4007, 3: -2.7329}
+
+
+def test_pinned_log_probs_of_a_fixed_subset() -> None:
+    got = asyncio.run(LocalModel.load().loglikelihood([REQUESTS[i] for i in PINNED]))
+    assert [round(g.logprob, 4) for g in got] == pytest.approx(list(PINNED.values()), abs=0.01)

@@ -186,6 +186,7 @@ def _check_runs_as_qa(entry: GalleryEntry, path: Path) -> None:
                         or set(entry.metrics.options) - {"tolerance"}),
         "source": entry.source is not None and bool(entry.source.record or entry.source.dedupe
                                                     or "format" in entry.source.model_fields_set),
+        "loglikelihood": entry.loglikelihood is not None,
     }
     bad = next((k for k, v in problems.items() if v), None)
     if bad is not None:
