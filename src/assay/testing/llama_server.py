@@ -9,19 +9,24 @@ its own position, not the one before it (the log-prob of the token after it), an
 generated token is left out of the log-probs (so lm-eval's ``gguf`` model, which drops the
 last echoed token as the generated one, drops the continuation's last token). Served here,
 both are corrected (the echo path's rows moved down by one, the generated token kept), so
-the server answers as OpenAI's and vLLM's do; ``--as-shipped`` serves it unchanged, which
-assay's endpoint check refuses (:func:`assay.models.openai_model.check_echo`)."""
+the server answers as OpenAI's and vLLM's do, and it ranks a token's alternatives with a heap
+(at most 20, ~10x faster than its sort of the whole vocabulary); ``--as-shipped`` serves it
+unchanged, which assay's endpoint check refuses
+(:func:`assay.models.openai_model.check_echo`)."""
 
 from __future__ import annotations
 
 import argparse
 import functools
+import heapq
 import threading
 from typing import Any
 
 from assay.models.local_model import _plain_cpu_buffers, default_model_path
 
 _ECHO = threading.local()
+#: the most alternatives per token the served model returns (OpenAI's API allows 5)
+TOP = 20
 
 
 def correct_echo_logprobs() -> None:
@@ -29,6 +34,7 @@ def correct_echo_logprobs() -> None:
     prompt's log-prob rows are taken one position earlier (only its 2-D call reads them)."""
     import numpy as np  # heavy
     from llama_cpp import Llama  # optional
+    from llama_cpp import llama as lib  # optional
 
     if getattr(Llama, "_assay_echo_fixed", False):
         return
@@ -55,6 +61,10 @@ def correct_echo_logprobs() -> None:
     Llama.logits_to_logprobs = staticmethod(logits_to_logprobs)  # type: ignore[method-assign]
     Llama.create_completion = create_completion  # type: ignore[method-assign]
     Llama._assay_echo_fixed = True  # type: ignore[attr-defined]
+    # Its only sorts rank a token's whole vocabulary to keep the top ``logprobs`` (at most
+    # 20): the top 20 found in one pass, not ~770k comparisons of numpy floats per token
+    lib.sorted = lambda items, *, key=None, reverse=False: (  # type: ignore[attr-defined]
+        heapq.nlargest(TOP, items, key=key) if reverse else heapq.nsmallest(TOP, items, key=key))
 
 
 def main(argv: list[str] | None = None) -> int:
