@@ -11,13 +11,14 @@ the test splits where ARC has them) differs from this run in three ways to read 
 the weights (Q4_1 here), the normalisation (lighteval divides by the choice's length without
 its leading space; lm-eval's acc_norm, used here, by the choice's text too, so the two agree
 but for the space), and ARC's split (validation here, 570 + 299 questions).
-Usage: ASSAY_HOME=DIR python bench/model_card.py [--limit N]
+Usage: ASSAY_HOME=DIR python bench/model_card.py [--limit N] [--sample 800]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 
 #: SmolLM2-135M-Instruct's model card (reference/agents-scale-anchors.md), in percent
 CARD = {"hellaswag": 40.9, "arc": 37.3, "piqa": 66.3}
@@ -27,6 +28,8 @@ ENTRIES = ("hellaswag", "arc_easy", "arc_challenge", "piqa")
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=None, help="documents per entry (all)")
+    ap.add_argument("--sample", type=int, default=None,
+                    help="HellaSwag: this many documents drawn at random (seed 38), not all")
     args = ap.parse_args()
     import assay
 
@@ -34,8 +37,15 @@ def main() -> None:
                               "metric": "acc_norm (lm-eval)", "entries": {}}
     found: dict[str, dict[str, object]] = {}
     for name in ENTRIES:
+        ids = None
+        if name == "hellaswag" and args.sample:  # the README's 800: a seeded random draw
+            from assay.tasks.registry import build_task
+
+            every = [s.id for s in build_task(name, {}).load().samples]
+            random.Random(38).shuffle(every)
+            ids = sorted(every[:args.sample], key=every.index)
         result = assay.evaluate(name, model="local", mc="loglikelihood", limit=args.limit,
-                                quiet=True)
+                                sample_ids=ids, quiet=True)
         m = result.metrics
         found[name] = {k: {"value": round(100 * m[k]["value"], 1),
                            "ci": [round(100 * m[k]["ci_low"], 1), round(100 * m[k]["ci_high"], 1)],
