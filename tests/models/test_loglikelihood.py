@@ -138,7 +138,7 @@ def test_shifted_server_is_refused(llama_server_as_shipped: str) -> None:
 
 
 def test_endpoint_without_prompt_logprobs(fake_server: Any) -> None:
-    message = _error(fake_server().base_url, REQUESTS[:1])
+    message = _error(fake_server(prompt_logprobs=False).base_url, REQUESTS[:1])
     assert "returned no prompt log-probs" in message and "\n" not in message
 
 

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import hashlib
 import inspect
+import itertools
 import json
 import random
 import re
@@ -18,6 +19,7 @@ import signal
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,7 +72,10 @@ class FakeServer:
                  latency: float = 0.0, faults: FaultPlan | None = None,
                  require_api_key: str | None = None, log_requests: str | Path | None = None,
                  hold_after: int | None = None, host: str = "127.0.0.1", port: int = 0,
-                 max_concurrent: int | None = None) -> None:
+                 max_concurrent: int | None = None, prompt_logprobs: bool = True) -> None:
+        #: ``/v1/completions`` gives log-probs (a fixed value per token text, as the
+        #: endpoint check wants); False: none, as an endpoint that cannot
+        self.prompt_logprobs = prompt_logprobs
         self.rules = list(rules or [])
         self.responder = responder
         self.script = list(script or [])
@@ -228,13 +233,27 @@ class FakeServer:
             {"id": "fake", "object": "model", "created": 0, "owned_by": "assay"}]})
 
     async def _handle_completions(self, request: web.Request) -> web.Response:
-        """``/v1/completions``: the prompt echoed when asked, with no log-probs (as an
-        endpoint that does not give prompt log-probs answers)."""
+        """``/v1/completions``: " ok" after the prompt (echoed when asked), each token (a word
+        and the space before it) with a log-prob fixed by its text; none without
+        ``prompt_logprobs``."""
         body = await request.json()
         prompt = body.get("prompt") if isinstance(body, dict) else None
-        text = (prompt if isinstance(prompt, str) and body.get("echo") else "") + " ok"
+        prompt = prompt if isinstance(prompt, str) else ""
+        echo = bool(body.get("echo"))
+        tokens = [*(re.findall(r"\s*\S+|\s+$", prompt) if echo else []), " ok"]
+        offsets = list(itertools.accumulate([len(t) for t in tokens[:-1]], initial=0))
+        if not echo:
+            offsets = [len(prompt)]
+        values: list[float | None] = [
+            -1 - (zlib.crc32(t.encode()) % 400) / 100 for t in tokens]
+        if echo:
+            values[0] = None  # the first token has none, as OpenAI's API gives it
+        logprobs = {"tokens": tokens, "text_offset": offsets, "token_logprobs": values,
+                    "top_logprobs": [None if v is None else {t: v}
+                                     for t, v in zip(tokens, values, strict=True)]}
         return _json({"object": "text_completion", "model": body.get("model", "fake"),
-                      "choices": [{"index": 0, "text": text, "logprobs": None,
+                      "choices": [{"index": 0, "text": (prompt if echo else "") + " ok",
+                                   "logprobs": logprobs if self.prompt_logprobs else None,
                                    "finish_reason": "length"}]})
 
     async def _handle_embeddings(self, request: web.Request) -> web.Response:
