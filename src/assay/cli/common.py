@@ -24,7 +24,7 @@ from assay.engine.runner import Engine, RunSpec
 from assay.errors import AssayError, ConfigError
 from assay.metrics.format import by_name, counted, fmt_rate
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
-from assay.store.described import run_headline, run_report
+from assay.store.described import cost_line, run_cost, run_headline, run_report
 from assay.store.sqlite import Store
 from assay.tasks.options import json_or_text
 
@@ -105,6 +105,32 @@ SHARED_OPTIONS = [
                  help="Ray actors (default: one per CPU of the cluster)."),
     click.Option(["--ray-address"], default=None,
                  help="The Ray cluster: auto, ray://HOST:PORT, or unset to start a local one."),
+    click.Option(["--pricing"], type=click.Path(exists=True, dir_okay=False), default=None,
+                 help="YAML of prices in USD per million tokens, over genai-prices': "
+                 "'openai/gpt-4o-mini: {input: 0.15, cached_input: 0.075, output: 0.6}'. "
+                 "Local and self-hosted models cost nothing unless priced here."),
+    click.Option(["--cost-limit"], type=float, default=None, metavar="USD",
+                 help="Start no new sample once the run's calls cost this much (in-flight "
+                 "samples finish; the run ends interrupted; --resume with a higher limit)."),
+    click.Option(["--token-limit"], type=int, default=None, metavar="N",
+                 help="The same, counted in tokens paid for (cache hits are free)."),
+    click.Option(["--time-limit"], type=float, default=None, metavar="SECONDS",
+                 help="The same, counted in the run's seconds (all its sessions)."),
+    click.Option(["--sample-token-limit"], type=int, default=None, metavar="N",
+                 help="A sample whose calls pass N tokens ends as an error saying so."),
+    click.Option(["--reasoning-effort"], type=click.Choice(["low", "medium", "high"]),
+                 default=None, help="A reasoning model's effort, sent as its provider takes it."),
+    click.Option(["--reasoning-tokens"], type=int, default=None, metavar="N",
+                 help="A reasoning model's thinking budget (Anthropic, OpenRouter)."),
+    click.Option(["--reasoning-tags"], nargs=2, multiple=True, metavar="OPEN CLOSE",
+                 help="Markers around reasoning in a reply's text, kept in the transcript "
+                 "and not scored (default: <think> </think>); repeatable."),
+    click.Option(["--batch"], is_flag=True,
+                 help="Send uncached calls through the provider's Batch API (OpenAI's: "
+                 "half price, within 24 h); the process may exit, --resume collects."),
+    click.Option(["--batch-poll"], type=float, default=30.0, show_default=True,
+                 metavar="SECONDS", help="First wait between batch status checks (doubles "
+                 "up to 10 min)."),
     click.Option(["--resume"], default=None,
                  help="Continue an interrupted run by id; finished samples are not redone."),
     click.Option(["--quiet", "-q"], is_flag=True, help="No progress bar (for CI)."),
@@ -115,7 +141,8 @@ SHARED_NAMES = tuple(str(o.name) for o in SHARED_OPTIONS)
 RESUME_OVERRIDABLE = {"base_url", "endpoints", "max_connections", "timeout", "sample_timeout",
                       "max_retries", "no_cache", "max_reply_bytes", "rpm", "quiet", "resume",
                       "allow_weak_sandbox", "max_error_rate", "executor", "workers",
-                      "ray_address"}
+                      "ray_address", "pricing", "cost_limit", "token_limit", "time_limit",
+                      "sample_token_limit", "batch_poll"}
 
 
 def parse_params(items: list[str] | None, temperature: float | None) -> dict[str, Any]:
@@ -157,18 +184,32 @@ def engine_options(*, base_url: str | Sequence[str] | None, limit: int | None,
                    max_error_rate: float = 1.0, executor: str = "local",
                    workers: int | None = None,
                    ray_address: str | None = None,
-                   endpoints: str | None = None) -> dict[str, Any]:
+                   endpoints: str | None = None, pricing: str | None = None,
+                   cost_limit: float | None = None, token_limit: int | None = None,
+                   time_limit: float | None = None, sample_token_limit: int | None = None,
+                   reasoning_effort: str | None = None, reasoning_tokens: int | None = None,
+                   reasoning_tags: Sequence[Sequence[str]] = (), batch: bool = False,
+                   batch_poll: float = 30.0) -> dict[str, Any]:
     """The engine part of a RunSpec from the shared CLI options."""
     ids = None
     if sample_ids is not None:
         ids = [s.strip() for s in sample_ids.split(",") if s.strip()]
         if not ids:
             raise ConfigError("--sample-ids lists no ids; give comma-separated sample ids")
+    params = parse_params(param, temperature)
+    for name, value in (("reasoning_effort", reasoning_effort),
+                        ("reasoning_tokens", reasoning_tokens)):
+        if value is not None:
+            params[name] = value
     return dict(**endpoint_options(base_url, endpoints), limit=limit, sample_ids=ids,
                 max_connections=max_connections,
                 timeout=timeout, sample_timeout=sample_timeout, max_retries=max_retries,
-                epochs=epochs, seed=seed, cache=not no_cache,
-                params=parse_params(param, temperature), max_reply_bytes=max_reply_bytes,
+                epochs=epochs, seed=seed, cache=not no_cache, pricing=pricing,
+                cost_limit=cost_limit, token_limit=token_limit, time_limit=time_limit,
+                sample_token_limit=sample_token_limit,
+                reasoning_tags=[list(t) for t in reasoning_tags] or None, batch=batch,
+                batch_poll=batch_poll,
+                params=params, max_reply_bytes=max_reply_bytes,
                 rpm=rpm, allow_weak_sandbox=bool(allow_weak_sandbox),
                 max_error_rate=max_error_rate, executor=executor, workers=workers,
                 ray_address=ray_address)
@@ -250,6 +291,12 @@ def execute_run(task: str, *, resume: str | None, quiet: bool, model: str | Sequ
     said = [f"samples {m.get('n_samples', 0)} · scored {m.get('n_scored', 0)} · "
             f"errors {m.get('n_errors', 0)} · model calls {stats.get('model_calls', 0)} "
             f"(cache hits {stats.get('cache_hits', 0)}){roles}"]
+    cost = cost_line(run_cost(record))
+    if cost:
+        said.append(cost)
+    if record["stats"].get("stopped"):
+        said.append(f"stopped: {record['stats']['stopped']}; no new sample started. Continue "
+                    f"with: assay run {task} --resume {result.run_id} and a higher limit")
     agent = (record.get("model") or {}).get("agent")
     if isinstance(agent, dict):  # the score is the model with this agent: said where it is read
         loops = m.get("agent") or {}
@@ -347,7 +394,8 @@ def resume_overrides(ctx: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
             "change its samples or scoring, so start a new run instead (only --base-url, "
             "--endpoints, --max-connections, --timeout, --sample-timeout, --max-retries, "
             "--no-cache, --max-reply-bytes, --rpm, --max-error-rate, --allow-weak-sandbox, "
-            "--executor, --workers and --ray-address may change on resume)")
+            "--executor, --workers, --ray-address, --pricing, the limits and --batch-poll "
+            "may change on resume)")
     out = {("cache" if name == "no_cache" else name):
            (not kwargs[name] if name == "no_cache" else kwargs[name])
            for name in sorted(given & RESUME_OVERRIDABLE - {"resume", "quiet", "endpoints"})}

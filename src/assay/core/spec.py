@@ -69,6 +69,19 @@ class RunSpec:
     workers: int | None = None
     #: the Ray cluster: ``auto``, ``ray://host:port``, or ``None`` to start a local one
     ray_address: str | None = None
+    #: a YAML file of prices (USD per million tokens) over genai-prices' (``--pricing``)
+    pricing: str | None = None
+    #: the whole run's budget (every session): no new sample starts past one
+    cost_limit: float | None = None
+    token_limit: int | None = None
+    time_limit: float | None = None
+    #: the tokens one sample may pay for (all its roles): past it, that sample's error
+    sample_token_limit: int | None = None
+    #: the marker pairs around reasoning in a reply's text (``None``: ``<think>…</think>``)
+    reasoning_tags: list[list[str]] | None = None
+    #: single calls go through the provider's Batch API (half price), polled every so often
+    batch: bool = False
+    batch_poll: float = 30.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -93,6 +106,24 @@ class RunSpec:
         if self.executor not in EXECUTORS:
             raise ConfigError(f"--executor {self.executor!r} is not one of: {', '.join(EXECUTORS)}")
         check_number("--workers", self.workers, minimum=1, maximum=10_000, integer=True)
+        check_number("--cost-limit", self.cost_limit, minimum=0)
+        check_number("--token-limit", self.token_limit, minimum=1, integer=True)
+        check_number("--time-limit", self.time_limit, above=0)
+        check_number("--sample-token-limit", self.sample_token_limit, minimum=1, integer=True)
+        check_number("--batch-poll", self.batch_poll, above=0, optional=False)
+        if self.reasoning_tags is not None and not all(
+                isinstance(t, (list, tuple)) and len(t) == 2 and all(
+                    isinstance(m, str) and m for m in t) for t in self.reasoning_tags):
+            raise ConfigError("--reasoning-tags takes two non-empty markers, e.g. "
+                              "--reasoning-tags '<think>' '</think>'")
+        if self.batch and (self.executor != "local" or not self.cache):
+            raise ConfigError("--batch runs in this process through the response cache; "
+                              "leave out --executor ray and --no-cache")
+        effort = self.params.get("reasoning_effort")
+        if effort is not None and effort not in ("minimal", "low", "medium", "high"):
+            raise ConfigError(f"--reasoning-effort {effort!r}: give low, medium or high")
+        check_number("--reasoning-tokens", self.params.get("reasoning_tokens"), minimum=1,
+                     integer=True)
         if self.executor != "ray" and (self.workers is not None or self.ray_address):
             raise ConfigError("--workers and --ray-address are for --executor ray; add it, or "
                               "leave them out to run in this process")

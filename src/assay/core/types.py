@@ -43,6 +43,8 @@ class Message:
     content: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
+    #: a reasoning model's thinking (kept in the transcript, never scored or sent back)
+    reasoning: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (also the cache-key form)."""
@@ -51,6 +53,8 @@ class Message:
             d["tool_calls"] = [tc.to_dict() for tc in self.tool_calls]
         if self.tool_call_id is not None:
             d["tool_call_id"] = self.tool_call_id
+        if self.reasoning is not None:
+            d["reasoning"] = self.reasoning
         return d
 
     @classmethod
@@ -58,17 +62,30 @@ class Message:
         calls = [ToolCall(c["name"], c.get("arguments") or {}, c.get("id"))
                  for c in d.get("tool_calls") or []]
         return cls(role=d["role"], content=d.get("content"), tool_calls=calls or None,
-                   tool_call_id=d.get("tool_call_id"))
+                   tool_call_id=d.get("tool_call_id"), reasoning=d.get("reasoning"))
 
 
 @dataclass(slots=True)
 class Usage:
+    """Tokens as the provider counts them: ``cached_input_tokens`` are part of
+    ``input_tokens``, ``reasoning_tokens`` of ``output_tokens``; ``None``: not reported."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        if other.cached_input_tokens is not None:
+            self.cached_input_tokens = (self.cached_input_tokens or 0) + other.cached_input_tokens
+        if other.reasoning_tokens is not None:
+            self.reasoning_tokens = (self.reasoning_tokens or 0) + other.reasoning_tokens
+
+    def to_list(self) -> list[int | None]:
+        return [self.input_tokens, self.output_tokens, self.cached_input_tokens,
+                self.reasoning_tokens]
 
     @property
     def total_tokens(self) -> int:
@@ -81,17 +98,22 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
     cached: bool = False
+    #: why the model stopped, as it says (``stop``, ``length``, ``tool_calls``); None: unsaid
+    finish_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, as stored in the response cache."""
-        return {"message": self.message.to_dict(),
-                "usage": [self.usage.input_tokens, self.usage.output_tokens],
-                "latency_s": self.latency_s}
+        d = {"message": self.message.to_dict(), "usage": self.usage.to_list(),
+             "latency_s": self.latency_s}
+        if self.finish_reason is not None:
+            d["finish_reason"] = self.finish_reason
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Reply:
-        u = d.get("usage") or [0, 0]
-        return cls(Message.from_dict(d["message"]), Usage(u[0], u[1]), d.get("latency_s", 0.0))
+        u = [*(d.get("usage") or [0, 0]), None, None]
+        return cls(Message.from_dict(d["message"]), Usage(u[0], u[1], u[2], u[3]),
+                   d.get("latency_s", 0.0), finish_reason=d.get("finish_reason"))
 
 
 @dataclass(frozen=True, slots=True)

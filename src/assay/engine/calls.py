@@ -17,6 +17,7 @@ from assay.core.redact import content_secrets, scrub, scrub_known, scrub_known_t
 from assay.core.types import Continuation, Likelihood, Message, Reply, ToolSpec, Usage
 from assay.engine.ratelimit import RateLimiter
 from assay.errors import ModelCallError
+from assay.models.pricing import Pricer, load_pricing
 
 
 @dataclass(slots=True)
@@ -67,8 +68,16 @@ class CallShared:
 
     def __init__(self, store: Any, *, max_connections: int, policy: RetryPolicy,
                  use_cache: bool, seed: int | None, model_id: str = "",
-                 max_reply_bytes: int | None = None, rpm: float | None = None) -> None:
+                 max_reply_bytes: int | None = None, rpm: float | None = None,
+                 pricer: Pricer | None = None,
+                 reasoning_tags: list[list[str]] | None = None) -> None:
         self.store, self.policy, self.use_cache = store, policy, use_cache
+        #: the model's price (``None``: unknown, so its calls' cost is too)
+        self.pricer = pricer
+        #: the marker pairs that wrap a reply's reasoning in its text (``<think>…</think>``)
+        self.reasoning_tags = [tuple(t) for t in (reasoning_tags or DEFAULT_REASONING_TAGS)]
+        #: ``--batch``: the model's calls this round, sent as one provider batch (``None``: direct)
+        self.batch: Any = None
         #: spaces call starts to at most ``rpm`` per minute (``None``: no limit)
         self.limiter = RateLimiter(rpm)
         #: replies with more text than this become the sample's error (any agent, not only HTTP)
@@ -83,12 +92,14 @@ class CallShared:
         self._draining: asyncio.Task[None] | None = None
 
     @classmethod
-    def for_spec(cls, store: Any, spec: Any, model_id: str) -> CallShared:
+    def for_spec(cls, store: Any, spec: Any, model: Any, **kw: Any) -> CallShared:
         """The state of one model's calls under a run's limits (one cache per model)."""
         return cls(store, max_connections=spec.max_connections,
                    policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
-                   use_cache=spec.cache, seed=spec.seed, model_id=model_id,
-                   max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm)
+                   use_cache=spec.cache, seed=spec.seed, model_id=model.model_id,
+                   max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
+                   pricer=Pricer(model.describe(), load_pricing(spec.pricing)),
+                   reasoning_tags=spec.reasoning_tags, **kw)
 
     async def likelihoods(self, agent: Any, kind: str,
                           items: list[tuple[str, str]]) -> list[Likelihood]:
@@ -164,6 +175,52 @@ def mask_reply(reply: Reply, secrets: list[str]) -> None:
         tc.arguments = scrub_known_tree(tc.arguments, secrets)
 
 
+#: the markers that wrap a reply's reasoning in its text by default (``--reasoning-tags``)
+DEFAULT_REASONING_TAGS = [["<think>", "</think>"]]
+
+
+def split_reasoning(message: Message, tags: list[tuple[str, ...]]) -> bool:
+    """Move a reply's reasoning blocks out of its text into ``message.reasoning`` (after any
+    the provider sent apart, ``reasoning_content``), in place: the scorer reads the rest. A
+    block opened and never closed is all reasoning (a reply cut off while thinking): True."""
+    text = message.content
+    if not text:
+        return False
+    found = [message.reasoning] if message.reasoning else []
+    for opening, closing in tags:
+        while opening in text:
+            before, _, after = text.partition(opening)
+            inside, closed, rest = after.partition(closing)
+            found.append(inside.strip())
+            text = before + rest if closed else before
+            if not closed:
+                message.reasoning, message.content = "\n\n".join(found), text.strip()
+                return True
+        if closing in text and not found:  # the opening marker was in the prompt (Qwen3, R1)
+            inside, _, text = text.partition(closing)
+            found.append(inside.strip())
+    if len(found) > (1 if message.reasoning else 0):
+        message.reasoning = "\n\n".join(f for f in found if f)
+        message.content = text.strip()
+    return False
+
+
+def _finished(reply: Reply) -> Reply:
+    """The reply, unless it ended inside its reasoning: then no answer was given, and the
+    sample's error says so (it is not scored as a wrong answer)."""
+    msg = reply.message
+    cut = reply.finish_reason == "length" and not (msg.content or "").strip() and not (
+        msg.tool_calls) and bool(msg.reasoning)
+    if cut:
+        used = reply.usage.reasoning_tokens
+        raise ModelCallError(
+            "reply truncated inside its reasoning"
+            + (f" ({used:,} reasoning tokens)" if used is not None else "")
+            + ": no answer to score; raise --param max_tokens or lower --reasoning-effort",
+            transient=False)
+    return reply
+
+
 #: model calls kept per sample in its call log (later ones are counted, not kept)
 MAX_CALL_EVENTS = 200
 
@@ -179,7 +236,8 @@ class CallContext:
 
     __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
                  "cache_hits", "model_id", "text_only", "model_s", "wait_s", "roles",
-                 "params", "run_state", "events", "events_dropped", "_t0")
+                 "params", "run_state", "events", "events_dropped", "_t0", "billed", "cost",
+                 "meter")
 
     def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int, *,
                  params: dict[str, Any] | None = None,
@@ -204,6 +262,11 @@ class CallContext:
         self.events: list[dict[str, Any]] = []
         self.events_dropped = 0
         self._t0 = time.perf_counter()
+        #: the tokens and USD of the calls paid for (not cache hits); cost None: price unknown
+        self.billed = Usage()
+        self.cost: float | None = 0.0
+        #: called with each paid call's (cost, tokens): the sample's limits (SampleMeter)
+        self.meter: Any = None
 
     @property
     def agent(self) -> Any:
@@ -218,17 +281,23 @@ class CallContext:
         if self._cacheable and shared.use_cache:  # --no-cache: no key to compute
             key = cache_key(self._identity, messages, tools, response_schema, params, self.epoch)
             if key in shared.cached_keys:
-                hit = shared.store.cache_get(key)
+                # an answer of this run's batch is the call it paid for, not a cache hit
+                billed = shared.batch.answer(key) if shared.batch is not None else None
+                hit = billed or shared.store.cache_get(key)
                 if inspect.isawaitable(hit):  # a cache on another process (Ray's workers)
                     hit = await hit
                 if hit is not None:
                     reply = Reply.from_dict(json.loads(hit))
-                    reply.cached = True
+                    reply.cached = not billed
                     self.calls += 1
-                    self.cache_hits += 1
+                    self.cache_hits += not billed
                     self.usage.add(reply.usage)
                     self._event(time.perf_counter(), 0.0, 0.0, reply=reply, params=params)
-                    return reply
+                    if billed is not None:
+                        self._bill(reply.usage, batch=True)
+                    return _finished(reply)
+        if shared.batch is not None and key is not None:  # --batch: this round's batch answers
+            shared.batch.defer(self._agent, key, messages, tools, response_schema, params)
         policy, attempt, waited = shared.policy, 0, 0.0
         first_asked = time.perf_counter()
         errors: list[str] = []
@@ -267,6 +336,8 @@ class CallContext:
         self.usage.add(reply.usage)
         self._event(first_asked, time.perf_counter() - first_asked, waited, reply=reply,
                     params=params, errors=errors)
+        if split_reasoning(reply.message, shared.reasoning_tags) and not reply.finish_reason:
+            reply.finish_reason = "length"  # cut off while thinking, whatever the server says
         secrets = shared.secrets()
         if secrets:
             mask_reply(reply, secrets)
@@ -281,7 +352,30 @@ class CallContext:
         if key is not None and shared.use_cache:
             shared.store.cache_put(key, self.model_id, json.dumps(reply.to_dict()))
             shared.cached_keys.add(key)
-        return reply
+        self._bill(reply.usage)
+        return _finished(reply)
+
+    def _bill(self, usage: Usage, batch: bool = False) -> None:
+        """A call the run paid for: its cost (``None`` once any price is unknown) and tokens,
+        to the sample's meter (limits) as well."""
+        pricer = self._shared.pricer
+        cost = pricer.cost(usage, batch) if pricer is not None else None
+        self.billed.add(usage)
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
+        if self.meter is not None:
+            self.meter(cost, usage.input_tokens + usage.output_tokens)
+
+    def usage_record(self) -> dict[str, Any]:
+        """This context's paid-for usage and cost as a sample stores it (``cost_usd`` None:
+        a price unknown; the reasoning and cached counts only where the provider gave them)."""
+        u = self.billed
+        out: dict[str, Any] = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                               "cost_usd": None if self.cost is None else round(self.cost, 8)}
+        if u.cached_input_tokens is not None:
+            out["cached_input_tokens"] = u.cached_input_tokens
+        if u.reasoning_tokens is not None:
+            out["reasoning_tokens"] = u.reasoning_tokens
+        return out
 
     async def loglikelihood(self, requests: list[Continuation]) -> list[Likelihood]:
         """Each continuation's log-likelihood: cached, batched with other samples' requests
@@ -328,6 +422,8 @@ class CallContext:
         self.calls += 1
         self.cache_hits += not todo
         self.usage.add(used)
+        if todo:
+            self._bill(Usage(sum(out[i].input_tokens for i in todo), 0))  # type: ignore[union-attr]
         duration = time.perf_counter() - asked
         self.model_s += duration
         self._event(asked, duration, 0.0, reply=Reply(Message("assistant", ""), used,

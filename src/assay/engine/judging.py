@@ -95,7 +95,7 @@ async def scoring_contexts(store: Any, task: Any, spec: Any, model_id: str
     try:
         await preflight(None, subjects)
         shared = {name: (s, call_identity(s),
-                         CallShared.for_spec(store, spec, s.model_id))
+                         CallShared.for_spec(store, spec, s))
                   for name, s in subjects.items()}
         params = spec.run_params()
 

@@ -37,6 +37,7 @@ from assay.engine.judging import task_roles
 from assay.engine.sample import RunCalls, SampleJob, run_sample
 from assay.errors import ConfigError
 from assay.models.base import get_subject
+from assay.models.pricing import Pricer, load_pricing
 from assay.sandbox import allow_weak_isolation
 from assay.store.sqlite import Store
 from assay.tasks.registry import FILE_MODULE_PREFIX
@@ -174,19 +175,22 @@ class SampleWorker:
         #: a sample file's path on the driver -> where this worker reads it
         self.seen: dict[str, str] = {}
 
-        def calls(model_id: str) -> CallShared:
+        def calls(model: Any) -> CallShared:
             shared = CallShared(self.cache, max_connections=connections,
                                 policy=RetryPolicy(spec.max_retries, spec.retry_initial),
-                                use_cache=spec.cache, seed=spec.seed, model_id=model_id,
-                                max_reply_bytes=spec.max_reply_bytes)
-            if model_id in pacers:
-                shared.limiter = RemotePacer(pacers[model_id])
+                                use_cache=spec.cache, seed=spec.seed, model_id=model.model_id,
+                                max_reply_bytes=spec.max_reply_bytes,
+                                pricer=Pricer(model.describe(), load_pricing(spec.pricing)),
+                                reasoning_tags=spec.reasoning_tags)
+            if model.model_id in pacers:
+                shared.limiter = RemotePacer(pacers[model.model_id])
             return shared
 
-        self.run = RunCalls(calls(self.subject.model_id), call_identity(self.subject),
-                            {name: (r, call_identity(r), calls(r.model_id))
+        self.run = RunCalls(calls(self.subject), call_identity(self.subject),
+                            {name: (r, call_identity(r), calls(r))
                              for name, r in self.roles.items()},
-                            params=spec.run_params(), sample_timeout=spec.sample_timeout)
+                            params=spec.run_params(), sample_timeout=spec.sample_timeout,
+                            sample_token_limit=spec.sample_token_limit)
 
     def pid(self) -> int:
         return os.getpid()
@@ -307,7 +311,8 @@ class RayExecutor:
             """Samples to workers with room, the least busy first, while any has room; a
             sample whose worker is full (affinity) or that needs one alone waits its turn."""
             waiting: list[tuple[int, Sample, int]] = []
-            while queue and any(not s.alone and len(s.running) < per for s in slots):
+            while queue and any(not s.alone and len(s.running) < per for s in slots) and not (
+                    run.limits is not None and run.limits.reason()):  # a run limit: no more
                 item = queue.popleft()
                 key = affinity(item[1]) if affinity else None
                 suspect = crashes[(item[1].id, item[2])] > 0

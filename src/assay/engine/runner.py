@@ -17,15 +17,18 @@ from assay.core.redact import scrub
 from assay.core.spec import RunSpec, credentials_needed  # noqa: F401 - their old home
 from assay.core.types import Sample, SampleResult
 from assay.core.version import __version__
+from assay.engine.batch import BatchRound, collect, submit
 from assay.engine.calls import CallShared, call_identity
 from assay.engine.finalize import finalize
 from assay.engine.judging import preflight, task_roles
+from assay.engine.limits import RunLimits
 from assay.engine.ray_executor import RayExecutor
 from assay.engine.sample import Executor, LocalExecutor, RunCalls
 from assay.errors import ConfigError
 from assay.models.base import Subject, get_subject
 from assay.models.registry import capabilities_of
 from assay.sandbox import ALLOW_WEAK_FLAG, allow_weak_isolation, bwrap_problem
+from assay.store import queries as q
 from assay.store.owner import owner_alive
 from assay.store.sqlite import Store
 from assay.tasks.base import Task
@@ -225,13 +228,23 @@ class Engine:
         done = self.store.completed_keys(run_id)
         todo = [(seq, s, epoch) for epoch in range(spec.epochs) for seq, s in enumerate(samples)
                 if (s.id, epoch) not in done]
+        old = self.store.get_run(run_id)["stats"]
+        spent = q.usage_totals(self.store, run_id)
+        limits = RunLimits(spec, cost=spent["usd"] or 0.0, tokens=spent["tokens"],
+                           elapsed=old.get("elapsed_s", 0.0))
         run = RunCalls(
-            CallShared.for_spec(self.store, spec, subj.model_id),
+            CallShared.for_spec(self.store, spec, subj),
             call_identity(subj),
-            {name: (r, call_identity(r),
-                    CallShared.for_spec(self.store, spec, r.model_id))
+            {name: (r, call_identity(r), CallShared.for_spec(self.store, spec, r))
              for name, r in (roles or {}).items()},
-            params=spec.run_params(), sample_timeout=spec.sample_timeout)
+            params=spec.run_params(), sample_timeout=spec.sample_timeout,
+            sample_token_limit=spec.sample_token_limit, limits=limits if limits.any else None)
+        unpriced = [s.pricer.model for s in (run.shared, *(r[2] for r in run.roles.values()))
+                    if not s.pricer.known]
+        if spec.cost_limit is not None and unpriced:
+            raise ConfigError(f"--cost-limit needs a price for {unpriced[0]}; give one with "
+                              "--pricing FILE (model: {input: USD, output: USD} per million "
+                              "tokens)")
         #: each role's calls, cache hits and tokens in this session (said when the run ends)
         role_counts = {name: dict.fromkeys(ROLE_COUNTS, 0) for name in run.roles}
         errors = 0
@@ -249,6 +262,10 @@ class Engine:
                 for k in ROLE_COUNTS:
                     role_counts[name][k] += used[k]
             errors += result.error is not None
+            used = (result.outcome or {}).get("usage") or {}
+            limits.settle(result.seq, result.epoch,
+                          sum(u.get("cost_usd") or 0.0 for u in used.values()),
+                          sum(u["input_tokens"] + u["output_tokens"] for u in used.values()))
             advance(errors)
 
         with self.store.background_writes(), bar:
@@ -258,13 +275,20 @@ class Engine:
             n_workers = 1 if all(capabilities_of(m).one_call_at_a_time for m in (
                 subj, *(r for r, _, _ in run.roles.values()))) and not getattr(
                 task, "needs_logprobs", False) else spec.max_connections
-            await executor.execute(task, subj, todo, run, commit, n_workers)
+            if spec.batch:
+                await self._batch_rounds(run_id, spec, task, subj, samples, run, commit,
+                                         executor)
+            else:
+                await executor.execute(task, subj, todo, run, commit, n_workers)
         elapsed = time.perf_counter() - started
         old = self.store.get_run(run_id)["stats"]
         stats = self.store.sample_totals(run_id)
         stats.pop("owner", None)
         stats["elapsed_s"] = round(old.get("elapsed_s", 0.0) + elapsed, 3)
         stats["sessions"] = old.get("sessions", 0) + 1
+        if old.get("batches"):
+            stats["batches"] = old["batches"]
+        stats["cost"] = cost_summary(self.store, run_id, run)
         ran = getattr(executor, "summary", None)
         if ran:  # how this session's samples were run (Ray: workers, re-dealt, restarts)
             stats["executor"] = ran
@@ -275,4 +299,60 @@ class Engine:
                 **{k: n + (before.get(name) or {}).get(k, 0)
                    for k, n in role_counts[name].items()}}
                 for name, (r, _, _) in run.roles.items()}
-        self.store.set_run_status(run_id, "finished", stats)
+        if limits.stopped:  # the samples not started wait for --resume with a higher limit
+            stats["stopped"] = limits.stopped
+            self.store.set_run_status(run_id, "interrupted", stats)
+        else:
+            self.store.set_run_status(run_id, "finished", stats)
+
+    async def _batch_rounds(self, run_id: str, spec: RunSpec, task: Task, subj: Any,
+                            samples: list[Sample], run: RunCalls, commit: Any,
+                            executor: Executor) -> None:
+        """``--batch``: collect the run's open batches, run the samples not done (their
+        uncached calls kept for a batch), submit those, and again until none is kept."""
+        models = {subj.model_id: (subj, run.shared),
+                  **{r.model_id: (r, shared) for r, _, shared in run.roles.values()}}
+        for _, shared in models.values():
+            shared.batch = BatchRound()
+        while True:
+            records = self.store.get_run(run_id)["stats"].get("batches") or []
+            for rec in records:
+                if rec["status"] == "submitted":
+                    agent, shared = models.get(rec["model"], (None, None))
+                    await collect(self.store, run_id, rec, agent and agent.session(), shared,
+                                  spec.batch_poll, self.quiet)
+            done = self.store.completed_keys(run_id)
+            todo = [(seq, s, epoch) for epoch in range(spec.epochs)
+                    for seq, s in enumerate(samples) if (s.id, epoch) not in done]
+            await executor.execute(task, subj, todo, run, commit, spec.max_connections)
+            # the answers read: collected; each new batch stored as soon as it is submitted
+            records = [{**r, "status": "collected"} if r["status"] != "submitted" else r
+                       for r in records]
+            self._save_batches(run_id, records)
+            submitted = 0
+            for model_id, (_, shared) in models.items():
+                rec = await submit(self.store, run_id, model_id, shared)
+                if rec:
+                    records.append(rec)
+                    submitted += 1
+                    self._save_batches(run_id, records)
+            if not submitted:
+                return
+
+    def _save_batches(self, run_id: str, records: list[dict[str, Any]]) -> None:
+        """The run's batches with its stats now (a later process collects what is open)."""
+        stats = self.store.get_run(run_id)["stats"]
+        self.store.set_run_status(run_id, "running", {**stats, "batches": records})
+
+
+def cost_summary(store: Store, run_id: str, run: RunCalls) -> dict[str, Any]:
+    """What the run's paid calls cost, per role and in all (``usd`` None: a price unknown,
+    ``unpriced`` names the models), and where each price came from."""
+    totals = q.usage_totals(store, run_id)
+    sources = {"subject": run.shared.pricer,
+               **{name: shared.pricer for name, (_, _, shared) in run.roles.items()}}
+    for name, role in totals["roles"].items():
+        pricer = sources.get(name)
+        if pricer is not None:
+            role.update(model=pricer.model, price=pricer.source)
+    return totals

@@ -11,8 +11,10 @@ from typing import Any, Protocol
 
 from assay.core.stored import outcome_extra, sample_extra
 from assay.core.types import Outcome, Sample, SampleResult
+from assay.engine.batch import Deferred
 from assay.engine.calls import CallContext, CallShared
 from assay.engine.judging import ScoreContext
+from assay.engine.limits import RunLimits, SampleMeter
 from assay.errors import ModelCallError
 from assay.tasks.base import score_sample
 
@@ -29,6 +31,10 @@ class RunCalls:
     params: dict[str, Any] = field(default_factory=dict)
     run_state: dict[str, Any] = field(default_factory=dict)
     sample_timeout: float | None = None
+    #: ``--sample-token-limit``: the tokens one sample may pay for, all its roles together
+    sample_token_limit: int | None = None
+    #: the run's budget, metered live where the samples run in this process (else ``None``)
+    limits: RunLimits | None = None
 
 
 @dataclass(slots=True)
@@ -40,22 +46,30 @@ class SampleJob:
     run: RunCalls
 
 
-async def run_sample(task: Any, sample: Sample, subject: Any, job: SampleJob) -> SampleResult:
+async def run_sample(task: Any, sample: Sample, subject: Any,
+                     job: SampleJob) -> SampleResult | None:
     """A fresh agent, ``solve``, then ``score`` with a context that reaches the judges but
     never the model under test, both within ``--sample-timeout``. The sample's own failure
-    (a model error, a task bug, a timeout) is the result's ``error``, never raised."""
+    (a model error, a task bug, a timeout) is the result's ``error``, never raised; ``None``:
+    a call went to this round's batch (``--batch``), the sample runs again next round."""
     t0 = time.perf_counter()
     run = job.run
     done: dict[str, Any] = {"outcome": None, "scores": {}, "error": None, "scored": False}
     ctx: CallContext | None = None
+    meter = SampleMeter(run.sample_token_limit,
+                        run.limits.live(job.seq, job.epoch) if run.limits else None)
     try:
         ctx = CallContext(subject.session(), run.shared, run.identity, job.epoch,
                           params=run.params, run_state=run.run_state)
         for name, (role, identity, shared) in run.roles.items():
             ctx.roles[name] = CallContext(role.session(), shared, identity, job.epoch,
                                           params=run.params, run_state=run.run_state)
+        for one in (ctx, *ctx.roles.values()):
+            one.meter = meter
         await asyncio.wait_for(_solve_and_score(task, sample, ctx, done),
                                run.sample_timeout or None)
+    except Deferred:
+        return None
     except asyncio.TimeoutError:
         done["error"] = f"sample timed out after {run.sample_timeout:g}s"
     except Exception as e:  # an agent that cannot start must not sink the run
@@ -69,6 +83,9 @@ async def run_sample(task: Any, sample: Sample, subject: Any, job: SampleJob) ->
             extra["call_log"] = log
         if ctx.roles:  # every role's usage, as the subject's is in its own columns
             extra["role_usage"] = role_usage(ctx.roles)
+        # what each role's paid calls took and cost (cache hits are free)
+        extra["usage"] = {"subject": ctx.usage_record(),
+                          **{name: r.usage_record() for name, r in ctx.roles.items()}}
     return SampleResult(
         run_id="", sample_id=sample.id, epoch=job.epoch, seq=job.seq,
         input=sample.input_json(), target=sample.target,
@@ -134,11 +151,15 @@ class LocalExecutor:
 
         async def worker() -> None:
             while True:
+                if run.limits is not None and run.limits.reason():
+                    return  # a run limit reached: no new sample starts
                 try:
                     seq, sample, epoch = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                commit(await run_sample(task, sample, subject, SampleJob(seq, epoch, run)))
+                result = await run_sample(task, sample, subject, SampleJob(seq, epoch, run))
+                if result is not None:
+                    commit(result)
 
         await _all_or_none([worker() for _ in range(max(1, min(workers, len(work))))])
 

@@ -98,8 +98,40 @@ def parse_completion(data: Any) -> Reply:
                                   c.get("id") if isinstance(c, dict) else None))
     usage = data.get("usage") if isinstance(data, dict) else None
     usage = usage if isinstance(usage, dict) else {}
-    return Reply(Message("assistant", content_text(msg.get("content")), calls or None),
-                 Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))))
+    thought = msg.get("reasoning_content", msg.get("reasoning"))  # DeepSeek, vLLM; OpenRouter
+    finish = data["choices"][0].get("finish_reason") if isinstance(
+        data["choices"][0], dict) else None
+    return Reply(Message("assistant", content_text(msg.get("content")), calls or None,
+                         reasoning=thought if isinstance(thought, str) and thought else None),
+                 Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
+                       _detail(usage, "prompt_tokens_details", "cached_tokens"),
+                       _detail(usage, "completion_tokens_details", "reasoning_tokens")),
+                 finish_reason=finish if isinstance(finish, str) else None)
+
+
+def _detail(usage: dict[str, Any], group: str, name: str) -> int | None:
+    """``usage[group][name]`` as a count; ``None`` where the provider does not say."""
+    details = usage.get(group)
+    value = details.get(name) if isinstance(details, dict) else None
+    return None if value is None else _count(value)
+
+
+def reasoning_params(host: str, effort: str | None, budget: int | None) -> dict[str, Any]:
+    """``--reasoning-effort`` and ``--reasoning-tokens`` as the provider at ``host`` takes them:
+    OpenRouter's ``reasoning`` object, Anthropic's ``thinking`` budget, else OpenAI's
+    ``reasoning_effort`` (vLLM, SGLang, Gemini, DeepSeek take it too), where a token budget has
+    no field: one line says so."""
+    if host.endswith("openrouter.ai"):
+        return {"reasoning": {"max_tokens": budget} if budget is not None else {"effort": effort}}
+    if host.endswith("anthropic.com"):
+        if budget is None:
+            raise ConfigError("Anthropic takes a thinking budget, not an effort: give "
+                              "--reasoning-tokens N")
+        return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    if budget is not None:
+        raise ConfigError(f"{host} takes no reasoning-token budget over the OpenAI API; give "
+                          "--reasoning-effort low|medium|high")
+    return {"reasoning_effort": effort}
 
 
 def _count(value: Any) -> int:
@@ -244,8 +276,10 @@ class OpenAIModel:
                 headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout))
         return self._session
 
-    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
-                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
+    def request_body(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
+                     response_schema: dict[str, Any] | None = None,
+                     **params: Any) -> dict[str, Any]:
+        """The ``/chat/completions`` body of a call (as sent, or as a batch's line)."""
         body: dict[str, Any] = {"model": self.model,
                                 "messages": [message_to_openai(m) for m in messages]}
         if tools:
@@ -253,7 +287,16 @@ class OpenAIModel:
         if response_schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": response_schema}}
+        effort, budget = params.pop("reasoning_effort", None), params.pop("reasoning_tokens", None)
         body.update(params)
+        if effort is not None or budget is not None:
+            body.update(reasoning_params(self._endpoint.host, effort, budget))
+        return body
+
+    async def generate(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
+                       response_schema: dict[str, Any] | None = None, **params: Any) -> Reply:
+        body = self.request_body(messages, tools=tools, response_schema=response_schema,
+                                 **params)
         start = time.perf_counter()
         reply = parse_completion(await self._post(self._url, body))
         reply.latency_s = time.perf_counter() - start

@@ -24,8 +24,8 @@ from typing import Any
 from assay.core.redact import redact_tree
 from assay.store.fingerprint import configuration_of
 
-__all__ = ["DescribedRuns", "generic_report", "is_rate", "metric_fact", "run_headline",
-           "run_report"]
+__all__ = ["DescribedRuns", "cost_line", "generic_report", "is_rate", "metric_fact",
+           "run_cost", "run_headline", "run_report", "usd"]
 
 _NOT_HEADLINES = frozenset({"error_rate"})
 
@@ -140,6 +140,34 @@ class DescribedRuns(StoreMixin):
             " AND EXISTS (SELECT 1 FROM samples s WHERE s.run_id = r.id))"
             " OR (kind = 'plan' AND json_extract(dataset, '$.reported_as') IS NULL)"
             " ORDER BY created_at, id")]
+
+
+def usd(value: float | None) -> str:
+    """A cost as people read it: ``$0.0123``, ``$12.34``; ``unknown`` for ``None``."""
+    if value is None:
+        return "unknown"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}" if value >= 1e-4 else (
+        "$0" if value == 0 else f"${value:.2g}")
+
+
+def run_cost(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The cost a run stored when it ended (``stats.cost``): ``usd`` (None: a price unknown),
+    ``roles`` (each with ``model``, ``usd``, tokens) and ``unpriced``; None before this."""
+    cost = (run.get("stats") or {}).get("cost")
+    return cost if isinstance(cost, dict) else None
+
+
+def cost_line(cost: dict[str, Any] | None) -> str | None:
+    """One line for a run's cost: the total, each role's beside it, and what is unpriced."""
+    if cost is None:
+        return None
+    roles = cost.get("roles") or {}
+    parts = [f"{name} {usd(r.get('usd'))}" for name, r in roles.items()] if len(roles) > 1 else []
+    text = f"cost {usd(cost.get('usd'))}" + (f" ({', '.join(parts)})" if parts else "")
+    unpriced = [str((roles.get(n) or {}).get("model") or n) for n in cost.get("unpriced") or []]
+    if unpriced:
+        text += f": no price for {', '.join(unpriced)}; give one with --pricing FILE"
+    return text
 
 
 def decode(text: str | None) -> Any:

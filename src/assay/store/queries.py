@@ -235,6 +235,31 @@ def role_usage(store: Store, run_id: str) -> dict[str, dict[str, int]]:
                         "output_tokens": int(r[3] or 0)} for r in rows}
 
 
+def usage_totals(store: Store, run_id: str) -> dict[str, Any]:
+    """What the run's samples paid for (``outcome.usage``), per role and in all: tokens (the
+    cached and reasoning ones where the provider said) and USD; ``usd`` is ``None`` where a
+    paid call's price was unknown, and ``unpriced`` names those roles."""
+    rows = store._db.execute(
+        "SELECT u.key, " + ", ".join(f"SUM(json_extract(u.value, '$.{k}'))" for k in _USAGE)
+        + ", SUM(json_type(u.value, '$.cost_usd') = 'null') FROM samples s,"
+        " json_each(s.outcome, '$.usage') u WHERE s.run_id = ? AND s.outcome IS NOT NULL"
+        " GROUP BY u.key ORDER BY u.key != 'subject', u.key", (run_id,))
+    roles = {}
+    for r in rows:
+        role = {k: v for k, v in zip(_USAGE[:4], r[1:5], strict=True) if v is not None}
+        role["usd"] = None if r[6] else round(r[5] or 0.0, 6)
+        roles[str(r[0])] = role
+    unpriced = [k for k, v in roles.items() if v["usd"] is None]
+    return {"usd": None if unpriced else round(sum(v["usd"] for v in roles.values()), 6),
+            "tokens": sum(v.get("input_tokens", 0) + v.get("output_tokens", 0)
+                          for v in roles.values()),
+            "roles": roles, "unpriced": unpriced}
+
+
+_USAGE = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
+          "cost_usd")
+
+
 # -- samples ----------------------------------------------------------------------------
 def metadata_fields(store: Store, run_id: str) -> tuple[list[str], str]:
     """The scalar metadata keys of one of the run's samples, and the default category key."""

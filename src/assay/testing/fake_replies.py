@@ -81,9 +81,13 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-def chat_completion(body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+def chat_completion(body: dict[str, Any], reply: Reply, number: int,
+                    seen: set[str] | None = None) -> dict[str, Any]:
     """The ``chat.completion`` answering ``body`` with ``reply`` (a text, or a dict with
-    ``content`` and/or ``tool_calls``); token counts are word counts."""
+    ``content``, ``tool_calls``, ``reasoning_content`` and ``finish_reason``); token counts
+    are word counts, with OpenAI's details: reasoning tokens (the ``reasoning_content``'s
+    words, part of the completion's) and cached tokens (a leading system message's words
+    when ``seen`` holds its text from an earlier request: a prompt cache)."""
     if isinstance(reply, str):
         reply = {"content": reply}
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
@@ -95,12 +99,23 @@ def chat_completion(body: dict[str, Any], reply: Reply, number: int) -> dict[str
                           "arguments": tc["arguments"] if isinstance(tc.get("arguments"), str)
                           else json.dumps(tc.get("arguments") or {})}}
             for i, tc in enumerate(tool_calls)]
-    prompt = sum(len(text_of(m.get("content")).split())
-                 for m in body.get("messages") or [] if isinstance(m, dict))
-    completion = len(text_of(message["content"]).split())
+    thought = reply.get("reasoning_content")
+    if thought is not None:
+        message["reasoning_content"] = thought
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    prompt = sum(len(text_of(m.get("content")).split()) for m in messages)
+    reasoning = len(text_of(thought).split())
+    completion = len(text_of(message["content"]).split()) + reasoning
+    cached = 0
+    if seen is not None and messages and messages[0].get("role") == "system":
+        system = text_of(messages[0].get("content"))
+        cached = len(system.split()) if system in seen else 0
+        seen.add(system)
     return {"id": f"chatcmpl-fake-{number}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.get(
+                "finish_reason", "tool_calls" if tool_calls else "stop")}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion}}
+                      "total_tokens": prompt + completion,
+                      "prompt_tokens_details": {"cached_tokens": cached},
+                      "completion_tokens_details": {"reasoning_tokens": reasoning}}}

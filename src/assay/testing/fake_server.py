@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from aiohttp import web
 
+from assay.testing.fake_batches import add_batch_routes
 from assay.testing.fake_replies import (
     ALL_KINDS,
     FAULT_KINDS,
@@ -72,7 +73,8 @@ class FakeServer:
                  latency: float = 0.0, faults: FaultPlan | None = None,
                  require_api_key: str | None = None, log_requests: str | Path | None = None,
                  hold_after: int | None = None, host: str = "127.0.0.1", port: int = 0,
-                 max_concurrent: int | None = None, prompt_logprobs: bool = True) -> None:
+                 max_concurrent: int | None = None, prompt_logprobs: bool = True,
+                 batch_polls: int = 2) -> None:
         #: ``/v1/completions`` gives log-probs (a fixed value per token text, as the
         #: endpoint check wants); False: none, as an endpoint that cannot
         self.prompt_logprobs = prompt_logprobs
@@ -98,6 +100,15 @@ class FakeServer:
         self.port = port
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
+        #: the Batch API (fake_batches.py): a batch completes on its ``batch_polls``-th GET,
+        #: the lines of ``batch_fail_ids`` failing (500), as ``batch_outcome`` says
+        #: ("completed", "expired", "failed"); answered bodies in ``batch_requests``
+        self.batch_polls = batch_polls
+        self.batch_fail_ids: set[str] = set()
+        self.batch_outcome = "completed"
+        self.batch_requests: list[dict[str, Any]] = []
+        self.batch_files: dict[str, tuple[dict[str, Any], bytes]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
         self.stats: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -110,7 +121,8 @@ class FakeServer:
         """Clear recorded requests and stats; rewind the script, fault RNG and fail_first."""
         with self._lock:
             for log in (self.requests, self.stats, self.queries, self.authorizations,
-                        self.request_times):
+                        self.request_times, self.batch_requests, self.batch_files,
+                        self.batches):
                 log.clear()
             self.stats.update(requests=0, completed=0, faults=dict.fromkeys(ALL_KINDS, 0))
             self._script_pos = 0
@@ -288,6 +300,7 @@ class FakeServer:
         app.router.add_get("/v1/models", self._handle_models)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
         app.router.add_post("/v1/completions", self._handle_completions)
+        add_batch_routes(app, self)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
                                shutdown_timeout=0.5)
         await runner.setup()
