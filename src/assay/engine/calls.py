@@ -336,8 +336,8 @@ class CallContext:
         self.usage.add(reply.usage)
         self._event(first_asked, time.perf_counter() - first_asked, waited, reply=reply,
                     params=params, errors=errors)
-        if split_reasoning(reply.message, shared.reasoning_tags) and not reply.finish_reason:
-            reply.finish_reason = "length"  # cut off while thinking, whatever the server says
+        if split_reasoning(reply.message, shared.reasoning_tags):
+            reply.finish_reason = "length"  # its reasoning never closed: cut off while thinking
         secrets = shared.secrets()
         if secrets:
             mask_reply(reply, secrets)
@@ -370,7 +370,7 @@ class CallContext:
         a price unknown; the reasoning and cached counts only where the provider gave them)."""
         u = self.billed
         out: dict[str, Any] = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-                               "cost_usd": None if self.cost is None else round(self.cost, 8)}
+                               "cost_usd": None if self.cost is None else round(self.cost, 10)}
         if u.cached_input_tokens is not None:
             out["cached_input_tokens"] = u.cached_input_tokens
         if u.reasoning_tokens is not None:

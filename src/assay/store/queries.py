@@ -247,10 +247,10 @@ def usage_totals(store: Store, run_id: str) -> dict[str, Any]:
     roles = {}
     for r in rows:
         role = {k: v for k, v in zip(_USAGE[:4], r[1:5], strict=True) if v is not None}
-        role["usd"] = None if r[6] else round(r[5] or 0.0, 6)
+        role["usd"] = None if r[6] else round(r[5] or 0.0, 10)
         roles[str(r[0])] = role
     unpriced = [k for k, v in roles.items() if v["usd"] is None]
-    return {"usd": None if unpriced else round(sum(v["usd"] for v in roles.values()), 6),
+    return {"usd": None if unpriced else round(sum(v["usd"] for v in roles.values()), 10),
             "tokens": sum(v.get("input_tokens", 0) + v.get("output_tokens", 0)
                           for v in roles.values()),
             "roles": roles, "unpriced": unpriced}

@@ -99,6 +99,8 @@ class FakeServer:
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
+        #: the usage of each chat completion answered (and each batch line), with its model
+        self.usages: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         #: the Batch API (fake_batches.py): a batch completes on its ``batch_polls``-th GET,
         #: the lines of ``batch_fail_ids`` failing (500), as ``batch_outcome`` says
@@ -120,13 +122,15 @@ class FakeServer:
     def reset(self) -> None:
         """Clear recorded requests and stats; rewind the script, fault RNG and fail_first."""
         with self._lock:
-            for log in (self.requests, self.stats, self.queries, self.authorizations,
-                        self.request_times, self.batch_requests, self.batch_files,
-                        self.batches):
+            for log in (self.requests, self.usages, self.stats, self.queries,
+                        self.authorizations, self.request_times, self.batch_requests,
+                        self.batch_files, self.batches):
                 log.clear()
             self.stats.update(requests=0, completed=0, faults=dict.fromkeys(ALL_KINDS, 0))
             self._script_pos = 0
             self._seen: dict[str, int] = {}
+            #: system prompts answered before: their words count as cached prompt tokens
+            self._systems: set[str] = set()
             self._rng = random.Random(self.faults.seed)
 
     @property
@@ -169,7 +173,9 @@ class FakeServer:
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         with self._lock:
             n = self.stats["completed"]
-        return chat_completion(body, reply, n)
+            payload = chat_completion(body, reply, n, self._systems)
+            self.usages.append({"model": body.get("model"), **payload["usage"]})
+        return payload
 
     async def _handle_chat(self, request: web.Request) -> web.Response:
         arrived = time.monotonic()
