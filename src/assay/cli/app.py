@@ -111,3 +111,6 @@ tau2_app = _group("tau2", "τ²-bench tools that need no model: score official r
 gaia_app = _group("gaia", "GAIA tools that need no model: score existing answers.",
                   dict(score=("assay.cli.gaia:score",
                                "Score existing answers without running a model.")))
+batch_app = _group("batch", "A run's provider batches (run with --batch).", dict(
+    status=("assay.cli.batch:status",
+            "Each batch a run sent: its requests and where the provider has it.")))

@@ -78,8 +78,8 @@ async def submit(store: Any, run_id: str, model_id: str, shared: Any) -> dict[st
     keys = store.runs_dir / run_id / "batches" / f"{batch_id}.json"
     keys.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(keys, json.dumps(sorted(batch.requests)))
-    record = {"id": batch_id, "model": model_id, "requests": len(batch.requests),
-              "status": "submitted"}
+    record = {"id": batch_id, "model": model_id, "endpoint": batch.agent.display_url,
+              "requests": len(batch.requests), "status": "submitted"}
     batch.requests.clear()
     return record
 
