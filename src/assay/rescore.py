@@ -22,9 +22,18 @@ from assay.engine.sample import role_usage
 from assay.errors import ConfigError
 from assay.sandbox import allow_weak_isolation
 from assay.scoring.judge import is_judge_role
+from assay.store import queries as q
 from assay.store.sqlite import Store
 from assay.tasks.base import score_sample
 from assay.tasks.registry import build_task, resolve
+
+
+def _used(roles: dict[str, Any]) -> dict[str, Any]:
+    """The judges' calls and what they paid for, as a sample stores them."""
+    if not roles:
+        return {}
+    return {"role_usage": role_usage(roles),
+            "usage": {name: r.usage_record() for name, r in roles.items()}}
 
 
 async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any], rows: list[Any],
@@ -42,9 +51,9 @@ async def _score_rows(store: Store, task: Any, spec: Any, model: dict[str, Any],
             roles = ctx.roles if ctx is not None else {}
             try:
                 scored = await score_sample(task, sample_of(r), outcome_of(r), ctx)
-                return {sc.name: sc.to_dict() for sc in scored}, None, role_usage(roles)
+                return {sc.name: sc.to_dict() for sc in scored}, None, _used(roles)
             except Exception as e:  # a scorer bug or a judge that never answered
-                return {}, f"scoring failed: {type(e).__name__}: {e}", role_usage(roles)
+                return {}, f"scoring failed: {type(e).__name__}: {e}", _used(roles)
 
     limit = asyncio.Semaphore(max(1, spec.max_connections))
     if not task.judged():
@@ -186,15 +195,16 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
                     valid += primary.get("value") is not None
                     if primary.get("value") is None and first_invalid is None:
                         first_invalid = (r.sample_id, primary)
-                for u in used.values():
+                for u in (used.get("role_usage") or {}).values():
                     judge_calls[0] += u["calls"]
                     judge_calls[1] += u["cache_hits"]
-                outcome = {k: v for k, v in r.outcome.items() if k != "role_usage"}
+                # what this re-scoring paid for: its judges' calls (the model's were paid before)
+                outcome = {k: v for k, v in r.outcome.items() if k not in ("role_usage", "usage")}
                 store.record(new_id, replace(
                     r, run_id=new_id, seq=seq, scores=scores, error=error,
                     prediction=next(iter(scores.values()))["answer"] if scores and error is None
                     else None, model_calls=0, cache_hits=0, created_at=time.time(),
-                    outcome={**outcome, "role_usage": used} if used else outcome))
+                    outcome={**outcome, **used}))
     except BaseException:
         store.set_run_status(new_id, "failed", {"rescored_from": parent["id"]})
         raise
@@ -207,6 +217,7 @@ def rescore(store: Store, run_id: str, *, scorer: str | None = None,
         model["roles"] = {**kept, **roles}
     store.update_run(new_id, spec=spec.to_dict(), model=model)
     stats = store.sample_totals(new_id)
+    stats["cost"] = q.usage_totals(store, new_id)
     stats.update(rescored_from=parent["id"], elapsed_s=round(time.perf_counter() - started, 3),
                  model_calls=0, rescored_by={
                      "scorer": scorer or spec.task_options.get("scorer"), "roles": roles},

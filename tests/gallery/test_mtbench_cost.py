@@ -49,3 +49,28 @@ def test_cost_per_role_equals_the_servers_tokens_priced_by_hand(
         total += usd
     assert cost["roles"]["judge"]["cached_input_tokens"] > 0  # its system prompt repeats
     assert cost["usd"] == pytest.approx(total, rel=1e-9)
+
+
+def test_a_judged_two_turn_task_goes_through_batches_round_by_round(
+        fake_server: Any, api_key: None, wheel_files: dict[str, Path],  # noqa: F811
+        tmp_path: Path) -> None:
+    """The model's first turns, its second turns, then the judge's verdicts: three rounds,
+    every call in a batch, none sent directly; the same scores as the direct run's."""
+    script = {("81", 1): ["Rating: [[7]]"], ("101", 2): ["Rating: [[2]]"]}
+    direct_srv = fake_server(responder=Players(script))
+    direct = evaluate(direct_srv, judge_prompts=str(wheel_files["prompts"]),
+                      judge_model="openai/judge", cache=False)
+    srv = fake_server(responder=Players(script))
+    batched = evaluate(srv, judge_prompts=str(wheel_files["prompts"]),
+                       judge_model="openai/judge", batch=True, batch_poll=0.01)
+    assert not srv.requests and len(srv.batch_requests) == len(direct_srv.requests)
+    store = Store()
+    try:
+        run = store.get_run(batched.run_id)
+        rows = {r.sample_id: r.scores for r in store.results(batched.run_id)}
+        want = {r.sample_id: r.scores for r in store.results(direct.run_id)}
+    finally:
+        store.close()
+    assert [(b["model"], b["requests"]) for b in run["stats"]["batches"]] == [
+        ("openai/agent", 4), ("openai/agent", 4), ("openai/judge", 8)]
+    assert rows == want and batched.metrics["mtbench_score"] == direct.metrics["mtbench_score"]

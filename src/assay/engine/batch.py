@@ -27,7 +27,11 @@ class BatchRound:
     """One model's calls for its provider batch, this round; and what the last batch said:
     the keys it answered (each counted once as a paid call, at the batch price) and failed."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        #: the call states reading this model's answers (the model under test and a judge
+        #: of the same model have one each)
+        self.shared: list[Any] = []
         self.requests: dict[str, dict[str, Any]] = {}
         self.agent: Any = None
         self._answers: dict[str, str] = {}
@@ -52,21 +56,22 @@ class BatchRound:
         for; later reads are the cache's); ``None`` otherwise."""
         return self._answers.pop(key, None)
 
-    def take(self, answers: dict[str, Any], cache: Any, model_id: str) -> None:
+    def take(self, answers: dict[str, Any], model_id: str) -> None:
         """A batch's answers: replies into the cache, failures kept for their samples."""
         for key, answer in answers.items():
             if isinstance(answer, ModelCallError):
                 self.failed[key] = answer
             else:
                 self._answers[key] = json.dumps(answer.to_dict())
-                cache.store.cache_put(key, model_id, self._answers[key])
-                cache.cached_keys.add(key)
+                self.store.cache_put(key, model_id, self._answers[key])
+                for shared in self.shared:
+                    shared.cached_keys.add(key)
 
 
-async def submit(store: Any, run_id: str, model_id: str, shared: Any) -> dict[str, Any] | None:
+async def submit(store: Any, run_id: str, model_id: str,
+                 batch: BatchRound) -> dict[str, Any] | None:
     """The round's calls of one model as a provider batch; its record (stored by the caller)
     and its keys in the run folder, so a later process collects it."""
-    batch = shared.batch
     if not batch.requests:
         return None
     client = client_for(batch.agent)
@@ -84,11 +89,11 @@ async def submit(store: Any, run_id: str, model_id: str, shared: Any) -> dict[st
     return record
 
 
-async def collect(store: Any, run_id: str, record: dict[str, Any], agent: Any, shared: Any,
-                  poll: float, quiet: bool) -> None:
-    """Wait for one stored batch and hand its answers to ``shared.batch``; a line it did not
+async def collect(store: Any, run_id: str, record: dict[str, Any], agent: Any,
+                  batch: BatchRound | None, poll: float, quiet: bool) -> None:
+    """Wait for one stored batch and hand its answers to ``batch``; a line it did not
     answer (a failed, expired or cancelled batch) is its sample's error."""
-    if not callable(getattr(agent, "request_body", None)):
+    if batch is None or not callable(getattr(agent, "request_body", None)):
         raise ConfigError(f"batch {record['id']} was sent to {record['model']}, which this "
                           "run no longer calls; resume with the model it started with")
     client = client_for(agent)
@@ -114,4 +119,4 @@ async def collect(store: Any, run_id: str, record: dict[str, Any], agent: Any, s
     for key in keys:
         answers.setdefault(key, ModelCallError(why, transient=True))
     record.update(status=final.get("status"), counts=final.get("request_counts"))
-    shared.batch.take(answers, shared, record["model"])
+    batch.take(answers, record["model"])

@@ -310,16 +310,16 @@ class Engine:
                             executor: Executor) -> None:
         """``--batch``: collect the run's open batches, run the samples not done (their
         uncached calls kept for a batch), submit those, and again until none is kept."""
-        models = {subj.model_id: (subj, run.shared),
-                  **{r.model_id: (r, shared) for r, _, shared in run.roles.values()}}
-        for _, shared in models.values():
-            shared.batch = BatchRound()
+        models: dict[str, tuple[Any, BatchRound]] = {}  # one batch per model a round
+        for model, shared in [(subj, run.shared), *((r, sh) for r, _, sh in run.roles.values())]:
+            shared.batch = models.setdefault(model.model_id, (model, BatchRound(self.store)))[1]
+            shared.batch.shared.append(shared)
         while True:
             records = self.store.get_run(run_id)["stats"].get("batches") or []
             for rec in records:
                 if rec["status"] == "submitted":
-                    agent, shared = models.get(rec["model"], (None, None))
-                    await collect(self.store, run_id, rec, agent and agent.session(), shared,
+                    agent, batch = models.get(rec["model"], (None, None))
+                    await collect(self.store, run_id, rec, agent and agent.session(), batch,
                                   spec.batch_poll, self.quiet)
             done = self.store.completed_keys(run_id)
             todo = [(seq, s, epoch) for epoch in range(spec.epochs)
@@ -330,8 +330,8 @@ class Engine:
                        for r in records]
             self._save_batches(run_id, records)
             submitted = 0
-            for model_id, (_, shared) in models.items():
-                rec = await submit(self.store, run_id, model_id, shared)
+            for model_id, (_, batch) in models.items():
+                rec = await submit(self.store, run_id, model_id, batch)
                 if rec:
                     records.append(rec)
                     submitted += 1
