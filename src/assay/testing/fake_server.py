@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
@@ -99,6 +100,8 @@ class FakeServer:
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
+        #: every HTTP request by method and path (a batch's files, polls and downloads too)
+        self.http_requests: Counter[str] = Counter()
         #: the usage of each chat completion answered (and each batch line), with its model
         self.usages: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
@@ -122,7 +125,7 @@ class FakeServer:
     def reset(self) -> None:
         """Clear recorded requests and stats; rewind the script, fault RNG and fail_first."""
         with self._lock:
-            for log in (self.requests, self.usages, self.stats, self.queries,
+            for log in (self.requests, self.usages, self.http_requests, self.stats, self.queries,
                         self.authorizations, self.request_times, self.batch_requests,
                         self.batch_files, self.batches):
                 log.clear()
@@ -301,7 +304,13 @@ class FakeServer:
         """Start serving on the running event loop, returning once listening."""
         if self._runner is not None:
             raise RuntimeError("FakeServer already started")
-        app = web.Application(client_max_size=64 * 1024**2)
+        @web.middleware
+        async def count(request: web.Request, handler: Any) -> web.StreamResponse:
+            with self._lock:
+                self.http_requests[f"{request.method} {request.path}"] += 1
+            return await handler(request)
+
+        app = web.Application(client_max_size=64 * 1024**2, middlewares=[count])
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_get("/v1/models", self._handle_models)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
