@@ -54,7 +54,7 @@ def test_report_csv_writes_one_quoted_row_per_sample_with_formulas_defused(
     head, body = table[0], table[1:]
     score = next(h for h in head if h.startswith("score:"))
     assert head == ["sample_id", "epoch", "input", "target", "output", "answer", score,
-                    "error", "latency_s", "input_tokens", "output_tokens"]
+                    "error", "latency_s", "input_tokens", "output_tokens", "cost_usd"]
     assert len(body) == len(ROWS)
     got = {r[0]: dict(zip(head, r, strict=True)) for r in body}
     assert list(got) == ["plain", "'=cmd", "quoted", "'@sum", "boom"]  # dataset order
@@ -64,6 +64,7 @@ def test_report_csv_writes_one_quoted_row_per_sample_with_formulas_defused(
     assert plain["output"] == "Answer: 5" and plain["epoch"] == "0"
     assert float(plain[score]) == 1.0 and int(plain["input_tokens"]) > 0
     assert float(plain["latency_s"]) >= 0 and plain["error"] == ""
+    assert plain["cost_usd"] == "0.0"  # a server on this machine: free, said as 0 (not blank)
     # formulas defused with a leading quote: input, target, output and answer alike
     assert got["'=cmd"]["input"] == "'" + ROWS[1][1]
     assert got["'=cmd"]["target"] == "'+1" and got["'=cmd"]["answer"] == "'=1+1"

@@ -54,22 +54,25 @@ def test_the_table_fits_80_columns_one_line_per_run(two_runs, columns):
     lines = p.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), "\n".join(lines)
     header = lines[0]
-    assert header.split() == ["run", "task", "/", "model", "status", "n", "err", "headline"]
+    assert header.split() == ["run", "task", "/", "model", "status", "n", "err", "cost",
+                              "headline"]
     assert [line.split()[0] for line in lines[1:3]] == [failed, finished], p.stdout
     row = {line.split()[0]: line for line in lines[1:3]}
-    assert row[failed].split()[1:] == ["qa", "openai/fake", "failed", "4", "4", "-"]
+    # a server on this machine costs nothing: $0 (a run's price unknown reads "unknown")
+    assert row[failed].split()[1:] == ["qa", "openai/fake", "failed", "4", "4", "$0", "-"]
     task, model, *rest = row[finished].split()[1:]
-    assert (task, rest[:3], rest[4:]) == ("qa", ["finished", "4", "0"], ["0.500"]), row[finished]
+    assert (task, rest[:4], rest[5:]) == ("qa", ["finished", "4", "0", "$0"], ["0.500"]), \
+        row[finished]
     # the metric's registered name, read from its start: cut at its end where 80 columns
     # leave no room
-    assert rest[3] == "normalized_match" or (
-        rest[3].endswith("…") and "normalized_match".startswith(rest[3][:-1])
-        and len(rest[3]) >= 8), row[finished]
+    assert rest[4] == "normalized_match" or (
+        rest[4].endswith("…") and "normalized_match".startswith(rest[4][:-1])
+        and len(rest[4]) >= 8), row[finished]
     # the model's name cut in its middle: its provider's start and its end kept (beside a
-    # metric's registered name, normalized_match, the model gets a character less than
-    # beside the old "accuracy")
+    # metric's registered name, normalized_match, and the cost column, the model gets
+    # fewer characters than beside the old "accuracy")
     head, tail = model.split("…")
-    assert LONG_MODEL.startswith(head) and LONG_MODEL.endswith(tail) and len(tail) >= 7, model
+    assert LONG_MODEL.startswith(head) and LONG_MODEL.endswith(tail) and len(tail) >= 5, model
 
 
 def test_json_is_one_array_and_jsonl_one_object_per_line(two_runs):
@@ -82,5 +85,6 @@ def test_json_is_one_array_and_jsonl_one_object_per_line(two_runs):
     assert runs[1]["headline"]["metric"] == "normalized_match" and runs[1]["headline"]["value"] == 0.5
     assert runs[0]["status"] == "failed" and runs[0]["headline"] is None
     assert "HTTP 404" in runs[0]["error"] and runs[0]["resumable"] is True
+    assert runs[0]["cost_usd"] == runs[1]["cost_usd"] == 0  # free: a server on this machine
     lines = cli("list", "runs", "--jsonl").stdout.splitlines()
     assert [json.loads(line) for line in lines] == runs

@@ -205,3 +205,29 @@ def test_compare_two_runs_picked_on_the_runs_list(store: Store, server, page) ->
     expect(page.locator("#run-link")).to_have_text(b)
     expect(page.locator("#sample-id")).to_have_text("s0002")
     expect(page.locator("#scores .score-value").first).to_have_text("0")
+
+
+def test_run_page_shows_the_cost_and_a_reply_shows_its_reasoning_folded(store: Store, server,
+                                                                        page, shots) -> None:
+    thought = "France's capital is Paris, so: Paris."
+    rid = vh.synthetic_run(store, 3, pattern=lambda i: {"transcript": [
+        {"role": "user", "content": "The capital of France?"},
+        {"role": "assistant", "content": "Answer: Paris", "reasoning": thought}]})
+    store.set_run_status(rid, "interrupted", {
+        "stopped": "cost limit reached: $0.0002 of $0.0002",
+        "cost": {"usd": 0.000226, "tokens": 106, "unpriced": [], "roles": {
+            "subject": {"usd": 0.000126, "model": "openai/syn", "price": "file"},
+            "judge": {"usd": 0.0001, "model": "openai/j", "price": "genai-prices"}}}})
+    page.goto(f"{server.base}/run/{rid}")
+    expect(page.locator("#run-cost")).to_have_text(
+        "$0.0002 (106 tokens paid for): subject openai/syn: $0.0001 (price from --pricing); "
+        "judge openai/j: $0.0001 (price from genai-prices)")
+    expect(page.locator("#run-stopped")).to_contain_text("cost limit reached: $0.0002 of")
+    page.screenshot(path=str(shots / "run-cost.png"), full_page=True)
+    page.goto(server.base + vh.sample_url_of(rid, "s0000"))
+    reasoning = page.locator("#transcript details.reasoning")
+    expect(reasoning.locator("pre")).to_be_hidden()  # folded above the reply
+    reasoning.locator("summary").click()
+    expect(reasoning.locator("pre")).to_have_text(thought)
+    expect(page.locator("#transcript .role-assistant pre.text").last).to_have_text(
+        "Answer: Paris")

@@ -18,7 +18,8 @@ from assay.errors import AssayError, ConfigError, DatasetError
 from assay.models.registry import listing
 from assay.pipelines.models import is_models_run
 from assay.reports.models import models_label
-from assay.store.described import run_headline
+from assay.reports.values import cost_cell
+from assay.store.described import run_cost, run_headline
 from assay.store.sqlite import Store
 from assay.tasks.capabilities import CAPABILITIES, STANDINGS, Measure
 from assay.tasks.gallery.entry import all_entries
@@ -27,7 +28,7 @@ from assay.tasks.gallery.task import readiness_text
 from assay.tasks.registry import available, declared_in, plannable_tasks, resolve
 
 #: the run's id is its creation time (``20261126-113951-ea146c``), so no date column
-_RUN_COLUMNS = ("run", "task / model", "status", "n", "err", "headline")
+_RUN_COLUMNS = ("run", "task / model", "status", "n", "err", "cost", "headline")
 
 
 def _short_value(value: Any) -> str:
@@ -79,6 +80,7 @@ def _run_json(run: dict[str, Any]) -> dict[str, Any]:
             "headline": None if head is None else {
                 "metric": head[0], **{k: head[1].get(k) for k in ("value", "ci_low", "ci_high")}},
             "error": (run["stats"] or {}).get("error") if run["status"] == "failed" else None,
+            "cost_usd": (run_cost(run) or {}).get("usd"),  # null: a price unknown, or not kept
             **({"models": run["models"]} if run.get("models") else {})}
 
 
@@ -161,11 +163,13 @@ def list_runs(limit: int | None, as_json: bool, as_jsonl: bool) -> None:
 
 
 def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
-    """The runs as a table, one line per run in ``width`` columns: the run's id, status and
-    counts whole; the task, model and headline metric shortened with "…" where needed."""
+    """The runs as a table, one line per run in ``width`` columns: the run's id, status,
+    counts and cost whole; the task, model and headline metric shortened with "…" where
+    needed."""
     fixed = {name: max([len(name), *(len(cell(r)) for r in runs)]) for name, cell in (
         ("run", lambda r: r["id"]), ("status", lambda r: r["status"]),
-        ("n", lambda r: str(r["samples"])), ("err", lambda r: str(r["errors"])))}
+        ("n", lambda r: str(r["samples"])), ("err", lambda r: str(r["errors"])),
+        ("cost", cost_cell))}
     room = width - sum(fixed.values()) - 2 * (len(_RUN_COLUMNS) - 1)  # two spaces between
     task_full = max([len("task / model"), *(len(_task_and_model(r, 1 << 16)) for r in runs)])
     head_full = max([len("headline"), *(len(_headline(r)) for r in runs)])
@@ -183,7 +187,7 @@ def _runs_table(runs: list[dict[str, Any]], width: int) -> Table:
             r["id"], _task_and_model(r, task_w),
             Text(r["status"], style=_STATUS_STYLE.get(r["status"], "")),
             "-" if parent else str(r["samples"]), "-" if parent else str(r["errors"]),
-            _headline(r, head_w))
+            cost_cell(r), _headline(r, head_w))
     return table
 
 

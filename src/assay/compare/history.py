@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from assay.compare.runs import compare_runs, model_name
 from assay.errors import ConfigError
 from assay.metrics.format import counted
-from assay.reports.values import rescored_text
-from assay.store.described import run_headline
+from assay.reports.values import cost_cell, rescored_text
+from assay.store.described import run_cost, run_headline
 from assay.store.fingerprint import differences, differences_text
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ def task_history(store: Store, task: str, *, model: str | None = None,
                  "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run["created_at"])),
                  "metric_name": head[0] if head else None,
                  "metric": head[1] if head else None, "change": None, "drop": False,
-                 "previous": None,
+                 "previous": None, "cost_usd": (run_cost(run) or {}).get("usd"),
+                 "cost": cost_cell(run),  # "unknown": a price unknown; "—": not kept
                  "rescored": (rescored_text(run) or "re-scored") if _rescoring(run) else None}
         points.append(point)
         if point["metric"] is None or run["status"] != "finished":

@@ -83,7 +83,9 @@ def history_lines(hist: dict[str, Any]) -> list[str]:
         name = f"{p['metric_name']} " if p["metric_name"] else ""
         change = _change_text(p)
         mark = f"[{p['fingerprint']}]  " if hist.get("mixed") else ""
+        cost = f"  cost {p['cost']}" if p["cost"] != "—" else ""
         lines.append(f"{p['created']}  {p['id']}  {mark}{p['model']}  {name}{_value(p)}{status}"
+                     + cost
                      + (f"  vs previous {change}" if change else "")
                      + (f"  [{p['rescored']}]" if p.get("rescored") else ""))
     if hist["drops"]:

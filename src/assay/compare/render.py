@@ -8,16 +8,27 @@ from pathlib import Path
 from typing import Any
 
 from assay.reports.pages import fmt_delta, fmt_num, fmt_p, write_pages
+from assay.store.described import usd
 
 #: flipped samples shown with both outputs per direction on the terminal
 OUTPUTS_SHOWN = 5
 
-__all__ = ["fmt_delta", "fmt_p", "one_line", "summary_lines", "write_comparison"]
+__all__ = ["cost_text", "fmt_delta", "fmt_p", "one_line", "summary_lines", "write_comparison"]
 
 
 def _test_name(result: dict[str, Any]) -> str:
     return ("McNemar exact test" if result["primary"]["test"] == "mcnemar_exact"
             else "paired bootstrap")
+
+
+def cost_text(result: dict[str, Any]) -> str | None:
+    """``cost: A $0.0100  B $0.0120  B-A +$0.0020`` ("unknown" where a price is, "—" for a
+    run from before costs were kept); None when neither run kept its cost."""
+    a, b, diff = result["a"].get("cost"), result["b"].get("cost"), result.get("cost_diff_usd")
+    if a in (None, "—") and b in (None, "—"):
+        return None
+    return (f"cost: A {a}  B {b}  B-A "
+            + ("unknown" if diff is None else ("-" if diff < 0 else "+") + usd(abs(diff))))
 
 
 def one_line(text: str, width: int) -> str:
@@ -58,6 +69,8 @@ def summary_lines(result: dict[str, Any], flips_shown: int = 10,
     lines.append(f"{result['score']}: A {fmt_num(p['a'], kind)}  B {fmt_num(p['b'], kind)}  "
                  f"B-A {fmt_delta(p, kind)}  p={fmt_p(p['p_value'])} ({_test_name(result)}, "
                  f"n={p['n']})")
+    if cost := cost_text(result):
+        lines.append(cost)
     if result.get("contingency"):
         c = result["contingency"]
         lines.append(f"fixed by B: {c['b_only_pass']}  broken by B: {c['a_only_pass']}  "
@@ -88,5 +101,5 @@ def summary_lines(result: dict[str, Any], flips_shown: int = 10,
 
 
 def write_comparison(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    return write_pages(out_dir, "compare", {"r": result, "test_name": _test_name(result)},
-                       data=result)
+    return write_pages(out_dir, "compare", {"r": result, "test_name": _test_name(result),
+                                            "cost": cost_text(result)}, data=result)

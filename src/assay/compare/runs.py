@@ -15,8 +15,9 @@ from assay.compare.flips import attach_outputs
 from assay.compare.paired import holm, paired_binary, paired_continuous
 from assay.errors import ConfigError
 from assay.metrics.format import fmt_rate
+from assay.reports.values import cost_cell
 from assay.scoring import ALIASES
-from assay.store.described import run_headline
+from assay.store.described import run_cost, run_headline
 from assay.store.fingerprint import data_hash as dataset_hash
 from assay.store.fingerprint import differences, differences_text
 
@@ -52,6 +53,8 @@ class RunScores:
                 "status": r["status"], "n_samples": len(self.values) + len(self.unscored),
                 "data_hash": data_hash(r), "scorer": self.score,
                 "headline": headline_text(r), "fingerprint": r["config"]["fingerprint"],
+                # null: a price unknown, or a run from before costs were kept ("—")
+                "cost_usd": (run_cost(r) or {}).get("usd"), "cost": cost_cell(r),
                 "configuration": r["config"]["parts"]}
 
 
@@ -206,9 +209,12 @@ def compare_runs(store: Store, a: str, b: str, *, score: str | None = None,
     if not binary:  # the largest changes first
         fixed.sort(key=lambda f: f["a"] - f["b"])
         broken.sort(key=lambda f: f["b"] - f["a"])
+    a_info, b_info = ra.info(), rb.info()
+    costs = (a_info["cost_usd"], b_info["cost_usd"])
     result = {
-        "a": ra.info(), "b": rb.info(), "score": ra.score if ra.score == rb.score else
+        "a": a_info, "b": b_info, "score": ra.score if ra.score == rb.score else
         f"{ra.score} / {rb.score}",
+        "cost_diff_usd": None if None in costs else round(costs[1] - costs[0], 8),
         "configuration": configuration_change(ra.run, rb.run),
         "kind": "binary" if binary else "continuous",
         "shared": len(shared_ids), "only_a": only_a, "only_b": only_b, "excluded": excluded,

@@ -440,8 +440,13 @@ class CallContext:
         event: dict[str, Any] = {"start_s": round(asked - self._t0, 4),
                                  "duration_s": round(duration, 4), "wait_s": round(waited, 4)}
         if reply is not None:
-            event.update(input_tokens=reply.usage.input_tokens,
-                         output_tokens=reply.usage.output_tokens, cached=bool(reply.cached))
+            u = reply.usage
+            event.update(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                         cached=bool(reply.cached))
+            if u.cached_input_tokens is not None:
+                event["cached_input_tokens"] = u.cached_input_tokens
+            if u.reasoning_tokens is not None:
+                event["reasoning_tokens"] = u.reasoning_tokens
         else:
             event["failed"] = True
         if errors:

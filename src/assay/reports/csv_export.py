@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.atomic import atomic_open
+from assay.reports.values import sample_cost
 from assay.store.sqlite import Store
 
 __all__ = ["FORMULA_START", "csv_text", "write_samples_csv"]
@@ -18,7 +19,7 @@ __all__ = ["FORMULA_START", "csv_text", "write_samples_csv"]
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 #: the columns before and after the scores (one ``score:NAME`` column per score)
 HEAD = ("sample_id", "epoch", "input", "target", "output", "answer")
-TAIL = ("error", "latency_s", "input_tokens", "output_tokens")
+TAIL = ("error", "latency_s", "input_tokens", "output_tokens", "cost_usd")
 
 
 def csv_text(value: Any) -> str:
@@ -54,5 +55,5 @@ def write_samples_csv(store: Store, run_id: str, path: Path) -> Path:
                           csv_text(r.target), csv_text(r.output), csv_text(r.prediction),
                           *(_number((r.scores.get(n) or {}).get("value")) for n in names),
                           csv_text(r.error), _number(r.latency_s), _number(r.input_tokens),
-                          _number(r.output_tokens)])
+                          _number(r.output_tokens), _number(sample_cost(r.outcome))])
     return path

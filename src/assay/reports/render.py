@@ -18,6 +18,7 @@ from assay.metrics.format import fmt_rate
 from assay.metrics.run import NOT_FINISHED_NOTE, stored_metrics
 from assay.reports.pages import md_cell, write_pages
 from assay.reports.values import (
+    cost_rows,
     fmt_value,
     model_facts,
     rescored_from,
@@ -181,6 +182,7 @@ def build_context(store: Store, run_id: str) -> dict[str, Any]:
         "rescored": rescored_from(run),
         "results": results, "metrics": metrics, "metric_rows": metric_rows(metrics),
         "metric_notes": metric_notes(metrics, described), "model_rows": model_facts(run),
+        "cost_rows": cost_rows(run),  # what its calls cost, why a limit stopped it
         # (name, rate, the top of its scale): a proportion's 1, else the run's own scale
         # (MT-Bench's 1-10), so a bar is drawn on the scale its table shows; a figure off
         # every scale (a perplexity) has no bar

@@ -10,7 +10,7 @@ from typing import Any
 
 from assay.core.redact import redact_url
 from assay.metrics.format import fmt_rate
-from assay.store.described import is_rate, run_report
+from assay.store.described import is_rate, run_cost, run_report, usd
 
 #: metric name endings that hold seconds
 _SECONDS = ("_s", "_seconds", "_secs")
@@ -180,3 +180,41 @@ def model_facts(run: dict[str, Any]) -> list[tuple[str, str]]:
                                           for k, v in generation.items())
                  or "the provider's defaults"))
     return rows
+
+
+#: where a role's price came from (``stats.cost.roles.*.price``), as words
+_PRICE_FROM = {"file": "price from --pricing", "genai-prices": "price from genai-prices",
+               "free": "run locally, free"}
+
+
+def cost_cell(run: dict[str, Any]) -> str:
+    """A run's cost in a table cell: ``$0.0123``, ``unknown`` (a price unknown), ``—`` for a
+    run from before costs were kept (never ``$0``)."""
+    cost = run_cost(run)
+    return "—" if cost is None else usd(cost.get("usd"))
+
+
+def cost_rows(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """``("cost", the total and each role's with its model and price's source)`` and
+    ``("stopped", why a limit stopped the run)``, where the run kept them."""
+    rows, cost = [], run_cost(run)
+    if cost is not None:
+        roles = [f"{name} {r.get('model') or ''}: " + (
+            f"{usd(r['usd'])} ({_PRICE_FROM.get(r.get('price'), r.get('price'))})"
+            if r.get("usd") is not None else "price unknown: give one with --pricing FILE")
+            for name, r in (cost.get("roles") or {}).items()]
+        rows.append(("cost", f"{usd(cost.get('usd'))} ({cost.get('tokens') or 0:,} tokens "
+                     "paid for)" + (": " + "; ".join(roles) if roles else "")))
+    stopped = (run.get("stats") or {}).get("stopped")
+    if stopped:
+        rows.append(("stopped", f"{stopped}; no new sample started (--resume with a higher "
+                     "limit continues)"))
+    return rows
+
+
+def sample_cost(outcome: Any) -> float | None:
+    """What a sample's calls cost (``outcome.usage``), ``None`` when a price is unknown or
+    the sample kept no usage."""
+    used = (outcome or {}).get("usage") if isinstance(outcome, dict) else None
+    costs = [u.get("cost_usd") for u in (used or {}).values() if isinstance(u, dict)]
+    return None if not costs or None in costs else round(sum(costs), 8)

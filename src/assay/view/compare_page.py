@@ -10,6 +10,7 @@ from aiohttp import web
 
 from assay.compare import compare_runs
 from assay.compare.flips import attach_outputs
+from assay.compare.render import cost_text
 from assay.errors import AssayError, RunNotFoundError
 from assay.store import queries as q
 from assay.store.sqlite import Store
@@ -85,7 +86,7 @@ def _compare(store: Store, a: str, b: str, score: str | None, by: str | None,
         links[kind + "_page"] = page
         links[kind + "_start"] = start
     attach_outputs(store, result, {"fixed": links["fixed"], "broken": links["broken"]})
-    return {"c": result, "flips": links, "fmt": _fmt, "fold": FOLD_CHARS,
+    return {"c": result, "flips": links, "fmt": _fmt, "fold": FOLD_CHARS, "cost": cost_text(result),
             "page_size": MAX_FLIPS,
             "model_a": q.model_label(result["a"].get("model")),
             "model_b": q.model_label(result["b"].get("model"))}

@@ -17,7 +17,7 @@ from assay.reports.models import NAME as MODELS_TASK
 from assay.reports.models import child_label, models_label
 from assay.reports.pages import render_page
 from assay.reports.render import failure_line
-from assay.reports.values import rescored_from
+from assay.reports.values import cost_rows, rescored_from
 from assay.store import queries as q
 from assay.store.queries import PAGE_SIZE
 from assay.store.sqlite import Store
@@ -165,6 +165,7 @@ def _run_context(store: Store, st: WebState, run_id: str, f: SampleFilters
         "rescored": rescored_from(run),  # (the original run, what re-scored it)
         # why a failed run failed (stats.error), said under its heading as report.html does
         "failure": failure_line(run) if run["status"] == "failed" else "",
+        "cost_rows": cost_rows(run),  # what its calls cost, why a limit stopped it
         **_usage(store, run, parent, totals),
         "spec_json": pretty(run["spec"]), "dataset_json": pretty(run["dataset"]),
         "stats_json": pretty(run["stats"]), "options": run_options(store, run),

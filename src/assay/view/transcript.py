@@ -11,12 +11,13 @@ from typing import Any
 
 from assay.metrics.format import by_name
 from assay.scoring import target_letters
+from assay.store.described import usd
 
 __all__ = ["message_turns", "pretty", "sample_view"]
 
 _ROLE_LABELS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool result",
                 "examiner": "Examiner", "agent": "Agent", "developer": "Developer"}
-_MESSAGE_KEYS = {"role", "content", "tool_calls", "tool_call_id"}
+_MESSAGE_KEYS = {"role", "content", "tool_calls", "tool_call_id", "reasoning"}
 
 
 def pretty(value: Any) -> str:
@@ -72,6 +73,8 @@ def message_turns(items: Any) -> list[dict[str, Any]] | None:
         turns.append({
             "role": role, "label": _ROLE_LABELS.get(role, role),
             "content": content if isinstance(content, str) else None,
+            # a reasoning model's thinking (``<think>`` blocks), shown folded above the reply
+            "reasoning": "" if m.get("reasoning") in (None, "") else pretty(m["reasoning"]),
             "content_json": None if content is None or isinstance(content, str)
             else pretty(content),
             "tool_calls": _tool_calls(m.get("tool_calls")),
@@ -183,6 +186,20 @@ def _agent_facts(outcome: Any) -> list[tuple[str, str]]:
             ("tool errors", str(agent.get("tool_errors", 0)))]
 
 
+def usage_text(outcome: Any) -> str | None:
+    """A sample's ``outcome.usage``: ``subject 42 in (10 cached), 42 out (5 reasoning),
+    $0.0001; judge ...``; None where the sample kept none."""
+    usage = outcome.get("usage") if isinstance(outcome, dict) else None
+    if not isinstance(usage, dict) or not usage:
+        return None
+    return "; ".join(
+        f"{name} {u.get('input_tokens') or 0:,} in"
+        + (f" ({u['cached_input_tokens']:,} cached)" if u.get("cached_input_tokens") else "")
+        + f", {u.get('output_tokens') or 0:,} out"
+        + (f" ({u['reasoning_tokens']:,} reasoning)" if u.get("reasoning_tokens") else "")
+        + f", {usd(u.get('cost_usd'))}" for name, u in usage.items() if isinstance(u, dict))
+
+
 def sample_view(row: dict[str, Any]) -> dict[str, Any]:
     """Everything the sample page shows, from :func:`assay.store.queries.sample_row`."""
     transcript = row.get("transcript")
@@ -230,4 +247,5 @@ def sample_view(row: dict[str, Any]) -> dict[str, Any]:
             ("latency_s", "latency (s)"), ("model_s", "model time (s)"),
             ("wait_s", "waiting (s)"), ("input_tokens", "input tokens"),
             ("output_tokens", "output tokens"), ("model_calls", "model calls"),
-            ("cache_hits", "cache hits")) if row.get(key) is not None]}
+            ("cache_hits", "cache hits")) if row.get(key) is not None]
+        + ([("cost", used)] if (used := usage_text(outcome)) else [])}
