@@ -17,7 +17,8 @@ import pytest
 
 from assay.core.types import Usage
 from assay.errors import ConfigError
-from assay.models.openai_model import reasoning_params
+from assay.models.base import get_subject
+from assay.models.openai_model import OpenAIModel, reasoning_params
 from assay.models.pricing import Price, Pricer, load_pricing
 from assay.store.sqlite import Store
 from assay.testing import FakeServer
@@ -191,7 +192,7 @@ def test_prices_from_genai_prices_a_file_and_the_batch_rate(tmp_path: Path) -> N
     import genai_prices
 
     usage = Usage(1_000_000, 200_000, cached_input_tokens=400_000)
-    official = Pricer({"model": "openai/gpt-4o-mini"})
+    official = Pricer(OpenAIModel("gpt-4o-mini", base_url="https://api.openai.com/v1"))
     expected = genai_prices.calc_price(
         genai_prices.Usage(input_tokens=1_000_000, cache_read_tokens=400_000,
                            output_tokens=200_000), model_ref="gpt-4o-mini",
@@ -200,13 +201,21 @@ def test_prices_from_genai_prices_a_file_and_the_batch_rate(tmp_path: Path) -> N
     assert official.cost(usage) == pytest.approx(float(expected.total_price))
     assert official.cost(Usage(1_000_000, 0), batch=True) == pytest.approx(
         official.cost(Usage(1_000_000, 0)) / 2)
-    assert Pricer({"model": "openai/x", "base_url": "http://10.0.0.5:8000/v1"}).cost(usage) == 0
-    assert Pricer({"model": "openai/no-such-model-anywhere"}).cost(usage) is None
+    assert Pricer(OpenAIModel("x", base_url="http://10.0.0.5:8000/v1")).cost(usage) == 0
+    unknown = OpenAIModel("no-such-model-anywhere", base_url="https://api.openai.com/v1")
+    assert Pricer(unknown).cost(usage) is None and Pricer(unknown).source == "unknown"
+    # an agent driving a model, a pool of its endpoints: the model inside is priced
+    assert Pricer(get_subject("agent/react?model=openai/gpt-4o-mini&tools=calculator",
+                              base_url="https://api.openai.com/v1")).source == "genai-prices"
+    assert Pricer(get_subject("openai/gpt-4o-mini", endpoints=[
+        "https://api.openai.com/v1", "https://api.openai.com/v1/"])).source == "genai-prices"
+    assert Pricer(get_subject("local")).source == "free"
     priced = load_pricing(prices(tmp_path, "openai/m: {input: 2, cached_input: 1, output: 8}\n"))
     assert priced == {"openai/m": Price(2.0, 8.0, 1.0)}
     # 600k at 2, 400k cached at 1, 200k out at 8; the batch at half of each
-    assert Pricer({"model": "openai/m"}, priced).cost(usage) == pytest.approx(1.2 + 0.4 + 1.6)
-    assert Pricer({"model": "openai/m"}, priced).cost(usage, batch=True) == pytest.approx(1.6)
+    mine = OpenAIModel("m", base_url="http://127.0.0.1:9/v1")
+    assert Pricer(mine, priced).cost(usage) == pytest.approx(1.2 + 0.4 + 1.6)
+    assert Pricer(mine, priced).cost(usage, batch=True) == pytest.approx(1.6)
     for bad, said in (("openai/m: {input: 1}\n", "needs 'input' and 'output'"),
                       ("openai/m: {input: 1, output: -1}\n", "output must be a number >= 0"),
                       ("openai/m: {input: 1, output: 1, extra: 1}\n", "unknown field 'extra'"),

@@ -187,9 +187,11 @@ def test_parsing_a_spec_imports_no_provider_module():
     assert p.returncode == 0, p.stderr
     before, after = (json.loads(line.replace("'", '"')) for line in p.stdout.splitlines())
     assert before == ["assay.models.base", "assay.models.pool", "assay.models.registry"]
-    # the provider's module, and the token rules it shares with the embedded model
+    # the provider's module, the token rules it shares with the embedded model, and how it
+    # is priced (whether its endpoint runs here)
     assert after == ["assay.models.base", "assay.models.loglikelihood",
-                     "assay.models.openai_model", "assay.models.pool", "assay.models.registry"]
+                     "assay.models.openai_model", "assay.models.pool", "assay.models.pricing",
+                     "assay.models.registry"]
 
 
 # --------------------------------------------------------------------------- capabilities read

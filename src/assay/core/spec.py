@@ -116,7 +116,7 @@ class RunSpec:
                     isinstance(m, str) and m for m in t) for t in self.reasoning_tags):
             raise ConfigError("--reasoning-tags takes two non-empty markers, e.g. "
                               "--reasoning-tags '<think>' '</think>'")
-        if self.batch and (self.executor != "local" or not self.cache):
+        if self.batch and (self.executor == "ray" or not self.cache):
             raise ConfigError("--batch runs in this process through the response cache; "
                               "leave out --executor ray and --no-cache")
         effort = self.params.get("reasoning_effort")

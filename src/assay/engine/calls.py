@@ -98,7 +98,7 @@ class CallShared:
                    policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
                    use_cache=spec.cache, seed=spec.seed, model_id=model.model_id,
                    max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
-                   pricer=Pricer(model.describe(), load_pricing(spec.pricing)),
+                   pricer=Pricer(model, load_pricing(spec.pricing)),
                    reasoning_tags=spec.reasoning_tags, **kw)
 
     async def likelihoods(self, agent: Any, kind: str,

@@ -180,7 +180,7 @@ class SampleWorker:
                                 policy=RetryPolicy(spec.max_retries, spec.retry_initial),
                                 use_cache=spec.cache, seed=spec.seed, model_id=model.model_id,
                                 max_reply_bytes=spec.max_reply_bytes,
-                                pricer=Pricer(model.describe(), load_pricing(spec.pricing)),
+                                pricer=Pricer(model, load_pricing(spec.pricing)),
                                 reasoning_tags=spec.reasoning_tags)
             if model.model_id in pacers:
                 shared.limiter = RemotePacer(pacers[model.model_id])

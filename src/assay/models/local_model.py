@@ -132,6 +132,10 @@ class LocalModel:
         self.grammars.close()
         self._llama.close()
 
+    def price_ref(self) -> None:
+        """Run in this process: its calls cost nothing."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         return {"model": self.model_id, "weights": self._identity, "protocol": PROTOCOL}
 

@@ -26,6 +26,7 @@ from assay.core.types import (
 from assay.errors import ConfigError, ModelCallError
 from assay.models.base import DEFAULT_MAX_REPLY_BYTES
 from assay.models.loglikelihood import split_pair
+from assay.models.pricing import runs_here
 from assay.models.registry import ModelCapabilities, Provider
 
 #: ``response_format`` is sent, but a server may ignore it: no constrained decoding
@@ -275,6 +276,11 @@ class OpenAIModel:
                 connector=aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0),
                 headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout))
         return self._session
+
+    def price_ref(self) -> tuple[str, str] | None:
+        """How its calls are priced: nothing where the endpoint runs here (self-hosted),
+        else this name at this URL (genai-prices finds the provider from the URL)."""
+        return None if runs_here(self.base_url) else (self.model, self.base_url)
 
     def request_body(self, messages: list[Message], *, tools: list[ToolSpec] | None = None,
                      response_schema: dict[str, Any] | None = None,

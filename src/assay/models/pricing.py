@@ -68,28 +68,40 @@ def load_pricing(path: str | Path | None) -> dict[str, Price]:
     return out
 
 
+def priced_model(model: Any) -> Any:
+    """The model whose calls are paid for, inside the wrappers the engine calls through (a
+    subject, an agent driving a model, a pool of endpoints of one model)."""
+    for _ in range(8):
+        if callable(getattr(model, "price_ref", None)):
+            break
+        inner = getattr(model, "inner", None) or getattr(model, "model", None) or (
+            getattr(model, "models", None) or [None])[0]
+        if inner is None or isinstance(inner, str):
+            break
+        model = inner
+    return model
+
+
 class Pricer:
     """One model's price, found once: ``cost(usage)`` in USD, ``None`` when unknown;
-    ``source`` says where it came from (``file``, ``genai-prices``, ``free``, ``unknown``)."""
+    ``source`` says where it came from (``file``, ``genai-prices``, ``free``, ``unknown``).
+    A provider's model says how it is priced (``price_ref()``: ``None`` where it runs here,
+    else the name and URL to look up); one that does not is priced only by the file."""
 
-    def __init__(self, described: dict[str, Any], prices: dict[str, Price] | None = None):
-        while isinstance(described.get("inner"), dict):  # an agent: the model it drives
-            described = described["inner"]
-        self.model = str(described.get("model") or "")
-        base_url = described.get("base_url")
+    def __init__(self, model: Any, prices: dict[str, Price] | None = None):
+        model = priced_model(model)
+        self.model = str(getattr(model, "model_id", "") or "")
         self._price = (prices or {}).get(self.model)
-        self._library: tuple[str, str | None] | None = None
+        ref = model.price_ref() if callable(getattr(model, "price_ref", None)) else ()
+        self._library: tuple[str, str] | None = ref or None
         if self._price is not None:
             self.source = "file"
-        elif not self.model.startswith("openai/"):
-            self.source = "free" if self.model.startswith("local") else "unknown"
-        elif base_url and _runs_here(str(base_url)):
+        elif ref is None:
             self.source = "free"
+        elif ref and self._calc(Usage(1, 1), False) is not None:
+            self.source = "genai-prices"
         else:
-            self._library = (self.model.removeprefix("openai/"),
-                             str(base_url or "https://api.openai.com/v1"))
-            self.source = "genai-prices" if self._calc(Usage(1, 1), False) is not None \
-                else "unknown"
+            self.source = "unknown"
 
     @property
     def known(self) -> bool:
@@ -118,7 +130,7 @@ class Pricer:
         return float(price.total_price)
 
 
-def _runs_here(url: str) -> bool:
+def runs_here(url: str) -> bool:
     """An endpoint on this machine or a private network: self-hosted, free."""
     host = urlsplit(url).hostname or ""
     if host == "localhost" or host.endswith(".local"):
