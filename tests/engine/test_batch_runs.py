@@ -191,3 +191,15 @@ def test_a_batch_cancelled_at_the_provider(tmp_path: Path, workspace: Path) -> N
         assert r.returncode == 0, r.stderr
     run, results = stored(run_id)
     assert run["status"] == "finished" and all(r.error is None for r in results)
+
+
+def test_batch_is_refused_in_one_line_where_it_cannot_work(tmp_path: Path,
+                                                           workspace: Path) -> None:
+    data = qa_file(tmp_path)
+    for extra, said in ((["--model", "local"], "--batch needs a model served with a Batch API"),
+                        (["--model", "openai/m", "--no-cache"], "leave out --executor ray and "
+                         "--no-cache")):
+        p = cli("run", "qa", "--data", str(data), "--batch", "-q", *extra)
+        assert p.returncode == 2 and said in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+    assert not (workspace / "assay.db").exists() or not Store().list_runs(5)

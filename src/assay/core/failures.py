@@ -23,6 +23,8 @@ _HINTS = (
      "the model is slow to answer: raise --timeout or lower --max-connections"),
     (re.compile(r"\bHTTP 429\b"), "the server is rate limiting: lower --rpm or "
      "--max-connections"),
+    (re.compile(r"batch_expired|batch_cancelled|batch \S+ (failed|ended without)"),
+     "the provider's batch did not answer these: --resume resubmits them"),
 )
 
 

@@ -166,6 +166,10 @@ class Engine:
                 raise ConfigError(f"{task.name} asks for log-likelihoods and {subj.model_id} "
                                   "gives no log-probs; use --mc generate, or a model that "
                                   "does (local, openai/... on a vLLM or llama.cpp server)")
+            if spec.batch and not callable(getattr(subj.session(), "request_body", None)):
+                raise ConfigError(f"--batch needs a model served with a Batch API (openai/"
+                                  f"...); {subj.model_id} answers each call itself, so leave "
+                                  "--batch out")
             await preflight(subj, roles)
             described = subj.describe()
             if roles:
