@@ -560,3 +560,38 @@ def test_log_likelihoods_on_ray_equal_the_local_run(cluster: Any, tmp_path: Path
     assert verdicts == stored(home, local)[1] and len(verdicts) == 4
     assert set(next(iter(verdicts.values()))[0]) == {"acc", "acc_norm", "acc_bytes"}
     assert metrics_of(home, on_ray)["acc_norm"] == metrics_of(home, local)["acc_norm"]
+
+
+def test_cost_and_limits_on_ray_as_in_one_process(cluster: Any, tmp_path: Path) -> None:
+    """The cost a Ray run stores is the server's tokens priced by hand; --cost-limit stops
+    dealing samples, the overshoot at most the samples in flight; --sample-token-limit ends
+    a sample on its worker."""
+    home, data = tmp_path / "home", write_data(tmp_path / "d.jsonl", 30)
+    prices = tmp_path / "p.yaml"
+    prices.write_text("openai/fake: {input: 3.0, output: 5.0}\n", encoding="utf-8")
+    with FakeServer() as server:
+        args = ["qa", "--data", str(data), "--model", "openai/fake", "--base-url",
+                server.base_url, "--pricing", str(prices), "--no-cache", "--workers", "2",
+                "--max-connections", "4"]
+        whole = run_id(cli(cluster, home, *args))
+        by_hand = sum(u["prompt_tokens"] * 3 + u["completion_tokens"] * 5
+                      for u in server.usages) / 1e6
+        server.reset()
+        limit = by_hand / 4
+        p = cli(cluster, home, *args, "--cost-limit", str(limit))
+        spent = [(u["prompt_tokens"] * 3 + u["completion_tokens"] * 5) / 1e6
+                 for u in server.usages]
+        server.reset()
+        small = cli(cluster, home, *args, "--sample-token-limit", "3")
+    con = sqlite3.connect(home / "assay.db")
+    try:
+        stats = {rid: json.loads(s) for rid, s in con.execute("SELECT id, stats FROM runs")}
+        errors = [e for (e,) in con.execute("SELECT error FROM samples WHERE run_id = ?",
+                                            (small.stdout.split()[1],))]
+    finally:
+        con.close()
+    assert stats[whole]["cost"]["usd"] == pytest.approx(by_hand, rel=1e-9)
+    limited = stats[p.stdout.split()[1]]
+    assert "cost limit reached" in limited["stopped"] and len(spent) < 30
+    assert sum(spent) - limit < 4 * max(spent)  # at most the samples in flight went past
+    assert len(errors) == 30 and all("sample token limit reached" in e for e in errors)
