@@ -135,7 +135,8 @@ def test_token_and_time_limits_and_a_price_unknown(tmp_path: Path, workspace: Pa
     assert p.returncode == 0, p.stderr
     run, _ = the_run(p.stdout.split()[1])
     assert run["stats"]["cost"]["usd"] is None
-    assert "cost unknown: no price for python/agentmod:make" in p.stdout
+    assert "cost unknown (" in p.stdout
+    assert "no price for python/agentmod:make; give one with --pricing FILE" in p.stdout
     refused = cli("run", "qa", "--data", str(data), "--model", "python/agentmod:make", "-q",
                   "--cost-limit", "1", env=env)
     assert refused.returncode == 2

@@ -163,7 +163,9 @@ def cost_line(cost: dict[str, Any] | None) -> str | None:
         return None
     roles = cost.get("roles") or {}
     parts = [f"{name} {usd(r.get('usd'))}" for name, r in roles.items()] if len(roles) > 1 else []
-    text = f"cost {usd(cost.get('usd'))}" + (f" ({', '.join(parts)})" if parts else "")
+    paid = f"{cost['tokens']:,} tokens paid for" if cost.get("tokens") is not None else ""
+    text = f"cost {usd(cost.get('usd'))}" + (f" ({'; '.join(filter(None, [paid, *parts]))})"
+                                             if paid or parts else "")
     unpriced = [str((roles.get(n) or {}).get("model") or n) for n in cost.get("unpriced") or []]
     if unpriced:
         text += f": no price for {', '.join(unpriced)}; give one with --pricing FILE"
