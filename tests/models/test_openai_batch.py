@@ -196,6 +196,30 @@ async def test_wait_backs_off_exponentially(fake_server, monkeypatch) -> None:
     assert batch["status"] == "completed" and slept == [1.0, 2.0, 4.0, 4.0, 4.0]
 
 
+async def test_wait_asks_again_after_a_transient_failure(fake_server) -> None:
+    """Hours of polling meet a blip (the server restarting): the next poll goes on; a
+    failure that is not transient (a revoked key) ends the wait."""
+    srv = fake_server(batch_polls=2)
+    client = BatchClient(srv.base_url)
+    bid = await client.submit([("a", _body("one"))])
+    polled: list[str] = []
+    real_status, fails = client.status, ["blip", "blip"]
+
+    async def flaky(batch_id: str) -> dict:
+        if fails:
+            fails.pop()
+            await BatchClient("http://127.0.0.1:9/v1").status(batch_id)  # nothing listens
+        return await real_status(batch_id)
+    client.status = flaky  # type: ignore[method-assign]
+    batch = await client.wait(bid, initial=0.0, on_poll=lambda b: polled.append(b["status"]))
+    assert batch["status"] == "completed" and polled[-1] == "completed"
+    assert all(p.startswith("unknown (cannot talk") for p in polled[:2]) and len(polled) > 2
+    srv.require_api_key = "sk-another-key-0123456789"
+    with pytest.raises(ModelCallError, match="HTTP 401"):
+        await client.wait(bid, initial=0.0)
+    await client.aclose()
+
+
 async def test_the_api_key_is_required_and_never_shown(fake_server) -> None:
     srv = fake_server(require_api_key="sk-right-key-0123456789")
     wrong = BatchClient(srv.base_url, "sk-wrong-key-0123456789")

@@ -105,7 +105,7 @@ async def collect(store: Any, run_id: str, record: dict[str, Any], agent: Any,
                   f"{counts.get('total', record['requests'])} done)", file=sys.stderr)
     why = f"batch {record['id']} ended without answering this request"
     try:
-        final = await client.wait(record["id"], initial=poll, on_poll=said)
+        final = await client.wait(record["id"], initial=poll, max_wait=600.0, on_poll=said)
         try:
             answers = await client.results(final)
         except ModelCallError as e:  # a failed batch answered nothing: each line says why

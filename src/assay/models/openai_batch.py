@@ -104,7 +104,12 @@ class BatchClient:
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = initial
         while True:
-            batch = await self.status(batch_id)
+            try:
+                batch = await self.status(batch_id)
+            except ModelCallError as e:  # a blip in hours of polling: ask again later
+                if not e.transient:
+                    raise
+                batch = {"id": batch_id, "status": f"unknown ({e})"}
             if on_poll is not None:
                 on_poll(batch)
             if batch.get("status") in FINAL:
