@@ -144,6 +144,11 @@ def test_a_planner_model_over_http_is_asked_once_per_request_then_cached(
         assert step["model_calls"][0]["accepted"] is True
     assert "cached" not in first.trace[0]["raw_model_calls"][0]
     assert second.trace[0]["raw_model_calls"][0]["cached"] is True
+    # the planner's tokens as the server counted them, and its cost (here self-hosted: free)
+    asked = first.trace[0]["raw_model_calls"][0]
+    assert (asked["input_tokens"], asked["output_tokens"]) == (
+        server.usages[0]["prompt_tokens"], server.usages[0]["completion_tokens"])
+    assert asked["cost_usd"] == 0.0 and "cost_usd" not in second.trace[0]["raw_model_calls"][0]
 
 
 def test_domains_the_planner_guessed_let_the_request_lead_retrieval(

@@ -12,6 +12,7 @@ from assay.core.types import Message, Reply
 from assay.engine.calls import cache_key, call_identity
 from assay.errors import ModelCallError
 from assay.models.base import get_subject
+from assay.models.pricing import Pricer
 
 
 class Asker:
@@ -27,6 +28,7 @@ class Asker:
         self.timeout = timeout
         self.calls: list[dict[str, Any]] = []
         self._subject: Any = None
+        self._pricer: Pricer | None = None
         self._loop: Any = None
 
     def _run(self, coro: Any) -> Any:
@@ -38,6 +40,7 @@ class Asker:
     def _model(self) -> Any:
         if self._subject is None:
             self._subject = get_subject(self.spec, base_url=self.base_url, timeout=self.timeout)
+            self._pricer = Pricer(self._subject)
         return self._subject.session()
 
     def __call__(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -66,6 +69,10 @@ class Asker:
             if key is not None:
                 self.store.cache_put(key, model.model_id, json.dumps(reply.to_dict()))
                 self.store.commit()
+            # what the planner's call took and cost (a cached answer costs nothing)
+            record.update(input_tokens=reply.usage.input_tokens,
+                          output_tokens=reply.usage.output_tokens,
+                          cost_usd=self._pricer.cost(reply.usage) if self._pricer else None)
         text = reply.message.content if isinstance(reply.message.content, str) else ""
         record.update(reply=text, seconds=round(time.perf_counter() - started, 3))
         self.calls.append(record)
