@@ -10,7 +10,7 @@ from assay.errors import ConfigError
 from assay.metrics.format import counted, fmt_rate
 from assay.reports.render import write_reports
 from assay.rescore import rescore
-from assay.store.described import run_headline
+from assay.store.described import cost_line, run_cost, run_headline
 from assay.tasks.options import parse_assignments
 
 
@@ -62,6 +62,9 @@ def score(run_id: str, scorer: str | None, task_option: tuple[str, ...],
             click.echo(f"not scored: {run['metrics']['unscored_note']}")
         if done.verdicts_note and not done.failed:
             click.echo(done.verdicts_note)
+        cost = cost_line(run_cost(run)) if done.judges else None
+        if cost:  # what the judges' calls cost (the model's were paid by the run)
+            click.echo(cost)
         if not no_report:
             for kind, path in write_reports(store, done.run_id).items():
                 click.echo(f"{kind}: {path}")

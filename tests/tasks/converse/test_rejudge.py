@@ -171,6 +171,11 @@ def test_another_judge_rejudges_a_stored_run_and_the_same_judge_answers_from_the
         assert again.scores["score"]["metadata"]["judge_model"] == "openai/judge-b"
         metrics = stored(rejudged)["run"]["metrics"]
         assert metrics["judge_models"] == ["openai/judge-b"]
+        # the re-scoring paid for judge-b's calls alone (self-hosted here: $0), as counted
+        paid = stored(rejudged)["run"]["stats"]["cost"]
+        assert list(paid["roles"]) == ["judge"] and paid["usd"] == 0.0
+        assert paid["roles"]["judge"]["input_tokens"] == sum(
+            u["prompt_tokens"] for u in srv_b.usages)
         assert metrics["invalid_judge_votes"] == 0
         assert stored(run_id)["run"]["metrics"]["invalid_judge_votes"] == 1
 
