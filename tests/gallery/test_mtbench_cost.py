@@ -58,14 +58,19 @@ def test_a_judged_two_turn_task_goes_through_batches_round_by_round(
     every call in a batch, none sent directly; the same scores as the direct run's."""
     script = {("81", 1): ["Rating: [[7]]"], ("101", 2): ["Rating: [[2]]"]}
     direct_srv = fake_server(responder=Players(script))
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("openai/agent: {input: 2, output: 6}\nopenai/judge: {input: 5, output: "
+                      "20}\n", encoding="utf-8")
     direct = evaluate(direct_srv, judge_prompts=str(wheel_files["prompts"]),
-                      judge_model="openai/judge", cache=False)
+                      judge_model="openai/judge", cache=False, pricing=str(prices))
     srv = fake_server(responder=Players(script))
     batched = evaluate(srv, judge_prompts=str(wheel_files["prompts"]),
-                       judge_model="openai/judge", batch=True, batch_poll=0.01)
+                       judge_model="openai/judge", batch=True, batch_poll=0.01,
+                       pricing=str(prices))
     assert not srv.requests and len(srv.batch_requests) == len(direct_srv.requests)
     store = Store()
     try:
+        paid = store.get_run(direct.run_id)["stats"]["cost"]
         run = store.get_run(batched.run_id)
         rows = {r.sample_id: r.scores for r in store.results(batched.run_id)}
         want = {r.sample_id: r.scores for r in store.results(direct.run_id)}
@@ -74,3 +79,10 @@ def test_a_judged_two_turn_task_goes_through_batches_round_by_round(
     assert [(b["model"], b["requests"]) for b in run["stats"]["batches"]] == [
         ("openai/agent", 4), ("openai/agent", 4), ("openai/judge", 8)]
     assert rows == want and batched.metrics["mtbench_score"] == direct.metrics["mtbench_score"]
+    # every call paid for once, at half the price: a turn read in one round by a sample put
+    # off to the next is paid for when the sample finally runs
+    for role in ("subject", "judge"):
+        got, full = run["stats"]["cost"]["roles"][role], paid["roles"][role]
+        assert (got["input_tokens"], got["output_tokens"]) == (
+            full["input_tokens"], full["output_tokens"])
+        assert got["usd"] == pytest.approx(full["usd"] / 2, rel=1e-9)

@@ -56,6 +56,10 @@ class BatchRound:
         for; later reads are the cache's); ``None`` otherwise."""
         return self._answers.pop(key, None)
 
+    def unread(self, read: list[tuple[str, str]]) -> None:
+        """Answers read by a sample put off to the next round: its next run pays for them."""
+        self._answers.update(read)
+
     def take(self, answers: dict[str, Any], model_id: str) -> None:
         """A batch's answers: replies into the cache, failures kept for their samples."""
         for key, answer in answers.items():

@@ -237,7 +237,7 @@ class CallContext:
     __slots__ = ("_agent", "_shared", "_identity", "_cacheable", "epoch", "usage", "calls",
                  "cache_hits", "model_id", "text_only", "model_s", "wait_s", "roles",
                  "params", "run_state", "events", "events_dropped", "_t0", "billed", "cost",
-                 "meter")
+                 "meter", "batch_read")
 
     def __init__(self, agent: Any, shared: CallShared, identity: str, epoch: int, *,
                  params: dict[str, Any] | None = None,
@@ -267,6 +267,9 @@ class CallContext:
         self.cost: float | None = 0.0
         #: called with each paid call's (cost, tokens): the sample's limits (SampleMeter)
         self.meter: Any = None
+        #: the batch answers this context read (and paid for): given back if its sample is
+        #: put off to the next round, where it reads and pays for them again
+        self.batch_read: list[tuple[str, str]] = []
 
     @property
     def agent(self) -> Any:
@@ -294,6 +297,7 @@ class CallContext:
                     self.usage.add(reply.usage)
                     self._event(time.perf_counter(), 0.0, 0.0, reply=reply, params=params)
                     if billed is not None:
+                        self.batch_read.append((key, billed))
                         self._bill(reply.usage, batch=True)
                     return _finished(reply)
         if shared.batch is not None and key is not None:  # --batch: this round's batch answers
@@ -354,6 +358,13 @@ class CallContext:
             shared.cached_keys.add(key)
         self._bill(reply.usage)
         return _finished(reply)
+
+    def unread_batch(self) -> None:
+        """Its sample was put off (``--batch``): the batch answers it read go back, to be
+        read and paid for by the sample's next run."""
+        if self.batch_read:
+            self._shared.batch.unread(self.batch_read)
+            self.batch_read = []
 
     def _bill(self, usage: Usage, batch: bool = False) -> None:
         """A call the run paid for: its cost (``None`` once any price is unknown) and tokens,

@@ -69,6 +69,8 @@ async def run_sample(task: Any, sample: Sample, subject: Any,
         await asyncio.wait_for(_solve_and_score(task, sample, ctx, done),
                                run.sample_timeout or None)
     except Deferred:
+        for one in (ctx, *ctx.roles.values()) if ctx is not None else ():
+            one.unread_batch()
         return None
     except asyncio.TimeoutError:
         done["error"] = f"sample timed out after {run.sample_timeout:g}s"
