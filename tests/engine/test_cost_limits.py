@@ -18,7 +18,7 @@ import pytest
 from assay.core.types import Usage
 from assay.errors import ConfigError
 from assay.models.base import get_subject
-from assay.models.openai_model import OpenAIModel, reasoning_params
+from assay.models.openai_model import OpenAIModel, parse_completion, reasoning_params
 from assay.models.pricing import Price, Pricer, load_pricing
 from assay.store.sqlite import Store
 from assay.testing import FakeServer
@@ -223,3 +223,20 @@ def test_prices_from_genai_prices_a_file_and_the_batch_rate(tmp_path: Path) -> N
                       ("- a list\n", "expected a mapping")):
         with pytest.raises(ConfigError, match=said):
             load_pricing(prices(tmp_path, bad))
+
+
+def test_usage_fields_a_provider_leaves_out_stay_missing_never_zero() -> None:
+    choice = {"message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}
+    bare = parse_completion({"choices": [choice],
+                             "usage": {"prompt_tokens": 7, "completion_tokens": 2}})
+    assert bare.usage == Usage(7, 2, None, None) and bare.finish_reason == "stop"
+    full = parse_completion({"choices": [choice], "usage": {
+        "prompt_tokens": 7, "completion_tokens": 2,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 1}}})
+    assert full.usage == Usage(7, 2, 0, 1)  # a reported 0 is a 0
+    total = Usage()
+    total.add(bare.usage)
+    assert total.cached_input_tokens is None  # nothing reported: still missing
+    total.add(full.usage)
+    assert (total.input_tokens, total.cached_input_tokens, total.reasoning_tokens) == (14, 0, 1)
