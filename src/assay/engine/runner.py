@@ -340,6 +340,10 @@ class Engine:
                     records.append(rec)
                     submitted += 1
                     self._save_batches(run_id, records)
+                    if not self.quiet:
+                        print(f"batch {rec['id']}: {rec['requests']} requests to {model_id}; "
+                              f"this process may stop, 'assay run {spec.task} --resume "
+                              f"{run_id}' collects it", file=sys.stderr)
             if not submitted:
                 return
 
