@@ -34,9 +34,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--planner", default="local", help="The planner model to compare.")
     parser.add_argument("--rules-only", action="store_true", help="Only the rules path.")
-    parser.add_argument("--set", default="all", choices=["field", "own", "heldout", "all"],
+    parser.add_argument("--set", default="all",
+                        choices=["field", "field2", "own", "heldout", "all"],
                         help="The request set: own (requests.yaml), heldout, field "
-                             "(issue 25's frozen set) or all.")
+                             "(issue 25's frozen set), field2 (issue 40's) or all.")
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="assay-plan-bench-")
     os.environ["ASSAY_HOME"] = home
@@ -50,13 +51,13 @@ def main() -> None:
     smoked: dict[str, dict[str, object]] = {}
     out = []
     sets = {"own": [quality.REQUESTS], "heldout": [quality.HELDOUT],
-            "field": [quality.FIELD]}.get(args.set,
-                                          [quality.REQUESTS, quality.HELDOUT, quality.FIELD])
+            "field": [quality.FIELD], "field2": [quality.FIELD2]}.get(
+        args.set, [quality.REQUESTS, quality.HELDOUT, quality.FIELD, quality.FIELD2])
     try:
         for path in sets:
             for planner in [None] if args.rules_only else [None, args.planner]:
                 folder = Path(tempfile.mkdtemp(dir=home))
-                if path == quality.FIELD:
+                if path in (quality.FIELD, quality.FIELD2):
                     requests, capabilities = quality.load_field(path)
                 else:
                     requests, capabilities = quality.load_requests(path), None
