@@ -66,7 +66,8 @@ def test_compare_and_list_runs_fit_80_columns_and_say_every_column_whole(
             if len(line) > 80 and not Path(line.split(": ", 1)[-1]).exists()]
     assert not long, long
     listed = run("list", "runs", cwd=tmp_path).splitlines()
-    assert listed[0].split() == ["run", "task", "/", "model", "status", "n", "err", "headline"]
+    assert listed[0].split() == ["run", "task", "/", "model", "status", "n", "err", "cost",
+                                 "headline"]
     assert all(len(line) <= 80 and line == line.rstrip() for line in listed), listed
 
 

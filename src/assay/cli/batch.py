@@ -18,7 +18,7 @@ from assay.store.sqlite import Store
 @click.option("--api-key", envvar="OPENAI_API_KEY", default="", show_envvar=True,
               help="The provider's key, to ask where an open batch is (never stored).")
 def status(run_id: str, api_key: str) -> None:
-    """Each batch RUN_ID sent: its model, requests and status; an open one's progress."""
+    """Each batch a run sent: its requests and where the provider has it."""
     store = Store()
     try:
         run = store.get_run(run_id)
