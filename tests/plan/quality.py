@@ -341,9 +341,13 @@ def field_scores(made: dict[str, Any], smoked: dict[str, dict[str, Any]],
     q = repr(req["request"])
     misses: list[str] = []
     intent_misses: list[str] = []
-    # a request that asks only for what no catalogue task covers may get an empty plan
-    nothing = not req.get("named") and not any(capabilities[c]["meets"]
-                                               for c in req.get("capabilities", []))
+    # a request that asks only for what no catalogue task covers may get an empty plan, and
+    # so may one whose tasks run only on the user's own files (qa, the datagen pipeline:
+    # the plan's note gives the command)
+    from assay.plan.steps import available
+
+    nothing = not req.get("named") and not any(
+        available(t)[0] for c in req.get("capabilities", []) for t in capabilities[c]["meets"])
     ok, why = is_executable(plan, smoked)
     if nothing and not plan.tasks:
         ok, why = True, ""

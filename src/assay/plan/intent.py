@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +62,16 @@ LANGUAGE_WORDS: dict[str, tuple[str, ...]] = {
     "ru": ("russian",),
     "ar": ("arabic",),
     "hi": ("hindi",),
-    "multi": ("multilingual", "many languages", "cross-lingual", "crosslingual"),
+    "pt": ("portuguese", "português"),
+    "it": ("italian", "italiano"),
+    "sw": ("swahili", "kiswahili"),
+    "th": ("thai",),
+    "bn": ("bengali", "bangla"),
+    "te": ("telugu",),
+    "vi": ("vietnamese",),
+    "tr": ("turkish",),
+    "multi": ("multilingual", "many languages", "many language", "several languages",
+              "other languages", "cross-lingual", "crosslingual", "多语言", "多种语言"),
 }
 LANGUAGES = tuple(LANGUAGE_WORDS)
 
@@ -70,6 +80,17 @@ AGENT_WORDS = ("agent", "agents", "agentic", "tool", "tools", "function calling"
                "function call", "api calls", "multi-step", "assistant tasks")
 TEXT_ONLY_WORDS = ("text only", "text-only", "plain llm", "no tools", "without tools",
                    "base model", "just the llm")
+
+#: leaderboards and suites (a pattern over the request) -> their benchmarks: gallery names,
+#: and the names of those the gallery lacks
+SUITES: dict[str, tuple[str, ...]] = {
+    r"open\s*llm\s*leaderboard\s*(?:\(?\s*v\s*2|2\b|version 2)|\bnew open llm leaderboard":
+        ("ifeval", "math", "BBH", "GPQA", "MuSR", "MMLU-Pro"),
+    r"open\s*llm\s*leaderboard\s*(?:\(?\s*v\s*1\b|1\b|version 1|\(?old)":
+        ("arc_challenge", "hellaswag", "mmlu", "winogrande", "gsm8k", "TruthfulQA"),
+    r"\bolmes\b": ("arc_challenge", "arc_easy", "boolq", "commonsense_qa", "hellaswag", "mmlu",
+                  "openbookqa", "piqa", "social_iqa", "winogrande"),
+}
 
 #: benchmark names that are well known but not in the gallery (so a mention of one is
 #: reported as unknown, with the closest gallery names, rather than silently dropped)
@@ -174,8 +195,38 @@ def planned_names() -> dict[str, Any]:
             for n in e.names}
 
 
-#: gallery names that are also ordinary words: named only in capitals or as "X benchmark"
-COMMON_WORD_NAMES = frozenset({"math", "drop", "squad", "jeopardy", "lambada", "copa"})
+#: gallery names that are also English words: named in capitals, as a proper noun (capital
+#: inside a sentence, "Jeopardy!"), as "X benchmark", or listed beside another benchmark
+COMMON_WORD_NAMES = frozenset({"math", "drop", "squad", "jeopardy"})
+#: what separates the items of a list of benchmarks ("A + B", "A, B", "A / B", "A、B")
+_LISTED = r"(?:[+/,&;、|]|\band\b|\bplus\b|\bor\b)"
+
+
+def _listed(word: str, text: str) -> bool:
+    """Whether ``word`` stands in a list, beside a separator."""
+    w = re.escape(word)
+    after = rf"[!]?\s*(?:\([^)]*\)\s*)?(?:$|[.;:?)]|{_LISTED})"  # an item ends there
+    return re.search(rf"(?:{_LISTED}\s*|(?<![\w-])){w}{after}", text) is not None and \
+        re.search(rf"{_LISTED}\s*{w}(?![\w-])|(?<![\w-]){w}{after}", text) is not None
+
+
+def _proper(word: str, text: str) -> bool:
+    """Whether ``word`` is written as a name: capitals inside it, a capital where a sentence
+    does not start, or an exclamation mark ("Jeopardy!")."""
+    if any(c.isupper() for c in word[1:]):
+        return True
+    if not word[0].isupper():
+        return False
+    return any(not re.search(r"(?:^|[.!?:]\s+|\n)$", text[:m.start()]) or
+               text[m.end():m.end() + 1] == "!" for m in re.finditer(
+                   rf"(?<![\w-]){re.escape(word)}(?![\w-])", text))
+
+
+def normalise(request: str) -> str:
+    """The request as the rules read it: full-width forms and superscripts folded (NFKC:
+    "（BFCL）" -> "(BFCL)", "τ²" -> "τ2"), Greek tau spelled out, one space between words."""
+    text = unicodedata.normalize("NFKC", request).replace("τ", "tau").replace("Τ", "Tau")
+    return " ".join(text.split())
 
 
 def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -189,21 +240,26 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
     words = [re.sub(r"[-_](?:style|like|type|format)$", "", w, flags=re.IGNORECASE) for w in words]
     # multi-word aliases (e.g. "grade school math") are matched on the normalised text
     flat = _norm(text)
+    ambiguous: list[tuple[str, list[str]]] = []  # decided once the others are found
     for key, name in sorted(names.items(), key=lambda kv: -len(kv[0])):
-        if len(key) < 3:
-            continue
         hits = [w for w in words if _norm(w) == key]
-        if key in COMMON_WORD_NAMES:
-            # "math" in a sentence is a word; MATH or "the math benchmark" names the benchmark
-            hits = [w for w in hits if any(c.isupper() for c in w[1:]) or (w in styled and w[0].isupper()) or re.search(
+        if len(key) < 3 or key in COMMON_WORD_NAMES:
+            # "math" in a sentence is a word, "cb" two letters: MATH, "Jeopardy!", "the math
+            # benchmark", or CB listed beside another benchmark names the benchmark
+            hits = [w for w in hits if (len(key) >= 3 and (_proper(w, text) or (
+                w in styled and w[0].isupper()) or re.search(
                 rf"\b{re.escape(w)}\s+(?:benchmark|dataset|set|test set|eval)\b", text,
-                re.IGNORECASE)]
-            if hits and name not in found:
-                found.append(name)
+                re.IGNORECASE))) or ((len(key) >= 3 or w.isupper()) and _listed(w, text))]
+            if hits:
+                ambiguous.append((name, hits))
             continue
         if hits or (len(key) >= 8 and key in flat):
             if name not in found:
                 found.append(name)
+    for name, hits in ambiguous:  # listed: beside a benchmark named for certain, or another
+        if name not in found and (found or len(ambiguous) > 1 or any(
+                _proper(w, text) for w in hits)):
+            found.append(name)
     # in the order the request names them
     low = text.lower()
 
@@ -213,6 +269,18 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
         return min(spots) if spots else len(low)
 
     found.sort(key=first_mention)
+    # "perplexity on LAMBADA": the entry's perplexity form, where it has one
+    if re.search(r"perplexit|\bppl\b|bits[ -]per[ -]byte|困惑度", text, re.IGNORECASE):
+        found += [f"{n}_perplexity" for n in list(found)
+                  if f"{n}_perplexity" in names.values() and f"{n}_perplexity" not in found]
+    # a leaderboard's suite names its benchmarks (those the gallery lacks are said unknown)
+    for suite, members in SUITES.items():
+        said_as = re.search(suite, text, re.IGNORECASE)
+        if said_as:
+            found += [m for m in members if m in names.values() and m not in found]
+            unknown += [{"name": m, "closest": [], "suite": said_as.group(0)} for m in members
+                        if m not in names.values()
+                        and all(u["name"].lower() != m.lower() for u in unknown)]
     # a family name (ARC, LAB-Bench) names its one or two entries
     for w in words:
         key = _norm(w)
@@ -291,12 +359,12 @@ def domain_words(request: str) -> list[str]:
 
 
 def _languages(text: str) -> tuple[list[str], str]:
+    """The languages the model is to be evaluated in: those the request names ("in German",
+    "Chinese-language exams", "中文能力"), never the one it is written in."""
     low = text.lower()
     named = [code for code, words in LANGUAGE_WORDS.items()
-             if any(_has(low, w) for w in words if w != "zh")]
+             if any(_has(low, w) or _has(low, f"{w}-language") for w in words if w != "zh")]
     cjk = re.search(r"[\u4e00-\u9fff]", text) is not None
-    if cjk and "zh" not in named:
-        named.append("zh")
     if not named:
         return ["en"], "no language named: English"
     only = re.search(r"\bonly\b|\bjust\b|仅|只", text) is not None
@@ -380,7 +448,7 @@ def _special(text: str) -> list[str]:
 
 def parse_rules(request: str) -> IntentResult:
     """The intent of ``request`` by the rules alone (no model)."""
-    text = " ".join(request.split())
+    text = normalise(request)
     low = text.lower()
     names = gallery_names()
     benchmarks, unknown = _named(text, names)

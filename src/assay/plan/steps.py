@@ -94,8 +94,10 @@ def _take_canonical(sel: Selection, asked: list[str], field: dict[str, list[Cand
         if not field.get(cap):
             sel.notes.append(f"no catalogue task measures {cap} ({CAPABILITIES[cap].describe}); "
                              "add a task file or a Hub dataset for it")
-        elif not ok:
-            sel.notes.append(f"no task that measures {cap} can run here")
+        elif not ok:  # why its best task does not (one that needs your data says how)
+            best = field[cap][0].name
+            sel.notes.append(f"no task that measures {cap} can run in the plan: {best}: "
+                             f"{available(best)[1]}")
     if cheap:
         for cap, got in sets.items():
             if len(got) > 1:
@@ -162,8 +164,14 @@ def select(intent: Intent, candidates: list[Candidate], *, hub_enabled: bool,
             sel.notes.append(f"{u['name']} is the gallery's {u['planned']}, which is planned, "
                              f"not runnable yet: {u.get('why') or 'see assay list tasks'}")
             continue
+        if u.get("suite"):  # said once for the suite, below
+            continue
         sel.notes.append(f"{u['name']} was named but is not in the gallery (closest: {close}); "
                          "add it as a task file or a Hub dataset if you need it")
+    for suite in dict.fromkeys(u["suite"] for u in intent.unknown_benchmarks if u.get("suite")):
+        lacking = [u["name"] for u in intent.unknown_benchmarks if u.get("suite") == suite]
+        sel.notes.append(f"{suite.strip()} also holds {', '.join(lacking)}, which the gallery "
+                         "lacks; add them as task files or Hub datasets if you need them")
 
     field = field or {}
     measured = {c for n in chosen for c in measures_of(n)}

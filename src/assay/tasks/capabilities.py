@@ -84,6 +84,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
          "chat|chatbot|chat quality|conversation|conversations|conversational|dialogue|"
          "dialog|multi-turn|multi turn|multiturn|helpfulness|helpful|assistant quality|"
          "open-ended|open ended|llm judge|llm-as-a-judge|judge model|rated by|writing quality|"
+         "writers|writer|novelist|novelists|creative writing|story writing|long-form writing|写作|小说|写小说|创意写作|"
          "对话|聊天|多轮|"
          "多轮对话|对话能力|对话质量|聊天机器人|聊天质量|会话|多回合|"
          "闲聊|有用性|帮助性|有帮助|助手质量|回复质量|开放式|"
@@ -103,6 +104,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
          "智能代理|agent能力|agent任务|助手任务|网页浏览|"
          "浏览网页|网络浏览|上网搜索|多步骤|多步任务|多步规划|自主完成|"
          "自主执行|自主智能体|通用助手|客服|客户服务|客服代理|长程任务|"
+         "web search|search the web|searches the web|read files|reads files|attachments|attachment|excel|spreadsheet|spreadsheets|pdf|pdfs|airline|retail|上网|联网|附件|表格文件|网上搜索|"
          "长周期任务|长时程|任务规划|规划能力"),
     _cap("nli", "natural language inference: whether one sentence follows from another",
          "nli|natural language inference|entailment|entail|entails|contradiction|"
@@ -116,6 +118,9 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
          "reading|reading comprehension|comprehension|passage|passages|paragraph|"
          "paragraphs|documents|document|extractive|from the text|given text|"
          "article|articles|阅读|文章|"
+         "pasted paragraph|given paragraph|yes/no questions|yes or no questions|over a passage|"
+         "answer questions over|questions over|questions about a document|contracts|"
+         "legal documents|reports|manuals|"
          "阅读理解|篇章|段落|短文|文档|原文|文中|根据文章|根据材料|"
          "给定文本|给定段落|抽取式|片段抽取"),
     _cap("commonsense", "everyday physical and social common sense",
@@ -124,6 +129,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
          "sentence completion|pronoun|常识|"
          "常识推理|常识理解|日常生活|日常情境|日常场景|物理直觉|"
          "物理常识|物理世界|社会常识|社交常识|社会情境|社交情境|"
+         "robot|robots|robotics|household|household chores|chores|home robot|everyday objects|physical reasoning|机器人|家务|家用机器人|"
          "社交智能|社会智能|接下来会发生|接下来发生|之后会发生|"
          "下一步会发生|接下来会怎样|接下来会怎么样|最合理|看似合理|直觉|"
          "句子补全|补全句子|句子续写|代词消解|指代消解|指代"),
@@ -135,6 +141,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     _cap("science_research", "research-level science: lab protocols, databases, papers",
          "research-level|research questions|scientific research|lab|laboratory|protocols|"
          "protocol|biomedical|scientific literature|scientific papers|bioinformatics|"
+         "literature|research papers|paper reading|read papers|reading papers|literature review|文献|读论文|"
          "科研|"
          "科学研究|研究级|研究水平|研究问题|实验室|实验方案|实验流程|"
          "实验步骤|实验协议|生物医学|科学文献|学术论文|科研论文|论文|"
@@ -171,16 +178,47 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     _cap("language_modeling", "predicting the next word of a text (language modelling)",
          "language modeling|language modelling|next word|last word|"
          "predict the word|word prediction|cloze|long-range context|"
+         "perplexity|bits per byte|bits-per-byte|bpb|base model|base models|pretrained model|pre-trained model|pretraining|pre-training|next-token|next token|基座模型|预训练|"
          "语言建模|下一个词|下一个字|下个词|预测词|词预测|预测下一个|"
          "最后一个词|最后一个字|完形填空|困惑度|长距离上下文|长程上下文|"
          "长上下文|续写文本"),
-    _cap("safety", "refusing harm, toxicity, bias and truthfulness (no gallery task yet)",
+    _cap("data_quality", "the quality of data a model generates (problems, answers): "
+         "judged on a rubric, against real data, its answers verified",
+         "generated problems|generates problems|generate problems|generating problems|"
+         "problems it generates|problems it makes|make problems|makes problems|make math "
+         "problems|makes math problems|generates math problems|write problems|writes "
+         "problems|writes math problems|authors problems|creates problems|problem "
+         "generation|question generation|generated questions|synthetic data|synthetic-data|"
+         "data generation|data-gen|datagen|generated data|quality of the problems|quality of "
+         "problems|problem quality|win rate|rubric|aime-style|出题|生成的题目|生成题目|"
+         "题目质量|合成数据|数据生成|生成数据"),
+    _cap("custom_data", "your own questions and answers: a JSONL/CSV file or a Hub dataset",
+         "my own data|own data|my data|our data|own dataset|my dataset|our dataset|custom "
+         "data|custom dataset|custom eval|jsonl|csv|question/answer pairs|qa pairs|"
+         "自己的数据|我们的数据|自定义数据"),
+    _cap("truthfulness", "avoiding falsehoods and abstaining when unsure, TruthfulQA- and "
+         "SimpleQA-style (no gallery task yet)",
+         "truthful|truthfulness|truthfulqa|simpleqa|hallucinate|hallucinates|hallucination|"
+         "hallucinations|i don't know|abstain|abstention|making things up|makes things up|"
+         "fabricate|fabricates|真实性|幻觉|胡编|编造|不知道"),
+    _cap("hard_reasoning", "hard reasoning: graduate-level and expert questions (GPQA, "
+         "MMLU-Pro, BBH; no gallery task yet)",
+         "gpqa|mmlu-pro|mmlu pro|bbh|big-bench hard|big bench hard|graduate-level|graduate "
+         "level|google-proof|expert-level|phd-level|musr|研究生水平|专家级"),
+    _cap("long_context", "long-context use over very long inputs (no gallery task yet)",
+         "long context|long-context|long documents|long document|100 pages|hundreds of pages|"
+         "100,000 tokens|100k tokens|128k|needle in a haystack|needle-in-a-haystack|longbench|"
+         "ruler|long contracts|长文本|长上下文|超长"),
+    _cap("multilingual", "ability in languages other than English (no gallery task yet)",
+         "multilingual|many languages|many language|other languages|several languages|"
+         "non-english|cross-lingual|mgsm|xnli|c-eval|cmmlu|gaokao|german language|in german|"
+         "in spanish|in french|in japanese|多语言|多种语言|高考|中文知识|中文能力"),
+    _cap("safety", "refusing harm, toxicity and bias (no gallery task yet)",
          "safety|safe|harmful|harm|toxicity|toxic|jailbreak|jailbreaks|refusal|refuse|bias|"
-         "biased|red team|red-teaming|truthful|truthfulness|hallucination|hallucinations|"
+         "biased|red team|red-teaming|"
          "安全|有害|偏见|"
          "安全性|有害内容|危害|毒性|有毒|越狱|越狱攻击|拒答|拒绝回答|"
-         "拒绝|歧视|刻板印象|红队|红队测试|真实性|诚实|幻觉|胡编|"
-         "编造"),
+         "拒绝|歧视|刻板印象|红队|红队测试|诚实"),
 )}
 
 

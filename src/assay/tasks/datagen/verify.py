@@ -17,6 +17,7 @@ from assay.metrics.stats import proportion
 from assay.metrics.summary import clustered_rate
 from assay.scoring import score_math
 from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.capabilities import Measure
 from assay.tasks.datagen.problem import load_problems
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
@@ -41,7 +42,11 @@ class VerifyTask(Task):
 
     description = "Solve generated problems with a solver model; math-verify agreement with the stated answer."
     headline_metric = "agreement_rate"
-    info = TaskInfo(plannable=False, tags=("datagen",))
+    info = TaskInfo(plannable=False, runs_here="assay.tasks.datagen:runs_in_a_plan",
+                    measures=(Measure(capability="data_quality", standing="supporting",
+                                      why=("checks each generated problem's stated answer by solving it, "
+                                           "beside the judge")),),
+                    tags=("datagen",))
     Options = VerifyOptions
 
     def __init__(self, **options: Any) -> None:

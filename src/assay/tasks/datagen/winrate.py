@@ -20,6 +20,7 @@ from assay.errors import ConfigError
 from assay.scoring.judge import JudgeModels, RoleURL, jury_of, poll, read_json
 from assay.scoring.judge import combine as combine_votes
 from assay.tasks.base import LoadedData, RoleModel, Task, jury, run_params_of
+from assay.tasks.capabilities import Measure
 from assay.tasks.datagen.judge_prompts import rationale_limit
 from assay.tasks.datagen.problem import Problem, load_problems
 from assay.tasks.datagen.winrate_metrics import (
@@ -205,7 +206,11 @@ class WinRateTask(Task):
     description = ("Pairwise win rate of generated vs real problems, blinded and judged in both "
                    "orders; position flips count as ties and are reported.")
     headline_metric = "win_rate_adjusted"
-    info = TaskInfo(plannable=False, roles=("judge",), tags=("datagen", "judge"))
+    info = TaskInfo(plannable=False, runs_here="assay.tasks.datagen:runs_in_a_plan",
+                    measures=(Measure(capability="data_quality", standing="canonical",
+                                      why=("the pairwise win rate against real problems, judged in both "
+                                           "orders, is the comparative measure of generated data")),),
+                    roles=("judge",), tags=("datagen", "judge"))
     Options = WinRateOptions
 
     def __init__(self, **options: Any) -> None:

@@ -24,6 +24,7 @@ from assay.scoring import (
     score_includes,
 )
 from assay.tasks.base import LoadedData, Task, run_params_of
+from assay.tasks.capabilities import Measure
 from assay.tasks.info import TaskInfo
 from assay.tasks.options import Field, PathField, TaskOptions
 from assay.tasks.qa.dataset import build_samples
@@ -93,11 +94,19 @@ class QAOptions(TaskOptions):
         return template_from_file(value)
 
 
+def on_your_data() -> tuple[bool, str]:
+    """A plan has no data of yours to run it on: the command that does."""
+    return False, "it runs on your own data: assay run qa --data FILE.jsonl (or --data hf:ID)"
+
+
 @task("qa")
 class QATask(Task):
     """Generic question answering."""
 
-    info = TaskInfo(plannable=False, tags=("qa", "custom"))
+    info = TaskInfo(plannable=False, tags=("qa", "custom"), runs_here="assay.tasks.qa:on_your_data",
+                    measures=(Measure(capability="custom_data", standing="canonical",
+                                      why="your own questions and answers, scored as you "
+                                          "choose (exact, F1, numeric, choice, math)"),))
     Options = QAOptions
     description = "Generic question answering over JSONL/CSV/HF data with exact, normalized, includes, numeric, F1, choice or math scoring."
 
