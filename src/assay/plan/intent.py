@@ -205,9 +205,9 @@ _LISTED = r"(?:[+/,&;、|]|\band\b|\bplus\b|\bor\b)"
 def _listed(word: str, text: str) -> bool:
     """Whether ``word`` stands in a list, beside a separator."""
     w = re.escape(word)
-    after = rf"[!]?\s*(?:\([^)]*\)\s*)?(?:$|[.;:?)]|{_LISTED})"  # an item ends there
-    return re.search(rf"(?:{_LISTED}\s*|(?<![\w-])){w}{after}", text) is not None and \
-        re.search(rf"{_LISTED}\s*{w}(?![\w-])|(?<![\w-]){w}{after}", text) is not None
+    tail = r"!?\s*(?:\([^)]*\)\s*)?"  # "Jeopardy!", "lambada (accuracy)"
+    return re.search(rf"{_LISTED}\s*{w}{tail}(?:$|[.;:?)]|{_LISTED})|(?<![\w-]){w}{tail}"
+                     rf"{_LISTED}", text) is not None
 
 
 def _proper(word: str, text: str) -> bool:
