@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from assay.plan.ask import Asker
 from assay.plan.intent import parse_rules
 from assay.tasks.capabilities import capabilities_in
 from assay.tasks.gallery.entry import find_entry
@@ -124,3 +125,20 @@ def test_the_planner_meets_the_issues_targets_on_the_second_field_set(
     assert rates["named_recall"] >= 0.97, misses
     assert rates["capability_recall_at_5"] >= 0.92, misses
     assert rates["executable"] == 1.0, misses
+
+
+def test_a_planner_endpoint_answers_under_the_schema(llama_server: str) -> None:
+    """The planner over a real endpoint (the embedded model served by llama.cpp): OpenAI's
+    json_schema response format is taken, and the answer is one JSON object of the schema."""
+    schema = {"type": "object", "properties": {"capabilities": {
+        "type": "array", "items": {"type": "string", "enum": ["math", "code", "agent"]}}},
+        "required": ["capabilities"], "additionalProperties": False}
+    asker = Asker("openai/local", base_url=llama_server)
+    try:
+        data = asker("Which capabilities does this request ask for: 'grade-school math word "
+                     "problems'? Reply in JSON.", schema)
+    finally:
+        asker.close()
+    assert asker.calls and "error" not in asker.calls[0], asker.calls
+    assert isinstance(data, dict) and set(data) == {"capabilities"}
+    assert set(data["capabilities"]) <= {"math", "code", "agent"}

@@ -12,13 +12,16 @@ both are corrected (the echo path's rows moved down by one, the generated token 
 the server answers as OpenAI's and vLLM's do, and it ranks a token's alternatives with a heap
 (at most 20, ~10x faster than its sort of the whole vocabulary); ``--as-shipped`` serves it
 unchanged, which assay's endpoint check refuses
-(:func:`assay.models.openai_model.check_echo`)."""
+(:func:`assay.models.openai_model.check_echo`). It also takes OpenAI's structured-output form,
+``response_format: {type: json_schema, json_schema: {schema}}``, which llama-cpp-python's
+server refuses (422): it is passed on as that server's ``{type: json_object, schema}``."""
 
 from __future__ import annotations
 
 import argparse
 import functools
 import heapq
+import json
 import threading
 from typing import Any
 
@@ -67,6 +70,34 @@ def correct_echo_logprobs() -> None:
         heapq.nlargest(TOP, items, key=key) if reverse else heapq.nsmallest(TOP, items, key=key))
 
 
+def openai_schemas(app: Any) -> Any:
+    """``app`` (ASGI) taking OpenAI's ``json_schema`` response format on chat completions."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/chat/completions"):
+            return await app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        try:
+            data = json.loads(body)
+            fmt = data.get("response_format") or {}
+            if fmt.get("type") == "json_schema":
+                data["response_format"] = {"type": "json_object",
+                                           "schema": (fmt.get("json_schema") or {}).get("schema")}
+                body = json.dumps(data).encode()
+        except (ValueError, AttributeError):
+            pass  # the server says what is wrong with it
+
+        async def replay() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+        headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+        scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        await app(scope, replay, send)
+    return wrapped
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m assay.testing.llama_server",
                                 description=__doc__.split("\n\n")[0])
@@ -90,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     with _plain_cpu_buffers():  # the model is loaded here, as the embedded one is
         app = create_app(server_settings=ServerSettings(host="127.0.0.1", port=args.port),
                          model_settings=[settings])
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(openai_schemas(app), host="127.0.0.1", port=args.port, log_level="warning")
     return 0
 
 
