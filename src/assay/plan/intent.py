@@ -256,6 +256,16 @@ def _named(text: str, names: dict[str, str]) -> tuple[list[str], list[dict[str, 
         if hits or (len(key) >= 8 and key in flat):
             if name not in found:
                 found.append(name)
+    # a word inside another entry's name as written ("grade-school math") names nothing more
+    spans = [m.span() for n in found for e in [all_entries().get(n)] if e is not None
+             for alias in e.names if len(re.split(r"[\s_-]+", alias)) > 1
+             for m in re.finditer(r"[\s_-]+".join(map(re.escape, re.split(r"[\s_-]+", alias))),
+                                  text, re.IGNORECASE)]
+    ambiguous = [(name, [w for w in hits if not any(
+        a <= m.start() and m.end() <= b for a, b in spans
+        for m in re.finditer(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text))])
+        for name, hits in ambiguous]
+    ambiguous = [(name, hits) for name, hits in ambiguous if hits]
     for name, hits in ambiguous:  # listed: beside a benchmark named for certain, or another
         if name not in found and (found or len(ambiguous) > 1 or any(
                 _proper(w, text) for w in hits)):
