@@ -8,7 +8,6 @@ samples" deterministic; no assertion depends on timing (deadlines only stop a ha
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -281,13 +280,15 @@ def test_the_rate_limit_holds_for_the_whole_run_not_per_worker(
                    "--base-url", server.base_url, "--workers", "4", "--rpm", "60"))
         times = sorted(server.request_times)
     assert len(times) == 8
-    # 8 call starts a second apart for the run: 7 s from the first to the last, less what
-    # the network takes (a limit per worker: 4 workers start 2 each, about a second apart)
-    assert times[-1] - times[0] >= 6.0, [round(t - times[0], 2) for t in times]
-    # and each start a second after the one before (less the network): a slow machine that
-    # stretched a per-worker limit over 6 s would still let two workers' calls coincide
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= 0.5, [round(g, 2) for g in gaps]
+    # every start of every worker was spaced by the run's one pacer (a second apart by
+    # construction): with a limit per worker the run's pacer would space none. When the
+    # calls arrive depends on the machine's load, so that is not what is checked
+    con = sqlite3.connect(home / "assay.db")
+    try:
+        (stats,) = con.execute("SELECT stats FROM runs").fetchone()
+    finally:
+        con.close()
+    assert json.loads(stats)["executor"]["paced_starts"] == {"openai/fake": 8}
 
 
 def test_without_ray_or_its_cluster_one_line_and_no_run(cluster: Any, tmp_path: Path) -> None:

@@ -116,12 +116,18 @@ class Pacer:
 
     def __init__(self, rpm: float) -> None:
         self.interval, self.next = 60.0 / rpm, 0.0
+        self.starts = 0
 
     def reserve(self) -> float:
         now = time.monotonic()
         start = max(now, self.next)
         self.next = start + self.interval
+        self.starts += 1
         return start - now
+
+    def reserved(self) -> int:
+        """How many call starts it spaced (every worker's)."""
+        return self.starts
 
 
 class RemoteCache:
@@ -384,6 +390,9 @@ class RayExecutor:
                             "samples_dealt_again": redealt, "workers_restarted": restarts,
                             "crashed_samples": sum(1 for k in crashes.values()
                                                    if k >= MAX_CRASHES)}
+            with contextlib.suppress(Exception):  # --rpm: the starts the run's one pacer spaced
+                self.summary["paced_starts"] = {m: ray.get(p.reserved.remote(), timeout=30)
+                                                for m, p in pacers.items()}
             for fut in pending:
                 if fut.done() and not fut.cancelled():
                     fut.exception()  # retrieved: asyncio says nothing of it later
