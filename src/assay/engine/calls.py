@@ -92,14 +92,16 @@ class CallShared:
         self._draining: asyncio.Task[None] | None = None
 
     @classmethod
-    def for_spec(cls, store: Any, spec: Any, model: Any, **kw: Any) -> CallShared:
-        """The state of one model's calls under a run's limits (one cache per model)."""
-        return cls(store, max_connections=spec.max_connections,
-                   policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
-                   use_cache=spec.cache, seed=spec.seed, model_id=model.model_id,
-                   max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
-                   pricer=Pricer(model, load_pricing(spec.pricing)),
-                   reasoning_tags=spec.reasoning_tags, **kw)
+    def for_spec(cls, store: Any, spec: Any, model: Any, **overrides: Any) -> CallShared:
+        """The state of one model's calls under a run's limits (one cache per model);
+        ``overrides``: what differs where it runs (a Ray worker's share of connections)."""
+        settings: dict[str, Any] = dict(
+            max_connections=spec.max_connections,
+            policy=RetryPolicy(max_retries=spec.max_retries, initial=spec.retry_initial),
+            use_cache=spec.cache, seed=spec.seed, model_id=model.model_id,
+            max_reply_bytes=spec.max_reply_bytes, rpm=spec.rpm,
+            pricer=Pricer(model, load_pricing(spec.pricing)), reasoning_tags=spec.reasoning_tags)
+        return cls(store, **{**settings, **overrides})
 
     async def likelihoods(self, agent: Any, kind: str,
                           items: list[tuple[str, str]]) -> list[Likelihood]:

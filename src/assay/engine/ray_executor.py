@@ -32,12 +32,11 @@ from typing import Any
 from assay.core.spec import RunSpec
 from assay.core.stored import sample_extra
 from assay.core.types import Sample, SampleResult
-from assay.engine.calls import CallShared, RetryPolicy, call_identity
+from assay.engine.calls import CallShared, call_identity
 from assay.engine.judging import task_roles
 from assay.engine.sample import RunCalls, SampleJob, run_sample
 from assay.errors import ConfigError
 from assay.models.base import get_subject
-from assay.models.pricing import Pricer, load_pricing
 from assay.sandbox import allow_weak_isolation
 from assay.store.sqlite import Store
 from assay.tasks.registry import FILE_MODULE_PREFIX
@@ -181,13 +180,9 @@ class SampleWorker:
         #: a sample file's path on the driver -> where this worker reads it
         self.seen: dict[str, str] = {}
 
-        def calls(model: Any) -> CallShared:
-            shared = CallShared(self.cache, max_connections=connections,
-                                policy=RetryPolicy(spec.max_retries, spec.retry_initial),
-                                use_cache=spec.cache, seed=spec.seed, model_id=model.model_id,
-                                max_reply_bytes=spec.max_reply_bytes,
-                                pricer=Pricer(model, load_pricing(spec.pricing)),
-                                reasoning_tags=spec.reasoning_tags)
+        def calls(model: Any) -> CallShared:  # --rpm: the run's one pacer, not the worker's
+            shared = CallShared.for_spec(self.cache, spec, model, max_connections=connections,
+                                         rpm=None)
             if model.model_id in pacers:
                 shared.limiter = RemotePacer(pacers[model.model_id])
             return shared

@@ -229,9 +229,7 @@ class Engine:
     async def _execute(self, run_id: str, spec: RunSpec, task: Task, subj: Any,
                        samples: list[Sample], roles: dict[str, Any],
                        executor: Executor) -> None:
-        done = self.store.completed_keys(run_id)
-        todo = [(seq, s, epoch) for epoch in range(spec.epochs) for seq, s in enumerate(samples)
-                if (s.id, epoch) not in done]
+        todo = self._todo(run_id, spec, samples)
         old = self.store.get_run(run_id)["stats"]
         spent = q.usage_totals(self.store, run_id)
         limits = RunLimits(spec, cost=spent["usd"] or 0.0, tokens=spent["tokens"],
@@ -325,10 +323,8 @@ class Engine:
                     agent, batch = models.get(rec["model"], (None, None))
                     await collect(self.store, run_id, rec, agent and agent.session(), batch,
                                   spec.batch_poll, self.quiet)
-            done = self.store.completed_keys(run_id)
-            todo = [(seq, s, epoch) for epoch in range(spec.epochs)
-                    for seq, s in enumerate(samples) if (s.id, epoch) not in done]
-            await executor.execute(task, subj, todo, run, commit, spec.max_connections)
+            await executor.execute(task, subj, self._todo(run_id, spec, samples), run, commit,
+                                   spec.max_connections)
             # the answers read: collected; each new batch stored as soon as it is submitted
             records = [{**r, "status": "collected"} if r["status"] != "submitted" else r
                        for r in records]
@@ -346,6 +342,13 @@ class Engine:
                               f"{run_id}' collects it", file=sys.stderr)
             if not submitted:
                 return
+
+    def _todo(self, run_id: str, spec: RunSpec, samples: list[Sample]
+              ) -> list[tuple[int, Sample, int]]:
+        """``(seq, sample, epoch)`` of every sample and epoch not finished (errors run again)."""
+        done = self.store.completed_keys(run_id)
+        return [(seq, s, epoch) for epoch in range(spec.epochs) for seq, s in enumerate(samples)
+                if (s.id, epoch) not in done]
 
     def _save_batches(self, run_id: str, records: list[dict[str, Any]]) -> None:
         """The run's batches with its stats now (a later process collects what is open)."""
